@@ -1,0 +1,207 @@
+"""Convert BEiT checkpoints of unilm, timm, HF transformers, mmseg and mmpretrain to beit_mm's ``BEiT`` names.
+
+beit_mm keeps unilm's names, so unilm and timm files are near-identity. The output holds the backbone's keys only
+(plus ``lm_head.*``/``fc_norm.*``/``head.*`` on request) and loads with ``load_state_dict(strict=True)`` into the
+matching ``BEiT``:
+
+- a pretrained-only (MIM) file has a shared relative position bias: by default it is copied into every block
+  (``blocks.i.attn.relative_position_bias_table``) as unilm's fine-tuning does, giving a ``BEiT(use_rel_pos_bias=True)``
+  with ``final_norm=True`` (the file's ``norm``); ``expand_shared_rel_pos_bias=False`` keeps ``rel_pos_bias.*``;
+- ``mask_token`` and ``lm_head.*`` are dropped unless ``keep_mim_head=True``;
+- ``img_size`` resamples relative position bias tables (unilm's geometric cubic method) and position embeddings.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+
+import torch
+from torch import Tensor
+
+from ..models.layers import resize_pos_embed, resize_rel_pos_bias_table
+from ..models.layers.rel_pos_bias import NUM_CLS_ROWS
+from .io import strip_prefix
+
+SOURCES = ('unilm', 'timm', 'hf', 'mmseg', 'mmpretrain')
+HEAD_PREFIXES = ('fc_norm.', 'head.')
+MIM_KEYS = ('mask_token', 'lm_head.')
+
+
+def _rename(state_dict: Mapping[str, Tensor], rules: list[tuple[str, str]]) -> dict[str, Tensor]:
+    out = {}
+    for key, value in state_dict.items():
+        for pattern, repl in rules:
+            key = re.sub(pattern, repl, key)
+        out[key] = value
+    return out
+
+
+def _from_unilm(sd: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """unilm (and timm, which uses the same names): strip a segmentor's ``backbone.`` prefix, drop its neck/heads."""
+    if any(k.startswith('backbone.') for k in sd):  # unilm ADE20K files: backbone.* + decode/auxiliary heads
+        sd = strip_prefix(sd, 'backbone.')
+        sd = {k: v for k, v in sd.items() if not re.match(r'fpn\d\.', k)}
+    return dict(sd)
+
+
+def _from_hf(sd: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """HF ``BeitModel``/``BeitFor*``: split names back into unilm's, merge query/key/value into ``qkv``."""
+    sd = {k[len('beit.'):] if k.startswith('beit.') else k: v for k, v in sd.items()}
+    sd = {k: v for k, v in sd.items() if not k.startswith(('decode_head.', 'auxiliary_head.', 'fpn'))}
+    rules = [
+        (r'^embeddings\.cls_token$', 'cls_token'),
+        (r'^embeddings\.mask_token$', 'mask_token'),
+        (r'^embeddings\.position_embeddings$', 'pos_embed'),
+        (r'^embeddings\.patch_embeddings\.projection\.', 'patch_embed.proj.'),
+        (r'^encoder\.relative_position_bias\.', 'rel_pos_bias.'),
+        (r'^encoder\.layer\.(\d+)\.', r'blocks.\1.'),
+        (r'\.layernorm_before\.', '.norm1.'),
+        (r'\.layernorm_after\.', '.norm2.'),
+        (r'\.attention\.attention\.relative_position_bias\.', '.attn.'),
+        (r'\.attention\.output\.dense\.', '.attn.proj.'),
+        (r'\.intermediate\.dense\.', '.mlp.fc1.'),
+        (r'\.output\.dense\.', '.mlp.fc2.'),
+        (r'\.lambda_1$', '.gamma_1'),
+        (r'\.lambda_2$', '.gamma_2'),
+        (r'^pooler\.layernorm\.', 'fc_norm.'),
+        (r'^layernorm\.', 'norm.'),
+        (r'^classifier\.', 'head.'),
+    ]
+    out = _rename(sd, rules)
+    for key in [k for k in out if k.endswith('.attention.attention.query.weight')]:
+        base = key[:-len('.attention.attention.query.weight')]
+        q, k, v = (out.pop(f'{base}.attention.attention.{n}.weight') for n in ('query', 'key', 'value'))
+        out[f'{base}.attn.qkv.weight'] = torch.cat([q, k, v], dim=0)
+        out[f'{base}.attn.q_bias'] = out.pop(f'{base}.attention.attention.query.bias')
+        out[f'{base}.attn.v_bias'] = out.pop(f'{base}.attention.attention.value.bias')
+    return out
+
+
+def _from_openmmlab(sd: Mapping[str, Tensor], final_norm: str, pool_norm: str | None) -> dict[str, Tensor]:
+    """mmseg/mmpretrain backbones: ``layers.i.ln1``, ``ffn.layers.0.0``, ``patch_embed.projection`` ..."""
+    if any(k.startswith('backbone.') for k in sd):
+        sd = strip_prefix(sd, 'backbone.')
+    rules = [
+        (r'^patch_embed\.projection\.', 'patch_embed.proj.'),
+        (r'^layers\.(\d+)\.', r'blocks.\1.'),
+        (r'\.ln1\.', '.norm1.'),
+        (r'\.ln2\.', '.norm2.'),
+        (r'\.ffn\.layers\.0\.0\.', '.mlp.fc1.'),
+        (r'\.ffn\.layers\.1\.', '.mlp.fc2.'),
+        (rf'^{final_norm}\.', 'norm.'),
+    ]
+    if pool_norm is not None:
+        rules.append((rf'^{pool_norm}\.', 'fc_norm.'))
+    return _rename(sd, rules)
+
+
+CONVERTERS: dict[str, Callable[[Mapping[str, Tensor]], dict[str, Tensor]]] = {
+    'unilm': _from_unilm,
+    'timm': _from_unilm,
+    'hf': _from_hf,
+    'mmseg': lambda sd: _from_openmmlab(sd, final_norm='ln1', pool_norm=None),
+    'mmpretrain': lambda sd: _from_openmmlab(sd, final_norm='ln1', pool_norm='ln2'),
+}
+
+
+def num_blocks(state_dict: Mapping[str, Tensor]) -> int:
+    """Number of transformer blocks in a beit_mm-named state dict."""
+    ids = {int(m.group(1)) for k in state_dict if (m := re.match(r'blocks\.(\d+)\.', k))}
+    return max(ids) + 1 if ids else 0
+
+
+def expand_shared_rel_pos_bias(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """Copy a shared ``rel_pos_bias.relative_position_bias_table`` into every block (unilm fine-tuning)."""
+    sd = dict(state_dict)
+    table = sd.pop('rel_pos_bias.relative_position_bias_table', None)
+    sd.pop('rel_pos_bias.relative_position_index', None)
+    if table is not None:
+        for i in range(num_blocks(sd)):
+            sd.setdefault(f'blocks.{i}.attn.relative_position_bias_table', table.clone())
+    return sd
+
+
+def table_grid(table: Tensor) -> tuple[int, int]:
+    """The square patch grid a relative position bias table was built for (rows = (2g-1)^2 + 3)."""
+    side = math.isqrt(table.shape[0] - NUM_CLS_ROWS)
+    if side * side != table.shape[0] - NUM_CLS_ROWS or side % 2 == 0:
+        raise ValueError(f'a relative position bias table with {table.shape[0]} rows does not belong to a square grid')
+    return ((side + 1) // 2, ) * 2
+
+
+def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int]) -> dict[str, Tensor]:
+    """Resample every relative position bias table and the position embedding of a state dict to ``grid``."""
+    out = {}
+    for key, value in state_dict.items():
+        if key.endswith('relative_position_bias_table'):
+            value = resize_rel_pos_bias_table(value, table_grid(value), grid)
+        elif key == 'pos_embed':
+            side = math.isqrt(value.shape[1] - 1)
+            value = resize_pos_embed(value, (side, side), grid)
+        out[key] = value
+    return out
+
+
+def convert_beit(state_dict: Mapping[str, Tensor],
+                 source: str,
+                 img_size: int | None = None,
+                 patch_size: int = 16,
+                 expand_shared_bias: bool = True,
+                 keep_mim_head: bool = False,
+                 keep_head: bool = False) -> dict[str, Tensor]:
+    """A foreign BEiT state dict -> beit_mm ``BEiT`` state dict (see the module docstring)."""
+    if source not in CONVERTERS:
+        raise ValueError(f'unknown BEiT checkpoint source {source!r}; choose one of {SOURCES}')
+    sd = CONVERTERS[source](state_dict)
+    sd = {k: v for k, v in sd.items() if not k.endswith('relative_position_index')}
+    if expand_shared_bias:
+        sd = expand_shared_rel_pos_bias(sd)
+    if not keep_mim_head:
+        sd = {k: v for k, v in sd.items() if not k.startswith(MIM_KEYS)}
+    if not keep_head:
+        sd = {k: v for k, v in sd.items() if not k.startswith(HEAD_PREFIXES)}
+    if img_size is not None:
+        sd = resize_to_grid(sd, (img_size // patch_size, img_size // patch_size))
+    check_beit_keys(sd, source)
+    return sd
+
+
+KNOWN_KEY = re.compile(r'^(cls_token|mask_token|pos_embed|patch_embed\.proj\.(weight|bias)|norm\.(weight|bias)|'
+                       r'rel_pos_bias\.relative_position_bias_table|lm_head\.(weight|bias)|fc_norm\.(weight|bias)|'
+                       r'head\.(weight|bias)|blocks\.\d+\.(norm1|norm2|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)|'
+                       r'blocks\.\d+\.attn\.(qkv\.weight|q_bias|v_bias|relative_position_bias_table)|'
+                       r'blocks\.\d+\.gamma_[12])$')
+
+
+def check_beit_keys(state_dict: Mapping[str, Tensor], source: str) -> None:
+    """Raise if the converted keys are not BEiT's: the file is of another layout than ``source``."""
+    bad = [k for k in state_dict if not KNOWN_KEY.match(k)]
+    if bad or 'patch_embed.proj.weight' not in state_dict:
+        guess = guess_beit_source(state_dict)
+        hint = f'it looks like --source {guess}' if guess and guess != source else 'is it a BEiT checkpoint?'
+        raise ValueError(f'{len(bad)} keys of this checkpoint are not BEiT keys after --source {source} conversion '
+                         f'(first: {bad[:5]}); {hint}')
+
+
+def guess_beit_source(state_dict: Mapping[str, Tensor]) -> str | None:
+    """Best guess of the layout of a BEiT state dict, for error messages."""
+    keys = set(state_dict)
+    joined = ' '.join(keys)
+    if 'encoder.layer.' in joined:
+        return 'hf'
+    if 'layers.0.ln1' in joined or 'patch_embed.projection' in joined:
+        mmpretrain_only = {'ln2.weight', 'rel_pos_bias.relative_position_bias_table', 'backbone.ln2.weight'}
+        return 'mmpretrain' if keys & mmpretrain_only else 'mmseg'
+    if 'blocks.0.attn.qkv' in joined:
+        return 'unilm'
+    return None
+
+
+def adapt_to_model(state_dict: Mapping[str, Tensor], model) -> dict[str, Tensor]:
+    """Fit a beit_mm-named state dict to a ``BEiT`` instance at load time: a shared relative position bias goes into
+    every block when the model has per-block tables, and tables/position embeddings are resampled to its grid."""
+    sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
+    if model.rel_pos_bias is None:
+        sd = expand_shared_rel_pos_bias(sd)
+    return resize_to_grid(sd, model.grid)

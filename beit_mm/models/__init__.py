@@ -1,0 +1,1 @@
+from . import backbones, heads, layers, necks, selfsup, target_generators  # noqa: F401

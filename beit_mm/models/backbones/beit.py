@@ -1,0 +1,215 @@
+"""BEiT backbone (Bao et al., "BEiT: BERT Pre-Training of Image Transformers"; unilm ``beit/modeling_finetune.py``).
+
+Parameter names equal the official checkpoints' (``cls_token``, ``patch_embed.proj``, ``blocks.i.attn.qkv``,
+``q_bias``, ``v_bias``, ``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``norm``), so official and
+timm files load after near-identity conversion (``beit_mm.converters.beit``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.utils.checkpoint as cp
+from mmengine.model import BaseModule
+from mmengine.model.weight_init import trunc_normal_
+from torch import Tensor, nn
+
+from ...registry import MODELS
+from ..layers import BEiTBlock, RelativePositionBias, resize_pos_embed
+from ...converters.beit import adapt_to_model
+from .pretrained import load_pretrained_backbone
+
+ARCHS: dict[str, dict] = {
+    'tiny': dict(embed_dims=192, num_layers=12, num_heads=3, mlp_ratio=4.0),
+    'small': dict(embed_dims=384, num_layers=12, num_heads=6, mlp_ratio=4.0),
+    'base': dict(embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4.0),
+    'large': dict(embed_dims=1024, num_layers=24, num_heads=16, mlp_ratio=4.0),
+}
+
+
+class PatchEmbed(nn.Module):
+    """Non-overlapping patches by a strided conv: (B, 3, H, W) -> (B, C, H/p, W/p). Parameter ``proj``."""
+
+    def __init__(self, in_channels: int, embed_dims: int, patch_size: int) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.proj = nn.Conv2d(in_channels, embed_dims, kernel_size=patch_size, stride=patch_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h, w = x.shape[-2:]
+        if h % self.patch_size or w % self.patch_size:
+            raise ValueError(f'input size {h}x{w} is not divisible by the patch size {self.patch_size}; resize or pad '
+                             f'the input (mmseg: data_preprocessor size_divisor={self.patch_size})')
+        return self.proj(x)
+
+
+@MODELS.register_module()
+class BEiT(BaseModule):
+    """BEiT vision transformer returning multi-level feature maps.
+
+    Args:
+        arch: 'tiny' | 'small' | 'base' | 'large' or a dict with ``embed_dims``, ``num_layers``, ``num_heads`` and
+            ``mlp_ratio``.
+        img_size: training image size; sets the grid of position embeddings and relative position bias tables
+            (inputs of other sizes divisible by ``patch_size`` are handled by resampling them on the fly).
+        patch_size: patch side in pixels.
+        in_channels: input channels.
+        use_abs_pos_emb: learn an absolute position embedding ``pos_embed`` (1, 1 + N, C).
+        use_rel_pos_bias: a relative position bias table in every block.
+        use_shared_rel_pos_bias: one table ``rel_pos_bias`` shared by all blocks (BEiT pretraining).
+        layer_scale_init_value: initial layer scale gamma (0.1 for B, 1e-5 for L in pretraining); 0 disables it.
+        drop_path_rate: stochastic depth of the last block; linear from 0 over the blocks.
+        out_indices: blocks whose outputs ``forward`` returns (negative counts from the end).
+        final_norm: apply the final LayerNorm ``norm`` to the last block's output.
+        with_mask_token: learn ``mask_token`` for masked image modeling (``forward(x, mask)``).
+        with_cp: gradient checkpointing of every block (saves memory, costs a second forward).
+        fused_attn: ``F.scaled_dot_product_attention`` (True) or the eager softmax(QK^T) path.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format state dict
+            (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing.
+    """
+
+    def __init__(self,
+                 arch: str | dict = 'base',
+                 img_size: int | Sequence[int] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 use_abs_pos_emb: bool = False,
+                 use_rel_pos_bias: bool = True,
+                 use_shared_rel_pos_bias: bool = False,
+                 layer_scale_init_value: float = 0.1,
+                 drop_rate: float = 0.0,
+                 attn_drop_rate: float = 0.0,
+                 drop_path_rate: float = 0.1,
+                 out_indices: Sequence[int] = (-1, ),
+                 final_norm: bool = False,
+                 with_mask_token: bool = False,
+                 with_cp: bool = False,
+                 fused_attn: bool = True,
+                 init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if isinstance(arch, str):
+            if arch not in ARCHS:
+                raise ValueError(f'unknown BEiT arch {arch!r}; choose one of {sorted(ARCHS)} or pass a dict')
+            arch = ARCHS[arch]
+        missing = {'embed_dims', 'num_layers', 'num_heads', 'mlp_ratio'} - set(arch)
+        if missing:
+            raise ValueError(f'BEiT arch dict lacks {sorted(missing)}')
+        self.embed_dims = embed_dims = arch['embed_dims']
+        self.num_layers = num_layers = arch['num_layers']
+        self.num_heads = arch['num_heads']
+        img_size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        self.patch_size = patch_size
+        self.grid = (img_size[0] // patch_size, img_size[1] // patch_size)
+        self.layer_scale_init_value = layer_scale_init_value
+
+        self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
+        num_tokens = 1 + self.grid[0] * self.grid[1]
+        self.pos_embed = nn.Parameter(torch.zeros(1, num_tokens, embed_dims)) if use_abs_pos_emb else None
+        self.pos_drop = nn.Dropout(drop_rate)
+        self.rel_pos_bias = RelativePositionBias(self.grid, self.num_heads) if use_shared_rel_pos_bias else None
+
+        dpr = torch.linspace(0, drop_path_rate, num_layers).tolist()
+        self.blocks = nn.ModuleList([
+            BEiTBlock(embed_dims, self.num_heads, arch['mlp_ratio'],
+                      grid=self.grid if use_rel_pos_bias else None,
+                      layer_scale_init_value=layer_scale_init_value, drop_path=dpr[i], attn_drop=attn_drop_rate,
+                      drop=drop_rate, fused_attn=fused_attn) for i in range(num_layers)
+        ])
+        if any(not -num_layers <= i < num_layers for i in out_indices):
+            raise ValueError(f'out_indices {tuple(out_indices)} out of range for {num_layers} blocks')
+        self.out_indices = tuple(i % num_layers for i in out_indices)
+        self.final_norm = final_norm
+        self.norm = nn.LayerNorm(embed_dims, eps=1e-6) if final_norm else None
+        self.with_cp = with_cp
+
+    # ------------------------------------------------------------------ init
+    def init_weights(self) -> None:
+        """unilm's initialization, or the checkpoint of ``init_cfg=dict(type='Pretrained', ...)``."""
+        if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
+            load_pretrained_backbone(
+                self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'), adapt=adapt_to_model,
+                convert_hint='Convert official files first: python tools/convert_checkpoint.py --model beit '
+                '--source {unilm,timm,hf,mmseg,mmpretrain} SRC DST.')
+            self._is_init = True
+            return
+        super().init_weights()
+        for p in (self.cls_token, self.mask_token, self.pos_embed):
+            if p is not None:
+                trunc_normal_(p, std=0.02)
+        self.apply(self._init_module)
+        for layer_id, blk in enumerate(self.blocks, start=1):  # unilm fix_init_weight
+            blk.attn.proj.weight.data.div_(math.sqrt(2.0 * layer_id))
+            blk.mlp.fc2.weight.data.div_(math.sqrt(2.0 * layer_id))
+
+    @staticmethod
+    def _init_module(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            trunc_normal_(m.weight, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+    # --------------------------------------------------------------- forward
+    def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
+        """Images (B, 3, H, W) -> tokens (B, 1 + h*w, C) with the cls token first, and the patch grid (h, w).
+
+        ``mask`` (B, h, w) or (B, h*w) bool, True = masked: those patch embeddings are replaced by ``mask_token``
+        before position embeddings are added (unilm ``modeling_pretrain.py``).
+        """
+        x = self.patch_embed(x)
+        grid = (x.shape[2], x.shape[3])
+        x = x.flatten(2).transpose(1, 2)
+        b, n, _ = x.shape
+        if mask is not None:
+            if self.mask_token is None:
+                raise ValueError('a mask was given but this BEiT has no mask token; build it with with_mask_token=True')
+            w = mask.reshape(b, n, 1).type_as(x)
+            x = x * (1 - w) + self.mask_token.expand(b, n, -1) * w
+        x = torch.cat([self.cls_token.expand(b, -1, -1), x], dim=1)
+        if self.pos_embed is not None:
+            x = x + resize_pos_embed(self.pos_embed, self.grid, grid)
+        return self.pos_drop(x), grid
+
+    def forward_tokens(self, x: Tensor, mask: Tensor | None = None) -> tuple[list[Tensor], tuple[int, int]]:
+        """Token sequences (B, 1 + h*w, C) of the blocks in ``out_indices`` and the patch grid (h, w)."""
+        x, grid = self.embed(x, mask)
+        shared_bias = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
+        outs = []
+        for i, blk in enumerate(self.blocks):
+            if self.with_cp and x.requires_grad:
+                x = cp.checkpoint(blk, x, grid, shared_bias, use_reentrant=False)
+            else:
+                x = blk(x, grid, shared_bias)
+            if i == self.num_layers - 1 and self.norm is not None:
+                x = self.norm(x)
+            if i in self.out_indices:
+                outs.append(x)
+        return outs, grid
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls token dropped)."""
+        outs, (h, w) = self.forward_tokens(x, mask)
+        return tuple(t[:, 1:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
+
+    # ------------------------------------------------------------ layer decay
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
+
+        Embeddings (cls/mask tokens, position embedding, patch embedding) -> 0; block i -> i + 1; everything else
+        (the shared relative position bias, as in unilm; final norm; parameters outside the backbone) -> num_layers + 1.
+        lr scale = decay ** (num_layers + 1 - id).
+        """
+        num_ids = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_ids - 1, num_ids
+        name = param_name[len(prefix):]
+        if name in ('cls_token', 'mask_token', 'pos_embed') or name.startswith('patch_embed.'):
+            return 0, num_ids
+        if name.startswith('blocks.'):
+            return int(name.split('.')[1]) + 1, num_ids
+        return num_ids - 1, num_ids

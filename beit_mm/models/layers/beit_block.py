@@ -1,0 +1,57 @@
+"""A BEiT transformer block: pre-norm attention and MLP, each with layer scale (gamma) and drop path."""
+from __future__ import annotations
+
+import torch
+from mmcv.cnn.bricks import DropPath
+from torch import Tensor, nn
+
+from .attention import BEiTAttention
+from .mlp import Mlp
+
+
+class BEiTBlock(nn.Module):
+    """``x + drop_path(gamma_1 * attn(norm1(x)))`` then ``x + drop_path(gamma_2 * mlp(norm2(x)))``.
+
+    Parameter names follow unilm (``norm1``, ``attn.*``, ``norm2``, ``mlp.fc1/fc2``, ``gamma_1``, ``gamma_2``).
+
+    Args:
+        embed_dims: token width C.
+        num_heads: attention heads.
+        mlp_ratio: MLP hidden width / C.
+        grid: patch grid of a per-block relative position bias, or None.
+        layer_scale_init_value: initial gamma; 0 disables layer scale (no gamma parameters).
+        drop_path: stochastic depth rate of this block.
+        fused_attn: SDPA (True) or eager attention.
+        norm_eps: LayerNorm epsilon (1e-6 in BEiT).
+    """
+
+    def __init__(self,
+                 embed_dims: int,
+                 num_heads: int,
+                 mlp_ratio: float = 4.0,
+                 grid: tuple[int, int] | None = None,
+                 layer_scale_init_value: float = 0.0,
+                 drop_path: float = 0.0,
+                 attn_drop: float = 0.0,
+                 drop: float = 0.0,
+                 fused_attn: bool = True,
+                 norm_eps: float = 1e-6) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(embed_dims, eps=norm_eps)
+        self.attn = BEiTAttention(embed_dims, num_heads, grid, attn_drop=attn_drop, proj_drop=drop,
+                                  fused_attn=fused_attn)
+        self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
+        self.norm2 = nn.LayerNorm(embed_dims, eps=norm_eps)
+        self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), drop=drop)
+        if layer_scale_init_value > 0:
+            self.gamma_1 = nn.Parameter(layer_scale_init_value * torch.ones(embed_dims))
+            self.gamma_2 = nn.Parameter(layer_scale_init_value * torch.ones(embed_dims))
+        else:
+            self.gamma_1 = self.gamma_2 = None
+
+    def forward(self, x: Tensor, grid: tuple[int, int], rel_pos_bias: Tensor | None = None) -> Tensor:
+        """x: (B, 1 + Wh*Ww, C) -> (B, 1 + Wh*Ww, C)."""
+        y = self.attn(self.norm1(x), grid, rel_pos_bias)
+        x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
+        y = self.mlp(self.norm2(x))
+        return x + self.drop_path(y if self.gamma_2 is None else self.gamma_2 * y)

@@ -1,0 +1,159 @@
+"""Relative position bias of BEiT (unilm ``beit/modeling_finetune.py``) and its resampling to other grids.
+
+The table has ``(2*Wh-1) * (2*Ww-1) + 3`` rows and one column per head. Row ``(dh + Wh-1) * (2*Ww-1) + (dw + Ww-1)``
+holds the bias for a token pair ``dh`` rows and ``dw`` columns apart; the 3 extra rows are, in order,
+cls->token, token->cls and cls->cls.
+
+Resampling a table trained on one grid to another (224 -> 640 px: 27x27 -> 79x79 relative offsets) follows unilm's
+geometric-progression method: the source offsets are placed on a grid whose spacing grows geometrically away from 0, so
+that its extent equals the target's, and a bicubic interpolating spline (FITPACK's ``interp2d(kind='cubic')``, i.e. a
+not-a-knot cubic spline per axis) is evaluated at the integer target offsets. It is re-done here with torch because
+SciPy >= 1.14 removed ``interp2d``. Shrinking a table (a smaller grid, e.g. a slide-inference crop at the border) has
+no geometric counterpart in unilm; it uses bicubic ``F.interpolate``.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+NUM_CLS_ROWS = 3  # cls->token, token->cls, cls->cls
+
+
+def num_relative_distance(grid: tuple[int, int]) -> int:
+    """Rows of the bias table for a ``grid = (Wh, Ww)`` of patches."""
+    return (2 * grid[0] - 1) * (2 * grid[1] - 1) + NUM_CLS_ROWS
+
+
+@lru_cache(maxsize=32)
+def relative_position_index(grid: tuple[int, int]) -> Tensor:
+    """Index into the bias table for every token pair, cls token first: LongTensor (Wh*Ww + 1, Wh*Ww + 1)."""
+    wh, ww = grid
+    coords = torch.stack(torch.meshgrid(torch.arange(wh), torch.arange(ww), indexing='ij')).flatten(1)  # (2, N)
+    rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0)  # (N, N, 2)
+    rel[:, :, 0] += wh - 1
+    rel[:, :, 1] += ww - 1
+    rel[:, :, 0] *= 2 * ww - 1
+    n = wh * ww
+    total = num_relative_distance(grid)
+    index = torch.zeros((n + 1, n + 1), dtype=torch.long)
+    index[1:, 1:] = rel.sum(-1)
+    index[0, 0:] = total - 3
+    index[0:, 0] = total - 2
+    index[0, 0] = total - 1
+    return index
+
+
+def gather_relative_position_bias(table: Tensor, grid: tuple[int, int]) -> Tensor:
+    """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads)."""
+    index = relative_position_index(tuple(grid)).to(table.device)
+    n = index.shape[0]
+    return table[index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
+
+
+def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:
+    """unilm's source offsets: ``src_len`` (odd) positions whose spacing grows by a ratio q so the extent is dst's."""
+    half_src, half_dst = src_len // 2, dst_len // 2
+
+    def progression(q: float) -> float:
+        return (1.0 - q ** half_src) / (1.0 - q)
+
+    left, right = 1.01, 1.5
+    while right - left > 1e-6:
+        q = (left + right) / 2.0
+        if progression(q) > half_dst:
+            right = q
+        else:
+            left = q
+    dis, cur = [], 1.0
+    for i in range(half_src):
+        dis.append(cur)
+        cur += q ** (i + 1)
+    return torch.tensor([-d for d in reversed(dis)] + [0.0] + dis, dtype=torch.float64)
+
+
+def cubic_spline_matrix(x: Tensor, t: Tensor) -> Tensor:
+    """Linear map from values at knots ``x`` (n,) to a not-a-knot cubic interpolating spline evaluated at ``t`` (m,).
+
+    Returns W (m, n) in float64 such that ``spline(t) = W @ y``. This is the spline FITPACK fits with ``k=3, s=0`` (the
+    one ``interp2d(kind='cubic')`` and ``RectBivariateSpline`` use on gridded data); points outside ``x`` are
+    extrapolated with the end pieces, as FITPACK does.
+    """
+    x = x.double()
+    t = t.double()
+    n = x.numel()
+    if n < 4:
+        raise ValueError(f'a not-a-knot cubic spline needs at least 4 knots, got {n}')
+    h = x[1:] - x[:-1]  # (n-1,)
+    # Second derivatives M solve A @ M = B @ y.
+    a = torch.zeros(n, n, dtype=torch.float64)
+    b = torch.zeros(n, n, dtype=torch.float64)
+    for i in range(1, n - 1):
+        a[i, i - 1], a[i, i], a[i, i + 1] = h[i - 1], 2 * (h[i - 1] + h[i]), h[i]
+        b[i, i - 1], b[i, i], b[i, i + 1] = 6 / h[i - 1], -6 / h[i - 1] - 6 / h[i], 6 / h[i]
+    # not-a-knot: the third derivative is continuous at x[1] and x[n-2].
+    a[0, 0], a[0, 1], a[0, 2] = -1 / h[0], 1 / h[0] + 1 / h[1], -1 / h[1]
+    a[-1, -3], a[-1, -2], a[-1, -1] = -1 / h[-2], 1 / h[-2] + 1 / h[-1], -1 / h[-1]
+    m = torch.linalg.solve(a, b)  # (n, n): M = m @ y
+    idx = torch.searchsorted(x, t, right=True).sub(1).clamp(0, n - 2)  # interval of each t
+    hi = h[idx]
+    lo_w = (x[idx + 1] - t) / hi  # weight of the left knot in the linear part
+    hi_w = (t - x[idx]) / hi
+    w = torch.zeros(t.numel(), n, dtype=torch.float64)
+    rows = torch.arange(t.numel())
+    w[rows, idx] += lo_w
+    w[rows, idx + 1] += hi_w
+    # cubic correction: M_i * (lo_w^3 - lo_w) * h^2 / 6 + M_{i+1} * (hi_w^3 - hi_w) * h^2 / 6
+    c_lo = ((lo_w ** 3 - lo_w) * hi ** 2 / 6)[:, None]
+    c_hi = ((hi_w ** 3 - hi_w) * hi ** 2 / 6)[:, None]
+    w += c_lo * m[idx] + c_hi * m[idx + 1]
+    return w
+
+
+def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid: tuple[int, int]) -> Tensor:
+    """Resample a bias table (rows for ``src_grid``, heads) to ``dst_grid``; the 3 cls rows are kept.
+
+    Growing uses unilm's geometric-progression cubic method (identity when the grids are equal); shrinking uses bicubic
+    ``F.interpolate``. Returns (num_relative_distance(dst_grid), heads) in the table's dtype.
+    """
+    src_grid, dst_grid = tuple(src_grid), tuple(dst_grid)
+    expected = num_relative_distance(src_grid)
+    if table.shape[0] != expected:
+        raise ValueError(f'relative position bias table has {table.shape[0]} rows but a {src_grid} grid needs '
+                         f'{expected}; pass the grid the table was trained on (image size / patch size)')
+    if src_grid == dst_grid:
+        return table
+    (sh, sw), (dh, dw) = [(2 * g[0] - 1, 2 * g[1] - 1) for g in (src_grid, dst_grid)]
+    rel = table[:-NUM_CLS_ROWS].reshape(sh, sw, -1).permute(2, 0, 1)  # (heads, sh, sw)
+    if dh >= sh and dw >= sw:
+        wy = cubic_spline_matrix(_geometric_offsets(sh, dh), torch.arange(dh, dtype=torch.float64) - dh // 2)
+        wx = cubic_spline_matrix(_geometric_offsets(sw, dw), torch.arange(dw, dtype=torch.float64) - dw // 2)
+        wy, wx = wy.to(table.device), wx.to(table.device)
+        new = torch.einsum('ij,hjk,lk->hil', wy, rel.double(), wx).to(table.dtype)
+    elif dh <= sh and dw <= sw:
+        new = F.interpolate(rel[None].float(), size=(dh, dw), mode='bicubic', align_corners=False)[0].to(table.dtype)
+    else:
+        raise ValueError(f'cannot resample a relative position bias from grid {src_grid} to {dst_grid}: one axis grows '
+                         'and the other shrinks; use an input whose both sides are larger or both smaller')
+    return torch.cat([new.permute(1, 2, 0).reshape(dh * dw, -1), table[-NUM_CLS_ROWS:]], dim=0)
+
+
+class RelativePositionBias(nn.Module):
+    """A relative position bias table shared by all blocks (BEiT pretraining: ``rel_pos_bias.*`` in checkpoints).
+
+    Args:
+        grid: patch grid (Wh, Ww) the table is built for.
+        num_heads: attention heads.
+    """
+
+    def __init__(self, grid: tuple[int, int], num_heads: int) -> None:
+        super().__init__()
+        self.grid = tuple(grid)
+        self.relative_position_bias_table = nn.Parameter(torch.zeros(num_relative_distance(self.grid), num_heads))
+
+    def forward(self, grid: tuple[int, int]) -> Tensor:
+        """Bias (heads, N+1, N+1) for an input whose patch grid is ``grid``."""
+        table = resize_rel_pos_bias_table(self.relative_position_bias_table, self.grid, grid)
+        return gather_relative_position_bias(table, grid)

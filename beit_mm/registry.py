@@ -1,0 +1,24 @@
+"""The registries of scope ``beit_mm``; the only module that creates them.
+
+Each is a child of MMEngine's root registry, so configs of any OpenMMLab scope reach beit_mm's classes as
+``type='beit_mm.<ClassName>'`` (registry name = class name), and beit_mm's own configs (``default_scope='beit_mm'``)
+still find mmseg/mmpretrain/mmengine classes through the parent chain when they are spelled with their scope.
+"""
+from mmengine.registry import DATASETS as MMENGINE_DATASETS
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
+from mmengine.registry import MODELS as MMENGINE_MODELS
+from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
+from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
+from mmengine.registry import Registry
+
+MODELS = Registry('model', parent=MMENGINE_MODELS, scope='beit_mm', locations=['beit_mm.models'])
+TRANSFORMS = Registry('transform', parent=MMENGINE_TRANSFORMS, scope='beit_mm', locations=['beit_mm.data'])
+DATASETS = Registry('dataset', parent=MMENGINE_DATASETS, scope='beit_mm', locations=['beit_mm.data'])
+HOOKS = Registry('hook', parent=MMENGINE_HOOKS, scope='beit_mm', locations=['beit_mm.engine'])
+OPTIM_WRAPPER_CONSTRUCTORS = Registry(
+    'optimizer wrapper constructor',
+    parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
+    scope='beit_mm',
+    locations=['beit_mm.engine'])
+from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS  # noqa: E402
+OPTIM_WRAPPERS = Registry('optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])

@@ -1,0 +1,87 @@
+"""Convert an official/foreign checkpoint into a beit_mm state dict file ``{'state_dict': ...}``.
+
+Examples:
+    python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth beit-b_pt22k.pth
+    python tools/convert_checkpoint.py --model beit --source hf pytorch_model.bin beit-b.pth --img-size 640
+    python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth cvt-13.pth
+    python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
+
+Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
+that only the ``openai`` DALL-E source unpickles (trusted files only). HF ``*.safetensors`` files are read with
+safetensors when it is installed.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from beit_mm.converters import beit as beit_conv  # noqa: E402
+from beit_mm.converters.io import load_state_dict_file  # noqa: E402
+
+MODELS = {
+    'beit': beit_conv.SOURCES,
+    'cvt': ('official', 'hf'),
+    'dalle': ('openai', 'mmpretrain'),
+}
+
+
+def read_source(path: str, model: str, source: str) -> dict:
+    if model == 'dalle' and source == 'openai':
+        from beit_mm.converters.dalle import load_openai_encoder
+        return load_openai_encoder(path)
+    if path.endswith('.safetensors'):
+        from safetensors.torch import load_file
+        return load_file(path)
+    return load_state_dict_file(path)
+
+
+def convert(args: argparse.Namespace) -> dict:
+    src = read_source(args.src, args.model, args.source)
+    if args.model == 'beit':
+        return beit_conv.convert_beit(
+            src, args.source, img_size=args.img_size, patch_size=args.patch_size,
+            expand_shared_bias=not args.keep_shared_rel_pos_bias, keep_mim_head=args.keep_mim_head,
+            keep_head=args.keep_head)
+    if args.img_size is not None:
+        raise SystemExit(f'--img-size applies to --model beit only, not {args.model}')
+    if args.model == 'cvt':
+        from beit_mm.converters.cvt import convert_cvt
+        return convert_cvt(src, args.source)
+    from beit_mm.converters.dalle import convert_dalle
+    return convert_dalle(src, args.source)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('src', help='checkpoint to convert')
+    parser.add_argument('dst', help='output file (a dict with key "state_dict")')
+    parser.add_argument('--model', required=True, choices=sorted(MODELS))
+    parser.add_argument('--source', required=True,
+                        help='layout of SRC: ' + '; '.join(f'{m}: {", ".join(s)}' for m, s in MODELS.items()))
+    parser.add_argument('--img-size', type=int, default=None,
+                        help='BEiT: resample relative position tables / position embeddings to this image size')
+    parser.add_argument('--patch-size', type=int, default=16, help='BEiT patch size (for --img-size)')
+    parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
+    parser.add_argument('--keep-head', action='store_true', help='BEiT: keep fc_norm.* and the classifier head.*')
+    parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
+                        help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
+    args = parser.parse_args(argv)
+    if args.source not in MODELS[args.model]:
+        parser.error(f'--source {args.source} is not a {args.model} layout; choose one of {MODELS[args.model]}')
+    state_dict = convert(args)
+    os.makedirs(os.path.dirname(os.path.abspath(args.dst)), exist_ok=True)
+    torch.save({'state_dict': state_dict}, args.dst)
+    with open(args.dst, 'rb') as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '
+          f'{args.dst} (sha256 {digest[:16]})')
+
+
+if __name__ == '__main__':
+    main()

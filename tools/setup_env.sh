@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Create (or reuse) the beit_mm virtual environment and print its path on the last line.
+#
+# The venv lives outside the checkout (default ~/.cache/beit_mm/venv-<hash>) so fresh clones on the same machine
+# reuse it; the hash covers this file, so changing a pin builds a new one. mmcv 2.1.0 has no wheels for current torch:
+# its ops are compiled from the PyPI source once (~10 min on 2 cores) and the wheel is kept in ~/.cache/beit_mm/wheels.
+# `pip --isolated` ignores machine-level pip settings (a local torch+cpu wheel, version caps) so that torch and
+# torchvision come as the matching pair from the index.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${BEIT_MM_CACHE:-$HOME/.cache/beit_mm}"
+stamp_src="$(sha256sum < "$here/tools/setup_env.sh" | cut -c1-12)"
+venv="${BEIT_MM_VENV:-$cache/venv-$stamp_src}"
+python="${PYTHON:-python3.11}"
+command -v "$python" >/dev/null || python=python3
+
+if [ -f "$venv/.beit_mm_ready" ]; then
+  echo "$venv"
+  exit 0
+fi
+
+log() { echo "[setup_env] $*" >&2; }
+log "creating $venv (first run: torch download + mmcv source build, ~15 min)"
+mkdir -p "$cache/wheels"
+rm -rf "$venv"
+"$python" -m venv "$venv"
+pip() { "$venv/bin/python" -m pip --isolated --disable-pip-version-check "$@"; }
+pip install -q --upgrade "pip<26" >&2
+
+# torch/torchvision: an exactly matching pair (torchvision's compiled ops must match torch).
+pip install -q "torch==2.13.0" "torchvision==0.28.0" "numpy<2" "opencv-python==4.10.0.84" >&2
+
+# mmcv 2.1.0 with CPU ops, built from source once and cached as a wheel. CUDA ops are not needed by beit_mm;
+# CUDA_VISIBLE_DEVICES='' keeps the build CPU-only (and fast) on GPU machines too.
+mmcv_whl="$(ls "$cache"/wheels/mmcv-2.1.0-*.whl 2>/dev/null | head -n1 || true)"
+if [ -z "$mmcv_whl" ]; then
+  log "building mmcv 2.1.0 with ops (about 10 minutes on 2 cores)"
+  pip install -q "setuptools<70" wheel ninja >&2
+  CUDA_VISIBLE_DEVICES='' MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-$(nproc)}" \
+    pip wheel -q --no-deps --no-build-isolation -w "$cache/wheels" "mmcv==2.1.0" >&2
+  mmcv_whl="$(ls "$cache"/wheels/mmcv-2.1.0-*.whl | head -n1)"
+fi
+pip install -q "$mmcv_whl" >&2
+
+# The OpenMMLab stack (mmseg imports ftfy/regex without declaring them) and the test references. beit_mm itself is
+# not installed into the shared venv: the run scripts put the checkout on PYTHONPATH.
+pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" ftfy regex \
+  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" >&2
+# dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
+pip install -q --no-deps "dall-e==0.1" >&2
+pip install -q attrs requests blobfile >&2
+"$venv/bin/python" -c "import mmcv.ops, mmseg, mmpretrain, transformers, dall_e" >&2
+touch "$venv/.beit_mm_ready"
+echo "$venv"
