@@ -8,6 +8,7 @@ from mmengine.registry import DATASETS as MMENGINE_DATASETS
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
+from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
 from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
 from mmengine.registry import Registry
 
@@ -20,5 +21,5 @@ OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     parent=MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS,
     scope='beit_mm',
     locations=['beit_mm.engine'])
-from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS  # noqa: E402
-OPTIM_WRAPPERS = Registry('optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])
+OPTIM_WRAPPERS = Registry(
+    'optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])

@@ -32,3 +32,13 @@ def randomize_(module: torch.nn.Module, seed: int = 0, std: float = 0.2) -> torc
             else:
                 t.copy_(std * torch.randn(t.shape, generator=g))
     return module
+
+
+@pytest.fixture(autouse=True)
+def _isolated_default_scope():
+    """Each test starts without an MMEngine default scope (a test that calls ``init_default_scope('mmseg')`` would
+    otherwise change how later tests resolve unscoped registry names)."""
+    from mmengine.registry import DefaultScope
+    DefaultScope._instance_dict.clear()
+    yield
+    DefaultScope._instance_dict.clear()

@@ -52,7 +52,8 @@ def convert(args: argparse.Namespace) -> dict:
         raise SystemExit(f'--img-size applies to --model beit only, not {args.model}')
     if args.model == 'cvt':
         from beit_mm.converters.cvt import convert_cvt
-        return convert_cvt(src, args.source)
+        out = convert_cvt(src, args.source)
+        return out if args.keep_head else {k: v for k, v in out.items() if not k.startswith('head.')}
     from beit_mm.converters.dalle import convert_dalle
     return convert_dalle(src, args.source)
 
@@ -68,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
                         help='BEiT: resample relative position tables / position embeddings to this image size')
     parser.add_argument('--patch-size', type=int, default=16, help='BEiT patch size (for --img-size)')
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
-    parser.add_argument('--keep-head', action='store_true', help='BEiT: keep fc_norm.* and the classifier head.*')
+    parser.add_argument('--keep-head', action='store_true',
+                        help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
     parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
     args = parser.parse_args(argv)

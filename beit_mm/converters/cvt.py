@@ -1,0 +1,121 @@
+"""CvT checkpoints -> ``beit_mm.CvT`` state dicts (pure functions, no I/O).
+
+Sources:
+    'official': microsoft/CvT releases (``CvT-13-224x224-IN-1k.pth`` etc.), a flat state dict whose names are already
+        ours; the conversion only validates the keys.
+    'hf': HF transformers ``CvtModel`` (``encoder.stages.*``) or ``CvtForImageClassification`` (``cvt.encoder.*``,
+        ``layernorm.*``, ``classifier.*``), e.g. ``microsoft/cvt-13``.
+
+Output: the keys of ``CvT`` (BatchNorm running stats and ``num_batches_tracked`` included; ``norm.*`` when the source
+has a final norm, i.e. classification checkpoints) plus, when the source has an ImageNet classifier, its Linear under
+``head.weight`` / ``head.bias`` untouched (official name; HF ``classifier``). Strip ``head.*`` (or move it to
+``head.fc.*`` for mmpretrain's ``LinearClsHead``) before loading into a bare ``CvT``; the rest loads with
+``strict=True`` into ``CvT(final_norm=<has norm.*>)`` of the matching arch. HF models use exact GELU: build the
+backbone with ``act='gelu'`` for HF weights and ``act='quick_gelu'`` for official ones.
+"""
+import re
+from collections.abc import Mapping
+
+from torch import Tensor
+
+_SUPPORTED_SOURCES = ('official', 'hf')
+
+_PARAM = r'(weight|bias)'
+_BN = r'(weight|bias|running_mean|running_var|num_batches_tracked)'
+_OFFICIAL_KEY = re.compile('|'.join([
+    rf'stage\d+\.patch_embed\.(proj|norm)\.{_PARAM}',
+    r'stage\d+\.cls_token',
+    rf'stage\d+\.blocks\.\d+\.(norm1|norm2)\.{_PARAM}',
+    r'stage\d+\.blocks\.\d+\.attn\.conv_proj_[qkv]\.conv\.weight',
+    rf'stage\d+\.blocks\.\d+\.attn\.conv_proj_[qkv]\.bn\.{_BN}',
+    rf'stage\d+\.blocks\.\d+\.attn\.(proj_[qkv]|proj)\.{_PARAM}',
+    rf'stage\d+\.blocks\.\d+\.mlp\.(fc1|fc2)\.{_PARAM}',
+    rf'norm\.{_PARAM}',
+    rf'head\.{_PARAM}',
+]))
+
+_QKV = {'query': 'q', 'key': 'k', 'value': 'v'}
+# (HF name without the optional 'cvt.' prefix, official name); \g<s>, \g<j> are the stage and block indices.
+_HF_RULES: list[tuple[re.Pattern, str]] = [(re.compile(p), r) for p, r in [
+    (rf'encoder\.stages\.(?P<s>\d+)\.embedding\.convolution_embeddings\.projection\.(?P<p>{_PARAM})',
+     r'stage\g<s>.patch_embed.proj.\g<p>'),
+    (rf'encoder\.stages\.(?P<s>\d+)\.embedding\.convolution_embeddings\.normalization\.(?P<p>{_PARAM})',
+     r'stage\g<s>.patch_embed.norm.\g<p>'),
+    (r'encoder\.stages\.(?P<s>\d+)\.cls_token', r'stage\g<s>.cls_token'),
+    (rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.layernorm_before\.(?P<p>{_PARAM})',
+     r'stage\g<s>.blocks.\g<j>.norm1.\g<p>'),
+    (rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.layernorm_after\.(?P<p>{_PARAM})',
+     r'stage\g<s>.blocks.\g<j>.norm2.\g<p>'),
+    *[(rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.attention\.attention\.convolution_projection_{hf}'
+       r'\.convolution_projection\.convolution\.weight',
+       rf'stage\g<s>.blocks.\g<j>.attn.conv_proj_{ours}.conv.weight') for hf, ours in _QKV.items()],
+    *[(rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.attention\.attention\.convolution_projection_{hf}'
+       rf'\.convolution_projection\.normalization\.(?P<p>{_BN})',
+       rf'stage\g<s>.blocks.\g<j>.attn.conv_proj_{ours}.bn.\g<p>') for hf, ours in _QKV.items()],
+    *[(rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.attention\.attention\.projection_{hf}\.(?P<p>{_PARAM})',
+       rf'stage\g<s>.blocks.\g<j>.attn.proj_{ours}.\g<p>') for hf, ours in _QKV.items()],
+    (rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.attention\.output\.dense\.(?P<p>{_PARAM})',
+     r'stage\g<s>.blocks.\g<j>.attn.proj.\g<p>'),
+    (rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.intermediate\.dense\.(?P<p>{_PARAM})',
+     r'stage\g<s>.blocks.\g<j>.mlp.fc1.\g<p>'),
+    (rf'encoder\.stages\.(?P<s>\d+)\.layers\.(?P<j>\d+)\.output\.dense\.(?P<p>{_PARAM})',
+     r'stage\g<s>.blocks.\g<j>.mlp.fc2.\g<p>'),
+    (rf'layernorm\.(?P<p>{_PARAM})', r'norm.\g<p>'),
+    (rf'classifier\.(?P<p>{_PARAM})', r'head.\g<p>'),
+]]
+
+
+def _hf_to_official(key: str) -> str | None:
+    """The official name of an HF CvT key, or None when the key is not part of HF's CvT layout."""
+    name = key[len('cvt.'):] if key.startswith('cvt.') else key
+    for pattern, repl in _HF_RULES:
+        if pattern.fullmatch(name):
+            return pattern.sub(repl, name)
+    return None
+
+
+def _unknown_keys_error(bad: list[str], source: str) -> ValueError:
+    other = 'hf' if source == 'official' else 'official'
+    other_matches = [
+        k for k in bad if (_hf_to_official(k) is not None if other == 'hf' else _OFFICIAL_KEY.fullmatch(k))
+    ]
+    hint = (f"{len(other_matches)} of them are in the {other!r} layout: pass source={other!r} (--source {other})"
+            if other_matches else
+            'strip any wrapper prefix (e.g. "module.", "backbone.") and unwrap {"state_dict": ...} / {"model": ...} '
+            'before converting')
+    shown = ', '.join(bad[:8]) + (', ...' if len(bad) > 8 else '')
+    return ValueError(f'{len(bad)} checkpoint keys match neither the {source!r} CvT layout ({shown}); {hint}')
+
+
+def convert_cvt(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tensor]:
+    """Convert a CvT checkpoint to ``beit_mm.CvT`` names (see the module docstring for the output layout).
+
+    Args:
+        state_dict: the flat state dict of an official CvT checkpoint or of an HF ``CvtModel`` /
+            ``CvtForImageClassification``.
+        source: 'official' or 'hf'.
+
+    Returns:
+        ``CvT`` keys (+ ``norm.*`` if present) and ``head.weight`` / ``head.bias`` if the source has a classifier.
+        Tensors are shared with the input, not copied.
+
+    Raises:
+        ValueError: unknown ``source``, or keys that belong to neither layout (named in the message, with the
+            ``source`` to use when they match the other layout).
+    """
+    if source not in _SUPPORTED_SOURCES:
+        raise ValueError(f'unknown CvT checkpoint source {source!r}; use one of {_SUPPORTED_SOURCES}')
+    converted: dict[str, Tensor] = {}
+    bad: list[str] = []
+    for key, value in state_dict.items():
+        if source == 'official':
+            new_key = key if _OFFICIAL_KEY.fullmatch(key) else None
+        else:
+            new_key = _hf_to_official(key)
+        if new_key is None:
+            bad.append(key)
+        else:
+            converted[new_key] = value
+    if bad:
+        raise _unknown_keys_error(bad, source)
+    return converted

@@ -1,0 +1,196 @@
+"""A small synthetic dataset in ADE20K's layout, and a check of ADE20K label maps.
+
+:func:`make_demo_ade20k` writes::
+
+    root/images/training/ADE_train_00000001.jpg ...      RGB, size x size
+    root/images/validation/ADE_val_00000001.jpg ...
+    root/annotations/training/ADE_train_00000001.png ...  uint8 label maps, ADE20K's raw convention:
+    root/annotations/validation/ADE_val_00000001.png ...  0 = "other" (ignored with reduce_zero_label=True),
+                                                          1..150 = the ADE20K classes
+
+Each image is a textured background class with 2-4 rectangles, ellipses and blobs of other classes and sometimes a
+small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild noise and JPEG
+artefacts, so a tiny BEiT + UPerNet learns it in minutes on a CPU. Load it with mmseg's ``ADE20KDataset`` and
+``reduce_zero_label=True``.
+
+:func:`check_ade20k_labels` catches the label mistakes that give near-zero mIoU on ADE20K: masks stored as 0/255
+binary maps, masks that were already reduced (255 present), colour masks and values above 150.
+"""
+import glob
+import os
+import os.path as osp
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+from PIL import Image
+
+ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
+_SPLITS = (('training', 'train'), ('validation', 'val'))
+
+# ADE20K class id (1-based, as stored in raw masks) -> (name, base RGB colour, texture). Ids follow ADE20K's
+# objectInfo150 order: 1 wall, 3 sky, 4 floor, 5 tree, 7 road, 10 grass, 21 car, 22 water.
+DEMO_CLASSES: Dict[int, Tuple[str, Tuple[int, int, int], str]] = {
+    1: ('wall', (205, 195, 170), 'flat'),
+    3: ('sky', (115, 170, 240), 'vgradient'),
+    4: ('floor', (150, 100, 55), 'checker'),
+    5: ('tree', (30, 110, 40), 'speckle'),
+    7: ('road', (90, 90, 95), 'hstripes'),
+    10: ('grass', (95, 195, 60), 'vstripes'),
+    21: ('car', (210, 30, 40), 'flat'),
+    22: ('water', (30, 60, 165), 'diagonal'),
+}
+
+
+def _texture(kind: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    """An intensity modulation in [-1, 1] of shape (size, size) for one texture kind."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    if kind == 'flat':
+        return np.zeros((size, size), np.float32)
+    if kind == 'vgradient':
+        return 1.0 - 2.0 * yy / max(size - 1, 1)
+    if kind == 'checker':
+        return np.where(((yy // 8) + (xx // 8)) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    if kind == 'speckle':
+        return rng.uniform(-1.0, 1.0, (size, size)).astype(np.float32)
+    if kind == 'hstripes':
+        return np.sign(np.sin(yy * np.pi / 4.0)).astype(np.float32)
+    if kind == 'vstripes':
+        return np.sign(np.sin(xx * np.pi / 3.0)).astype(np.float32)
+    if kind == 'diagonal':
+        return np.sin((xx + yy) * np.pi / 6.0).astype(np.float32)
+    raise ValueError(f'unknown texture {kind!r}; use one of flat, vgradient, checker, speckle, hstripes, vstripes, '
+                     'diagonal')
+
+
+def _class_appearance(label: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The RGB appearance of a class over the whole canvas, float32 (size, size, 3) in [0, 255]."""
+    if label == 0:  # "other": a random colour, no texture
+        return np.broadcast_to(rng.uniform(0, 255, 3).astype(np.float32), (size, size, 3)).copy()
+    _, colour, kind = DEMO_CLASSES[label]
+    return np.asarray(colour, np.float32) + 30.0 * _texture(kind, size, rng)[..., None]
+
+
+def _random_region(size: int, rng: np.random.Generator) -> np.ndarray:
+    """A boolean (size, size) mask: a rectangle, an ellipse or a blob covering roughly 6-35% of the canvas."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    shape = rng.integers(3)
+    if shape == 0:
+        h, w = rng.integers(size // 4, size // 2 + 1, 2)
+        y0, x0 = rng.integers(0, size - h + 1), rng.integers(0, size - w + 1)
+        return (yy >= y0) & (yy < y0 + h) & (xx >= x0) & (xx < x0 + w)
+    if shape == 1:
+        cy, cx = rng.uniform(0.2 * size, 0.8 * size, 2)
+        ry, rx = rng.uniform(size / 8, size / 4, 2)
+        return ((yy - cy) / ry)**2 + ((xx - cx) / rx)**2 <= 1.0
+    field = np.zeros((size, size), np.float32)  # a blob: the level set of a few Gaussian bumps
+    centre = rng.uniform(0.25 * size, 0.75 * size, 2)
+    for _ in range(4):
+        cy, cx = centre + rng.normal(0, size / 10, 2)
+        sigma = rng.uniform(size / 12, size / 7)
+        field += np.exp(-((yy - cy)**2 + (xx - cx)**2) / (2 * sigma**2))
+    return field > 0.5
+
+
+def _make_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """One image (size, size, 3) uint8 RGB and its raw ADE20K label map (size, size) uint8."""
+    labels = list(DEMO_CLASSES)
+    background = int(rng.choice(labels))
+    label_map = np.full((size, size), background, np.uint8)
+    image = _class_appearance(background, size, rng)
+    others = [c for c in labels if c != background]
+    regions = [(int(c), _random_region(size, rng)) for c in rng.choice(others, rng.integers(2, 5), replace=False)]
+    if rng.random() < 0.4:  # an "other" region, partly covered by the class regions drawn after it
+        regions.insert(0, (0, _random_region(size, rng)))
+    for label, region in regions:
+        label_map[region] = label
+        image[region] = _class_appearance(label, size, rng)[region]
+    image += rng.normal(0.0, 6.0, image.shape)
+    return np.clip(image, 0, 255).astype(np.uint8), label_map
+
+
+def _has_files(directory: str, pattern: str, count: int) -> bool:
+    return len(glob.glob(osp.join(directory, pattern))) == count
+
+
+def make_demo_ade20k(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:
+    """Write the demo dataset under ``root`` (layout in the module docstring); skip when it is already complete.
+
+    Args:
+        root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).
+        num_train (int): training images.
+        num_val (int): validation images.
+        size (int): image side in pixels.
+        seed (int): seed of the generator; the same arguments give the same files.
+
+    Returns:
+        str: ``root``.
+    """
+    rng = np.random.default_rng(seed)
+    for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
+        img_dir = osp.join(root, 'images', split)
+        ann_dir = osp.join(root, 'annotations', split)
+        split_rng = np.random.default_rng(rng.integers(2**32))
+        if _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and _has_files(ann_dir, f'ADE_{prefix}_*.png', count):
+            continue
+        os.makedirs(img_dir, exist_ok=True)
+        os.makedirs(ann_dir, exist_ok=True)
+        for stale in glob.glob(osp.join(img_dir, f'ADE_{prefix}_*.jpg')) + glob.glob(
+                osp.join(ann_dir, f'ADE_{prefix}_*.png')):
+            os.remove(stale)
+        for index in range(1, count + 1):
+            image, label_map = _make_sample(size, split_rng)
+            stem = f'ADE_{prefix}_{index:08d}'
+            Image.fromarray(image).save(osp.join(img_dir, stem + '.jpg'), quality=92)
+            Image.fromarray(label_map, mode='L').save(osp.join(ann_dir, stem + '.png'))
+    return root
+
+
+def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int, int]:
+    """Check that ``root/annotations/{training,validation}/*.png`` hold raw ADE20K label maps.
+
+    Raw ADE20K masks are single-channel uint8 maps with 0 = "other" and 1..150 = classes; mmseg's ``ADE20KDataset``
+    turns them into training targets with ``reduce_zero_label=True`` (0 -> 255 ignored, k -> k - 1).
+
+    Args:
+        root (str): dataset root.
+        max_files (int, optional): check only the first ``max_files`` masks of each split (sorted by name).
+
+    Returns:
+        dict: pixel count of every label value found, ``{value: count}``.
+
+    Raises:
+        FileNotFoundError: no masks under ``root/annotations``.
+        ValueError: a mask is an RGB image, a 0/255 binary map, already reduced (contains 255 = ignore), or has
+            values above 150; the message names the file and the fix.
+    """
+    counts: Dict[int, int] = {}
+    n_files = 0
+    for split, _ in _SPLITS:
+        paths = sorted(glob.glob(osp.join(root, 'annotations', split, '*.png')))[:max_files]
+        for path in paths:
+            n_files += 1
+            mask = np.asarray(Image.open(path))  # palette PNGs give their indices
+            if mask.ndim != 2:
+                raise ValueError(f'{path}: label map has shape {mask.shape}, expected a single-channel (H, W) map of '
+                                 'class indices. Convert colour-coded masks to index maps (0 = other, 1..150).')
+            values, value_counts = np.unique(mask, return_counts=True)
+            present = set(values.tolist())
+            if 255 in present and present <= {0, 255}:
+                raise ValueError(f'{path}: label map holds only 0 and 255, a binary mask, not ADE20K class indices '
+                                 '(0 = other, 1..150). Use the original ADEChallengeData2016 annotations; do not '
+                                 'save masks as 0/255 images.')
+            if 255 in present:
+                raise ValueError(f'{path}: label map contains 255 beside class values {sorted(present - {255})[:8]}: '
+                                 'it looks already reduced (0 -> 255). ADE20KDataset(reduce_zero_label=True) would '
+                                 'reduce it a second time. Use the raw masks, or set reduce_zero_label=False for '
+                                 'masks reduced offline.')
+            too_large = sorted(v for v in present if v > ADE20K_NUM_CLASSES)
+            if too_large:
+                raise ValueError(f'{path}: label values {too_large[:8]} are outside 0..{ADE20K_NUM_CLASSES} '
+                                 '(0 = other, 1..150 = ADE20K classes). Check the annotation conversion.')
+            for value, count in zip(values.tolist(), value_counts.tolist()):
+                counts[value] = counts.get(value, 0) + count
+    if n_files == 0:
+        raise FileNotFoundError(f'no label maps under {root}/annotations/{{training,validation}}/*.png; expected the '
+                                'ADEChallengeData2016 layout (or run tools/make_demo_data.py for demo data).')
+    return counts

@@ -1,0 +1,60 @@
+"""Mixed-precision optimizer wrapper that also runs on CPU (bfloat16 autocast, e.g. on AMX-BF16 machines).
+
+MMEngine 0.10.7's ``AmpOptimWrapper`` asserts that CUDA (or NPU/MLU/MUSA) is available and always builds the
+deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``optim_context`` autocasts with
+``cast_dtype``; backward/step/state_dict go through ``loss_scaler``) and changes only the construction:
+
+- the scaler is ``torch.amp.GradScaler(<current device>)``;
+- bfloat16 has float32's exponent range, so loss scaling is off (``GradScaler(enabled=False)`` passes the loss and
+  the step through unchanged);
+- float16 is refused on CPU (MMEngine's CPU autocast supports bfloat16 only).
+"""
+from typing import Optional, Union
+
+import torch
+from mmengine.device import get_device
+from mmengine.optim import AmpOptimWrapper as MMEngineAmpOptimWrapper
+from mmengine.optim import OptimWrapper
+
+from ..registry import OPTIM_WRAPPERS
+
+
+@OPTIM_WRAPPERS.register_module()
+class AmpOptimWrapper(MMEngineAmpOptimWrapper):
+    """``mmengine.optim.AmpOptimWrapper`` for CUDA and CPU.
+
+    Args:
+        loss_scale (float | str | dict): ``'dynamic'``, a static initial scale, or ``torch.amp.GradScaler`` kwargs;
+            used for float16 only.
+        dtype (str | torch.dtype, optional): autocast dtype, ``'float16'`` or ``'bfloat16'``; ``None`` uses the
+            device's autocast default (float16 on CUDA, bfloat16 on CPU).
+        **kwargs: ``OptimWrapper`` arguments (``optimizer``, ``clip_grad``, ``accumulative_counts``).
+    """
+
+    def __init__(self,
+                 loss_scale: Union[str, float, dict] = 'dynamic',
+                 dtype: Optional[Union[str, torch.dtype]] = None,
+                 **kwargs) -> None:
+        OptimWrapper.__init__(self, **kwargs)
+        device = get_device()
+        if isinstance(dtype, str):
+            if dtype not in self.valid_dtypes:
+                raise ValueError(f'dtype must be one of {self.valid_dtypes}, got {dtype!r}')
+            dtype = getattr(torch, dtype)
+        if dtype is None:
+            dtype = torch.bfloat16 if device == 'cpu' else torch.get_autocast_dtype(device)
+        if device == 'cpu' and dtype != torch.bfloat16:
+            raise ValueError(f'CPU autocast supports bfloat16 only, got {dtype}: set optim_wrapper.dtype='
+                             "'bfloat16' (or train on a GPU for float16).")
+        self.cast_dtype = dtype
+        self._scale_update_param = None
+        use_scaler = dtype == torch.float16
+        if loss_scale == 'dynamic':
+            self.loss_scaler = torch.amp.GradScaler(device, enabled=use_scaler)
+        elif isinstance(loss_scale, float):
+            self._scale_update_param = loss_scale
+            self.loss_scaler = torch.amp.GradScaler(device, init_scale=loss_scale, enabled=use_scaler)
+        elif isinstance(loss_scale, dict):
+            self.loss_scaler = torch.amp.GradScaler(device, **{'enabled': use_scaler, **loss_scale})
+        else:
+            raise TypeError(f"loss_scale must be 'dynamic', a float or a dict of GradScaler kwargs, got {loss_scale!r}")

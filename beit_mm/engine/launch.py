@@ -1,0 +1,101 @@
+"""Make one config run under every launcher: single process, torchrun/slurm on GPUs, and torchrun on CPU.
+
+The rules (used by ``tools/train.py`` and ``tools/test.py``):
+
+1. Configs write the distributed recipe: ``norm_cfg=dict(type='SyncBN')`` and ``env_cfg.dist_cfg.backend='nccl'``.
+2. Single process (``launcher='none'``): nothing to do here. MMEngine's ``Runner.wrap_model`` reverts every SyncBN to
+   BN when the run is not distributed (``mmengine.model.revert_sync_batchnorm``), before the optimizer is built.
+3. Distributed with CUDA: the config is used as written.
+4. Distributed without CUDA (torchrun on CPU): PyTorch's SyncBatchNorm only runs on accelerators and NCCL needs GPUs,
+   and MMEngine's ``init_dist`` calls ``torch.cuda.set_device`` and wraps the model with ``device_ids=[LOCAL_RANK]``.
+   :func:`adapt_cfg_to_launcher` switches the backend to ``gloo``, SyncBN/MMSyncBN to BN and the DDP wrapper to
+   ``device_ids=None``; :func:`init_cpu_process_group` creates the process group from torchrun's environment so that
+   the Runner does not call ``init_dist``. Each change is logged.
+"""
+import os
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as torch_dist
+from mmengine.config import Config
+from mmengine.logging import print_log
+
+_SYNC_BN_TYPES = ('SyncBN', 'MMSyncBN')
+
+
+def _sync_bn_to_bn(node: Any) -> int:
+    """Replace ``type='SyncBN'``/``'MMSyncBN'`` by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
+
+    Returns:
+        int: the number of norm configs changed.
+    """
+    changed = 0
+    if isinstance(node, dict):
+        norm_cfg = node.get('norm_cfg')
+        if isinstance(norm_cfg, dict) and norm_cfg.get('type') in _SYNC_BN_TYPES:
+            norm_cfg['type'] = 'BN'
+            changed += 1
+        for key, value in node.items():
+            if key != 'norm_cfg':
+                changed += _sync_bn_to_bn(value)
+    elif isinstance(node, (list, tuple)):
+        changed += sum(_sync_bn_to_bn(value) for value in node)
+    return changed
+
+
+def adapt_cfg_to_launcher(cfg: Config, launcher: str) -> Config:
+    """Set ``cfg.launcher`` and apply rule 4 of this module when ``launcher != 'none'`` and CUDA is unavailable.
+
+    Args:
+        cfg (Config): the full run config; changed in place.
+        launcher (str): ``'none'``, ``'pytorch'``, ``'slurm'`` or ``'mpi'``.
+
+    Returns:
+        Config: ``cfg``.
+    """
+    cfg.launcher = launcher
+    if launcher == 'none' or torch.cuda.is_available():
+        return cfg
+    env_cfg = cfg.setdefault('env_cfg', {})
+    dist_cfg = env_cfg.setdefault('dist_cfg', {})
+    if dist_cfg.get('backend', 'nccl') != 'gloo':
+        print_log(f"CUDA is not available: env_cfg.dist_cfg.backend {dist_cfg.get('backend', 'nccl')!r} -> 'gloo'",
+                  logger='current')
+        dist_cfg['backend'] = 'gloo'
+    n_bn = _sync_bn_to_bn(cfg.model)
+    if n_bn:
+        print_log(f'CUDA is not available: {n_bn} SyncBN norm_cfg(s) in cfg.model -> BN (SyncBatchNorm needs GPUs)',
+                  logger='current')
+    wrapper_cfg = cfg.get('model_wrapper_cfg') or dict(
+        type='MMDistributedDataParallel',
+        broadcast_buffers=False,
+        find_unused_parameters=cfg.get('find_unused_parameters', False))
+    wrapper_cfg.setdefault('device_ids', None)
+    cfg.model_wrapper_cfg = wrapper_cfg
+    return cfg
+
+
+def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
+    """Create the default process group for a CPU run started by torchrun (reads ``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``, ``MASTER_PORT`` from the environment). A no-op when CUDA is available (MMEngine does it then),
+    when ``launcher == 'none'`` or when a group already exists.
+
+    Args:
+        launcher (str): the launcher; only ``'pytorch'`` is supported without CUDA.
+        dist_cfg (dict): ``env_cfg.dist_cfg``: ``backend`` and optional ``timeout`` in seconds.
+    """
+    if launcher == 'none' or torch.cuda.is_available() or torch_dist.is_initialized():
+        return
+    if launcher != 'pytorch':
+        raise RuntimeError(f'launcher {launcher!r} without CUDA is not supported: start CPU runs with torchrun '
+                           '(tools/dist_train.sh or `torchrun --nproc_per_node N tools/train.py CONFIG --launcher '
+                           'pytorch`).')
+    kwargs = {}
+    if dist_cfg.get('timeout') is not None:
+        kwargs['timeout'] = timedelta(seconds=dist_cfg['timeout'])
+    torch_dist.init_process_group(
+        backend=dist_cfg.get('backend', 'gloo'),
+        rank=int(os.environ['RANK']),
+        world_size=int(os.environ['WORLD_SIZE']),
+        **kwargs)

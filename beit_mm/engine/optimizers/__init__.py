@@ -1,0 +1,1 @@
+from .layer_decay import LayerDecayOptimWrapperConstructor  # noqa: F401

@@ -1,0 +1,353 @@
+"""CvT backbone (Wu et al., 2021, "CvT: Introducing Convolutions to Vision Transformers").
+
+Three stages, each a convolutional token embedding (conv + LayerNorm over tokens) followed by pre-norm transformer
+blocks whose attention projects q/k/v through depthwise conv + BatchNorm (``ConvProjectionAttention``). Only the last
+stage carries a cls token; there is no position embedding. Parameter names are those of the official checkpoints
+(microsoft/CvT ``lib/models/cls_cvt.py``), so ``beit_mm.converters.cvt.convert_cvt(sd, 'official')`` is an identity on
+names::
+
+    stage{s}.patch_embed.{proj,norm}.*          conv k7 s4 p2 (s=0) / k3 s2 p1 (s=1,2); LayerNorm
+    stage2.cls_token                            (1, 1, C_2)
+    stage{s}.blocks.{j}.{norm1,norm2}.*         LayerNorm
+    stage{s}.blocks.{j}.attn.conv_proj_{q,k,v}.{conv,bn}.*
+    stage{s}.blocks.{j}.attn.{proj_q,proj_k,proj_v,proj}.*
+    stage{s}.blocks.{j}.mlp.{fc1,fc2}.*         ratio 4
+    norm.*                                      final LayerNorm over C_2 (the classifier's input norm)
+"""
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Optional, Union
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+from mmcv.cnn.bricks import DropPath
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+from torch.nn.modules.batchnorm import _BatchNorm
+
+from ...registry import MODELS
+from ..layers.conv_attention import ConvProjectionAttention
+from ..layers.mlp import Mlp
+from .pretrained import load_pretrained_backbone
+
+# Presets of the paper (Table 2) and the official configs (microsoft/CvT experiments/imagenet/cvt/*.yaml).
+ARCH_SETTINGS: dict[str, dict[str, list[int]]] = {
+    'cvt-13': dict(embed_dims=[64, 192, 384], depths=[1, 2, 10], num_heads=[1, 3, 6]),
+    'cvt-21': dict(embed_dims=[64, 192, 384], depths=[1, 4, 16], num_heads=[1, 3, 6]),
+    'cvt-w24': dict(embed_dims=[192, 768, 1024], depths=[2, 2, 20], num_heads=[3, 12, 16]),
+}
+# Convolutional token embedding of every released CvT (official configs: PATCH_SIZE, PATCH_STRIDE, PATCH_PADDING).
+PATCH_KERNELS = (7, 3, 3)
+PATCH_STRIDES = (4, 2, 2)
+PATCH_PADDINGS = (2, 1, 1)
+MLP_RATIO = 4
+NUM_STAGES = 3
+
+
+class QuickGELU(nn.Module):
+    """``x * sigmoid(1.702 x)``, the activation of the official CvT code (HF's port uses exact GELU instead)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+ACT_LAYERS: dict[str, type[nn.Module]] = {'quick_gelu': QuickGELU, 'gelu': nn.GELU}
+
+
+class ConvEmbed(nn.Module):
+    """Convolutional token embedding: conv, then LayerNorm over channels.
+
+    Shapes: ``(B, C_in, H, W) -> ((B, H' * W', C), (H', W'))``.
+    """
+
+    def __init__(self, in_channels: int, embed_dims: int, kernel_size: int, stride: int, padding: int) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(in_channels, embed_dims, kernel_size=kernel_size, stride=stride, padding=padding)
+        self.norm = nn.LayerNorm(embed_dims)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, tuple[int, int]]:
+        x = self.proj(x)
+        hw_shape = (x.shape[2], x.shape[3])
+        return self.norm(x.flatten(2).transpose(1, 2)), hw_shape
+
+
+class CvTBlock(nn.Module):
+    """Pre-norm transformer block with convolutional-projection attention.
+
+    ``x = x + drop_path(attn(norm1(x))); x = x + drop_path(mlp(norm2(x)))``; shapes ``(B, N, C) -> (B, N, C)``.
+    """
+
+    def __init__(self, embed_dims: int, num_heads: int, with_cls_token: bool, drop_path: float, act: str,
+                 fused_attn: bool) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(embed_dims)
+        self.attn = ConvProjectionAttention(
+            embed_dims, num_heads, with_cls_token=with_cls_token, fused_attn=fused_attn)
+        self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
+        self.norm2 = nn.LayerNorm(embed_dims)
+        self.mlp = Mlp(embed_dims, MLP_RATIO * embed_dims, act_layer=ACT_LAYERS[act])
+
+    def forward(self, x: Tensor, hw_shape: tuple[int, int]) -> Tensor:
+        x = x + self.drop_path(self.attn(self.norm1(x), hw_shape))
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+@contextlib.contextmanager
+def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
+    """Undo whatever the body does to the BatchNorm buffers (running stats, ``num_batches_tracked``) of ``module``.
+
+    Wraps the recomputation pass of activation checkpointing: the forward pass already applied the momentum update
+    once, and the recomputation (which must run the very same ops) would apply it a second time.
+    """
+    buffers = [b for m in module.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
+    saved = [b.clone() for b in buffers]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, s in zip(buffers, saved):
+                b.copy_(s)
+
+
+class CvTStage(nn.Module):
+    """One CvT stage: conv token embedding, optional cls token, ``depth`` blocks.
+
+    Shapes: ``(B, C_in, H, W) -> (tokens (B, H' * W', C), cls (B, 1, C) or None, (H', W'))``; the returned tokens
+    exclude the cls token.
+    """
+
+    def __init__(self, in_channels: int, embed_dims: int, depth: int, num_heads: int, kernel_size: int, stride: int,
+                 padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, fused_attn: bool,
+                 with_cp: bool) -> None:
+        super().__init__()
+        self.with_cp = with_cp
+        self.patch_embed = ConvEmbed(in_channels, embed_dims, kernel_size, stride, padding)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_cls_token else None
+        self.blocks = nn.ModuleList(
+            CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, fused_attn) for j in range(depth))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Optional[Tensor], tuple[int, int]]:
+        x, hw_shape = self.patch_embed(x)
+        if self.cls_token is not None:
+            x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+        for block in self.blocks:
+            if self.with_cp and torch.is_grad_enabled():
+                x = cp.checkpoint(
+                    block,
+                    x,
+                    hw_shape,
+                    use_reentrant=False,
+                    context_fn=lambda blk=block: (contextlib.nullcontext(), _restore_batchnorm_buffers(blk)))
+            else:
+                x = block(x, hw_shape)
+        if self.cls_token is None:
+            return x, None, hw_shape
+        return x[:, 1:], x[:, :1], hw_shape
+
+
+@MODELS.register_module()
+class CvT(BaseModule):
+    """Convolutional vision Transformer backbone.
+
+    Args:
+        arch: 'cvt-13', 'cvt-21', 'cvt-w24', or a dict with per-stage lists (length 3) ``embed_dims``, ``depths``,
+            ``num_heads``.
+        in_channels: image channels.
+        drop_path_rate: stochastic depth of the last block; rates grow linearly over all blocks of all stages
+            (``torch.linspace(0, drop_path_rate, sum(depths))``; the official code and HF schedule per stage instead).
+        out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)`` with shape
+            (B, C_2), the input of a linear classifier (mmpretrain's ``LinearClsHead`` takes ``feats[-1]``).
+        out_indices: featmap levels: 0, 1, 2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)) and 3 is the
+            stage-2 map max-pooled 2x (stride 32), so that a UPerHead gets four levels. Only used with 'featmap'.
+        final_norm: build the final LayerNorm ``norm`` over C_2 (official and HF classification checkpoints carry
+            it). With 'cls_token' it normalizes the cls token (required); with 'featmap' it normalizes the stage-2
+            map (levels 2 and 3) so that no parameter goes unused. False gives the raw stage maps (HF ``CvtModel``).
+        with_cp: activation checkpointing per block (BatchNorm running stats are updated once, not twice).
+        norm_eval: keep the BatchNorms of the conv projections in eval mode (running stats) during training.
+        frozen_stages: stages ``0..frozen_stages`` get ``requires_grad=False`` and eval mode; 2 also freezes ``norm``;
+            -1 freezes nothing.
+        act: 'quick_gelu' (official code and checkpoints) or 'gelu' (HF port).
+        fused_attn: SDPA (True) or eager attention (False); same function.
+        init_cfg: mmengine init config (e.g. ``dict(type='Pretrained', checkpoint=...)``); without one the weights
+            follow the official init (trunc-normal 0.02 for Linear and the cls token, unit norms).
+
+    ``forward(x: (B, in_channels, H, W)) -> tuple[Tensor, ...]``; see ``out_type``.
+    """
+
+    def __init__(self,
+                 arch: Union[str, dict] = 'cvt-13',
+                 in_channels: int = 3,
+                 drop_path_rate: float = 0.1,
+                 out_type: str = 'featmap',
+                 out_indices: Sequence[int] = (0, 1, 2),
+                 final_norm: bool = True,
+                 with_cp: bool = False,
+                 norm_eval: bool = False,
+                 frozen_stages: int = -1,
+                 act: str = 'quick_gelu',
+                 fused_attn: bool = True,
+                 init_cfg: Optional[Union[dict, list]] = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if act not in ACT_LAYERS:
+            raise ValueError(f"act={act!r} is not supported; use 'quick_gelu' (official CvT weights) or 'gelu' "
+                             '(HF weights)')
+        self.arch_settings = self._parse_arch(arch)
+        embed_dims = self.arch_settings['embed_dims']
+        depths = self.arch_settings['depths']
+        num_heads = self.arch_settings['num_heads']
+        self.depths = list(depths)
+        self.embed_dims = list(embed_dims)
+
+        if out_type not in ('featmap', 'cls_token'):
+            raise ValueError(f"out_type={out_type!r} is not supported; use 'featmap' or 'cls_token'")
+        if out_type == 'cls_token' and not final_norm:
+            raise ValueError("out_type='cls_token' needs final_norm=True (the classifier input is norm(cls_token))")
+        out_indices = tuple(out_indices)
+        bad = [i for i in out_indices if i not in (0, 1, 2, 3)]
+        if bad or not out_indices:
+            raise ValueError(f'out_indices={out_indices} must be a non-empty subset of (0, 1, 2, 3) '
+                             '(stage maps 0-2, 3 = stage-2 map max-pooled to stride 32)')
+        if not -1 <= frozen_stages < NUM_STAGES:
+            raise ValueError(f'frozen_stages={frozen_stages} must be in [-1, {NUM_STAGES - 1}]')
+        self.out_type = out_type
+        self.out_indices = out_indices
+        self.norm_eval = norm_eval
+        self.frozen_stages = frozen_stages
+
+        dpr = torch.linspace(0, drop_path_rate, sum(depths), device='cpu').tolist()
+        cur = 0
+        for s in range(NUM_STAGES):
+            stage = CvTStage(
+                in_channels=in_channels if s == 0 else embed_dims[s - 1],
+                embed_dims=embed_dims[s],
+                depth=depths[s],
+                num_heads=num_heads[s],
+                kernel_size=PATCH_KERNELS[s],
+                stride=PATCH_STRIDES[s],
+                padding=PATCH_PADDINGS[s],
+                with_cls_token=s == NUM_STAGES - 1,
+                drop_paths=dpr[cur:cur + depths[s]],
+                act=act,
+                fused_attn=fused_attn,
+                with_cp=with_cp)
+            self.add_module(f'stage{s}', stage)
+            cur += depths[s]
+        self.norm = nn.LayerNorm(embed_dims[-1]) if final_norm else None
+
+        self.apply(self._official_init)
+        nn.init.trunc_normal_(self.stage2.cls_token, std=0.02)
+        self._freeze_stages()
+
+    @staticmethod
+    def _parse_arch(arch: Union[str, dict]) -> dict[str, list[int]]:
+        if isinstance(arch, str):
+            if arch not in ARCH_SETTINGS:
+                raise ValueError(f'unknown CvT arch {arch!r}; use one of {sorted(ARCH_SETTINGS)} or a dict with '
+                                 "'embed_dims', 'depths', 'num_heads'")
+            return {k: list(v) for k, v in ARCH_SETTINGS[arch].items()}
+        keys = {'embed_dims', 'depths', 'num_heads'}
+        if set(arch) != keys or any(len(arch[k]) != NUM_STAGES for k in keys):
+            raise ValueError(f'a custom CvT arch needs exactly the keys {sorted(keys)}, each a list of '
+                             f'{NUM_STAGES} ints; got {arch}')
+        return {k: list(arch[k]) for k in keys}
+
+    @staticmethod
+    def _official_init(m: nn.Module) -> None:
+        """microsoft/CvT ``_init_weights_trunc_normal``: Linear trunc-normal(0.02) with zero bias, unit norms."""
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, (nn.LayerNorm, _BatchNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+    def init_weights(self) -> None:
+        """The official init (applied in ``__init__``), or the checkpoint of ``init_cfg=dict(type='Pretrained', ...)``.
+
+        ``init_cfg=dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format CvT state dict (a file
+        of ``tools/convert_checkpoint.py --model cvt``, no prefix) and ``prefix='backbone.'`` the backbone of a beit_mm
+        classifier or segmentor checkpoint. Any backbone weight missing from the file is an error (no partly random
+        backbone); keys the backbone does not use (``head.*``, ``norm.*`` with ``final_norm=False``) are a warning.
+        """
+        if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
+            load_pretrained_backbone(
+                self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'),
+                convert_hint='Convert official files first: python tools/convert_checkpoint.py --model cvt --source '
+                '{official,hf} SRC DST (HF weights need act=\'gelu\'); a beit_mm classifier or segmentor checkpoint '
+                "needs init_cfg.prefix='backbone.'.")
+            self._is_init = True
+            return
+        super().init_weights()
+
+    def _freeze_stages(self) -> None:
+        frozen: list[nn.Module] = [getattr(self, f'stage{s}') for s in range(self.frozen_stages + 1)]
+        if self.frozen_stages == NUM_STAGES - 1 and self.norm is not None:
+            frozen.append(self.norm)
+        for module in frozen:
+            module.eval()
+            for p in module.parameters():
+                p.requires_grad = False
+
+    def train(self, mode: bool = True) -> 'CvT':
+        """Sets the mode, then re-applies ``frozen_stages`` and ``norm_eval``."""
+        super().train(mode)
+        self._freeze_stages()
+        if mode and self.norm_eval:
+            for m in self.modules():
+                if isinstance(m, _BatchNorm):
+                    m.eval()
+        return self
+
+    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
+        """Args: x (B, in_channels, H, W).
+
+        Returns:
+            'featmap': one NCHW map per entry of ``out_indices``: level s in {0, 1, 2} is (B, C_s, H_s, W_s) with
+            ``H_0 = floor((H - 3) / 4) + 1`` (about H / 4), ``H_{s+1} = floor((H_s - 1) / 2) + 1`` (about H_s / 2);
+            level 3 is ``max_pool2d(level 2, 2)``. The cls token is dropped.
+            'cls_token': ``(norm(cls_token),)`` with shape (B, C_2).
+        """
+        maps: list[Tensor] = []
+        cls_token: Optional[Tensor] = None
+        for s in range(NUM_STAGES):
+            tokens, cls_token, (h, w) = getattr(self, f'stage{s}')(x)
+            if s == NUM_STAGES - 1 and self.out_type == 'featmap' and self.norm is not None:
+                tokens = self.norm(tokens)
+            x = tokens.transpose(1, 2).reshape(tokens.shape[0], -1, h, w)
+            maps.append(x)
+        if self.out_type == 'cls_token':
+            return (self.norm(cls_token).squeeze(1), )
+        maps.append(F.max_pool2d(maps[-1], kernel_size=2, stride=2))
+        return tuple(maps[i] for i in self.out_indices)
+
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay (mmpretrain's hierarchical/Swin rule).
+
+        ``num_layers = sum(depths) + 2``; stage s ``patch_embed`` and ``cls_token`` -> ``sum(depths[:s])``; stage s
+        block j -> ``sum(depths[:s]) + j + 1``; the final ``norm`` and any name outside the backbone (not starting
+        with ``prefix``) -> ``num_layers - 1``. The lr scale is ``decay ** (num_layers - layer_id - 1)``.
+
+        Args:
+            param_name: e.g. 'backbone.stage1.blocks.0.attn.proj_q.weight'.
+            prefix: the backbone's prefix in ``param_name`` (e.g. 'backbone.').
+
+        Returns:
+            (layer_id, num_layers).
+        """
+        num_layers = sum(self.depths) + 2
+        if not param_name.startswith(prefix):
+            return num_layers - 1, num_layers
+        parts = param_name[len(prefix):].split('.')
+        if len(parts) < 2 or not parts[0].startswith('stage') or not parts[0][5:].isdigit():
+            return num_layers - 1, num_layers
+        s = int(parts[0][5:])
+        if not 0 <= s < NUM_STAGES:
+            return num_layers - 1, num_layers
+        offset = sum(self.depths[:s])
+        if parts[1] == 'blocks' and len(parts) > 2 and parts[2].isdigit():
+            return offset + int(parts[2]) + 1, num_layers
+        if parts[1] in ('patch_embed', 'cls_token'):
+            return offset, num_layers
+        return num_layers - 1, num_layers

@@ -1,0 +1,34 @@
+# BEiT-B + UPerNet, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations, from the ImageNet-22k fine-tuned checkpoint
+# (unilm beit_base_patch16_224_pt22k_ft22k; convert it first:
+#   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
+#       checkpoints/beit-base_pt22k-ft22k.pth).
+# Published: 53.6 mIoU (unilm), 53.08 (mmseg reproduction).
+_base_ = [
+    '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
+    '../_base_/schedules/schedule_160k.py'
+]
+crop_size = (640, 640)
+pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'
+model = dict(
+    data_preprocessor=dict(size=crop_size),
+    backbone=dict(img_size=640, drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    test_cfg=dict(mode='slide', crop_size=crop_size, stride=(426, 426)))
+base_lr = 3e-5
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
+    constructor='beit_mm.LayerDecayOptimWrapperConstructor',
+    paramwise_cfg=dict(
+        layer_decay_rate=0.9,
+        bias_decay_mult=0.0,
+        norm_decay_mult=0.0,
+        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
+                        'q_bias', 'v_bias')))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-6 / base_lr, by_epoch=False, begin=0, end=1500),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500, end=160000),
+]
+train_dataloader = dict(batch_size=2)  # x 8 GPUs = 16
+val_dataloader = dict(batch_size=1)
+test_dataloader = val_dataloader
+auto_scale_lr = dict(enable=False, base_batch_size=16)

@@ -1,0 +1,97 @@
+"""Every full-size segmentation config in configs/ builds and trains a few iterations through tools/train.py on tiny
+data laid out exactly like ADE20K, with only sizes overridden; the pretrained checkpoint each config names is stood in
+for by random weights in the official (unilm) layout, converted with tools/convert_checkpoint.py."""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from mmengine.config import Config
+
+from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.models.backbones import BEiT
+
+from .conftest import ROOT
+
+# (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes)
+SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade20k*.py'))
+                     if 'demo' not in p and 'mim-pre' not in p)
+CROP = 64
+
+
+@pytest.fixture(scope='module')
+def ade_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
+    make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
+    return root
+
+
+def shrink(cfg: Config, data_root: str, checkpoint: str, work_dir: str) -> Config:
+    """Override sizes only: crops, test scales, iterations, workers; data_root and the checkpoint path."""
+    cfg.work_dir = work_dir
+    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        dl = cfg[loader]
+        dl.num_workers = 0
+        dl.persistent_workers = False
+        dl.dataset.data_root = data_root
+        for t in dl.dataset.pipeline:
+            if t.type in ('RandomResize', 'Resize'):
+                t.scale = (4 * CROP, CROP)
+            if t.type == 'RandomCrop':
+                t.crop_size = (CROP, CROP)
+    cfg.model.data_preprocessor.size = (CROP, CROP)
+    cfg.model.backbone.img_size = CROP
+    cfg.model.backbone.init_cfg.checkpoint = checkpoint
+    if cfg.model.test_cfg.get('mode') == 'slide':
+        cfg.model.test_cfg.crop_size = (CROP, CROP)
+        cfg.model.test_cfg.stride = (CROP * 2 // 3, ) * 2
+    cfg.train_cfg.max_iters = 2
+    cfg.train_cfg.val_interval = 2
+    cfg.default_hooks.logger.interval = 1
+    cfg.default_hooks.checkpoint.interval = 2
+    cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
+    return cfg
+
+
+@pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
+def test_full_size_config_trains(config, ade_root, tmp_path):
+    cfg = Config.fromfile(config)
+    arch = cfg.model.backbone.arch
+    src = BEiT(arch=arch, img_size=224, use_rel_pos_bias=False, use_shared_rel_pos_bias=True, with_mask_token=True,
+               final_norm=True).state_dict()  # unilm pretrained-only layout, random values
+    torch.save({'model': src}, tmp_path / 'official.pth')
+    ckpt = tmp_path / 'converted.pth'
+    subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
+                    str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT)
+    cfg = shrink(cfg, str(ade_root), str(ckpt), str(tmp_path / 'work'))
+    cfg_path = tmp_path / os.path.basename(config)
+    cfg.dump(str(cfg_path))
+    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert 'loaded' in log and '0 missing' in log  # the backbone checkpoint really loaded
+    assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
+    assert re.search(r'mIoU: \d', log), log[-2000:]
+    assert os.path.exists(tmp_path / 'work' / 'iter_2.pth')
+
+
+def test_config_builds_mmseg_segmentor_with_beit_mm_backbone():
+    """custom_imports=['beit_mm'] + default_scope mmseg: mmseg's EncoderDecoder/UPerHead/ADE20KDataset/IoUMetric around
+    beit_mm's BEiT."""
+    from mmengine.registry import init_default_scope
+    from mmseg.datasets import ADE20KDataset
+    from mmseg.models import EncoderDecoder, UPerHead
+    from mmseg.registry import DATASETS, METRICS, MODELS
+
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py'))
+    assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)
+    init_default_scope(cfg.default_scope)
+    cfg.model.backbone.arch = dict(embed_dims=32, num_layers=12, num_heads=2, mlp_ratio=2.0)  # sizes only
+    model = MODELS.build(cfg.model)
+    assert type(model) is EncoderDecoder and type(model.decode_head) is UPerHead
+    assert type(model.backbone) is BEiT and type(model.backbone).__module__ == 'beit_mm.models.backbones.beit'
+    assert DATASETS.get(cfg.train_dataloader.dataset.type) is ADE20KDataset
+    assert METRICS.get(cfg.val_evaluator.type).__module__.startswith('mmseg.')

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job on built-in demo data: creates or reuses the environment, generates the ADE20K-layout demo set if
+# missing, trains a tiny BEiT + UPerNet on CPU (or GPU), evaluates it with tools/test.py, and prints the final mIoU.
+# Checkpoints, logs and prediction overlays land in work_dirs/<config name>/.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$(bash "$here/tools/setup_env.sh" | tail -n1)"
+cd "$here"
+export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+py="$venv/bin/python"
+config="${CONFIG:-configs/beit/beit-tiny_upernet_1xb8-2k_ade20k-demo-128x128.py}"
+name="$(basename "$config" .py)"
+work_dir="work_dirs/$name"
+
+"$py" tools/make_demo_data.py --root data/ade_demo
+"$py" tools/train.py "$config" --work-dir "$work_dir" "$@"
+ckpt="$(ls -t "$work_dir"/best_mIoU_iter_*.pth 2>/dev/null | head -n1 || true)"
+[ -n "$ckpt" ] || ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
+"$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" --show-dir vis 2>&1 | tee "$work_dir/test.log"
+miou="$(grep -oE 'mIoU: [0-9.]+' "$work_dir/test.log" | tail -n1)"
+echo "demo finished: $miou (checkpoint $ckpt; overlays in $work_dir/test/*/vis_data/vis_image or $work_dir/test/vis)"
