@@ -1,0 +1,2 @@
+
+from .mim_head import BEiTMIMHead  # noqa: F401

@@ -1,0 +1,95 @@
+"""BEiT's masked-image-modeling head: a linear classifier over the visual vocabulary at masked positions.
+
+unilm ``beit/modeling_pretrain.py`` (``VisionTransformerForMaskedImageModeling``): the backbone's final LayerNorm'd
+patch tokens at masked positions -> ``lm_head`` Linear(C, vocab_size) -> cross-entropy against the tokenizer's ids,
+averaged over all masked positions of the batch; ``mlm_acc`` = fraction of masked positions whose argmax is right.
+The parameter is named ``lm_head`` as in unilm, so ``lm_head.weight`` / ``lm_head.bias`` of a pretrained-only unilm
+checkpoint (``tools/convert_checkpoint.py --keep-mim-head``) load into this head unchanged.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule
+from mmengine.model.weight_init import trunc_normal_
+from torch import Tensor, nn
+
+from beit_mm.registry import MODELS
+
+from ...converters.io import load_state_dict_file
+from ..target_generators.dalle import DALLE_VOCAB_SIZE
+
+# unilm `modeling_pretrain.py` `_init_weights`: trunc_normal_(std=init_std=0.02) for Linear weights, zero bias.
+LM_HEAD_INIT_STD = 0.02
+
+
+@MODELS.register_module()
+class BEiTMIMHead(BaseModule):
+    """Linear(C, vocab_size) on masked patch tokens, cross-entropy and masked-token accuracy.
+
+    Args:
+        embed_dims: token width C (the backbone's).
+        vocab_size: number of visual tokens (8192 for DALL-E's dVAE).
+        init_cfg: None = unilm's init (trunc normal std 0.02, zero bias); ``dict(type='Pretrained',
+            checkpoint=PATH, prefix='')`` loads ``<prefix>lm_head.weight`` / ``.bias`` from a beit_mm-format file
+            (``convert_checkpoint.py --keep-mim-head`` writes them without prefix; a beit_mm MIM run's checkpoint
+            has them under ``head.``) and fails if they are missing.
+    """
+
+    def __init__(self, embed_dims: int, vocab_size: int = DALLE_VOCAB_SIZE, init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        self.embed_dims = embed_dims
+        self.vocab_size = vocab_size
+        self.lm_head = nn.Linear(embed_dims, vocab_size)
+
+    def init_weights(self) -> None:
+        if self.init_cfg is None:
+            trunc_normal_(self.lm_head.weight, std=LM_HEAD_INIT_STD)
+            nn.init.zeros_(self.lm_head.bias)
+            return
+        if not (isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'):
+            raise ValueError(f'BEiTMIMHead supports init_cfg=None or dict(type="Pretrained", checkpoint=PATH, '
+                             f'prefix=""), got {self.init_cfg}')
+        prefix = self.init_cfg.get('prefix') or ''
+        state_dict = load_state_dict_file(self.init_cfg['checkpoint'])
+        keys = {f'{prefix}lm_head.weight': 'weight', f'{prefix}lm_head.bias': 'bias'}
+        missing = [k for k in keys if k not in state_dict]
+        if missing:
+            raise KeyError(f'{self.init_cfg["checkpoint"]} lacks {missing}: convert unilm files with '
+                           'tools/convert_checkpoint.py --keep-mim-head, or set init_cfg.prefix="head." for a beit_mm '
+                           'MIM checkpoint')
+        self.lm_head.load_state_dict({name: state_dict[key] for key, name in keys.items()})
+        MMLogger.get_current_instance().info(f'loaded lm_head from {self.init_cfg["checkpoint"]}')
+        self._is_init = True
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """Vocabulary logits of tokens: (..., C) -> (..., vocab_size)."""
+        return self.lm_head(tokens)
+
+    def loss(self, patch_tokens: Tensor, target: Tensor, mask: Tensor) -> dict[str, Tensor]:
+        """Cross-entropy and accuracy at masked positions only.
+
+        Args:
+            patch_tokens: (B, N, C) final-normed patch tokens (cls token removed), N = h * w.
+            target: (B, N) int64 visual token ids of the tokenizer view.
+            mask: (B, N) or (B, h, w) bool, True = masked; only these positions are classified.
+        Returns:
+            ``loss``: mean cross-entropy over the M masked positions of the batch; ``mim_acc``: fraction of them
+            whose argmax equals the target (detached).
+        """
+        b, n, _ = patch_tokens.shape
+        mask = mask.reshape(b, -1)
+        if mask.shape[1] != n or target.shape != (b, n):
+            raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
+                             f'{tuple(mask.shape)} disagree on (B, N); the tokenizer view must give one token per '
+                             'patch (e.g. 112 px for DALL-E with 224 px / 16 px patches)')
+        if not mask.any():
+            raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
+                             'generator (BEiTMaskGenerator num_masking_patches)')
+        logits = self.lm_head(patch_tokens[mask])  # (M, vocab_size)
+        labels = target[mask]  # (M,)
+        loss = F.cross_entropy(logits.float(), labels)
+        with torch.no_grad():
+            acc = (logits.argmax(-1) == labels).float().mean()
+        return dict(loss=loss, mim_acc=acc)

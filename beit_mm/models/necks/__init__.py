@@ -1,0 +1,2 @@
+
+from .mean_pool import MeanPoolNeck  # noqa: F401

@@ -1,0 +1,90 @@
+"""Batching and normalization of BEiT's two views and masks for masked image modeling.
+
+Input (what ``TwoViewRandomResizedCrop`` + ``BEiTMaskGenerator`` + mmpretrain ``PackInputs`` produce, collated by
+MMEngine's ``pseudo_collate`` or ``default_collate``)::
+
+    data['inputs']       per sample [view (3, H, W) uint8, tokenizer_view (3, h, w) uint8]   (pseudo_collate)
+                         or [views (B, 3, H, W), tokenizer_views (B, 3, h, w)]             (default_collate)
+    data['data_samples'] list of B DataSample with ``.mask`` (H/p, W/p) bool, True = masked
+
+Output (``BEiTPretrain.forward(inputs, data_samples)``)::
+
+    inputs['images']          (B, 3, H, W) float32, (x - mean) / std after BGR -> RGB (BEiT: mean = std = 127.5,
+                              i.e. [-1, 1])
+    inputs['target_images']   (B, 3, h, w) float32 in the tokenizer's pixel space: map_pixels(x / 255) in
+                              [0.1, 0.9] (DALL-E's logit-Laplace eps; mmpretrain writes the same map as
+                              second_mean=-31.875, second_std=318.75)
+    inputs['mask']            (B, H/p, W/p) bool, True = masked
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from mmengine.model import BaseDataPreprocessor
+from torch import Tensor
+
+from beit_mm.registry import MODELS
+
+from ..target_generators.dalle import map_pixels
+
+# 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
+MAX_PIXEL_VALUE = 255.0
+
+
+def _stack(tensors: Sequence[Tensor], what: str) -> Tensor:
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) != 1:
+        raise ValueError(f'{what} of one batch have different shapes {sorted(shapes)}; the two-view crop must resize '
+                         'every image to the same size (TwoViewRandomResizedCrop size/tokenizer_size)')
+    return torch.stack(list(tensors))
+
+
+@MODELS.register_module()
+class MIMDataPreprocessor(BaseDataPreprocessor):
+    """Two views + masks -> ``dict(images, target_images, mask)`` for BEiT masked image modeling.
+
+    Args:
+        mean: per-channel mean of the backbone view (RGB order), in 0-255 pixels.
+        std: per-channel std of the backbone view.
+        to_rgb: flip BGR (``LoadImageFromFile``) to RGB for both views.
+        non_blocking: non-blocking host-to-device copies.
+    """
+
+    def __init__(self,
+                 mean: Sequence[float],
+                 std: Sequence[float],
+                 to_rgb: bool = True,
+                 non_blocking: bool = False) -> None:
+        super().__init__(non_blocking=non_blocking)
+        if len(mean) != 3 or len(std) != 3:
+            raise ValueError(f'mean and std need 3 values (RGB), got mean={mean}, std={std}')
+        if any(s <= 0 for s in std):
+            raise ValueError(f'std={std} must be positive')
+        self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(std, dtype=torch.float32).view(1, 3, 1, 1), persistent=False)
+        self.to_rgb = to_rgb
+
+    def _batch_views(self, inputs: Sequence) -> tuple[Tensor, Tensor]:
+        """(views (B, 3, H, W), tokenizer views (B, 3, h, w)) from either collate layout."""
+        if len(inputs) == 2 and all(isinstance(t, Tensor) and t.dim() == 4 for t in inputs):  # default_collate
+            return inputs[0], inputs[1]
+        if all(isinstance(s, (list, tuple)) and len(s) == 2 for s in inputs):  # pseudo_collate
+            return _stack([s[0] for s in inputs], 'views'), _stack([s[1] for s in inputs], 'tokenizer views')
+        raise ValueError('MIMDataPreprocessor expects data["inputs"] as per-sample [view, tokenizer_view] pairs or '
+                         'two batched tensors; put beit_mm.TwoViewRandomResizedCrop before PackInputs in the pipeline')
+
+    def forward(self, data: dict, training: bool = False) -> dict:
+        """See the module docstring for the layouts. ``training`` is unused: both modes normalize the same way."""
+        data = self.cast_data(data)
+        views, tokenizer_views = self._batch_views(data['inputs'])
+        samples = data.get('data_samples')
+        if not samples or any(not hasattr(s, 'mask') for s in samples):
+            raise ValueError('MIMDataPreprocessor needs data_samples with a .mask each; add beit_mm.BEiTMaskGenerator '
+                             'before PackInputs in the pipeline')
+        mask = _stack([torch.as_tensor(s.mask, device=views.device) for s in samples], 'masks').bool()
+        if self.to_rgb:
+            views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)
+        images = (views.float() - self.mean) / self.std
+        target_images = map_pixels(tokenizer_views.float() / MAX_PIXEL_VALUE)
+        return dict(inputs=dict(images=images, target_images=target_images, mask=mask), data_samples=samples)
