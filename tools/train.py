@@ -56,10 +56,27 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16; read from /proc/cpuinfo on Linux)."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return 'avx512_bf16' in flags or 'amx_bf16' in flags
+
+
 def amp_settings() -> dict:
-    """``optim_wrapper`` fields for ``--amp`` on this device: bf16 where supported, else fp16 + dynamic loss scale."""
-    if torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
-        return dict(type='beit_mm.AmpOptimWrapper', dtype='float16', loss_scale='dynamic')
+    """``optim_wrapper`` fields for ``--amp`` on this device: bf16 where supported, else fp16 + dynamic loss scale.
+
+    CPUs run bf16 only (fp16 autocast on CPU is not supported by the wrapper); without AVX512-BF16/AMX it is emulated
+    and usually slower than fp32, which is logged."""
+    if torch.cuda.is_available():
+        if not torch.cuda.is_bf16_supported():
+            return dict(type='beit_mm.AmpOptimWrapper', dtype='float16', loss_scale='dynamic')
+    elif not cpu_has_native_bf16():
+        print_log('--amp on a CPU without AVX512-BF16/AMX: bf16 is emulated there and usually slower than fp32',
+                  logger='current', level=logging.WARNING)
     return dict(type='beit_mm.AmpOptimWrapper', dtype='bfloat16')
 
 
