@@ -8,6 +8,7 @@ names::
 
     stage{s}.patch_embed.{proj,norm}.*          conv k7 s4 p2 (s=0) / k3 s2 p1 (s=1,2); LayerNorm
     stage2.cls_token                            (1, 1, C_2)
+    stage0.mask_token                           (1, 1, C_0), only with ``with_mask_token=True`` (masked image modeling)
     stage{s}.blocks.{j}.{norm1,norm2}.*         LayerNorm
     stage{s}.blocks.{j}.attn.conv_proj_{q,k,v}.{conv,bn}.*
     stage{s}.blocks.{j}.attn.{proj_q,proj_k,proj_v,proj}.*
@@ -111,24 +112,35 @@ def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
 
 
 class CvTStage(nn.Module):
-    """One CvT stage: conv token embedding, optional cls token, ``depth`` blocks.
+    """One CvT stage: conv token embedding, optional mask token, optional cls token, ``depth`` blocks.
 
     Shapes: ``(B, C_in, H, W) -> (tokens (B, H' * W', C), cls (B, 1, C) or None, (H', W'))``; the returned tokens
-    exclude the cls token.
+    exclude the cls token. With ``with_mask_token``, ``forward(x, mask)`` replaces the embedded tokens where ``mask``
+    ((B, H', W') bool, True = masked) is set by ``mask_token``, before the cls token and the blocks.
     """
 
     def __init__(self, in_channels: int, embed_dims: int, depth: int, num_heads: int, kernel_size: int, stride: int,
                  padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, fused_attn: bool,
-                 with_cp: bool) -> None:
+                 with_cp: bool, with_mask_token: bool = False) -> None:
         super().__init__()
         self.with_cp = with_cp
         self.patch_embed = ConvEmbed(in_channels, embed_dims, kernel_size, stride, padding)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_cls_token else None
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
         self.blocks = nn.ModuleList(
             CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, fused_attn) for j in range(depth))
 
-    def forward(self, x: Tensor) -> tuple[Tensor, Optional[Tensor], tuple[int, int]]:
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor], tuple[int, int]]:
         x, hw_shape = self.patch_embed(x)
+        if mask is not None:
+            if self.mask_token is None:
+                raise ValueError('a mask was given but this CvT stage has no mask token; build CvT with '
+                                 'with_mask_token=True')
+            if tuple(mask.shape) != (x.shape[0], *hw_shape):
+                raise ValueError(f'mask {tuple(mask.shape)} must be (B, H_0, W_0) = {(x.shape[0], *hw_shape)}, the '
+                                 'stage-0 token grid; upsample a patch mask with '
+                                 'beit_mm.models.layers.mask_utils.upsample_mask')
+            x = torch.where(mask.reshape(x.shape[0], -1, 1).bool(), self.mask_token.to(x.dtype), x)
         if self.cls_token is not None:
             x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
         for block in self.blocks:
@@ -169,6 +181,8 @@ class CvT(BaseModule):
             -1 freezes nothing.
         act: 'quick_gelu' (official code and checkpoints) or 'gelu' (HF port).
         fused_attn: SDPA (True) or eager attention (False); same function.
+        with_mask_token: learn ``stage0.mask_token`` (1, 1, C_0) for masked image modeling: ``forward(x, mask)``
+            replaces the stage-0 tokens where ``mask`` (B, H_0, W_0) is True right after ``stage0.patch_embed``.
         init_cfg: mmengine init config (e.g. ``dict(type='Pretrained', checkpoint=...)``); without one the weights
             follow the official init (trunc-normal 0.02 for Linear and the cls token, unit norms).
 
@@ -187,6 +201,7 @@ class CvT(BaseModule):
                  frozen_stages: int = -1,
                  act: str = 'quick_gelu',
                  fused_attn: bool = True,
+                 with_mask_token: bool = False,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
         if act not in ACT_LAYERS:
@@ -230,13 +245,16 @@ class CvT(BaseModule):
                 drop_paths=dpr[cur:cur + depths[s]],
                 act=act,
                 fused_attn=fused_attn,
-                with_cp=with_cp)
+                with_cp=with_cp,
+                with_mask_token=with_mask_token and s == 0)
             self.add_module(f'stage{s}', stage)
             cur += depths[s]
         self.norm = nn.LayerNorm(embed_dims[-1]) if final_norm else None
 
         self.apply(self._official_init)
         nn.init.trunc_normal_(self.stage2.cls_token, std=0.02)
+        if with_mask_token:  # unilm BEiT's mask token init
+            nn.init.trunc_normal_(self.stage0.mask_token, std=0.02)
         self._freeze_stages()
 
     @staticmethod
@@ -300,8 +318,9 @@ class CvT(BaseModule):
                     m.eval()
         return self
 
-    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
-        """Args: x (B, in_channels, H, W).
+    def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, ...]:
+        """Args: x (B, in_channels, H, W); mask (B, H_0, W_0) bool, True = masked (needs ``with_mask_token``): those
+        stage-0 tokens are replaced by ``stage0.mask_token`` right after ``stage0.patch_embed``.
 
         Returns:
             'featmap': one NCHW map per entry of ``out_indices``: level s in {0, 1, 2} is (B, C_s, H_s, W_s) with
@@ -312,7 +331,7 @@ class CvT(BaseModule):
         maps: list[Tensor] = []
         cls_token: Optional[Tensor] = None
         for s in range(NUM_STAGES):
-            tokens, cls_token, (h, w) = getattr(self, f'stage{s}')(x)
+            tokens, cls_token, (h, w) = getattr(self, f'stage{s}')(x, mask if s == 0 else None)
             if s == NUM_STAGES - 1 and self.out_type == 'featmap' and self.norm is not None:
                 tokens = self.norm(tokens)
             x = tokens.transpose(1, 2).reshape(tokens.shape[0], -1, h, w)
@@ -325,7 +344,8 @@ class CvT(BaseModule):
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay (mmpretrain's hierarchical/Swin rule).
 
-        ``num_layers = sum(depths) + 2``; stage s ``patch_embed`` and ``cls_token`` -> ``sum(depths[:s])``; stage s
+        ``num_layers = sum(depths) + 2``; stage s ``patch_embed``, ``cls_token`` and ``mask_token`` ->
+        ``sum(depths[:s])`` (the mask token: 0); stage s
         block j -> ``sum(depths[:s]) + j + 1``; the final ``norm`` and any name outside the backbone (not starting
         with ``prefix``) -> ``num_layers - 1``. The lr scale is ``decay ** (num_layers - layer_id - 1)``.
 
@@ -348,6 +368,6 @@ class CvT(BaseModule):
         offset = sum(self.depths[:s])
         if parts[1] == 'blocks' and len(parts) > 2 and parts[2].isdigit():
             return offset + int(parts[2]) + 1, num_layers
-        if parts[1] in ('patch_embed', 'cls_token'):
+        if parts[1] in ('patch_embed', 'cls_token', 'mask_token'):
             return offset, num_layers
         return num_layers - 1, num_layers

@@ -1,3 +1,4 @@
 
 from .beit_mim import BEiTPretrain  # noqa: F401
 from .data_preprocessor import MIMDataPreprocessor  # noqa: F401
+from .cvt_mim import CvTPretrain  # noqa: F401
