@@ -1,0 +1,159 @@
+"""A small synthetic classification dataset in ImageNet's folder layout, for demos and tests (no download needed).
+
+Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the usual ``valprep`` step)::
+
+    root/train/<wnid>/<wnid>_<i>.JPEG             per_class_train images per class
+    root/val/<wnid>/ILSVRC2012_val_<n>.JPEG       per_class_val images per class
+    root/meta/{train,val}.txt                     only with ann_files=True: ImageNet's annotation-file layout,
+                                                  lines "<wnid>/<file> <label>"
+
+Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
+a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
+the folder layout (``find_folders`` sorts) and the order of the official ImageNet label files (REFERENCE.md section 6
+item 14: a different order costs about 1% top-1 with official CvT weights, CvT issue 14).
+
+Each class is one coloured shape with its own texture (:data:`SHAPES`, :data:`TEXTURES`, a hue per class) at a random
+position and scale on a noisy background of random grey level, plus JPEG artefacts, so that a tiny CvT learns the 5
+default classes in a few minutes on a CPU.
+"""
+import colorsys
+import glob
+import os
+import os.path as osp
+import shutil
+from typing import List, Tuple
+
+import numpy as np
+from PIL import Image
+
+SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
+TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
+_FIRST_WNID = 1440764  # n01440764, the first ImageNet-1k class (tench)
+_WNID_STEP = 9973
+_SPLITS = ('train', 'val')
+
+
+def demo_wnids(num_classes: int) -> List[str]:
+    """The folder names of the demo classes, in class-index order (which is also their sorted order)."""
+    return [f'n{_FIRST_WNID + _WNID_STEP * k:08d}' for k in range(num_classes)]
+
+
+def demo_class_style(index: int, num_classes: int) -> Tuple[str, str, Tuple[int, int, int]]:
+    """(shape, texture, RGB colour) of class ``index``: shape cycles fastest, hues spread over the colour wheel."""
+    shape = SHAPES[index % len(SHAPES)]
+    texture = TEXTURES[(index // len(SHAPES)) % len(TEXTURES)] if num_classes > len(SHAPES) else TEXTURES[
+        index % len(TEXTURES)]
+    hue = (index / max(num_classes, 1) + 0.61803398875 * (index // 12)) % 1.0
+    r, g, b = colorsys.hsv_to_rgb(hue, 0.85, 0.95)
+    return shape, texture, (int(255 * r), int(255 * g), int(255 * b))
+
+
+def _shape_mask(shape: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A boolean (size, size) mask of ``shape`` with random centre and radius (about 20-40% of the side)."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
+    radius = rng.uniform(0.2, 0.4) * size
+    cy, cx = rng.uniform(radius, size - radius, 2)
+    dy, dx = (yy - cy) / radius, (xx - cx) / radius
+    if shape == 'disc':
+        return dy**2 + dx**2 <= 1.0
+    if shape == 'square':
+        return (np.abs(dy) <= 0.8) & (np.abs(dx) <= 0.8)
+    if shape == 'triangle':
+        return (dy <= 0.8) & (dy >= -0.9 + 1.7 * np.abs(dx))
+    if shape == 'ring':
+        d2 = dy**2 + dx**2
+        return (d2 <= 1.0) & (d2 >= 0.36)
+    if shape == 'cross':
+        return ((np.abs(dy) <= 0.3) & (np.abs(dx) <= 1.0)) | ((np.abs(dx) <= 0.3) & (np.abs(dy) <= 1.0))
+    if shape == 'diamond':
+        return np.abs(dy) + np.abs(dx) <= 1.0
+    raise ValueError(f'unknown shape {shape!r}; use one of {SHAPES}')
+
+
+def _texture(kind: str, size: int) -> np.ndarray:
+    """An intensity modulation in [-1, 1], shape (size, size)."""
+    yy, xx = np.mgrid[0:size, 0:size]
+    if kind == 'flat':
+        return np.zeros((size, size), np.float32)
+    if kind == 'hstripes':
+        return np.where((yy // 3) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    if kind == 'checker':
+        return np.where(((yy // 4) + (xx // 4)) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    if kind == 'dots':
+        return np.where((yy % 4 < 2) & (xx % 4 < 2), 1.0, -0.3).astype(np.float32)
+    raise ValueError(f'unknown texture {kind!r}; use one of {TEXTURES}')
+
+
+def make_demo_image(index: int, num_classes: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """One RGB uint8 image (size, size, 3) of class ``index``."""
+    shape, texture, colour = demo_class_style(index, num_classes)
+    grey = rng.uniform(40, 200)
+    image = np.full((size, size, 3), grey, np.float32) + rng.normal(0.0, 12.0, (size, size, 3))
+    mask = _shape_mask(shape, size, rng)
+    fg = np.asarray(colour, np.float32) * rng.uniform(0.85, 1.1) + 40.0 * _texture(texture, size)[..., None]
+    image[mask] = fg[mask] + rng.normal(0.0, 6.0, (int(mask.sum()), 3))
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+def _split_files(split: str, wnids: List[str], per_class: int) -> List[List[str]]:
+    """Relative file names of ``split``, per class."""
+    if split == 'train':
+        return [[f'{w}/{w}_{i}.JPEG' for i in range(per_class)] for w in wnids]
+    return [[f'{w}/ILSVRC2012_val_{k * per_class + i + 1:08d}.JPEG' for i in range(per_class)]
+            for k, w in enumerate(wnids)]
+
+
+def _is_complete(root: str, split: str, wnids: List[str], files: List[List[str]]) -> bool:
+    """``root/split`` holds exactly the wnid folders and files of this call."""
+    split_dir = osp.join(root, split)
+    if not osp.isdir(split_dir) or sorted(os.listdir(split_dir)) != wnids:
+        return False
+    present = set(glob.glob(osp.join(split_dir, '*', '*')))
+    return present == {osp.join(split_dir, f) for class_files in files for f in class_files}
+
+
+def make_demo_imagenet(root: str,
+                       num_classes: int = 5,
+                       per_class_train: int = 40,
+                       per_class_val: int = 10,
+                       size: int = 64,
+                       seed: int = 0,
+                       ann_files: bool = False) -> str:
+    """Write the demo classification set under ``root`` (layout in the module docstring); skip complete splits.
+
+    Args:
+        root: dataset root (``data_root`` of mmpretrain's ``ImageNet``/``CustomDataset``).
+        num_classes: number of classes (wnid folders); 1000 gives ImageNet-1k's class count.
+        per_class_train: training images per class.
+        per_class_val: validation images per class.
+        size: image side in pixels.
+        seed: generator seed; the same arguments give the same files.
+        ann_files: also write ``meta/train.txt`` and ``meta/val.txt`` (labels = sorted-wnid index). mmpretrain's
+            ``ImageNet(split=...)`` then reads them instead of scanning folders.
+
+    Returns:
+        ``root``.
+    """
+    if num_classes < 1 or per_class_train < 1 or per_class_val < 1 or size < 16:
+        raise ValueError(f'make_demo_imagenet needs num_classes, per_class_train, per_class_val >= 1 and size >= 16; '
+                         f'got {num_classes}, {per_class_train}, {per_class_val}, {size}')
+    wnids = demo_wnids(num_classes)
+    rng = np.random.default_rng(seed)
+    for split, per_class in zip(_SPLITS, (per_class_train, per_class_val)):
+        split_rng = np.random.default_rng(rng.integers(2**32))
+        files = _split_files(split, wnids, per_class)
+        if not _is_complete(root, split, wnids, files):
+            shutil.rmtree(osp.join(root, split), ignore_errors=True)  # stale classes would shift the labels
+            for index, class_files in enumerate(files):
+                os.makedirs(osp.join(root, split, wnids[index]), exist_ok=True)
+                for name in class_files:
+                    image = make_demo_image(index, num_classes, size, split_rng)
+                    Image.fromarray(image).save(osp.join(root, split, name), quality=90)
+        meta = osp.join(root, 'meta', f'{split}.txt')
+        if ann_files:
+            os.makedirs(osp.dirname(meta), exist_ok=True)
+            with open(meta, 'w') as f:
+                f.writelines(f'{name} {index}\n' for index, class_files in enumerate(files) for name in class_files)
+        elif osp.exists(meta):
+            os.remove(meta)  # a stale annotation file would silently override the folder layout
+    return root

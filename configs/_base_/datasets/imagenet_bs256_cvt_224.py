@@ -1,0 +1,67 @@
+# ImageNet-1k for CvT training from scratch at 224 (microsoft/CvT experiments/imagenet/cvt/cvt-13-224x224.yaml):
+# RandomResizedCrop 224 (scale 0.08-1, bicubic), h-flip, RandAugment rand-m9-mstd0.5-inc1 (as mmpretrain's
+# deit/swin configs write it), random erasing 0.25 (timm 'pixel' mode = mmpretrain 'rand'); no colour jitter (timm
+# drops it when RandAugment is on). Test: short side 256 (224 / 0.875), centre crop 224, bicubic. 256 images per GPU.
+#
+# Layouts (mmpretrain's ImageNet dataset reads both):
+#   folder layout:          data/imagenet/{train,val}/<wnid>/*.JPEG (val sorted into wnid folders, e.g. by the usual
+#                           valprep.sh); used when there is no meta/<split>.txt.
+#   annotation-file layout: data/imagenet/meta/{train,val}.txt with lines "<path under train/ or val/> <label>"; used
+#                           whenever the file exists.
+# Class order: label k must be the k-th wnid in sorted order. That is what the folder layout produces (mmpretrain's
+# find_folders sorts), what OpenMMLab's meta/*.txt files use and what the official CvT checkpoints were trained with
+# (REFERENCE.md section 6 item 14; CvT issue 14: 1% top-1 lost with another order). Annotation files written by other
+# tools must use the same order.
+dataset_type = 'ImageNet'
+data_root = 'data/imagenet'
+data_preprocessor = dict(
+    type='ClsDataPreprocessor',
+    num_classes=1000,
+    mean=[123.675, 116.28, 103.53],  # ImageNet mean/std in 0-255 (CvT INPUT.MEAN/STD)
+    std=[58.395, 57.12, 57.375],
+    to_rgb=True)
+bgr_mean = data_preprocessor['mean'][::-1]
+bgr_std = data_preprocessor['std'][::-1]
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(
+        type='RandAugment',
+        policies='timm_increasing',
+        num_policies=2,
+        total_level=10,
+        magnitude_level=9,
+        magnitude_std=0.5,
+        hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
+    dict(
+        type='RandomErasing',
+        erase_prob=0.25,
+        mode='rand',
+        min_area_ratio=0.02,
+        max_area_ratio=1 / 3,
+        fill_color=bgr_mean,
+        fill_std=bgr_std),
+    dict(type='PackInputs'),
+]
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ResizeEdge', scale=256, edge='short', backend='pillow', interpolation='bicubic'),
+    dict(type='CenterCrop', crop_size=224),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    batch_size=256,
+    num_workers=8,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    dataset=dict(type=dataset_type, data_root=data_root, split='train', pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=64,
+    num_workers=8,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(type=dataset_type, data_root=data_root, split='val', pipeline=test_pipeline))
+val_evaluator = dict(type='Accuracy', topk=(1, 5))
+test_dataloader = val_dataloader
+test_evaluator = val_evaluator
