@@ -5,6 +5,7 @@ Examples:
     python tools/convert_checkpoint.py --model beit --source hf pytorch_model.bin beit-b.pth --img-size 640
     python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth cvt-13.pth
     python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
+    python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/dvae-.../iter_200.pth tokenizer.pth
 
 Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
 that only the ``openai`` DALL-E source unpickles (trusted files only). HF ``*.safetensors`` files are read with
@@ -27,7 +28,7 @@ from beit_mm.converters.io import load_state_dict_file  # noqa: E402
 MODELS = {
     'beit': beit_conv.SOURCES,
     'cvt': ('official', 'hf'),
-    'dalle': ('openai', 'mmpretrain'),
+    'dalle': ('openai', 'mmpretrain', 'dvae'),
 }
 
 
@@ -54,6 +55,9 @@ def convert(args: argparse.Namespace) -> dict:
         from beit_mm.converters.cvt import convert_cvt
         out = convert_cvt(src, args.source)
         return out if args.keep_head else {k: v for k, v in out.items() if not k.startswith('head.')}
+    if args.source == 'dvae':  # the encoder of a dVAE trained with configs/dvae/
+        from beit_mm.converters.dvae import extract_dvae_encoder
+        return extract_dvae_encoder(src)
     from beit_mm.converters.dalle import convert_dalle
     return convert_dalle(src, args.source)
 

@@ -1,25 +1,42 @@
-"""Write the synthetic ADE20K-layout demo dataset (``beit_mm.data.demo.make_demo_ade20k``) and check its labels.
+"""Write a synthetic demo dataset in a real dataset's layout.
 
-    python tools/make_demo_data.py [--root data/ade_demo] [--num-train 200] [--num-val 40] [--size 128] [--seed 0]
+    python tools/make_demo_data.py [--dataset ade20k] [--root data/ade_demo] [--num-train 200] [--num-val 40]
+                                   [--size 128] [--seed 0]
+    python tools/make_demo_data.py --dataset imagenet [--root data/imagenet_demo] [--num-classes 5] [--size 64]
+
+``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
+``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
 """
 import argparse
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo_imagenet import make_demo_imagenet
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description='Write the synthetic ADE20K-layout demo dataset')
-    parser.add_argument('--root', default='data/ade_demo', help='dataset root')
-    parser.add_argument('--num-train', type=int, default=200, help='training images')
-    parser.add_argument('--num-val', type=int, default=40, help='validation images')
-    parser.add_argument('--size', type=int, default=128, help='image side in pixels')
+    parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
+    parser.add_argument('--dataset', choices=('ade20k', 'imagenet'), default='ade20k')
+    parser.add_argument('--root', default=None, help='dataset root (default data/ade_demo or data/imagenet_demo)')
+    parser.add_argument('--num-train', type=int, default=None,
+                        help='training images (ade20k, default 200) or per class (imagenet, default 40)')
+    parser.add_argument('--num-val', type=int, default=None,
+                        help='validation images (ade20k, default 40) or per class (imagenet, default 10)')
+    parser.add_argument('--num-classes', type=int, default=5, help='imagenet: number of classes')
+    parser.add_argument('--size', type=int, default=None, help='image side in pixels (default 128 / 64)')
     parser.add_argument('--seed', type=int, default=0, help='random seed')
     args = parser.parse_args()
-    root = make_demo_ade20k(args.root, args.num_train, args.num_val, args.size, args.seed)
+    if args.dataset == 'imagenet':
+        root = make_demo_imagenet(args.root or 'data/imagenet_demo', num_classes=args.num_classes,
+                                  per_class_train=args.num_train or 40, per_class_val=args.num_val or 10,
+                                  size=args.size or 64, seed=args.seed)
+        print(f'{root}: {args.num_classes} classes in ImageNet folder layout')
+        return
+    num_train, num_val = args.num_train or 200, args.num_val or 40
+    root = make_demo_ade20k(args.root or 'data/ade_demo', num_train, num_val, args.size or 128, args.seed)
     counts = check_ade20k_labels(root)
     total = sum(counts.values())
     share = ', '.join(f'{value}: {count / total:.1%}' for value, count in sorted(counts.items()))
-    print(f'{root}: {args.num_train} train + {args.num_val} val images; label share {share}')
+    print(f'{root}: {num_train} train + {num_val} val images; label share {share}')
 
 
 if __name__ == '__main__':

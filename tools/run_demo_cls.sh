@@ -12,7 +12,7 @@ config="${CONFIG:-configs/cvt/cvt-13-tiny_1xb32-30e_demo-in1k-64px.py}"
 name="$(basename "$config" .py)"
 work_dir="work_dirs/$name"
 
-"$py" -c 'from beit_mm.data.demo_imagenet import make_demo_imagenet; print(make_demo_imagenet("data/imagenet_demo"))'
+"$py" tools/make_demo_data.py --dataset imagenet --root data/imagenet_demo
 "$py" tools/train.py "$config" --work-dir "$work_dir" "$@"
 ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
 "$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" 2>&1 | tee "$work_dir/test.log"

@@ -1,1 +1,2 @@
 
+from .dvae_schedule import DVAEScheduleHook, cosine_anneal  # noqa: F401

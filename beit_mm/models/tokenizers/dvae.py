@@ -1,0 +1,303 @@
+"""A trainable DALL-E dVAE: train your own BEiT tokenizer (encoder -> Gumbel-softmax codes -> decoder).
+
+Follows the DALL-E paper's stage-1 setup (Ramesh et al. 2021, section 2.1 and appendix A): the encoder is
+:class:`beit_mm.DALLEEncoder`'s architecture (so its trained weights load into the frozen tokenizer unchanged, see
+:func:`beit_mm.converters.dvae.extract_dvae_encoder`), the decoder mirrors ``dall_e/decoder.py`` (1x1 conv from the
+vocabulary to ``n_init`` channels, ``group_count`` groups of residual blocks with nearest 2x upsampling after all but
+the last, ReLU + 1x1 conv to 2 statistics per image channel), the discrete codes are relaxed with the Gumbel-softmax
+at temperature ``temperature``, the prior is uniform over the vocabulary with KL weight ``kl_weight`` (beta), and the
+reconstruction likelihood is the logit-Laplace distribution on pixels mapped by :func:`map_pixels`.
+
+Pixel convention: the model's inputs are RGB images in [0, 1] ``(B, 3, H, W)`` (``mmengine.ImgDataPreprocessor``
+with ``mean=0, std=255, bgr_to_rgb=True``); the encoder sees ``map_pixels(x)``, exactly what BEiT's target generator
+feeds the frozen tokenizer.
+"""
+import math
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mmengine.model import BaseModel, BaseModule
+
+from beit_mm.models.target_generators.dalle import (DALLE_GROUP_COUNT, DALLE_INPUT_CHANNELS, DALLE_N_BLK_PER_GROUP,
+                                                   DALLE_N_HID, DALLE_VOCAB_SIZE, LOGIT_LAPLACE_EPS, DALLEEncoder,
+                                                   map_pixels)
+from beit_mm.registry import MODELS
+
+# dall_e/decoder.py `Decoder.n_init` default: channels after the decoder's input 1x1 conv.
+DALLE_DECODER_N_INIT = 128
+# DALL-E paper appendix A.2: the KL weight beta reached after annealing (verify against the paper's text).
+DALLE_KL_WEIGHT = 6.6
+REC_LOSSES = ('logit_laplace', 'l1', 'l2')
+
+
+def unmap_pixels(x: torch.Tensor) -> torch.Tensor:
+    """``dall_e.utils.unmap_pixels``: the inverse of :func:`map_pixels`, clamped to [0, 1]. Any shape."""
+    return torch.clamp((x - LOGIT_LAPLACE_EPS) / (1 - 2 * LOGIT_LAPLACE_EPS), 0, 1)
+
+
+def logit_laplace_nll(x: torch.Tensor, mu: torch.Tensor, log_scale: torch.Tensor) -> torch.Tensor:
+    """Negative log-likelihood of the logit-Laplace distribution (DALL-E paper eq. 2), per value.
+
+    ``p(x | mu, b) = exp(-|logit(x) - mu| / b) / (2 b x (1 - x))`` for ``x`` in (0, 1), ``b = exp(log_scale)``.
+
+    Args:
+        x: targets in (0, 1), i.e. :func:`map_pixels` of [0, 1] pixels, ``(B, C, H, W)``.
+        mu: location in logit space, same shape.
+        log_scale: ``log b``, same shape.
+    Returns:
+        ``-log p`` per value, same shape (can be negative: it is a density).
+    """
+    return (torch.abs(torch.logit(x) - mu) * torch.exp(-log_scale) + log_scale + math.log(2.0)
+            + torch.log(x) + torch.log1p(-x))
+
+
+def codebook_perplexity(logits: torch.Tensor) -> torch.Tensor:
+    """exp(entropy) of the code distribution averaged over the batch and all positions.
+
+    Args:
+        logits: ``(B, vocab_size, h, w)`` encoder logits.
+    Returns:
+        scalar in [1, vocab_size]: the effective number of codes in use (vocab_size when the average of
+        ``softmax(logits)`` over ``B * h * w`` positions is uniform, 1 when every position puts all mass on one code).
+    """
+    probs = F.softmax(logits.float(), dim=1).mean(dim=(0, 2, 3))
+    entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum()
+    return torch.exp(entropy)
+
+
+def codebook_usage(logits: torch.Tensor) -> torch.Tensor:
+    """Fraction of the vocabulary chosen by the argmax at least once in the batch.
+
+    Args:
+        logits: ``(B, vocab_size, h, w)`` encoder logits.
+    Returns:
+        scalar: ``#distinct argmax codes / vocab_size``.
+    """
+    return torch.unique(logits.argmax(dim=1)).numel() / torch.tensor(float(logits.shape[1]))
+
+
+def _conv(n_in: int, n_out: int, kernel_size: int) -> nn.Conv2d:
+    """``dall_e.utils.Conv2d``: stride 1, 'same' padding ``(k - 1) // 2``, with bias."""
+    return nn.Conv2d(n_in, n_out, kernel_size, padding=(kernel_size - 1) // 2)
+
+
+class DALLEDecoderBlock(nn.Module):
+    """``dall_e.decoder.DecoderBlock``: ``id_path(x) + post_gain * res_path(x)``.
+
+    ``res_path`` = relu, conv1x1 (n_in -> n_out/4), relu, conv3x3, relu, conv3x3, relu, conv3x3 (n_out/4 -> n_out);
+    ``id_path`` = conv1x1 when ``n_in != n_out`` else identity; ``post_gain = 1 / n_layers**2``.
+    Shapes: ``(B, n_in, H, W) -> (B, n_out, H, W)``.
+    """
+
+    def __init__(self, n_in: int, n_out: int, n_layers: int) -> None:
+        super().__init__()
+        if n_out % 4:
+            raise ValueError(f'n_out={n_out} must be divisible by 4 (the residual path is n_out / 4 wide)')
+        n_hid = n_out // 4
+        self.post_gain = 1 / n_layers**2
+        self.id_path = _conv(n_in, n_out, 1) if n_in != n_out else nn.Identity()
+        self.res_path = nn.Sequential(OrderedDict([
+            ('relu_1', nn.ReLU()),
+            ('conv_1', _conv(n_in, n_hid, 1)),
+            ('relu_2', nn.ReLU()),
+            ('conv_2', _conv(n_hid, n_hid, 3)),
+            ('relu_3', nn.ReLU()),
+            ('conv_3', _conv(n_hid, n_hid, 3)),
+            ('relu_4', nn.ReLU()),
+            ('conv_4', _conv(n_hid, n_out, 3)),
+        ]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.id_path(x) + self.post_gain * self.res_path(x)
+
+
+class DALLEDecoder(BaseModule):
+    """``dall_e.decoder.Decoder`` (trainable), generalised to any ``group_count``.
+
+    Group g (1-based) is ``n_hid * 2**(group_count - g)`` wide (8, 4, 2, 1 x n_hid for the official 4 groups) and is
+    followed by a nearest 2x upsample except the last. Parameter names are the official ones with ``weight``/``bias``
+    for ``w``/``b`` (``blocks.input``, ``blocks.group_G.block_K.{id_path,res_path.conv_N}``, ``blocks.output.conv``).
+
+    Args:
+        group_count: number of groups; upsamples by ``2**(group_count - 1)``.
+        n_init: channels after the input 1x1 conv.
+        n_hid: width of the last group.
+        n_blk_per_group: residual blocks per group.
+        output_channels: image channels.
+        stats_per_channel: output maps per image channel: 2 (logit-Laplace location and log-scale, as dall_e) or 1
+            (the location only, for l1/l2 reconstruction).
+        vocab_size: input channels (one-hot or relaxed codes).
+    """
+
+    def __init__(self,
+                 group_count: int = DALLE_GROUP_COUNT,
+                 n_init: int = DALLE_DECODER_N_INIT,
+                 n_hid: int = DALLE_N_HID,
+                 n_blk_per_group: int = DALLE_N_BLK_PER_GROUP,
+                 output_channels: int = DALLE_INPUT_CHANNELS,
+                 stats_per_channel: int = 2,
+                 vocab_size: int = DALLE_VOCAB_SIZE,
+                 init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if group_count < 1 or n_blk_per_group < 1:
+            raise ValueError(f'group_count={group_count} and n_blk_per_group={n_blk_per_group} must be >= 1')
+        if stats_per_channel not in (1, 2):
+            raise ValueError(f'stats_per_channel={stats_per_channel}: use 2 (logit-Laplace) or 1 (l1/l2)')
+        self.vocab_size = vocab_size
+        n_layers = group_count * n_blk_per_group
+        layers: list[tuple[str, nn.Module]] = [('input', _conv(vocab_size, n_init, 1))]
+        width = n_init
+        for g in range(group_count):
+            n_out = n_hid * 2**(group_count - 1 - g)
+            group: list[tuple[str, nn.Module]] = []
+            for i in range(n_blk_per_group):
+                group.append((f'block_{i + 1}', DALLEDecoderBlock(width, n_out, n_layers)))
+                width = n_out
+            if g < group_count - 1:
+                group.append(('upsample', nn.Upsample(scale_factor=2, mode='nearest')))
+            layers.append((f'group_{g + 1}', nn.Sequential(OrderedDict(group))))
+        layers.append(('output', nn.Sequential(OrderedDict([
+            ('relu', nn.ReLU()),
+            ('conv', _conv(width, stats_per_channel * output_channels, 1)),
+        ]))))
+        self.blocks = nn.Sequential(OrderedDict(layers))
+        for m in self.modules():  # dall_e.utils.Conv2d init: weight ~ N(0, 1 / fan_in), bias = 0
+            if isinstance(m, nn.Conv2d):
+                nn.init.normal_(m.weight, std=1 / math.sqrt(m.in_channels * m.kernel_size[0] * m.kernel_size[1]))
+                nn.init.zeros_(m.bias)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        """``(B, vocab_size, h, w)`` code distributions -> ``(B, stats_per_channel * C, h * 2**(G-1), w * ...)``;
+        channels ``[:C]`` are the location (logit space), ``[C:]`` the log-scale."""
+        if z.dim() != 4 or z.shape[1] != self.vocab_size:
+            raise ValueError(f'expected codes (B, {self.vocab_size}, h, w), got shape {tuple(z.shape)}')
+        return self.blocks(z)
+
+
+class DVAEEncoder(nn.Module):
+    """:class:`beit_mm.DALLEEncoder`'s layers, trainable.
+
+    ``DALLEEncoder`` is a frozen tokenizer (no grad, always eval, forward under ``no_grad``); this module takes the
+    ``blocks`` of a freshly built ``DALLEEncoder`` (same layout, names and dall_e init) and turns gradients back on,
+    so ``blocks.*`` here are exactly the keys ``DALLEEncoder`` loads.
+    Shapes: ``(B, C, H, W)`` in map_pixels space -> logits ``(B, vocab_size, H / 2**(G-1), W / 2**(G-1))``.
+    """
+
+    def __init__(self, group_count: int, n_hid: int, n_blk_per_group: int, input_channels: int,
+                 vocab_size: int) -> None:
+        super().__init__()
+        frozen = DALLEEncoder(group_count=group_count, n_hid=n_hid, n_blk_per_group=n_blk_per_group,
+                              input_channels=input_channels, vocab_size=vocab_size, channels_last=False)
+        self.downsample = frozen.downsample
+        self.blocks = frozen.blocks.requires_grad_(True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[2] % self.downsample or x.shape[3] % self.downsample:
+            raise ValueError(f'image size {tuple(x.shape[2:])} must be divisible by {self.downsample}; '
+                             'crop or resize the images to a multiple of it')
+        return self.blocks(x)
+
+
+@MODELS.register_module()
+class DVAE(BaseModel):
+    """Discrete VAE with DALL-E's encoder/decoder, Gumbel-softmax relaxation and a uniform prior.
+
+    Loss (per image, both terms divided by the number of pixel values ``C * H * W`` so ``kl_weight`` is the beta of
+    DALL-E's ELBO ``E[log p(x|z)] - beta * KL(q(z|x) || U)``):
+
+    - ``loss_rec``: mean logit-Laplace NLL of ``map_pixels(x)`` (``'logit_laplace'``), or mean ``|x - sigmoid(mu)|``
+      (``'l1'``) / ``(x - sigmoid(mu))**2`` (``'l2'``) against [0, 1] pixels;
+    - ``loss_kl``: ``kl_weight * sum_positions KL(softmax(logits) || uniform) / (C * H * W)``.
+
+    Also returned (logged, not optimised): ``kl`` (mean KL per latent position, nats), ``perplexity``
+    (:func:`codebook_perplexity`) and ``codebook_usage`` (:func:`codebook_usage`).
+
+    ``temperature`` and ``kl_weight`` are plain attributes: ``beit_mm.DVAEScheduleHook`` overwrites them before
+    every training iteration with the annealed values of that iteration (the constructor values hold without it).
+
+    Args:
+        group_count, n_hid, n_blk_per_group, input_channels, vocab_size: the encoder's (= ``DALLEEncoder``'s)
+            arguments; the decoder uses the same group count, width, blocks and vocabulary, as in dall_e.
+        decoder_n_init: channels after the decoder's input conv (dall_e: 128).
+        rec_loss: ``'logit_laplace'`` | ``'l1'`` | ``'l2'``.
+        temperature: Gumbel-softmax temperature tau.
+        kl_weight: beta.
+        data_preprocessor: must give RGB in [0, 1]; defaults to ``mmengine.ImgDataPreprocessor`` with mean 0,
+            std 255 and ``bgr_to_rgb=True``.
+    """
+
+    def __init__(self,
+                 group_count: int = DALLE_GROUP_COUNT,
+                 n_hid: int = DALLE_N_HID,
+                 n_blk_per_group: int = DALLE_N_BLK_PER_GROUP,
+                 input_channels: int = DALLE_INPUT_CHANNELS,
+                 vocab_size: int = DALLE_VOCAB_SIZE,
+                 decoder_n_init: int = DALLE_DECODER_N_INIT,
+                 rec_loss: str = 'logit_laplace',
+                 temperature: float = 1.0,
+                 kl_weight: float = DALLE_KL_WEIGHT,
+                 data_preprocessor: dict | None = None,
+                 init_cfg: dict | None = None) -> None:
+        if data_preprocessor is None:
+            data_preprocessor = dict(type='mmengine.ImgDataPreprocessor', mean=[0.0] * input_channels,
+                                     std=[255.0] * input_channels, bgr_to_rgb=input_channels == 3)
+        super().__init__(data_preprocessor=data_preprocessor, init_cfg=init_cfg)
+        if rec_loss not in REC_LOSSES:
+            raise ValueError(f'rec_loss={rec_loss!r} is not supported; use one of {REC_LOSSES}')
+        self.rec_loss = rec_loss
+        self.temperature = temperature
+        self.kl_weight = kl_weight
+        self.vocab_size = vocab_size
+        self.input_channels = input_channels
+        self.encoder = DVAEEncoder(group_count, n_hid, n_blk_per_group, input_channels, vocab_size)
+        self.decoder = DALLEDecoder(group_count=group_count, n_init=decoder_n_init, n_hid=n_hid,
+                                    n_blk_per_group=n_blk_per_group, output_channels=input_channels,
+                                    stats_per_channel=2 if rec_loss == 'logit_laplace' else 1, vocab_size=vocab_size)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """Encoder logits of [0, 1] images ``(B, C, H, W)`` -> ``(B, vocab_size, H/8, W/8)`` (4 groups)."""
+        return self.encoder(map_pixels(x))
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """Code distributions ``(B, vocab_size, h, w)`` (one-hot or relaxed) -> images in [0, 1] ``(B, C, 8h, 8w)``:
+        ``unmap_pixels(sigmoid(mu))`` for logit-Laplace (dall_e's reconstruction), ``sigmoid(mu)`` for l1/l2."""
+        mu = torch.sigmoid(self.decoder(z)[:, :self.input_channels])
+        return unmap_pixels(mu) if self.rec_loss == 'logit_laplace' else mu
+
+    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
+        """Hard (argmax) tokens -> decoded images: ``(B, C, H, W)`` in [0, 1] -> same shape in [0, 1]."""
+        ids = self.encode(x).argmax(dim=1)
+        return self.decode(F.one_hot(ids, self.vocab_size).permute(0, 3, 1, 2).float())
+
+    def loss(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Training losses and codebook statistics of a batch of [0, 1] images ``(B, C, H, W)``."""
+        logits = self.encode(x)
+        z = F.gumbel_softmax(logits, tau=self.temperature, hard=False, dim=1)
+        stats = self.decoder(z)
+        mu = stats[:, :self.input_channels]
+        if self.rec_loss == 'logit_laplace':
+            rec = logit_laplace_nll(map_pixels(x), mu, stats[:, self.input_channels:]).mean()
+        elif self.rec_loss == 'l1':
+            rec = F.l1_loss(torch.sigmoid(mu), x)
+        else:
+            rec = F.mse_loss(torch.sigmoid(mu), x)
+        log_q = F.log_softmax(logits, dim=1)
+        kl_per_position = (log_q.exp() * log_q).sum(dim=1) + math.log(self.vocab_size)  # (B, h, w)
+        kl_per_value = kl_per_position.flatten(1).sum(1).mean() / x[0].numel()
+        with torch.no_grad():
+            perplexity = codebook_perplexity(logits)
+            usage = codebook_usage(logits)
+        return dict(loss_rec=rec, loss_kl=self.kl_weight * kl_per_value, kl=kl_per_position.mean().detach(),
+                    perplexity=perplexity, codebook_usage=usage)
+
+    def forward(self, inputs: torch.Tensor, data_samples: list | None = None, mode: str = 'tensor'):
+        """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`reconstruct`. ``inputs``: ``(B, C, H, W)`` in
+        [0, 1]; ``data_samples`` are unused (unlabelled images)."""
+        if mode == 'loss':
+            return self.loss(inputs)
+        if mode == 'tensor':
+            return self.reconstruct(inputs)
+        raise ValueError(f'DVAE.forward supports mode "loss" and "tensor", got {mode!r} (it has no predict/val step; '
+                         'judge a tokenizer by loss_rec, perplexity and codebook_usage in the training log)')

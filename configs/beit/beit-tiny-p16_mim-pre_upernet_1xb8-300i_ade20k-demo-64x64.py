@@ -1,0 +1,21 @@
+# CPU demo: the MIM demo's tiny BEiT (configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py: patch 16, 96 wide,
+# 4 blocks) + UPerNet fine-tuned from that run's checkpoint on the generated ADE20K-layout demo data, 64x64 crops
+# (4x4 patch grid: the checkpoint's shared 6x6 relative position bias is copied into every block and resampled on
+# load), 1 process x 8 images, 300 iterations. Everything else as beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py.
+#   python tools/train.py configs/beit/beit-tiny-p16_mim-pre_upernet_1xb8-300i_ade20k-demo-64x64.py \
+#       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth
+# From scratch with the same budget (the twin used by tools/analysis/mim_vs_scratch.py): add
+#       --cfg-options model.backbone.init_cfg=None
+_base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
+mim_checkpoint = 'work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth'
+max_iters = 300
+model = dict(backbone=dict(patch_size=16,
+                           init_cfg=dict(type='Pretrained', checkpoint=mim_checkpoint, prefix='backbone.')))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=30, end=max_iters),
+]
+train_cfg = dict(max_iters=max_iters, val_interval=max_iters)
+default_hooks = dict(
+    logger=dict(interval=25),
+    checkpoint=dict(interval=max_iters, max_keep_ckpts=1, save_best=None))
