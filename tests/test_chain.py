@@ -30,6 +30,6 @@ def test_chain_runs_end_to_end(tmp_path):
     for stage in ('cls', 'seg'):
         log = (work / f'{stage}.log').read_text()
         assert re.search(r'loaded \d+ backbone weights from .*mim/iter_2\.pth \(0 missing', log), stage
-    tokenizer = torch.load(work / 'tokenizer.pth', map_location='cpu', weights_only=True)
+    tokenizer = torch.load(work / 'tokenizer.pth', map_location='cpu', weights_only=True)['state_dict']
     mim = torch.load(work / 'mim' / 'iter_2.pth', map_location='cpu', weights_only=True)['state_dict']
     assert torch.equal(mim['target_generator.blocks.input.weight'], tokenizer['blocks.input.weight'])

@@ -42,6 +42,8 @@ def shrink(cfg: Config, data_root: str, checkpoint: str, work_dir: str) -> Confi
                 t.scale = (4 * CROP, CROP)
             if t.type == 'RandomCrop':
                 t.crop_size = (CROP, CROP)
+    # batch 1 per GPU (BEiT-L) relies on SyncBN over 8 GPUs: BN's pooled 1x1 features need 2 images on one process
+    cfg.train_dataloader.batch_size = 2
     cfg.model.data_preprocessor.size = (CROP, CROP)
     cfg.model.backbone.img_size = CROP
     cfg.model.backbone.init_cfg.checkpoint = checkpoint

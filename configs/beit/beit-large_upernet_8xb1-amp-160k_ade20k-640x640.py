@@ -23,8 +23,8 @@ model = dict(
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(426, 426)))
 base_lr = 2e-5
 optim_wrapper = dict(
-    type='AmpOptimWrapper',
-    dtype='bfloat16',  # tools/train.py --amp picks bf16 or fp16 for the hardware; bf16 needs no loss scaling
+    type='beit_mm.AmpOptimWrapper',
+    dtype='bfloat16',  # bf16 needs no loss scaling; on GPUs without bf16 (V100) use dtype='float16', loss_scale='dynamic'
     accumulative_counts=2,
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
