@@ -46,36 +46,35 @@ def map_pixels(x: torch.Tensor) -> torch.Tensor:
     return (1 - 2 * LOGIT_LAPLACE_EPS) * x + LOGIT_LAPLACE_EPS
 
 
-def _conv(n_in: int, n_out: int, kernel_size: int) -> nn.Conv2d:
+def same_conv(n_in: int, n_out: int, kernel_size: int) -> nn.Conv2d:
     """``dall_e.utils.Conv2d``: stride 1, 'same' padding ``(k - 1) // 2``, with bias."""
     return nn.Conv2d(n_in, n_out, kernel_size, padding=(kernel_size - 1) // 2)
 
 
-class DALLEEncoderBlock(nn.Module):
-    """``dall_e.encoder.EncoderBlock``: ``id_path(x) + post_gain * res_path(x)``.
+ENCODER_KERNELS = (3, 3, 3, 1)  # dall_e.encoder.EncoderBlock's res_path
+DECODER_KERNELS = (1, 3, 3, 3)  # dall_e.decoder.DecoderBlock's res_path
 
-    ``res_path`` = relu, conv3x3 (n_in -> n_out/4), relu, conv3x3, relu, conv3x3, relu, conv1x1 (n_out/4 -> n_out);
-    ``id_path`` = conv1x1 when ``n_in != n_out`` else identity; ``post_gain = 1 / n_layers**2``.
-    Shapes: ``(B, n_in, H, W) -> (B, n_out, H, W)``.
+
+class DALLEResBlock(nn.Module):
+    """``dall_e``'s ``EncoderBlock``/``DecoderBlock``: ``id_path(x) + post_gain * res_path(x)``.
+
+    ``res_path`` = (relu, conv) x 4 with widths n_in -> n_out/4 -> n_out/4 -> n_out/4 -> n_out and the given kernel
+    sizes (encoder: 3, 3, 3, 1; decoder: 1, 3, 3, 3); ``id_path`` = conv1x1 when ``n_in != n_out`` else identity;
+    ``post_gain = 1 / n_layers**2``. Shapes: ``(B, n_in, H, W) -> (B, n_out, H, W)``.
     """
 
-    def __init__(self, n_in: int, n_out: int, n_layers: int) -> None:
+    def __init__(self, n_in: int, n_out: int, n_layers: int, kernel_sizes: tuple[int, ...] = ENCODER_KERNELS) -> None:
         super().__init__()
         if n_out % 4:
             raise ValueError(f'n_out={n_out} must be divisible by 4 (the residual path is n_out / 4 wide)')
         n_hid = n_out // 4
+        widths = (n_in, n_hid, n_hid, n_hid, n_out)
         self.post_gain = 1 / n_layers**2
-        self.id_path = _conv(n_in, n_out, 1) if n_in != n_out else nn.Identity()
-        self.res_path = nn.Sequential(OrderedDict([
-            ('relu_1', nn.ReLU()),
-            ('conv_1', _conv(n_in, n_hid, 3)),
-            ('relu_2', nn.ReLU()),
-            ('conv_2', _conv(n_hid, n_hid, 3)),
-            ('relu_3', nn.ReLU()),
-            ('conv_3', _conv(n_hid, n_hid, 3)),
-            ('relu_4', nn.ReLU()),
-            ('conv_4', _conv(n_hid, n_out, 1)),
-        ]))
+        self.id_path = same_conv(n_in, n_out, 1) if n_in != n_out else nn.Identity()
+        layers = []
+        for i, k in enumerate(kernel_sizes):
+            layers += [(f'relu_{i + 1}', nn.ReLU()), (f'conv_{i + 1}', same_conv(widths[i], widths[i + 1], k))]
+        self.res_path = nn.Sequential(OrderedDict(layers))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.id_path(x) + self.post_gain * self.res_path(x)
@@ -126,20 +125,20 @@ class DALLEEncoder(BaseModule):
         self.downsample = 2**(group_count - 1)
 
         n_layers = group_count * n_blk_per_group
-        layers: list[tuple[str, nn.Module]] = [('input', _conv(input_channels, n_hid, 7))]
+        layers: list[tuple[str, nn.Module]] = [('input', same_conv(input_channels, n_hid, 7))]
         width = n_hid
         for g in range(group_count):
             n_out = n_hid * 2**g
             group: list[tuple[str, nn.Module]] = []
             for i in range(n_blk_per_group):
-                group.append((f'block_{i + 1}', DALLEEncoderBlock(width, n_out, n_layers)))
+                group.append((f'block_{i + 1}', DALLEResBlock(width, n_out, n_layers, ENCODER_KERNELS)))
                 width = n_out
             if g < group_count - 1:
                 group.append(('pool', nn.MaxPool2d(kernel_size=2)))
             layers.append((f'group_{g + 1}', nn.Sequential(OrderedDict(group))))
         layers.append(('output', nn.Sequential(OrderedDict([
             ('relu', nn.ReLU()),
-            ('conv', _conv(width, vocab_size, 1)),
+            ('conv', same_conv(width, vocab_size, 1)),
         ]))))
         self.blocks = nn.Sequential(OrderedDict(layers))
 

@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from mmengine.model import BaseModel, BaseModule
 
 from beit_mm.models.target_generators.dalle import (DALLE_GROUP_COUNT, DALLE_INPUT_CHANNELS, DALLE_N_BLK_PER_GROUP,
-                                                   DALLE_N_HID, DALLE_VOCAB_SIZE, LOGIT_LAPLACE_EPS, DALLEEncoder,
-                                                   map_pixels)
+                                                   DALLE_N_HID, DALLE_VOCAB_SIZE, DECODER_KERNELS, LOGIT_LAPLACE_EPS,
+                                                   DALLEEncoder, DALLEResBlock, map_pixels, same_conv)
 from beit_mm.registry import MODELS
 
 # dall_e/decoder.py `Decoder.n_init` default: channels after the decoder's input 1x1 conv.
@@ -78,41 +78,6 @@ def codebook_usage(logits: torch.Tensor) -> torch.Tensor:
     return torch.unique(logits.argmax(dim=1)).numel() / torch.tensor(float(logits.shape[1]))
 
 
-def _conv(n_in: int, n_out: int, kernel_size: int) -> nn.Conv2d:
-    """``dall_e.utils.Conv2d``: stride 1, 'same' padding ``(k - 1) // 2``, with bias."""
-    return nn.Conv2d(n_in, n_out, kernel_size, padding=(kernel_size - 1) // 2)
-
-
-class DALLEDecoderBlock(nn.Module):
-    """``dall_e.decoder.DecoderBlock``: ``id_path(x) + post_gain * res_path(x)``.
-
-    ``res_path`` = relu, conv1x1 (n_in -> n_out/4), relu, conv3x3, relu, conv3x3, relu, conv3x3 (n_out/4 -> n_out);
-    ``id_path`` = conv1x1 when ``n_in != n_out`` else identity; ``post_gain = 1 / n_layers**2``.
-    Shapes: ``(B, n_in, H, W) -> (B, n_out, H, W)``.
-    """
-
-    def __init__(self, n_in: int, n_out: int, n_layers: int) -> None:
-        super().__init__()
-        if n_out % 4:
-            raise ValueError(f'n_out={n_out} must be divisible by 4 (the residual path is n_out / 4 wide)')
-        n_hid = n_out // 4
-        self.post_gain = 1 / n_layers**2
-        self.id_path = _conv(n_in, n_out, 1) if n_in != n_out else nn.Identity()
-        self.res_path = nn.Sequential(OrderedDict([
-            ('relu_1', nn.ReLU()),
-            ('conv_1', _conv(n_in, n_hid, 1)),
-            ('relu_2', nn.ReLU()),
-            ('conv_2', _conv(n_hid, n_hid, 3)),
-            ('relu_3', nn.ReLU()),
-            ('conv_3', _conv(n_hid, n_hid, 3)),
-            ('relu_4', nn.ReLU()),
-            ('conv_4', _conv(n_hid, n_out, 3)),
-        ]))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.id_path(x) + self.post_gain * self.res_path(x)
-
-
 class DALLEDecoder(BaseModule):
     """``dall_e.decoder.Decoder`` (trainable), generalised to any ``group_count``.
 
@@ -147,20 +112,20 @@ class DALLEDecoder(BaseModule):
             raise ValueError(f'stats_per_channel={stats_per_channel}: use 2 (logit-Laplace) or 1 (l1/l2)')
         self.vocab_size = vocab_size
         n_layers = group_count * n_blk_per_group
-        layers: list[tuple[str, nn.Module]] = [('input', _conv(vocab_size, n_init, 1))]
+        layers: list[tuple[str, nn.Module]] = [('input', same_conv(vocab_size, n_init, 1))]
         width = n_init
         for g in range(group_count):
             n_out = n_hid * 2**(group_count - 1 - g)
             group: list[tuple[str, nn.Module]] = []
             for i in range(n_blk_per_group):
-                group.append((f'block_{i + 1}', DALLEDecoderBlock(width, n_out, n_layers)))
+                group.append((f'block_{i + 1}', DALLEResBlock(width, n_out, n_layers, DECODER_KERNELS)))
                 width = n_out
             if g < group_count - 1:
                 group.append(('upsample', nn.Upsample(scale_factor=2, mode='nearest')))
             layers.append((f'group_{g + 1}', nn.Sequential(OrderedDict(group))))
         layers.append(('output', nn.Sequential(OrderedDict([
             ('relu', nn.ReLU()),
-            ('conv', _conv(width, stats_per_channel * output_channels, 1)),
+            ('conv', same_conv(width, stats_per_channel * output_channels, 1)),
         ]))))
         self.blocks = nn.Sequential(OrderedDict(layers))
         for m in self.modules():  # dall_e.utils.Conv2d init: weight ~ N(0, 1 / fan_in), bias = 0
