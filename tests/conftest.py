@@ -34,6 +34,36 @@ def randomize_(module: torch.nn.Module, seed: int = 0, std: float = 0.2) -> torc
     return module
 
 
+def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop: int = 64):
+    """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data: crops, test
+    scales, slide windows, iterations, workers, 2 images per batch (batch 1 per GPU relies on SyncBN over 8 GPUs; BN's
+    pooled 1x1 features need 2 images on one process); plus ``data_root`` and the backbone checkpoint path."""
+    cfg.work_dir = work_dir
+    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        dl = cfg[loader]
+        dl.num_workers = 0
+        dl.persistent_workers = False
+        dl.dataset.data_root = data_root
+        for t in dl.dataset.pipeline:
+            if t.type in ('RandomResize', 'Resize'):
+                t.scale = (4 * crop, crop)
+            if t.type == 'RandomCrop':
+                t.crop_size = (crop, crop)
+    cfg.train_dataloader.batch_size = 2
+    cfg.model.data_preprocessor.size = (crop, crop)
+    if 'img_size' in cfg.model.backbone:
+        cfg.model.backbone.img_size = crop
+    cfg.model.backbone.init_cfg.checkpoint = checkpoint
+    if cfg.model.test_cfg.get('mode') == 'slide':
+        cfg.model.test_cfg.crop_size = (crop, crop)
+        cfg.model.test_cfg.stride = (crop * 2 // 3, ) * 2
+    cfg.train_cfg.max_iters = 2
+    cfg.train_cfg.val_interval = 2
+    cfg.default_hooks.logger.interval = 1
+    cfg.default_hooks.checkpoint.interval = 2
+    return cfg
+
+
 @pytest.fixture(autouse=True)
 def _isolated_default_scope():
     """Each test starts without an MMEngine default scope (a test that calls ``init_default_scope('mmseg')`` would

@@ -14,7 +14,7 @@ from mmengine.config import Config
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT
+from .conftest import ROOT, shrink_seg_config
 
 # (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes)
 SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade20k*.py'))
@@ -29,35 +29,6 @@ def ade_root(tmp_path_factory):
     return root
 
 
-def shrink(cfg: Config, data_root: str, checkpoint: str, work_dir: str) -> Config:
-    """Override sizes only: crops, test scales, iterations, workers; data_root and the checkpoint path."""
-    cfg.work_dir = work_dir
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        dl = cfg[loader]
-        dl.num_workers = 0
-        dl.persistent_workers = False
-        dl.dataset.data_root = data_root
-        for t in dl.dataset.pipeline:
-            if t.type in ('RandomResize', 'Resize'):
-                t.scale = (4 * CROP, CROP)
-            if t.type == 'RandomCrop':
-                t.crop_size = (CROP, CROP)
-    # batch 1 per GPU (BEiT-L) relies on SyncBN over 8 GPUs: BN's pooled 1x1 features need 2 images on one process
-    cfg.train_dataloader.batch_size = 2
-    cfg.model.data_preprocessor.size = (CROP, CROP)
-    cfg.model.backbone.img_size = CROP
-    cfg.model.backbone.init_cfg.checkpoint = checkpoint
-    if cfg.model.test_cfg.get('mode') == 'slide':
-        cfg.model.test_cfg.crop_size = (CROP, CROP)
-        cfg.model.test_cfg.stride = (CROP * 2 // 3, ) * 2
-    cfg.train_cfg.max_iters = 2
-    cfg.train_cfg.val_interval = 2
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = 2
-    cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
-    return cfg
-
-
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
 def test_full_size_config_trains(config, ade_root, tmp_path):
     cfg = Config.fromfile(config)
@@ -68,7 +39,8 @@ def test_full_size_config_trains(config, ade_root, tmp_path):
     ckpt = tmp_path / 'converted.pth'
     subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
                     str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT)
-    cfg = shrink(cfg, str(ade_root), str(ckpt), str(tmp_path / 'work'))
+    cfg = shrink_seg_config(cfg, str(ade_root), str(ckpt), str(tmp_path / 'work'), crop=CROP)
+    cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg_path = tmp_path / os.path.basename(config)
     cfg.dump(str(cfg_path))
     proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)

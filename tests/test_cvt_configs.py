@@ -29,7 +29,7 @@ from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
-from .conftest import ROOT
+from .conftest import ROOT, shrink_seg_config
 
 # MIM configs (*-mim.py) are tested in test_cvt_mim.py
 CLS_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/cvt/*_in1k*.py'))
@@ -157,25 +157,7 @@ def test_full_size_segmentation_config_trains(config, ade_root, tmp_path):
     cfg = Config.fromfile(config)
     ckpt = convert(official_cvt_file(cfg.model.backbone.arch, str(tmp_path / 'official.pth')),
                    str(tmp_path / 'converted.pth'))
-    cfg.work_dir = str(tmp_path / 'work')
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        dl = cfg[loader]
-        dl.num_workers = 0
-        dl.persistent_workers = False
-        dl.dataset.data_root = ade_root
-        for t in dl.dataset.pipeline:
-            if t.type in ('RandomResize', 'Resize'):
-                t.scale = (4 * CROP, CROP)
-            if t.type == 'RandomCrop':
-                t.crop_size = (CROP, CROP)
-    cfg.model.data_preprocessor.size = (CROP, CROP)
-    cfg.model.backbone.init_cfg.checkpoint = ckpt
-    cfg.model.test_cfg.crop_size = (CROP, CROP)
-    cfg.model.test_cfg.stride = (CROP * 2 // 3, ) * 2
-    cfg.train_cfg.max_iters = 2
-    cfg.train_cfg.val_interval = 2
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = 2
+    shrink_seg_config(cfg, str(ade_root), ckpt, str(tmp_path / 'work'), crop=CROP)
     log = train(cfg, tmp_path)
     assert re.search(r'loaded \d+ backbone weights .*\(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
