@@ -43,6 +43,14 @@ class BEiTMIMHead(BaseModule):
         self.vocab_size = vocab_size
         self.lm_head = nn.Linear(embed_dims, vocab_size)
 
+    def check_fits(self, width: int, width_name: str, tokenizer: nn.Module) -> None:
+        """Raise unless the head reads ``width``-wide tokens and predicts the tokenizer's vocabulary."""
+        if self.embed_dims != width:
+            raise ValueError(f'head.embed_dims={self.embed_dims} != {width_name} {width}')
+        vocab = getattr(tokenizer, 'vocab_size', None)
+        if vocab is not None and vocab != self.vocab_size:
+            raise ValueError(f'head.vocab_size={self.vocab_size} != tokenizer vocab_size={vocab}')
+
     def init_weights(self) -> None:
         if self.init_cfg is None:
             trunc_normal_(self.lm_head.weight, std=LM_HEAD_INIT_STD)

@@ -57,11 +57,7 @@ class BEiTPretrain(BaseModel):
         if self.backbone.out_indices[-1] != self.backbone.num_layers - 1:
             raise ValueError(f'the last out index must be the last block ({self.backbone.num_layers - 1}), got '
                              f'out_indices={self.backbone.out_indices}; use out_indices=(-1,)')
-        if self.head.embed_dims != self.backbone.embed_dims:
-            raise ValueError(f'head.embed_dims={self.head.embed_dims} != backbone width {self.backbone.embed_dims}')
-        vocab = getattr(self.target_generator, 'vocab_size', None)
-        if vocab is not None and vocab != self.head.vocab_size:
-            raise ValueError(f'head.vocab_size={self.head.vocab_size} != tokenizer vocab_size={vocab}')
+        self.head.check_fits(self.backbone.embed_dims, 'backbone width', self.target_generator)
 
     def forward(self, inputs: dict[str, Tensor], data_samples: list | None = None, mode: str = 'loss'):
         """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`extract_feat` of ``inputs['images']``."""

@@ -82,11 +82,7 @@ class CvTPretrain(BaseModel):
                              f'out_indices=(2,) (got {self.backbone.out_type!r}, {self.backbone.out_indices})')
         if self.backbone.norm is None:
             raise ValueError('CvT MIM classifies final-normed stage-2 tokens; build the backbone with final_norm=True')
-        if self.head.embed_dims != self.backbone.embed_dims[-1]:
-            raise ValueError(f'head.embed_dims={self.head.embed_dims} != stage-2 width {self.backbone.embed_dims[-1]}')
-        vocab = getattr(self.target_generator, 'vocab_size', None)
-        if vocab is not None and vocab != self.head.vocab_size:
-            raise ValueError(f'head.vocab_size={self.head.vocab_size} != tokenizer vocab_size={vocab}')
+        self.head.check_fits(self.backbone.embed_dims[-1], 'stage-2 width', self.target_generator)
 
     def forward(self, inputs: dict[str, Tensor], data_samples: list | None = None, mode: str = 'loss'):
         """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`extract_feat` of ``inputs['images']``."""
