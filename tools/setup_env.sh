@@ -45,7 +45,7 @@ pip install -q "$mmcv_whl" >&2
 # The OpenMMLab stack (mmseg imports ftfy/regex without declaring them) and the test references. beit_mm itself is
 # not installed into the shared venv: the run scripts put the checkout on PYTHONPATH.
 pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" ftfy regex \
-  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" >&2
+  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" >&2
 # dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
 pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
