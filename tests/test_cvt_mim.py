@@ -1,4 +1,5 @@
-"""CvT masked image modeling (``beit_mm.CvTPretrain``, ``CvT(with_mask_token=True)``, ``layers/mask_utils``).
+"""CvT masked image modeling (``beit_mm.BEiTPretrain`` over ``CvT(with_mask_token=True).forward_masked``,
+``layers/mask_utils``).
 
 No toolkit implements CvT MIM, so the references are:
 - mask upsampling and the leaked-pixel map: explicit Python loops over patches / stage-0 receptive fields
@@ -23,7 +24,7 @@ from mmengine.registry import init_default_scope
 
 from beit_mm.models.backbones import CvT
 from beit_mm.models.layers.mask_utils import leaked_pixels, upsample_mask
-from beit_mm.models.selfsup import CvTPretrain
+from beit_mm.models.selfsup import BEiTPretrain
 from beit_mm.models.target_generators import DALLEEncoder, map_pixels
 
 from .conftest import ROOT, randomize_
@@ -48,9 +49,9 @@ def tiny_cfg(zero_masked_pixels: bool = True, tokenizer_ckpt=None) -> dict:
         zero_masked_pixels=zero_masked_pixels)
 
 
-def build(zero_masked_pixels: bool = True, seed: int = 1) -> CvTPretrain:
+def build(zero_masked_pixels: bool = True, seed: int = 1) -> BEiTPretrain:
     torch.manual_seed(0)
-    model = CvTPretrain(**tiny_cfg(zero_masked_pixels))
+    model = BEiTPretrain(**tiny_cfg(zero_masked_pixels))
     randomize_(model.backbone, seed=seed)
     randomize_(model.head, seed=seed + 1)
     randomize_(model.target_generator, seed=3, std=1.0)  # varied token ids
@@ -138,7 +139,7 @@ def test_masked_stage0_tokens_equal_mask_token():
     inputs = make_inputs()
     seen = {}
     handle = backbone.stage0.blocks[0].register_forward_pre_hook(lambda m, args: seen.update(x=args[0]))
-    mask_0 = upsample_mask(inputs['mask'], model.stage0_grid((SIZE, SIZE)))
+    mask_0 = upsample_mask(inputs['mask'], model.backbone.stage0_grid((SIZE, SIZE)))
     assert mask_0.shape == (2, 16, 16)
     backbone(inputs['images'], mask_0)
     handle.remove()
@@ -185,7 +186,7 @@ def test_loss_step_by_step_and_gradients():
                           torch.randint(0, 256, (3, SIZE // 2, SIZE // 2), dtype=torch.uint8)] for _ in range(2)],
                  data_samples=[DataSample().set_mask(m) for m in inputs['mask']])
     log = model.train_step(batch, optim)
-    assert set(log) == {'loss', 'mim_acc'} and torch.isfinite(log['loss'])
+    assert set(log) == {'loss', 'mim_acc', 'mim_acc_baseline'} and torch.isfinite(log['loss'])
     assert not torch.equal(before, model.backbone.stage0.mask_token)
     assert torch.equal(tok_before, model.target_generator.blocks.output.conv.weight)
 
@@ -212,11 +213,11 @@ def test_layer_depth_and_config_errors():
         cfg = tiny_cfg()
         cfg['backbone'][key] = value
         with pytest.raises(ValueError, match=match):
-            CvTPretrain(**cfg)
+            BEiTPretrain(**cfg)
 
 
 # ------------------------------------------------------------------------------------------------------- leaks
-def pixel_response(model: CvTPretrain, images: torch.Tensor, mask: torch.Tensor, b: int, i: int, j: int):
+def pixel_response(model: BEiTPretrain, images: torch.Tensor, mask: torch.Tensor, b: int, i: int, j: int):
     """Max abs change of the whole stage-2 output of sample b when each pixel of patch (i, j) moves by +3."""
     n = PATCH * PATCH
     base = images[b:b + 1].expand(n, -1, -1, -1).clone()
@@ -274,7 +275,7 @@ def test_full_config_recipe_and_build():
     bb = cfg.model.backbone
     assert (bb.type, bb.arch, bb.with_mask_token, bb.final_norm, bb.out_indices, bb.drop_path_rate) == (
         'beit_mm.CvT', 'cvt-13', True, True, (2, ), 0.1)
-    assert (cfg.model.type, cfg.model.zero_masked_pixels) == ('beit_mm.CvTPretrain', True)
+    assert (cfg.model.type, cfg.model.zero_masked_pixels) == ('beit_mm.BEiTPretrain', True)
     assert (cfg.model.head.embed_dims, cfg.model.head.vocab_size) == (384, 8192)
     assert cfg.model.target_generator.init_cfg.checkpoint == cfg.tokenizer_checkpoint
     opt = cfg.optim_wrapper
@@ -289,7 +290,7 @@ def test_full_config_recipe_and_build():
     init_default_scope(cfg.default_scope)
     cfg.model.target_generator.update(n_hid=8, init_cfg=None)  # shrink only the tokenizer
     model = MODELS.build(cfg.model)
-    assert type(model) is CvTPretrain and model.stage0_grid((224, 224)) == (56, 56)
+    assert type(model.backbone) is CvT and model.backbone.stage0_grid((224, 224)) == (56, 56)
     with torch.no_grad():
         feat = model.backbone(torch.zeros(1, 3, 224, 224))[0]
     assert feat.shape == (1, 384, 14, 14)

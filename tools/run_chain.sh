@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# The offline chain on generated demo data, one command (CPU or GPU):
-#   1 demo data: ADE20K layout (tools/make_demo_data.py) + ImageNet layout (beit_mm.data.demo_imagenet)
-#   2 train a dVAE tokenizer         configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py
-#   3 export its encoder             tools/convert_checkpoint.py --model dalle --source dvae -> $work/tokenizer.pth
-#   4 BEiT MIM pretraining           configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py with that tokenizer
-#   5 classification fine-tuning     configs/beit/beit-tiny-p16_mim-pre_1xb32-10e_demo-in1k.py from the MIM checkpoint
-#   6 segmentation fine-tuning       configs/beit/beit-tiny-p16_mim-pre_upernet_1xb8-300i_ade20k-demo-64x64.py, same
-# and prints one metric line per stage ("[chain] <stage>: ..."). Logs: $work/<stage>.log.
+# The offline chain on generated data, one command (CPU or GPU), following the MIM study's protocol
+# (tools/analysis/mim_study.py, configs/mim_study/) with one seed and two arms:
+#   1 data: the 'shapes' set in ADE20K layout (labeled: outline, not colour, names the class) + an unlabeled pool
+#   2 train a dVAE tokenizer on the unlabeled pool, export its encoder, held-out usage/perplexity/PSNR
+#   3 BEiT MIM pretraining (dVAE ids, blockwise masking) on the unlabeled pool
+#   4 segmentation fine-tuning on the labeled set from the MIM checkpoint and, with the same budget, from scratch
+# and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline.
+# Logs, checkpoints, configs and report.md: $CHAIN_WORK_DIR.
 #
 #   bash tools/run_chain.sh
 # Environment overrides (defaults in brackets), e.g. for a smoke test:
-#   CHAIN_DVAE_ITERS [200]  CHAIN_MIM_ITERS [300]  CHAIN_CLS_EPOCHS [10]  CHAIN_SEG_ITERS [300]
-#   CHAIN_BATCH [config values]   batch size of every stage
-#   CHAIN_WORKERS [2]             dataloader workers
-#   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
-#   CHAIN_NUM_TRAIN [200] CHAIN_NUM_VAL [40]          ADE20K-layout images
-#   CHAIN_PER_CLASS_TRAIN [40] CHAIN_PER_CLASS_VAL [10]  ImageNet-layout images per class (5 classes)
+#   CHAIN_DVAE_ITERS [2000]  CHAIN_MIM_ITERS [3000]  CHAIN_SEG_ITERS [600]  CHAIN_SEED [0]
+#   CHAIN_NUM_TRAIN [300] CHAIN_NUM_VAL [300]   labeled images      CHAIN_NUM_UNLABELED [3000]   unlabeled images
+#   CHAIN_WORKERS [2]   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
 #   CHAIN_PYTHON [the venv of tools/setup_env.sh]   interpreter to use
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,81 +25,38 @@ fi
 cd "$here"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 
-dvae_iters="${CHAIN_DVAE_ITERS:-200}"
-mim_iters="${CHAIN_MIM_ITERS:-300}"
-cls_epochs="${CHAIN_CLS_EPOCHS:-10}"
-seg_iters="${CHAIN_SEG_ITERS:-300}"
-workers="${CHAIN_WORKERS:-2}"
 work="${CHAIN_WORK_DIR:-work_dirs/chain}"
 data="${CHAIN_DATA_DIR:-data}"
-ade="$data/ade_demo"
-imnet="$data/imagenet_demo"
+labeled="$data/shapes_chain"
+unlabeled="$data/shapes_chain_unlabeled"
 mkdir -p "$work"
-
-# logger interval that divides the iteration count (so the last iteration is logged)
-log_every() { if [ $(( $1 % $2 )) -eq 0 ]; then echo "$2"; else echo 1; fi; }
-# dataloader options for the given dataloaders
-loader_opts() {
-    local persistent=True opts=()
-    [ "$workers" -eq 0 ] && persistent=False
-    for dl in "$@"; do
-        opts+=("$dl.num_workers=$workers" "$dl.persistent_workers=$persistent")
-        [ -n "${CHAIN_BATCH:-}" ] && opts+=("$dl.batch_size=$CHAIN_BATCH")
-    done
-    echo "${opts[@]}"
-}
-last_ckpt() { echo "$1/$(basename "$(cat "$1/last_checkpoint")")"; }
-field() { grep -oE "$1: [-0-9.e]+" | tail -n1 | awk '{print $2}'; }
-train() {  # stage config options...
-    local stage="$1" config="$2"; shift 2
-    echo "[chain] $stage: training $config" >&2
-    "$py" tools/train.py "$config" --work-dir "$work/$stage" --cfg-options "$@" > "$work/$stage.log" 2>&1 || {
-        tail -n 40 "$work/$stage.log" >&2; echo "[chain] $stage failed; full log: $work/$stage.log" >&2; exit 1; }
-}
 start=$SECONDS
 
 # 1. data
-"$py" tools/make_demo_data.py --root "$ade" --num-train "${CHAIN_NUM_TRAIN:-200}" --num-val "${CHAIN_NUM_VAL:-40}"
-"$py" tools/make_demo_data.py --dataset imagenet --root "$imnet" --num-train "${CHAIN_PER_CLASS_TRAIN:-40}" \
-    --num-val "${CHAIN_PER_CLASS_VAL:-10}"
+"$py" tools/make_demo_data.py --dataset shapes --root "$labeled" --num-train "${CHAIN_NUM_TRAIN:-300}" \
+    --num-val "${CHAIN_NUM_VAL:-300}" --seed 0
+"$py" tools/make_demo_data.py --dataset shapes --root "$unlabeled" --num-train "${CHAIN_NUM_UNLABELED:-3000}" \
+    --num-val 0 --seed 1 --no-annotations
 
-# 2. dVAE tokenizer
-train dvae configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py \
-    train_cfg.max_iters="$dvae_iters" default_hooks.checkpoint.interval="$dvae_iters" \
-    default_hooks.logger.interval="$(log_every "$dvae_iters" 20)" train_dataloader.dataset.data_root="$ade" \
-    $(loader_opts train_dataloader)
-line="$(grep 'Iter(train)' "$work/dvae.log" | tail -n1)"
-echo "[chain] dvae: iters=$dvae_iters loss_rec=$(field loss_rec <<< "$line") perplexity=$(field perplexity <<< "$line")" \
-     "codebook_usage=$(field codebook_usage <<< "$line") (vocab 512)"
+# 2-4. tokenizer, MIM, fine-tuning from MIM and from scratch
+"$py" tools/analysis/mim_study.py --labeled-root "$labeled" --unlabeled-root "$unlabeled" --num-classes 7 \
+    --arms scratch tokens-blockwise --seeds "${CHAIN_SEED:-0}" --dvae-iters "${CHAIN_DVAE_ITERS:-2000}" \
+    --mim-iters "${CHAIN_MIM_ITERS:-3000}" --ft-iters "${CHAIN_SEG_ITERS:-600}" --work-dir "$work" \
+    --workers "${CHAIN_WORKERS:-2}" > "$work/study.log" 2>&1 || {
+    tail -n 40 "$work/study.log" >&2; echo "[chain] failed; full log: $work/study.log" >&2; exit 1; }
 
-# 3. export the encoder (a plain beit_mm.DALLEEncoder state dict)
-tokenizer="$work/tokenizer.pth"
-"$py" tools/convert_checkpoint.py --model dalle --source dvae "$(last_ckpt "$work/dvae")" "$tokenizer"
-
-# 4. MIM pretraining with the exported tokenizer
-train mim configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py \
-    model.target_generator.init_cfg.checkpoint="$tokenizer" train_cfg.max_iters="$mim_iters" \
-    default_hooks.checkpoint.interval="$mim_iters" default_hooks.logger.interval="$(log_every "$mim_iters" 10)" \
-    train_dataloader.dataset.data_root="$ade" $(loader_opts train_dataloader)
-line="$(grep 'Iter(train)' "$work/mim.log" | tail -n1)"
-echo "[chain] mim: iters=$mim_iters loss=$(field ' loss' <<< "$line") mim_acc=$(field mim_acc <<< "$line")"
-mim_ckpt="$(last_ckpt "$work/mim")"
-
-# 5. ImageNet-style classification from the MIM checkpoint
-train cls configs/beit/beit-tiny-p16_mim-pre_1xb32-10e_demo-in1k.py \
-    model.backbone.init_cfg.checkpoint="$mim_ckpt" train_cfg.max_epochs="$cls_epochs" \
-    train_cfg.val_interval="$cls_epochs" default_hooks.checkpoint.interval="$cls_epochs" \
-    default_hooks.logger.interval=1 train_dataloader.dataset.data_root="$imnet" \
-    val_dataloader.dataset.data_root="$imnet" test_dataloader.dataset.data_root="$imnet" \
-    $(loader_opts train_dataloader val_dataloader test_dataloader)
-echo "[chain] cls: epochs=$cls_epochs top1=$(field 'accuracy/top1' < "$work/cls.log")"
-
-# 6. ADE20K-style segmentation from the MIM checkpoint
-train seg configs/beit/beit-tiny-p16_mim-pre_upernet_1xb8-300i_ade20k-demo-64x64.py \
-    model.backbone.init_cfg.checkpoint="$mim_ckpt" train_cfg.max_iters="$seg_iters" \
-    train_cfg.val_interval="$seg_iters" default_hooks.checkpoint.interval="$seg_iters" \
-    default_hooks.logger.interval="$(log_every "$seg_iters" 25)" train_dataloader.dataset.data_root="$ade" \
-    val_dataloader.dataset.data_root="$ade" test_dataloader.dataset.data_root="$ade" \
-    $(loader_opts train_dataloader val_dataloader test_dataloader)
-echo "[chain] seg: iters=$seg_iters mIoU=$(field mIoU < "$work/seg.log")"
-echo "[chain] done in $(( SECONDS - start )) s; logs and checkpoints in $work"
+"$py" - "$work/report.json" <<'EOF'
+import json
+import sys
+r = json.load(open(sys.argv[1]))
+a, t, b = r['args'], r['tokenizer'], r['baseline']
+mim = r['results']['tokens-blockwise']
+pre, ft, ft0 = mim['pretrain'][0], mim['finetune'][0], r['results']['scratch']['finetune'][0]
+print(f"[chain] dvae: iters={a['dvae_iters']} usage={t['usage']:.4f} perplexity={t['perplexity']:.1f} "
+      f"psnr={t['psnr']:.2f} (held-out; mean-colour psnr {t['psnr_mean_colour']:.2f})")
+print(f"[chain] mim: iters={a['mim_iters']} loss={pre['loss']:.4f} mim_acc={pre['mim_acc']:.4f} "
+      f"(most frequent token {pre['mim_acc_baseline']:.4f})")
+print(f"[chain] seg: iters={a['ft_iters']} mIoU={ft['mIoU']:.2f} from MIM vs {ft0['mIoU']:.2f} from scratch "
+      f"(majority class {b['mIoU']:.2f})")
+EOF
+echo "[chain] done in $(( SECONDS - start )) s; logs, checkpoints and report.md in $work"

@@ -1,3 +1,3 @@
 
-from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator  # noqa: F401
+from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401
 from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401

@@ -8,10 +8,18 @@
     root/annotations/validation/ADE_val_00000001.png ...  0 = "other" (ignored with reduce_zero_label=True),
                                                           1..150 = the ADE20K classes
 
-Each image is a textured background class with 2-4 rectangles, ellipses and blobs of other classes and sometimes a
-small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild noise and JPEG
-artefacts, so a tiny BEiT + UPerNet learns it in minutes on a CPU. Load it with mmseg's ``ADE20KDataset`` and
-``reduce_zero_label=True``.
+Two styles:
+
+- ``'classes'`` (the main demo): a textured background class with 2-4 rectangles, ellipses and blobs of other classes
+  and sometimes a small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild
+  noise and JPEG artefacts, so a tiny BEiT + UPerNet learns it in minutes on a CPU: colour alone names the class.
+- ``'shapes'`` (the MIM study's data, ``tools/analysis/mim_study.py``): a pixel's class is the *shape* of the object it
+  belongs to (:data:`SHAPE_CLASSES`: background, disc, square, triangle, ring, cross, diamond; raw ids 1..7), and
+  every object and the background get a random colour and texture, so no pixel's colour tells its class: the
+  interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
+  ``with_annotations=False`` writes the images only (an unlabeled pool for pretraining).
+
+Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
 
 :func:`check_ade20k_labels` catches the label mistakes that give near-zero mIoU on ADE20K: masks stored as 0/255
 binary maps, masks that were already reduced (255 present), colour masks and values above 150.
@@ -21,8 +29,12 @@ import os
 import os.path as osp
 from typing import Dict, Optional, Tuple
 
+import colorsys
+
 import numpy as np
 from PIL import Image
+
+from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -108,40 +120,95 @@ def _make_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.nd
     return np.clip(image, 0, 255).astype(np.uint8), label_map
 
 
+# 'shapes' style: raw ADE20K-convention ids 1..7 (0 = "other" is not used).
+SHAPE_CLASSES: Tuple[str, ...] = ('background', ) + SHAPES
+# Object radius as a fraction of the image side, and objects per image (drawn in order, later ones on top).
+SHAPE_RADIUS = (0.13, 0.24)
+SHAPES_PER_IMAGE = (2, 4)
+# Least Euclidean RGB distance between an object's base colour and the background's, so every outline is visible.
+MIN_COLOUR_DISTANCE = 60.0
+
+
+def _random_colour(rng: np.random.Generator) -> np.ndarray:
+    r, g, b = colorsys.hsv_to_rgb(rng.random(), rng.uniform(0.3, 1.0), rng.uniform(0.35, 1.0))
+    return 255.0 * np.array([r, g, b], np.float32)
+
+
+def _random_appearance(size: int, avoid: Optional[np.ndarray], rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """A random colour (at least MIN_COLOUR_DISTANCE from ``avoid``) with a random texture: ((size, size, 3), colour)."""
+    colour = _random_colour(rng)
+    while avoid is not None and np.linalg.norm(colour - avoid) < MIN_COLOUR_DISTANCE:
+        colour = _random_colour(rng)
+    kind = TEXTURES[rng.integers(len(TEXTURES))]
+    return colour + 30.0 * texture(kind, size)[..., None], colour
+
+
+def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+    """One 'shapes' image (size, size, 3) uint8 RGB and its raw label map (size, size) uint8 (1 = background,
+    1 + k = ``SHAPES[k]``)."""
+    image, background = _random_appearance(size, None, rng)
+    label_map = np.ones((size, size), np.uint8)
+    for _ in range(rng.integers(SHAPES_PER_IMAGE[0], SHAPES_PER_IMAGE[1] + 1)):
+        k = int(rng.integers(len(SHAPES)))
+        radius = rng.uniform(*SHAPE_RADIUS) * size
+        cy, cx = rng.uniform(radius, size - radius, 2)
+        region = shape_mask(SHAPES[k], size, cy, cx, radius)
+        label_map[region] = 2 + k
+        image[region] = _random_appearance(size, background, rng)[0][region]
+    image += rng.normal(0.0, 6.0, image.shape)
+    return np.clip(image, 0, 255).astype(np.uint8), label_map
+
+
+SAMPLERS = {'classes': _make_sample, 'shapes': _make_shapes_sample}
+
+
 def _has_files(directory: str, pattern: str, count: int) -> bool:
     return len(glob.glob(osp.join(directory, pattern))) == count
 
 
-def make_demo_ade20k(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:
+def make_demo_ade20k(root: str,
+                     num_train: int = 200,
+                     num_val: int = 40,
+                     size: int = 128,
+                     seed: int = 0,
+                     style: str = 'classes',
+                     with_annotations: bool = True) -> str:
     """Write the demo dataset under ``root`` (layout in the module docstring); skip when it is already complete.
 
     Args:
         root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).
         num_train (int): training images.
-        num_val (int): validation images.
+        num_val (int): validation images (0 for none).
         size (int): image side in pixels.
         seed (int): seed of the generator; the same arguments give the same files.
+        style (str): ``'classes'`` (colour names the class) or ``'shapes'`` (the outline does).
+        with_annotations (bool): also write the label maps; False gives an unlabeled image pool.
 
     Returns:
         str: ``root``.
     """
+    if style not in SAMPLERS:
+        raise ValueError(f'unknown demo style {style!r}; use one of {sorted(SAMPLERS)}')
     rng = np.random.default_rng(seed)
     for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
         img_dir = osp.join(root, 'images', split)
         ann_dir = osp.join(root, 'annotations', split)
         split_rng = np.random.default_rng(rng.integers(2**32))
-        if _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and _has_files(ann_dir, f'ADE_{prefix}_*.png', count):
+        if _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
+                not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count)):
             continue
         os.makedirs(img_dir, exist_ok=True)
-        os.makedirs(ann_dir, exist_ok=True)
+        if with_annotations:
+            os.makedirs(ann_dir, exist_ok=True)
         for stale in glob.glob(osp.join(img_dir, f'ADE_{prefix}_*.jpg')) + glob.glob(
                 osp.join(ann_dir, f'ADE_{prefix}_*.png')):
             os.remove(stale)
         for index in range(1, count + 1):
-            image, label_map = _make_sample(size, split_rng)
+            image, label_map = SAMPLERS[style](size, split_rng)
             stem = f'ADE_{prefix}_{index:08d}'
             Image.fromarray(image).save(osp.join(img_dir, stem + '.jpg'), quality=92)
-            Image.fromarray(label_map, mode='L').save(osp.join(ann_dir, stem + '.png'))
+            if with_annotations:
+                Image.fromarray(label_map, mode='L').save(osp.join(ann_dir, stem + '.png'))
     return root
 
 

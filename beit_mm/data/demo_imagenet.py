@@ -50,9 +50,14 @@ def demo_class_style(index: int, num_classes: int) -> Tuple[str, str, Tuple[int,
 
 def _shape_mask(shape: str, size: int, rng: np.random.Generator) -> np.ndarray:
     """A boolean (size, size) mask of ``shape`` with random centre and radius (about 20-40% of the side)."""
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     radius = rng.uniform(0.2, 0.4) * size
     cy, cx = rng.uniform(radius, size - radius, 2)
+    return shape_mask(shape, size, cy, cx, radius)
+
+
+def shape_mask(shape: str, size: int, cy: float, cx: float, radius: float) -> np.ndarray:
+    """A boolean (size, size) mask of ``shape`` (one of :data:`SHAPES`) centred at (cy, cx) pixels, ``radius`` wide."""
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     dy, dx = (yy - cy) / radius, (xx - cx) / radius
     if shape == 'disc':
         return dy**2 + dx**2 <= 1.0
@@ -70,7 +75,7 @@ def _shape_mask(shape: str, size: int, rng: np.random.Generator) -> np.ndarray:
     raise ValueError(f'unknown shape {shape!r}; use one of {SHAPES}')
 
 
-def _texture(kind: str, size: int) -> np.ndarray:
+def texture(kind: str, size: int) -> np.ndarray:
     """An intensity modulation in [-1, 1], shape (size, size)."""
     yy, xx = np.mgrid[0:size, 0:size]
     if kind == 'flat':
@@ -86,11 +91,11 @@ def _texture(kind: str, size: int) -> np.ndarray:
 
 def make_demo_image(index: int, num_classes: int, size: int, rng: np.random.Generator) -> np.ndarray:
     """One RGB uint8 image (size, size, 3) of class ``index``."""
-    shape, texture, colour = demo_class_style(index, num_classes)
+    shape, texture_kind, colour = demo_class_style(index, num_classes)
     grey = rng.uniform(40, 200)
     image = np.full((size, size, 3), grey, np.float32) + rng.normal(0.0, 12.0, (size, size, 3))
     mask = _shape_mask(shape, size, rng)
-    fg = np.asarray(colour, np.float32) * rng.uniform(0.85, 1.1) + 40.0 * _texture(texture, size)[..., None]
+    fg = np.asarray(colour, np.float32) * rng.uniform(0.85, 1.1) + 40.0 * texture(texture_kind, size)[..., None]
     image[mask] = fg[mask] + rng.normal(0.0, 6.0, (int(mask.sum()), 3))
     return np.clip(image, 0, 255).astype(np.uint8)
 

@@ -149,6 +149,14 @@ class BlockwiseMaskGenerator:
         return self.generate(rng)[0]
 
 
+def _next_rng(private: np.random.Generator | None) -> np.random.Generator:
+    """The generator of a transform call: the private one (seeded transforms) or a fresh one seeded from NumPy's
+    global RNG (which MMEngine seeds per dataloader worker)."""
+    if private is not None:
+        return private
+    return np.random.default_rng(np.random.randint(0, 2**63 - 1, dtype=np.int64))
+
+
 @TRANSFORMS.register_module()
 class BEiTMaskGenerator(BaseTransform):
     """Transform writing BEiT's blockwise mask to ``results['mask']``: bool ndarray ``(H, W)``, True = masked.
@@ -197,15 +205,63 @@ class BEiTMaskGenerator(BaseTransform):
         self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(seed)
 
-    def _next_rng(self) -> np.random.Generator:
-        if self._rng is not None:
-            return self._rng
-        return np.random.default_rng(np.random.randint(0, 2**63 - 1, dtype=np.int64))
 
     def transform(self, results: dict) -> dict:
         """Adds ``results['mask']``: bool ndarray ``(H, W)``, True = masked."""
-        results['mask'] = self.generator(self._next_rng())
+        results['mask'] = self.generator(_next_rng(self._rng))
         return results
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}(generator={self.generator!r}, seed={self.seed})'
+
+
+@TRANSFORMS.register_module()
+class RandomMaskGenerator(BaseTransform):
+    """Transform writing a uniformly random patch mask to ``results['mask']``: bool ``(H, W)``, True = masked.
+
+    The random-masking ablation of BEiT's blockwise masking (paper, Table 4 "Blockwise masking" off): exactly
+    ``num_masking_patches`` patches drawn without replacement, every subset of that size equally likely (MAE's
+    ``random_masking``, per image).
+
+    Args:
+        input_size: patch grid ``H`` or ``(H, W)``.
+        num_masking_patches: masked patches per image (BEiT: 75 of 196). Leave it at its default with ``mask_ratio``.
+        mask_ratio: instead of a count, ``round(mask_ratio * H * W)`` patches (``BEiTMaskGenerator``'s rule, so both
+            generators mask the same count on any grid).
+        seed: as ``BEiTMaskGenerator``'s: None = NumPy's global RNG (seeded per dataloader worker), an int = a
+            private generator.
+    """
+
+    def __init__(self,
+                 input_size: int | tuple[int, int] = 14,
+                 num_masking_patches: int = 75,
+                 mask_ratio: float | None = None,
+                 seed: int | None = None) -> None:
+        grid = (input_size, input_size) if isinstance(input_size, int) else tuple(int(s) for s in input_size)
+        if mask_ratio is not None:
+            if num_masking_patches != 75:
+                raise ValueError(f'got both num_masking_patches={num_masking_patches} and mask_ratio={mask_ratio}; '
+                                 'give only one of them')
+            if not 0 < mask_ratio < 1:
+                raise ValueError(f'mask_ratio={mask_ratio} must be in (0, 1)')
+            num_masking_patches = int(round(mask_ratio * grid[0] * grid[1]))
+        if not 0 < num_masking_patches <= grid[0] * grid[1]:
+            raise ValueError(f'num_masking_patches={num_masking_patches} must be in [1, {grid[0] * grid[1]}] for a '
+                             f'{grid[0]}x{grid[1]} grid')
+        self.grid = grid
+        self.num_masking_patches = num_masking_patches
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+
+
+    def transform(self, results: dict) -> dict:
+        """Adds ``results['mask']``: bool ndarray ``(H, W)`` with exactly ``num_masking_patches`` True entries."""
+        n = self.grid[0] * self.grid[1]
+        mask = np.zeros(n, dtype=bool)
+        mask[_next_rng(self._rng).choice(n, self.num_masking_patches, replace=False)] = True
+        results['mask'] = mask.reshape(self.grid)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(input_size={self.grid}, num_masking_patches={self.num_masking_patches}, '
+                f'seed={self.seed})')

@@ -26,7 +26,8 @@ model = dict(
         drop_path_rate=0.1,
         out_indices=(-1, ),
         final_norm=True,
-        with_mask_token=True),
+        with_mask_token=True,
+        init_mode='pretrain'),  # unilm modeling_pretrain.py init (trunc normal cut at +-0.02, patch embed included)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
     # fp32 tokenizer outside autocast, as unilm (engine_for_pretraining.py) computes the targets
     target_generator=dict(type='beit_mm.DALLEEncoder',

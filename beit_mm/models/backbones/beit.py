@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import torch
 import torch.utils.checkpoint as cp
 from mmengine.model import BaseModule
-from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
 from ...registry import MODELS
 from ..layers import BEiTBlock, RelativePositionBias, resize_pos_embed
+from ..layers.weight_init import trunc_normal_timm_, trunc_normal_within_std_
 from ...converters.beit import adapt_to_model
 from .pretrained import load_pretrained_backbone
 
@@ -26,6 +26,9 @@ ARCHS: dict[str, dict] = {
     'base': dict(embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4.0),
     'large': dict(embed_dims=1024, num_layers=24, num_heads=16, mlp_ratio=4.0),
 }
+
+
+INIT_MODES = ('finetune', 'pretrain')
 
 
 class PatchEmbed(nn.Module):
@@ -65,6 +68,14 @@ class BEiT(BaseModule):
         with_mask_token: learn ``mask_token`` for masked image modeling (``forward(x, mask)``).
         with_cp: gradient checkpointing of every block (saves memory, costs a second forward).
         fused_attn: ``F.scaled_dot_product_attention`` (True) or the eager softmax(QK^T) path.
+        init_mode: the random initialization without a checkpoint, after unilm's two model files:
+            ``'finetune'`` (``beit/modeling_finetune.py``, ``VisionTransformer.__init__``/``_init_weights``: Linear
+            weights and cls/pos tokens timm ``trunc_normal_(std=0.02)`` with bounds +-2, zero biases, unit
+            LayerNorms, the patch-embedding conv left at PyTorch's default) or ``'pretrain'``
+            (``beit/modeling_pretrain.py``, ``VisionTransformerForMaskedImageModeling``: the same with unilm's
+            ``trunc_normal_`` cut at +-std, applied to the cls/mask/pos tokens, Linear weights and the patch-embedding
+            conv, whose bias is zeroed). Both then divide block i's ``attn.proj`` and ``mlp.fc2`` weights by
+            ``sqrt(2 i)`` (``fix_init_weight``, i from 1); relative position bias tables start at zero.
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format state dict
             (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing.
     """
@@ -86,8 +97,13 @@ class BEiT(BaseModule):
                  with_mask_token: bool = False,
                  with_cp: bool = False,
                  fused_attn: bool = True,
+                 init_mode: str = 'finetune',
                  init_cfg: dict | None = None) -> None:
         super().__init__(init_cfg=init_cfg)
+        if init_mode not in INIT_MODES:
+            raise ValueError(f'init_mode={init_mode!r} is not supported; use one of {INIT_MODES} (unilm '
+                             'modeling_finetune.py or modeling_pretrain.py)')
+        self.init_mode = init_mode
         if isinstance(arch, str):
             if arch not in ARCHS:
                 raise ValueError(f'unknown BEiT arch {arch!r}; choose one of {sorted(ARCHS)} or pass a dict')
@@ -136,23 +152,23 @@ class BEiT(BaseModule):
             self._is_init = True
             return
         super().init_weights()
-        for p in (self.cls_token, self.mask_token, self.pos_embed):
-            if p is not None:
-                trunc_normal_(p, std=0.02)
-        self.apply(self._init_module)
-        for layer_id, blk in enumerate(self.blocks, start=1):  # unilm fix_init_weight
-            blk.attn.proj.weight.data.div_(math.sqrt(2.0 * layer_id))
-            blk.mlp.fc2.weight.data.div_(math.sqrt(2.0 * layer_id))
-
-    @staticmethod
-    def _init_module(m: nn.Module) -> None:
-        if isinstance(m, nn.Linear):
-            trunc_normal_(m.weight, std=0.02)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.LayerNorm):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
+        pretrain = self.init_mode == 'pretrain'
+        trunc_normal = trunc_normal_within_std_ if pretrain else trunc_normal_timm_
+        with torch.no_grad():
+            for p in (self.cls_token, self.mask_token, self.pos_embed):
+                if p is not None:
+                    trunc_normal(p)
+            for m in self.modules():
+                if isinstance(m, nn.Linear) or (pretrain and isinstance(m, nn.Conv2d)):
+                    trunc_normal(m.weight)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.LayerNorm):
+                    nn.init.ones_(m.weight)
+                    nn.init.zeros_(m.bias)
+            for layer_id, blk in enumerate(self.blocks, start=1):  # unilm fix_init_weight
+                blk.attn.proj.weight.div_(math.sqrt(2.0 * layer_id))
+                blk.mlp.fc2.weight.div_(math.sqrt(2.0 * layer_id))
 
     # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
@@ -190,6 +206,34 @@ class BEiT(BaseModule):
             if i in self.out_indices:
                 outs.append(x)
         return outs, grid
+
+    @property
+    def masked_token_dims(self) -> int:
+        """Width of :meth:`forward_masked`'s tokens."""
+        return self.embed_dims
+
+    def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor:
+        """The masked-image-modeling interface (``beit_mm.BEiTPretrain``): final-normed patch tokens.
+
+        Args:
+            x: (B, 3, H, W) images.
+            mask: (B, H/p, W/p) bool, True = masked: those patch embeddings are replaced by ``mask_token``.
+        Returns:
+            (B, H/p * W/p, C), row-major like the mask; the cls token takes part in attention but is not returned.
+        """
+        self.check_forward_masked()
+        return self.forward_tokens(x, mask)[0][-1][:, 1:]
+
+    def check_forward_masked(self) -> None:
+        """Raise unless this BEiT was built for :meth:`forward_masked` (mask token, final norm, last block out)."""
+        if self.mask_token is None:
+            raise ValueError('the MIM backbone has no mask token; build beit_mm.BEiT with with_mask_token=True')
+        if self.norm is None:
+            raise ValueError('masked image modeling classifies final-normed tokens; build the backbone with '
+                             'final_norm=True')
+        if self.out_indices[-1] != self.num_layers - 1:
+            raise ValueError(f'the last out index must be the last block ({self.num_layers - 1}), got '
+                             f'out_indices={self.out_indices}; use out_indices=(-1,)')
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
         """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls token dropped)."""

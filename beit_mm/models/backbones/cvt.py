@@ -29,6 +29,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from ...registry import MODELS
 from ..layers.conv_attention import ConvProjectionAttention
+from ..layers.mask_utils import conv_output_size, upsample_mask
 from ..layers.mlp import Mlp
 from .pretrained import load_pretrained_backbone
 
@@ -340,6 +341,49 @@ class CvT(BaseModule):
             return (self.norm(cls_token).squeeze(1), )
         maps.append(F.max_pool2d(maps[-1], kernel_size=2, stride=2))
         return tuple(maps[i] for i in self.out_indices)
+
+    def stage0_grid(self, image_size: tuple[int, int]) -> tuple[int, int]:
+        """(H_0, W_0) of the stage-0 token embedding for (H, W) images (56x56 for 224x224)."""
+        conv = self.stage0.patch_embed.proj
+        return tuple(conv_output_size(n, conv.kernel_size[i], conv.stride[i], conv.padding[i])
+                     for i, n in enumerate(image_size))
+
+    @property
+    def masked_token_dims(self) -> int:
+        """Width of :meth:`forward_masked`'s tokens (stage 2's)."""
+        return self.embed_dims[-1]
+
+    def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor:
+        """The masked-image-modeling interface (``beit_mm.BEiTPretrain``; design note ``docs/cvt_mim.md``).
+
+        The patch mask (16 px patches: the stride of stage 2) is upsampled to the stage-0 token grid (stride 4,
+        nearest) and the masked stage-0 tokens are replaced by ``stage0.mask_token`` right after
+        ``stage0.patch_embed``; the final-normed stage-2 map, aligned one-to-one with the patch grid, is returned as
+        tokens. The stage-2 cls token takes part in attention but is not returned.
+
+        Args:
+            x: (B, 3, H, W) images.
+            mask: (B, H/16, W/16) bool, True = masked.
+        Returns:
+            (B, H/16 * W/16, C_2), row-major like the mask.
+        """
+        self.check_forward_masked()
+        feat = self(x, upsample_mask(mask, self.stage0_grid(x.shape[2:])))[-1]  # (B, C_2, h_2, w_2)
+        if feat.shape[2:] != mask.shape[1:]:
+            raise ValueError(f'the stage-2 grid {tuple(feat.shape[2:])} differs from the mask grid '
+                             f'{tuple(mask.shape[1:])}; CvT MIM needs 16 px mask patches (mask generator '
+                             'input_size = image size // 16)')
+        return feat.flatten(2).transpose(1, 2)
+
+    def check_forward_masked(self) -> None:
+        """Raise unless this CvT was built for :meth:`forward_masked` (mask token, stage-2 map out, final norm)."""
+        if self.stage0.mask_token is None:
+            raise ValueError('the MIM backbone has no mask token; build beit_mm.CvT with with_mask_token=True')
+        if self.out_type != 'featmap' or tuple(self.out_indices) != (2, ):
+            raise ValueError(f"CvT MIM predicts from the stage-2 map; build the backbone with out_type='featmap', "
+                             f'out_indices=(2,) (got {self.out_type!r}, {self.out_indices})')
+        if self.norm is None:
+            raise ValueError('CvT MIM classifies final-normed stage-2 tokens; build the backbone with final_norm=True')
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay (mmpretrain's hierarchical/Swin rule).

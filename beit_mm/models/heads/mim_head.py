@@ -12,16 +12,13 @@ import torch
 import torch.nn.functional as F
 from mmengine.logging import MMLogger
 from mmengine.model import BaseModule
-from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
 from beit_mm.registry import MODELS
 
 from ...converters.io import load_state_dict_file
+from ..layers.weight_init import trunc_normal_within_std_
 from ..target_generators.dalle import DALLE_VOCAB_SIZE
-
-# unilm `modeling_pretrain.py` `_init_weights`: trunc_normal_(std=init_std=0.02) for Linear weights, zero bias.
-LM_HEAD_INIT_STD = 0.02
 
 
 @MODELS.register_module()
@@ -31,7 +28,8 @@ class BEiTMIMHead(BaseModule):
     Args:
         embed_dims: token width C (the backbone's).
         vocab_size: number of visual tokens (8192 for DALL-E's dVAE).
-        init_cfg: None = unilm's init (trunc normal std 0.02, zero bias); ``dict(type='Pretrained',
+        init_cfg: None = unilm's init (``modeling_pretrain.py``: ``lm_head.weight`` trunc-normal std 0.02 cut at
+            +-0.02, zero bias); ``dict(type='Pretrained',
             checkpoint=PATH, prefix='')`` loads ``<prefix>lm_head.weight`` / ``.bias`` from a beit_mm-format file
             (``convert_checkpoint.py --keep-mim-head`` writes them without prefix; a beit_mm MIM run's checkpoint
             has them under ``head.``) and fails if they are missing.
@@ -43,18 +41,23 @@ class BEiTMIMHead(BaseModule):
         self.vocab_size = vocab_size
         self.lm_head = nn.Linear(embed_dims, vocab_size)
 
-    def check_fits(self, width: int, width_name: str, tokenizer: nn.Module) -> None:
+    def check_fits(self, width: int, target_generator: nn.Module) -> None:
         """Raise unless the head reads ``width``-wide tokens and predicts the tokenizer's vocabulary."""
         if self.embed_dims != width:
-            raise ValueError(f'head.embed_dims={self.embed_dims} != {width_name} {width}')
-        vocab = getattr(tokenizer, 'vocab_size', None)
-        if vocab is not None and vocab != self.vocab_size:
+            raise ValueError(f"head.embed_dims={self.embed_dims} != the backbone's masked-token width {width}")
+        vocab = getattr(target_generator, 'vocab_size', None)
+        if vocab is None:
+            raise ValueError(f'BEiTMIMHead classifies visual token ids, but the target generator '
+                             f'{type(target_generator).__name__} has no vocabulary; use a tokenizer '
+                             '(beit_mm.DALLEEncoder) or the pixel head (beit_mm.PixelRegressionHead)')
+        if vocab != self.vocab_size:
             raise ValueError(f'head.vocab_size={self.vocab_size} != tokenizer vocab_size={vocab}')
 
     def init_weights(self) -> None:
         if self.init_cfg is None:
-            trunc_normal_(self.lm_head.weight, std=LM_HEAD_INIT_STD)
-            nn.init.zeros_(self.lm_head.bias)
+            with torch.no_grad():
+                trunc_normal_within_std_(self.lm_head.weight)
+                nn.init.zeros_(self.lm_head.bias)
             return
         if not (isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'):
             raise ValueError(f'BEiTMIMHead supports init_cfg=None or dict(type="Pretrained", checkpoint=PATH, '
@@ -84,7 +87,8 @@ class BEiTMIMHead(BaseModule):
             mask: (B, N) or (B, h, w) bool, True = masked; only these positions are classified.
         Returns:
             ``loss``: mean cross-entropy over the M masked positions of the batch; ``mim_acc``: fraction of them
-            whose argmax equals the target (detached).
+            whose argmax equals the target; ``mim_acc_baseline``: the trivial baseline of ``mim_acc``, the fraction
+            of them holding the batch's most frequent target token (detached).
         """
         b, n, _ = patch_tokens.shape
         mask = mask.reshape(b, -1)
@@ -100,4 +104,5 @@ class BEiTMIMHead(BaseModule):
         loss = F.cross_entropy(logits.float(), labels)
         with torch.no_grad():
             acc = (logits.argmax(-1) == labels).float().mean()
-        return dict(loss=loss, mim_acc=acc)
+            baseline = torch.bincount(labels).max().float() / labels.numel()
+        return dict(loss=loss, mim_acc=acc, mim_acc_baseline=baseline)

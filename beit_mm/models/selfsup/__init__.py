@@ -1,4 +1,2 @@
-
 from .beit_mim import BEiTPretrain  # noqa: F401
 from .data_preprocessor import MIMDataPreprocessor  # noqa: F401
-from .cvt_mim import CvTPretrain  # noqa: F401

@@ -1,20 +1,34 @@
-"""BEiT masked image modeling (Bao et al. 2022; unilm ``beit/engine_for_pretraining.py``), a thin composition.
+"""BEiT masked image modeling (Bao et al. 2022; unilm ``beit/engine_for_pretraining.py``), one algorithm for every
+backbone, target and masking, composed of registered parts:
 
-    loss(inputs) = head.loss( backbone.forward_tokens(images, mask)[-1][:, 1:],
-                              no_grad(target_generator.get_token_ids(target_images)), mask )
+    images  = images * ~upsample_mask(mask, (H, W))             only with zero_masked_pixels (the default)
+    tokens  = backbone.forward_masked(images, mask)             (B, N, C) final-normed tokens on the patch grid
+    target  = no_grad(target_generator.get_targets(inputs))     from the unmasked views
+    losses  = head.loss(tokens, target, mask)                   at masked positions only
 
-- ``backbone``: ``beit_mm.BEiT`` with ``with_mask_token=True`` (masked patch embeddings -> ``mask_token``),
-  ``final_norm=True``, ``out_indices=(-1,)``; BEiT pretraining uses ``use_shared_rel_pos_bias=True`` and layer scale
-  0.1 (B) / 1e-5 (L).
-- ``target_generator``: a frozen tokenizer with ``get_token_ids(x) -> (B, h * w)`` (``beit_mm.DALLEEncoder``, weights
-  by ``init_cfg=dict(type='Pretrained', checkpoint=...)`` from ``beit_mm.converters.dalle``'s plain state dict).
-- ``head``: ``beit_mm.BEiTMIMHead`` (``lm_head``), cross-entropy at masked positions; logs ``loss`` and ``mim_acc``.
+The three interfaces:
 
-Every trainable parameter takes part in every step (mask token through the blend, shared bias, final norm,
-``lm_head``), so DDP needs no ``find_unused_parameters``. The tokenizer is frozen and in eval mode.
-Checkpoints saved by MMEngine keep the backbone under ``backbone.``: fine-tuning configs load them with
-``beit_mm.BEiT(init_cfg=dict(type='Pretrained', checkpoint=..., prefix='backbone.'))``, which copies the shared
-relative position bias into every block and resamples it to the new grid.
+- backbone ``forward_masked(images (B, 3, H, W), mask (B, h, w)) -> (B, h * w, C)``, ``masked_token_dims`` and
+  ``check_forward_masked()``:
+  ``beit_mm.BEiT`` (``with_mask_token=True``, ``final_norm=True``, ``out_indices=(-1,)``; masked patch embeddings ->
+  ``mask_token``) and ``beit_mm.CvT`` (``with_mask_token=True``, ``out_indices=(2,)``; mask token at the stage-0
+  embedding, tokens of the stride-16 stage-2 map; ``docs/cvt_mim.md``).
+- target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder`` (visual token ids of the
+  tokenizer view, the paper's default) or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone
+  view, the paper's pixel-regression baseline).
+- head ``loss(tokens, target, mask) -> dict`` and ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
+  (cross-entropy over the vocabulary, ``mim_acc``) or ``beit_mm.PixelRegressionHead`` (L2).
+
+The masking is chosen in the data pipeline: ``beit_mm.BEiTMaskGenerator`` (blockwise, the default) or
+``beit_mm.RandomMaskGenerator`` (uniformly random patches at the same count).
+
+``zero_masked_pixels`` sets the pixels of masked patches to 0 (the normalized mean colour) before the backbone: a
+no-op for BEiT (a masked patch embedding is replaced entirely), and what stops CvT's overlapping k7 s4 stage-0
+convolution from reading pixels of masked patches (``docs/cvt_mim.md``).
+
+Every trainable parameter takes part in every step (mask token, shared bias, final norm, head), so DDP needs no
+``find_unused_parameters``. Checkpoints keep the backbone under ``backbone.``: fine-tuning configs load them with
+``init_cfg=dict(type='Pretrained', checkpoint=..., prefix='backbone.')``.
 """
 from __future__ import annotations
 
@@ -24,16 +38,19 @@ from torch import Tensor, nn
 
 from beit_mm.registry import MODELS
 
+from ..layers.mask_utils import upsample_mask
+
 
 @MODELS.register_module()
 class BEiTPretrain(BaseModel):
-    """BEiT masked image modeling: backbone + MIM head, targets from a frozen tokenizer.
+    """Masked image modeling: backbone + head, targets from a frozen target generator (see the module docstring).
 
     Args:
-        backbone: config of a ``beit_mm.BEiT`` with ``with_mask_token=True`` and ``final_norm=True``.
-        head: config of a ``beit_mm.BEiTMIMHead``.
-        target_generator: config of the tokenizer (``beit_mm.DALLEEncoder``).
+        backbone: config of a backbone with ``forward_masked`` (``beit_mm.BEiT`` or ``beit_mm.CvT``).
+        head: config of ``beit_mm.BEiTMIMHead`` (token ids) or ``beit_mm.PixelRegressionHead`` (pixels).
+        target_generator: config of ``beit_mm.DALLEEncoder`` or ``beit_mm.PatchPixelTarget``.
         data_preprocessor: config of ``beit_mm.MIMDataPreprocessor`` (required: it builds the two views and masks).
+        zero_masked_pixels: zero the pixels of masked patches before the backbone (see the module docstring).
         init_cfg: for the whole model (usually None: parts carry their own ``init_cfg``).
     """
 
@@ -42,6 +59,7 @@ class BEiTPretrain(BaseModel):
                  head: dict,
                  target_generator: dict,
                  data_preprocessor: dict | nn.Module | None = None,
+                 zero_masked_pixels: bool = True,
                  init_cfg: dict | None = None) -> None:
         if data_preprocessor is None:
             raise ValueError('BEiTPretrain needs data_preprocessor=dict(type="beit_mm.MIMDataPreprocessor", mean=..., '
@@ -50,44 +68,44 @@ class BEiTPretrain(BaseModel):
         self.backbone = MODELS.build(backbone)
         self.head = MODELS.build(head)
         self.target_generator = MODELS.build(target_generator)
-        if getattr(self.backbone, 'mask_token', None) is None:
-            raise ValueError('the MIM backbone has no mask token; build it with with_mask_token=True')
-        if not getattr(self.backbone, 'final_norm', False):
-            raise ValueError('BEiT pretraining classifies final-normed tokens; build the backbone with final_norm=True')
-        if self.backbone.out_indices[-1] != self.backbone.num_layers - 1:
-            raise ValueError(f'the last out index must be the last block ({self.backbone.num_layers - 1}), got '
-                             f'out_indices={self.backbone.out_indices}; use out_indices=(-1,)')
-        self.head.check_fits(self.backbone.embed_dims, 'backbone width', self.target_generator)
+        self.zero_masked_pixels = zero_masked_pixels
+        if not hasattr(self.backbone, 'forward_masked'):
+            raise ValueError(f'{type(self.backbone).__name__} has no forward_masked(images, mask); use beit_mm.BEiT '
+                             'or beit_mm.CvT with with_mask_token=True')
+        self.backbone.check_forward_masked()
+        self.head.check_fits(self.backbone.masked_token_dims, self.target_generator)
 
     def forward(self, inputs: dict[str, Tensor], data_samples: list | None = None, mode: str = 'loss'):
         """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`extract_feat` of ``inputs['images']``."""
         if mode == 'loss':
             return self.loss(inputs, data_samples)
         if mode == 'tensor':
-            return self.extract_feat(inputs['images'], inputs.get('mask'))
+            return self.extract_feat(inputs['images'], inputs['mask'])
         raise ValueError(f'BEiTPretrain supports mode "loss" or "tensor", got {mode!r}: a MIM model makes no '
                          'predictions to evaluate; fine-tune the backbone instead')
 
-    def extract_feat(self, images: Tensor, mask: Tensor | None = None) -> Tensor:
-        """(B, 3, H, W) images (+ optional (B, h, w) mask) -> (B, 1 + h * w, C) final-normed tokens."""
-        return self.backbone.forward_tokens(images, mask)[0][-1]
+    def extract_feat(self, images: Tensor, mask: Tensor) -> Tensor:
+        """Masked forward: (B, 3, H, W) normalized images, (B, h, w) bool mask (True = masked) -> (B, h * w, C)."""
+        if self.zero_masked_pixels:
+            images = images * ~upsample_mask(mask, images.shape[2:]).unsqueeze(1)
+        return self.backbone.forward_masked(images, mask)
 
     def loss(self, inputs: dict[str, Tensor], data_samples: list | None = None) -> dict[str, Tensor]:
-        """MIM loss and accuracy.
+        """MIM losses and metrics.
 
         Args:
             inputs: ``images`` (B, 3, H, W) normalized backbone view; ``target_images`` (B, 3, h', w') tokenizer view
-                in its pixel space; ``mask`` (B, H/p, W/p) bool, True = masked (see ``MIMDataPreprocessor``).
+                in its pixel space; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
             data_samples: unused (the preprocessor already took the masks out of them).
         Returns:
-            ``loss`` (cross-entropy at masked positions) and ``mim_acc``.
+            the head's ``loss`` and metrics (``mim_acc`` and its baseline for token targets).
         """
-        images, target_images, mask = inputs['images'], inputs['target_images'], inputs['mask']
-        tokens = self.extract_feat(images, mask)[:, 1:]  # (B, N, C), cls token dropped
+        mask = inputs['mask']
         with torch.no_grad():
-            target = self.target_generator.get_token_ids(target_images)  # (B, N)
+            target = self.target_generator.get_targets(inputs)
+        tokens = self.extract_feat(inputs['images'], mask)
         return self.head.loss(tokens, target, mask.flatten(1))
 
     def get_layer_depth(self, param_name: str) -> tuple[int, int]:
-        """Layer id for layer-wise lr decay, asked of the backbone (head and tokenizer -> the last id)."""
+        """Layer id for layer-wise lr decay, asked of the backbone (head and target generator -> the last id)."""
         return self.backbone.get_layer_depth(param_name, prefix='backbone.')

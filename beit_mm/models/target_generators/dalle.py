@@ -214,3 +214,14 @@ class DALLEEncoder(BaseModule):
             int64 ``(B, H/8 * W/8)`` (for the official 4 groups), values in ``[0, vocab_size)``.
         """
         return self.forward(x).argmax(dim=1).flatten(1)
+
+    def get_targets(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The target-generator interface of ``beit_mm.BEiTPretrain``: token ids of the tokenizer view.
+
+        Args:
+            inputs: ``beit_mm.MIMDataPreprocessor``'s output; reads ``target_images`` (B, C, h, w) in the
+                tokenizer's pixel space.
+        Returns:
+            int64 (B, h/8 * w/8), see :meth:`get_token_ids`.
+        """
+        return self.get_token_ids(inputs['target_images'])

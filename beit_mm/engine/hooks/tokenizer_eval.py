@@ -1,0 +1,67 @@
+"""Held-out evaluation of a ``beit_mm.DVAE`` during training (``beit_mm.models.tokenizers.evaluation``)."""
+from __future__ import annotations
+
+import json
+import os
+import os.path as osp
+
+from mmengine.hooks import Hook
+from mmengine.logging import print_log
+from mmengine.model import is_model_wrapper
+from PIL import Image
+
+from beit_mm.models.tokenizers.evaluation import evaluate_tokenizer, load_images, reconstruction_grid
+from beit_mm.registry import HOOKS
+
+
+@HOOKS.register_module()
+class TokenizerEvalHook(Hook):
+    """Every ``interval`` iterations and after the last one: held-out codebook usage, perplexity and PSNR of the dVAE's
+    hard codes, logged as ``heldout/usage``, ``heldout/perplexity``, ``heldout/psnr`` (and ``heldout/psnr_mean_colour``,
+    the trivial baseline), and a PNG grid of images next to their reconstructions in
+    ``work_dir/tokenizer_eval/iter_N.png``.
+
+    Args:
+        folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``).
+        img_size: side the images are resized to (the training crop size).
+        num_images: how many images (the first, sorted by name) are evaluated.
+        interval: iterations between evaluations.
+        grid_images: images shown in the PNG grid (a multiple of 8).
+    """
+
+    priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL) prints the iteration's scalars
+
+    def __init__(self, folder: str, img_size: int, num_images: int = 256, interval: int = 500,
+                 grid_images: int = 32) -> None:
+        self.folder = folder
+        self.img_size = img_size
+        self.num_images = num_images
+        self.interval = interval
+        self.grid_images = grid_images
+        self._images = None
+
+    def before_train(self, runner) -> None:
+        self._images = load_images(self.folder, self.img_size, self.num_images)
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
+        if self.every_n_train_iters(runner, self.interval) or self.is_last_train_iter(runner):
+            self.evaluate(runner)
+
+    def evaluate(self, runner) -> dict[str, float]:
+        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        images = self._images.to(next(model.parameters()).device)
+        stats, recs = evaluate_tokenizer(model, images)
+        for key, value in stats.items():
+            runner.message_hub.update_scalar(f'heldout/{key}', value)
+        out_dir = osp.join(runner.work_dir, 'tokenizer_eval')
+        os.makedirs(out_dir, exist_ok=True)
+        n = min(self.grid_images, images.shape[0])
+        path = osp.join(out_dir, f'iter_{runner.iter + 1}.png')
+        Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(path)
+        with open(osp.join(out_dir, f'iter_{runner.iter + 1}.json'), 'w') as f:
+            json.dump(dict(stats, iter=runner.iter + 1, grid=path, num_images=images.shape[0]), f, indent=1)
+        print_log(f'tokenizer held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
+                  f'usage {stats["usage"]:.4f} perplexity {stats["perplexity"]:.1f} '
+                  f'({stats["perplexity_fraction"]:.3f} of {model.vocab_size}) psnr {stats["psnr"]:.2f} dB '
+                  f'(mean-colour baseline {stats["psnr_mean_colour"]:.2f} dB); grid {path}', logger='current')
+        return stats

@@ -1,0 +1,84 @@
+"""Pixel-regression MIM head: the BEiT paper's pixel-target baseline (section 3.3, Table 4 "Recover pixels").
+
+A Linear(C, p * p * C_img) decoder on the masked patch tokens and the mean squared error against
+``beit_mm.PatchPixelTarget``'s per-patch normalized pixels, averaged over masked patches only (MAE
+``models_mae.py`` ``forward_loss``: ``loss.mean(dim=-1)`` per patch, then ``(loss * mask).sum() / mask.sum()``).
+"""
+from __future__ import annotations
+
+import torch
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+
+from beit_mm.registry import MODELS
+
+from ..layers.weight_init import trunc_normal_within_std_
+
+
+@MODELS.register_module()
+class PixelRegressionHead(BaseModule):
+    """Linear pixel decoder on masked patch tokens with an L2 loss on masked patches.
+
+    Args:
+        embed_dims: token width C (the backbone's masked-token width).
+        patch_size: patch side p in pixels (the target generator's).
+        in_channels: image channels.
+        init_cfg: None = unilm's pretraining init of linear layers (trunc normal 0.02 cut at +-0.02, zero bias).
+    """
+
+    def __init__(self, embed_dims: int, patch_size: int, in_channels: int = 3, init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        self.embed_dims = embed_dims
+        self.patch_size = patch_size
+        self.in_channels = in_channels
+        self.decoder = nn.Linear(embed_dims, patch_size * patch_size * in_channels)
+
+    def check_fits(self, width: int, target_generator: nn.Module) -> None:
+        """Raise unless the head reads ``width``-wide tokens and predicts the target generator's patches."""
+        if self.embed_dims != width:
+            raise ValueError(f"head.embed_dims={self.embed_dims} != the backbone's masked-token width {width}")
+        if (getattr(target_generator, 'patch_size', None), getattr(target_generator, 'in_channels', None)) != (
+                self.patch_size, self.in_channels):
+            raise ValueError(f'PixelRegressionHead(patch_size={self.patch_size}, in_channels={self.in_channels}) '
+                             f'needs a pixel target generator of the same patch size and channels '
+                             f'(beit_mm.PatchPixelTarget), got {type(target_generator).__name__}')
+
+    def init_weights(self) -> None:
+        if self.init_cfg is not None:
+            super().init_weights()
+            return
+        with torch.no_grad():
+            trunc_normal_within_std_(self.decoder.weight)
+            nn.init.zeros_(self.decoder.bias)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """(..., C) -> (..., p * p * in_channels) predicted (normalized) pixels."""
+        return self.decoder(tokens)
+
+    def loss(self, patch_tokens: Tensor, target: Tensor, mask: Tensor) -> dict[str, Tensor]:
+        """Mean squared error on masked patches.
+
+        Args:
+            patch_tokens: (B, N, C) patch tokens of the masked forward.
+            target: (B, N, p * p * in_channels) target pixels.
+            mask: (B, N) or (B, h, w) bool, True = masked; only these patches count.
+        Returns:
+            ``loss``: MSE averaged over the values of each masked patch, then over the M masked patches;
+            ``loss_baseline``: the same for predicting 0 everywhere (the per-patch mean of normalized targets), the
+            trivial baseline to read ``loss`` against (detached).
+        """
+        b, n, _ = patch_tokens.shape
+        mask = mask.reshape(b, -1)
+        if mask.shape[1] != n or target.shape[:2] != (b, n) or target.shape[2] != self.decoder.out_features:
+            raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
+                             f'{tuple(mask.shape)} disagree; the target generator must give one '
+                             f'{self.decoder.out_features}-value target per patch')
+        if not mask.any():
+            raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
+                             'generator (num_masking_patches / mask_ratio)')
+        pred = self.decoder(patch_tokens[mask]).float()  # (M, p * p * C)
+        labels = target[mask].float()
+        loss = (pred - labels).pow(2).mean(dim=-1).mean()
+        with torch.no_grad():
+            baseline = labels.pow(2).mean(dim=-1).mean()
+        return dict(loss=loss, loss_baseline=baseline)

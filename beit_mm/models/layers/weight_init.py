@@ -1,0 +1,38 @@
+"""unilm BEiT's truncated-normal initializations (pure functions on tensors).
+
+unilm ``beit/modeling_pretrain.py`` redefines ``trunc_normal_(tensor, mean=0., std=1.)`` as timm's
+``trunc_normal_(tensor, mean, std, a=-std, b=std)``: a normal cut at one standard deviation, so the values lie in
+[-std, std] and their standard deviation is ``std * sqrt(1 - 2 phi(1) / (2 Phi(1) - 1))`` (about 0.54 std: 0.0108 for
+std 0.02). ``beit/modeling_finetune.py`` imports timm's ``trunc_normal_`` itself, whose bounds are the absolute values
+a=-2, b=2 (for std 0.02 effectively an untruncated normal).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+# unilm `modeling_pretrain.py` `VisionTransformerForMaskedImageModeling(init_std=0.02)` and `modeling_finetune.py`
+# (`trunc_normal_(..., std=.02)`): the std of every truncated-normal init of BEiT.
+BEIT_INIT_STD = 0.02
+# timm `trunc_normal_` default bounds (absolute values), used by unilm `modeling_finetune.py`.
+TIMM_TRUNC_BOUND = 2.0
+
+
+def trunc_normal_within_std_(tensor: Tensor, std: float = BEIT_INIT_STD) -> Tensor:
+    """unilm ``modeling_pretrain.trunc_normal_``: N(0, std^2) truncated to [-std, std], in place."""
+    return torch.nn.init.trunc_normal_(tensor, mean=0.0, std=std, a=-std, b=std)
+
+
+def trunc_normal_timm_(tensor: Tensor, std: float = BEIT_INIT_STD) -> Tensor:
+    """timm ``trunc_normal_(tensor, std=std)`` (unilm ``modeling_finetune.py``): bounds -2 and 2, in place."""
+    return torch.nn.init.trunc_normal_(tensor, mean=0.0, std=std, a=-TIMM_TRUNC_BOUND, b=TIMM_TRUNC_BOUND)
+
+
+def truncated_std(std: float, bound: float) -> float:
+    """Standard deviation of N(0, std^2) truncated to [-bound, bound] (to check initializations statistically)."""
+    z = bound / std
+    phi = math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    mass = math.erf(z / math.sqrt(2))  # Phi(z) - Phi(-z)
+    return std * math.sqrt(1 - 2 * z * phi / mass)

@@ -1,0 +1,84 @@
+"""How good is a tokenizer? Held-out statistics of a ``beit_mm.DVAE``'s hard (argmax) codes and reconstructions.
+
+- ``usage``: fraction of the vocabulary chosen at least once over all positions of the held-out images;
+- ``perplexity``: ``exp(entropy)`` of the histogram of chosen codes (the effective number of codes in use; the
+  vocabulary size when every code is chosen equally often);
+- ``psnr``: ``10 log10(1 / MSE)`` of the hard-code reconstruction (:meth:`DVAE.reconstruct`) against the [0, 1] images;
+- ``psnr_mean_colour``: the same for the trivial reconstruction (every pixel = the image's mean colour), the baseline to
+  read ``psnr`` against.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os.path as osp
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import Tensor
+
+IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp')
+
+
+def load_images(folder: str, size: int, limit: int) -> Tensor:
+    """The first ``limit`` images (sorted by name) under ``folder`` (recursive), resized to (size, size) with
+    Pillow's Lanczos: float (N, 3, size, size) RGB in [0, 1]."""
+    files = sorted(f for f in glob.glob(osp.join(folder, '**', '*'), recursive=True)
+                   if f.lower().endswith(IMAGE_SUFFIXES))[:limit]
+    if not files:
+        raise FileNotFoundError(f'no images ({", ".join(IMAGE_SUFFIXES)}) under {folder}; point the held-out folder '
+                                'to images the tokenizer was not trained on (e.g. an ADE20K-layout images/validation)')
+    arrays = [np.asarray(Image.open(f).convert('RGB').resize((size, size), Image.LANCZOS)) for f in files]
+    return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float() / 255
+
+
+def code_statistics(ids: Tensor, vocab_size: int) -> dict[str, float]:
+    """``usage`` and ``perplexity`` (module docstring) of int code ids of any shape."""
+    counts = torch.bincount(ids.flatten(), minlength=vocab_size).double()
+    p = counts[counts > 0] / counts.sum()
+    return dict(usage=(counts > 0).double().mean().item(), perplexity=math.exp(-(p * p.log()).sum().item()))
+
+
+def psnr(x: Tensor, y: Tensor) -> float:
+    """PSNR in dB of two [0, 1] image batches."""
+    return 10 * math.log10(1 / max(F.mse_loss(x.double(), y.double()).item(), 1e-12))
+
+
+@torch.no_grad()
+def evaluate_tokenizer(model, images: Tensor, batch_size: int = 64) -> tuple[dict[str, float], Tensor]:
+    """Held-out statistics (module docstring) of a ``beit_mm.DVAE`` on [0, 1] images (N, 3, H, W).
+
+    Returns:
+        (``dict(usage, perplexity, perplexity_fraction, psnr, psnr_mean_colour)``, reconstructions (N, 3, H, W)).
+    """
+    was_training = model.training
+    model.eval()
+    ids, recs = [], []
+    for chunk in images.split(batch_size):
+        code = model.encode(chunk).argmax(dim=1)  # (b, h, w)
+        ids.append(code)
+        recs.append(model.decode(F.one_hot(code, model.vocab_size).permute(0, 3, 1, 2).float()))
+    model.train(was_training)
+    recs = torch.cat(recs)
+    stats = code_statistics(torch.cat(ids), model.vocab_size)
+    stats['perplexity_fraction'] = stats['perplexity'] / model.vocab_size
+    stats['psnr'] = psnr(recs, images)
+    stats['psnr_mean_colour'] = psnr(images.mean(dim=(2, 3), keepdim=True).expand_as(images), images)
+    return stats, recs
+
+
+def reconstruction_grid(images: Tensor, recs: Tensor, columns: int = 8) -> np.ndarray:
+    """uint8 (H', W', 3) grid: rows of ``columns`` images (fewer if fewer are given), each row followed by their
+    reconstructions; images beyond the last full row are left out."""
+    if images.shape[0] == 0:
+        raise ValueError('no images to show')
+    columns = min(columns, images.shape[0])
+    n = (images.shape[0] // columns) * columns
+    rows = []
+    for start in range(0, n, columns):
+        for batch in (images, recs):
+            rows.append(torch.cat(list(batch[start:start + columns]), dim=2))  # (3, H, columns * W)
+    grid = torch.cat(rows, dim=1).clamp(0, 1)
+    return (grid.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)

@@ -1,0 +1,101 @@
+"""tools/analysis/mim_study.py: the smoke run (every arm, 2 iterations per stage, tiny generated data), its baselines
+and the config rewriting it relies on.
+
+References: the majority-class baseline is recomputed from the label files with NumPy (mIoU of predicting one class =
+its pixel share / number of classes present); patch labels by an explicit per-patch count; the iteration rescaling
+by the rules written in the tool's docstring.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from mmengine.config import Config
+from PIL import Image
+
+from beit_mm.data.demo import make_demo_ade20k
+
+from .conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, 'tools', 'analysis'))
+import mim_study  # noqa: E402
+
+
+def make_data(tmp_path):
+    labeled = make_demo_ade20k(str(tmp_path / 'shapes'), 8, 4, 64, seed=0, style='shapes')
+    unlabeled = make_demo_ade20k(str(tmp_path / 'pool'), 16, 0, 64, seed=1, style='shapes', with_annotations=False)
+    return labeled, unlabeled
+
+
+def test_shapes_style_needs_the_outline():
+    """Every class appears in many colours: the mean colour of a class's pixels varies across images about as much as
+    the colours of the whole image do, unlike the 'classes' style where colour names the class."""
+    rng = np.random.default_rng(0)
+    from beit_mm.data.demo import SAMPLERS
+    spread = {}
+    for style in ('shapes', 'classes'):
+        per_class = {}
+        for _ in range(60):
+            image, labels = SAMPLERS[style](64, rng)
+            for c in np.unique(labels):
+                per_class.setdefault(int(c), []).append(image[labels == c].mean(0))
+        spread[style] = np.mean([np.std(v, axis=0).mean() for v in per_class.values() if len(v) > 5])
+    assert spread['shapes'] > 40 and spread['classes'] < 25, spread
+
+
+def test_majority_baseline_and_patch_labels(tmp_path):
+    labeled, _ = make_data(tmp_path)
+    base = mim_study.majority_baseline(labeled, 7)
+    hist = lambda split: sum(np.bincount(np.asarray(Image.open(os.path.join(labeled, 'annotations', split, f))).ravel(),  # noqa: E731
+                                         minlength=8) for f in os.listdir(os.path.join(labeled, 'annotations', split)))
+    train, val = hist('training')[1:8], hist('validation')[1:8]
+    share = val[train.argmax()] / val.sum()
+    assert abs(base['mIoU'] - 100 * share / (val > 0).sum()) < 1e-9 and abs(base['aAcc'] - 100 * share) < 1e-9
+    label_map = np.zeros((16, 16), np.uint8)
+    label_map[:8, :8] = 3
+    label_map[:3, :8] = 5  # 24 of 64 pixels of patch (0, 0): the majority stays 3
+    label_map[8:, 8:] = 0  # ignored everywhere: -1
+    label_map[8:, :8] = 9  # outside 1..7: ignored
+    out = mim_study.patch_labels(label_map, 8, 7)
+    assert out.tolist() == [[2, -1], [-1, -1]]
+
+
+def test_rescale_iterations():
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'dvae-tiny-v256_1xb32-2k_64px.py'))
+    old = cfg.train_cfg.max_iters
+    mim_study.rescale_iterations(cfg, old // 4)
+    assert cfg.train_cfg.max_iters == old // 4
+    assert cfg.param_scheduler[0].end == 25 and cfg.param_scheduler[1].end == old // 4
+    assert cfg.custom_hooks[0].temperature_iters == old // 4 and cfg.custom_hooks[0].kl_weight_iters == old // 40
+    assert cfg.default_hooks.checkpoint.interval == old // 4
+    mim_study.rescale_iterations(cfg, 2)
+    for s in cfg.param_scheduler:
+        assert 0 <= s.begin < s.end <= 2
+
+
+def test_study_smoke_run_every_arm(tmp_path):
+    labeled, unlabeled = make_data(tmp_path)
+    work = tmp_path / 'study'
+    cmd = [sys.executable, 'tools/analysis/mim_study.py', '--labeled-root', labeled, '--unlabeled-root', unlabeled,
+           '--num-classes', '7', '--seeds', '0', '1', '--dvae-iters', '2', '--mim-iters', '2', '--ft-iters', '2',
+           '--workers', '0', '--work-dir', str(work)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    report = json.loads((work / 'report.json').read_text())
+    assert list(report['results']) == ['scratch', 'tokens-blockwise', 'pixels-blockwise', 'tokens-random']
+    for arm, res in report['results'].items():
+        assert len(res['finetune']) == 2 and all(0 <= r['mIoU'] <= 100 for r in res['finetune']), arm
+        assert len(res['probe']) == 1 and 0 <= res['probe'][0]['probe_mAcc'] <= 100
+    assert 'mim_acc_baseline' in report['results']['tokens-random']['pretrain'][0]
+    assert 'loss_baseline' in report['results']['pixels-blockwise']['pretrain'][0]
+    assert 0 < report['tokenizer']['usage'] <= 1 and os.path.isfile(report['tokenizer']['grid'])
+    text = (work / 'report.md').read_text()
+    assert '| trivial baseline (majority class / chance) |' in text and '| tokens-random |' in text
+    assert 'MIM (tokens, blockwise) - scratch' in text
+    # the pixel arm needs no tokenizer; the configs the runs used are kept
+    assert (work / 'configs' / 'finetune.py').is_file() and (work / 'configs' / 'mim_pixels-blockwise.py').is_file()
+    # finished runs are reused: a second start does no training
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0 and json.loads((work / 'report.json').read_text())['results'] == report['results']

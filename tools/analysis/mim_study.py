@@ -1,0 +1,438 @@
+"""Does BEiT pretraining help when labels are scarce? The study a user runs before trusting beit_mm's MIM.
+
+    python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
+        --num-classes 7 [--seeds 0 1 2] [--pretrain-seeds 1] [--arms scratch tokens-blockwise pixels-blockwise
+        tokens-random] [--dvae-iters 2000] [--mim-iters 3000] [--ft-iters 600] [--work-dir work_dirs/mim_study]
+
+Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K and any folder of
+unlabeled images under ``<unlabeled root>/images/training`` work unchanged):
+
+1. tokenizer: a dVAE trained on the unlabeled pool, its encoder exported (``convert_checkpoint.py --source dvae``);
+   held-out codebook usage, perplexity and PSNR on the labeled set's validation images (never trained on).
+2. pretraining arms, each on the unlabeled pool with the same budget: ``tokens-blockwise`` (BEiT: dVAE ids,
+   blockwise masking), ``pixels-blockwise`` (per-patch normalized pixels, L2), ``tokens-random`` (uniformly random
+   masking of the same count). ``--pretrain-seeds P`` pretrains each arm P times (fine-tuning seed s uses
+   pretraining run s mod P).
+3. frozen-feature check: a linear probe (multinomial logistic regression) on the last block's patch tokens of the
+   frozen backbone, predicting each 8 px patch's majority label; mean per-class accuracy on the validation patches
+   (chance: 1 / K); ``scratch`` probes a randomly initialized backbone.
+4. fine-tuning: semantic segmentation on the labeled set with the same config, iterations and hyperparameters for
+   every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm; validation mIoU / aAcc.
+5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
+   aAcc, chance for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
+   (``report.json``) in the work dir, and printed.
+
+Runs go through ``tools/train.py`` in subprocesses with the configs written to ``<work-dir>/configs/`` (the shipped
+configs with the data roots, the class count and, when the iteration counts are changed, every iteration-valued field
+rescaled). A finished run (its ``metrics.json``) is reused when the study is started again with the same work dir.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import os.path as osp
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+STUDY = osp.join(ROOT, 'configs', 'mim_study')
+DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-2k_64px.py')
+MIM_CONFIGS = {
+    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-tokens-blockwise.py'),
+    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-pixels-blockwise.py'),
+    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-tokens-random.py'),
+}
+FT_CONFIG = osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-600i_ade20k-64x64.py')
+ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
+# Linear probe: full-batch Adam on standardized features (a convex problem; enough steps to converge on ~20k patches).
+PROBE_STEPS = 300
+PROBE_LR = 0.05
+PROBE_WEIGHT_DECAY = 1e-4
+
+
+# ------------------------------------------------------------------------------------------------ configs
+def rescale_iterations(cfg, max_iters: int) -> None:
+    """Set ``train_cfg.max_iters`` and rescale every iteration-valued field (scheduler begin/end, hook iteration
+    counts and intervals, checkpoint/logger/val intervals) by ``max_iters / old``, keeping >= 1 and begin < end."""
+    old = cfg.train_cfg.max_iters
+    if max_iters == old:
+        return
+    ratio = max_iters / old
+
+    def scale(n: int) -> int:
+        return max(1, min(max_iters, int(round(n * ratio))))
+
+    cfg.train_cfg.max_iters = max_iters
+    if 'val_interval' in cfg.train_cfg:
+        cfg.train_cfg.val_interval = scale(cfg.train_cfg.val_interval)
+    for sched in cfg.param_scheduler:
+        begin, end = int(round(sched.get('begin', 0) * ratio)), scale(sched.get('end', old))
+        sched.begin, sched.end = min(begin, max_iters - 1), max(end, min(begin, max_iters - 1) + 1)
+    for hook in cfg.get('custom_hooks', []):
+        for key in list(hook):
+            if key.endswith('_iters') or key == 'interval':
+                hook[key] = scale(hook[key])
+    for name in ('checkpoint', 'logger'):
+        if name in cfg.default_hooks and 'interval' in cfg.default_hooks[name]:
+            cfg.default_hooks[name].interval = scale(cfg.default_hooks[name].interval)
+
+
+def write_config(src: str, dst: str, edit) -> str:
+    """Load ``src``, apply ``edit(cfg)``, dump the merged config to ``dst``; return ``dst``."""
+    from mmengine.config import Config
+    cfg = Config.fromfile(src)
+    edit(cfg)
+    os.makedirs(osp.dirname(dst), exist_ok=True)
+    cfg.dump(dst)
+    return dst
+
+
+def set_loader(loader, root: str, workers: int) -> None:
+    loader.num_workers = workers
+    loader.persistent_workers = workers > 0
+    loader.dataset.data_root = root
+
+
+def study_configs(args) -> dict[str, str]:
+    """Write the study's configs for these data roots, class count and iteration counts; return their paths."""
+    from mmseg.datasets import ADE20KDataset
+    out = osp.join(args.work_dir, 'configs')
+    names = tuple(ADE20KDataset.METAINFO['classes'][:args.num_classes])
+    heldout = osp.join(args.labeled_root, 'images', 'validation')
+
+    def dvae(cfg):
+        set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
+        for hook in cfg.custom_hooks:
+            if hook.type == 'beit_mm.TokenizerEvalHook':
+                hook.folder = heldout
+        rescale_iterations(cfg, args.dvae_iters)
+
+    def mim(cfg):
+        set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
+        if 'init_cfg' in cfg.model.target_generator:
+            cfg.model.target_generator.init_cfg.checkpoint = osp.join(args.work_dir, 'tokenizer.pth')
+        rescale_iterations(cfg, args.mim_iters)
+
+    def finetune(cfg):
+        for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
+            set_loader(loader, args.labeled_root, args.workers)
+            loader.dataset.metainfo = dict(classes=names)
+        cfg.model.decode_head.num_classes = cfg.model.auxiliary_head.num_classes = args.num_classes
+        rescale_iterations(cfg, args.ft_iters)
+
+    paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae),
+             'finetune': write_config(FT_CONFIG, osp.join(out, 'finetune.py'), finetune)}
+    for arm in args.arms:
+        if arm != 'scratch':
+            paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), mim)
+    return paths
+
+
+# ----------------------------------------------------------------------------------------------------- runs
+def train(config: str, work_dir: str, options: list[str]) -> str:
+    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``)."""
+    os.makedirs(work_dir, exist_ok=True)
+    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir]
+    if options:
+        cmd += ['--cfg-options', *options]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    log = proc.stdout + proc.stderr
+    with open(osp.join(work_dir, 'train.log'), 'w') as f:
+        f.write(log)
+    if proc.returncode != 0:
+        raise RuntimeError(f'{" ".join(cmd)} failed (exit {proc.returncode}); log {work_dir}/train.log:\n'
+                           f'{log[-3000:]}')
+    return log
+
+
+def last_value(log: str, key: str) -> float:
+    found = re.findall(rf'(?<![\w/]){re.escape(key)}: (-?[0-9.]+(?:e-?\d+)?)', log)
+    if not found:
+        raise RuntimeError(f'no "{key}: <number>" in the training log')
+    return float(found[-1])
+
+
+def cached(work_dir: str, run) -> dict:
+    """``run()``'s metrics, stored in ``work_dir/metrics.json`` and reused when it exists."""
+    path = osp.join(work_dir, 'metrics.json')
+    if osp.isfile(path):
+        with open(path) as f:
+            return json.load(f)
+    start = time.time()
+    metrics = run()
+    metrics['seconds'] = round(time.time() - start, 1)
+    os.makedirs(work_dir, exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(metrics, f, indent=1)
+    return metrics
+
+
+def last_checkpoint(work_dir: str) -> str:
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        return osp.join(work_dir, osp.basename(f.read().strip()))
+
+
+def run_tokenizer(args, configs) -> dict:
+    work = osp.join(args.work_dir, 'dvae')
+
+    def run():
+        train(configs['dvae'], work, [f'randomness.seed={args.seeds[0]}'])
+        subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'convert_checkpoint.py'), '--model', 'dalle',
+                        '--source', 'dvae', last_checkpoint(work), osp.join(args.work_dir, 'tokenizer.pth')],
+                       cwd=ROOT, check=True, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')))
+        evals = glob.glob(osp.join(work, 'tokenizer_eval', 'iter_*.json'))
+        with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
+            return json.load(f)
+
+    return cached(work, run)
+
+
+def run_pretrain(args, configs, arm: str, seed: int) -> dict:
+    work = osp.join(args.work_dir, 'mim', f'{arm}_seed{seed}')
+
+    def run():
+        log = train(configs[arm], work, [f'randomness.seed={seed}'])
+        metrics = dict(loss=last_value(log, 'loss'), checkpoint=last_checkpoint(work))
+        if arm.startswith('tokens'):
+            metrics.update(mim_acc=last_value(log, 'mim_acc'), mim_acc_baseline=last_value(log, 'mim_acc_baseline'))
+        else:
+            metrics.update(loss_baseline=last_value(log, 'loss_baseline'))
+        return metrics
+
+    return cached(work, run)
+
+
+def run_finetune(args, configs, arm: str, checkpoint: str | None, seed: int) -> dict:
+    work = osp.join(args.work_dir, 'finetune', f'{arm}_seed{seed}')
+    init = 'model.backbone.init_cfg=None' if checkpoint is None else f'model.backbone.init_cfg.checkpoint={checkpoint}'
+    options = [f'randomness.seed={seed}', init]
+
+    def run():
+        log = train(configs['finetune'], work, options)
+        return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), mAcc=last_value(log, 'mAcc'))
+
+    return cached(work, run)
+
+
+# ------------------------------------------------------------------------------------------- linear probe
+def patch_labels(label_map: np.ndarray, patch: int, num_classes: int) -> np.ndarray:
+    """Majority reduced label (raw 1..K -> 0..K-1; 0 and > K ignored) of each patch, -1 where none: (h, w)."""
+    h, w = label_map.shape[0] // patch, label_map.shape[1] // patch
+    raw = label_map[:h * patch, :w * patch].reshape(h, patch, w, patch).transpose(0, 2, 1, 3).reshape(h, w, -1)
+    out = np.full((h, w), -1, np.int64)
+    for i in range(h):
+        for j in range(w):
+            values = raw[i, j][(raw[i, j] >= 1) & (raw[i, j] <= num_classes)]
+            if values.size:
+                out[i, j] = np.bincount(values - 1, minlength=num_classes).argmax()
+    return out
+
+
+def load_split(root: str, split: str, size: int, patch: int, num_classes: int):
+    """Images (N, 3, size, size) float 0..255 RGB and patch labels (N, size/patch, size/patch) of a split."""
+    import torch
+    from PIL import Image
+    prefix = 'train' if split == 'training' else 'val'
+    images, labels = [], []
+    for path in sorted(glob.glob(osp.join(root, 'images', split, f'ADE_{prefix}_*.jpg'))):
+        stem = osp.splitext(osp.basename(path))[0]
+        images.append(np.asarray(Image.open(path).convert('RGB').resize((size, size), Image.BICUBIC)))
+        ann = Image.open(osp.join(root, 'annotations', split, stem + '.png')).resize((size, size), Image.NEAREST)
+        labels.append(patch_labels(np.asarray(ann), patch, num_classes))
+    if not images:
+        raise FileNotFoundError(f'no images under {root}/images/{split}; expected the ADE20K layout')
+    return (torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float(),
+            torch.from_numpy(np.stack(labels)))
+
+
+def mean_class_accuracy(pred, target, num_classes: int) -> float:
+    accs = [(pred[target == c] == c).float().mean().item() for c in range(num_classes) if (target == c).any()]
+    return float(np.mean(accs))
+
+
+def linear_probe(args, configs, checkpoint: str | None, seed: int) -> dict:
+    """Mean per-class accuracy of a linear classifier on frozen last-block patch tokens (module docstring)."""
+    import torch
+    from mmengine.config import Config
+
+    from beit_mm.registry import MODELS
+    cfg = Config.fromfile(configs['finetune'])
+    backbone_cfg = cfg.model.backbone.copy()
+    backbone_cfg.update(type='BEiT', out_indices=(-1, ), drop_path_rate=0.0,
+                        init_cfg=None if checkpoint is None else dict(type='Pretrained', checkpoint=checkpoint,
+                                                                      prefix='backbone.'))
+    torch.manual_seed(seed)
+    backbone = MODELS.build(backbone_cfg)
+    backbone.init_weights()
+    backbone.eval()
+    size, patch = backbone_cfg.img_size, backbone_cfg.patch_size
+    mean = torch.tensor(cfg.model.data_preprocessor.mean).view(1, 3, 1, 1)
+    std = torch.tensor(cfg.model.data_preprocessor.std).view(1, 3, 1, 1)
+
+    def features(split: str):
+        images, labels = load_split(args.labeled_root, split, size, patch, args.num_classes)
+        with torch.no_grad():
+            feats = torch.cat([backbone((x - mean) / std)[-1] for x in images.split(64)])  # (N, C, h, w)
+        feats, labels = feats.permute(0, 2, 3, 1).flatten(0, 2), labels.flatten()
+        keep = labels >= 0
+        return feats[keep], labels[keep]
+
+    x_train, y_train = features('training')
+    x_val, y_val = features('validation')
+    mu, sigma = x_train.mean(0), x_train.std(0) + 1e-6
+    x_train, x_val = (x_train - mu) / sigma, (x_val - mu) / sigma
+    torch.manual_seed(seed)
+    clf = torch.nn.Linear(x_train.shape[1], args.num_classes)
+    opt = torch.optim.Adam(clf.parameters(), lr=PROBE_LR, weight_decay=PROBE_WEIGHT_DECAY)
+    for _ in range(PROBE_STEPS):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(clf(x_train), y_train).backward()
+        opt.step()
+    with torch.no_grad():
+        pred = clf(x_val).argmax(-1)
+    return dict(probe_mAcc=100 * mean_class_accuracy(pred, y_val, args.num_classes),
+                probe_aAcc=100 * (pred == y_val).float().mean().item())
+
+
+# --------------------------------------------------------------------------------------------- baselines
+def majority_baseline(root: str, num_classes: int) -> dict:
+    """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class everywhere on the validation set."""
+    from PIL import Image
+
+    def histogram(split: str) -> np.ndarray:
+        counts = np.zeros(num_classes, np.int64)
+        for path in glob.glob(osp.join(root, 'annotations', split, '*.png')):
+            raw = np.asarray(Image.open(path)).astype(np.int64)
+            raw = raw[(raw >= 1) & (raw <= num_classes)] - 1
+            counts += np.bincount(raw, minlength=num_classes)
+        return counts
+
+    train_counts, val_counts = histogram('training'), histogram('validation')
+    if val_counts.sum() == 0:
+        raise FileNotFoundError(f'no labels 1..{num_classes} under {root}/annotations/validation')
+    majority = int(train_counts.argmax())
+    share = val_counts[majority] / val_counts.sum()
+    # IoU of the majority class = its pixels / all pixels; every other class has IoU 0 (mmseg averages the classes
+    # present in the validation set).
+    present = int((val_counts > 0).sum())
+    return dict(mIoU=100 * share / present, aAcc=100 * share, mAcc=100 / present, majority_class=majority,
+                probe_mAcc=100 / num_classes)
+
+
+# ------------------------------------------------------------------------------------------------- report
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return float(np.mean(values)), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def fmt(values: list[float]) -> str:
+    mean, std = mean_std(values)
+    return f'{mean:.2f} ± {std:.2f}'
+
+
+def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds: float) -> str:
+    lines = [f'# MIM study: {args.labeled_root} (labeled, {args.num_classes} classes) + {args.unlabeled_root} '
+             '(unlabeled)', '',
+             f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
+             f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. Mean ± sample std over '
+             f'seeds. Wall time {seconds / 60:.1f} min.', '']
+    if tokenizer:
+        lines += [f'Tokenizer (held-out {args.labeled_root}/images/validation): codebook usage '
+                  f'{tokenizer["usage"]:.3f}, perplexity {tokenizer["perplexity"]:.1f} '
+                  f'({tokenizer["perplexity_fraction"]:.3f} of the vocabulary), PSNR {tokenizer["psnr"]:.2f} dB '
+                  f'(mean-colour baseline {tokenizer["psnr_mean_colour"]:.2f} dB); grid {tokenizer["grid"]}.', '']
+    lines += ['| arm | mIoU | aAcc | mAcc | linear probe mAcc | MIM end metric |',
+             '|---|---|---|---|---|---|',
+             f'| trivial baseline (majority class / chance) | {baseline["mIoU"]:.2f} | {baseline["aAcc"]:.2f} | '
+             f'{baseline["mAcc"]:.2f} | {baseline["probe_mAcc"]:.2f} | - |']
+    for arm, res in results.items():
+        pre = res['pretrain']
+        if not pre:
+            mim = '-'
+        elif 'mim_acc' in pre[0]:
+            mim = (f'mim_acc {fmt([100 * p["mim_acc"] for p in pre])} (most frequent token '
+                   f'{fmt([100 * p["mim_acc_baseline"] for p in pre])})')
+        else:
+            mim = (f'L2 {fmt([p["loss"] for p in pre])} (predict-the-mean {fmt([p["loss_baseline"] for p in pre])})')
+        ft = res['finetune']
+        lines.append(f'| {arm} | {fmt([r["mIoU"] for r in ft])} | {fmt([r["aAcc"] for r in ft])} | '
+                     f'{fmt([r["mAcc"] for r in ft])} | {fmt([p["probe_mAcc"] for p in res["probe"]])} | {mim} |')
+    if 'scratch' in results and 'tokens-blockwise' in results:
+        (m1, s1), (m0, s0) = (mean_std([r['mIoU'] for r in results[a]['finetune']])
+                              for a in ('tokens-blockwise', 'scratch'))
+        verdict = 'more' if m1 - m0 > s1 + s0 else 'not more'
+        lines += ['', f'MIM (tokens, blockwise) - scratch = {m1 - m0:+.2f} mIoU; the sum of the two standard '
+                  f'deviations is {s1 + s0:.2f}: the gain is {verdict} than the spread.']
+    return '\n'.join(lines) + '\n'
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description='MIM pretraining vs scratch (and its ablations) with few labels')
+    parser.add_argument('--labeled-root', required=True, help='ADE20K-layout root with raw labels 1..K')
+    parser.add_argument('--unlabeled-root', required=True, help='root whose images/training holds the unlabeled pool')
+    parser.add_argument('--num-classes', type=int, required=True, help='K: raw label ids 1..K are the classes')
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
+    parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
+    parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
+    parser.add_argument('--dvae-iters', type=int, default=2000)
+    parser.add_argument('--mim-iters', type=int, default=3000)
+    parser.add_argument('--ft-iters', type=int, default=600)
+    parser.add_argument('--work-dir', default='work_dirs/mim_study')
+    parser.add_argument('--workers', type=int, default=2, help='dataloader workers per run')
+    args = parser.parse_args()
+    if args.num_classes < 2:
+        parser.error('--num-classes must be >= 2')
+    if args.pretrain_seeds < 1:
+        parser.error('--pretrain-seeds must be >= 1')
+    for root in (args.labeled_root, args.unlabeled_root):
+        if not osp.isdir(osp.join(root, 'images', 'training')):
+            parser.error(f'{root}/images/training does not exist; both roots need the ADE20K layout (make one with '
+                         'python tools/make_demo_data.py --dataset shapes ...)')
+    args.work_dir = osp.abspath(args.work_dir)
+    args.labeled_root, args.unlabeled_root = osp.abspath(args.labeled_root), osp.abspath(args.unlabeled_root)
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    start = time.time()
+    configs = study_configs(args)
+    baseline = majority_baseline(args.labeled_root, args.num_classes)
+    needs_tokenizer = any(a.startswith('tokens') for a in args.arms)
+    tokenizer = run_tokenizer(args, configs) if needs_tokenizer else None
+    if tokenizer:
+        print(f'[mim_study] tokenizer: usage {tokenizer["usage"]:.3f} perplexity {tokenizer["perplexity"]:.1f} '
+              f'psnr {tokenizer["psnr"]:.2f} dB', flush=True)
+    results = {}
+    for arm in args.arms:
+        pre = [] if arm == 'scratch' else [run_pretrain(args, configs, arm, s) for s in range(args.pretrain_seeds)]
+        ckpts = [None] if arm == 'scratch' else [p['checkpoint'] for p in pre]
+        probe = [cached(osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
+                        lambda c=c, s=s: linear_probe(args, configs, c, s)) for s, c in enumerate(ckpts)]
+        ft = []
+        for i, seed in enumerate(args.seeds):
+            ft.append(run_finetune(args, configs, arm, ckpts[i % len(ckpts)], seed))
+            print(f'[mim_study] {arm} seed {seed}: mIoU {ft[-1]["mIoU"]:.2f}', flush=True)
+        results[arm] = dict(pretrain=pre, probe=probe, finetune=ft)
+    seconds = time.time() - start
+    text = report(args, results, tokenizer, baseline, seconds)
+    with open(osp.join(args.work_dir, 'report.md'), 'w') as f:
+        f.write(text)
+    with open(osp.join(args.work_dir, 'report.json'), 'w') as f:
+        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, results=results,
+                       seconds=round(seconds, 1)), f, indent=1)
+    print(text)
+
+
+if __name__ == '__main__':
+    main()
