@@ -79,6 +79,28 @@ def test_kl_and_loss_terms():
         DVAE(**TINY, rec_loss='bce')
 
 
+def test_usage_term_is_the_aggregate_kl_and_spreads_the_codes():
+    """``loss_usage`` = usage_weight * KL(mean softmax over batch and positions || uniform), by torch.distributions;
+    a few steps on it alone raise the number of distinct argmax codes of a collapsed encoder."""
+    torch.manual_seed(0)
+    model = DVAE(**TINY, decoder_n_init=16, usage_weight=0.7)
+    x = torch.rand(4, 3, 16, 16)
+    out = model.loss(x)
+    q_bar = torch.softmax(model.encode(x), dim=1).mean(dim=(0, 2, 3))
+    uniform = D.Categorical(probs=torch.full_like(q_bar, 1 / q_bar.numel()))
+    assert abs(out['loss_usage'].item() - 0.7 * D.kl_divergence(D.Categorical(probs=q_bar), uniform).item()) <= 1e-5
+    assert 'loss_usage' not in DVAE(**TINY, decoder_n_init=16).loss(x)  # DALL-E's objective by default
+    with torch.no_grad():  # collapse the encoder: one code wins everywhere
+        model.encoder.blocks.output.conv.bias.copy_(torch.arange(TINY['vocab_size']).float() * 5)
+    before = codebook_usage(model.encode(x)).item()
+    opt = torch.optim.Adam(model.encoder.parameters(), lr=1e-2)
+    for _ in range(100):
+        opt.zero_grad()
+        model.loss(x)['loss_usage'].backward()
+        opt.step()
+    assert codebook_usage(model.encode(x)).item() > 4 * before, before
+
+
 def test_a_few_steps_reduce_reconstruction_loss():
     torch.manual_seed(0)
     model = DVAE(**TINY, decoder_n_init=16, kl_weight=0.0, temperature=1.0)

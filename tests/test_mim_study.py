@@ -62,12 +62,15 @@ def test_majority_baseline_and_patch_labels(tmp_path):
 
 
 def test_rescale_iterations():
-    cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'dvae-tiny-v256_1xb32-2k_64px.py'))
-    old = cfg.train_cfg.max_iters
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'dvae-tiny-v256_1xb32-1k_64px.py'))
+    old, warmup = cfg.train_cfg.max_iters, cfg.param_scheduler[0].end
+    tau, beta, every = (cfg.custom_hooks[0].temperature_iters, cfg.custom_hooks[0].kl_weight_iters,
+                        cfg.custom_hooks[1].interval)
     mim_study.rescale_iterations(cfg, old // 4)
     assert cfg.train_cfg.max_iters == old // 4
-    assert cfg.param_scheduler[0].end == 25 and cfg.param_scheduler[1].end == old // 4
-    assert cfg.custom_hooks[0].temperature_iters == old // 4 and cfg.custom_hooks[0].kl_weight_iters == old // 40
+    assert cfg.param_scheduler[0].end == round(warmup / 4) and cfg.param_scheduler[1].end == old // 4
+    assert cfg.custom_hooks[0].temperature_iters == round(tau / 4)
+    assert cfg.custom_hooks[0].kl_weight_iters == round(beta / 4) and cfg.custom_hooks[1].interval == round(every / 4)
     assert cfg.default_hooks.checkpoint.interval == old // 4
     mim_study.rescale_iterations(cfg, 2)
     for s in cfg.param_scheduler:

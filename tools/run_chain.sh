@@ -10,9 +10,9 @@
 #
 #   bash tools/run_chain.sh
 # Environment overrides (defaults in brackets), e.g. for a smoke test:
-#   CHAIN_DVAE_ITERS [2000]  CHAIN_MIM_ITERS [3000]  CHAIN_SEG_ITERS [600]  CHAIN_SEED [0]
+#   CHAIN_DVAE_ITERS [1000]  CHAIN_MIM_ITERS [1500]  CHAIN_SEG_ITERS [600]  CHAIN_SEED [0]
 #   CHAIN_NUM_TRAIN [300] CHAIN_NUM_VAL [300]   labeled images      CHAIN_NUM_UNLABELED [3000]   unlabeled images
-#   CHAIN_WORKERS [2]   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
+#   CHAIN_WORKERS [2]   CHAIN_JOBS [2] (runs at a time)   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
 #   CHAIN_PYTHON [the venv of tools/setup_env.sh]   interpreter to use
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,8 +40,8 @@ start=$SECONDS
 
 # 2-4. tokenizer, MIM, fine-tuning from MIM and from scratch
 "$py" tools/analysis/mim_study.py --labeled-root "$labeled" --unlabeled-root "$unlabeled" --num-classes 7 \
-    --arms scratch tokens-blockwise --seeds "${CHAIN_SEED:-0}" --dvae-iters "${CHAIN_DVAE_ITERS:-2000}" \
-    --mim-iters "${CHAIN_MIM_ITERS:-3000}" --ft-iters "${CHAIN_SEG_ITERS:-600}" --work-dir "$work" \
+    --arms scratch tokens-blockwise --seeds "${CHAIN_SEED:-0}" --jobs "${CHAIN_JOBS:-2}" --dvae-iters "${CHAIN_DVAE_ITERS:-1000}" \
+    --mim-iters "${CHAIN_MIM_ITERS:-1500}" --ft-iters "${CHAIN_SEG_ITERS:-600}" --work-dir "$work" \
     --workers "${CHAIN_WORKERS:-2}" > "$work/study.log" 2>&1 || {
     tail -n 40 "$work/study.log" >&2; echo "[chain] failed; full log: $work/study.log" >&2; exit 1; }
 

@@ -14,9 +14,9 @@ Two styles:
   and sometimes a small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild
   noise and JPEG artefacts, so a tiny BEiT + UPerNet learns it in minutes on a CPU: colour alone names the class.
 - ``'shapes'`` (the MIM study's data, ``tools/analysis/mim_study.py``): a pixel's class is the *shape* of the object it
-  belongs to (:data:`SHAPE_CLASSES`: background, disc, square, triangle, ring, cross, diamond; raw ids 1..7), and
-  every object and the background get a random colour and texture, so no pixel's colour tells its class: the
-  interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
+  belongs to (:data:`SHAPE_CLASSES`: background, disc, square, triangle, ring, cross, diamond; raw ids 1..7) on a
+  flat grey background; every object gets a random colour and texture, so no object pixel's colour tells its class:
+  the interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
   ``with_annotations=False`` writes the images only (an unlabeled pool for pretraining).
 
 Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
@@ -123,8 +123,8 @@ def _make_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.nd
 # 'shapes' style: raw ADE20K-convention ids 1..7 (0 = "other" is not used).
 SHAPE_CLASSES: Tuple[str, ...] = ('background', ) + SHAPES
 # Object radius as a fraction of the image side, and objects per image (drawn in order, later ones on top).
-SHAPE_RADIUS = (0.13, 0.24)
-SHAPES_PER_IMAGE = (2, 4)
+SHAPE_RADIUS = (0.2, 0.32)
+SHAPES_PER_IMAGE = (1, 3)
 # Least Euclidean RGB distance between an object's base colour and the background's, so every outline is visible.
 MIN_COLOUR_DISTANCE = 60.0
 
@@ -134,19 +134,20 @@ def _random_colour(rng: np.random.Generator) -> np.ndarray:
     return 255.0 * np.array([r, g, b], np.float32)
 
 
-def _random_appearance(size: int, avoid: Optional[np.ndarray], rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
-    """A random colour (at least MIN_COLOUR_DISTANCE from ``avoid``) with a random texture: ((size, size, 3), colour)."""
+def _random_appearance(size: int, avoid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(size, size, 3): a random colour at least MIN_COLOUR_DISTANCE from ``avoid`` with a random texture."""
     colour = _random_colour(rng)
-    while avoid is not None and np.linalg.norm(colour - avoid) < MIN_COLOUR_DISTANCE:
+    while np.linalg.norm(colour - avoid) < MIN_COLOUR_DISTANCE:
         colour = _random_colour(rng)
     kind = TEXTURES[rng.integers(len(TEXTURES))]
-    return colour + 30.0 * texture(kind, size)[..., None], colour
+    return colour + 30.0 * texture(kind, size)[..., None]
 
 
 def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
     """One 'shapes' image (size, size, 3) uint8 RGB and its raw label map (size, size) uint8 (1 = background,
-    1 + k = ``SHAPES[k]``)."""
-    image, background = _random_appearance(size, None, rng)
+    1 + k = ``SHAPES[k]``). The background is a flat random grey, the objects random colours and textures."""
+    background = np.full(3, rng.uniform(60, 190), np.float32)
+    image = np.broadcast_to(background, (size, size, 3)).copy()
     label_map = np.ones((size, size), np.uint8)
     for _ in range(rng.integers(SHAPES_PER_IMAGE[0], SHAPES_PER_IMAGE[1] + 1)):
         k = int(rng.integers(len(SHAPES)))
@@ -154,7 +155,7 @@ def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray
         cy, cx = rng.uniform(radius, size - radius, 2)
         region = shape_mask(SHAPES[k], size, cy, cx, radius)
         label_map[region] = 2 + k
-        image[region] = _random_appearance(size, background, rng)[0][region]
+        image[region] = _random_appearance(size, background, rng)[region]
     image += rng.normal(0.0, 6.0, image.shape)
     return np.clip(image, 0, 255).astype(np.uint8), label_map
 

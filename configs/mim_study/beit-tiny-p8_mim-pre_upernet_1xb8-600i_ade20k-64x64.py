@@ -4,14 +4,14 @@
 # bias is copied into every block on load) or from scratch with the same budget (model.backbone.init_cfg=None).
 # Every arm of tools/analysis/mim_study.py uses this config unchanged except the backbone init and the seed.
 #   python tools/train.py configs/mim_study/beit-tiny-p8_mim-pre_upernet_1xb8-600i_ade20k-64x64.py \
-#       --cfg-options mim_checkpoint=work_dirs/mim_study/mim/tokens-blockwise/iter_3000.pth
+#       --cfg-options mim_checkpoint=work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_1500.pth
 # Another class count K (raw ids 1..K): tools/analysis/mim_study.py --num-classes K sets num_classes and the
 # dataset's class names (ADE20K's first K names: mmseg maps the raw ids 1..K to 0..K-1 and ignores the rest).
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
 ]
-mim_checkpoint = 'work_dirs/mim_study/mim/tokens-blockwise/iter_3000.pth'
+mim_checkpoint = 'work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_1500.pth'
 data_root = 'data/shapes'
 num_classes = 7
 class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')  # ADE20K's first 7 class names
@@ -42,7 +42,7 @@ optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(
-        layer_decay_rate=0.75,
+        layer_decay_rate=0.9,
         bias_decay_mult=0.0,
         norm_decay_mult=0.0,
         no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
@@ -54,5 +54,5 @@ param_scheduler = [
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1, save_best=None))
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))

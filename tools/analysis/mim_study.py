@@ -1,8 +1,8 @@
 """Does BEiT pretraining help when labels are scarce? The study a user runs before trusting beit_mm's MIM.
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
-        --num-classes 7 [--seeds 0 1 2] [--pretrain-seeds 1] [--arms scratch tokens-blockwise pixels-blockwise
-        tokens-random] [--dvae-iters 2000] [--mim-iters 3000] [--ft-iters 600] [--work-dir work_dirs/mim_study]
+        --num-classes 7 [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch tokens-blockwise pixels-blockwise
+        tokens-random] [--dvae-iters 1000] [--mim-iters 1500] [--ft-iters 600] [--work-dir work_dirs/mim_study]
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K and any folder of
 unlabeled images under ``<unlabeled root>/images/training`` work unchanged):
@@ -38,6 +38,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -45,11 +47,11 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 STUDY = osp.join(ROOT, 'configs', 'mim_study')
-DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-2k_64px.py')
+DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_64px.py')
 MIM_CONFIGS = {
-    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-tokens-blockwise.py'),
-    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-pixels-blockwise.py'),
-    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb64-coslr-3k_64px_mim-tokens-random.py'),
+    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py'),
+    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-pixels-blockwise.py'),
+    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-random.py'),
 }
 FT_CONFIG = osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-600i_ade20k-64x64.py')
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
@@ -384,11 +386,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
     parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
-    parser.add_argument('--dvae-iters', type=int, default=2000)
-    parser.add_argument('--mim-iters', type=int, default=3000)
+    parser.add_argument('--dvae-iters', type=int, default=1000)
+    parser.add_argument('--mim-iters', type=int, default=1500)
     parser.add_argument('--ft-iters', type=int, default=600)
     parser.add_argument('--work-dir', default='work_dirs/mim_study')
     parser.add_argument('--workers', type=int, default=2, help='dataloader workers per run')
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='runs at a time (independent runs in parallel, each with cores / jobs threads)')
     args = parser.parse_args()
     if args.num_classes < 2:
         parser.error('--num-classes must be >= 2')
@@ -403,27 +407,76 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+# Task kinds in the order ready tasks start (tokenizer and pretraining gate everything after them).
+PRIORITY = ('tokenizer', 'pretrain', 'finetune', 'probe')
+
+
+def run_graph(tasks: dict[str, tuple[list[str], Callable[[dict], dict]]], jobs: int) -> dict[str, dict]:
+    """Run ``{name: (dependencies, fn(done) -> result)}`` with up to ``jobs`` at a time, each once all its
+    dependencies are done (``done`` maps finished names to results); the first failure stops the study."""
+    done: dict[str, dict] = {}
+    running: dict[Future, str] = {}
+    waiting = dict(tasks)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while waiting or running:
+            ready = [n for n, (deps, _) in waiting.items() if all(d in done for d in deps)]
+            for name in sorted(ready, key=lambda n: PRIORITY.index(n.split('/')[0])):  # the critical path first
+                if len(running) >= jobs:
+                    break
+                running[pool.submit(waiting.pop(name)[1], dict(done))] = name
+            if not running:
+                raise RuntimeError(f'unresolvable dependencies: {sorted(waiting)}')
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name = running.pop(future)
+                done[name] = future.result()
+                print(f'[mim_study] done {name}: {_short(done[name])}', flush=True)
+    return done
+
+
+def _short(metrics: dict) -> str:
+    return ' '.join(f'{k} {v:.4g}' for k, v in metrics.items() if isinstance(v, float))
+
+
 def main() -> None:
     args = parse_args()
     start = time.time()
     configs = study_configs(args)
     baseline = majority_baseline(args.labeled_root, args.num_classes)
+    if args.jobs > 1:  # runs share the cores: one thread each (also for the in-process linear probes)
+        os.environ['OMP_NUM_THREADS'] = str(max(1, (os.cpu_count() or 1) // args.jobs))
+        import torch
+        torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
     needs_tokenizer = any(a.startswith('tokens') for a in args.arms)
-    tokenizer = run_tokenizer(args, configs) if needs_tokenizer else None
-    if tokenizer:
-        print(f'[mim_study] tokenizer: usage {tokenizer["usage"]:.3f} perplexity {tokenizer["perplexity"]:.1f} '
-              f'psnr {tokenizer["psnr"]:.2f} dB', flush=True)
+
+    def checkpoint(done: dict, source: str | None) -> str | None:
+        return None if source is None else done[source]['checkpoint']
+
+    tasks: dict[str, tuple[list[str], Callable[[dict], dict]]] = {}
+    if needs_tokenizer:
+        tasks['tokenizer'] = ([], lambda done: run_tokenizer(args, configs))
+    for arm in args.arms:
+        pretrain_seeds = [] if arm == 'scratch' else list(range(args.pretrain_seeds))
+        deps = ['tokenizer'] if arm.startswith('tokens') else []
+        for s in pretrain_seeds:
+            tasks[f'pretrain/{arm}/{s}'] = (deps, lambda done, arm=arm, s=s: run_pretrain(args, configs, arm, s))
+        sources = [f'pretrain/{arm}/{s}' for s in pretrain_seeds] or [None]
+        for s, source in enumerate(sources):
+            tasks[f'probe/{arm}/{s}'] = ([source] if source else [], lambda done, arm=arm, s=s, source=source: cached(
+                osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
+                lambda: linear_probe(args, configs, checkpoint(done, source), s)))
+        for i, seed in enumerate(args.seeds):
+            source = sources[i % len(sources)]
+            tasks[f'finetune/{arm}/{seed}'] = ([source] if source else [], lambda done, arm=arm, seed=seed,
+                                               source=source: run_finetune(args, configs, arm,
+                                                                           checkpoint(done, source), seed))
+    done = run_graph(tasks, args.jobs)
+    tokenizer = done.get('tokenizer')
     results = {}
     for arm in args.arms:
-        pre = [] if arm == 'scratch' else [run_pretrain(args, configs, arm, s) for s in range(args.pretrain_seeds)]
-        ckpts = [None] if arm == 'scratch' else [p['checkpoint'] for p in pre]
-        probe = [cached(osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
-                        lambda c=c, s=s: linear_probe(args, configs, c, s)) for s, c in enumerate(ckpts)]
-        ft = []
-        for i, seed in enumerate(args.seeds):
-            ft.append(run_finetune(args, configs, arm, ckpts[i % len(ckpts)], seed))
-            print(f'[mim_study] {arm} seed {seed}: mIoU {ft[-1]["mIoU"]:.2f}', flush=True)
-        results[arm] = dict(pretrain=pre, probe=probe, finetune=ft)
+        pick = lambda kind: [done[k] for k in sorted((k for k in done if k.startswith(f'{kind}/{arm}/')),  # noqa: E731
+                                                     key=lambda k: int(k.rsplit('/', 1)[1]))]
+        results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'), finetune=pick('finetune'))
     seconds = time.time() - start
     text = report(args, results, tokenizer, baseline, seconds)
     with open(osp.join(args.work_dir, 'report.md'), 'w') as f:

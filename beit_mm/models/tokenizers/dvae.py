@@ -174,7 +174,13 @@ class DVAE(BaseModel):
 
     - ``loss_rec``: mean logit-Laplace NLL of ``map_pixels(x)`` (``'logit_laplace'``), or mean ``|x - sigmoid(mu)|``
       (``'l1'``) / ``(x - sigmoid(mu))**2`` (``'l2'``) against [0, 1] pixels;
-    - ``loss_kl``: ``kl_weight * sum_positions KL(softmax(logits) || uniform) / (C * H * W)``.
+    - ``loss_kl``: ``kl_weight * sum_positions KL(softmax(logits) || uniform) / (C * H * W)``;
+    - ``loss_usage`` (only with ``usage_weight > 0``; not in DALL-E): ``usage_weight * KL(q_bar || uniform)`` with
+      ``q_bar`` the code distribution averaged over the batch and all positions, in nats: ``log V - H(q_bar)``. The
+      per-position KL above pulls every position towards a flat distribution but says nothing about *which* codes the
+      batch uses; on images dominated by flat regions the hard codes then collapse onto a handful of entries (measured:
+      11 of 256 codes on held-out images after 400 iterations). Matching the aggregate posterior to the uniform prior
+      is wav2vec 2.0's codebook-diversity loss (Baevski et al. 2020, eq. 4).
 
     Also returned (logged, not optimised): ``kl`` (mean KL per latent position, nats), ``perplexity``
     (:func:`codebook_perplexity`) and ``codebook_usage`` (:func:`codebook_usage`).
@@ -189,6 +195,7 @@ class DVAE(BaseModel):
         rec_loss: ``'logit_laplace'`` | ``'l1'`` | ``'l2'``.
         temperature: Gumbel-softmax temperature tau.
         kl_weight: beta.
+        usage_weight: weight of ``loss_usage`` (0 = DALL-E's objective).
         data_preprocessor: must give RGB in [0, 1]; defaults to ``mmengine.ImgDataPreprocessor`` with mean 0,
             std 255 and ``bgr_to_rgb=True``.
     """
@@ -203,6 +210,7 @@ class DVAE(BaseModel):
                  rec_loss: str = 'logit_laplace',
                  temperature: float = 1.0,
                  kl_weight: float = DALLE_KL_WEIGHT,
+                 usage_weight: float = 0.0,
                  data_preprocessor: dict | None = None,
                  init_cfg: dict | None = None) -> None:
         if data_preprocessor is None:
@@ -214,6 +222,7 @@ class DVAE(BaseModel):
         self.rec_loss = rec_loss
         self.temperature = temperature
         self.kl_weight = kl_weight
+        self.usage_weight = usage_weight
         self.vocab_size = vocab_size
         self.input_channels = input_channels
         self.encoder = DVAEEncoder(group_count, n_hid, n_blk_per_group, input_channels, vocab_size)
@@ -254,7 +263,12 @@ class DVAE(BaseModel):
         with torch.no_grad():
             perplexity = codebook_perplexity(logits)
             usage = codebook_usage(logits)
-        return dict(loss_rec=rec, loss_kl=self.kl_weight * kl_per_value, kl=kl_per_position.mean().detach(),
+        losses = dict(loss_rec=rec, loss_kl=self.kl_weight * kl_per_value)
+        if self.usage_weight > 0:
+            q_bar = log_q.exp().mean(dim=(0, 2, 3))  # (V,)
+            losses['loss_usage'] = self.usage_weight * (math.log(self.vocab_size) + (q_bar * torch.log(
+                q_bar.clamp_min(1e-30))).sum())
+        return dict(**losses, kl=kl_per_position.mean().detach(),
                     perplexity=perplexity, codebook_usage=usage)
 
     def forward(self, inputs: torch.Tensor, data_samples: list | None = None, mode: str = 'tensor'):
