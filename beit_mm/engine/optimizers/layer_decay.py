@@ -46,9 +46,9 @@ from beit_mm.registry import OPTIM_WRAPPER_CONSTRUCTORS
 #: Norm layers whose parameters (weight and bias) get ``weight_decay * norm_decay_mult``; detected by module type.
 NORM_LAYER_TYPES = (_BatchNorm, _InstanceNorm, nn.GroupNorm, nn.LayerNorm)
 
-#: Default ``no_decay_names``: the ViT/BEiT tokens, position embeddings, shared/per-block relative position bias,
-#: layer-scale and the q/v biases of BEiT's attention (unilm excludes all of them from weight decay: the 2-D ones by
-#: name, the 1-D ones by its ``ndim == 1`` rule).
+#: Default ``no_decay_names`` of the ``'names'`` rule: the ViT/BEiT tokens, position embeddings, shared/per-block
+#: relative position bias, layer-scale and the q/v biases of BEiT's attention. This is beit_mm's own choice, wider than
+#: unilm's (which decays the relative position tables and ``mask_token``; use ``weight_decay_rule='unilm'`` for it).
 DEFAULT_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table',
                                            'gamma_1', 'gamma_2', 'q_bias', 'v_bias')
 
