@@ -213,6 +213,29 @@ def test_default_no_decay_names_and_component_match() -> None:
     assert got['backbone.blocks.0.gamma_1'] == (0.25, WD)  # 1-D but not bias/norm/listed: decays
 
 
+def test_unilm_rule_exempts_1d_and_biases_only() -> None:
+    """weight_decay_rule='unilm': unilm optim_factory.get_parameter_groups line 65 (1-D, ``.bias``, skip list): the 2-D
+    relative position table decays, 1-D q/v biases, gammas and norms do not; tokens follow no_decay_names."""
+    model = ToySegmentor()
+    got = _per_param(build_optim_wrapper(model, _optim_cfg(weight_decay_rule='unilm')).optimizer, model)
+    expected = _segmentor_expected(norm_wd=0.0, bias_wd=0.0)
+    for prefix in ('backbone.blocks.0', 'backbone.blocks.1'):
+        lr = expected[f'{prefix}.attn.qkv.weight'][0]
+        expected[f'{prefix}.attn.relative_position_bias_table'] = (lr, WD)  # 2-D: decays under unilm's rule
+    assert got == expected  # cls_token/pos_embed exempt by the default names ('cls_token', 'pos_embed')
+
+    model = ToySegmentor()  # the segmentation constructor's names never match: tokens decay too
+    got = _per_param(build_optim_wrapper(model, _optim_cfg(weight_decay_rule='unilm', no_decay_names=())).optimizer,
+                     model)
+    assert got['backbone.cls_token'] == (0.125, WD) and got['backbone.pos_embed'] == (0.125, WD)
+    assert got['backbone.blocks.1.gamma_1'] == (0.5, 0.0) and got['decode_head.1.weight'] == (1.0, 0.0)
+
+    with pytest.raises(ValueError, match=r"weight_decay_rule='unilm' .* takes no \['bias_decay_mult'\]"):
+        build_optim_wrapper(ToySegmentor(), _optim_cfg(weight_decay_rule='unilm', bias_decay_mult=0.0))
+    with pytest.raises(ValueError, match=r"weight_decay_rule must be one of \['names', 'unilm'\]"):
+        build_optim_wrapper(ToySegmentor(), _optim_cfg(weight_decay_rule='timm'))
+
+
 def test_schedulers_keep_per_group_ratios() -> None:
     """mmengine LinearLR (multiplicative) and PolyLR (eta_min=0) scale every group's lr by the same factor."""
     model = ToySegmentor()
@@ -272,7 +295,8 @@ def test_missing_get_layer_depth_raises() -> None:
 
 def test_cfg_validation() -> None:
     with pytest.raises(ValueError, match=r"unknown paramwise_cfg keys \['decay_rate', 'num_layers'\].*allowed keys: "
-                       r"\['layer_decay_rate', 'no_decay_names', 'bias_decay_mult', 'norm_decay_mult'\]"):
+                       r"\['layer_decay_rate', 'weight_decay_rule', 'no_decay_names', 'bias_decay_mult', "
+                       r"'norm_decay_mult'\]"):
         build_optim_wrapper(ToySegmentor(), _optim_cfg(decay_rate=0.9, num_layers=12))
     with pytest.raises(ValueError, match='needs paramwise_cfg=dict\\(layer_decay_rate'):
         build_optim_wrapper(ToySegmentor(), dict(optimizer=dict(type='AdamW', lr=1.0, weight_decay=WD),

@@ -8,14 +8,19 @@
   ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one every
   ``default_hooks.visualization.interval`` test iterations).
 - ``--out DIR``: ``test_evaluator.output_dir=DIR`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
-- ``--tta``: test ``cfg.tta_model`` wrapping ``cfg.model`` with ``cfg.tta_pipeline``.
+- ``--tta``: test ``cfg.tta_model`` wrapping ``cfg.model`` with ``cfg.tta_pipeline``. For slide inference (a backbone
+  with a fixed window) the pipeline's ``Resize(scale_factor=r)`` steps are replaced by unilm's/mmseg 0.x multi-scale
+  resizing (:func:`setr_multiscale_resizes`): image scale ``test_scale * r`` with the short side raised to the crop, so
+  no window smaller than the crop reaches the backbone.
 - SyncBN and CPU distributed runs: as in ``tools/train.py`` (:mod:`beit_mm.engine.launch`).
 
 ``runner.test()`` logs the metrics (mIoU, mAcc, aAcc for ``IoUMetric``).
 """
 import argparse
+import copy
 import os
 import os.path as osp
+from typing import List, Sequence, Tuple
 
 from mmengine.config import Config, DictAction
 from mmengine.registry import RUNNERS
@@ -67,6 +72,72 @@ def trigger_visualization_hook(cfg: Config, args: argparse.Namespace) -> Config:
     return cfg
 
 
+#: SETR_Resize never bounds the long side (unilm resize_transform.py lines 174-185 rescale to a short side only);
+#: mmcv's Resize takes (long, short) bounds, so the long bound is one that no image reaches.
+UNBOUNDED_LONG_SIDE = 2**31 - 1
+
+
+def setr_multiscale_resizes(test_scale: Sequence[int], ratios: Sequence[float],
+                            crop_size: Sequence[int]) -> List[dict]:
+    """One ``Resize`` per ratio, as unilm's/mmseg 0.x multi-scale evaluation of BEiT resizes.
+
+    unilm ``beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_640_slide_160k_ade20k_ms.py``:
+    ``MultiScaleFlipAug(img_scale=(2560, 640), img_ratios=[0.5, ..., 1.75])`` gives the scales
+    ``(int(2560 * r), int(640 * r))`` (mmcv 1.x ``MultiScaleFlipAug.__init__``), and ``SETR_Resize(keep_ratio=True,
+    crop_size=crop_size, setr_multi_scale=True)`` (``mmcv_custom/resize_transform.py`` lines 173-188) rescales the
+    image so its short side is ``max(crop_size[0], min(scale))``, with no bound on the long side (mmseg 0.x's
+    ``Resize(keep_ratio=True, min_size=640)`` in ``configs/beit/upernet_beit-base_640x640_160k_ade20k_ms.py`` does the
+    same). Every resized image is therefore at least as large as the crop, and slide inference only feeds whole
+    crop-size windows to the backbone.
+
+    Args:
+        test_scale: (long, short) single-scale test scale, e.g. (2560, 640).
+        ratios: the multi-scale ratios, e.g. (0.5, 0.75, 1.0, 1.25, 1.5, 1.75).
+        crop_size: (h, w) slide-inference window.
+
+    Returns:
+        ``[dict(type='Resize', scale=(UNBOUNDED_LONG_SIDE, short), keep_ratio=True), ...]``, one per ratio.
+    """
+    short = min(test_scale)
+    return [
+        dict(type='Resize', scale=(UNBOUNDED_LONG_SIDE, max(int(crop_size[0]), int(short * r))), keep_ratio=True)
+        for r in ratios
+    ]
+
+
+def _ratio_resizes(tta_pipeline: list) -> Tuple[list, int, List[float]]:
+    """``(transforms, index, ratios)``: the ``TestTimeAug`` choice lists of ``tta_pipeline``, the index of the list of
+    ``Resize(scale_factor=r)`` choices and those ratios."""
+    for step in tta_pipeline:
+        if step.get('type') == 'TestTimeAug':
+            for index, choices in enumerate(step['transforms']):
+                if choices and all(t.get('type') == 'Resize' and 'scale_factor' in t for t in choices):
+                    return step['transforms'], index, [float(t['scale_factor']) for t in choices]
+    raise RuntimeError('--tta with slide inference needs a TestTimeAug step whose first choice list is '
+                       "[dict(type='Resize', scale_factor=r, keep_ratio=True) for r in ratios] (as mmseg's "
+                       'configs/_base_/datasets/ade20k_640x640.py); the ratios are resized as unilm does '
+                       '(short side >= crop)')
+
+
+def slide_tta_pipeline(cfg: Config) -> list:
+    """``cfg.tta_pipeline`` with its ratio resizes replaced by :func:`setr_multiscale_resizes` for slide inference.
+
+    The test scale is the ``Resize.scale`` of ``cfg.test_pipeline`` and the crop is ``cfg.model.test_cfg.crop_size``.
+    Configs that do not test with ``mode='slide'`` get ``cfg.tta_pipeline`` unchanged.
+    """
+    pipeline = copy.deepcopy(cfg.tta_pipeline)
+    test_cfg = cfg.model.get('test_cfg') or {}
+    if test_cfg.get('mode') != 'slide':
+        return pipeline
+    resizes = [t for t in cfg.test_pipeline if t.get('type') == 'Resize' and 'scale' in t]
+    if len(resizes) != 1:
+        raise RuntimeError('--tta with slide inference needs exactly one Resize(scale=...) in cfg.test_pipeline (the '
+                           f'single-scale test scale, e.g. (2560, 640)); found {len(resizes)}')
+    transforms, index, ratios = _ratio_resizes(pipeline)
+    transforms[index] = setr_multiscale_resizes(resizes[0]['scale'], ratios, test_cfg['crop_size'])
+    return pipeline
+
+
 def main() -> None:
     args = parse_args()
     cfg = Config.fromfile(args.config)
@@ -83,7 +154,7 @@ def main() -> None:
         if 'tta_model' not in cfg or 'tta_pipeline' not in cfg:
             raise RuntimeError('--tta needs cfg.tta_model and cfg.tta_pipeline in the config (see mmseg\'s '
                                "configs/_base_/datasets/ade20k.py: tta_model=dict(type='SegTTAModel')).")
-        cfg.test_dataloader.dataset.pipeline = cfg.tta_pipeline
+        cfg.test_dataloader.dataset.pipeline = slide_tta_pipeline(cfg)
         cfg.tta_model.module = cfg.model
         cfg.model = cfg.tta_model
     if args.out is not None:

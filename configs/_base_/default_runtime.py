@@ -13,3 +13,5 @@ log_level = 'INFO'
 load_from = None
 resume = False
 tta_model = dict(type='SegTTAModel')
+# Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size (the recipe's batch).
+custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]

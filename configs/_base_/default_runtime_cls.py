@@ -18,3 +18,5 @@ log_level = 'INFO'
 load_from = None
 resume = False
 randomness = dict(seed=None, deterministic=False)
+# Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size (the recipe's batch).
+custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]

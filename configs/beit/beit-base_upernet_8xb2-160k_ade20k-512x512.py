@@ -1,7 +1,12 @@
-# BEiT-B + UPerNet, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, from a self-supervised (MIM, pretrained-only)
-# checkpoint: the shared relative position bias is copied into every block on load. BEiT paper Table 3: 45.6 mIoU
-# from ImageNet-1k self-supervision only (47.7 with intermediate ImageNet-1k fine-tuning). Recipe: lr 7e-4, layer
-# decay 0.65 (unilm semantic_segmentation README for pretrained-only checkpoints).
+# BEiT-B + UPerNet, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, from the self-supervised (MIM,
+# pretrained-only) ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k: the shared relative position bias is
+# copied into every block on load.
+# Published: none for this checkpoint. unilm's ADE20K table lists only the ft22k checkpoints at 640; the BEiT paper's
+# 45.6 (Table 3) is self-supervised on ImageNet-1k only, which beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py
+# reproduces from a beit_mm ImageNet-1k MIM run.
+# Reference: unilm beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_512_slide_160k_ade20k_pt.py
+# (lines 54-62: AdamW 7e-4, wd 0.05, layer decay 0.65, poly + linear warmup 1500 iterations with warmup_ratio 1e-6,
+# 2 images x 8 GPUs) and _base_/datasets/ade20k.py (ImageNet mean/std).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth \
 #       checkpoints/beit-base_pt22k.pth
 _base_ = [
@@ -11,7 +16,8 @@ _base_ = [
 crop_size = (512, 512)
 pretrained = 'checkpoints/beit-base_pt22k.pth'
 model = dict(
-    data_preprocessor=dict(size=crop_size),
+    # unilm/mmseg 0.x ade20k.py img_norm_cfg: ImageNet mean/std
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
     backbone=dict(img_size=512, drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))
 base_lr = 7e-4
@@ -19,15 +25,13 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.65,
-        bias_decay_mult=0.0,
-        norm_decay_mult=0.0,
-        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
-                        'q_bias', 'v_bias')))
+    # unilm mmcv_custom/layer_decay_optimizer_constructor.py line 43: no weight decay on 1-D parameters and biases
+    # only (its ('pos_embed', 'cls_token') never match 'backbone.'-prefixed names): tokens and tables decay.
+    paramwise_cfg=dict(layer_decay_rate=0.65, weight_decay_rule='unilm', no_decay_names=()))
+# mmcv 1.x poly + linear warmup (warmup_ratio multiplies the scheduled lr), stepped every iteration; see the 640 config.
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / base_lr, by_epoch=False, begin=0, end=1500),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500, end=160000),
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500 + 1),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=0, end=160000 + 1),
 ]
 train_dataloader = dict(batch_size=2)  # x 8 GPUs = 16
 val_dataloader = dict(batch_size=1)

@@ -2,7 +2,10 @@
 # (unilm beit_base_patch16_224_pt22k_ft22k; convert it first:
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth).
-# Published: 53.6 mIoU (unilm), 53.08 (mmseg reproduction).
+# Published: 53.6 mIoU (unilm beit/README.md, ADE20K table), 53.08 (mmseg 0.x configs/beit/README.md).
+# Reference: unilm beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_640_slide_160k_ade20k_pt2ft.py
+# (lines 54-65: AdamW 3e-5, wd 0.05, layer decay 0.9, poly + linear warmup 1500 iterations with warmup_ratio 1e-6,
+# 2 images x 8 GPUs, 160k iterations = 160k updates) and _base_/datasets/ade20k_640x640.py (ImageNet mean/std).
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
@@ -10,7 +13,8 @@ _base_ = [
 crop_size = (640, 640)
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'
 model = dict(
-    data_preprocessor=dict(size=crop_size),
+    # unilm/mmseg 0.x ade20k_640x640.py img_norm_cfg: ImageNet mean/std (not BEiT pretraining's 0.5/0.5)
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
     backbone=dict(img_size=640, drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(426, 426)))
 base_lr = 3e-5
@@ -18,15 +22,15 @@ optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        bias_decay_mult=0.0,
-        norm_decay_mult=0.0,
-        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
-                        'q_bias', 'v_bias')))
+    # unilm mmcv_custom/layer_decay_optimizer_constructor.py line 43: no weight decay on 1-D parameters and biases
+    # only (its ('pos_embed', 'cls_token') never match 'backbone.'-prefixed names): tokens and tables decay.
+    paramwise_cfg=dict(layer_decay_rate=0.9, weight_decay_rule='unilm', no_decay_names=()))
+# mmcv 1.x lr_updater.py (LrUpdaterHook.before_train_iter/get_warmup_lr, PolyLrUpdaterHook.get_lr), stepped every
+# iteration: lr(i) = base * (1 - i / max_iters) * (warmup_ratio + (1 - warmup_ratio) * min(i, 1500) / 1500).
+# The two schedulers below multiply (MMEngine's chained form; T = end - begin - 1), which is exactly that.
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / base_lr, by_epoch=False, begin=0, end=1500),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500, end=160000),
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500 + 1),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=0, end=160000 + 1),
 ]
 train_dataloader = dict(batch_size=2)  # x 8 GPUs = 16
 val_dataloader = dict(batch_size=1)

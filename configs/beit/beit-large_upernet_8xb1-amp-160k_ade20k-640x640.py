@@ -1,7 +1,14 @@
 # BEiT-L + UPerNet, ADE20K 640x640, 8 GPUs x 1 image with 2-step gradient accumulation (effective 16), mixed
-# precision, 160k iterations, from the ImageNet-22k fine-tuned checkpoint (unilm beit_large_patch16_224_pt22k_ft22k).
-# Published: 56.7 mIoU (unilm), 56.33 (mmseg). Recipe as mmseg: lr 2e-5, layer decay 0.95, drop path 0.2,
-# warmup 3000 iterations.
+# precision, 320k iterations = 160k optimizer updates ("160k" in the name counts updates, as unilm's), from the
+# ImageNet-22k fine-tuned checkpoint (unilm beit_large_patch16_224_pt22k_ft22k).
+# Published: 56.7 mIoU (unilm beit/README.md), 56.33 (mmseg 0.x configs/beit/README.md, fp16 8x1 config).
+# Reference: unilm beit/semantic_segmentation/configs/beit/upernet/upernet_beit_large_24_640_slide_160k_ade20k_pt2ft.py
+# (line 16: _base_ schedule_320k = 320000 iterations; line 18: "samples_per_gpu 1 and update_interval 2, the total
+# update step keep 160k"; lines 55-63: AdamW 2e-5, wd 0.05, layer decay 0.95, poly + linear warmup 3000 iterations
+# with warmup_ratio 1e-6; lines 73-75: DistOptimizerHook update_interval=2) and mmseg 0.x
+# configs/beit/upernet_beit-large_fp16_8x1_640x640_160k_ade20k.py (schedule_320k, GradientCumulativeFp16OptimizerHook
+# cumulative_iters=2). mmcv's lr hook steps every iteration, not every update: the poly decay runs over 320k
+# iterations and the 3000 warmup iterations are 1500 updates. MMEngine's schedulers also step every iteration.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
@@ -9,7 +16,8 @@ _base_ = [
 crop_size = (640, 640)
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'
 model = dict(
-    data_preprocessor=dict(size=crop_size),
+    # unilm/mmseg 0.x ade20k_640x640.py img_norm_cfg: ImageNet mean/std
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
     backbone=dict(
         arch='large',
         img_size=640,
@@ -28,16 +36,18 @@ optim_wrapper = dict(
     accumulative_counts=2,
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.95,
-        bias_decay_mult=0.0,
-        norm_decay_mult=0.0,
-        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
-                        'q_bias', 'v_bias')))
+    # unilm mmcv_custom/layer_decay_optimizer_constructor.py line 43: no weight decay on 1-D parameters and biases
+    # only (its ('pos_embed', 'cls_token') never match 'backbone.'-prefixed names): tokens and tables decay.
+    paramwise_cfg=dict(layer_decay_rate=0.95, weight_decay_rule='unilm', no_decay_names=()))
+max_iters = 320000  # unilm/mmseg 0.x schedule_320k
+# mmcv 1.x poly + linear warmup (warmup_ratio multiplies the scheduled lr), stepped every iteration; see the B 640
+# config. With accumulative_counts=2 the optimizer steps at iterations 1, 3, 5, ... (unilm every_n_iters(2)).
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / base_lr, by_epoch=False, begin=0, end=3000),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=3000, end=160000),
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=3000 + 1),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=0, end=max_iters + 1),
 ]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=32000)
+default_hooks = dict(checkpoint=dict(interval=32000))
 train_dataloader = dict(batch_size=1)  # x 8 GPUs x 2 accumulation steps = 16
 val_dataloader = dict(batch_size=1)
 test_dataloader = val_dataloader

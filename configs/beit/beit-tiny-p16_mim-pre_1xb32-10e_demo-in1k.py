@@ -11,8 +11,9 @@ mim_checkpoint = 'work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth
 embed_dims = 96
 model = dict(
     type='ImageClassifier',
-    data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5, mean=[127.5, 127.5, 127.5],
-                           std=[127.5, 127.5, 127.5], to_rgb=True),
+    # the MIM demo's mean/std (inherited from beit-base-p16_8xb256-amp-coslr-800e_in1k.py: ImageNet)
+    data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5, mean=[123.675, 116.28, 103.53],
+                           std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
         type='beit_mm.BEiT',
         arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),

@@ -9,8 +9,10 @@
 _base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
 mim_checkpoint = 'work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth'
 max_iters = 300
-model = dict(backbone=dict(patch_size=16,
-                           init_cfg=dict(type='Pretrained', checkpoint=mim_checkpoint, prefix='backbone.')))
+model = dict(
+    # the MIM demo's mean/std (inherited from beit-base-p16_8xb256-amp-coslr-800e_in1k.py: ImageNet)
+    data_preprocessor=dict(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
+    backbone=dict(patch_size=16, init_cfg=dict(type='Pretrained', checkpoint=mim_checkpoint, prefix='backbone.')))
 param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=30),
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=30, end=max_iters),

@@ -12,8 +12,10 @@ tokenizer_checkpoint = 'checkpoints/dalle_encoder.pth'
 model = dict(
     _delete_=True,
     type='beit_mm.BEiTPretrain',
-    data_preprocessor=dict(type='beit_mm.MIMDataPreprocessor', mean=[127.5, 127.5, 127.5],
-                           std=[127.5, 127.5, 127.5], to_rgb=True),
+    # ImageNet mean/std: unilm's ImageNet-1k pretraining (--imagenet_default_mean_and_std) and the CvT fine-tuning
+    # configs (cvt-13_8xb256-300e_in1k.py, cvt-13_upernet_8xb2-160k_ade20k-512x512.py) normalize the same way
+    data_preprocessor=dict(type='beit_mm.MIMDataPreprocessor', mean=[123.675, 116.28, 103.53],
+                           std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
         type='beit_mm.CvT',
         arch='cvt-13',

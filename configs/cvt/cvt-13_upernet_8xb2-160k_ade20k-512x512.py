@@ -3,7 +3,10 @@
 #   python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth \
 #       checkpoints/cvt-13_in1k.pth
 # A backbone trained with configs/cvt/cvt-13_8xb256-300e_in1k.py loads directly:
-#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/.../epoch_300.pth', prefix='backbone.')).
+#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-300e_in1k/epoch_300.pth', prefix='backbone.'))
+# and so does one pretrained with configs/cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py (same ImageNet mean/std):
+#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-amp-coslr-300e_in1k-mim/epoch_300.pth',
+#                 prefix='backbone.')).
 # There is no published CvT UPerNet recipe. This follows mmseg's Swin UPerNet recipe (swin-tiny upernet 512x512
 # 160k): AdamW lr 6e-5, betas (0.9, 0.999), wd 0.01 (none on norms, biases, cls_token), linear warmup 1500
 # iterations from 1e-6 x lr, poly decay (power 1) to 0, batch 2 x 8; plus layer-wise lr decay 0.9 (BEiT's ADE20K
@@ -27,9 +30,12 @@ optim_wrapper = dict(
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(layer_decay_rate=0.9, no_decay_names=('cls_token', ), bias_decay_mult=0.0,
                        norm_decay_mult=0.0))
+# mmseg 0.x swin config lr_config (poly, power 1, min_lr 0, linear warmup 1500 iterations, warmup_ratio 1e-6) as
+# mmcv 1.x computes it (lr_updater.py: the warmup factor multiplies the poly lr of the same iteration, every
+# iteration): two chained MMEngine schedulers (T = end - begin - 1).
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=1500, end=160000),
+    dict(type='LinearLR', start_factor=1e-6, by_epoch=False, begin=0, end=1500 + 1),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=0, end=160000 + 1),
 ]
 train_dataloader = dict(batch_size=2)  # x 8 GPUs = 16
 val_dataloader = dict(batch_size=1)

@@ -12,10 +12,26 @@ which is ``base_lr`` for necks/heads and ``base_lr * decay ** (depth + 1)`` for 
 Differences to the toolkits' constructors (REFERENCE.md section 4, section 6 item 5):
 
 - mmseg's ``LearningRateDecayOptimizerConstructor`` dispatches on the backbone's class name (``'BEiT' in name``) and
-  compares ``cls_token``/``pos_embed`` against prefixed names, so those still get weight decay. Here no-decay names are
-  matched against the dotted components of the full name, so ``backbone.cls_token`` really gets ``weight_decay=0``.
+  compares ``cls_token``/``pos_embed`` against prefixed names, so those still get weight decay (as in unilm's
+  segmentation constructor, whose published runs therefore decayed them). Here no-decay names are matched against the
+  dotted components of the full name, so ``no_decay_names=('cls_token',)`` really exempts ``backbone.cls_token``; a
+  recipe that reproduces the segmentation runs says so with ``no_decay_names=()``.
 - mmpretrain's ``LearningRateDecayOptimWrapperConstructor`` needs ``get_layer_depth`` on the top model, which mmseg's
   ``EncoderDecoder`` lacks. Here the backbone's ``get_layer_depth`` is used when the top model has none.
+
+Two weight-decay rules (``paramwise_cfg.weight_decay_rule``), so a config states which reference it follows:
+
+- ``'unilm'``: the rule of unilm ``beit/optim_factory.py::get_parameter_groups`` (line 65: ``len(param.shape) == 1 or
+  name.endswith(".bias") or name in skip_list``) and of unilm ``beit/semantic_segmentation/mmcv_custom/
+  layer_decay_optimizer_constructor.py::LayerDecayOptimizerConstructor.add_params`` (line 43, the same test with
+  ``('pos_embed', 'cls_token')`` in place of ``skip_list``). Every 1-D parameter and every ``*.bias`` is exempt, plus
+  ``no_decay_names`` (default ``('cls_token', 'pos_embed')`` = unilm ``VisionTransformer.no_weight_decay()``, the
+  ``skip_list`` of ``run_class_finetuning.py`` and ``run_beit_pretraining.py``). unilm's segmentation constructor compares
+  ``backbone.``-prefixed names against ``('pos_embed', 'cls_token')``, which never match, so segmentation recipes pass
+  ``no_decay_names=()``: tokens and relative position tables are decayed there.
+- ``'names'`` (default; beit_mm's own rule for recipes without a published reference): ``no_decay_names`` (default
+  :data:`DEFAULT_NO_DECAY_NAMES`), then norm layers by module type (``norm_decay_mult``), then ``bias``
+  (``bias_decay_mult``); any other parameter, also a 1-D one, decays.
 """
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
@@ -30,14 +46,22 @@ from beit_mm.registry import OPTIM_WRAPPER_CONSTRUCTORS
 #: Norm layers whose parameters (weight and bias) get ``weight_decay * norm_decay_mult``; detected by module type.
 NORM_LAYER_TYPES = (_BatchNorm, _InstanceNorm, nn.GroupNorm, nn.LayerNorm)
 
-#: Default ``no_decay_names``: the ViT/BEiT tokens, position embeddings, shared/per-block relative position bias,
-#: layer-scale and the q/v biases of BEiT's attention (unilm excludes all of them from weight decay: the 2-D ones by
-#: name, the 1-D ones by its ``ndim == 1`` rule).
+#: Default ``no_decay_names`` of the ``'names'`` rule: the ViT/BEiT tokens, position embeddings, shared/per-block
+#: relative position bias, layer-scale and the q/v biases of BEiT's attention. This is beit_mm's own choice, wider than
+#: unilm's (which decays the relative position tables and ``mask_token``; use ``weight_decay_rule='unilm'`` for it).
 DEFAULT_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table',
                                            'gamma_1', 'gamma_2', 'q_bias', 'v_bias')
 
+#: ``no_decay_names`` of the ``'unilm'`` rule: unilm ``beit/modeling_finetune.py`` and ``beit/modeling_pretrain.py``
+#: ``no_weight_decay() -> {'pos_embed', 'cls_token'}``.
+UNILM_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'pos_embed')
+
+#: Values of ``paramwise_cfg.weight_decay_rule``.
+WEIGHT_DECAY_RULES: Tuple[str, ...] = ('names', 'unilm')
+
 #: ``paramwise_cfg`` keys this constructor understands; anything else is a ValueError (no silently ignored options).
-ALLOWED_PARAMWISE_KEYS: Tuple[str, ...] = ('layer_decay_rate', 'no_decay_names', 'bias_decay_mult', 'norm_decay_mult')
+ALLOWED_PARAMWISE_KEYS: Tuple[str, ...] = ('layer_decay_rate', 'weight_decay_rule', 'no_decay_names', 'bias_decay_mult',
+                                           'norm_decay_mult')
 
 #: How many parameter names of a group the logged table shows.
 _NAMES_SHOWN = 3
@@ -56,21 +80,25 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
             optimizer=dict(type='AdamW', lr=3e-5, betas=(0.9, 0.999), weight_decay=0.05),
             constructor='beit_mm.LayerDecayOptimWrapperConstructor',
             paramwise_cfg=dict(layer_decay_rate=0.9,
-                               no_decay_names=('cls_token', 'pos_embed', 'relative_position_bias_table', ...),
-                               bias_decay_mult=0.0, norm_decay_mult=0.0))
+                               weight_decay_rule='unilm',  # unilm's 1-D / bias / no_weight_decay() rule
+                               no_decay_names=()))  # () = unilm's segmentation constructor
 
     ``paramwise_cfg`` keys:
         layer_decay_rate (float, required): ``d`` in ``lr = base_lr * d ** (num_layers - 1 - layer_id)``; in (0, 1].
+        weight_decay_rule (str): ``'unilm'`` or ``'names'`` (default), see the module docstring.
         no_decay_names (tuple[str]): a parameter whose dotted name has one of these as a *component* gets
             ``weight_decay = 0`` (``blocks.0.attn.q_bias`` matches ``'q_bias'``; ``my_cls_token_proj.weight`` does not
-            match ``'cls_token'``). Defaults to :data:`DEFAULT_NO_DECAY_NAMES`.
-        norm_decay_mult (float): weight decay multiplier for the weight and bias of norm layers (``_BatchNorm``,
-            ``_InstanceNorm``, ``GroupNorm``, ``LayerNorm``, detected by module type). Defaults to 0.
-        bias_decay_mult (float): weight decay multiplier for other parameters named ``bias``. Defaults to 0.
+            match ``'cls_token'``). Defaults to :data:`UNILM_NO_DECAY_NAMES` (rule ``'unilm'``) or
+            :data:`DEFAULT_NO_DECAY_NAMES` (rule ``'names'``).
+        norm_decay_mult (float): rule ``'names'`` only: weight decay multiplier for the weight and bias of norm layers
+            (``_BatchNorm``, ``_InstanceNorm``, ``GroupNorm``, ``LayerNorm``, detected by module type). Defaults to 0.
+        bias_decay_mult (float): rule ``'names'`` only: weight decay multiplier for other parameters named ``bias``.
+            Defaults to 0.
 
-    Rules are applied in this order: ``no_decay_names`` -> norm layer -> ``bias`` -> ``weight_decay``. Any other
-    parameter (also a 1-D one) gets the optimizer's ``weight_decay``. Parameters with ``requires_grad=False`` are left
-    out of the optimizer.
+    Rule ``'unilm'``: ``weight_decay = 0`` for 1-D parameters, ``*.bias`` and ``no_decay_names``; the optimizer's
+    ``weight_decay`` otherwise. Rule ``'names'``: ``no_decay_names`` -> norm layer -> ``bias`` -> ``weight_decay``; any
+    other parameter (also a 1-D one) gets the optimizer's ``weight_decay``. Parameters with ``requires_grad=False`` are
+    left out of the optimizer.
 
     Layer ids: if the model (after unwrapping DDP's ``.module``) has ``get_layer_depth``, it is called with the full
     parameter name (mmpretrain classifiers, bare backbones). Otherwise ``model.backbone.get_layer_depth(name,
@@ -104,7 +132,9 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         paramwise_cfg = _validate_paramwise_cfg(paramwise_cfg)
         super().__init__(optim_wrapper_cfg, paramwise_cfg)
         self.layer_decay_rate: float = float(paramwise_cfg['layer_decay_rate'])
-        self.no_decay_names: Tuple[str, ...] = tuple(paramwise_cfg.get('no_decay_names', DEFAULT_NO_DECAY_NAMES))
+        self.weight_decay_rule: str = paramwise_cfg.get('weight_decay_rule', 'names')
+        default_names = UNILM_NO_DECAY_NAMES if self.weight_decay_rule == 'unilm' else DEFAULT_NO_DECAY_NAMES
+        self.no_decay_names: Tuple[str, ...] = tuple(paramwise_cfg.get('no_decay_names', default_names))
         self.bias_decay_mult: float = float(paramwise_cfg.get('bias_decay_mult', 0.0))
         self.norm_decay_mult: float = float(paramwise_cfg.get('norm_decay_mult', 0.0))
 
@@ -159,10 +189,12 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         params.extend(ordered)
 
     def _weight_decay(self, name: str, param: torch.Tensor, norm_param_ids: Set[int]) -> float:
-        """Weight decay of one parameter: ``no_decay_names`` -> norm layer -> ``bias`` -> base weight decay."""
+        """Weight decay of one parameter under ``self.weight_decay_rule`` (see the class docstring)."""
         components = name.split('.')
         if any(component in self.no_decay_names for component in components):
             return 0.0
+        if self.weight_decay_rule == 'unilm':
+            return 0.0 if param.ndim == 1 or components[-1] == 'bias' else float(self.base_wd)
         if id(param) in norm_param_ids:
             return float(self.base_wd) * self.norm_decay_mult
         if components[-1] == 'bias':
@@ -183,6 +215,13 @@ def _validate_paramwise_cfg(paramwise_cfg: Optional[dict]) -> dict:
         raise ValueError('LayerDecayOptimWrapperConstructor needs paramwise_cfg=dict(layer_decay_rate=...) (e.g. 0.65 '
                          'for BEiT-B on ADE20K, 0.9 for ImageNet fine-tuning); use DefaultOptimWrapperConstructor for '
                          'no layer decay')
+    rule = paramwise_cfg.get('weight_decay_rule', 'names')
+    if rule not in WEIGHT_DECAY_RULES:
+        raise ValueError(f'weight_decay_rule must be one of {list(WEIGHT_DECAY_RULES)}, got {rule!r}')
+    mults = sorted({'bias_decay_mult', 'norm_decay_mult'} & set(paramwise_cfg))
+    if rule == 'unilm' and mults:
+        raise ValueError(f"weight_decay_rule='unilm' exempts every 1-D parameter and bias (unilm's rule) and takes no "
+                         f"{mults}; remove them, or use weight_decay_rule='names' for per-type multipliers")
     rate = paramwise_cfg['layer_decay_rate']
     if not isinstance(rate, (int, float)) or not 0 < rate <= 1:
         raise ValueError(f'layer_decay_rate must be a number in (0, 1], got {rate!r}')

@@ -8,15 +8,19 @@ Resampling a table trained on one grid to another (224 -> 640 px: 27x27 -> 79x79
 geometric-progression method: the source offsets are placed on a grid whose spacing grows geometrically away from 0, so
 that its extent equals the target's, and a bicubic interpolating spline (FITPACK's ``interp2d(kind='cubic')``, i.e. a
 not-a-knot cubic spline per axis) is evaluated at the integer target offsets. It is re-done here with torch because
-SciPy >= 1.14 removed ``interp2d``. Shrinking a table (a smaller grid, e.g. a slide-inference crop at the border) has
-no geometric counterpart in unilm; it uses bicubic ``F.interpolate``.
+SciPy >= 1.14 removed ``interp2d``.
+
+Shrinking a table to a smaller grid with the same patch size (an input smaller than the one the table was built for,
+e.g. a slide-inference window at the border of a small image) is exact: every offset ``(dh, dw)`` of the smaller grid
+is also an offset of the larger one, at the same distance in pixels, so its rows are the central
+``(2*wh-1) x (2*ww-1)`` block of the table. The bias of a token pair is then the same as for that pair inside the
+larger grid.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 NUM_CLS_ROWS = 3  # cls->token, token->cls, cls->cls
@@ -115,8 +119,9 @@ def cubic_spline_matrix(x: Tensor, t: Tensor) -> Tensor:
 def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid: tuple[int, int]) -> Tensor:
     """Resample a bias table (rows for ``src_grid``, heads) to ``dst_grid``; the 3 cls rows are kept.
 
-    Growing uses unilm's geometric-progression cubic method (identity when the grids are equal); shrinking uses bicubic
-    ``F.interpolate``. Returns (num_relative_distance(dst_grid), heads) in the table's dtype.
+    Growing uses unilm's geometric-progression cubic method (identity when the grids are equal); shrinking (both sides
+    smaller or equal) takes the central block of offsets, exactly. Returns (num_relative_distance(dst_grid), heads) in
+    the table's dtype.
     """
     src_grid, dst_grid = tuple(src_grid), tuple(dst_grid)
     expected = num_relative_distance(src_grid)
@@ -133,7 +138,8 @@ def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid
         wy, wx = wy.to(table.device), wx.to(table.device)
         new = torch.einsum('ij,hjk,lk->hil', wy, rel.double(), wx).to(table.dtype)
     elif dh <= sh and dw <= sw:
-        new = F.interpolate(rel[None].float(), size=(dh, dw), mode='bicubic', align_corners=False)[0].to(table.dtype)
+        top, left = (sh - dh) // 2, (sw - dw) // 2  # = Wh - wh, Ww - ww: offset 0 stays at the centre
+        new = rel[:, top:top + dh, left:left + dw]
     else:
         raise ValueError(f'cannot resample a relative position bias from grid {src_grid} to {dst_grid}: one axis grows '
                          'and the other shrinks; use an input whose both sides are larger or both smaller')
