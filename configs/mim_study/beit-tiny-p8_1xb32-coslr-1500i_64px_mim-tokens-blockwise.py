@@ -40,6 +40,8 @@ train_dataloader = dict(
                  pipeline=train_pipeline))
 
 model = dict(
+    # BEiT's [-1, 1] pixels, the normalization of the study's fine-tuning config (upernet_beit)
+    data_preprocessor=dict(mean=[127.5, 127.5, 127.5], std=[127.5, 127.5, 127.5]),
     backbone=dict(arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=6, num_heads=4, mlp_ratio=4.0),
                   img_size=img_size,
                   patch_size=patch_size,
@@ -57,6 +59,7 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters)
+auto_scale_lr = dict(enable=False, base_batch_size=32)  # this recipe's batch (BatchSizeCheckHook compares with it)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
