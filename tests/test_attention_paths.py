@@ -90,18 +90,18 @@ def test_backbone_kernels_equal_in_training():
 @pytest.mark.skipif(DEVICE.type != 'cpu', reason='CPU kernel choice')
 def test_auto_runs_the_kernel_of_the_table(monkeypatch):
     """On CPU, 'auto' avoids SDPA when gradients are needed (its backward with a float bias is the slow one) and uses
-    it for fp32 inference."""
+    it for inference."""
     calls = []
     sdpa = F.scaled_dot_product_attention
     monkeypatch.setattr(F, 'scaled_dot_product_attention', lambda *a, **k: calls.append(1) or sdpa(*a, **k))
     attn = BEiTAttention(16, 4, grid=(4, 4))
     x = torch.randn(1, 17, 16, requires_grad=True)
     attn(x, (4, 4)).sum().backward()
-    assert calls == [] and select_attn_impl('cpu', torch.float32, True, 17) == 'eager'
+    assert calls == [] and select_attn_impl('cpu', True) == 'eager'
     with torch.no_grad():
         attn(x, (4, 4))
-    assert calls == [1] and select_attn_impl('cpu', torch.float32, False, 17) == 'sdpa'
-    assert select_attn_impl('cuda', torch.bfloat16, True, 17) == 'sdpa'
+    assert calls == [1] and select_attn_impl('cpu', False) == 'sdpa'
+    assert select_attn_impl('cuda', True) == 'sdpa'
 
 
 def test_bf16_autocast_kernels_close():
@@ -116,3 +116,16 @@ def test_bf16_autocast_kernels_close():
             outs[impl] = attn(x, (4, 4)).float()
     assert outs['eager'].dtype == torch.float32
     assert (outs['eager'] - outs['sdpa']).abs().max() <= 2e-2 * outs['eager'].abs().max()
+
+
+def test_bias_cast_after_gather_keeps_alignment_and_fp32_gradient():
+    """The bf16 bias keeps the 8-aligned layout, and the table's gradient is accumulated in fp32: equal to the fp32
+    gather's gradient for the same bf16 upstream gradient."""
+    grid = (5, 5)
+    table = torch.randn(num_relative_distance(grid), 2, device=DEVICE, requires_grad=True)
+    bias = gather_relative_position_bias(table, grid, align=8, dtype=torch.bfloat16)
+    assert bias.dtype == torch.bfloat16 and bias.stride(1) % 8 == 0
+    w = torch.randn(bias.shape, device=DEVICE).to(torch.bfloat16)
+    grad, = torch.autograd.grad((bias * w).float().sum(), table)
+    ref, = torch.autograd.grad((gather_relative_position_bias(table, grid) * w.float()).sum(), table)
+    assert grad.dtype == torch.float32 and torch.allclose(grad, ref, atol=1e-5)

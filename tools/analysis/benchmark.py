@@ -16,6 +16,7 @@ Parts (random weights; every model is built from its repository's own config, pr
   set to 512 for ``seg512``). With one image per process BatchNorm layers run in eval mode in both (a 1x1 pooled
   map of one image has no batch statistics; 8-GPU training uses SyncBN).
 - ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
+  ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
 
@@ -40,6 +41,7 @@ import ctypes.util
 import gc
 import os
 import os.path as osp
+import re
 import statistics
 import sys
 import threading
@@ -293,7 +295,8 @@ def seg_part(size: int) -> Part:
                 bn_eval=True)
 
 
-def slide_part(size: int = 640, width: int = 960) -> Part:
+def slide_part(size: int) -> Part:
+    width = size * 3 // 2  # two windows across at stride 2/3 of the window, as an ADE20K 640 x 853-960 image
     def make_inputs(batch: int, device: torch.device) -> dict:
         g = torch.Generator().manual_seed(0)
         metas = [dict(img_shape=(size, width), pad_shape=(size, width), ori_shape=(size, width))] * batch
@@ -302,8 +305,8 @@ def slide_part(size: int = 640, width: int = 960) -> Part:
     def step(model, ours, x):
         return model.inference(x['images'], x['metas'])
 
-    return Part(f'(d) slide inference {size} (stride 426), {size}x{width} image', seg_builders(size), make_inputs,
-                step, train=False)
+    return Part(f'(d) slide inference {size} (stride {size * 2 // 3}), {size}x{width} image', seg_builders(size),
+                make_inputs, step, train=False)
 
 
 def backbone_part(model: str, img_size: int) -> Part:
@@ -350,6 +353,17 @@ def backbone_part(model: str, img_size: int) -> Part:
         return sum(o.float().square().mean() for o in model(x['images']) if torch.is_tensor(o))
 
     return Part(title, {k: (lambda b=b: Wrapped(b())) for k, b in builders.items()}, make_inputs, step)
+
+
+def make_part(name: str, args) -> Part:
+    match = re.fullmatch(r'(seg|slide)(\d+)', name)
+    if match and int(match[2]) % 16 == 0:
+        return (seg_part if match[1] == 'seg' else slide_part)(int(match[2]))
+    if name in ('mim', 'finetune', 'backbone'):
+        return {'mim': mim_part, 'finetune': finetune_part,
+                'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
+    raise SystemExit(f'unknown part {name!r}: use mim, finetune, seg<SIZE>, slide<SIZE> (SIZE divisible by 16) or '
+                     'backbone')
 
 
 # ------------------------------------------------------------------------------------------------------- running
@@ -488,7 +502,7 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--parts', nargs='+', default=['mim', 'finetune', 'seg512', 'seg640', 'slide640'],
-                        choices=['mim', 'finetune', 'seg512', 'seg640', 'slide640', 'backbone'])
+                        help='mim, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), backbone')
     parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
     parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
     parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")
@@ -535,9 +549,7 @@ def main() -> None:
             batch_default = True
         else:
             batch_default = False
-        part = {'mim': lambda: mim_part(args), 'finetune': lambda: finetune_part(args),
-                'seg512': lambda: seg_part(512), 'seg640': lambda: seg_part(640), 'slide640': lambda: slide_part(),
-                'backbone': lambda: backbone_part(args.model, args.img_size)}[name]()
+        part = make_part(name, args)
         print(f'{part.title}: batch {args.batch_size}', file=sys.stderr, flush=True)
         res = run_part(part, args, device, dtype)
         rows.append((f'{part.title}, batch {args.batch_size}', res))

@@ -35,6 +35,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--heads', type=int, default=12)
     parser.add_argument('--iters', type=int, default=5)
     parser.add_argument('--rounds', type=int, default=3, help='alternations of the kernels; medians are reported')
+    parser.add_argument('--dtypes', nargs='+', choices=['fp32', 'amp'], default=['fp32', 'amp'],
+                        help="fp32 and/or the autocast dtype of tools/train.py --amp on this device")
     parser.add_argument('--check', action='store_true', help='also compare SDPA with eager (exit 1 on a mismatch)')
     parser.add_argument('--no-timing', dest='timing', action='store_false', help='only --check')
     return parser.parse_args()
@@ -112,7 +114,8 @@ def main() -> None:
     device = torch.device(args.device)
     if len(args.batch) != len(args.tokens):
         raise SystemExit('--batch needs one value per --tokens value')
-    dtypes = [None] + ([amp_dtype_for_device(device.type)] if amp_dtype_for_device(device.type) else [])
+    dtypes = ([None] if 'fp32' in args.dtypes else []) + (
+        [amp_dtype_for_device(device.type)] if 'amp' in args.dtypes and amp_dtype_for_device(device.type) else [])
     name = torch.cuda.get_device_name(device) if device.type == 'cuda' else f'CPU, {torch.get_num_threads()} threads'
     print(f'BEiTAttention {args.embed_dims} wide, {args.heads} heads, relative position bias; {name}, '
           f'torch {torch.__version__}\n')
@@ -132,9 +135,8 @@ def main() -> None:
                             ms[impl].append(time_ms(attn, x, grid, dtype, train, args.iters))
                     e, s = statistics.median(ms['eager']), statistics.median(ms['sdpa'])
                     dt = str(dtype or torch.float32).replace('torch.', '')
-                    auto_dtype = dtype or torch.float32
                     print(f'| {tokens} | {batch} | {dt} | {"train" if train else "inference"} | {e:.1f} | {s:.1f} | '
-                          f'x{s / e:.2f} | {select_attn_impl(device.type, auto_dtype, train, tokens)} |', flush=True)
+                          f'x{s / e:.2f} | {select_attn_impl(device.type, train)} |', flush=True)
     if args.check:
         print('\n| N | batch | dtype | max diff output (sdpa vs eager) | max diff gradients | tolerance | result |')
         print('|---|---|---|---|---|---|---|')

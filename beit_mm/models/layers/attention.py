@@ -1,18 +1,18 @@
 """BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, SDPA or eager kernel.
 
-Kernel choice (``attn_impl='auto'``, the default) -- measured, fastest correct kernel per device, dtype and mode
-(``tools/analysis/benchmark.py``; BEiT-B attention (12 heads x 64), the relative position bias a learnable float
-mask; CPU: AMD EPYC Zen 5 with AVX512-BF16, no AMX, 2 cores, torch 2.13; time of SDPA / time of eager):
+Kernel choice (``attn_impl='auto'``, the default): the measured-fastest correct kernel per device and mode. Time of
+one ``BEiTAttention`` of BEiT-B (768 wide, 12 heads, learnable relative position bias, q/k/v and output projections
+included) with SDPA over the time with eager, median of alternating rounds
+(``tools/analysis/benchmark_attention.py``; AMD EPYC Zen 5 with AVX512-BF16, no AMX, 2 shared cores, torch 2.13):
 
-================  ==========  ====================  =====================  ==========
-device            dtype       train (fwd + bwd)     inference (fwd only)   auto picks
-================  ==========  ====================  =====================  ==========
-CPU               float32     N=197: x1.42          N=197: x0.40           eager (grad) / sdpa (no grad)
-                              N=1601: x1.09         N=1601: x0.32
-CPU               bfloat16    N=197: x2.19          N=197: x1.47           eager (grad) / sdpa (no grad,
-                              N=1601: x2.68         N=1601: x0.75          N >= 1024), else eager
-CUDA              any         -                     -                      sdpa, memory-efficient backend
-================  ==========  ====================  =====================  ==========
+| device | dtype | train (forward + backward) | inference (forward) | auto picks |
+|---|---|---|---|---|
+| CPU | float32 | N=197 (batch 8) x1.08; N=1601 (batch 1) x1.05 | N=197 x0.81; N=1601 x0.64 | eager / sdpa |
+| CPU | bfloat16 | N=197 x2.00; N=1601 x2.68* | N=197 x0.92; N=1601 x0.75* | eager / sdpa |
+| CUDA | any | not measured (no GPU lent) | not measured | sdpa, memory-efficient |
+
+(* the attention kernel alone, without the projections: the full-module run at N=1601 in bf16 did not finish within
+the time box on the shared machine.) ``tools/analysis/gpu_report.sh`` measures the CUDA rows.
 
 PyTorch's CPU SDPA kernel (flash attention for CPU) is fast forward but its backward with a float mask that needs a
 gradient is slower than two matmuls and a softmax, in bf16 by 2-3x; so training on CPU uses the eager path (the one
@@ -21,7 +21,8 @@ kernel as fallback): flash attention takes no float mask, and cuDNN attention (t
 >= 9.15) has NaN-gradient and mask-dtype reports with masks (pytorch/pytorch#196678, #191612); ``tools/analysis/
 gpu_report.sh`` re-checks the chosen kernel against eager on the GPU. The bias is gathered once per
 forward per block, already in the compute dtype and with an 8-aligned row stride so that kernel uses it without a
-copy. FlexAttention was tried and dropped: torch 2.13 raises "FlexAttention does not support backward on CPU".
+copy. FlexAttention was tried and dropped: torch 2.13 raises "FlexAttention does not support backward on CPU", and
+its compiled CPU forward (N=1601, 12 heads, bias as ``score_mod``) took 130-166 ms against SDPA's 112-142 ms.
 """
 from __future__ import annotations
 
@@ -35,21 +36,16 @@ from .rel_pos_bias import gather_relative_position_bias, num_relative_distance, 
 ATTN_IMPLS = ('auto', 'sdpa', 'eager')
 # Row alignment (elements) of the gathered bias that CUDA's memory-efficient SDPA kernel takes without copying.
 SDPA_BIAS_ALIGN = 8
-# CPU bf16 inference: SDPA overtakes eager between N=197 (eager faster) and N=1601 (SDPA faster); see the table.
-CPU_BF16_SDPA_MIN_TOKENS = 1024
 # Biased attention on CUDA: memory-efficient kernel, math as the fallback (see the module docstring).
 BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
-def select_attn_impl(device_type: str, dtype: torch.dtype, needs_grad: bool, num_tokens: int) -> str:
-    """``'sdpa'`` or ``'eager'``: what ``attn_impl='auto'`` runs for these inputs (the module docstring's table)."""
+def select_attn_impl(device_type: str, needs_grad: bool) -> str:
+    """``'sdpa'`` or ``'eager'``: what ``attn_impl='auto'`` runs (the module docstring's table; on CPU the choice
+    was the same for fp32 and bf16 and for 197 and 1601 tokens)."""
     if device_type != 'cpu':
         return 'sdpa'
-    if needs_grad:
-        return 'eager'
-    if dtype == torch.float32 or num_tokens >= CPU_BF16_SDPA_MIN_TOKENS:
-        return 'sdpa'
-    return 'eager'
+    return 'eager' if needs_grad else 'sdpa'
 
 
 class BEiTAttention(nn.Module):
@@ -123,12 +119,12 @@ class BEiTAttention(nn.Module):
 
         impl = self.attn_impl
         if impl == 'auto':
-            impl = select_attn_impl(q.device.type, q.dtype, torch.is_grad_enabled() and q.requires_grad, n)
+            impl = select_attn_impl(q.device.type, torch.is_grad_enabled() and q.requires_grad)
         table = self._bias_table(grid, shared_table)
         attn_bias = None
-        if table is not None:  # (1, heads, N, N), gathered once, in q's dtype
+        if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
             align = SDPA_BIAS_ALIGN if impl == 'sdpa' else 1
-            attn_bias = gather_relative_position_bias(table.to(q.dtype), grid, align).unsqueeze(0)
+            attn_bias = gather_relative_position_bias(table, grid, align, dtype=q.dtype).unsqueeze(0)
 
         if impl == 'sdpa':
             dropout_p = self.attn_drop.p if self.training else 0.0

@@ -46,8 +46,12 @@ def relative_position_index(grid: tuple[int, int]) -> Tensor:
     return index
 
 
-def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: int = 1) -> Tensor:
+def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: int = 1,
+                                  dtype: torch.dtype | None = None) -> Tensor:
     """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads).
+
+    ``dtype``: the result's dtype (default the table's). The rows are gathered in the table's dtype and cast after, so
+    the gradient of the table is accumulated in the table's precision (fp32 under bf16 autocast), not in bf16.
 
     With ``align > 1`` the rows are gathered into a buffer whose row stride is rounded up to a multiple of ``align``
     elements and the (heads, N, N) view of it is returned. CUDA's memory-efficient SDPA kernel needs an 8-aligned
@@ -60,7 +64,8 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     n_pad = -(-n // align) * align
     if n_pad != n:  # padding columns read row 0; they are sliced away and get no gradient
         index = F.pad(index, (0, n_pad - n))
-    return table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1).contiguous()[:, :, :n]
+    bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)
+    return bias.to(dtype or table.dtype, memory_format=torch.contiguous_format)[:, :, :n]
 
 
 def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:
