@@ -19,8 +19,8 @@ def _train(work_dir: str, data_root: str, *extra: str) -> str:
     data = [f'{dl}.dataset.data_root={data_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
     os.makedirs(work_dir)
     cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), CONFIG, '--work-dir', work_dir, *extra,
-           '--cfg-options', 'train_cfg.max_iters=2', 'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=100',
-           *data]
+           '--cfg-options', 'train_cfg.max_iters=2', 'train_cfg.val_interval=100',
+           'default_hooks.checkpoint.interval=100', *data]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
     proc = subprocess.run(cmd, cwd=work_dir, env=env, capture_output=True, text=True, timeout=600)
     output = proc.stdout + proc.stderr

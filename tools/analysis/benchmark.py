@@ -23,7 +23,8 @@ Parts (random weights; every model is built from its repository's own config, pr
 A train step is the model's ``loss`` on already-preprocessed tensors, backward and an AdamW step (beit_mm: fused
 AdamW where the device supports it, as ``tools/train.py``; the peers: torch's default AdamW, as their own
 ``tools/train.py``). ``--amp`` autocasts forward and loss with the dtype ``tools/train.py --amp`` picks for the device
-(``beit_mm.engine.amp_dtype_for_device``). Peers alternate within each round; the table shows the median over rounds.
+(``beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device``). Peers alternate within each round; the table shows the
+median over rounds.
 Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak resident-set growth from before the model is
 built (glibc ``malloc_trim`` between models). The per-part split comes from one extra step with timing hooks: forward
 time of each part (first pre-hook to last post-hook of its modules), backward split at the moment the gradient reaches
@@ -368,7 +369,7 @@ def make_part(name: str, args) -> Part:
 
 # ------------------------------------------------------------------------------------------------------- running
 def make_optimizer(model: nn.Module, ours: bool, device: torch.device) -> torch.optim.Optimizer:
-    from beit_mm.engine import fused_adamw_supported
+    from beit_mm.engine.amp_optim_wrapper import fused_adamw_supported
     params = [p for p in model.parameters() if p.requires_grad]
     if ours and fused_adamw_supported(device.type):
         return torch.optim.AdamW(params, lr=1e-4, fused=True)
@@ -397,7 +398,7 @@ def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype 
 
         def step() -> None:
             t0 = time.perf_counter()
-            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None), \
+            with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None), \
                     (contextlib.nullcontext() if part.train else torch.no_grad()):
                 out = part.step(model, ours, inputs)
             if not part.train:
@@ -521,7 +522,7 @@ def parse_args() -> argparse.Namespace:
 def describe_device(device: torch.device) -> str:
     if device.type == 'cuda':
         return f'{torch.cuda.get_device_name(device)}, torch {torch.__version__}'
-    from beit_mm.engine import cpu_has_native_bf16
+    from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
     model = 'CPU'
     with contextlib.suppress(OSError):
         with open('/proc/cpuinfo') as f:
@@ -535,7 +536,7 @@ def main() -> None:
     import beit_mm  # noqa: F401  (registers the plugin)
     from mmengine.logging import MMLogger
 
-    from beit_mm.engine import amp_dtype_for_device
+    from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
     MMLogger.get_instance('benchmark', log_level='WARNING')
     logger = MMLogger.get_current_instance()
     logger.setLevel('WARNING')

@@ -4,10 +4,10 @@
 
 For each token count N (197 = 224 px, 1601 = 640 px at patch 16) one ``BEiTAttention`` of BEiT-B (768 wide, 12
 heads, a learnable relative position bias) runs forward + backward ("train") and forward under ``no_grad``
-("inference") with ``attn_impl='eager'``, ``'sdpa'`` and ``'auto'``, in fp32 and under the autocast dtype of
-``--amp``. Prints a Markdown table: milliseconds per call and SDPA / eager time; with ``--check`` also the largest
-difference of the SDPA output and input/bias gradients from eager's, and whether it is within the stated tolerance
-(fp32: 1e-5 absolute on outputs, 1e-4 on gradients; bf16/fp16: 2e-2 relative to the output's scale). Exits 1 when a
+("inference") with ``attn_impl='eager'`` and ``'sdpa'``, in fp32 and under the autocast dtype of ``--amp``.
+Prints a Markdown table: milliseconds per call, SDPA / eager time and what ``'auto'`` picks; with ``--check`` also the
+largest difference of the SDPA output and input/bias gradients from eager's, and whether it is within the stated
+tolerance (fp32: 1e-5 absolute on outputs, 1e-4 on gradients; bf16/fp16: 2e-2 relative to the output's scale). Exits 1 when a
 check fails. Nothing here is asserted by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ def make(impl: str, args, grid, device, seed: int = 0):
 
 
 def call(attn, x, grid, dtype, train: bool) -> torch.Tensor:
-    with torch.autocast(x.device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+    with torch.autocast(x.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
         if train:
             out = attn(x, grid)
             out.float().square().mean().backward()

@@ -64,8 +64,10 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     n_pad = -(-n // align) * align
     if n_pad != n:  # padding columns read row 0; they are sliced away and get no gradient
         index = F.pad(index, (0, n_pad - n))
-    bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)
-    return bias.to(dtype or table.dtype, memory_format=torch.contiguous_format)[:, :, :n]
+    bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
+    # one copy into a contiguous (heads, N, N_pad) buffer, casting on the way (autograd casts the gradient back)
+    out = torch.empty(bias.shape, dtype=dtype or table.dtype, device=table.device).copy_(bias)
+    return out[:, :, :n]
 
 
 def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:
