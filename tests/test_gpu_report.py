@@ -12,7 +12,7 @@ def test_gpu_report_dry_run(tmp_path):
     out_file = tmp_path / 'report.md'
     env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS='1')
     proc = subprocess.run(['bash', osp.join(ROOT, 'tools', 'analysis', 'gpu_report.sh'), '--dry-run', '--out',
-                           str(out_file)], env=env, capture_output=True, text=True, timeout=120)
+                           str(out_file)], env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = out_file.read_text()
     assert report.startswith('# beit_mm GPU report') and report == proc.stdout
