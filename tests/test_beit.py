@@ -86,8 +86,8 @@ def test_sdpa_equals_eager():
     """F.scaled_dot_product_attention path == explicit softmax path (same weights)."""
     kw = dict(arch=dict(embed_dims=32, num_layers=2, num_heads=4, mlp_ratio=2.0), img_size=64, out_indices=(0, 1),
               use_abs_pos_emb=True, drop_path_rate=0.0)
-    fused = randomize_(BEiT(fused_attn=True, **kw)).eval()
-    eager = BEiT(fused_attn=False, **kw).eval()
+    fused = randomize_(BEiT(attn_impl='sdpa', **kw)).eval()
+    eager = BEiT(attn_impl='eager', **kw).eval()
     eager.load_state_dict(fused.state_dict())
     x = torch.randn(2, 3, 64, 96)
     with torch.no_grad():

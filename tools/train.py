@@ -1,13 +1,19 @@
 """Train a model from a config (the CLI of mmseg 1.2.2's ``tools/train.py``, with ``--resume [CKPT]``).
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--cfg-options k=v ...]
-                                 [--launcher {none,pytorch,slurm,mpi}]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--compile [BACKEND]]
+                                 [--cfg-options k=v ...] [--launcher {none,pytorch,slurm,mpi}]
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
   with a path, from that file.
-- ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with ``dtype='bfloat16'`` where supported (CPU, or a
-  CUDA device with ``torch.cuda.is_bf16_supported()``), else ``'float16'`` with ``loss_scale='dynamic'``.
+- ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with the dtype that is faster on this device
+  (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
+  with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
+  keeps fp32 and says so in one line (emulated bf16 is ~70x slower there).
+- ``--compile [BACKEND]``: ``torch.compile`` the train step through MMEngine's ``cfg.compile`` (backend inductor
+  unless named; ``aot_eager`` traces without generating code).
+- AdamW optimizers get ``fused=True`` where torch has a fused kernel for the device (CPU and CUDA in torch 2.13),
+  unless the config sets ``fused`` or ``foreach`` itself.
 - SyncBN rule: configs use ``norm_cfg=dict(type='SyncBN')``. A single-process run gets BN because MMEngine's Runner
   reverts SyncBN when not distributed; a distributed run without CUDA gets BN, the gloo backend and a CPU DDP wrapper
   from :func:`beit_mm.engine.launch.adapt_cfg_to_launcher`; distributed GPU runs keep SyncBN.
@@ -27,6 +33,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner, find_latest_checkpoint
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
+from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.launch import adapt_cfg_to_launcher, init_cpu_process_group
 
 
@@ -43,6 +50,13 @@ def parse_args() -> argparse.Namespace:
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
     parser.add_argument('--amp', action='store_true', help='enable automatic mixed precision training')
     parser.add_argument(
+        '--compile',
+        nargs='?',
+        const='inductor',
+        default=None,
+        metavar='BACKEND',
+        help="torch.compile the train step (MMEngine's cfg.compile) with this backend (default inductor)")
+    parser.add_argument(
         '--cfg-options',
         nargs='+',
         action=DictAction,
@@ -56,27 +70,20 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16; read from /proc/cpuinfo on Linux)."""
-    try:
-        with open('/proc/cpuinfo') as f:
-            flags = f.read()
-    except OSError:
-        return False
-    return 'avx512_bf16' in flags or 'amx_bf16' in flags
+def train_device_type() -> str:
+    return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
-def amp_settings() -> dict:
-    """``optim_wrapper`` fields for ``--amp`` on this device: bf16 where supported, else fp16 + dynamic loss scale.
+def amp_settings() -> dict | None:
+    """``optim_wrapper`` fields for ``--amp`` on this device, or None where mixed precision would be slower.
 
-    CPUs run bf16 only (fp16 autocast on CPU is not supported by the wrapper); without AVX512-BF16/AMX it is emulated
-    and usually slower than fp32, which is logged."""
-    if torch.cuda.is_available():
-        if not torch.cuda.is_bf16_supported():
-            return dict(type='beit_mm.AmpOptimWrapper', dtype='float16', loss_scale='dynamic')
-    elif not cpu_has_native_bf16():
-        print_log('--amp on a CPU without AVX512-BF16/AMX: bf16 is emulated there and usually slower than fp32',
-                  logger='current', level=logging.WARNING)
+    bf16 on GPUs that support it and CPUs with AVX512-BF16/AMX; fp16 + dynamic loss scaling on older GPUs; None on
+    CPUs without native bf16 (see :func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`)."""
+    dtype = amp_dtype_for_device(train_device_type())
+    if dtype is None:
+        return None
+    if dtype == torch.float16:
+        return dict(type='beit_mm.AmpOptimWrapper', dtype='float16', loss_scale='dynamic')
     return dict(type='beit_mm.AmpOptimWrapper', dtype='bfloat16')
 
 
@@ -90,8 +97,32 @@ def enable_amp(cfg: Config) -> None:
         raise ValueError(f'--amp needs optim_wrapper.type OptimWrapper, got {wrapper_type!r}: set optim_wrapper.type '
                          "in the config to 'beit_mm.AmpOptimWrapper' yourself instead of passing --amp.")
     settings = amp_settings()
+    if settings is None:
+        print_log('--amp: this CPU has no native bf16 (AVX512-BF16/AMX), where bf16 is emulated and ~70x slower; '
+                  'training in fp32', logger='current', level=logging.WARNING)
+        return
     cfg.optim_wrapper.update(settings)
     print_log(f'--amp: optim_wrapper {settings}', logger='current')
+
+
+def use_fused_adamw(cfg: Config) -> None:
+    """``optimizer.fused=True`` for AdamW where torch has a fused kernel for the device, unless the config chose."""
+    optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
+    if not optimizer or optimizer.get('type') not in ('AdamW', 'torch.optim.AdamW'):
+        return
+    if 'fused' in optimizer or 'foreach' in optimizer or not fused_adamw_supported(train_device_type()):
+        return
+    optimizer['fused'] = True
+    print_log(f'AdamW: fused=True on {train_device_type()}', logger='current')
+
+
+def set_compile(cfg: Config, backend: str) -> None:
+    """``--compile [BACKEND]``: MMEngine's ``cfg.compile`` (``torch.compile`` of ``model.train_step``), keeping any
+    other ``torch.compile`` options the config gives in a ``compile`` dict."""
+    options = cfg.get('compile')
+    options = dict(options) if isinstance(options, dict) else {}
+    cfg.compile = {**options, 'backend': backend}
+    print_log(f'--compile: torch.compile({cfg.compile})', logger='current')
 
 
 def set_resume(cfg: Config, resume: str) -> None:
@@ -120,6 +151,9 @@ def main() -> None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
     if args.amp:
         enable_amp(cfg)
+    use_fused_adamw(cfg)
+    if args.compile is not None:
+        set_compile(cfg, args.compile)
     if args.resume is not None:
         set_resume(cfg, args.resume)
     adapt_cfg_to_launcher(cfg, args.launcher)

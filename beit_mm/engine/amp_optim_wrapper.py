@@ -8,6 +8,10 @@ deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``o
 - bfloat16 has float32's exponent range, so loss scaling is off (``GradScaler(enabled=False)`` passes the loss and
   the step through unchanged);
 - float16 is refused on CPU (MMEngine's CPU autocast supports bfloat16 only).
+
+:func:`amp_dtype_for_device` is the one place that decides what mixed precision means on a device (``tools/train.py
+--amp`` and ``tools/analysis/benchmark.py --amp`` use it), and :func:`fused_adamw_supported` whether torch has a fused
+AdamW kernel there.
 """
 from typing import Optional, Union
 
@@ -17,6 +21,44 @@ from mmengine.optim import AmpOptimWrapper as MMEngineAmpOptimWrapper
 from mmengine.optim import OptimWrapper
 
 from ..registry import OPTIM_WRAPPERS
+
+# /proc/cpuinfo flags of native bf16 arithmetic: AVX512-BF16 (Cooper Lake, Zen 4/5) or AMX-BF16 (Sapphire Rapids).
+NATIVE_BF16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16; read from /proc/cpuinfo on Linux).
+
+    Without it torch emulates bf16 and a bf16 train step is far slower than fp32 (about 70x measured on an AVX2 CPU).
+    """
+    try:
+        with open('/proc/cpuinfo') as f:
+            flags = set(f.read().split())
+    except OSError:
+        return False
+    return any(flag in flags for flag in NATIVE_BF16_CPU_FLAGS)
+
+
+def amp_dtype_for_device(device_type: str) -> Optional[torch.dtype]:
+    """The autocast dtype that makes training faster on this device, or None where only fp32 does.
+
+    CUDA: bfloat16 when ``torch.cuda.is_bf16_supported()`` (Ampere and later), else float16 (used with dynamic loss
+    scaling). CPU: bfloat16 with AVX512-BF16/AMX, else None (emulated bf16 is slower than fp32).
+    """
+    if device_type == 'cuda':
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device_type == 'cpu':
+        return torch.bfloat16 if cpu_has_native_bf16() else None
+    return torch.get_autocast_dtype(device_type)
+
+
+def fused_adamw_supported(device_type: str) -> bool:
+    """Whether ``torch.optim.AdamW(fused=True)`` runs on this device type (CUDA, CPU, XPU, MPS in torch 2.13).
+
+    On 2 CPU cores it steps BEiT-B's 85M parameters in 0.17 s against 0.96 s (foreach) and 2.0 s (torch's CPU
+    default, a per-parameter loop)."""
+    # torch's own list (private helper; the public API only raises on an unsupported device at the first step)
+    return device_type in torch.utils._foreach_utils._get_fused_kernels_supported_devices()
 
 
 @OPTIM_WRAPPERS.register_module()

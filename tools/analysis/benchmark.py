@@ -1,68 +1,68 @@
-"""Train-step throughput and peak memory of beit_mm models next to their peers, in one process and one dtype.
+"""End-to-end train/inference steps of beit_mm next to its peers, in one process, alternating, same dtype and batch.
 
-    python tools/analysis/benchmark.py --model beit [--amp] [--batch-size 8] [--img-size 224] [--iters 10]
-    python tools/analysis/benchmark.py --model cvt  [--amp]
+    python tools/analysis/benchmark.py [--parts mim finetune seg512 seg640 slide640] [--amp] [--device cuda]
+                                       [--batch-size N] [--iters 3] [--rounds 3] [--profile 15] [--out table.md]
+    python tools/analysis/benchmark.py --parts backbone --model cvt       # backbone-only train step, CvT-13 vs HF
 
-Peers: ``beit`` -> beit_mm ``BEiT`` (base) vs mmseg 1.2.2 ``BEiT`` (base); ``cvt`` -> beit_mm ``CvT`` (cvt-13) vs
-HF transformers ``CvtModel``. A train step is forward, a loss over all returned maps, backward and an AdamW step.
-``--amp`` runs under ``torch.autocast`` with bf16 where the device supports it (fp16 otherwise on CUDA). Peak memory:
-``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak resident-set growth from before the model is built,
-sampled every 2 ms.
-Prints img/s, peak memory and the beit_mm / peer ratios. Nothing here is asserted by tests.
+Parts (random weights; every model is built from its repository's own config, pretrained-weight paths removed):
+
+- ``mim``: BEiT-B/16 masked image modeling step at 224 with the real-size DALL-E tokenizer on the 112 view,
+  ``configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
+  ``beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``.
+- ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_mim-pre_8xb128-coslr-
+  100e_in1k.py`` vs mmpretrain's ``beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py`` (hard labels).
+- ``seg512`` / ``seg640``: BEiT-B UPerNet train step at 512 / 640, ``configs/beit/beit-base_upernet_8xb2-160k_ade20k-
+  640x640.py`` vs mmseg 1.2.2's ``beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py`` (both with the image size
+  set to 512 for ``seg512``). With one image per process BatchNorm layers run in eval mode in both (a 1x1 pooled
+  map of one image has no batch statistics; 8-GPU training uses SyncBN).
+- ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
+  ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
+- ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
+  HF ``CvtModel``).
+
+A train step is the model's ``loss`` on already-preprocessed tensors, backward and an AdamW step (beit_mm: fused
+AdamW where the device supports it, as ``tools/train.py``; the peers: torch's default AdamW, as their own
+``tools/train.py``). ``--amp`` autocasts forward and loss with the dtype ``tools/train.py --amp`` picks for the device
+(``beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device``). Peers alternate within each round; the table shows the
+median over rounds.
+Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak resident-set growth from before the model is
+built (glibc ``malloc_trim`` between models). The per-part split comes from one extra step with timing hooks: forward
+time of each part (first pre-hook to last post-hook of its modules), backward split at the moment the gradient reaches
+the backbone's last output (the autograd engine runs every later-created node, i.e. the neck and heads, first), and
+the optimizer step. ``--profile N`` prints torch.profiler's top-N operators per model. Nothing here is asserted by
+tests.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import ctypes
 import ctypes.util
 import gc
 import os
+import os.path as osp
+import re
+import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
+               'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head')}
 
 
-def beit_peers(img_size: int) -> dict[str, Callable[[], nn.Module]]:
-    from mmseg.models.backbones import BEiT as MMSegBEiT
-
-    from beit_mm.models.backbones import BEiT
-
-    return {
-        'beit_mm BEiT-B': lambda: BEiT(arch='base', img_size=img_size, drop_path_rate=0.1, out_indices=(3, 5, 7, 11)),
-        'mmseg BEiT-B': lambda: MMSegBEiT(img_size=img_size, embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4,
-                                          qv_bias=True, drop_path_rate=0.1, init_values=0.1, out_indices=(3, 5, 7, 11),
-                                          norm_cfg=dict(type='LN', eps=1e-6)),
-    }
-
-
-def cvt_peers(img_size: int) -> dict[str, Callable[[], nn.Module]]:
-    from transformers import CvtConfig, CvtModel
-
-    from beit_mm.models.backbones import CvT
-
-    class HFCvt(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = CvtModel(CvtConfig(drop_path_rate=[0.0, 0.0, 0.1]), add_pooling_layer=False)
-
-        def forward(self, x):
-            out = self.model(x, output_hidden_states=True)
-            return tuple(out.hidden_states) + (out.cls_token_value, )
-
-    return {'beit_mm CvT-13': lambda: CvT(arch='cvt-13', act='gelu', out_indices=(0, 1, 2)), 'HF CvtModel-13': HFCvt}
-
-
-PEERS = {'beit': beit_peers, 'cvt': cvt_peers}
-
-
+# ----------------------------------------------------------------------------------------------------- measurement
 class RssPeak:
-    """Peak resident-set growth of this process while inside the context (CPU memory estimate)."""
+    """Peak resident-set growth of this process while inside the context (CPU memory estimate), sampled every 2 ms."""
 
     def __init__(self) -> None:
         self.peak = 0
@@ -90,7 +90,7 @@ class RssPeak:
 
 
 def release_memory(device: torch.device) -> None:
-    """Return freed memory to the OS (glibc ``malloc_trim``) so the next peer's RSS growth starts from scratch."""
+    """Return freed memory to the OS so the next model's peak starts from scratch."""
     gc.collect()
     if device.type == 'cuda':
         torch.cuda.empty_cache()
@@ -99,77 +99,474 @@ def release_memory(device: torch.device) -> None:
         ctypes.CDLL(ctypes.util.find_library('c')).malloc_trim(0)
 
 
-def amp_dtype(device: torch.device) -> torch.dtype:
+def sync(device: torch.device) -> None:
     if device.type == 'cuda':
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.bfloat16
+        torch.cuda.synchronize(device)
 
 
-def bench(build: Callable[[], nn.Module], args: argparse.Namespace, device: torch.device) -> tuple[float, float]:
-    """(images per second, peak memory in MiB) of ``args.iters`` timed train steps after ``args.warmup``.
+class PartTimer:
+    """Seconds of one step spent in each part of a model (see the module docstring for how backward is split)."""
 
-    Peak memory covers the model, its gradients and optimizer state and the activations: CUDA's peak allocation, or on
-    CPU the peak resident-set growth from before the model is built."""
+    def __init__(self, model: nn.Module, device: torch.device) -> None:
+        self.device = device
+        self.handles = []
+        self.spans: dict[str, list[float]] = {}
+        self.boundary: float | None = None
+        for part, names in SPLIT_PARTS.items():
+            for name in names:
+                sub = getattr(model, name, None)
+                if isinstance(sub, nn.Module):
+                    for m in sub.modules():
+                        self.handles.append(m.register_forward_pre_hook(self._pre(part)))
+                        self.handles.append(m.register_forward_hook(self._post(part)))
+        backbone = getattr(model, 'backbone')
+        self.last_output: torch.Tensor | None = None
+        for m in backbone.modules():
+            self.handles.append(m.register_forward_hook(self._remember_output))
+
+    def _now(self) -> float:
+        sync(self.device)
+        return time.perf_counter()
+
+    def _pre(self, part: str):
+        def hook(module, args):
+            t = self._now()
+            span = self.spans.setdefault(part, [t, t])
+            span[0] = min(span[0], t)
+        return hook
+
+    def _post(self, part: str):
+        def hook(module, args, output):
+            self.spans[part][1] = max(self.spans[part][1], self._now())
+        return hook
+
+    def _remember_output(self, module, args, output) -> None:
+        out = output[-1] if isinstance(output, (tuple, list)) else output
+        if torch.is_tensor(out) and out.requires_grad:
+            self.last_output = out
+
+    def arm_backward(self) -> None:
+        """Call after the forward: stamps when the gradient reaches the backbone's last output."""
+        if self.last_output is not None:
+            self.last_output.register_hook(lambda g: setattr(self, 'boundary', self._now()) or None)
+
+    def remove(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+# ---------------------------------------------------------------------------------------------------------- models
+def peer_config(package: str, rel_path: str) -> str:
+    """A config shipped inside an installed OpenMMLab package (``<package>/.mim/configs/...``)."""
+    import importlib
+    path = osp.join(osp.dirname(importlib.import_module(package).__file__), '.mim', 'configs', rel_path)
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path} is missing: install {package} from PyPI (its wheel ships .mim/configs)')
+    return path
+
+
+def strip_pretrained(cfg):
+    """Drop every ``init_cfg=dict(type='Pretrained', ...)`` and ``pretrained=`` path: random weights only."""
+    if isinstance(cfg, dict):
+        if isinstance(cfg.get('init_cfg'), dict) and cfg['init_cfg'].get('type') == 'Pretrained':
+            cfg['init_cfg'] = None
+        if 'pretrained' in cfg:
+            cfg['pretrained'] = None
+        for v in cfg.values():
+            strip_pretrained(v)
+    elif isinstance(cfg, list):
+        for v in cfg:
+            strip_pretrained(v)
+    return cfg
+
+
+def build_from_config(path: str, scope: str, overrides: Callable[[dict], None] | None = None) -> nn.Module:
+    from mmengine.config import Config
+    from mmengine.model import revert_sync_batchnorm
+    from mmengine.registry import DefaultScope
+
+    cfg = Config.fromfile(path)
+    model_cfg = strip_pretrained(copy.deepcopy(cfg.model))
+    if overrides is not None:
+        overrides(model_cfg)
+    with DefaultScope.overwrite_default_scope(scope):
+        if scope == 'mmseg':
+            from mmseg.registry import MODELS
+        else:
+            from mmpretrain.registry import MODELS
+        model = MODELS.build(model_cfg)
+    model.init_weights()
+    return revert_sync_batchnorm(model)
+
+
+@dataclass
+class Part:
+    """One benchmark row: two model builders and a step function ``step(model, is_ours, inputs) -> loss | output``."""
+    title: str
+    builders: dict[str, Callable[[], nn.Module]]
+    make_inputs: Callable[[int, torch.device], dict]
+    step: Callable[[nn.Module, bool, dict], torch.Tensor]
+    train: bool = True
+    bn_eval: bool = False
+
+
+def mim_part(args) -> Part:
+    import numpy as np
+    from mmpretrain.structures import DataSample
+
+    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.models.target_generators import map_pixels
+
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        g = torch.Generator().manual_seed(0)
+        masks = BlockwiseMaskGenerator(14, 75)
+        rng = np.random.default_rng(0)
+        mask = torch.from_numpy(np.stack([masks(rng) for _ in range(batch)])).to(device)
+        return dict(images=torch.randn(batch, 3, 224, 224, generator=g).to(device),
+                    target_images=map_pixels(torch.rand(batch, 3, 112, 112, generator=g)).to(device),
+                    mask=mask, samples=[DataSample().set_mask(m) for m in mask])
+
+    def step(model, ours, x):
+        if ours:
+            return model.loss(dict(images=x['images'], target_images=x['target_images'], mask=x['mask']))['loss']
+        return model.loss([x['images'], x['target_images']], x['samples'])['loss']
+
+    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
+    peer_cfg = peer_config('mmpretrain', 'beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
+    return Part('(a) MIM step, BEiT-B 224 + DALL-E tokenizer',
+                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain'),
+                 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')}, make_inputs, step)
+
+
+def finetune_part(args) -> Part:
+    from mmpretrain.structures import DataSample
+
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        g = torch.Generator().manual_seed(0)
+        labels = torch.randint(0, 1000, (batch, ), generator=g)
+        return dict(images=torch.randn(batch, 3, 224, 224, generator=g).to(device),
+                    samples=[DataSample().set_gt_label(int(l)) for l in labels])
+
+    def step(model, ours, x):
+        return model.loss(x['images'], x['samples'])['loss']
+
+    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
+    peer_cfg = peer_config('mmpretrain', 'beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py')
+
+    def no_batch_augments(m: dict) -> None:
+        m.pop('train_cfg', None)  # Mixup/CutMix run in the data preprocessor, which the benchmark bypasses
+
+    return Part('(b) ImageNet fine-tuning step, BEiT-B 224',
+                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain', no_batch_augments),
+                 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain', no_batch_augments)},
+                make_inputs, step)
+
+
+def seg_builders(size: int) -> dict[str, Callable[[], nn.Module]]:
+    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py')
+    peer_cfg = peer_config('mmseg', 'beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py')
+
+    def at_size(m: dict) -> None:
+        m['backbone']['img_size'] = size
+        m['data_preprocessor']['size'] = (size, size)
+        m['test_cfg'] = dict(mode='slide', crop_size=(size, size), stride=(size * 2 // 3, ) * 2)  # 640 -> 426
+
+    return {'beit_mm': lambda: build_from_config(ours_cfg, 'mmseg', at_size),
+            'mmseg': lambda: build_from_config(peer_cfg, 'mmseg', at_size)}
+
+
+def seg_part(size: int) -> Part:
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        g = torch.Generator().manual_seed(0)
+        samples = []
+        for _ in range(batch):
+            s = SegDataSample(metainfo=dict(img_shape=(size, size), pad_shape=(size, size), ori_shape=(size, size)))
+            s.gt_sem_seg = PixelData(data=torch.randint(0, 150, (1, size, size), generator=g).to(device))
+            samples.append(s)
+        return dict(images=torch.randn(batch, 3, size, size, generator=g).to(device), samples=samples)
+
+    def step(model, ours, x):
+        losses = model.loss(x['images'], x['samples'])
+        return sum(v for k, v in losses.items() if 'loss' in k)
+
+    return Part(f'(c) segmentation train step, BEiT-B UPerNet {size}', seg_builders(size), make_inputs, step,
+                bn_eval=True)
+
+
+def slide_part(size: int) -> Part:
+    width = size * 3 // 2  # two windows across at stride 2/3 of the window, as an ADE20K 640 x 853-960 image
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        g = torch.Generator().manual_seed(0)
+        metas = [dict(img_shape=(size, width), pad_shape=(size, width), ori_shape=(size, width))] * batch
+        return dict(images=torch.randn(batch, 3, size, width, generator=g).to(device), metas=metas)
+
+    def step(model, ours, x):
+        return model.inference(x['images'], x['metas'])
+
+    return Part(f'(d) slide inference {size} (stride {size * 2 // 3}), {size}x{width} image', seg_builders(size),
+                make_inputs, step, train=False)
+
+
+def backbone_part(model: str, img_size: int) -> Part:
+    if model == 'beit':
+        from mmseg.models.backbones import BEiT as MMSegBEiT
+
+        from beit_mm.models.backbones import BEiT
+        builders = {
+            'beit_mm': lambda: BEiT(arch='base', img_size=img_size, drop_path_rate=0.1, out_indices=(3, 5, 7, 11)),
+            'mmseg': lambda: MMSegBEiT(img_size=img_size, embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4,
+                                       qv_bias=True, drop_path_rate=0.1, init_values=0.1, out_indices=(3, 5, 7, 11),
+                                       norm_cfg=dict(type='LN', eps=1e-6))}
+        title = f'backbone train step, BEiT-B {img_size}'
+    else:
+        from transformers import CvtConfig, CvtModel
+
+        from beit_mm.models.backbones import CvT
+
+        class HFCvt(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.backbone = CvtModel(CvtConfig(drop_path_rate=[0.0, 0.0, 0.1]), add_pooling_layer=False)
+
+            def forward(self, x):
+                out = self.backbone(x, output_hidden_states=True)
+                return tuple(out.hidden_states) + (out.cls_token_value, )
+
+        builders = {'beit_mm': lambda: CvT(arch='cvt-13', act='gelu', out_indices=(0, 1, 2)), 'HF': HFCvt}
+        title = f'backbone train step, CvT-13 {img_size}'
+
+    class Wrapped(nn.Module):  # gives both peers a `backbone` attribute for the split
+        def __init__(self, backbone: nn.Module) -> None:
+            super().__init__()
+            self.backbone = backbone
+
+        def forward(self, x):
+            return self.backbone(x)
+
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        return dict(images=torch.randn(batch, 3, img_size, img_size, generator=torch.Generator().manual_seed(0)
+                                       ).to(device))
+
+    def step(model, ours, x):
+        return sum(o.float().square().mean() for o in model(x['images']) if torch.is_tensor(o))
+
+    return Part(title, {k: (lambda b=b: Wrapped(b())) for k, b in builders.items()}, make_inputs, step)
+
+
+def make_part(name: str, args) -> Part:
+    match = re.fullmatch(r'(seg|slide)(\d+)', name)
+    if match and int(match[2]) % 16 == 0:
+        return (seg_part if match[1] == 'seg' else slide_part)(int(match[2]))
+    if name in ('mim', 'finetune', 'backbone'):
+        return {'mim': mim_part, 'finetune': finetune_part,
+                'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
+    raise SystemExit(f'unknown part {name!r}: use mim, finetune, seg<SIZE>, slide<SIZE> (SIZE divisible by 16) or '
+                     'backbone')
+
+
+# ------------------------------------------------------------------------------------------------------- running
+def make_optimizer(model: nn.Module, ours: bool, device: torch.device) -> torch.optim.Optimizer:
+    from beit_mm.engine.amp_optim_wrapper import fused_adamw_supported
+    params = [p for p in model.parameters() if p.requires_grad]
+    if ours and fused_adamw_supported(device.type):
+        return torch.optim.AdamW(params, lr=1e-4, fused=True)
+    return torch.optim.AdamW(params, lr=1e-4)
+
+
+def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype | None, split: bool,
+          profile: int) -> dict:
+    """One model: img/s over ``args.iters`` steps after ``args.warmup``, peak memory, optional split and profile."""
+    ours = name == 'beit_mm'
     release_memory(device)
+    result = {}
     with RssPeak() as rss:
         torch.manual_seed(0)
-        model = build().to(device)
-        model.train()  # (mmseg's BEiT.train() returns None: no chaining)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        x = torch.randn(args.batch_size, 3, args.img_size, args.img_size, device=device)
-        scaler = torch.amp.GradScaler(enabled=args.amp and amp_dtype(device) == torch.float16)
+        model = part.builders[name]().to(device)
+        model.train(part.train)
+        if part.bn_eval:
+            for m in model.modules():
+                if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                    m.eval()
+        opt = make_optimizer(model, ours, device) if part.train else None
+        inputs = part.make_inputs(args.batch_size, device)
+        scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+        timer: PartTimer | None = None
+        times = {}
 
         def step() -> None:
-            with torch.autocast(device.type, dtype=amp_dtype(device), enabled=args.amp):
-                outs = model(x)
-                loss = sum(o.float().square().mean() for o in outs if torch.is_tensor(o))
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
+            t0 = time.perf_counter()
+            with torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None), \
+                    (contextlib.nullcontext() if part.train else torch.no_grad()):
+                out = part.step(model, ours, inputs)
+            if not part.train:
+                return
+            if timer is not None:
+                timer.arm_backward()
+                sync(device)
+                times['bwd0'] = time.perf_counter()
+            scaler.scale(out).backward()
+            if timer is not None:
+                sync(device)
+                times['opt0'] = time.perf_counter()
             scaler.step(opt)
             scaler.update()
-
-        def sync() -> None:
-            if device.type == 'cuda':
-                torch.cuda.synchronize()
+            opt.zero_grad(set_to_none=True)
+            if timer is not None:
+                sync(device)
+                times['end'] = time.perf_counter()
+                times['start'] = t0
 
         for _ in range(args.warmup):
             step()
-        sync()
+        sync(device)
         start = time.perf_counter()
         for _ in range(args.iters):
             step()
-        sync()
-        elapsed = time.perf_counter() - start
-        del model, opt, x
-    peak = torch.cuda.max_memory_allocated() if device.type == 'cuda' else rss.peak
-    return args.batch_size * args.iters / elapsed, peak / 2**20
+        sync(device)
+        result['ips'] = args.batch_size * args.iters / (time.perf_counter() - start)
+        if split:
+            timer = PartTimer(model, device)
+            step()
+            timer.remove()
+            result['split'] = summarize_split(timer, times, part.train)
+            timer = None
+        if profile:
+            from torch.profiler import ProfilerActivity, profile as torch_profile
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == 'cuda' else [])
+            with torch_profile(activities=activities) as prof:
+                step()
+                sync(device)
+            key = 'self_cuda_time_total' if device.type == 'cuda' else 'self_cpu_time_total'
+            result['profile'] = prof.key_averages().table(sort_by=key, row_limit=profile, max_name_column_width=48)
+        del model, opt, inputs
+    result['mem'] = (torch.cuda.max_memory_allocated(device) if device.type == 'cuda' else rss.peak) / 2**20
+    return result
+
+
+def summarize_split(timer: PartTimer, times: dict, train: bool) -> dict[str, float]:
+    """Seconds per part: tokenizer (forward), backbone and neck + head (forward + backward), optimizer, other."""
+    fwd = {p: e - s for p, (s, e) in timer.spans.items()}
+    split = {'tokenizer': fwd.get('tokenizer', 0.0), 'backbone': fwd.get('backbone', 0.0),
+             'neck + head': fwd.get('neck + head', 0.0), 'optimizer': 0.0}
+    if train:
+        boundary = timer.boundary if timer.boundary is not None else times['bwd0']
+        split['neck + head'] += boundary - times['bwd0']
+        split['backbone'] += times['opt0'] - boundary
+        split['optimizer'] = times['end'] - times['opt0']
+        total = times['end'] - times['start']
+    else:
+        total = max(e for _, e in timer.spans.values()) - min(s for s, _ in timer.spans.values())
+    split['other'] = max(0.0, total - sum(split.values()))
+    split['total'] = total
+    return split
+
+
+def run_part(part: Part, args, device: torch.device, dtype: torch.dtype | None) -> dict[str, dict]:
+    runs: dict[str, list[dict]] = {name: [] for name in part.builders}
+    for r in range(args.rounds):  # alternate so drift (other load on the machine) hits both alike
+        for name in part.builders:
+            res = bench(part, name, args, device, dtype, split=args.split and r == 0,
+                        profile=args.profile if r == 0 else 0)
+            runs[name].append(res)
+            print(f'  round {r + 1} {name}: {res["ips"]:.3f} img/s, peak {res["mem"]:.0f} MiB', file=sys.stderr,
+                  flush=True)
+    out = {}
+    for name, rs in runs.items():
+        out[name] = dict(ips=statistics.median(r['ips'] for r in rs), mem=statistics.median(r['mem'] for r in rs),
+                         all_ips=[r['ips'] for r in rs], split=rs[0].get('split'), profile=rs[0].get('profile'))
+    return out
+
+
+def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
+    lines = [header, '',
+             '| benchmark | beit_mm img/s | peer img/s (peer) | throughput ratio | beit_mm peak MiB | peer peak MiB | '
+             'memory ratio |', '|---|---|---|---|---|---|---|']
+    for title, res in rows:
+        (_, o), (peer, p) = res.items()
+        lines.append(f'| {title} | {o["ips"]:.3f} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
+                     f'{o["mem"]:.0f} | {p["mem"]:.0f} | x{o["mem"] / max(p["mem"], 1e-9):.2f} |')
+    splits = [(title, name, r['split']) for title, res in rows for name, r in res.items() if r.get('split')]
+    if splits:
+        lines += ['', 'Time per step by part, seconds (share of the step):', '',
+                  '| benchmark | model | tokenizer | backbone | neck + head | optimizer | other | step |',
+                  '|---|---|---|---|---|---|---|---|']
+        for title, name, s in splits:
+            cells = ' | '.join(f'{s[k]:.2f} ({s[k] / s["total"]:.0%})' for k in
+                               ('tokenizer', 'backbone', 'neck + head', 'optimizer', 'other'))
+            lines.append(f'| {title} | {name} | {cells} | {s["total"]:.2f} |')
+    return '\n'.join(lines)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--parts', nargs='+', default=['mim', 'finetune', 'seg512', 'seg640', 'slide640'],
+                        help='mim, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), backbone')
+    parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
+    parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
+    parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")
+    parser.add_argument('--batch-size', type=int, default=None,
+                        help='images per step (default: CUDA 32 at 224 and 2 for segmentation; CPU 2 and 1)')
+    parser.add_argument('--iters', type=int, default=2, help='timed steps per model and round')
+    parser.add_argument('--warmup', type=int, default=1, help='untimed steps per model and round first')
+    parser.add_argument('--rounds', type=int, default=3, help='alternations of the peers; medians are reported')
+    parser.add_argument('--no-split', dest='split', action='store_false', help='skip the per-part time split')
+    parser.add_argument('--profile', type=int, default=0, metavar='N', help="print torch.profiler's top-N ops")
+    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    parser.add_argument('--out', help='also write the Markdown tables to this file')
+    return parser.parse_args()
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == 'cuda':
+        return f'{torch.cuda.get_device_name(device)}, torch {torch.__version__}'
+    from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
+    model = 'CPU'
+    with contextlib.suppress(OSError):
+        with open('/proc/cpuinfo') as f:
+            model = next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name')), model)
+    bf16 = 'native bf16 (AVX512-BF16/AMX)' if cpu_has_native_bf16() else 'no native bf16 (AVX2/AVX512F only)'
+    return f'{model}, {torch.get_num_threads()} threads, {bf16}, torch {torch.__version__}'
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--model', choices=sorted(PEERS), default='beit')
-    parser.add_argument('--amp', action='store_true', help='bf16 autocast (fp16 on CUDA devices without bf16)')
-    parser.add_argument('--batch-size', type=int, default=8)
-    parser.add_argument('--img-size', type=int, default=224)
-    parser.add_argument('--iters', type=int, default=5)
-    parser.add_argument('--warmup', type=int, default=2)
-    parser.add_argument('--rounds', type=int, default=2, help='alternate the peers this many times; best is kept')
-    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
-    args = parser.parse_args()
+    args = parse_args()
+    import beit_mm  # noqa: F401  (registers the plugin)
+    from mmengine.logging import MMLogger
+
+    from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
+    MMLogger.get_instance('benchmark', log_level='WARNING')
+    logger = MMLogger.get_current_instance()
+    logger.setLevel('WARNING')
     device = torch.device(args.device)
-    peers = PEERS[args.model](args.img_size)
-    results: dict[str, tuple[float, float]] = {}
-    for _ in range(args.rounds):  # alternate so drift (thermal, other load) hits both peers alike
-        for name, build in peers.items():
-            ips, mem = bench(build, args, device)
-            best = results.get(name, (0.0, 0.0))
-            results[name] = (max(best[0], ips), max(best[1], mem))
-    dtype = str(amp_dtype(device)).replace('torch.', '') if args.amp else 'float32'
-    print(f'device={device} dtype={dtype} batch={args.batch_size} img={args.img_size} iters={args.iters}')
-    for name, (ips, mem) in results.items():
-        print(f'{name:>18}: {ips:8.3f} img/s  peak {mem:9.1f} MiB')
-    (ours, (o_ips, o_mem)), (peer, (p_ips, p_mem)) = results.items()
-    print(f'ratio {ours} / {peer}: throughput x{o_ips / p_ips:.2f}, peak memory x{o_mem / max(p_mem, 1e-9):.2f}')
+    dtype = amp_dtype_for_device(device.type) if args.amp else None
+    rows = []
+    for name in args.parts:
+        seg = name.startswith(('seg', 'slide'))
+        if args.batch_size is None:
+            args.batch_size = (2 if seg else 32) if device.type == 'cuda' else (1 if seg else 2)
+            batch_default = True
+        else:
+            batch_default = False
+        part = make_part(name, args)
+        print(f'{part.title}: batch {args.batch_size}', file=sys.stderr, flush=True)
+        res = run_part(part, args, device, dtype)
+        rows.append((f'{part.title}, batch {args.batch_size}', res))
+        for peer, r in res.items():
+            if r['profile']:
+                print(f'\n### {part.title}: {peer} profile\n\n```\n{r["profile"]}\n```\n')
+        if batch_default:
+            args.batch_size = None
+    dtype_name = str(dtype).replace('torch.', '') + ' autocast' if dtype is not None else 'float32'
+    header = (f'Device: {describe_device(device)}; dtype {dtype_name}; {args.iters} timed steps after {args.warmup} '
+              f'warm-up, median of {args.rounds} alternating rounds.')
+    table = markdown(rows, header)
+    print(table)
+    if args.out:
+        with open(args.out, 'w') as f:
+            f.write(table + '\n')
 
 
 if __name__ == '__main__':

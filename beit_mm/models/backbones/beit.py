@@ -67,7 +67,8 @@ class BEiT(BaseModule):
         final_norm: apply the final LayerNorm ``norm`` to the last block's output.
         with_mask_token: learn ``mask_token`` for masked image modeling (``forward(x, mask)``).
         with_cp: gradient checkpointing of every block (saves memory, costs a second forward).
-        fused_attn: ``F.scaled_dot_product_attention`` (True) or the eager softmax(QK^T) path.
+        attn_impl: attention kernel: ``'auto'`` (the measured-fastest for the device, dtype and mode; table in
+            ``beit_mm/models/layers/attention.py``), ``'sdpa'`` or ``'eager'``; all compute the same function.
         init_mode: the random initialization without a checkpoint, after unilm's two model files:
             ``'finetune'`` (``beit/modeling_finetune.py``, ``VisionTransformer.__init__``/``_init_weights``: Linear
             weights and cls/pos tokens timm ``trunc_normal_(std=0.02)`` with bounds +-2, zero biases, unit
@@ -96,7 +97,7 @@ class BEiT(BaseModule):
                  final_norm: bool = False,
                  with_mask_token: bool = False,
                  with_cp: bool = False,
-                 fused_attn: bool = True,
+                 attn_impl: str = 'auto',
                  init_mode: str = 'finetune',
                  init_cfg: dict | None = None) -> None:
         super().__init__(init_cfg=init_cfg)
@@ -132,7 +133,7 @@ class BEiT(BaseModule):
             BEiTBlock(embed_dims, self.num_heads, arch['mlp_ratio'],
                       grid=self.grid if use_rel_pos_bias else None,
                       layer_scale_init_value=layer_scale_init_value, drop_path=dpr[i], attn_drop=attn_drop_rate,
-                      drop=drop_rate, fused_attn=fused_attn) for i in range(num_layers)
+                      drop=drop_rate, attn_impl=attn_impl) for i in range(num_layers)
         ])
         if any(not -num_layers <= i < num_layers for i in out_indices):
             raise ValueError(f'out_indices {tuple(out_indices)} out of range for {num_layers} blocks')
@@ -194,13 +195,13 @@ class BEiT(BaseModule):
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None) -> tuple[list[Tensor], tuple[int, int]]:
         """Token sequences (B, 1 + h*w, C) of the blocks in ``out_indices`` and the patch grid (h, w)."""
         x, grid = self.embed(x, mask)
-        shared_bias = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
+        shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
         outs = []
         for i, blk in enumerate(self.blocks):
             if self.with_cp and x.requires_grad:
-                x = cp.checkpoint(blk, x, grid, shared_bias, use_reentrant=False)
+                x = cp.checkpoint(blk, x, grid, shared_table, use_reentrant=False)
             else:
-                x = blk(x, grid, shared_bias)
+                x = blk(x, grid, shared_table)
             if i == self.num_layers - 1 and self.norm is not None:
                 x = self.norm(x)
             if i in self.out_indices:

@@ -1,11 +1,51 @@
-"""BEiT multi-head self-attention: q/v bias (no k bias), optional per-block relative position bias, SDPA or eager."""
+"""BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, SDPA or eager kernel.
+
+Kernel choice (``attn_impl='auto'``, the default): the measured-fastest correct kernel per device and mode. Time of
+one ``BEiTAttention`` of BEiT-B (768 wide, 12 heads, learnable relative position bias, q/k/v and output projections
+included) with SDPA over the time with eager, median of alternating rounds
+(``tools/analysis/benchmark_attention.py``; AMD EPYC Zen 5 with AVX512-BF16, no AMX, 2 shared cores, torch 2.13):
+
+| device | dtype | train (forward + backward) | inference (forward) | auto picks |
+|---|---|---|---|---|
+| CPU | float32 | N=197 (batch 8) x1.08; N=1601 (batch 1) x1.05 | N=197 x0.81; N=1601 x0.64 | eager / sdpa |
+| CPU | bfloat16 | N=197 x2.00; N=1601 x2.68* | N=197 x0.92; N=1601 x0.75* | eager / sdpa |
+| CUDA | any | not measured (no GPU lent) | not measured | sdpa, memory-efficient |
+
+(* the attention kernel alone, without the projections: the full-module run at N=1601 in bf16 did not finish within
+the time box on the shared machine.) ``tools/analysis/gpu_report.sh`` measures the CUDA rows.
+
+PyTorch's CPU SDPA kernel (flash attention for CPU) is fast forward but its backward with a float mask that needs a
+gradient is slower than two matmuls and a softmax, in bf16 by 2-3x; so training on CPU uses the eager path (the one
+mmseg's and mmpretrain's BEiT use). On CUDA, biased attention is pinned to the memory-efficient kernel (with the math
+kernel as fallback): flash attention takes no float mask, and cuDNN attention (the default on H100/H200 with cuDNN
+>= 9.15) has NaN-gradient and mask-dtype reports with masks (pytorch/pytorch#196678, #191612); ``tools/analysis/
+gpu_report.sh`` re-checks the chosen kernel against eager on the GPU. The bias is gathered once per
+forward per block, already in the compute dtype and with an 8-aligned row stride so that kernel uses it without a
+copy. FlexAttention was tried and dropped: torch 2.13 raises "FlexAttention does not support backward on CPU", and
+its compiled CPU forward (N=1601, 12 heads, bias as ``score_mod``) took 130-166 ms against SDPA's 112-142 ms.
+"""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from .rel_pos_bias import gather_relative_position_bias, num_relative_distance, resize_rel_pos_bias_table
+
+ATTN_IMPLS = ('auto', 'sdpa', 'eager')
+# Row alignment (elements) of the gathered bias that CUDA's memory-efficient SDPA kernel takes without copying.
+SDPA_BIAS_ALIGN = 8
+# Biased attention on CUDA: memory-efficient kernel, math as the fallback (see the module docstring).
+BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+
+
+def select_attn_impl(device_type: str, needs_grad: bool) -> str:
+    """``'sdpa'`` or ``'eager'``: what ``attn_impl='auto'`` runs (the module docstring's table; on CPU the choice
+    was the same for fp32 and bf16 and for 197 and 1601 tokens)."""
+    if device_type != 'cpu':
+        return 'sdpa'
+    return 'eager' if needs_grad else 'sdpa'
 
 
 class BEiTAttention(nn.Module):
@@ -21,7 +61,9 @@ class BEiTAttention(nn.Module):
         qv_bias: learn q and v biases.
         attn_drop: dropout on attention probabilities.
         proj_drop: dropout after the output projection.
-        fused_attn: use ``F.scaled_dot_product_attention`` (True) or the explicit softmax(QK^T) path (False).
+        attn_impl: ``'auto'`` (the measured-fastest kernel for the device, dtype and whether gradients are needed;
+            see the module docstring), ``'sdpa'`` (``F.scaled_dot_product_attention``) or ``'eager'`` (explicit
+            softmax(QK^T + bias) V). All compute the same function.
     """
 
     def __init__(self,
@@ -31,13 +73,15 @@ class BEiTAttention(nn.Module):
                  qv_bias: bool = True,
                  attn_drop: float = 0.0,
                  proj_drop: float = 0.0,
-                 fused_attn: bool = True) -> None:
+                 attn_impl: str = 'auto') -> None:
         super().__init__()
         if embed_dims % num_heads:
             raise ValueError(f'embed_dims {embed_dims} is not divisible by num_heads {num_heads}')
+        if attn_impl not in ATTN_IMPLS:
+            raise ValueError(f'attn_impl={attn_impl!r} is not one of {ATTN_IMPLS}')
         self.num_heads = num_heads
         self.scale = (embed_dims // num_heads) ** -0.5
-        self.fused_attn = fused_attn
+        self.attn_impl = attn_impl
         self.qkv = nn.Linear(embed_dims, embed_dims * 3, bias=False)
         if qv_bias:
             self.q_bias = nn.Parameter(torch.zeros(embed_dims))
@@ -53,9 +97,19 @@ class BEiTAttention(nn.Module):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def forward(self, x: Tensor, grid: tuple[int, int], rel_pos_bias: Tensor | None = None) -> Tensor:
-        """x: (B, 1 + Wh*Ww, C) with the cls token first; grid: the input's (Wh, Ww); rel_pos_bias: a shared bias
-        (heads, N, N) added to this block's own. Returns (B, N, C)."""
+    def _bias_table(self, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor | None:
+        """This block's table resampled to ``grid`` plus the shared one: (num_relative_distance(grid), heads)."""
+        table = None
+        if self.relative_position_bias_table is not None:
+            table = resize_rel_pos_bias_table(self.relative_position_bias_table, self.grid, grid)
+        if shared_table is not None:
+            table = shared_table if table is None else table + shared_table
+        return table
+
+    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None) -> Tensor:
+        """x: (B, 1 + Wh*Ww, C) with the cls token first; grid: the input's (Wh, Ww); shared_table: a shared
+        relative position bias table already resampled to ``grid`` (num_relative_distance(grid), heads), added to
+        this block's own before the bias is gathered. Returns (B, N, C)."""
         b, n, c = x.shape
         bias = None
         if self.q_bias is not None:
@@ -63,18 +117,24 @@ class BEiTAttention(nn.Module):
         qkv = F.linear(x, self.qkv.weight, bias).reshape(b, n, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)  # (B, heads, N, C/heads)
 
+        impl = self.attn_impl
+        if impl == 'auto':
+            impl = select_attn_impl(q.device.type, torch.is_grad_enabled() and q.requires_grad)
+        table = self._bias_table(grid, shared_table)
         attn_bias = None
-        if self.relative_position_bias_table is not None:
-            table = resize_rel_pos_bias_table(self.relative_position_bias_table, self.grid, grid)
-            attn_bias = gather_relative_position_bias(table, grid)
-        if rel_pos_bias is not None:
-            attn_bias = rel_pos_bias if attn_bias is None else attn_bias + rel_pos_bias
-        if attn_bias is not None:
-            attn_bias = attn_bias.unsqueeze(0).to(q.dtype)
+        if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
+            align = SDPA_BIAS_ALIGN if impl == 'sdpa' else 1
+            attn_bias = gather_relative_position_bias(table, grid, align, dtype=q.dtype).unsqueeze(0)
 
-        if self.fused_attn:
-            x = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=attn_bias, dropout_p=self.attn_drop.p if self.training else 0.0, scale=self.scale)
+        if impl == 'sdpa':
+            dropout_p = self.attn_drop.p if self.training else 0.0
+            if attn_bias is not None and q.device.type == 'cuda':
+                with sdpa_kernel(BIASED_SDPA_BACKENDS):
+                    x = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout_p,
+                                                       scale=self.scale)
+            else:
+                x = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout_p,
+                                                   scale=self.scale)
         else:
             attn = (q * self.scale) @ k.transpose(-2, -1)
             if attn_bias is not None:

@@ -21,7 +21,7 @@ class BEiTBlock(nn.Module):
         grid: patch grid of a per-block relative position bias, or None.
         layer_scale_init_value: initial gamma; 0 disables layer scale (no gamma parameters).
         drop_path: stochastic depth rate of this block.
-        fused_attn: SDPA (True) or eager attention.
+        attn_impl: attention kernel, ``'auto'`` | ``'sdpa'`` | ``'eager'`` (:class:`BEiTAttention`).
         norm_eps: LayerNorm epsilon (1e-6 in BEiT).
     """
 
@@ -34,12 +34,12 @@ class BEiTBlock(nn.Module):
                  drop_path: float = 0.0,
                  attn_drop: float = 0.0,
                  drop: float = 0.0,
-                 fused_attn: bool = True,
+                 attn_impl: str = 'auto',
                  norm_eps: float = 1e-6) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(embed_dims, eps=norm_eps)
         self.attn = BEiTAttention(embed_dims, num_heads, grid, attn_drop=attn_drop, proj_drop=drop,
-                                  fused_attn=fused_attn)
+                                  attn_impl=attn_impl)
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         self.norm2 = nn.LayerNorm(embed_dims, eps=norm_eps)
         self.mlp = Mlp(embed_dims, int(embed_dims * mlp_ratio), drop=drop)
@@ -49,9 +49,10 @@ class BEiTBlock(nn.Module):
         else:
             self.gamma_1 = self.gamma_2 = None
 
-    def forward(self, x: Tensor, grid: tuple[int, int], rel_pos_bias: Tensor | None = None) -> Tensor:
-        """x: (B, 1 + Wh*Ww, C) -> (B, 1 + Wh*Ww, C)."""
-        y = self.attn(self.norm1(x), grid, rel_pos_bias)
+    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None) -> Tensor:
+        """x: (B, 1 + Wh*Ww, C) -> (B, 1 + Wh*Ww, C); shared_table: a shared relative position bias table resampled
+        to ``grid`` (num_relative_distance(grid), heads), or None."""
+        y = self.attn(self.norm1(x), grid, shared_table)
         x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
         y = self.mlp(self.norm2(x))
         return x + self.drop_path(y if self.gamma_2 is None else self.gamma_2 * y)

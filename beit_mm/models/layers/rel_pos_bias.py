@@ -50,11 +50,28 @@ def relative_position_index(grid: tuple[int, int]) -> Tensor:
     return index
 
 
-def gather_relative_position_bias(table: Tensor, grid: tuple[int, int]) -> Tensor:
-    """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads)."""
+def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: int = 1,
+                                  dtype: torch.dtype | None = None) -> Tensor:
+    """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads).
+
+    ``dtype``: the result's dtype (default the table's). The rows are gathered in the table's dtype and cast after, so
+    the gradient of the table is accumulated in the table's precision (fp32 under bf16 autocast), not in bf16.
+
+    With ``align > 1`` the rows are gathered into a buffer whose row stride is rounded up to a multiple of ``align``
+    elements and the (heads, N, N) view of it is returned. CUDA's memory-efficient SDPA kernel needs an 8-aligned
+    bias and otherwise pads (copies) it on every call (``preprocess_mask``/``pad_bias`` in pytorch
+    ``aten/src/ATen/native/transformers/attention.cpp``); gathering into the padded layout costs nothing extra.
+    The values equal the ``align=1`` result exactly.
+    """
     index = relative_position_index(tuple(grid)).to(table.device)
     n = index.shape[0]
-    return table[index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
+    n_pad = -(-n // align) * align
+    if n_pad != n:  # padding columns read row 0; they are sliced away and get no gradient
+        index = F.pad(index, (0, n_pad - n))
+    bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
+    # one copy into a contiguous (heads, N, N_pad) buffer, casting on the way (autograd casts the gradient back)
+    out = torch.empty(bias.shape, dtype=dtype or table.dtype, device=table.device).copy_(bias)
+    return out[:, :, :n]
 
 
 def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:
@@ -149,6 +166,9 @@ def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid
 class RelativePositionBias(nn.Module):
     """A relative position bias table shared by all blocks (BEiT pretraining: ``rel_pos_bias.*`` in checkpoints).
 
+    ``forward(grid)`` returns the table resampled to ``grid``; each block adds it to its own table (if any) and
+    gathers the (heads, N, N) bias once (:class:`beit_mm.models.layers.BEiTAttention`).
+
     Args:
         grid: patch grid (Wh, Ww) the table is built for.
         num_heads: attention heads.
@@ -160,6 +180,5 @@ class RelativePositionBias(nn.Module):
         self.relative_position_bias_table = nn.Parameter(torch.zeros(num_relative_distance(self.grid), num_heads))
 
     def forward(self, grid: tuple[int, int]) -> Tensor:
-        """Bias (heads, N+1, N+1) for an input whose patch grid is ``grid``."""
-        table = resize_rel_pos_bias_table(self.relative_position_bias_table, self.grid, grid)
-        return gather_relative_position_bias(table, grid)
+        """Table (num_relative_distance(grid), heads) for an input whose patch grid is ``grid``."""
+        return resize_rel_pos_bias_table(self.relative_position_bias_table, self.grid, grid)

@@ -1,0 +1,153 @@
+"""BEiT attention kernels: time of SDPA and eager per device, dtype and mode, and their agreement (the kernel table).
+
+    python tools/analysis/benchmark_attention.py [--device cuda] [--tokens 197 1601] [--batch 8 1] [--check]
+
+For each token count N (197 = 224 px, 1601 = 640 px at patch 16) one ``BEiTAttention`` of BEiT-B (768 wide, 12
+heads, a learnable relative position bias) runs forward + backward ("train") and forward under ``no_grad``
+("inference") with ``attn_impl='eager'`` and ``'sdpa'``, in fp32 and under the autocast dtype of ``--amp``.
+Prints a Markdown table: milliseconds per call, SDPA / eager time and what ``'auto'`` picks; with ``--check`` also the
+largest difference of the SDPA output and input/bias gradients from eager's, and whether it is within the stated
+tolerance (fp32: 1e-5 absolute on outputs, 1e-4 on gradients; bf16/fp16: 2e-2 relative to the output's scale). Exits 1 when a
+check fails. Nothing here is asserted by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
+"""
+from __future__ import annotations
+
+import argparse
+import os.path as osp
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
+
+TOLERANCE = {torch.float32: (1e-5, 1e-4)}  # (output, gradients), absolute
+LOW_PRECISION_REL_TOL = 2e-2
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
+    parser.add_argument('--tokens', type=int, nargs='+', default=[197, 1601], help='patch grid side**2 + 1 values')
+    parser.add_argument('--batch', type=int, nargs='+', default=[8, 1], help='batch per --tokens entry')
+    parser.add_argument('--embed-dims', type=int, default=768)
+    parser.add_argument('--heads', type=int, default=12)
+    parser.add_argument('--iters', type=int, default=5)
+    parser.add_argument('--rounds', type=int, default=3, help='alternations of the kernels; medians are reported')
+    parser.add_argument('--dtypes', nargs='+', choices=['fp32', 'amp'], default=['fp32', 'amp'],
+                        help="fp32 and/or the autocast dtype of tools/train.py --amp on this device")
+    parser.add_argument('--check', action='store_true', help='also compare SDPA with eager (exit 1 on a mismatch)')
+    parser.add_argument('--no-timing', dest='timing', action='store_false', help='only --check')
+    return parser.parse_args()
+
+
+def grid_for(tokens: int) -> tuple[int, int]:
+    side = round((tokens - 1) ** 0.5)
+    if side * side + 1 != tokens:
+        raise ValueError(f'--tokens {tokens} is not side**2 + 1 (e.g. 197 for 14x14, 1601 for 40x40)')
+    return side, side
+
+
+def make(impl: str, args, grid, device, seed: int = 0):
+    from beit_mm.models.layers import BEiTAttention
+    torch.manual_seed(seed)
+    attn = BEiTAttention(args.embed_dims, args.heads, grid=grid, attn_impl=impl).to(device)
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.normal_(0, 0.2 if p.dim() == 1 else 0.05)
+    return attn
+
+
+def call(attn, x, grid, dtype, train: bool) -> torch.Tensor:
+    with torch.autocast(x.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        if train:
+            out = attn(x, grid)
+            out.float().square().mean().backward()
+        else:
+            with torch.no_grad():
+                out = attn(x, grid)
+    return out
+
+
+def time_ms(attn, x, grid, dtype, train, iters) -> float:
+    sync = torch.cuda.synchronize if x.device.type == 'cuda' else (lambda: None)
+    call(attn, x, grid, dtype, train)
+    sync()
+    start = time.perf_counter()
+    for _ in range(iters):
+        call(attn, x, grid, dtype, train)
+    sync()
+    return (time.perf_counter() - start) / iters * 1000
+
+
+def check(args, tokens, batch, device, dtype) -> tuple[str, bool]:
+    """Largest |SDPA - eager| of the output and of the input and bias-table gradients."""
+    grid = grid_for(tokens)
+    results = {}
+    for impl in ('eager', 'sdpa'):
+        attn = make(impl, args, grid, device)
+        x = torch.randn(batch, tokens, args.embed_dims, generator=torch.Generator().manual_seed(1)).to(device)
+        x.requires_grad_(True)
+        out = call(attn, x, grid, dtype, True)
+        results[impl] = (out.detach().float(), x.grad.float(), attn.relative_position_bias_table.grad.float())
+    (o_e, gx_e, gb_e), (o_s, gx_s, gb_s) = results['eager'], results['sdpa']
+    d_out = (o_s - o_e).abs().max().item()
+    d_grad = max((gx_s - gx_e).abs().max().item(), (gb_s - gb_e).abs().max().item())
+    if dtype is None:
+        tol_out, tol_grad = TOLERANCE[torch.float32]
+        ok = d_out <= tol_out and d_grad <= tol_grad
+        tol = f'{tol_out:g} / {tol_grad:g} abs'
+    else:
+        scale_out = o_e.abs().max().item()
+        scale_grad = max(gx_e.abs().max().item(), gb_e.abs().max().item())
+        ok = d_out <= LOW_PRECISION_REL_TOL * scale_out and d_grad <= LOW_PRECISION_REL_TOL * scale_grad
+        tol = f"{LOW_PRECISION_REL_TOL:g} x max abs(eager)"
+        d_out, d_grad = d_out / scale_out, d_grad / scale_grad
+    return f'{d_out:.2e} | {d_grad:.2e} | {tol} | {"ok" if ok else "FAIL"}', ok
+
+
+def main() -> None:
+    args = parse_args()
+    from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
+    from beit_mm.models.layers.attention import select_attn_impl
+    device = torch.device(args.device)
+    if len(args.batch) != len(args.tokens):
+        raise SystemExit('--batch needs one value per --tokens value')
+    dtypes = ([None] if 'fp32' in args.dtypes else []) + (
+        [amp_dtype_for_device(device.type)] if 'amp' in args.dtypes and amp_dtype_for_device(device.type) else [])
+    name = torch.cuda.get_device_name(device) if device.type == 'cuda' else f'CPU, {torch.get_num_threads()} threads'
+    print(f'BEiTAttention {args.embed_dims} wide, {args.heads} heads, relative position bias; {name}, '
+          f'torch {torch.__version__}\n')
+    all_ok = True
+    if args.timing:
+        print('| N | batch | dtype | mode | eager ms | sdpa ms | sdpa / eager | auto picks |')
+        print('|---|---|---|---|---|---|---|---|')
+        for tokens, batch in zip(args.tokens, args.batch):
+            grid = grid_for(tokens)
+            for dtype in dtypes:
+                for train in (True, False):
+                    kernels = {impl: make(impl, args, grid, device) for impl in ('eager', 'sdpa')}
+                    x = torch.randn(batch, tokens, args.embed_dims, device=device, requires_grad=train)
+                    ms = {impl: [] for impl in kernels}
+                    for _ in range(args.rounds):
+                        for impl, attn in kernels.items():
+                            ms[impl].append(time_ms(attn, x, grid, dtype, train, args.iters))
+                    e, s = statistics.median(ms['eager']), statistics.median(ms['sdpa'])
+                    dt = str(dtype or torch.float32).replace('torch.', '')
+                    print(f'| {tokens} | {batch} | {dt} | {"train" if train else "inference"} | {e:.1f} | {s:.1f} | '
+                          f'x{s / e:.2f} | {select_attn_impl(device.type, train)} |', flush=True)
+    if args.check:
+        print('\n| N | batch | dtype | max diff output (sdpa vs eager) | max diff gradients | tolerance | result |')
+        print('|---|---|---|---|---|---|---|')
+        for tokens, batch in zip(args.tokens, args.batch):
+            for dtype in dtypes:
+                row, ok = check(args, tokens, batch, device, dtype)
+                all_ok &= ok
+                print(f'| {tokens} | {batch} | {str(dtype or torch.float32).replace("torch.", "")} | {row} |',
+                      flush=True)
+    sys.exit(0 if all_ok else 1)
+
+
+if __name__ == '__main__':
+    main()
