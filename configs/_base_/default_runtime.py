@@ -13,3 +13,9 @@ log_level = 'INFO'
 load_from = None
 resume = False
 tta_model = dict(type='SegTTAModel')
+# Before the first iteration: file pairing, decodable files, sizes and label values of the train/val sets (a sample
+# of 200 pairs per split is decoded; every batch's labels are checked); a NaN/inf loss stops the run with hints.
+custom_hooks = [
+    dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
+    dict(type='beit_mm.NonFiniteLossHook'),
+]
