@@ -78,8 +78,32 @@ def _wait_for(predicate, proc: subprocess.Popen, log: str, timeout: float = 900)
         time.sleep(0.02)
 
 
+def _descendants(pid: int) -> list:
+    """Process ids of all descendants of ``pid`` (from /proc; torchrun starts its workers in sessions of their own)."""
+    children: dict = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
 def _kill(proc: subprocess.Popen) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)  # the whole process group: launcher and workers, like a lost node
+    """SIGKILL the run and every process it started (launcher and workers), like a lost node."""
+    for pid in [proc.pid, *_descendants(proc.pid)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
 
@@ -167,7 +191,7 @@ def test_two_process_gloo_kill_and_resume_is_bit_identical(data_root, tmp_path):
     killed, killed_log = _launch([*dist, pause_3, '2', '--work-dir', work_dir, *_options(data_root, iters)],
                                  work_dir)
     _wait_for(lambda: osp.exists(osp.join(work_dir, 'paused_at_3')), killed, killed_log)
-    _kill(killed)  # torchrun and both workers
+    _kill(killed)  # bash, torchrun and both workers
     assert _last(work_dir) == 'iter_2.pth'
     final, final_log = _launch([*dist, CONFIG, '2', '--work-dir', work_dir, '--resume', *_options(data_root, iters)],
                                work_dir)
