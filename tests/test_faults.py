@@ -156,7 +156,8 @@ def test_nan_loss_stops_with_iteration_terms_and_hints(tmp_path):
         cfg[dl].dataset.data_root = root
     cfg.work_dir = str(tmp_path / 'work')
     cfg.train_cfg.val_interval = 100
-    cfg.custom_hooks = [dict(type='beit_mm.NonFiniteLossHook'), dict(type='beit_mm._PoisonWeightsHook', priority='LOWEST')]
+    cfg.custom_hooks = [dict(type='beit_mm.NonFiniteLossHook'),
+                        dict(type='beit_mm._PoisonWeightsHook', priority='LOWEST')]
     runner = Runner.from_cfg(cfg)
     with pytest.raises(NonFiniteLossError) as info:
         runner.train()

@@ -32,8 +32,8 @@ def load_pretrained_backbone(model: nn.Module,
             raise KeyError(
                 f'{checkpoint} has no key starting with init_cfg.prefix={prefix!r}; it looks like '
                 f'{checkpoint_kind(state_dict) or "an unknown model"} (first keys: {list(state_dict)[:4]}); fix '
-                'init_cfg.prefix: prefix=None for a backbone-only file (tools/convert_checkpoint.py output), prefix=\'backbone.\' '
-                'for a whole segmentor/classifier/MIM checkpoint')
+                'init_cfg.prefix: prefix=None for a backbone-only file (tools/convert_checkpoint.py output), '
+                "prefix='backbone.' for a whole segmentor/classifier/MIM checkpoint")
         state_dict = stripped
     check_checkpoint_kind(state_dict, model, checkpoint, convert_hint)
     if adapt is not None:
