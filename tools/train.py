@@ -30,10 +30,13 @@ import torch
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 from mmengine.registry import RUNNERS
-from mmengine.runner import Runner, find_latest_checkpoint
+from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
+from beit_mm.converters.io import check_checkpoint_file
+from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
+from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, init_cpu_process_group
 
 
@@ -126,13 +129,16 @@ def set_compile(cfg: Config, backend: str) -> None:
 
 
 def set_resume(cfg: Config, resume: str) -> None:
-    """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from ``work_dir/last_checkpoint`` when
-    it exists, else start as configured (keeping a pretrained ``load_from``, which MMEngine's own auto-resume drops).
+    """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
+    work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
+    :func:`beit_mm.engine.checkpoint.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
+    ``load_from``, which MMEngine's own auto-resume drops).
     """
     if resume != 'auto':
+        check_checkpoint_file(resume)  # a missing/truncated/non-checkpoint file: a named error before the run
         cfg.resume, cfg.load_from = True, resume
         return
-    latest = find_latest_checkpoint(cfg.work_dir)
+    latest = find_last_complete_checkpoint(cfg.work_dir)
     if latest is None:
         print_log(f'--resume: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
                   level=logging.WARNING)
@@ -156,6 +162,8 @@ def main() -> None:
         set_compile(cfg, args.compile)
     if args.resume is not None:
         set_resume(cfg, args.resume)
+    check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
+    use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
     adapt_cfg_to_launcher(cfg, args.launcher)
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 

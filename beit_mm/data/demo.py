@@ -217,7 +217,8 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
     """Check that ``root/annotations/{training,validation}/*.png`` hold raw ADE20K label maps.
 
     Raw ADE20K masks are single-channel uint8 maps with 0 = "other" and 1..150 = classes; mmseg's ``ADE20KDataset``
-    turns them into training targets with ``reduce_zero_label=True`` (0 -> 255 ignored, k -> k - 1).
+    turns them into training targets with ``reduce_zero_label=True`` (0 -> 255 ignored, k -> k - 1). The rules are
+    :func:`beit_mm.data.checks.check_label_values` (the same ones the dataset check before training applies).
 
     Args:
         root (str): dataset root.
@@ -228,9 +229,11 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
 
     Raises:
         FileNotFoundError: no masks under ``root/annotations``.
-        ValueError: a mask is an RGB image, a 0/255 binary map, already reduced (contains 255 = ignore), or has
-            values above 150; the message names the file and the fix.
+        DatasetCheckError: (a ``ValueError``) a mask is an RGB image, a 0/255 binary map, already reduced (contains
+            255 = ignore), or has values above 150; the message names the file and the fix.
     """
+    from .checks import DatasetCheckError, LabelRule, check_label_values, label_problems  # (kept local: merge-friendly)
+    rule = LabelRule(num_classes=ADE20K_NUM_CLASSES, reduce_zero_label=True)
     counts: Dict[int, int] = {}
     n_files = 0
     for split, _ in _SPLITS:
@@ -238,24 +241,13 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
         for path in paths:
             n_files += 1
             mask = np.asarray(Image.open(path))  # palette PNGs give their indices
-            if mask.ndim != 2:
-                raise ValueError(f'{path}: label map has shape {mask.shape}, expected a single-channel (H, W) map of '
-                                 'class indices. Convert colour-coded masks to index maps (0 = other, 1..150).')
             values, value_counts = np.unique(mask, return_counts=True)
-            present = set(values.tolist())
-            if 255 in present and present <= {0, 255}:
-                raise ValueError(f'{path}: label map holds only 0 and 255, a binary mask, not ADE20K class indices '
-                                 '(0 = other, 1..150). Use the original ADEChallengeData2016 annotations; do not '
-                                 'save masks as 0/255 images.')
-            if 255 in present:
-                raise ValueError(f'{path}: label map contains 255 beside class values {sorted(present - {255})[:8]}: '
-                                 'it looks already reduced (0 -> 255). ADE20KDataset(reduce_zero_label=True) would '
-                                 'reduce it a second time. Use the raw masks, or set reduce_zero_label=False for '
-                                 'masks reduced offline.')
-            too_large = sorted(v for v in present if v > ADE20K_NUM_CLASSES)
-            if too_large:
-                raise ValueError(f'{path}: label values {too_large[:8]} are outside 0..{ADE20K_NUM_CLASSES} '
-                                 '(0 = other, 1..150 = ADE20K classes). Check the annotation conversion.')
+            problem = ('colour', f'shape {mask.shape}') if mask.ndim != 2 else check_label_values(values.tolist(),
+                                                                                                  rule)
+            if problem is not None:
+                report = label_problems(rule)[problem[0]]
+                report.add(path, problem[1])
+                raise DatasetCheckError(report.message(split))
             for value, count in zip(values.tolist(), value_counts.tolist()):
                 counts[value] = counts.get(value, 0) + count
     if n_files == 0:

@@ -39,6 +39,10 @@ from mmcv.transforms import BaseTransform
 
 from beit_mm.registry import TRANSFORMS
 
+class TooFewMaskedPatchesError(ValueError):
+    """The mask generator's arguments give (nearly) empty masks, hence a NaN MIM loss."""
+
+
 # unilm `MaskingGenerator._mask`: attempts to place one rectangle before giving up.
 NUM_ATTEMPTS_PER_BLOCK = 10
 
@@ -96,6 +100,14 @@ class BlockwiseMaskGenerator:
                              f'for a {self.height}x{self.width} grid')
         if min_num_patches < 1:
             raise ValueError(f'min_num_patches={min_num_patches} must be >= 1')
+        if num_masking_patches < min_num_patches:
+            raise TooFewMaskedPatchesError(
+                f'num_masking_patches={num_masking_patches} < min_num_patches={min_num_patches}: blocks are drawn '
+                f'with {num_masking_patches}..{min_num_patches} patches but may add at most {num_masking_patches}, so '
+                'most draws are rejected and masks come out smaller than asked or empty; a batch without masked '
+                'patches makes the MIM loss NaN (unilm issue 551, --num_mask_patches 1). Fix: mask about 40% of the '
+                f'grid (num_masking_patches=75 of 14x14, or mask_ratio=0.4), or min_num_patches <= '
+                f'{num_masking_patches}.')
         max_aspect = 1 / min_aspect if max_aspect is None else max_aspect
         if not 0 < min_aspect <= max_aspect:
             raise ValueError(f'need 0 < min_aspect <= max_aspect, got min_aspect={min_aspect}, '

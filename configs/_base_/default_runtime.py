@@ -13,5 +13,11 @@ log_level = 'INFO'
 load_from = None
 resume = False
 tta_model = dict(type='SegTTAModel')
-# Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size (the recipe's batch).
-custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
+# Before the first iteration: file pairing, decodable files, sizes and label values of the train/val sets (a sample
+# of 200 pairs per split is decoded; every batch's labels are checked); a NaN/inf loss stops the run with hints; a
+# warning when processes x batch x accumulation differs from auto_scale_lr.base_batch_size (the recipe's batch).
+custom_hooks = [
+    dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
+    dict(type='beit_mm.NonFiniteLossHook'),
+    dict(type='beit_mm.BatchSizeCheckHook'),
+]

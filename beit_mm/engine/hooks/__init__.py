@@ -1,3 +1,6 @@
+from .atomic_checkpoint import AtomicCheckpointHook  # noqa: F401
 from .batch_size_check import BatchSizeCheckHook, batch_size_warning, effective_batch_size  # noqa: F401
+from .dataset_check import SegDatasetCheckHook  # noqa: F401
 from .dvae_schedule import DVAEScheduleHook, cosine_anneal  # noqa: F401
+from .loss_guard import NonFiniteLossError, NonFiniteLossHook  # noqa: F401
 from .tokenizer_eval import TokenizerEvalHook  # noqa: F401

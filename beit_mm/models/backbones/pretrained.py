@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from mmengine.logging import MMLogger
 from torch import Tensor, nn
 
-from ...converters.io import load_state_dict_file, strip_prefix
+from ...converters.io import (CHECKPOINT_KINDS, CheckpointFileError, checkpoint_kind, load_state_dict_file,
+                               strip_prefix)
 
 
 def load_pretrained_backbone(model: nn.Module,
@@ -28,9 +29,13 @@ def load_pretrained_backbone(model: nn.Module,
     if prefix:
         stripped = strip_prefix(state_dict, prefix)
         if not stripped:
-            raise KeyError(f'{checkpoint} has no key starting with {prefix!r} (first keys: {list(state_dict)[:5]}); '
-                           f'fix init_cfg.prefix')
+            raise KeyError(
+                f'{checkpoint} has no key starting with init_cfg.prefix={prefix!r}; it looks like '
+                f'{checkpoint_kind(state_dict) or "an unknown model"} (first keys: {list(state_dict)[:4]}); fix '
+                'init_cfg.prefix: prefix=None for a backbone-only file (tools/convert_checkpoint.py output), '
+                "prefix='backbone.' for a whole segmentor/classifier/MIM checkpoint")
         state_dict = stripped
+    check_checkpoint_kind(state_dict, model, checkpoint, convert_hint)
     if adapt is not None:
         state_dict = adapt(state_dict, model)
     result = model.load_state_dict(state_dict, strict=False)
@@ -45,3 +50,22 @@ def load_pretrained_backbone(model: nn.Module,
                        f'{result.unexpected_keys[:10]}')
     logger.info(f'loaded {len(state_dict) - len(result.unexpected_keys)} backbone weights from {checkpoint} '
                 f'(0 missing, {len(result.unexpected_keys)} unexpected)')
+
+
+def check_checkpoint_kind(state_dict: Mapping[str, Tensor], model: nn.Module, checkpoint: str,
+                          convert_hint: str = '') -> None:
+    """Raise a named error when the checkpoint's keys belong to another kind of model than ``model``'s own keys
+    (:func:`beit_mm.converters.io.checkpoint_kind`): a whole segmentor loaded without ``prefix='backbone.'``, a CvT
+    file given to a BEiT (or the reverse), unconverted HF/mmseg/mmpretrain files."""
+    have, want = checkpoint_kind(state_dict), checkpoint_kind(model.state_dict())
+    if have is None or want is None or have == want:
+        return
+    examples = list(state_dict)[:3]
+    if have == CHECKPOINT_KINDS[0][0]:
+        raise CheckpointFileError(
+            f'{checkpoint} is {have} (keys like {examples}), but init_cfg has no prefix. Fix: '
+            "init_cfg=dict(type='Pretrained', checkpoint=..., prefix='backbone.')")
+    raise CheckpointFileError(
+        f'{checkpoint} holds {have} state dict (keys like {examples}), but this backbone ({type(model).__name__}) '
+        f'is {want}. Fix: give a checkpoint of this architecture, or change the backbone type to match the file. '
+        f'{convert_hint}'.strip())

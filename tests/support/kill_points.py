@@ -1,0 +1,61 @@
+"""TEST SUPPORT ONLY: deterministic points at which tests/test_kill_resume.py SIGKILLs a training run.
+
+Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs. Both wait
+(sleep) at a fixed point after creating a marker file, so the test kills at that point on a machine of any speed:
+
+- file backend ``'beit_mm_test_slow_write'``: beit_mm's atomic local backend, except that for the file named
+  ``slow_name`` it writes half of the bytes into ``<file>.part``, flushes them, creates ``<file>.part.halfway`` and
+  sleeps -- a kill in the middle of a checkpoint write. Use it with
+  ``default_hooks.checkpoint.backend_args=dict(backend='beit_mm_test_slow_write', slow_name='iter_4.pth')``;
+- hook ``beit_mm.PauseAtIterationHook(iteration=k)``: right after iteration k's optimizer step, before any other
+  hook (so before a checkpoint of it), creates ``<work_dir>/paused_at_<k>`` (rank 0) and sleeps -- a kill mid-run
+  with one updated, unsaved step.
+"""
+import os
+import os.path as osp
+import time
+from typing import BinaryIO
+
+from mmengine.dist import is_main_process
+from mmengine.fileio import register_backend
+from mmengine.hooks import Hook
+
+from beit_mm.engine.checkpoint import AtomicLocalBackend
+from beit_mm.registry import HOOKS
+
+SLEEP_S = 900
+
+
+class SlowWriteBackend(AtomicLocalBackend):
+
+    def __init__(self, slow_name: str) -> None:
+        self.slow_name = slow_name
+
+    def write_temp(self, f: BinaryIO, data: bytes) -> None:
+        if not f.name.endswith(self.slow_name + '.part'):
+            f.write(data)
+            return
+        f.write(data[:len(data) // 2])
+        f.flush()
+        os.fsync(f.fileno())
+        open(f.name + '.halfway', 'w').close()
+        time.sleep(SLEEP_S)
+        f.write(data[len(data) // 2:])
+
+
+register_backend('beit_mm_test_slow_write', SlowWriteBackend, force=True)
+
+
+@HOOKS.register_module(force=True)
+class PauseAtIterationHook(Hook):
+    priority = 'HIGHEST'
+
+    def __init__(self, iteration: int) -> None:
+        self.iteration = iteration
+
+    def after_train_iter(self, runner, batch_idx, data_batch=None, outputs=None) -> None:
+        if runner.iter + 1 != self.iteration:
+            return
+        if is_main_process():
+            open(osp.join(runner.work_dir, f'paused_at_{self.iteration}'), 'w').close()
+        time.sleep(SLEEP_S)

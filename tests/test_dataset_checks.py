@@ -1,0 +1,242 @@
+"""Every bad segmentation input gets a named error before training: files, count and fix (``beit_mm.data.checks``).
+
+Each test corrupts a copy of the demo ADE20K data (``beit_mm.data.demo``) in one way and asserts the message names
+the file(s), the count and the fix; the clean copy passes. The hook test runs a real Runner and checks that the error
+comes before the first iteration (no iteration logged, ``runner.iter == 0``), and that a bad file outside the sample
+is caught at the iteration that loads it, by file name, before ``F.cross_entropy`` fails on it.
+"""
+import os
+import os.path as osp
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+from mmengine.runner import Runner
+from PIL import Image
+
+from beit_mm.data.checks import DatasetCheckError, check_seg_dataset, check_split_folders, sample_indices
+from beit_mm.data.demo import make_demo_ade20k
+
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
+NUM_TRAIN, NUM_VAL = 6, 2
+
+
+@pytest.fixture(scope='module')
+def clean_root(tmp_path_factory) -> str:
+    return make_demo_ade20k(str(tmp_path_factory.mktemp('ade') / 'clean'), NUM_TRAIN, NUM_VAL, size=64, seed=0)
+
+
+@pytest.fixture
+def root(clean_root, tmp_path) -> str:
+    copy = str(tmp_path / 'ade')
+    shutil.copytree(clean_root, copy)
+    return copy
+
+
+def _img(root: str, i: int = 1, split: str = 'training') -> str:
+    prefix = 'train' if split == 'training' else 'val'
+    return osp.join(root, 'images', split, f'ADE_{prefix}_{i:08d}.jpg')
+
+
+def _ann(root: str, i: int = 1, split: str = 'training') -> str:
+    prefix = 'train' if split == 'training' else 'val'
+    return osp.join(root, 'annotations', split, f'ADE_{prefix}_{i:08d}.png')
+
+
+def _dataset(root: str, split: str = 'training', reduce_zero_label: bool = True):
+    from mmseg.datasets import ADE20KDataset
+    init_default_scope('mmseg')
+    return ADE20KDataset(
+        data_root=root, data_prefix=dict(img_path=f'images/{split}', seg_map_path=f'annotations/{split}'),
+        reduce_zero_label=reduce_zero_label,
+        pipeline=[dict(type='LoadImageFromFile'), dict(type='LoadAnnotations', reduce_zero_label=reduce_zero_label)])
+
+
+def _error(root: str, **kwargs) -> str:
+    with pytest.raises(DatasetCheckError) as info:
+        check_seg_dataset(_dataset(root, **kwargs), 'train')
+    return str(info.value)
+
+
+def _write_mask(path: str, mask: np.ndarray) -> None:
+    Image.fromarray(mask).save(path)
+
+
+def test_clean_demo_data_passes(root):
+    assert check_seg_dataset(_dataset(root), 'train') == NUM_TRAIN
+    assert check_seg_dataset(_dataset(root, 'validation'), 'val') == NUM_VAL
+
+
+def test_labels_above_the_class_range(root):
+    """The issue's first case: a raw label 200 (-> 199 after reduce_zero_label) in two files."""
+    for i in (2, 5):
+        mask = np.asarray(Image.open(_ann(root, i))).copy()
+        mask[:4, :4] = 200
+        _write_mask(_ann(root, i), mask)
+    message = _error(root)
+    assert '2 annotation(s) with label values outside 0..150' in message
+    assert _ann(root, 2) in message and _ann(root, 5) in message and 'values [200]' in message
+    assert 'Fix: check the annotation conversion, the class count (150' in message
+
+
+def test_image_without_annotation(root):
+    os.remove(_ann(root, 3))
+    message = _error(root)
+    assert '1 image(s) without an annotation file' in message and _img(root, 3) in message
+    assert f'expected {_ann(root, 3)}' in message and 'Fix: add the annotations, delete the images' in message
+
+
+def test_annotation_without_image(root):
+    os.remove(_img(root, 4))
+    message = _error(root)
+    assert '1 annotation file(s) without an image' in message and _ann(root, 4) in message
+    assert 'Fix: add the images, delete the annotations' in message
+
+
+@pytest.mark.parametrize('damage', ['truncated', 'not_an_image'])
+def test_unreadable_or_truncated_image(root, damage):
+    path = _img(root, 2)
+    data = open(path, 'rb').read()
+    with open(path, 'wb') as f:
+        f.write(data[:len(data) // 2] if damage == 'truncated' else b'<html>404 Not Found</html>')
+    message = _error(root)
+    assert "1 file(s) that cannot be decoded (not an image, or truncated)" in message and path in message
+    assert ('truncated' in message) if damage == 'truncated' else ('cannot identify image file' in message)
+    assert 'Fix: re-download or re-encode them' in message
+
+
+def test_truncated_annotation(root):
+    data = open(_ann(root, 6), 'rb').read()
+    with open(_ann(root, 6), 'wb') as f:
+        f.write(data[:len(data) // 2])
+    message = _error(root)
+    assert 'cannot be decoded' in message and _ann(root, 6) in message
+
+
+def test_size_mismatch(root):
+    mask = Image.open(_ann(root, 1))
+    mask.resize((32, 64), Image.NEAREST).save(_ann(root, 1))
+    message = _error(root)
+    assert '1 image/annotation pair(s) of different sizes' in message
+    assert f'{_ann(root, 1)} (annotation 32x64, image 64x64)' in message and 'nearest-neighbour' in message
+
+
+def test_masks_stored_as_0_255(root):
+    binary = []
+    for i in range(1, NUM_TRAIN + 1):
+        mask = np.asarray(Image.open(_ann(root, i)))
+        _write_mask(_ann(root, i), np.where(mask == 1, 255, 0).astype(np.uint8))  # "wall" as a binary mask
+        binary += [_ann(root, i)] if (mask == 1).any() else []
+    assert len(binary) >= 3, 'the demo set has walls in several images'
+    message = _error(root)
+    assert f'{len(binary)} annotation(s) holding only 0 and 255, binary masks' in message and binary[0] in message
+    assert 'Fix: store class indices' in message
+    # with reduce_zero_label=False, 0/255 is legal per file (class 0 + ignore), binary only if every map is
+    assert f'{len(binary)} annotation(s) holding only 0 and 255' in _error(root, reduce_zero_label=False)
+    _write_mask(_ann(root, 1), np.full((64, 64), 3, np.uint8))  # one real class map: no longer all binary
+    assert check_seg_dataset(_dataset(root, reduce_zero_label=False), 'train') == NUM_TRAIN
+
+
+def test_masks_reduced_twice(root):
+    for i in (1, 2, 3):
+        mask = np.asarray(Image.open(_ann(root, i)))
+        _write_mask(_ann(root, i), np.where(mask == 0, 255, mask - 1).astype(np.uint8))  # reduced offline
+    reduced_with_255 = [i for i in (1, 2, 3) if 255 in np.asarray(Image.open(_ann(root, i)))]
+    assert reduced_with_255, 'the demo masks have "other" pixels in some of the first three images'
+    message = _error(root)
+    assert f'{len(reduced_with_255)} annotation(s) containing 255 beside class values: they look already reduced' in (
+        message)
+    assert _ann(root, reduced_with_255[0]) in message
+    assert 'Fix: use the raw masks, or set reduce_zero_label=False' in message
+
+
+def test_colour_masks(root):
+    mask = np.asarray(Image.open(_ann(root, 2)))
+    Image.fromarray(np.stack([mask] * 3, -1)).save(_ann(root, 2))
+    message = _error(root)
+    assert 'not single-channel label maps' in message and f'{_ann(root, 2)} (shape (64, 64, 3))' in message
+
+
+def test_empty_split_and_missing_folder(root):
+    """Caught from the config before the datasets are built (MMEngine's BaseDataset fails inside np.concatenate on an
+    empty split): tools/train.py calls check_split_folders first."""
+    cfg = Config.fromfile(CONFIG)
+    for dl in ('train_dataloader', 'val_dataloader'):
+        cfg[dl].dataset.data_root = root
+    check_split_folders(cfg)
+    for name in os.listdir(osp.join(root, 'images', 'training')):
+        os.rename(osp.join(root, 'images', 'training', name),
+                  osp.join(root, 'images', 'training', name.replace('.jpg', '.jpeg')))
+    with pytest.raises(DatasetCheckError, match=rf"\[train_dataloader\] the split is empty: no image matched "
+                       rf"{re.escape(osp.join(root, 'images', 'training'))}/\*\*/\*\.jpg\. Fix: check data_root"):
+        check_split_folders(cfg)
+    cfg.train_dataloader.dataset.data_root = root + '_typo'
+    with pytest.raises(DatasetCheckError, match=r'the image folder .*_typo/images/training does not exist\. Fix: '):
+        check_split_folders(cfg)
+
+
+def test_sample_rule_is_even_and_deterministic():
+    assert sample_indices(5, 200) == [0, 1, 2, 3, 4]
+    big = sample_indices(20210, 200)
+    assert len(big) == 200 and big[0] == 0 and big[-1] == 20209 and big == sample_indices(20210, 200)
+    assert max(np.diff(big)) - min(np.diff(big)) <= 1
+
+
+def _runner(root: str, work_dir: str, **hook) -> Runner:
+    cfg = Config.fromfile(CONFIG)
+    for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        cfg[dl].dataset.data_root = root
+    cfg.work_dir = work_dir
+    cfg.custom_hooks = [dict(type='beit_mm.SegDatasetCheckHook', **hook), dict(type='beit_mm.NonFiniteLossHook')]
+    cfg.train_cfg.val_interval = 100
+    return Runner.from_cfg(cfg)
+
+
+def test_hook_stops_before_the_first_iteration(root, tmp_path):
+    mask = np.asarray(Image.open(_ann(root, 4))).copy()
+    mask[0, 0] = 200
+    _write_mask(_ann(root, 4), mask)
+    runner = _runner(root, str(tmp_path / 'work'))
+    with pytest.raises(DatasetCheckError, match=re.escape(_ann(root, 4))):
+        runner.train()
+    assert runner.iter == 0 and not any(f.endswith('.pth') for f in os.listdir(tmp_path / 'work'))
+
+
+def test_hook_names_the_file_of_a_bad_batch_outside_the_sample(root, tmp_path):
+    """num_samples=1 decodes only the first pair; a bad label in another file stops the run at the iteration that
+    loads it, naming the file, instead of 'IndexError: Target 199 is out of bounds' inside the loss."""
+    for i in range(2, NUM_TRAIN + 1):
+        mask = np.asarray(Image.open(_ann(root, i))).copy()
+        mask[:, :] = 200  # every pixel, so the random crop keeps it
+        _write_mask(_ann(root, i), mask)
+    runner = _runner(root, str(tmp_path / 'work'), num_samples=1, check_val=False)
+    with pytest.raises(DatasetCheckError, match=r'iteration 1: .*ADE_train_0000000[2-6]\.png has label values \[199\]'
+                       r'.*Target 199 is out of bounds'):
+        runner.train()
+
+
+def test_hook_reports_a_head_with_the_wrong_class_count(root, tmp_path):
+    cfg_runner = _runner(root, str(tmp_path / 'work'))
+    cfg_runner.model.decode_head.num_classes = 8  # what a config written for the 8 demo classes would say
+    with pytest.raises(DatasetCheckError, match=r'decode_head.num_classes=8 but the training set has 150 classes'):
+        cfg_runner.train()
+
+
+def test_check_dataset_tool(root):
+    os.remove(_ann(root, 3))
+    cmd = [sys.executable, osp.join(ROOT, 'tools', 'analysis', 'check_dataset.py'), CONFIG, '--cfg-options',
+           *(f'{dl}.dataset.data_root={root}' for dl in ('train_dataloader', 'val_dataloader'))]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert '[train] 1 image(s) without an annotation file' in proc.stdout and _img(root, 3) in proc.stdout
+    assert f'{NUM_TRAIN - 1}/{NUM_TRAIN - 1},' in proc.stdout  # mmengine's progress bar over the decoded pairs
+    shutil.copy(_ann(root, 2), _ann(root, 3))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith('OK'), proc.stdout + proc.stderr
