@@ -1,6 +1,6 @@
 """Train a model from a config (the CLI of mmseg 1.2.2's ``tools/train.py``, with ``--resume [CKPT]``).
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--cfg-options k=v ...]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--tensorboard] [--cfg-options k=v ...]
                                  [--launcher {none,pytorch,slurm,mpi}]
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
@@ -42,6 +42,8 @@ def parse_args() -> argparse.Namespace:
         metavar='CKPT',
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
     parser.add_argument('--amp', action='store_true', help='enable automatic mixed precision training')
+    parser.add_argument('--tensorboard', action='store_true',
+                        help='also log scalars (losses, lr, metrics) to TensorBoard: <work_dir>/<timestamp>/vis_data')
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -94,6 +96,19 @@ def enable_amp(cfg: Config) -> None:
     print_log(f'--amp: optim_wrapper {settings}', logger='current')
 
 
+def enable_tensorboard(cfg: Config) -> None:
+    """``--tensorboard``: append MMEngine's ``TensorboardVisBackend`` to ``cfg.visualizer.vis_backends`` (a plain
+    ``Visualizer`` with a ``LocalVisBackend`` when the config has none). Whatever the LoggerHook logs (losses, lr,
+    validation metrics) then lands in ``<work_dir>/<timestamp>/vis_data/events.out.tfevents.*``."""
+    backend = dict(type='TensorboardVisBackend')
+    if cfg.get('visualizer') is None:
+        cfg.visualizer = dict(type='Visualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
+    backends = list(cfg.visualizer.get('vis_backends') or [])
+    if not any(b.get('type', '').split('.')[-1] == 'TensorboardVisBackend' for b in backends):
+        backends.append(backend)
+    cfg.visualizer.vis_backends = backends
+
+
 def set_resume(cfg: Config, resume: str) -> None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from ``work_dir/last_checkpoint`` when
     it exists, else start as configured (keeping a pretrained ``load_from``, which MMEngine's own auto-resume drops).
@@ -120,6 +135,8 @@ def main() -> None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
     if args.amp:
         enable_amp(cfg)
+    if args.tensorboard:
+        enable_tensorboard(cfg)
     if args.resume is not None:
         set_resume(cfg, args.resume)
     adapt_cfg_to_launcher(cfg, args.launcher)
