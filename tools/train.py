@@ -1,6 +1,6 @@
 """Train a model from a config (the CLI of mmseg 1.2.2's ``tools/train.py``, with ``--resume [CKPT]``).
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--compile [BACKEND]]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--compile [BACKEND]] [--tensorboard]
                                  [--cfg-options k=v ...] [--launcher {none,pytorch,slurm,mpi}]
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
@@ -52,6 +52,8 @@ def parse_args() -> argparse.Namespace:
         metavar='CKPT',
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
     parser.add_argument('--amp', action='store_true', help='enable automatic mixed precision training')
+    parser.add_argument('--tensorboard', action='store_true',
+                        help='also log scalars (losses, lr, metrics) to TensorBoard: <work_dir>/<timestamp>/vis_data')
     parser.add_argument(
         '--compile',
         nargs='?',
@@ -128,6 +130,19 @@ def set_compile(cfg: Config, backend: str) -> None:
     print_log(f'--compile: torch.compile({cfg.compile})', logger='current')
 
 
+def enable_tensorboard(cfg: Config) -> None:
+    """``--tensorboard``: append MMEngine's ``TensorboardVisBackend`` to ``cfg.visualizer.vis_backends`` (a plain
+    ``Visualizer`` with a ``LocalVisBackend`` when the config has none). Whatever the LoggerHook logs (losses, lr,
+    validation metrics) then lands in ``<work_dir>/<timestamp>/vis_data/events.out.tfevents.*``."""
+    backend = dict(type='TensorboardVisBackend')
+    if cfg.get('visualizer') is None:
+        cfg.visualizer = dict(type='Visualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
+    backends = list(cfg.visualizer.get('vis_backends') or [])
+    if not any(b.get('type', '').split('.')[-1] == 'TensorboardVisBackend' for b in backends):
+        backends.append(backend)
+    cfg.visualizer.vis_backends = backends
+
+
 def set_resume(cfg: Config, resume: str) -> None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
@@ -160,6 +175,8 @@ def main() -> None:
     use_fused_adamw(cfg)
     if args.compile is not None:
         set_compile(cfg, args.compile)
+    if args.tensorboard:
+        enable_tensorboard(cfg)
     if args.resume is not None:
         set_resume(cfg, args.resume)
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built

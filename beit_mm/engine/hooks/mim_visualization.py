@@ -1,0 +1,65 @@
+"""Draw what masked image modeling predicts during training (the picture of ``tools/visualize.py mim``).
+
+Every ``interval`` training iterations the first image of the current batch is drawn -- image, blockwise mask,
+tokenizer reconstruction, the model's prediction at the masked patches decoded by the dVAE decoder -- and handed to
+``runner.visualizer.add_image('mim', ...)``: a PNG under ``<work_dir>/<timestamp>/vis_data/vis_image/`` with the
+config's ``LocalVisBackend``, an image in TensorBoard with ``TensorboardVisBackend`` (``tools/train.py
+--tensorboard``). The hook is not imported by ``beit_mm``; a config enables it with::
+
+    custom_imports = dict(imports=['beit_mm', 'beit_mm.engine.hooks.mim_visualization'], allow_failed_imports=False)
+    custom_hooks = [dict(type='beit_mm.MIMVisualizationHook', dvae_config='configs/dvae/...py',
+                         dvae_checkpoint='work_dirs/chain/dvae', interval=100)]
+
+The dVAE must be the one whose encoder is the MIM tokenizer (``tools/run_chain.sh`` trains and exports it).
+"""
+from __future__ import annotations
+
+import torch
+from mmengine.hooks import Hook
+from mmengine.model import is_model_wrapper
+
+from beit_mm.registry import HOOKS
+
+from ...models.tokenizers.dvae import unmap_pixels
+from ...visualization.figures import mim_figure, to_uint8
+from ...visualization.loading import load_model
+from ...visualization.mim import mim_pictures
+
+
+@HOOKS.register_module()
+class MIMVisualizationHook(Hook):
+    """Add the MIM picture of the current batch's first image to the runner's visualizer every ``interval``
+    iterations (and after the last one).
+
+    Args:
+        dvae_config: config of the ``beit_mm.DVAE`` whose encoder is the MIM model's tokenizer.
+        dvae_checkpoint: its checkpoint file or work dir.
+        interval: training iterations between pictures.
+    """
+    priority = 'LOW'
+
+    def __init__(self, dvae_config: str, dvae_checkpoint: str, interval: int = 100) -> None:
+        if interval < 1:
+            raise ValueError(f'interval={interval} must be >= 1')
+        self.dvae_config = dvae_config
+        self.dvae_checkpoint = dvae_checkpoint
+        self.interval = interval
+        self.dvae = None
+
+    def before_train(self, runner) -> None:
+        self.dvae, _ = load_model(self.dvae_config, self.dvae_checkpoint, need=('decoder.', ))
+        self.dvae.to(next(runner.model.parameters()).device)
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
+        if not (self.every_n_train_iters(runner, self.interval) or self.is_last_train_iter(runner)):
+            return
+        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        with torch.no_grad():
+            inputs = model.data_preprocessor(data_batch, training=False)['inputs']
+        images, target, mask = inputs['images'][:1], inputs['target_images'][:1], inputs['mask'][:1]
+        pics = mim_pictures(model, self.dvae, images, target, mask)
+        pre = model.data_preprocessor
+        image = to_uint8((images[0] * pre.std[0] + pre.mean[0]) / 255)
+        picture = mim_figure(image, to_uint8(unmap_pixels(target[0])), pics,
+                             title=f'iteration {runner.iter + 1}')
+        runner.visualizer.add_image('mim', picture, step=runner.iter + 1)

@@ -1,0 +1,87 @@
+"""What masked image modeling sees and predicts, decoded to pixels through a dVAE decoder.
+
+For one batch of MIM inputs (``MIMDataPreprocessor``'s ``images``, ``target_images``, ``mask``):
+
+- ``target_ids``: the tokenizer's visual tokens of the tokenizer view, (B, h*w) (the MIM targets);
+- ``reconstruction``: those tokens decoded by the dVAE decoder, (B, 3, H', W') in [0, 1] (what the tokenizer keeps of
+  the image: the best any MIM model can do);
+- ``predicted_ids``: the model's argmax token at masked patches and the tokenizer's token elsewhere, (B, h*w);
+- ``prediction``: ``predicted_ids`` decoded, (B, 3, H', W') in [0, 1];
+- ``accuracy``: fraction of masked patches whose predicted token equals the target (the logged ``mim_acc``).
+
+The decoder must belong to the dVAE whose encoder is the MIM model's tokenizer (``tools/run_chain.sh`` trains a
+``beit_mm.DVAE`` and exports its encoder with ``tools/convert_checkpoint.py --model dalle --source dvae``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+
+def masked_token_logits(model: nn.Module, images: Tensor, mask: Tensor) -> Tensor:
+    """Vocabulary logits of a MIM model at every patch, with ``mask`` applied to the input.
+
+    Args:
+        model: ``beit_mm.BEiTPretrain`` with a token head (its ``extract_feat`` is the masked forward: patch tokens on
+            the patch grid, for BEiT and CvT backbones alike).
+        images: (B, 3, H, W) normalized backbone view.
+        mask: (B, h, w) bool, True = masked.
+    Returns:
+        (B, h*w, vocab_size).
+    """
+    return model.head(model.extract_feat(images, mask))
+
+
+@dataclass
+class MIMPictures:
+    """Tensors of one MIM visualization; see the module docstring."""
+    target_ids: Tensor
+    predicted_ids: Tensor
+    reconstruction: Tensor
+    prediction: Tensor
+    mask: Tensor
+    accuracy: float
+
+
+def decode_ids(dvae: nn.Module, ids: Tensor, grid: tuple[int, int]) -> Tensor:
+    """Token ids (B, h*w) -> images (B, 3, 8h, 8w) in [0, 1] through ``beit_mm.DVAE.decode`` (one-hot codes)."""
+    one_hot = F.one_hot(ids.view(ids.shape[0], *grid), dvae.vocab_size).permute(0, 3, 1, 2).float()
+    return dvae.decode(one_hot)
+
+
+@torch.no_grad()
+def mim_pictures(model: nn.Module, dvae: nn.Module, images: Tensor, target_images: Tensor,
+                 mask: Tensor) -> MIMPictures:
+    """Compute :class:`MIMPictures` for one batch (in eval mode, without gradients; the modes are restored).
+
+    Args:
+        model: the MIM model (``model.target_generator`` is the tokenizer).
+        dvae: ``beit_mm.DVAE`` whose encoder is that tokenizer (its decoder is used).
+        images: (B, 3, H, W) normalized backbone view.
+        target_images: (B, 3, H', W') tokenizer view in its pixel space (``map_pixels``).
+        mask: (B, h, w) bool, True = masked.
+    """
+    vocab = model.head.vocab_size
+    if dvae.vocab_size != vocab:
+        raise ValueError(f'the dVAE has {dvae.vocab_size} codes but the MIM head predicts {vocab}; pass the dVAE '
+                         'whose encoder is the MIM tokenizer')
+    modes = model.training, dvae.training
+    model.eval()
+    dvae.eval()
+    try:
+        grid = tuple(mask.shape[1:])
+        target_ids = model.target_generator.get_token_ids(target_images)  # (B, h*w)
+        logits = masked_token_logits(model, images, mask)
+        flat_mask = mask.flatten(1)
+        predicted_ids = torch.where(flat_mask, logits.argmax(-1), target_ids)
+        accuracy = (predicted_ids[flat_mask] == target_ids[flat_mask]).float().mean().item()
+        return MIMPictures(target_ids=target_ids, predicted_ids=predicted_ids,
+                           reconstruction=decode_ids(dvae, target_ids, grid),
+                           prediction=decode_ids(dvae, predicted_ids, grid), mask=mask, accuracy=accuracy)
+    finally:
+        model.train(modes[0])
+        dvae.train(modes[1])

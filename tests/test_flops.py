@@ -1,0 +1,97 @@
+"""tools/analysis/get_flops.py: the README's CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test
+time), and one segmentor, classifier and MIM model counted end to end."""
+import os.path as osp
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from .conftest import ROOT
+
+
+def _readme_cvt(arch: str) -> tuple[str, str]:
+    """(params, GFLOPs @224) strings of the README's CvT table row."""
+    text = open(osp.join(ROOT, 'README.md')).read()
+    row = re.search(rf'^\| {re.escape(arch)} \|(.*)$', text, re.M)
+    assert row, f'README has no CvT table row for {arch}'
+    cells = [c.strip() for c in row.group(1).split('|')]
+    return cells[0], cells[2]
+
+
+def _get_flops(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, 'tools/analysis/get_flops.py', *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    out = dict(re.findall(r'^(Model|Input shape|Flops|Params|Flops \(exact\)|Params \(exact\)): (.*)$', proc.stdout,
+                          re.M))
+    assert {'Flops', 'Params'} <= set(out), proc.stdout
+    return out
+
+
+@pytest.mark.parametrize('arch,config', [('CvT-13', 'configs/cvt/cvt-13_8xb256-300e_in1k.py'),
+                                         ('CvT-21', 'configs/cvt/cvt-21_8xb256-300e_in1k.py')])
+def test_cvt_flops_and_params_match_readme(arch, config):
+    """The classifier (backbone + norm + 1000-class head) at 224x224: GFLOPs to the README's 2 decimals, params to
+    its 2 decimals (README: CvT-13 4.58 / 20.00M, CvT-21 7.21 / 31.62M; paper 4.5 / 7.1)."""
+    params, gflops = _readme_cvt(arch)
+    out = _get_flops(config, '--shape', '224', '224')
+    assert out['Model'].startswith('classifier')
+    assert f'{int(out["Flops (exact)"]) / 1e9:.2f}' == gflops
+    assert f'{int(out["Params (exact)"]) / 1e6:.2f}M' == params
+
+
+def _tool():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('get_flops', osp.join(ROOT, 'tools/analysis/get_flops.py'))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_segmentor_and_mim_counts():
+    """A segmentor at its crop (the default shape) and the MIM training forward, whose count is the tokenizer's plus
+    the masked backbone's plus the head's at the masked patches (each counted alone here)."""
+    from mmengine.analysis import FlopAnalyzer
+    from mmengine.config import Config
+
+    from beit_mm.visualization.loading import build_from_config
+    tool = _tool()
+    seg_cfg = Config.fromfile(osp.join(ROOT, 'tests/configs/tiny_beit_upernet_ade_demo.py'))
+    seg = build_from_config(seg_cfg, drop_auxiliary_head=True)
+    assert tool.model_kind(seg) == 'segmentor' and tool.default_shape(seg_cfg, 'segmentor') == (64, 64)
+    assert tool.complexity(seg, (64, 64))['flops'] > 0
+
+    mim = build_from_config(Config.fromfile(osp.join(ROOT, 'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')))
+    result = tool.complexity(mim, (96, 96))
+    assert result['kind'] == 'mim'
+    images, target, mask = tool.mim_inputs(mim, 96, 96)
+    assert int(mask.sum()) == round(0.4 * 36) and target.shape[-1] == 48
+
+    def count(fn, *inputs):
+        class Wrap(torch.nn.Module):
+            def forward(self, *x):
+                return fn(*x)
+        return FlopAnalyzer(Wrap(), inputs).set_op_handle('aten::scaled_dot_product_attention',
+                                                          tool.sdpa_flop_jit).total()
+
+    with torch.no_grad():
+        parts = (count(mim.target_generator.get_token_ids, target) +
+                 count(lambda x, m: mim.extract_feat(x, m), images, mask) +
+                 count(mim.head.lm_head, torch.zeros(int(mask.sum()), mim.head.embed_dims)))
+    assert result['flops'] == parts
+
+
+def test_sdpa_handle_counts_what_the_eager_path_counts():
+    """The SDPA op handle gives the same total as MMEngine's own matmul counting on the eager attention path."""
+    from mmengine.config import Config
+
+    from beit_mm.visualization.loading import build_from_config
+    tool = _tool()
+    totals = []
+    for fused in (True, False):
+        cfg = Config.fromfile(osp.join(ROOT, 'configs/cvt/cvt-13_8xb256-300e_in1k.py'))
+        cfg.model.backbone.fused_attn = fused
+        totals.append(tool.complexity(build_from_config(cfg), (64, 64))['flops'])
+    assert totals[0] == totals[1] > 0
