@@ -6,6 +6,7 @@ logit-Laplace NLL with ``torch.distributions`` (a Laplace pushed through a sigmo
 hand; fp32 tolerance 1e-4 (1e-5 where noted). The exported encoder must load strictly into ``beit_mm.DALLEEncoder``
 and give the trained DVAE's logits exactly.
 """
+import json
 import math
 import os
 import re
@@ -173,6 +174,9 @@ def test_demo_config_trains_through_tools_train(tmp_path):
     cfg.train_cfg.max_iters = 2
     cfg.default_hooks.logger.interval = 1
     cfg.default_hooks.checkpoint.interval = 2
+    evaluation = cfg.custom_hooks[1]
+    assert evaluation.type == 'beit_mm.TokenizerEvalHook'
+    evaluation.folder = str(tmp_path / 'ade' / 'images' / 'validation')
     cfg.dump(str(tmp_path / 'dvae.py'))
     proc = subprocess.run([sys.executable, 'tools/train.py', str(tmp_path / 'dvae.py')], cwd=ROOT,
                           capture_output=True, text=True)
@@ -182,3 +186,7 @@ def test_demo_config_trains_through_tools_train(tmp_path):
                      r'codebook_usage: \d', log), log[-2000:]
     state = torch.load(tmp_path / 'work' / 'iter_2.pth', map_location='cpu', weights_only=True)['state_dict']
     DALLEEncoder(**cfg.tokenizer).load_state_dict(extract_dvae_encoder(state), strict=True)
+    # the held-out evaluation ran after the last iteration: numbers in the log line and a JSON, the grid PNG
+    assert re.search(r'Iter\(train\) \[2/2\].*heldout_usage: \d.*heldout_perplexity: \d.*heldout_psnr: \d', log)
+    held = json.loads((tmp_path / 'work' / 'tokenizer_eval' / 'iter_2.json').read_text())
+    assert 0 < held['usage'] <= 1 and held['num_images'] == 1 and os.path.isfile(held['grid'])

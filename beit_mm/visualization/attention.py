@@ -3,8 +3,9 @@
 A forward hook on each attention module receives the module's inputs and recomputes the eager path's
 ``softmax(q k^T * scale + bias)`` from them, with the module's own weights:
 
-- ``beit_mm.models.layers.BEiTAttention`` (``attn(x, grid, rel_pos_bias)``): q/k/v from ``qkv`` with the q/v biases
-  (zero k bias), the block's relative position bias table resampled to the input grid plus the shared bias;
+- ``beit_mm.models.layers.BEiTAttention`` (``attn(x, grid, shared_table)``): q/k/v from ``qkv`` with the q/v biases
+  (zero k bias), the block's relative position bias table resampled to the input grid plus the shared table
+  (``BEiTAttention.bias_table``);
   probabilities ``(B, heads, 1 + h*w, 1 + h*w)``, cls token first.
 - ``beit_mm.models.layers.conv_attention.ConvProjectionAttention`` (``attn(x, hw_shape)``): q from the stride-1 and
   k/v from the stride-2 depthwise conv projections (BatchNorm in the module's current mode), cls token (last stage)
@@ -25,7 +26,7 @@ from torch import Tensor, nn
 from ..models.layers.attention import BEiTAttention
 from ..models.layers.conv_attention import ConvProjectionAttention
 from ..models.layers.mask_utils import conv_output_size
-from ..models.layers.rel_pos_bias import gather_relative_position_bias, resize_rel_pos_bias_table
+from ..models.layers.rel_pos_bias import gather_relative_position_bias
 
 
 @dataclass
@@ -49,8 +50,9 @@ class AttentionMap:
 
 
 def beit_attention_probs(attn: BEiTAttention, x: Tensor, grid: tuple[int, int],
-                         rel_pos_bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """BEiT attention probabilities for the module's input ``x`` (B, 1 + h*w, C) on patch ``grid`` (h, w).
+                         shared_table: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """BEiT attention probabilities for the module's input ``x`` (B, 1 + h*w, C) on patch ``grid`` (h, w);
+    ``shared_table`` is the shared relative position bias table the block received (already on ``grid``).
 
     Returns:
         probs (B, heads, N, N) and values (B, heads, N, C / heads), N = 1 + h*w.
@@ -62,11 +64,9 @@ def beit_attention_probs(attn: BEiTAttention, x: Tensor, grid: tuple[int, int],
     qkv = F.linear(x, attn.qkv.weight, bias).reshape(b, n, 3, attn.num_heads, -1).permute(2, 0, 3, 1, 4)
     q, k, v = qkv.unbind(0)
     logits = (q * attn.scale) @ k.transpose(-2, -1)  # (B, heads, N, N)
-    if attn.relative_position_bias_table is not None:
-        table = resize_rel_pos_bias_table(attn.relative_position_bias_table, attn.grid, tuple(grid))
+    table = attn.bias_table(tuple(grid), shared_table)  # the block's own table on this grid + the shared one
+    if table is not None:
         logits = logits + gather_relative_position_bias(table, tuple(grid)).unsqueeze(0)
-    if rel_pos_bias is not None:
-        logits = logits + rel_pos_bias.unsqueeze(0)
     return logits.softmax(dim=-1), v
 
 
@@ -127,8 +127,8 @@ class AttentionRecorder:
             with torch.no_grad():
                 if isinstance(module, BEiTAttention):
                     x, grid = args[0], tuple(args[1] if len(args) > 1 else kwargs['grid'])
-                    bias = args[2] if len(args) > 2 else kwargs.get('rel_pos_bias')
-                    probs, values = beit_attention_probs(module, x, grid, bias)
+                    shared = args[2] if len(args) > 2 else kwargs.get('shared_table')
+                    probs, values = beit_attention_probs(module, x, grid, shared)
                     self.maps.append(AttentionMap(name, probs, values, grid, grid, 1))
                 else:
                     x = args[0]

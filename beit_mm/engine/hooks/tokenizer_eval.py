@@ -17,7 +17,7 @@ from beit_mm.registry import HOOKS
 @HOOKS.register_module()
 class TokenizerEvalHook(Hook):
     """Every ``interval`` iterations and after the last one: held-out codebook usage, perplexity and PSNR of the dVAE's
-    hard codes, logged as ``heldout/usage``, ``heldout/perplexity``, ``heldout/psnr`` (and ``heldout/psnr_mean_colour``,
+    hard codes, logged as ``heldout_usage``, ``heldout_perplexity``, ``heldout_psnr`` (and ``heldout_psnr_mean_colour``,
     the trivial baseline), and a PNG grid of images next to their reconstructions in
     ``work_dir/tokenizer_eval/iter_N.png``.
 
@@ -52,7 +52,7 @@ class TokenizerEvalHook(Hook):
         images = self._images.to(next(model.parameters()).device)
         stats, recs = evaluate_tokenizer(model, images)
         for key, value in stats.items():
-            runner.message_hub.update_scalar(f'heldout/{key}', value)
+            runner.message_hub.update_scalar(f'train/heldout_{key}', value)  # LogProcessor prints train/* scalars
         out_dir = osp.join(runner.work_dir, 'tokenizer_eval')
         os.makedirs(out_dir, exist_ok=True)
         n = min(self.grid_images, images.shape[0])

@@ -97,7 +97,7 @@ class BEiTAttention(nn.Module):
         self.proj = nn.Linear(embed_dims, embed_dims)
         self.proj_drop = nn.Dropout(proj_drop)
 
-    def _bias_table(self, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor | None:
+    def bias_table(self, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor | None:
         """This block's table resampled to ``grid`` plus the shared one: (num_relative_distance(grid), heads)."""
         table = None
         if self.relative_position_bias_table is not None:
@@ -120,7 +120,7 @@ class BEiTAttention(nn.Module):
         impl = self.attn_impl
         if impl == 'auto':
             impl = select_attn_impl(q.device.type, torch.is_grad_enabled() and q.requires_grad)
-        table = self._bias_table(grid, shared_table)
+        table = self.bias_table(grid, shared_table)
         attn_bias = None
         if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
             align = SDPA_BIAS_ALIGN if impl == 'sdpa' else 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 NUM_CLS_ROWS = 3  # cls->token, token->cls, cls->cls
