@@ -10,8 +10,9 @@ Output: the keys of ``CvT`` (BatchNorm running stats and ``num_batches_tracked``
 has a final norm, i.e. classification checkpoints) plus, when the source has an ImageNet classifier, its Linear under
 ``head.weight`` / ``head.bias`` untouched (official name; HF ``classifier``). Strip ``head.*`` (or move it to
 ``head.fc.*`` for mmpretrain's ``LinearClsHead``) before loading into a bare ``CvT``; the rest loads with
-``strict=True`` into ``CvT(final_norm=<has norm.*>)`` of the matching arch. HF models use exact GELU: build the
-backbone with ``act='gelu'`` for HF weights and ``act='quick_gelu'`` for official ones.
+``strict=True`` into ``CvT(final_norm=<has norm.*>)`` of the matching arch. HF's checkpoints are the official
+QuickGELU-trained weights (HF's conversion script copies them) although HF's ``CvtModel`` runs exact GELU: keep
+``act='quick_gelu'`` to reproduce the official numbers from either source; ``act='gelu'`` only to match ``CvtModel``.
 """
 import re
 from collections.abc import Mapping

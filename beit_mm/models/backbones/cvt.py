@@ -294,7 +294,8 @@ class CvT(BaseModule):
             load_pretrained_backbone(
                 self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'),
                 convert_hint='Convert official files first: python tools/convert_checkpoint.py --model cvt --source '
-                '{official,hf} SRC DST (HF weights need act=\'gelu\'); a beit_mm classifier or segmentor checkpoint '
+                '{official,hf} SRC DST (both are QuickGELU-trained: keep act=\'quick_gelu\'); a beit_mm classifier or '
+                'segmentor checkpoint '
                 "needs init_cfg.prefix='backbone.'.")
             self._is_init = True
             return
