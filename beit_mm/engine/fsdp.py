@@ -33,7 +33,6 @@ def transformer_block_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_n
     return transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls=set(TRANSFORMER_BLOCKS))
 
 
-
 @STRATEGIES.register_module()
 class TorchFSDPStrategy(FSDPStrategy):
     """MMEngine 0.10.7's ``FSDPStrategy`` with resuming fixed for torch >= 2.1.
