@@ -35,7 +35,7 @@ def _tiny(cfg: Config, data_root: str, ckpt: str, work_dir: str) -> Config:
     cfg = shrink_seg_config(cfg, data_root, ckpt, work_dir, crop=64)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=4)]
     cfg.train_cfg.val_interval = 100
-    cfg.custom_imports = dict(imports=['beit_mm', 'tests.memory_probe'], allow_failed_imports=False)
+    cfg.custom_imports = dict(imports=cfg.custom_imports['imports'] + ['tests.memory_probe'], allow_failed_imports=False)
     cfg.custom_hooks = [dict(type='beit_mm.MemoryProbeHook')]
     if 'strategy' in cfg and not torch.cuda.is_available():
         # what the config's header says for CPU runs: an explicit CPU device, no CPU offload of the full state dict
@@ -85,7 +85,7 @@ def test_fsdp_train_save_resume_keeps_layer_decay_groups(setup):
     tmp, data_root, ckpt = setup
     work = str(tmp / 'fsdp')
     cfg = _tiny(Config.fromfile(FSDP_CONFIG), data_root, ckpt, work)
-    assert cfg.runner_type == 'FlexibleRunner' and cfg.strategy.type == 'FSDPStrategy'
+    assert cfg.runner_type == 'FlexibleRunner' and cfg.strategy.type == 'TorchFSDPStrategy'
     path = _dump(cfg, tmp / 'fsdp_tiny.py')
     out = _dist_train(path, str(tmp))
     assert 'Iter(train) [2/2]' in out, out[-3000:]

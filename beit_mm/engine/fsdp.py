@@ -14,7 +14,10 @@ param groups hold individual parameters (``LayerDecayOptimWrapperConstructor``),
 """
 from __future__ import annotations
 
+from mmengine._strategy import FSDPStrategy
+from mmengine.registry import STRATEGIES
 from torch import nn
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
 from ..models.backbones.cvt import CvTBlock
@@ -28,3 +31,17 @@ def transformer_block_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_n
     """FSDP ``auto_wrap_policy``: wrap each :data:`TRANSFORMER_BLOCKS` module (torch's
     ``transformer_auto_wrap_policy`` with those classes)."""
     return transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls=set(TRANSFORMER_BLOCKS))
+
+
+@STRATEGIES.register_module()
+class TorchFSDPStrategy(FSDPStrategy):
+    """MMEngine 0.10.7's ``FSDPStrategy`` with resuming fixed for torch >= 2.1.
+
+    MMEngine calls ``FSDP.optim_state_dict_to_load(optim_state_dict, model, optim)``, torch 2.0's argument order;
+    torch >= 2.1 takes ``(model, optim, optim_state_dict)``, so ``--resume`` fails with ``TypeError: unhashable type:
+    'dict'`` (the state dict is walked as if it were the model). Everything else is MMEngine's.
+    """
+
+    def load_optim_state_dict(self, state_dict: dict) -> None:
+        optim_state_dict = FSDP.optim_state_dict_to_load(self.model, self.optim_wrapper.optimizer, state_dict)
+        self.optim_wrapper.load_state_dict(optim_state_dict)

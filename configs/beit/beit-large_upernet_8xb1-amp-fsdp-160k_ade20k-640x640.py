@@ -5,6 +5,7 @@
 # - one FSDP unit per BEiT block (beit_mm.engine.fsdp.transformer_block_wrap_policy) + the root unit;
 # - use_orig_params=True: the optimizer sees the original parameters, so the layer-decay param groups (one lr/wd per
 #   layer id) are kept exactly as under DDP;
+# - TorchFSDPStrategy (beit_mm.engine.fsdp): MMEngine's FSDPStrategy with --resume fixed for torch >= 2.1;
 # - full state dicts: rank 0 writes ordinary full checkpoints (iter_N.pth, loadable by tools/test.py, tools/infer.py
 #   and --resume, which re-shards them), gathered to CPU memory (offload_to_cpu) so GPU memory does not peak on save.
 # CPU runs (torchrun + gloo, e.g. a smoke test): add --cfg-options strategy.model_wrapper.device_id=cpu
@@ -14,9 +15,10 @@
 # offload_to_cpu=True crashes rank 0 with SIGSEGV, tests/test_fsdp.py).
 # Published (the DDP recipe): 56.7 mIoU (unilm), 56.33 (mmseg).
 _base_ = ['./beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py']
+custom_imports = dict(imports=['beit_mm', 'beit_mm.engine.fsdp'], allow_failed_imports=False)
 runner_type = 'FlexibleRunner'
 strategy = dict(
-    type='FSDPStrategy',
+    type='TorchFSDPStrategy',
     model_wrapper=dict(
         auto_wrap_policy=dict(type='beit_mm.engine.fsdp.transformer_block_wrap_policy'), use_orig_params=True),
     state_dict_cfg=dict(
