@@ -27,12 +27,11 @@ train_dataloader = dict(
 # usage_weight: beit_mm's codebook-usage term (see beit_mm.DVAE); without it this run ended with 25 of 512 codes in use.
 model = dict(_delete_=True, type='beit_mm.DVAE', **tokenizer, decoder_n_init=64, rec_loss='logit_laplace',
              kl_weight=6.6, usage_weight=1.0)
-heldout_folder = data_root + '/images/validation'  # held-out codebook usage, perplexity, PSNR and grids
 custom_hooks = [
     dict(type='beit_mm.DVAEScheduleHook', temperature=(1.0, 1 / 16), temperature_iters=150, kl_weight=(0.0, 6.6),
          kl_weight_iters=20),
-    dict(type='beit_mm.TokenizerEvalHook', folder=heldout_folder, img_size=img_size, num_images=40,
-         interval=max_iters),
+    # held-out codebook usage, perplexity, PSNR and grids on <data_root>/images/validation
+    dict(type='beit_mm.TokenizerEvalHook', folder=None, img_size=img_size, num_images=40, interval=max_iters),
 ]
 base_lr = 2e-3
 optim_wrapper = dict(optimizer=dict(lr=base_lr), clip_grad=dict(max_norm=10.0))

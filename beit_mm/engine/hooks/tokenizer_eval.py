@@ -22,7 +22,9 @@ class TokenizerEvalHook(Hook):
     ``work_dir/tokenizer_eval/iter_N.png``.
 
     Args:
-        folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``).
+        folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``); None = the
+            training dataset's ``data_root`` joined with ``heldout_prefix`` (follows a ``data_root`` override).
+        heldout_prefix: the held-out folder inside the training ``data_root`` when ``folder`` is None.
         img_size: side the images are resized to (the training crop size).
         num_images: how many images (the first, sorted by name) are evaluated.
         interval: iterations between evaluations.
@@ -31,9 +33,10 @@ class TokenizerEvalHook(Hook):
 
     priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL) prints the iteration's scalars
 
-    def __init__(self, folder: str, img_size: int, num_images: int = 256, interval: int = 500,
-                 grid_images: int = 32) -> None:
+    def __init__(self, folder: str | None, img_size: int, num_images: int = 256, interval: int = 500,
+                 grid_images: int = 32, heldout_prefix: str = 'images/validation') -> None:
         self.folder = folder
+        self.heldout_prefix = heldout_prefix
         self.img_size = img_size
         self.num_images = num_images
         self.interval = interval
@@ -41,6 +44,8 @@ class TokenizerEvalHook(Hook):
         self._images = None
 
     def before_train(self, runner) -> None:
+        if self.folder is None:
+            self.folder = osp.join(runner.train_dataloader.dataset.data_root, self.heldout_prefix)
         self._images = load_images(self.folder, self.img_size, self.num_images)
 
     def after_train_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
