@@ -69,17 +69,21 @@ def test_segmentor_and_mim_counts():
     images, target, mask = tool.mim_inputs(mim, 96, 96)
     assert int(mask.sum()) == round(0.4 * 36) and target.shape[-1] == 48
 
-    def count(fn, *inputs):
-        class Wrap(torch.nn.Module):
+    def count(module, method, *inputs):
+        class Wrap(torch.nn.Module):  # the module is a submodule, so the trace sees its weights as parameters
+            def __init__(self):
+                super().__init__()
+                self.inner = module
+
             def forward(self, *x):
-                return fn(*x)
+                return getattr(self.inner, method)(*x)
         return FlopAnalyzer(Wrap(), inputs).set_op_handle('aten::scaled_dot_product_attention',
                                                           tool.sdpa_flop_jit).total()
 
     with torch.no_grad():
-        parts = (count(mim.target_generator.get_token_ids, target) +
-                 count(lambda x, m: mim.extract_feat(x, m), images, mask) +
-                 count(mim.head.lm_head, torch.zeros(int(mask.sum()), mim.head.embed_dims)))
+        parts = (count(mim.target_generator, 'get_token_ids', target) +
+                 count(mim, 'extract_feat', images, mask) +
+                 count(mim.head.lm_head, 'forward', torch.zeros(int(mask.sum()), mim.head.embed_dims)))
     assert result['flops'] == parts
 
 

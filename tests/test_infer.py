@@ -6,7 +6,7 @@ import os.path as osp
 
 import numpy as np
 import torch
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
@@ -41,11 +41,12 @@ def test_infer_folder_and_file(tmp_path):
 
     out = tmp_path / 'out'
     preds = _load_tool('infer').infer(CONFIG, str(work_dir), [val, osp.join(val, images[0])], str(out))
-    assert len(preds) == len(images) + 1
+    assert len(preds) == len(images)  # keyed by path: the file given on its own as well is predicted once
     assert sorted(os.listdir(out / 'vis')) == images
     assert sorted(os.listdir(out / 'pred')) == sorted(osp.splitext(n)[0] + '.png' for n in images)
     model.cfg = cfg
     model.dataset_meta = meta
+    model.test_cfg = ConfigDict(model.test_cfg)  # mmseg's inference_model reads test_cfg.mode
     for name in images:
         path = osp.join(val, name)
         with Image.open(path) as im:

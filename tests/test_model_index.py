@@ -38,7 +38,8 @@ def load_index() -> tuple[dict, list[dict]]:
 def full_size_configs() -> list[str]:
     paths = glob.glob(osp.join(ROOT, 'configs', '*', '*.py'))
     return sorted(osp.relpath(p, ROOT) for p in paths
-                  if '_base_' not in p.split(os.sep) and 'demo' not in osp.basename(p))
+                  if '_base_' not in p.split(os.sep) and 'demo' not in osp.basename(p)
+                  and 'mim_study' not in p.split(os.sep))  # the CPU-scale study protocol, like the demos
 
 
 COLLECTIONS, MODELS = load_index()
