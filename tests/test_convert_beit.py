@@ -9,6 +9,7 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.converters.beit import convert_beit
+from beit_mm.converters.io import CheckpointFileError
 from beit_mm.models.backbones import BEiT
 from beit_mm.registry import MODELS
 
@@ -138,5 +139,5 @@ def test_wrong_keys_fail_loudly_through_config(tmp_path):
     torch.save(hf.state_dict(), tmp_path / 'hf.pth')
     m = MODELS.build(dict(type='beit_mm.BEiT', arch=TINY, img_size=32,
                           init_cfg=dict(type='Pretrained', checkpoint=str(tmp_path / 'hf.pth'))))
-    with pytest.raises(RuntimeError, match='missing.*convert_checkpoint.py'):
+    with pytest.raises(CheckpointFileError, match='HF transformers BEiT state dict.*convert_checkpoint.py --model beit'):
         m.init_weights()

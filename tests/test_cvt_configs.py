@@ -25,6 +25,7 @@ from mmengine.config import Config
 from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 
+from beit_mm.converters.io import CheckpointFileError
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
@@ -192,7 +193,7 @@ def test_classifier_checkpoint_loads_into_segmentor(imagenet_root, tmp_path_fact
     _assert_backbone_equals(model.backbone, expected)
 
     cfg.model.backbone.init_cfg = dict(type='Pretrained', checkpoint=ckpt)  # forgot the prefix: loud error
-    with pytest.raises(RuntimeError, match="prefix='backbone.'"):
+    with pytest.raises(CheckpointFileError, match="whole segmentor.*prefix='backbone.'"):
         MODELS.build(cfg.model).init_weights()
 
 
