@@ -161,6 +161,21 @@ class BlockwiseMaskGenerator:
         return self.generate(rng)[0]
 
 
+def _grid_and_count(input_size: int | tuple[int, int], num_masking_patches: int,
+                    mask_ratio: float | None) -> tuple[tuple[int, int], int]:
+    """The (H, W) patch grid and the masked count of a mask transform: ``num_masking_patches`` (default 75, BEiT's),
+    or ``round(mask_ratio * H * W)`` when a ratio is given instead."""
+    grid = (input_size, input_size) if isinstance(input_size, int) else tuple(int(s) for s in input_size)
+    if mask_ratio is None:
+        return grid, num_masking_patches
+    if num_masking_patches != 75:
+        raise ValueError(f'got both num_masking_patches={num_masking_patches} and mask_ratio={mask_ratio}; '
+                         'give only one of them')
+    if not 0 < mask_ratio < 1:
+        raise ValueError(f'mask_ratio={mask_ratio} must be in (0, 1)')
+    return grid, int(round(mask_ratio * grid[0] * grid[1]))
+
+
 def _next_rng(private: np.random.Generator | None) -> np.random.Generator:
     """The generator of a transform call: the private one (seeded transforms) or a fresh one seeded from NumPy's
     global RNG (which MMEngine seeds per dataloader worker)."""
@@ -199,14 +214,7 @@ class BEiTMaskGenerator(BaseTransform):
                  max_aspect: float | None = None,
                  mask_ratio: float | None = None,
                  seed: int | None = None) -> None:
-        grid = (input_size, input_size) if isinstance(input_size, int) else tuple(input_size)
-        if mask_ratio is not None:
-            if num_masking_patches != 75:
-                raise ValueError(f'got both num_masking_patches={num_masking_patches} and mask_ratio={mask_ratio}; '
-                                 'give only one of them')
-            if not 0 < mask_ratio < 1:
-                raise ValueError(f'mask_ratio={mask_ratio} must be in (0, 1)')
-            num_masking_patches = int(round(mask_ratio * grid[0] * grid[1]))
+        grid, num_masking_patches = _grid_and_count(input_size, num_masking_patches, mask_ratio)
         self.generator = BlockwiseMaskGenerator(
             input_size=grid,
             num_masking_patches=num_masking_patches,
@@ -249,14 +257,7 @@ class RandomMaskGenerator(BaseTransform):
                  num_masking_patches: int = 75,
                  mask_ratio: float | None = None,
                  seed: int | None = None) -> None:
-        grid = (input_size, input_size) if isinstance(input_size, int) else tuple(int(s) for s in input_size)
-        if mask_ratio is not None:
-            if num_masking_patches != 75:
-                raise ValueError(f'got both num_masking_patches={num_masking_patches} and mask_ratio={mask_ratio}; '
-                                 'give only one of them')
-            if not 0 < mask_ratio < 1:
-                raise ValueError(f'mask_ratio={mask_ratio} must be in (0, 1)')
-            num_masking_patches = int(round(mask_ratio * grid[0] * grid[1]))
+        grid, num_masking_patches = _grid_and_count(input_size, num_masking_patches, mask_ratio)
         if not 0 < num_masking_patches <= grid[0] * grid[1]:
             raise ValueError(f'num_masking_patches={num_masking_patches} must be in [1, {grid[0] * grid[1]}] for a '
                              f'{grid[0]}x{grid[1]} grid')
