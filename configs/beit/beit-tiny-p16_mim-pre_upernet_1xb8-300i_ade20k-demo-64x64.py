@@ -4,7 +4,7 @@
 # load), 1 process x 8 images, 300 iterations. Everything else as beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py.
 #   python tools/train.py configs/beit/beit-tiny-p16_mim-pre_upernet_1xb8-300i_ade20k-demo-64x64.py \
 #       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth
-# From scratch with the same budget (the twin used by tools/analysis/mim_vs_scratch.py): add
+# From scratch with the same budget: add (tools/analysis/mim_study.py runs such pairs over seeds on the study data)
 #       --cfg-options model.backbone.init_cfg=None
 _base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
 mim_checkpoint = 'work_dirs/beit-tiny-p16_1xb16-coslr-300i_demo-mim/iter_300.pth'
