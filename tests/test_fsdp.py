@@ -80,9 +80,6 @@ def _dump(cfg: Config, path) -> str:
     return str(path)
 
 
-@pytest.mark.skip(reason='known failure after merging the unilm weight-decay rule (issue 8): the FSDP checkpoint '
-                  'holds 6 parameter groups where the layer-decay constructor builds 12 for the same model; the FSDP '
-                  'variant is not usable until this is fixed (see the closing note of issue 9)')
 def test_fsdp_train_save_resume_keeps_layer_decay_groups(setup):
     from beit_mm.engine.optimizers.layer_decay import LayerDecayOptimWrapperConstructor
     tmp, data_root, ckpt = setup
@@ -131,3 +128,51 @@ def test_fsdp_train_save_resume_keeps_layer_decay_groups(setup):
     for r in (0, 1):
         print(f'rank {r}: FSDP params {fsdp_probe[r][0]} optim_state {fsdp_probe[r][1]} peak RSS {fsdp_probe[r][2]} '
               f'MiB | DDP params {ddp_probe[r][0]} optim_state {ddp_probe[r][1]} peak RSS {ddp_probe[r][2]} MiB')
+
+
+_UNILM_RULE_UNDER_FSDP = r'''
+import os, torch, torch.distributed as dist
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+import beit_mm
+from beit_mm.engine.fsdp import transformer_block_wrap_policy
+from beit_mm.engine.optimizers.layer_decay import ORIGINAL_NDIM_ATTR, LayerDecayOptimWrapperConstructor
+from beit_mm.models.backbones.beit import BEiT
+
+os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=os.environ['PORT'])
+dist.init_process_group('gloo', rank=0, world_size=1)
+constructor = LayerDecayOptimWrapperConstructor(
+    dict(type='OptimWrapper', optimizer=dict(type='AdamW', lr=1e-3, weight_decay=0.05)),
+    dict(layer_decay_rate=0.9, weight_decay_rule='unilm'))
+def wrapped(record):
+    torch.manual_seed(0)
+    model = BEiT(arch=dict(embed_dims=16, num_layers=2, num_heads=2, mlp_ratio=2.0), img_size=32, patch_size=16)
+    if record:  # what TorchFSDPStrategy.build_model does
+        for p in model.parameters():
+            setattr(p, ORIGINAL_NDIM_ATTR, p.ndim)
+    return FSDP(model, auto_wrap_policy=transformer_block_wrap_policy, use_orig_params=True, device_id='cpu')
+def groups(model):
+    return [(g['group_name'], g['weight_decay'], sorted(n.replace('_fsdp_wrapped_module.', '')
+             for n in g['param_names'])) for g in constructor(model).optimizer.param_groups]
+try:
+    groups(wrapped(record=False))
+    print('NO ERROR')
+except ValueError as err:
+    print('ERROR', err)
+torch.manual_seed(0)
+plain = BEiT(arch=dict(embed_dims=16, num_layers=2, num_heads=2, mlp_ratio=2.0), img_size=32, patch_size=16)
+print('SAME' if groups(wrapped(record=True)) == groups(plain) else 'DIFFERENT', len(groups(plain)))
+dist.destroy_process_group()
+'''
+
+
+def test_unilm_weight_decay_rule_under_fsdp_uses_original_ndims(tmp_path):
+    """unilm's rule exempts 1-D parameters (beit/optim_factory.py::get_parameter_groups, ``len(param.shape) == 1``).
+    FSDP flattens every parameter into 1-D views: without the ndims recorded before wrapping the constructor must refuse
+    (not exempt every weight); with them, the groups equal those of the unwrapped model."""
+    script = tmp_path / 'unilm_fsdp.py'
+    script.write_text(_UNILM_RULE_UNDER_FSDP)
+    env = dict(os.environ, PYTHONPATH=ROOT, PORT=str(29500 + os.getpid() % 1000), OMP_NUM_THREADS='1')
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert 'ERROR weight_decay_rule=\'unilm\'' in proc.stdout and 'TorchFSDPStrategy' in proc.stdout, proc.stdout
+    assert 'SAME 6' in proc.stdout, proc.stdout  # stem, 2 blocks, head id: decay + no-decay each (stem: 2)

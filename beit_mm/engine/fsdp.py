@@ -21,6 +21,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
 from ..models.backbones.cvt import CvTBlock
+from .optimizers.layer_decay import ORIGINAL_NDIM_ATTR
 from ..models.layers.beit_block import BEiTBlock
 
 #: Module classes that become FSDP units.
@@ -35,12 +36,25 @@ def transformer_block_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_n
 
 @STRATEGIES.register_module()
 class TorchFSDPStrategy(FSDPStrategy):
-    """MMEngine 0.10.7's ``FSDPStrategy`` with resuming fixed for torch >= 2.1.
+    """MMEngine 0.10.7's ``FSDPStrategy`` with two fixes.
 
-    MMEngine calls ``FSDP.optim_state_dict_to_load(optim_state_dict, model, optim)``, torch 2.0's argument order;
-    torch >= 2.1 takes ``(model, optim, optim_state_dict)``, so ``--resume`` fails with ``TypeError: unhashable type:
-    'dict'`` (the state dict is walked as if it were the model). Everything else is MMEngine's.
+    - Weight decay by shape: FSDP (``use_orig_params=True``) hands the optimizer constructor 1-D views into flat shards,
+      so unilm's rule "no weight decay for 1-D parameters" (``LayerDecayOptimWrapperConstructor``,
+      ``weight_decay_rule='unilm'``) would exempt every weight. ``build_model`` records each parameter's original ndim
+      (``ORIGINAL_NDIM_ATTR``) before wrapping; FSDP keeps the parameter objects, so the constructor reads it.
+    - Resuming with torch >= 2.1: MMEngine calls ``FSDP.optim_state_dict_to_load(optim_state_dict, model, optim)``,
+      torch 2.0's argument order; torch >= 2.1 takes ``(model, optim, optim_state_dict)``, so ``--resume`` fails with
+      ``TypeError: unhashable type: 'dict'`` (the state dict is walked as if it were the model).
+
+    Everything else is MMEngine's.
     """
+
+    def build_model(self, model):
+        """MMEngine's ``build_model``, then record every parameter's ndim before FSDP flattens it."""
+        model = super().build_model(model)
+        for param in model.parameters():
+            setattr(param, ORIGINAL_NDIM_ATTR, param.ndim)
+        return model
 
     def load_optim_state_dict(self, state_dict: dict) -> None:
         optim_state_dict = FSDP.optim_state_dict_to_load(self.model, self.optim_wrapper.optimizer, state_dict)

@@ -63,6 +63,10 @@ WEIGHT_DECAY_RULES: Tuple[str, ...] = ('names', 'unilm')
 ALLOWED_PARAMWISE_KEYS: Tuple[str, ...] = ('layer_decay_rate', 'weight_decay_rule', 'no_decay_names', 'bias_decay_mult',
                                            'norm_decay_mult')
 
+#: Attribute holding a parameter's number of dimensions before FSDP flattened it (set by
+#: ``beit_mm.engine.fsdp.TorchFSDPStrategy.build_model``); the ``'unilm'`` rule reads it when present.
+ORIGINAL_NDIM_ATTR = '_beit_mm_original_ndim'
+
 #: How many parameter names of a group the logged table shows.
 _NAMES_SHOWN = 3
 
@@ -154,6 +158,8 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
                              f'{prefix!r}. Call it with the top-level model.')
         layer_depth = _layer_depth_fn(module)
         norm_param_ids = _norm_param_ids(module)
+        if self.weight_decay_rule == 'unilm':
+            _check_original_ndims(module)
 
         groups: Dict[Tuple[int, float], dict] = {}
         num_layers_seen: Optional[int] = None
@@ -194,7 +200,8 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         if any(component in self.no_decay_names for component in components):
             return 0.0
         if self.weight_decay_rule == 'unilm':
-            return 0.0 if param.ndim == 1 or components[-1] == 'bias' else float(self.base_wd)
+            ndim = getattr(param, ORIGINAL_NDIM_ATTR, param.ndim)
+            return 0.0 if ndim == 1 or components[-1] == 'bias' else float(self.base_wd)
         if id(param) in norm_param_ids:
             return float(self.base_wd) * self.norm_decay_mult
         if components[-1] == 'bias':
@@ -289,6 +296,27 @@ def _checked_depth(layer_depth: LayerDepthFn, name: str) -> Tuple[int, int]:
                          f'[0, num_layers={num_layers}); num_layers must be depth + 2 with the last id for modules '
                          'after the backbone')
     return layer_id, num_layers
+
+
+def _check_original_ndims(model: nn.Module) -> None:
+    """Raise if ``model`` holds FSDP-flattened parameters without their original ndim recorded.
+
+    Under FSDP (``use_orig_params=True``) every parameter the optimizer sees is a 1-D view into a flat shard, so unilm's
+    ``len(param.shape) == 1`` test would exempt every weight from weight decay (and merge the decay/no-decay groups).
+    ``TorchFSDPStrategy`` records the original ndim (:data:`ORIGINAL_NDIM_ATTR`) before wrapping.
+    """
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel
+    except ImportError:  # torch built without distributed support: no FSDP either
+        return
+    if not any(isinstance(m, FullyShardedDataParallel) for m in model.modules()):
+        return
+    missing = [name for name, param in model.named_parameters() if not hasattr(param, ORIGINAL_NDIM_ATTR)]
+    if missing:
+        raise ValueError(f"weight_decay_rule='unilm' exempts 1-D parameters, but the model is FSDP-wrapped and its "
+                         f'parameters are flattened 1-D views (e.g. {missing[0]!r}), so every weight would lose its '
+                         "weight decay. Train with strategy=dict(type='TorchFSDPStrategy', ...) from "
+                         "beit_mm.engine.fsdp, which records each parameter's original ndim before wrapping")
 
 
 def _norm_param_ids(model: nn.Module) -> Set[int]:
