@@ -27,8 +27,8 @@ AdamW where the device supports it, as ``tools/train.py``; the peers: torch's de
 median over rounds.
 Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak resident-set growth from before the model is
 built (glibc ``malloc_trim`` between models). The per-part split comes from one extra step with timing hooks: forward
-time of each part (first pre-hook to last post-hook of its modules), backward split at the moment the gradient reaches
-the backbone's last output (the autograd engine runs every later-created node, i.e. the neck and heads, first), and
+time of each part (summed over its runs of calls: first pre-hook to last post-hook of its modules), backward split at
+the moment the gradient reaches the backbone's last output (the autograd engine runs every later-created node, i.e. the neck and heads, first), and
 the optimizer step. ``--profile N`` prints torch.profiler's top-N operators per model. Nothing here is asserted by
 tests.
 """
@@ -110,7 +110,9 @@ class PartTimer:
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         self.device = device
         self.handles = []
-        self.spans: dict[str, list[float]] = {}
+        self.spans: dict[str, list[float]] = {}  # part -> [first pre-hook, last post-hook] of the step
+        self.busy: dict[str, float] = {}  # part -> seconds inside its episodes
+        self.episode: list | None = None  # [part, first pre-hook, last post-hook] of the running episode
         self.boundary: float | None = None
         for part, names in SPLIT_PARTS.items():
             for name in names:
@@ -128,16 +130,35 @@ class PartTimer:
         sync(self.device)
         return time.perf_counter()
 
+    def _close_episode(self) -> None:
+        if self.episode is not None:
+            part, start, end = self.episode
+            self.busy[part] = self.busy.get(part, 0.0) + end - start
+            self.episode = None
+
+    def forward_seconds(self) -> dict[str, float]:
+        """Forward seconds per part: the sum of its episodes (first pre-hook to last post-hook of a run of calls of
+        that part), so parts that alternate (slide inference: backbone, head, backbone, head, ...) are not counted
+        over each other."""
+        self._close_episode()
+        return dict(self.busy)
+
     def _pre(self, part: str):
         def hook(module, args):
             t = self._now()
             span = self.spans.setdefault(part, [t, t])
             span[0] = min(span[0], t)
+            if self.episode is None or self.episode[0] != part:
+                self._close_episode()
+                self.episode = [part, t, t]
         return hook
 
     def _post(self, part: str):
         def hook(module, args, output):
-            self.spans[part][1] = max(self.spans[part][1], self._now())
+            t = self._now()
+            self.spans[part][1] = max(self.spans[part][1], t)
+            if self.episode is not None and self.episode[0] == part:
+                self.episode[2] = t
         return hook
 
     def _remember_output(self, module, args, output) -> None:
@@ -448,7 +469,7 @@ def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype 
 
 def summarize_split(timer: PartTimer, times: dict, train: bool) -> dict[str, float]:
     """Seconds per part: tokenizer (forward), backbone and neck + head (forward + backward), optimizer, other."""
-    fwd = {p: e - s for p, (s, e) in timer.spans.items()}
+    fwd = timer.forward_seconds()
     split = {'tokenizer': fwd.get('tokenizer', 0.0), 'backbone': fwd.get('backbone', 0.0),
              'neck + head': fwd.get('neck + head', 0.0), 'optimizer': 0.0}
     if train:
