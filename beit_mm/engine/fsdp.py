@@ -21,8 +21,8 @@ from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
 from ..models.backbones.cvt import CvTBlock
-from .optimizers.layer_decay import ORIGINAL_NDIM_ATTR
 from ..models.layers.beit_block import BEiTBlock
+from .optimizers.layer_decay import ORIGINAL_NDIM_ATTR
 
 #: Module classes that become FSDP units.
 TRANSFORMER_BLOCKS = (BEiTBlock, CvTBlock)
