@@ -29,8 +29,8 @@ Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak reside
 built (glibc ``malloc_trim`` between models). The per-part split comes from one extra step with timing hooks: forward
 time of each part (summed over its runs of calls: first pre-hook to last post-hook of its modules), backward split at
 the moment the gradient reaches the backbone's last output (the autograd engine runs every later-created node, i.e.
-the neck and heads, first), and the optimizer step. ``--profile N`` prints torch.profiler's top-N operators per model. Nothing here is asserted by
-tests.
+the neck and heads, first), and the optimizer step. ``--profile N`` prints torch.profiler's top-N operators per
+model. Nothing here is asserted by tests.
 """
 from __future__ import annotations
 
