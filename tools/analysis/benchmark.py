@@ -397,6 +397,19 @@ def make_optimizer(model: nn.Module, ours: bool, device: torch.device) -> torch.
     return torch.optim.AdamW(params, lr=1e-4)
 
 
+def build_part_model(part: Part, name: str, device: torch.device) -> nn.Module:
+    """Build one peer of ``part`` (seed 0) on ``device`` in the part's train/eval mode, BatchNorm in eval mode where
+    the part asks for it (``bn_eval``)."""
+    torch.manual_seed(0)
+    model = part.builders[name]().to(device)
+    model.train(part.train)
+    if part.bn_eval:
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.eval()
+    return model
+
+
 def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype | None, split: bool,
           profile: int) -> dict:
     """One model: img/s over ``args.iters`` steps after ``args.warmup``, peak memory, optional split and profile."""
@@ -404,13 +417,7 @@ def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype 
     release_memory(device)
     result = {}
     with RssPeak() as rss:
-        torch.manual_seed(0)
-        model = part.builders[name]().to(device)
-        model.train(part.train)
-        if part.bn_eval:
-            for m in model.modules():
-                if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                    m.eval()
+        model = build_part_model(part, name, device)
         opt = make_optimizer(model, ours, device) if part.train else None
         inputs = part.make_inputs(args.batch_size, device)
         scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)

@@ -23,11 +23,7 @@ def main() -> None:
     args = parser.parse_args()
 
     part = benchmark.seg_part(args.size)
-    model = part.builders['beit_mm']()
-    model.train()
-    for m in model.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
-            m.eval()
+    model = benchmark.build_part_model(part, 'beit_mm', torch.device('cpu'))
     inputs = part.make_inputs(1, torch.device('cpu'))
 
     def step() -> float:
