@@ -99,6 +99,20 @@ def test_annotation_without_image(root):
     assert 'Fix: add the images, delete the annotations' in message
 
 
+def test_subset_with_indices_is_not_an_orphan_error(root):
+    """``indices=N`` (the MIM study's ``--num-labeled``) keeps the first N pairs: the other annotations are not
+    orphans; a bad label inside the subset is still found."""
+    dataset = _dataset(root)
+    subset = type(dataset)(data_root=root, data_prefix=dataset.data_prefix, reduce_zero_label=True, indices=3,
+                           pipeline=[dict(type='LoadImageFromFile'), dict(type='LoadAnnotations')])
+    assert check_seg_dataset(subset, 'train') == 3
+    mask = np.asarray(Image.open(_ann(root, 2))).copy()
+    mask[:4, :4] = 200
+    _write_mask(_ann(root, 2), mask)
+    with pytest.raises(DatasetCheckError, match=r'1 annotation\(s\) with label values outside 0..150'):
+        check_seg_dataset(subset, 'train')
+
+
 @pytest.mark.parametrize('damage', ['truncated', 'not_an_image'])
 def test_unreadable_or_truncated_image(root, damage):
     path = _img(root, 2)

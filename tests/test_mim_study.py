@@ -61,6 +61,32 @@ def test_majority_baseline_and_patch_labels(tmp_path):
     assert out.tolist() == [[2, -1], [-1, -1]]
 
 
+def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
+    """``--num-labeled 3``: fine-tuning builds a dataset of the first 3 training pairs in file-name order, the
+    majority baseline counts only their labels, and validation keeps every image."""
+    import argparse
+
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import DATASETS
+    labeled, unlabeled = make_data(tmp_path)
+    args = argparse.Namespace(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=7, num_labeled=3,
+                              workers=0, arms=['scratch'], dvae_iters=2, mim_iters=2, ft_iters=2,
+                              work_dir=str(tmp_path / 'study'))
+    cfg = Config.fromfile(mim_study.study_configs(args)['finetune'])
+    init_default_scope('mmseg')
+    train = DATASETS.build(cfg.train_dataloader.dataset)
+    val = DATASETS.build(cfg.val_dataloader.dataset)
+    first = sorted(os.listdir(os.path.join(labeled, 'images', 'training')))[:3]
+    assert [os.path.basename(train.get_data_info(i)['img_path']) for i in range(len(train))] == first
+    assert len(val) == 4
+    # the first 3 label maps say raw class 5 everywhere: the majority of the subset, not of the whole set
+    for f in first:
+        path = os.path.join(labeled, 'annotations', 'training', f.replace('.jpg', '.png'))
+        Image.fromarray(np.full_like(np.asarray(Image.open(path)), 5)).save(path)
+    assert mim_study.majority_baseline(labeled, 7)['majority_class'] == 0  # background (raw 1) over 8 images
+    assert mim_study.majority_baseline(labeled, 7, 3)['majority_class'] == 4
+
+
 def test_rescale_iterations():
     cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'dvae-tiny-v256_1xb32-1k_64px.py'))
     old, warmup = cfg.train_cfg.max_iters, cfg.param_scheduler[0].end

@@ -219,6 +219,7 @@ class SplitInfo:
     img_suffix: str = ''
     seg_suffix: str = ''
     from_ann_file: bool = False  # the pair list comes from an annotation file: no directory pairing check
+    subset: bool = False  # the dataset keeps some of its samples (``indices``): no check for orphan annotations
 
 
 def check_split(split: SplitInfo,
@@ -244,7 +245,7 @@ def check_split(split: SplitInfo,
             seg_path)
         if not exists:
             problems['missing_annotation'].add(img_path, f'expected {seg_path}')
-    if seg_files is not None and not split.from_ann_file:
+    if seg_files is not None and not (split.from_ann_file or split.subset):
         image_stems = {_stem(osp.relpath(p, split.img_dir), split.img_suffix) for p, _ in split.pairs}
         for rel in sorted(seg_files):
             if _stem(rel, split.seg_suffix) not in image_stems:
@@ -285,7 +286,8 @@ def split_info(dataset, name: str) -> SplitInfo:
     return SplitInfo(
         name=name, pairs=pairs, rule=rule, img_dir=prefix.get('img_path', ''), seg_dir=prefix.get('seg_map_path', ''),
         img_suffix=getattr(dataset, 'img_suffix', ''), seg_suffix=getattr(dataset, 'seg_map_suffix', ''),
-        from_ann_file=bool(getattr(dataset, 'ann_file', '')))
+        from_ann_file=bool(getattr(dataset, 'ann_file', '')),
+        subset=getattr(dataset, '_indices', None) is not None)
 
 
 def leaf_datasets(dataset) -> list:

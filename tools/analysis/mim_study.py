@@ -1,11 +1,14 @@
 """Does BEiT pretraining help when labels are scarce? The study a user runs before trusting beit_mm's MIM.
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
-        --num-classes 7 [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch tokens-blockwise pixels-blockwise
-        tokens-random] [--dvae-iters 1000] [--mim-iters 1500] [--ft-iters 600] [--work-dir work_dirs/mim_study]
+        --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
+        tokens-blockwise pixels-blockwise tokens-random] [--dvae-iters 1000] [--mim-iters 1500] [--ft-iters 600]
+        [--work-dir work_dirs/mim_study]
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K and any folder of
-unlabeled images under ``<unlabeled root>/images/training`` work unchanged):
+unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N`` keeps the first N
+labeled training images in file-name order, for fine-tuning, the probe and the majority baseline alike, so the same
+labeled root gives the scarcer-label settings):
 
 1. tokenizer: a dVAE trained on the unlabeled pool, its encoder exported (``convert_checkpoint.py --source dvae``);
    held-out codebook usage, perplexity and PSNR on the labeled set's validation images (never trained on).
@@ -128,6 +131,8 @@ def study_configs(args) -> dict[str, str]:
         for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
             set_loader(loader, args.labeled_root, args.workers)
             loader.dataset.metainfo = dict(classes=names)
+        if args.num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
+            cfg.train_dataloader.dataset.indices = args.num_labeled
         cfg.model.decode_head.num_classes = cfg.model.auxiliary_head.num_classes = args.num_classes
         rescale_iterations(cfg, args.ft_iters)
 
@@ -241,13 +246,19 @@ def patch_labels(label_map: np.ndarray, patch: int, num_classes: int) -> np.ndar
     return out
 
 
-def load_split(root: str, split: str, size: int, patch: int, num_classes: int):
-    """Images (N, 3, size, size) float 0..255 RGB and patch labels (N, size/patch, size/patch) of a split."""
+def split_images(root: str, split: str, limit: int | None = None) -> list[str]:
+    """The split's image paths in file-name order (the first ``limit`` of them when given)."""
+    prefix = 'train' if split == 'training' else 'val'
+    return sorted(glob.glob(osp.join(root, 'images', split, f'ADE_{prefix}_*.jpg')))[:limit]
+
+
+def load_split(root: str, split: str, size: int, patch: int, num_classes: int, limit: int | None = None):
+    """Images (N, 3, size, size) float 0..255 RGB and patch labels (N, size/patch, size/patch) of a split (its
+    first ``limit`` images when given)."""
     import torch
     from PIL import Image
-    prefix = 'train' if split == 'training' else 'val'
     images, labels = [], []
-    for path in sorted(glob.glob(osp.join(root, 'images', split, f'ADE_{prefix}_*.jpg'))):
+    for path in split_images(root, split, limit):
         stem = osp.splitext(osp.basename(path))[0]
         images.append(np.asarray(Image.open(path).convert('RGB').resize((size, size), Image.BICUBIC)))
         ann = Image.open(osp.join(root, 'annotations', split, stem + '.png')).resize((size, size), Image.NEAREST)
@@ -283,7 +294,8 @@ def linear_probe(args, configs, checkpoint: str | None, seed: int) -> dict:
     std = torch.tensor(cfg.model.data_preprocessor.std).view(1, 3, 1, 1)
 
     def features(split: str):
-        images, labels = load_split(args.labeled_root, split, size, patch, args.num_classes)
+        limit = args.num_labeled if split == 'training' else None
+        images, labels = load_split(args.labeled_root, split, size, patch, args.num_classes, limit)
         with torch.no_grad():
             feats = torch.cat([backbone((x - mean) / std)[-1] for x in images.split(64)])  # (N, C, h, w)
         feats, labels = feats.permute(0, 2, 3, 1).flatten(0, 2), labels.flatten()
@@ -308,14 +320,16 @@ def linear_probe(args, configs, checkpoint: str | None, seed: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------- baselines
-def majority_baseline(root: str, num_classes: int) -> dict:
-    """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class everywhere on the validation set."""
+def majority_baseline(root: str, num_classes: int, num_labeled: int | None = None) -> dict:
+    """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class (of the first ``num_labeled``
+    training images when given) everywhere on the validation set."""
     from PIL import Image
 
     def histogram(split: str) -> np.ndarray:
         counts = np.zeros(num_classes, np.int64)
-        for path in glob.glob(osp.join(root, 'annotations', split, '*.png')):
-            raw = np.asarray(Image.open(path)).astype(np.int64)
+        for image in split_images(root, split, num_labeled if split == 'training' else None):
+            stem = osp.splitext(osp.basename(image))[0]
+            raw = np.asarray(Image.open(osp.join(root, 'annotations', split, stem + '.png'))).astype(np.int64)
             raw = raw[(raw >= 1) & (raw <= num_classes)] - 1
             counts += np.bincount(raw, minlength=num_classes)
         return counts
@@ -343,8 +357,9 @@ def fmt(values: list[float]) -> str:
 
 
 def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds: float) -> str:
-    lines = [f'# MIM study: {args.labeled_root} (labeled, {args.num_classes} classes) + {args.unlabeled_root} '
-             '(unlabeled)', '',
+    labeled = f'first {args.num_labeled} training images, ' if args.num_labeled else ''
+    lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
+             f'{args.unlabeled_root} (unlabeled)', '',
              f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
              f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. Mean ± sample std over '
              f'seeds. Wall time {seconds / 60:.1f} min.', '']
@@ -383,6 +398,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--labeled-root', required=True, help='ADE20K-layout root with raw labels 1..K')
     parser.add_argument('--unlabeled-root', required=True, help='root whose images/training holds the unlabeled pool')
     parser.add_argument('--num-classes', type=int, required=True, help='K: raw label ids 1..K are the classes')
+    parser.add_argument('--num-labeled', type=int, default=None,
+                        help='fine-tune and probe on the first N labeled training images (default: all)')
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
     parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
@@ -398,6 +415,8 @@ def parse_args() -> argparse.Namespace:
         parser.error('--num-classes must be >= 2')
     if args.pretrain_seeds < 1:
         parser.error('--pretrain-seeds must be >= 1')
+    if args.num_labeled is not None and args.num_labeled < 1:
+        parser.error('--num-labeled must be >= 1')
     for root in (args.labeled_root, args.unlabeled_root):
         if not osp.isdir(osp.join(root, 'images', 'training')):
             parser.error(f'{root}/images/training does not exist; both roots need the ADE20K layout (make one with '
@@ -442,7 +461,7 @@ def main() -> None:
     args = parse_args()
     start = time.time()
     configs = study_configs(args)
-    baseline = majority_baseline(args.labeled_root, args.num_classes)
+    baseline = majority_baseline(args.labeled_root, args.num_classes, args.num_labeled)
     if args.jobs > 1:  # runs share the cores: one thread each (also for the in-process linear probes)
         os.environ['OMP_NUM_THREADS'] = str(max(1, (os.cpu_count() or 1) // args.jobs))
         import torch
