@@ -35,10 +35,11 @@ def sgd_cfg() -> Config:
     return Config(dict(optim_wrapper=dict(type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
 
 
-@pytest.mark.parametrize('cpuinfo, native', [(AVX2_ONLY, False), (AVX512_BF16, True), (AMX, True)])
-def test_cpu_bf16_capability_from_cpuinfo(monkeypatch, cpuinfo, native):
+@pytest.mark.parametrize('cpuinfo, flags', [(AVX2_ONLY, ()), (AVX512_BF16, ('avx512_bf16', )), (AMX, ('amx_bf16', ))])
+def test_cpu_bf16_capability_from_cpuinfo(monkeypatch, cpuinfo, flags):
     fake_cpuinfo(monkeypatch, cpuinfo)
-    assert amp_optim_wrapper.cpu_has_native_bf16() is native
+    assert amp_optim_wrapper.cpu_native_bf16_flags() == flags  # named on benchmark.py's device line
+    assert amp_optim_wrapper.cpu_has_native_bf16() is bool(flags)
 
 
 def test_amp_keeps_fp32_on_cpu_without_bf16(monkeypatch, train_tool, capsys):

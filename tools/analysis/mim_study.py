@@ -357,12 +357,16 @@ def fmt(values: list[float]) -> str:
 
 
 def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds: float) -> str:
+    runs = [r for res in results.values() for kind in res.values() for r in kind] + ([tokenizer] if tokenizer else [])
+    run_seconds = sum(r.get('seconds', 0.0) for r in runs)
     labeled = f'first {args.num_labeled} training images, ' if args.num_labeled else ''
     lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
              f'{args.unlabeled_root} (unlabeled)', '',
              f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
              f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. Mean ± sample std over '
-             f'seeds. Wall time {seconds / 60:.1f} min.', '']
+             f'seeds. Wall time {seconds / 60:.1f} min with --jobs {args.jobs} (this invocation; runs finished by '
+             f'an earlier one in the work dir are reused); the runs\' own times add up to {run_seconds / 60:.1f} '
+             'min.', '']
     if tokenizer:
         lines += [f'Tokenizer (held-out {args.labeled_root}/images/validation): codebook usage '
                   f'{tokenizer["usage"]:.3f}, perplexity {tokenizer["perplexity"]:.1f} '
