@@ -25,12 +25,12 @@ def test_chain_runs_end_to_end(tmp_path):
     assert re.search(rf'\[chain\] dvae: iters=2 usage={num} perplexity={num} psnr={num} \(held-out; mean-colour '
                      rf'psnr {num}\)', out), out
     assert re.search(rf'\[chain\] mim: iters=2 loss={num} mim_acc={num} \(most frequent token {num}\)', out), out
-    assert re.search(rf'\[chain\] seg: iters=2 mIoU={num} from MIM vs {num} from scratch \(majority class {num}\)',
+    assert re.search(rf'\[chain\] seg \(linear decoder\): iters=2 mIoU={num} from MIM vs {num} from scratch \(majority class {num}\)',
                      out), out
     mim_ckpt = work / 'mim' / 'tokens-blockwise_seed0' / 'iter_2.pth'
-    log = (work / 'finetune' / 'tokens-blockwise_seed0' / 'train.log').read_text()
+    log = (work / 'finetune' / 'linear' / 'tokens-blockwise_seed0' / 'train.log').read_text()
     assert re.search(rf'loaded \d+ backbone weights from {re.escape(str(mim_ckpt))} \(0 missing', log)
-    assert 'backbone weights from' not in (work / 'finetune' / 'scratch_seed0' / 'train.log').read_text()
+    assert 'backbone weights from' not in (work / 'finetune' / 'linear' / 'scratch_seed0' / 'train.log').read_text()
     tokenizer = torch.load(work / 'tokenizer.pth', map_location='cpu', weights_only=True)['state_dict']
     mim = torch.load(mim_ckpt, map_location='cpu', weights_only=True)['state_dict']
     assert torch.equal(mim['target_generator.blocks.input.weight'], tokenizer['blocks.input.weight'])

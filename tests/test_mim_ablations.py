@@ -23,9 +23,9 @@ from .conftest import ROOT, randomize_
 from .test_mim import DIM, make_inputs, tiny_cfg
 
 STUDY = os.path.join(ROOT, 'configs', 'mim_study')
-TOKENS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py')
-PIXELS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-pixels-blockwise.py')
-RANDOM = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-random.py')
+TOKENS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py')
+PIXELS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py')
+RANDOM = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py')
 
 
 def pixel_cfg() -> dict:

@@ -70,9 +70,9 @@ def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
     from mmseg.registry import DATASETS
     labeled, unlabeled = make_data(tmp_path)
     args = argparse.Namespace(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=7, num_labeled=3,
-                              workers=0, arms=['scratch'], dvae_iters=2, mim_iters=2, ft_iters=2,
+                              workers=0, arms=['scratch'], heads=['linear'], dvae_iters=2, mim_iters=2, ft_iters=2,
                               work_dir=str(tmp_path / 'study'))
-    cfg = Config.fromfile(mim_study.study_configs(args)['finetune'])
+    cfg = Config.fromfile(mim_study.study_configs(args)['finetune-linear'])
     init_default_scope('mmseg')
     train = DATASETS.build(cfg.train_dataloader.dataset)
     val = DATASETS.build(cfg.val_dataloader.dataset)
@@ -108,23 +108,27 @@ def test_study_smoke_run_every_arm(tmp_path):
     work = tmp_path / 'study'
     cmd = [sys.executable, 'tools/analysis/mim_study.py', '--labeled-root', labeled, '--unlabeled-root', unlabeled,
            '--num-classes', '7', '--seeds', '0', '1', '--dvae-iters', '2', '--mim-iters', '2', '--ft-iters', '2',
-           '--workers', '0', '--work-dir', str(work)]
+           '--heads', 'linear', 'upernet', '--workers', '0', '--work-dir', str(work)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     report = json.loads((work / 'report.json').read_text())
     assert list(report['results']) == ['scratch', 'tokens-blockwise', 'pixels-blockwise', 'tokens-random']
     for arm, res in report['results'].items():
-        assert len(res['finetune']) == 2 and all(0 <= r['mIoU'] <= 100 for r in res['finetune']), arm
+        for head in ('linear', 'upernet'):
+            runs = res['finetune'][head]
+            assert len(runs) == 2 and all(0 <= r['mIoU'] <= 100 for r in runs), (arm, head)
         assert len(res['probe']) == 1 and 0 <= res['probe'][0]['probe_mAcc'] <= 100
     assert 'mim_acc_baseline' in report['results']['tokens-random']['pretrain'][0]
     assert 'loss_baseline' in report['results']['pixels-blockwise']['pretrain'][0]
     assert 0 < report['tokenizer']['usage'] <= 1 and os.path.isfile(report['tokenizer']['grid'])
     text = (work / 'report.md').read_text()
-    assert '| trivial baseline (majority class / chance) |' in text and '| tokens-random |' in text
-    assert 'MIM (tokens, blockwise) - scratch' in text
+    assert '| trivial baseline (chance) |' in text and '| trivial baseline (majority class) |' in text
+    assert '| tokens-random |' in text
+    assert 'linear: MIM (tokens, blockwise) - scratch' in text and 'upernet: MIM (tokens, blockwise) - scratch' in text
     # the pixel arm needs no tokenizer; the configs the runs used are kept
-    assert (work / 'configs' / 'finetune.py').is_file() and (work / 'configs' / 'mim_pixels-blockwise.py').is_file()
+    assert (work / 'configs' / 'finetune_linear.py').is_file() and (work / 'configs' / 'finetune_upernet.py').is_file()
+    assert (work / 'configs' / 'mim_pixels-blockwise.py').is_file()
     # finished runs are reused: a second start does no training
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0 and json.loads((work / 'report.json').read_text())['results'] == report['results']

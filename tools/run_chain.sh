@@ -5,12 +5,13 @@
 #   2 train a dVAE tokenizer on the unlabeled pool, export its encoder, held-out usage/perplexity/PSNR
 #   3 BEiT MIM pretraining (dVAE ids, blockwise masking) on the unlabeled pool
 #   4 segmentation fine-tuning on the labeled set from the MIM checkpoint and, with the same budget, from scratch
+#     (the study's default decoder: a linear head on the last block, so the backbone does the spatial work)
 # and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline.
 # Logs, checkpoints, configs and report.md: $CHAIN_WORK_DIR.
 #
 #   bash tools/run_chain.sh
 # Environment overrides (defaults in brackets), e.g. for a smoke test:
-#   CHAIN_DVAE_ITERS [1000]  CHAIN_MIM_ITERS [1500]  CHAIN_SEG_ITERS [600]  CHAIN_SEED [0]
+#   CHAIN_DVAE_ITERS [1000]  CHAIN_MIM_ITERS [3000]  CHAIN_SEG_ITERS [1200]  CHAIN_SEED [0]
 #   CHAIN_NUM_TRAIN [300] CHAIN_NUM_VAL [300]   labeled images      CHAIN_NUM_UNLABELED [3000]   unlabeled images
 #   CHAIN_WORKERS [2]   CHAIN_JOBS [2] (runs at a time)   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
 #   CHAIN_PYTHON [the venv of tools/setup_env.sh]   interpreter to use
@@ -41,7 +42,7 @@ start=$SECONDS
 # 2-4. tokenizer, MIM, fine-tuning from MIM and from scratch
 "$py" tools/analysis/mim_study.py --labeled-root "$labeled" --unlabeled-root "$unlabeled" --num-classes 7 \
     --arms scratch tokens-blockwise --seeds "${CHAIN_SEED:-0}" --jobs "${CHAIN_JOBS:-2}" --dvae-iters "${CHAIN_DVAE_ITERS:-1000}" \
-    --mim-iters "${CHAIN_MIM_ITERS:-1500}" --ft-iters "${CHAIN_SEG_ITERS:-600}" --work-dir "$work" \
+    --mim-iters "${CHAIN_MIM_ITERS:-3000}" --ft-iters "${CHAIN_SEG_ITERS:-1200}" --work-dir "$work" \
     --workers "${CHAIN_WORKERS:-2}" > "$work/study.log" 2>&1 || {
     tail -n 40 "$work/study.log" >&2; echo "[chain] failed; full log: $work/study.log" >&2; exit 1; }
 
@@ -51,12 +52,13 @@ import sys
 r = json.load(open(sys.argv[1]))
 a, t, b = r['args'], r['tokenizer'], r['baseline']
 mim = r['results']['tokens-blockwise']
-pre, ft, ft0 = mim['pretrain'][0], mim['finetune'][0], r['results']['scratch']['finetune'][0]
+head = a['heads'][0]
+pre, ft, ft0 = mim['pretrain'][0], mim['finetune'][head][0], r['results']['scratch']['finetune'][head][0]
 print(f"[chain] dvae: iters={a['dvae_iters']} usage={t['usage']:.4f} perplexity={t['perplexity']:.1f} "
       f"psnr={t['psnr']:.2f} (held-out; mean-colour psnr {t['psnr_mean_colour']:.2f})")
 print(f"[chain] mim: iters={a['mim_iters']} loss={pre['loss']:.4f} mim_acc={pre['mim_acc']:.4f} "
       f"(most frequent token {pre['mim_acc_baseline']:.4f})")
-print(f"[chain] seg: iters={a['ft_iters']} mIoU={ft['mIoU']:.2f} from MIM vs {ft0['mIoU']:.2f} from scratch "
+print(f"[chain] seg ({head} decoder): iters={a['ft_iters']} mIoU={ft['mIoU']:.2f} from MIM vs {ft0['mIoU']:.2f} from scratch "
       f"(majority class {b['mIoU']:.2f})")
 EOF
 echo "[chain] done in $(( SECONDS - start )) s; logs, checkpoints and report.md in $work"

@@ -7,7 +7,8 @@
 # Plus beit_mm's codebook-usage term (usage_weight=1.0: KL of the batch's average code distribution to the uniform
 # prior, wav2vec 2.0's diversity loss; see beit_mm.DVAE): without it the hard codes collapse on these images, whose
 # flat backgrounds fill three quarters of the patches (held-out numbers in the README, "Masked image modeling").
-#   python tools/train.py configs/mim_study/dvae-tiny-v256_1xb32-1k_64px.py --cfg-options data_root=data/shapes_unlabeled
+#   python tools/train.py configs/mim_study/dvae-tiny-v256_1xb32-1k_64px.py --cfg-options \
+#       train_dataloader.dataset.data_root=data/shapes_unlabeled
 #   python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/<this config>/iter_1000.pth tokenizer.pth
 # TokenizerEvalHook logs held-out codebook usage, perplexity and PSNR and writes reconstruction grids.
 _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']

@@ -2,8 +2,8 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random] [--dvae-iters 1000] [--mim-iters 1500] [--ft-iters 600]
-        [--work-dir work_dirs/mim_study]
+        tokens-blockwise pixels-blockwise tokens-random] [--heads linear upernet] [--dvae-iters 1000]
+        [--mim-iters 3000] [--ft-iters 1200] [--work-dir work_dirs/mim_study]
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K and any folder of
 unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N`` keeps the first N
@@ -20,7 +20,10 @@ labeled root gives the scarcer-label settings):
    frozen backbone, predicting each 8 px patch's majority label; mean per-class accuracy on the validation patches
    (chance: 1 / K); ``scratch`` probes a randomly initialized backbone.
 4. fine-tuning: semantic segmentation on the labeled set with the same config, iterations and hyperparameters for
-   every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm; validation mIoU / aAcc.
+   every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm and decoder; validation
+   mIoU / aAcc. ``--heads``: ``linear`` (default; a 1x1 convolution on the last block's patch tokens, so the backbone
+   does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
+   a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder).
 5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
    aAcc, chance for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
    (``report.json``) in the work dir, and printed.
@@ -52,11 +55,14 @@ sys.path.insert(0, ROOT)
 STUDY = osp.join(ROOT, 'configs', 'mim_study')
 DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_64px.py')
 MIM_CONFIGS = {
-    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py'),
-    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-pixels-blockwise.py'),
-    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-random.py'),
+    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py'),
+    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py'),
+    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py'),
 }
-FT_CONFIG = osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-600i_ade20k-64x64.py')
+FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and schedule
+    'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
+    'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
+}
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
 # Linear probe: full-batch Adam on standardized features (a convex problem; enough steps to converge on ~20k patches).
 PROBE_STEPS = 300
@@ -133,11 +139,14 @@ def study_configs(args) -> dict[str, str]:
             loader.dataset.metainfo = dict(classes=names)
         if args.num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
             cfg.train_dataloader.dataset.indices = args.num_labeled
-        cfg.model.decode_head.num_classes = cfg.model.auxiliary_head.num_classes = args.num_classes
+        for head in (cfg.model.decode_head, cfg.model.get('auxiliary_head')):
+            if head:
+                head.num_classes = args.num_classes
         rescale_iterations(cfg, args.ft_iters)
 
-    paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae),
-             'finetune': write_config(FT_CONFIG, osp.join(out, 'finetune.py'), finetune)}
+    paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae)}
+    for head in args.heads:
+        paths[f'finetune-{head}'] = write_config(FT_CONFIGS[head], osp.join(out, f'finetune_{head}.py'), finetune)
     for arm in args.arms:
         if arm != 'scratch':
             paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), mim)
@@ -220,13 +229,13 @@ def run_pretrain(args, configs, arm: str, seed: int) -> dict:
     return cached(work, run)
 
 
-def run_finetune(args, configs, arm: str, checkpoint: str | None, seed: int) -> dict:
-    work = osp.join(args.work_dir, 'finetune', f'{arm}_seed{seed}')
+def run_finetune(args, configs, head: str, arm: str, checkpoint: str | None, seed: int) -> dict:
+    work = osp.join(args.work_dir, 'finetune', head, f'{arm}_seed{seed}')
     init = 'model.backbone.init_cfg=None' if checkpoint is None else f'model.backbone.init_cfg.checkpoint={checkpoint}'
     options = [f'randomness.seed={seed}', init]
 
     def run():
-        log = train(configs['finetune'], work, options)
+        log = train(configs[f'finetune-{head}'], work, options)
         return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), mAcc=last_value(log, 'mAcc'))
 
     return cached(work, run)
@@ -280,7 +289,7 @@ def linear_probe(args, configs, checkpoint: str | None, seed: int) -> dict:
     from mmengine.config import Config
 
     from beit_mm.registry import MODELS
-    cfg = Config.fromfile(configs['finetune'])
+    cfg = Config.fromfile(configs[f'finetune-{args.heads[0]}'])  # the backbone is the same in every head's config
     backbone_cfg = cfg.model.backbone.copy()
     backbone_cfg.update(type='BEiT', out_indices=(-1, ), drop_path_rate=0.0,
                         init_cfg=None if checkpoint is None else dict(type='Pretrained', checkpoint=checkpoint,
@@ -357,7 +366,8 @@ def fmt(values: list[float]) -> str:
 
 
 def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds: float) -> str:
-    runs = [r for res in results.values() for kind in res.values() for r in kind] + ([tokenizer] if tokenizer else [])
+    runs = [r for res in results.values() for r in res['pretrain'] + res['probe'] +
+            [r for per_head in res['finetune'].values() for r in per_head]] + ([tokenizer] if tokenizer else [])
     run_seconds = sum(r.get('seconds', 0.0) for r in runs)
     labeled = f'first {args.num_labeled} training images, ' if args.num_labeled else ''
     lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
@@ -372,28 +382,34 @@ def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds:
                   f'{tokenizer["usage"]:.3f}, perplexity {tokenizer["perplexity"]:.1f} '
                   f'({tokenizer["perplexity_fraction"]:.3f} of the vocabulary), PSNR {tokenizer["psnr"]:.2f} dB '
                   f'(mean-colour baseline {tokenizer["psnr_mean_colour"]:.2f} dB); grid {tokenizer["grid"]}.', '']
-    lines += ['| arm | mIoU | aAcc | mAcc | linear probe mAcc | MIM end metric |',
-             '|---|---|---|---|---|---|',
-             f'| trivial baseline (majority class / chance) | {baseline["mIoU"]:.2f} | {baseline["aAcc"]:.2f} | '
-             f'{baseline["mAcc"]:.2f} | {baseline["probe_mAcc"]:.2f} | - |']
+    lines += ['Pretraining and frozen features:', '', '| arm | MIM end metric | linear probe mAcc |', '|---|---|---|',
+              f'| trivial baseline (chance) | - | {baseline["probe_mAcc"]:.2f} |']
     for arm, res in results.items():
         pre = res['pretrain']
         if not pre:
-            mim = '-'
+            mim = '- (random init)'
         elif 'mim_acc' in pre[0]:
             mim = (f'mim_acc {fmt([100 * p["mim_acc"] for p in pre])} (most frequent token '
                    f'{fmt([100 * p["mim_acc_baseline"] for p in pre])})')
         else:
             mim = (f'L2 {fmt([p["loss"] for p in pre])} (predict-the-mean {fmt([p["loss_baseline"] for p in pre])})')
-        ft = res['finetune']
-        lines.append(f'| {arm} | {fmt([r["mIoU"] for r in ft])} | {fmt([r["aAcc"] for r in ft])} | '
-                     f'{fmt([r["mAcc"] for r in ft])} | {fmt([p["probe_mAcc"] for p in res["probe"]])} | {mim} |')
-    if 'scratch' in results and 'tokens-blockwise' in results:
-        (m1, s1), (m0, s0) = (mean_std([r['mIoU'] for r in results[a]['finetune']])
-                              for a in ('tokens-blockwise', 'scratch'))
-        verdict = 'more' if m1 - m0 > s1 + s0 else 'not more'
-        lines += ['', f'MIM (tokens, blockwise) - scratch = {m1 - m0:+.2f} mIoU; the sum of the two standard '
-                  f'deviations is {s1 + s0:.2f}: the gain is {verdict} than the spread.']
+        lines.append(f'| {arm} | {mim} | {fmt([p["probe_mAcc"] for p in res["probe"]])} |')
+    for head in args.heads:
+        lines += ['', f'Fine-tuning with the {head} decoder ({osp.basename(FT_CONFIGS[head])}):', '',
+                  '| arm | mIoU | mIoU per seed | aAcc | mAcc |', '|---|---|---|---|---|',
+                  f'| trivial baseline (majority class) | {baseline["mIoU"]:.2f} | - | {baseline["aAcc"]:.2f} | '
+                  f'{baseline["mAcc"]:.2f} |']
+        for arm, res in results.items():
+            ft = res['finetune'][head]
+            per_seed = ', '.join(f'{r["mIoU"]:.2f}' for r in ft)
+            lines.append(f'| {arm} | {fmt([r["mIoU"] for r in ft])} | {per_seed} | {fmt([r["aAcc"] for r in ft])} | '
+                         f'{fmt([r["mAcc"] for r in ft])} |')
+        if 'scratch' in results and 'tokens-blockwise' in results:
+            (m1, s1), (m0, s0) = (mean_std([r['mIoU'] for r in results[a]['finetune'][head]])
+                                  for a in ('tokens-blockwise', 'scratch'))
+            verdict = 'more' if m1 - m0 > s1 + s0 else 'not more'
+            lines += ['', f'{head}: MIM (tokens, blockwise) - scratch = {m1 - m0:+.2f} mIoU; the sum of the two '
+                      f'standard deviations is {s1 + s0:.2f}: the gain is {verdict} than the spread.']
     return '\n'.join(lines) + '\n'
 
 
@@ -407,9 +423,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
     parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
+    parser.add_argument('--heads', nargs='+', choices=tuple(FT_CONFIGS), default=['linear'],
+                        help='fine-tuning decoders, each run for every arm and seed (default: linear, where the '
+                        'backbone does all the spatial work)')
     parser.add_argument('--dvae-iters', type=int, default=1000)
-    parser.add_argument('--mim-iters', type=int, default=1500)
-    parser.add_argument('--ft-iters', type=int, default=600)
+    parser.add_argument('--mim-iters', type=int, default=3000)
+    parser.add_argument('--ft-iters', type=int, default=1200)
     parser.add_argument('--work-dir', default='work_dirs/mim_study')
     parser.add_argument('--workers', type=int, default=2, help='dataloader workers per run')
     parser.add_argument('--jobs', type=int, default=1,
@@ -488,18 +507,20 @@ def main() -> None:
             tasks[f'probe/{arm}/{s}'] = ([source] if source else [], lambda done, arm=arm, s=s, source=source: cached(
                 osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
                 lambda: linear_probe(args, configs, checkpoint(done, source), s)))
-        for i, seed in enumerate(args.seeds):
-            source = sources[i % len(sources)]
-            tasks[f'finetune/{arm}/{seed}'] = ([source] if source else [], lambda done, arm=arm, seed=seed,
-                                               source=source: run_finetune(args, configs, arm,
-                                                                           checkpoint(done, source), seed))
+        for head in args.heads:
+            for i, seed in enumerate(args.seeds):
+                source = sources[i % len(sources)]
+                tasks[f'finetune/{head}/{arm}/{seed}'] = ([source] if source else [], lambda done, head=head, arm=arm,
+                                                          seed=seed, source=source: run_finetune(
+                                                              args, configs, head, arm, checkpoint(done, source), seed))
     done = run_graph(tasks, args.jobs)
     tokenizer = done.get('tokenizer')
     results = {}
     for arm in args.arms:
         pick = lambda kind: [done[k] for k in sorted((k for k in done if k.startswith(f'{kind}/{arm}/')),  # noqa: E731
                                                      key=lambda k: int(k.rsplit('/', 1)[1]))]
-        results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'), finetune=pick('finetune'))
+        results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'),
+                            finetune={head: pick(f'finetune/{head}') for head in args.heads})
     seconds = time.time() - start
     text = report(args, results, tokenizer, baseline, seconds)
     with open(osp.join(args.work_dir, 'report.md'), 'w') as f:

@@ -1,13 +1,14 @@
 # MIM study, stage 2 (the default arm): BEiT masked image modeling of a tiny BEiT (patch 8, 128 wide, 6 blocks,
 # 4 heads) on the unlabeled pool's 64x64 images: 8x8 patch grid, blockwise mask of 40% of it (26 of 64 patches,
 # blocks of >= 4 patches), targets = ids of the study's dVAE tokenizer on the same 64 px view (8x8 ids, one per
-# patch). 1 process x 32 images, 1500 iterations (16 epochs of 3000 images, ~8 min on one CPU core), AdamW lr 1.5e-3
+# patch). 1 process x 32 images, 3000 iterations (32 epochs of 3000 images, ~12 min on 2 CPU cores), AdamW lr 1.5e-3
 # (BEiT's, at batch 2048), warmup 10%, cosine, clip 3, unilm's pretraining init, layer scale 0.1, shared relative
 # position bias.
 # Ablation arms (same everything else): *_mim-pixels-blockwise.py (targets = per-patch normalized pixels, L2) and
 # *_mim-tokens-random.py (uniformly random masking of the same count).
-#   python tools/train.py configs/mim_study/beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py \
-#       --cfg-options tokenizer_checkpoint=TOKENIZER.pth data_root=data/shapes_unlabeled
+#   python tools/train.py configs/mim_study/beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py \
+#       --cfg-options model.target_generator.init_cfg.checkpoint=TOKENIZER.pth \
+#           train_dataloader.dataset.data_root=data/shapes_unlabeled
 _base_ = ['../beit/beit-base-p16_8xb256-amp-coslr-800e_in1k.py']
 tokenizer_checkpoint = 'work_dirs/mim_study/tokenizer.pth'
 tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)  # = dvae-tiny-v256_1xb32-1k_64px.py
@@ -16,8 +17,8 @@ img_size = 64
 patch_size = 8
 embed_dims = 128
 mask_ratio = 0.4
-max_iters = 1500
-warmup_iters = 150
+max_iters = 3000
+warmup_iters = 300
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),

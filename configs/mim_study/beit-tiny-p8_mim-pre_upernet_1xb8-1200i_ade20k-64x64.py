@@ -1,17 +1,17 @@
 # MIM study, stage 3: semantic segmentation fine-tuning of the study's tiny BEiT (patch 8, 128 wide, 6 blocks) +
 # UPerNet on the labeled ADE20K-layout set (default: the generated 'shapes' set, 7 classes, raw ids 1..7), 64x64
-# crops, 1 process x 8 images, 600 iterations, from a MIM checkpoint (`mim_checkpoint`; the shared relative position
+# crops, 1 process x 8 images, 1200 iterations, from a MIM checkpoint (`mim_checkpoint`; the shared relative position
 # bias is copied into every block on load) or from scratch with the same budget (model.backbone.init_cfg=None).
 # Every arm of tools/analysis/mim_study.py uses this config unchanged except the backbone init and the seed.
-#   python tools/train.py configs/mim_study/beit-tiny-p8_mim-pre_upernet_1xb8-600i_ade20k-64x64.py \
-#       --cfg-options mim_checkpoint=work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_1500.pth
+#   python tools/train.py configs/mim_study/beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py \
+#       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_3000.pth
 # Another class count K (raw ids 1..K): tools/analysis/mim_study.py --num-classes K sets num_classes and the
 # dataset's class names (ADE20K's first K names: mmseg maps the raw ids 1..K to 0..K-1 and ignores the rest).
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
 ]
-mim_checkpoint = 'work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_1500.pth'
+mim_checkpoint = 'work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_3000.pth'
 data_root = 'data/shapes'
 num_classes = 7
 class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')  # ADE20K's first 7 class names
@@ -36,7 +36,7 @@ train_dataloader = dict(batch_size=8, num_workers=2, dataset=dataset)
 val_dataloader = dict(num_workers=2, dataset=dataset)
 test_dataloader = val_dataloader
 base_lr = 1e-3
-max_iters = 600
+max_iters = 1200
 optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
@@ -48,8 +48,8 @@ optim_wrapper = dict(
         no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
                         'q_bias', 'v_bias')))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=60),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=60, end=max_iters),
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=120),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=120, end=max_iters),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 auto_scale_lr = dict(enable=False, base_batch_size=8)  # this recipe's batch (BatchSizeCheckHook compares with it)

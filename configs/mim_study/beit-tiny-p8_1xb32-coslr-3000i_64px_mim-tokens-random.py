@@ -1,7 +1,7 @@
-# MIM study, random-masking arm: as beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py, but the mask is drawn
+# MIM study, random-masking arm: as beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py, but the mask is drawn
 # uniformly at random with the same count (40% of the 8x8 grid) instead of blockwise (the BEiT paper's ablation,
 # Table 4). Only the mask generator of the pipeline differs.
-_base_ = ['./beit-tiny-p8_1xb32-coslr-1500i_64px_mim-tokens-blockwise.py']
+_base_ = ['./beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py']
 img_size = 64
 patch_size = 8
 mask_ratio = 0.4
