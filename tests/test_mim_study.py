@@ -132,3 +132,10 @@ def test_study_smoke_run_every_arm(tmp_path):
     # finished runs are reused: a second start does no training
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert again.returncode == 0 and json.loads((work / 'report.json').read_text())['results'] == report['results']
+    # other settings in the same work dir: refused with the folder and the fix, nothing overwritten
+    fewer = subprocess.run(cmd + ['--num-labeled', '4'], cwd=ROOT, capture_output=True, text=True)
+    assert fewer.returncode != 0
+    message = fewer.stderr[-3000:]
+    assert 'holds a finished run with other settings (num_labeled: None there, 4 now)' in message, message
+    assert 'Fix: start the study with another --work-dir' in message
+    assert json.loads((work / 'report.json').read_text())['results'] == report['results']

@@ -178,15 +178,25 @@ def last_value(log: str, key: str) -> float:
     return float(found[-1])
 
 
-def cached(work_dir: str, run) -> dict:
-    """``run()``'s metrics, stored in ``work_dir/metrics.json`` and reused when it exists."""
+def cached(work_dir: str, run, settings: dict) -> dict:
+    """``run()``'s metrics, stored with the ``settings`` that produced them in ``work_dir/metrics.json`` and reused
+    when that file exists. A finished run with other settings (e.g. another ``--num-labeled`` in the same work dir)
+    stops the study with an error: its results are neither overwritten nor reported as this study's."""
     path = osp.join(work_dir, 'metrics.json')
     if osp.isfile(path):
         with open(path) as f:
-            return json.load(f)
+            metrics = json.load(f)
+        stored = metrics.get('settings', settings)  # runs finished before settings were recorded are reused
+        if stored != settings:
+            changed = '; '.join(f'{k}: {stored.get(k)!r} there, {v!r} now' for k, v in settings.items()
+                                if stored.get(k) != v)
+            raise RuntimeError(f'{work_dir} holds a finished run with other settings ({changed}). Fix: start the '
+                               'study with another --work-dir, or delete that folder to redo the run.')
+        return metrics
     start = time.time()
     metrics = run()
     metrics['seconds'] = round(time.time() - start, 1)
+    metrics['settings'] = settings
     os.makedirs(work_dir, exist_ok=True)
     with open(path, 'w') as f:
         json.dump(metrics, f, indent=1)
@@ -211,7 +221,7 @@ def run_tokenizer(args, configs) -> dict:
         with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
             return json.load(f)
 
-    return cached(work, run)
+    return cached(work, run, dict(unlabeled_root=args.unlabeled_root, dvae_iters=args.dvae_iters, seed=args.seeds[0]))
 
 
 def run_pretrain(args, configs, arm: str, seed: int) -> dict:
@@ -226,7 +236,7 @@ def run_pretrain(args, configs, arm: str, seed: int) -> dict:
             metrics.update(loss_baseline=last_value(log, 'loss_baseline'))
         return metrics
 
-    return cached(work, run)
+    return cached(work, run, dict(unlabeled_root=args.unlabeled_root, mim_iters=args.mim_iters, seed=seed))
 
 
 def run_finetune(args, configs, head: str, arm: str, checkpoint: str | None, seed: int) -> dict:
@@ -238,7 +248,13 @@ def run_finetune(args, configs, head: str, arm: str, checkpoint: str | None, see
         log = train(configs[f'finetune-{head}'], work, options)
         return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), mAcc=last_value(log, 'mAcc'))
 
-    return cached(work, run)
+    return cached(work, run, dict(labeled_settings(args), ft_iters=args.ft_iters, seed=seed,
+                                  mim_iters=None if checkpoint is None else args.mim_iters))
+
+
+def labeled_settings(args) -> dict:
+    """What a fine-tuning or probe result depends on besides its own run: the labeled data it saw."""
+    return dict(labeled_root=args.labeled_root, num_classes=args.num_classes, num_labeled=args.num_labeled)
 
 
 # ------------------------------------------------------------------------------------------- linear probe
@@ -438,12 +454,14 @@ def parse_args() -> argparse.Namespace:
         parser.error('--num-classes must be >= 2')
     if args.pretrain_seeds < 1:
         parser.error('--pretrain-seeds must be >= 1')
-    if args.num_labeled is not None and args.num_labeled < 1:
-        parser.error('--num-labeled must be >= 1')
     for root in (args.labeled_root, args.unlabeled_root):
         if not osp.isdir(osp.join(root, 'images', 'training')):
             parser.error(f'{root}/images/training does not exist; both roots need the ADE20K layout (make one with '
                          'python tools/make_demo_data.py --dataset shapes ...)')
+    available = len(split_images(args.labeled_root, 'training'))
+    if args.num_labeled is not None and not 1 <= args.num_labeled <= available:
+        parser.error(f'--num-labeled must be between 1 and the {available} images of '
+                     f'{args.labeled_root}/images/training')
     args.work_dir = osp.abspath(args.work_dir)
     args.labeled_root, args.unlabeled_root = osp.abspath(args.labeled_root), osp.abspath(args.unlabeled_root)
     return args
@@ -506,7 +524,8 @@ def main() -> None:
         for s, source in enumerate(sources):
             tasks[f'probe/{arm}/{s}'] = ([source] if source else [], lambda done, arm=arm, s=s, source=source: cached(
                 osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
-                lambda: linear_probe(args, configs, checkpoint(done, source), s)))
+                lambda: linear_probe(args, configs, checkpoint(done, source), s),
+                dict(labeled_settings(args), mim_iters=None if source is None else args.mim_iters)))
         for head in args.heads:
             for i, seed in enumerate(args.seeds):
                 source = sources[i % len(sources)]
