@@ -27,7 +27,7 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.engine.launch import adapt_cfg_to_launcher, init_cpu_process_group
+from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 
 
 def parse_args() -> argparse.Namespace:
@@ -165,6 +165,7 @@ def main() -> None:
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     runner.test()
+    destroy_process_group()
 
 
 if __name__ == '__main__':

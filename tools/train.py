@@ -37,7 +37,7 @@ from beit_mm.converters.io import check_checkpoint_file
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
-from beit_mm.engine.launch import adapt_cfg_to_launcher, init_cpu_process_group
+from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 
 
 def parse_args() -> argparse.Namespace:
@@ -186,6 +186,7 @@ def main() -> None:
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     runner.train()
+    destroy_process_group()
 
 
 if __name__ == '__main__':
