@@ -30,7 +30,9 @@ labeled root gives the scarcer-label settings):
 
 Runs go through ``tools/train.py`` in subprocesses with the configs written to ``<work-dir>/configs/`` (the shipped
 configs with the data roots, the class count and, when the iteration counts are changed, every iteration-valued field
-rescaled). A finished run (its ``metrics.json``) is reused when the study is started again with the same work dir.
+rescaled). A finished run (its ``metrics.json``, which records the settings it ran with) is reused when the study is
+started again with the same work dir and settings; one with other settings (e.g. another ``--num-labeled``) stops the
+study with an error naming the folder, so each setting gets its own ``--work-dir``.
 """
 from __future__ import annotations
 
