@@ -20,7 +20,6 @@ model = dict(
         concat_input=False,
         dropout_ratio=0.1,
         num_classes={{_base_.num_classes}},
-        norm_cfg={{_base_.norm_cfg}},
         align_corners=False,
         loss_decode=dict(type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0)),
     auxiliary_head=None)

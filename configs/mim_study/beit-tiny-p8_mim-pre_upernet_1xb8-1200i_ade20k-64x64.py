@@ -37,6 +37,7 @@ val_dataloader = dict(num_workers=2, dataset=dataset)
 test_dataloader = val_dataloader
 base_lr = 1e-3
 max_iters = 1200
+warmup_iters = 120
 optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
@@ -48,8 +49,8 @@ optim_wrapper = dict(
         no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
                         'q_bias', 'v_bias')))
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=120),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=120, end=max_iters),
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=warmup_iters),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 auto_scale_lr = dict(enable=False, base_batch_size=8)  # this recipe's batch (BatchSizeCheckHook compares with it)

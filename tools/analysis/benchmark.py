@@ -110,7 +110,8 @@ class PartTimer:
     def __init__(self, model: nn.Module, device: torch.device) -> None:
         self.device = device
         self.handles = []
-        self.spans: dict[str, list[float]] = {}  # part -> [first pre-hook, last post-hook] of the step
+        self.first: float | None = None  # the step's first pre-hook of any part
+        self.last: float | None = None  # the step's last post-hook of any part
         self.busy: dict[str, float] = {}  # part -> seconds inside its episodes
         self.episode: list | None = None  # [part, first pre-hook, last post-hook] of the running episode
         self.boundary: float | None = None
@@ -146,8 +147,7 @@ class PartTimer:
     def _pre(self, part: str):
         def hook(module, args):
             t = self._now()
-            span = self.spans.setdefault(part, [t, t])
-            span[0] = min(span[0], t)
+            self.first = t if self.first is None else self.first
             if self.episode is None or self.episode[0] != part:
                 self._close_episode()
                 self.episode = [part, t, t]
@@ -155,8 +155,7 @@ class PartTimer:
 
     def _post(self, part: str):
         def hook(module, args, output):
-            t = self._now()
-            self.spans[part][1] = max(self.spans[part][1], t)
+            self.last = t = self._now()
             if self.episode is not None and self.episode[0] == part:
                 self.episode[2] = t
         return hook
@@ -486,7 +485,7 @@ def summarize_split(timer: PartTimer, times: dict, train: bool) -> dict[str, flo
         split['optimizer'] = times['end'] - times['opt0']
         total = times['end'] - times['start']
     else:
-        total = max(e for _, e in timer.spans.values()) - min(s for s, _ in timer.spans.values())
+        total = timer.last - timer.first
     split['other'] = max(0.0, total - sum(split.values()))
     split['total'] = total
     return split
