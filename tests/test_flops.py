@@ -56,7 +56,7 @@ def test_segmentor_and_mim_counts():
     from mmengine.analysis import FlopAnalyzer
     from mmengine.config import Config
 
-    from beit_mm.visualization.loading import build_from_config
+    from beit_mm.apis import build_from_config
     tool = _tool()
     seg_cfg = Config.fromfile(osp.join(ROOT, 'tests/configs/tiny_beit_upernet_ade_demo.py'))
     seg = build_from_config(seg_cfg, drop_auxiliary_head=True)
@@ -91,7 +91,7 @@ def test_sdpa_handle_counts_what_the_eager_path_counts():
     """The SDPA op handle gives the same total as MMEngine's own matmul counting on the eager attention path."""
     from mmengine.config import Config
 
-    from beit_mm.visualization.loading import build_from_config
+    from beit_mm.apis import build_from_config
     tool = _tool()
     totals = []
     for fused in (True, False):

@@ -14,7 +14,7 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.visualization.loading import build_from_config
+from beit_mm.apis import build_from_config
 
 from .conftest import ROOT, shrink_seg_config
 
@@ -176,3 +176,28 @@ def test_unilm_weight_decay_rule_under_fsdp_uses_original_ndims(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'ERROR weight_decay_rule=\'unilm\'' in proc.stdout and 'TorchFSDPStrategy' in proc.stdout, proc.stdout
     assert 'SAME 6' in proc.stdout, proc.stdout  # stem, 2 blocks, head id: decay + no-decay each (stem: 2)
+
+
+def test_wrap_units_are_declared_by_the_backbones():
+    """The FSDP policy reads the block classes from the registered backbones (``fsdp_wrap_units``), not from a list in
+    the engine: a new backbone class with its own declaration is picked up with no engine change."""
+    from beit_mm.engine.fsdp import declared_wrap_units, transformer_block_wrap_policy
+    from beit_mm.models.backbones.cvt import CvTBlock
+    from beit_mm.models.layers.beit_block import BEiTBlock
+    from beit_mm.registry import MODELS
+
+    assert {BEiTBlock, CvTBlock} <= declared_wrap_units()
+    block = BEiTBlock(16, 2, 4.0)
+    assert transformer_block_wrap_policy(block, recurse=False, nonwrapped_numel=0)
+
+    class _Unit(torch.nn.Linear):
+        pass
+
+    @MODELS.register_module(force=True)
+    class _NewBackbone(torch.nn.Module):
+        fsdp_wrap_units = (_Unit, )
+
+    try:
+        assert transformer_block_wrap_policy(_Unit(2, 2), recurse=False, nonwrapped_numel=0)
+    finally:
+        MODELS.module_dict.pop('_NewBackbone')

@@ -10,7 +10,7 @@ from mmengine.config import Config, ConfigDict
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.visualization.loading import build_from_config
+from beit_mm.apis import build_from_config
 
 from .conftest import ROOT
 

@@ -13,7 +13,7 @@ from beit_mm.converters.beit import convert_beit
 from beit_mm.models.backbones import CvT
 from beit_mm.visualization import (attention_rollout, mim_pictures, masked_token_logits, query_attention,
                                    record_attention, spread_matrix, square_cvt_attention)
-from beit_mm.visualization.loading import build_from_config
+from beit_mm.apis import build_from_config
 
 from .conftest import ROOT, randomize_
 from .test_beit import hf_beit, ours_like

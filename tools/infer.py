@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.visualization.loading import resolve_checkpoint
+from beit_mm.apis import resolve_checkpoint
 
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 

@@ -46,9 +46,11 @@ pip install -q "$mmcv_whl" >&2
 # not installed into the shared venv: the run scripts put the checkout on PYTHONPATH.
 pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" ftfy regex \
   "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" >&2
+# Export and interchange (tools/export.py, convert_checkpoint.py --to timm) and their references in the tests.
+pip install -q "numpy<2" "timm==1.0.31" "onnx==1.23.2" "onnxruntime==1.32.0" "onnxscript==0.7.2" >&2
 # dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
 pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
-"$venv/bin/python" -c "import mmcv.ops, mmseg, mmpretrain, transformers, dall_e" >&2
+"$venv/bin/python" -c "import mmcv.ops, mmseg, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript" >&2
 touch "$venv/.beit_mm_ready"
 echo "$venv"

@@ -27,7 +27,7 @@ from PIL import Image
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.models.target_generators.dalle import map_pixels
 from beit_mm.visualization.attention import record_attention
-from beit_mm.visualization.loading import load_model
+from beit_mm.apis import load_model
 from beit_mm.visualization.figures import attention_figure, mim_figure, save_png, to_uint8, token_map_figure
 from beit_mm.visualization.mim import decode_ids, mim_pictures
 

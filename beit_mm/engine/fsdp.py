@@ -1,7 +1,9 @@
 """FSDP (fully sharded data parallel) pieces for MMEngine's ``FlexibleRunner`` + ``FSDPStrategy``.
 
-``transformer_block_wrap_policy`` makes every BEiT and CvT transformer block its own FSDP unit (plus the root unit
-for the embeddings, neck and heads), so only one block's full parameters are gathered at a time. A config names it
+``transformer_block_wrap_policy`` makes every transformer block its own FSDP unit (plus the root unit for the
+embeddings, neck and heads), so only one block's full parameters are gathered at a time. Which modules are blocks is
+declared by the backbones themselves (class attribute ``fsdp_wrap_units``, as HF's ``_no_split_modules``), so a new
+backbone needs no change here. A config names it
 by its import path (MMEngine's ``FUNCTIONS`` registry falls back to importing dotted names)::
 
     strategy = dict(type='FSDPStrategy',
@@ -20,18 +22,24 @@ from torch import nn
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
 
-from ..models.backbones.cvt import CvTBlock
-from ..models.layers.beit_block import BEiTBlock
+from ..registry import MODELS
 from .optimizers.layer_decay import ORIGINAL_NDIM_ATTR
 
-#: Module classes that become FSDP units.
-TRANSFORMER_BLOCKS = (BEiTBlock, CvTBlock)
+
+def declared_wrap_units() -> set[type]:
+    """The module classes every model registered in beit_mm's ``MODELS`` declares as its FSDP units
+    (``fsdp_wrap_units``, a tuple of classes)."""
+    import beit_mm.models  # noqa: F401  (registers the models)
+    units: set[type] = set()
+    for cls in MODELS.module_dict.values():
+        units.update(getattr(cls, 'fsdp_wrap_units', ()))
+    return units
 
 
 def transformer_block_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_numel: int) -> bool:
-    """FSDP ``auto_wrap_policy``: wrap each :data:`TRANSFORMER_BLOCKS` module (torch's
-    ``transformer_auto_wrap_policy`` with those classes)."""
-    return transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls=set(TRANSFORMER_BLOCKS))
+    """FSDP ``auto_wrap_policy``: wrap each module whose class a registered model declares in ``fsdp_wrap_units``
+    (torch's ``transformer_auto_wrap_policy`` with those classes)."""
+    return transformer_auto_wrap_policy(module, recurse, nonwrapped_numel, transformer_layer_cls=declared_wrap_units())
 
 
 @STRATEGIES.register_module()

@@ -31,7 +31,7 @@ from mmengine.config import Config, DictAction
 from torch import Tensor, nn
 
 import beit_mm  # noqa: F401  (registrations)
-from beit_mm.visualization.loading import build_from_config
+from beit_mm.apis import build_from_config
 
 DEFAULT_SHAPE = (224, 224)
 # BEiT's masking: 75 of 14 x 14 patches (unilm run_beit_pretraining.py --num_mask_patches 75), i.e. about 40%.

@@ -22,7 +22,7 @@ from beit_mm.registry import HOOKS
 
 from ...models.tokenizers.dvae import unmap_pixels
 from ...visualization.figures import mim_figure, to_uint8
-from ...visualization.loading import load_model
+from ...apis import load_model
 from ...visualization.mim import mim_pictures
 
 

@@ -81,6 +81,9 @@ class BEiT(BaseModule):
             (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing.
     """
 
+    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
+    fsdp_wrap_units = (BEiTBlock, )
+
     def __init__(self,
                  arch: str | dict = 'base',
                  img_size: int | Sequence[int] = 224,

@@ -190,6 +190,9 @@ class CvT(BaseModule):
     ``forward(x: (B, in_channels, H, W)) -> tuple[Tensor, ...]``; see ``out_type``.
     """
 
+    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
+    fsdp_wrap_units = (CvTBlock, )
+
     def __init__(self,
                  arch: Union[str, dict] = 'cvt-13',
                  in_channels: int = 3,
