@@ -1,4 +1,4 @@
-"""tools/analysis/get_flops.py: the README's CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test
+"""tools/analysis/get_flops.py: docs/cvt.md's CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test
 time), and one segmentor, classifier and MIM model counted end to end."""
 import os.path as osp
 import re
@@ -12,10 +12,10 @@ from .conftest import ROOT
 
 
 def _readme_cvt(arch: str) -> tuple[str, str]:
-    """(params, GFLOPs @224) strings of the README's CvT table row."""
-    text = open(osp.join(ROOT, 'README.md')).read()
+    """(params, GFLOPs @224) strings of docs/cvt.md's CvT table row."""
+    text = open(osp.join(ROOT, 'docs', 'cvt.md')).read()
     row = re.search(rf'^\| {re.escape(arch)} \|(.*)$', text, re.M)
-    assert row, f'README has no CvT table row for {arch}'
+    assert row, f'docs/cvt.md has no CvT table row for {arch}'
     cells = [c.strip() for c in row.group(1).split('|')]
     return cells[0], cells[2]
 
@@ -33,8 +33,8 @@ def _get_flops(*args: str) -> dict:
 @pytest.mark.parametrize('arch,config', [('CvT-13', 'configs/cvt/cvt-13_8xb256-300e_in1k.py'),
                                          ('CvT-21', 'configs/cvt/cvt-21_8xb256-300e_in1k.py')])
 def test_cvt_flops_and_params_match_readme(arch, config):
-    """The classifier (backbone + norm + 1000-class head) at 224x224: GFLOPs to the README's 2 decimals, params to
-    its 2 decimals (README: CvT-13 4.58 / 20.00M, CvT-21 7.21 / 31.62M; paper 4.5 / 7.1)."""
+    """The classifier (backbone + norm + 1000-class head) at 224x224: GFLOPs to the table's 2 decimals, params to
+    its 2 decimals (docs/cvt.md: CvT-13 4.58 / 20.00M, CvT-21 7.21 / 31.62M; paper 4.5 / 7.1)."""
     params, gflops = _readme_cvt(arch)
     out = _get_flops(config, '--shape', '224', '224')
     assert out['Model'].startswith('classifier')

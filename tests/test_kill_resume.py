@@ -16,7 +16,7 @@ equal A's, every tensor of the state dict.
 2 processes (6 iterations, ``tools/dist_train.sh``): uninterrupted vs. SIGKILL of the whole process group (torchrun
 and both workers) after iteration 3's step, then ``--resume`` from ``iter_2.pth``.
 
-What determinism needs here (README "Bad input and faults"): the seed (the sampler order and every transform draw come
+What determinism needs here (docs/faults.md): the seed (the sampler order and every transform draw come
 from it; MMEngine re-seeds on resume and replays the sampler by loading the skipped batches again), deterministic
 algorithms, ``num_workers=0`` (or seeded workers), the same thread count, and no torch RNG use in the training step
 (dropout/drop path 0, as in this config: MMEngine does not checkpoint RNG states).

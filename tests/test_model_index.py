@@ -5,7 +5,7 @@ listed config exists; each entry carries a task/dataset/metric with its source, 
 (and MIM pretraining its listed ``Downstream`` fine-tuning entries); the published metric is the one the config's own
 header comment states; the ``Converted From`` command is a valid ``tools/convert_checkpoint.py`` call whose output
 file is the checkpoint the config reads (``pretrained`` / ``tokenizer_checkpoint``); and the CvT FLOPs/params in the
-metafile equal the README's table.
+metafile equal docs/cvt.md's table.
 """
 import glob
 import importlib.util
@@ -103,9 +103,9 @@ def test_entry_has_task_metric_source_and_checkpoint(name):
 
 
 def _readme_cvt_row(arch: str) -> list[str]:
-    text = open(osp.join(ROOT, 'README.md')).read()
+    text = open(osp.join(ROOT, 'docs', 'cvt.md')).read()
     row = re.search(rf'^\| {re.escape(arch)} \|(.*)$', text, re.M)
-    assert row, f'README has no CvT table row for {arch}'
+    assert row, f'docs/cvt.md has no CvT table row for {arch}'
     return [c.strip() for c in row.group(1).split('|')]
 
 

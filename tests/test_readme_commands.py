@@ -1,13 +1,16 @@
-"""README.md's commands run as written after its set-up (issue 9, item 0).
+"""The commands of README.md and of every docs page run as written after the README's set-up (issue 9, item 0;
+issue 19, item 1).
 
-What runs: every fenced code block of README.md tagged ``bash``, ``sh``, ``shell`` or ``console`` (parsed at test
-time, so sections added later are covered). Its first command -- the first non-blank, non-comment line, with
+Pages: README.md, then the ``docs/*.md`` pages in the order README.md links them (a test fails on a docs page that
+no page links, and on any relative link that points nowhere). What runs: every fenced code block of those pages
+tagged ``bash``, ``sh``, ``shell`` or ``console`` (parsed at test time, so sections and pages added later are
+covered). Its first command -- the first non-blank, non-comment line, with
 backslash continuations joined -- runs verbatim in a fresh login shell, the way the README says::
 
     bash -lc 'source tools/activate.sh && <first command>'
 
 from the root of a scratch copy of this checkout (git's tracked and untracked, non-ignored files; no data/,
-work_dirs/ or checkpoints/), with an environment stripped of this test's virtualenv and PYTHONPATH, in README order
+work_dirs/ or checkpoints/), with an environment stripped of this test's virtualenv and PYTHONPATH, in page order
 (later commands see what earlier ones wrote, as a reader's shell would). Untagged blocks (directory trees) and
 ``python`` blocks (config snippets) are not commands.
 
@@ -68,9 +71,26 @@ INPUTS = {
 }
 
 
-def readme_commands() -> list[tuple[int, str]]:
-    """(line number, first command) of every command block of README.md, in order."""
-    text = open(osp.join(ROOT, 'README.md')).read()
+LINK = re.compile(r'\[[^\]]*\]\(([^)\s]+)\)')
+
+
+def doc_pages() -> list[str]:
+    """README.md, then every docs page in the order the pages link them (breadth-first from README.md)."""
+    pages, i = ['README.md'], 0
+    while i < len(pages):
+        here = osp.dirname(pages[i])
+        for target in LINK.findall(open(osp.join(ROOT, pages[i])).read()):
+            path = osp.normpath(osp.join(here, target.split('#')[0]))
+            if path.endswith('.md') and path.startswith('docs') and path not in pages \
+                    and osp.isfile(osp.join(ROOT, path)):
+                pages.append(path)
+        i += 1
+    return pages
+
+
+def page_commands(page: str) -> list[tuple[int, str]]:
+    """(line number, first command) of every command block of a page, in order."""
+    text = open(osp.join(ROOT, page)).read()
     commands = []
     for m in re.finditer(r'^```([a-z]*)[^\n]*\n(.*?)^```', text, re.M | re.S):
         if m.group(1) not in TAGS:
@@ -92,7 +112,8 @@ def readme_commands() -> list[tuple[int, str]]:
     return commands
 
 
-COMMANDS = readme_commands()
+PAGES = doc_pages()
+COMMANDS = [(page, line, command) for page in PAGES for line, command in page_commands(page)]
 
 
 def _fresh_env() -> dict:
@@ -136,7 +157,7 @@ def _checkout_copy(dst: str) -> str:
 def reader_checkout(tmp_path_factory):
     """A scratch copy of the checkout after the README's set-up command (tiny demo)."""
     copy = _checkout_copy(str(tmp_path_factory.mktemp('readme') / 'beit_mm'))
-    assert any(_is_setup(c) for _, c in COMMANDS), f'README lost its set-up command: {SETUP}'
+    assert any(_is_setup(c) for p, _, c in COMMANDS if p == 'README.md'), f'README lost its set-up command: {SETUP}'
     proc = _run(SETUP, copy)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
     assert re.search(r'demo finished: mIoU: [\d.]+', proc.stdout), proc.stdout[-3000:]
@@ -149,12 +170,42 @@ def test_readme_has_commands_and_activation_step():
     assert 'source tools/activate.sh' in text
 
 
-@pytest.mark.parametrize('line,command', COMMANDS, ids=[f'L{n}' for n, _ in COMMANDS])
-def test_readme_command_runs(reader_checkout, line, command):
+def test_every_docs_page_is_linked():
+    """Every ``docs/*.md`` page is reachable from README.md, so its commands are run here and readers find it."""
+    on_disk = {osp.join('docs', f) for f in os.listdir(osp.join(ROOT, 'docs')) if f.endswith('.md')}
+    assert on_disk - set(PAGES) == set(), f'docs pages no page links: {sorted(on_disk - set(PAGES))}'
+
+
+def broken_links(page: str, root: str = ROOT) -> list[str]:
+    """Relative links of a page (``[text](path)`` or ``[text](path#anchor)``) whose file does not exist."""
+    broken = []
+    for target in LINK.findall(open(osp.join(root, page)).read()):
+        if re.match(r'[a-z]+://|mailto:|#', target):
+            continue
+        if not osp.exists(osp.join(root, osp.dirname(page), target.split('#')[0])):
+            broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_relative_links_resolve(page):
+    assert broken_links(page) == [], f'{page}: links to files that do not exist'
+
+
+def test_broken_link_is_caught(tmp_path):
+    """The link check fails on a link to a missing page (the check itself can fail)."""
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'a.md').write_text('[ok](b.md) [gone](missing.md#x) [web](https://example.org)\n')
+    (tmp_path / 'docs' / 'b.md').write_text('# b\n')
+    assert broken_links('docs/a.md', root=str(tmp_path)) == ['missing.md#x']
+
+
+@pytest.mark.parametrize('page,line,command', COMMANDS, ids=[f'{p}:L{n}' for p, n, _ in COMMANDS])
+def test_readme_command_runs(reader_checkout, page, line, command):
     for pattern, reason in SKIP.items():
         if re.search(pattern, command):
-            pytest.skip(f'README line {line}: {reason}')
+            pytest.skip(f'{page} line {line}: {reason}')
     if _is_setup(command):
         return  # ran (tiny) in the fixture
     proc = _run(command, reader_checkout)
-    assert proc.returncode == 0, f'README line {line}: {command}\n' + (proc.stdout + proc.stderr)[-5000:]
+    assert proc.returncode == 0, f'{page} line {line}: {command}\n' + (proc.stdout + proc.stderr)[-5000:]
