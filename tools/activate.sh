@@ -2,7 +2,7 @@
 #
 # Finds (or, on first use, builds: ~15 minutes) the venv of tools/setup_env.sh, activates it (so `python` and `pip`
 # are the venv's) and puts this checkout first on PYTHONPATH (beit_mm is not installed into the shared venv: one venv
-# serves every checkout on the machine). Afterwards every command of README.md runs as written, from the checkout's
+# serves every checkout on the machine). Afterwards every command of README.md and docs/ runs as written, from the checkout's
 # root. `deactivate` leaves the venv (PYTHONPATH keeps the checkout until the shell ends).
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     echo "tools/activate.sh must be sourced, not run: source tools/activate.sh" >&2

@@ -6,7 +6,7 @@
 # temperature 1/16 after 60% of the iterations, AdamW lr 1e-3 with 100 warmup iterations and cosine decay, clip 10.
 # Plus beit_mm's codebook-usage term (usage_weight=1.0: KL of the batch's average code distribution to the uniform
 # prior, wav2vec 2.0's diversity loss; see beit_mm.DVAE): without it the hard codes collapse on these images, whose
-# flat backgrounds fill three quarters of the patches (held-out numbers in the README, "Masked image modeling").
+# flat backgrounds fill three quarters of the patches (held-out numbers in docs/pretraining.md).
 #   python tools/train.py configs/mim_study/dvae-tiny-v256_1xb32-1k_64px.py --cfg-options \
 #       train_dataloader.dataset.data_root=data/shapes_unlabeled
 #   python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/<this config>/iter_1000.pth tokenizer.pth
