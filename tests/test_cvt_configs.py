@@ -31,6 +31,7 @@ from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
 from .conftest import ROOT, shrink_seg_config
+from .reference_recipes import RECIPES
 
 # MIM configs (*-mim.py) are tested in test_cvt_mim.py
 CLS_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/cvt/*_in1k*.py'))
@@ -255,16 +256,17 @@ def test_missing_keys_fail_loudly(tmp_path):
         CvT(arch=other_arch, init_cfg=dict(type='Pretrained', checkpoint=str(tmp_path / 'c.pth'))).init_weights()
 
 
-def test_classification_optimizer_follows_official_weight_decay_rules():
-    """cvt-13 ImageNet config: one lr (2.5e-4 x 8 = 2e-3) for all groups; wd 0.05 on Linear/conv weights (depthwise
-    conv projections included, as the official WITHOUT_WD_LIST has no 'dw'), 0 on LayerNorm/BatchNorm, biases and
-    cls_token."""
+@pytest.mark.parametrize('name', ['cvt-13_8xb256-300e_in1k.py', 'cvt-21_8xb128-300e_in1k.py'])
+def test_classification_optimizer_follows_official_weight_decay_rules(name):
+    """CvT ImageNet configs: one lr for all groups and the published weight decay (CvT-13 0.05, CvT-21 0.1, read from
+    the yaml by tests/reference_recipes.py) on Linear/conv weights (depthwise conv projections included, as the
+    official WITHOUT_WD_LIST ['bn', 'bias', 'ln'] has no 'dw'), 0 on LayerNorm/BatchNorm, biases and cls_token."""
     from mmengine.optim import build_optim_wrapper
     from mmpretrain.registry import MODELS
 
-    cfg = Config.fromfile(os.path.join(ROOT, 'configs/cvt/cvt-13_8xb256-300e_in1k.py'))
-    assert cfg.optim_wrapper.optimizer.lr == pytest.approx(2e-3)
-    assert cfg.train_dataloader.batch_size * 8 == cfg.auto_scale_lr.base_batch_size == 2048
+    published = RECIPES['cvt/' + name]
+    lr, weight_decay = published['optimizer.lr'].value, published['optimizer.weight_decay'].value
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs/cvt', name))
     init_default_scope('mmpretrain')
     cfg.model.backbone.arch = TINY
     cfg.model.head.in_channels = TINY['embed_dims'][-1]
@@ -272,24 +274,33 @@ def test_classification_optimizer_follows_official_weight_decay_rules():
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
     wd = {}
     for group in wrapper.optimizer.param_groups:
-        assert group['lr'] == pytest.approx(2e-3)
-        for name in group['param_names']:
-            wd[name] = group['weight_decay']
+        assert group['lr'] == pytest.approx(lr, rel=1e-12)
+        for param_name in group['param_names']:
+            wd[param_name] = group['weight_decay']
     assert set(wd) == {n for n, _ in model.named_parameters()}
-    for name, value in wd.items():
-        no_decay = (name.endswith('.bias') or 'norm' in name or '.bn.' in name or name.endswith('cls_token'))
-        assert value == (0.0 if no_decay else 0.05), name
-    assert wd['backbone.stage0.blocks.0.attn.conv_proj_q.conv.weight'] == 0.05
-    assert wd['head.fc.weight'] == 0.05 and wd['backbone.stage2.cls_token'] == 0.0
+    for param_name, value in wd.items():
+        no_decay = (param_name.endswith('.bias') or 'norm' in param_name or '.bn.' in param_name
+                    or param_name.endswith('cls_token'))
+        assert value == (0.0 if no_decay else weight_decay), param_name
+    assert wd['backbone.stage0.blocks.0.attn.conv_proj_q.conv.weight'] == weight_decay
+    assert wd['head.fc.weight'] == weight_decay and wd['backbone.stage2.cls_token'] == 0.0
 
 
-def test_segmentation_optimizer_layer_decay():
-    """cvt-13 UPerNet config: lr = 6e-5 * 0.9 ** (15 - 1 - layer_id); stage-0 patch embedding id 0, stage s block j id
-    sum(depths[:s]) + j + 1, heads id 14 (lr 6e-5)."""
+@pytest.mark.parametrize('name', ['cvt-13_upernet_8xb2-160k_ade20k-512x512.py',
+                                  'cvt-21_upernet_8xb2-160k_ade20k-512x512.py'])
+def test_segmentation_optimizer_layer_decay(name):
+    """CvT UPerNet configs: lr = lr0 * decay ** (L + 1 - layer_id) with L = sum(depths), lr0 / decay / weight decay as
+    tests/reference_recipes.py pins them (mmseg 0.x Swin UPerNet + layer decay 0.9); stage-0 patch embedding id 0,
+    stage s block j id sum(depths[:s]) + j + 1 (mmpretrain's Swin rule), heads id L + 1 (lr lr0)."""
     from mmengine.optim import build_optim_wrapper
     from mmseg.registry import MODELS
 
-    cfg = Config.fromfile(os.path.join(ROOT, 'configs/cvt/cvt-13_upernet_8xb2-160k_ade20k-512x512.py'))
+    published = RECIPES['cvt/' + name]
+    lr0, decay = published['optimizer.lr'].value, published['layer_decay'].value
+    weight_decay = published['optimizer.weight_decay'].value
+    depths = published['model.depths'].value
+    top = sum(depths) + 1
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs/cvt', name))
     cfg.model.backbone.pop('init_cfg')
     cfg.model.decode_head.channels = 16
     init_default_scope('mmseg')
@@ -297,12 +308,54 @@ def test_segmentation_optimizer_layer_decay():
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
     lr = {n: g['lr'] for g in wrapper.optimizer.param_groups for n in g['param_names']}
     wd = {n: g['weight_decay'] for g in wrapper.optimizer.param_groups for n in g['param_names']}
-    assert lr['backbone.stage0.patch_embed.proj.weight'] == pytest.approx(6e-5 * 0.9**14)
-    assert lr['backbone.stage1.blocks.1.mlp.fc1.weight'] == pytest.approx(6e-5 * 0.9**(14 - 3))
-    assert lr['backbone.stage2.cls_token'] == pytest.approx(6e-5 * 0.9**(14 - 3))
-    assert lr['backbone.stage2.blocks.9.attn.proj.weight'] == pytest.approx(6e-5 * 0.9**(14 - 13))
-    assert lr['decode_head.conv_seg.weight'] == pytest.approx(6e-5)
-    assert wd['backbone.stage2.cls_token'] == 0.0 and wd['backbone.stage2.blocks.9.attn.proj.weight'] == 0.01
+    stage1_first = depths[0] + 1  # id of stage1.blocks.0
+    last = sum(depths)  # id of the last block
+    assert lr['backbone.stage0.patch_embed.proj.weight'] == pytest.approx(lr0 * decay**top)
+    assert lr['backbone.stage1.blocks.1.mlp.fc1.weight'] == pytest.approx(lr0 * decay**(top - stage1_first - 1))
+    assert lr[f'backbone.stage2.blocks.{depths[2] - 1}.attn.proj.weight'] == pytest.approx(lr0 * decay**(top - last))
+    assert lr['backbone.stage2.cls_token'] == pytest.approx(lr0 * decay**(top - depths[0] - depths[1]))
+    assert lr['decode_head.conv_seg.weight'] == pytest.approx(lr0)
+    assert wd['backbone.stage2.cls_token'] == 0.0
+    assert wd[f'backbone.stage2.blocks.{depths[2] - 1}.attn.proj.weight'] == weight_decay
+
+
+def official_drop_path_rates(per_stage, depths):
+    """microsoft/CvT lib/models/cls_cvt.py: stage s gets spec['DROP_PATH_RATE'][s] (line 515) and its blocks
+    ``[x.item() for x in torch.linspace(0, drop_path_rate, depth)]`` (line 416)."""
+    return [[x.item() for x in torch.linspace(0, rate, depth)] for rate, depth in zip(per_stage, depths)]
+
+
+def _block_rates(model: CvT):
+    return [[block.drop_path.drop_prob if hasattr(block.drop_path, 'drop_prob') else 0.0
+             for block in getattr(model, f'stage{s}').blocks] for s in range(3)]
+
+
+FULL_SIZE_CVT = sorted(k for k in RECIPES if k.startswith('cvt/'))
+
+
+@pytest.mark.parametrize('key', FULL_SIZE_CVT)
+def test_drop_path_rates_per_block_match_official(key):
+    """Every full-size CvT config's backbone has, block by block, the stochastic-depth rates of the official code for
+    its published DROP_PATH_RATE and DEPTH (tests/reference_recipes.py); exact equality (same torch.linspace)."""
+    published = RECIPES[key]
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
+    bb = dict(cfg.model.backbone)
+    bb.pop('type'), bb.pop('init_cfg', None)
+    model = CvT(**bb)
+    want = official_drop_path_rates(published['model.drop_path_per_stage'].value, published['model.depths'].value)
+    assert _block_rates(model) == want
+
+
+def test_drop_path_rate_forms():
+    """A float is the same per-stage rate for every stage; a list needs one rate per stage (official
+    DROP_PATH_RATE). HF transformers' CvtStage is no reference here: it gives every layer of stage s the rate
+    ``linspace(0, rate_s, depth_s)[s]`` (indexed by the stage, not the layer)."""
+    arch = dict(embed_dims=[16, 32, 48], depths=[2, 3, 4], num_heads=[1, 2, 3])
+    assert _block_rates(CvT(arch=arch, drop_path_rate=0.2)) == official_drop_path_rates([0.2] * 3, [2, 3, 4])
+    assert _block_rates(CvT(arch=arch, drop_path_rate=[0.05, 0.1, 0.2])) == official_drop_path_rates(
+        [0.05, 0.1, 0.2], [2, 3, 4])
+    with pytest.raises(ValueError, match='one rate per stage'):
+        CvT(arch=arch, drop_path_rate=[0.0, 0.1])
 
 
 @pytest.mark.parametrize('config', DEMO_CONFIGS, ids=os.path.basename)

@@ -38,40 +38,29 @@ def run_train(cfg: Config, path) -> str:
     return log
 
 
-def test_pretraining_recipe_values():
-    for path, epochs in ((MIM_800, 800), (MIM_300, 300)):
+def test_pretraining_config_structure():
+    """beit_mm's own settings of the MIM configs (the published values -- lr, betas, weight decay, clip, batch,
+    schedule, drop path, layer scale, crops, masks -- are compared with unilm in tests/test_recipes.py
+    test_config_has_the_published_values, from tests/reference_recipes.py)."""
+    for path in (MIM_800, MIM_300):
         cfg = Config.fromfile(path)
         assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)
         bb = cfg.model.backbone
         assert (bb.use_shared_rel_pos_bias, bb.use_rel_pos_bias, bb.with_mask_token, bb.final_norm) == (
             True, False, True, True)
-        assert (bb.layer_scale_init_value, bb.drop_path_rate, bb.img_size) == (0.1, 0.1, 224)
         assert cfg.model.target_generator.init_cfg.checkpoint == cfg.tokenizer_checkpoint
         opt = cfg.optim_wrapper
-        assert (opt.type, opt.dtype, opt.clip_grad.max_norm) == ('beit_mm.AmpOptimWrapper', 'bfloat16', 3.0)
-        assert (opt.optimizer.lr, opt.optimizer.betas, opt.optimizer.weight_decay) == (1.5e-3, (0.9, 0.999), 0.05)
-        assert cfg.train_dataloader.batch_size * 8 == cfg.auto_scale_lr.base_batch_size == 2048
+        assert (opt.type, opt.dtype) == ('beit_mm.AmpOptimWrapper', 'bfloat16')  # unilm: fp16 (README: differences)
         warmup, cosine = cfg.param_scheduler
-        assert (warmup.end, cosine.begin, cosine.end, cosine.eta_min) == (10, 10, epochs, 1e-5)
-        assert cfg.train_cfg.max_epochs == epochs
-        crop, mask = cfg.train_dataloader.dataset.pipeline[3:5]
-        assert (crop.size, crop.tokenizer_size, crop.scale) == (224, 112, (0.08, 1.0))
-        assert (crop.interpolation, crop.tokenizer_interpolation) == ('bicubic', 'lanczos')
-        assert (mask.input_size, mask.num_masking_patches, mask.min_num_patches) == (14, 75, 16)
+        assert (warmup.end, cosine.begin, cosine.end) == (cosine.begin, warmup.end, cfg.train_cfg.max_epochs)
 
 
-def test_finetuning_recipe_values():
+def test_finetuning_configs_load_the_mim_run():
     cfg = Config.fromfile(FT_IN1K)
     assert cfg.model.backbone.init_cfg == dict(type='Pretrained', checkpoint=cfg.mim_checkpoint, prefix='backbone.')
     assert cfg.mim_checkpoint.endswith('beit-base-p16_8xb256-amp-coslr-800e_in1k/epoch_800.pth')
-    assert (cfg.optim_wrapper.optimizer.lr, cfg.optim_wrapper.paramwise_cfg.layer_decay_rate) == (4e-3, 0.65)
-    assert cfg.train_dataloader.batch_size * 8 == 1024 and cfg.model.backbone.drop_path_rate == 0.1
-    assert [a.alpha for a in cfg.model.train_cfg.augments] == [0.8, 1.0]
-    assert abs(cfg.model.head.init_cfg.std - 2e-5) < 1e-12
-    assert cfg.param_scheduler[0].end == 20 and cfg.train_cfg.max_epochs == 100
     ade = Config.fromfile(FT_ADE)
     assert ade.model.backbone.init_cfg.prefix == 'backbone.' and ade.mim_checkpoint == cfg.mim_checkpoint
-    assert (ade.optim_wrapper.optimizer.lr, ade.optim_wrapper.paramwise_cfg.layer_decay_rate) == (7e-4, 0.65)
 
 
 def test_configs_build_models():

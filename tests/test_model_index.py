@@ -109,7 +109,7 @@ def _readme_cvt_row(arch: str) -> list[str]:
     return [c.strip() for c in row.group(1).split('|')]
 
 
-@pytest.mark.parametrize('arch,name', [('CvT-13', 'cvt-13_8xb256-300e_in1k'), ('CvT-21', 'cvt-21_8xb256-300e_in1k')])
+@pytest.mark.parametrize('arch,name', [('CvT-13', 'cvt-13_8xb256-300e_in1k'), ('CvT-21', 'cvt-21_8xb128-300e_in1k')])
 def test_cvt_flops_and_params_agree_with_readme(arch, name):
     params, _, gflops = _readme_cvt_row(arch)[:3]
     meta = BY_NAME[name]['Metadata']

@@ -22,6 +22,7 @@ Reference code re-implemented here from its source (read, not copied; cited per 
   ``MultiScaleFlipAug`` scales ``(int(2560 * r), int(640 * r))`` and ``mmcv.rescale_size`` rounding.
 """
 import copy
+import glob
 import importlib.util
 import math
 import os
@@ -40,9 +41,16 @@ from beit_mm.engine.hooks import BatchSizeCheckHook, batch_size_warning
 from beit_mm.models.layers import gather_relative_position_bias, resize_rel_pos_bias_table
 
 from .conftest import ROOT
+from .reference_recipes import RECIPES, find
 
 IMAGENET_MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]  # timm IMAGENET_DEFAULT_MEAN (unilm datasets.py)
 IMAGENET_STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+def _key(name: str) -> str:
+    key = find(name)
+    assert key is not None, f'{name} has no entry in tests/reference_recipes.py RECIPES'
+    return key
 
 
 def _cfg_path(name: str) -> str:
@@ -54,34 +62,26 @@ def _cfg_path(name: str) -> str:
 # The published runs (numbers from the reference configs/commands; the source of each is cited).
 # --------------------------------------------------------------------------------------------------------------------
 
-# mmcv poly + linear warmup runs: total iterations, optimizer update interval, warmup iterations, warmup_ratio, lr.
-MMCV_RUNS = {
-    # unilm upernet_beit_base_12_640_slide_160k_ade20k_pt2ft.py: schedule_160k, lr 3e-5, warmup 1500, update 1
-    'beit-base_upernet_8xb2-160k_ade20k-640x640.py': dict(iters=160000, interval=1, warmup=1500, lr=3e-5),
-    # unilm upernet_beit_base_12_512_slide_160k_ade20k_pt.py: schedule_160k, lr 7e-4, warmup 1500, update 1
-    'beit-base_upernet_8xb2-160k_ade20k-512x512.py': dict(iters=160000, interval=1, warmup=1500, lr=7e-4),
-    'beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py': dict(iters=160000, interval=1, warmup=1500, lr=7e-4),
-    # unilm upernet_beit_large_24_640_slide_160k_ade20k_pt2ft.py: schedule_320k, update_interval 2, warmup 3000,
-    # lr 2e-5 (mmseg 0.x upernet_beit-large_fp16_8x1_640x640_160k_ade20k.py: the same with cumulative_iters=2)
-    'beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py': dict(iters=320000, interval=2, warmup=3000, lr=2e-5),
-    # no published CvT UPerNet run: mmseg 0.x swin upernet 512x512 160k lr_config (warmup 1500, ratio 1e-6), lr 6e-5
-    'cvt-13_upernet_8xb2-160k_ade20k-512x512.py': dict(iters=160000, interval=1, warmup=1500, lr=6e-5),
-    'cvt-21_upernet_8xb2-160k_ade20k-512x512.py': dict(iters=160000, interval=1, warmup=1500, lr=6e-5),
-}
-MMCV_WARMUP_RATIO = 1e-6  # every config above: warmup_ratio=1e-6, power=1.0, min_lr=0.0
+def _runs(*keys: str) -> Dict[str, Dict[str, object]]:
+    """Config file name -> the published values ``keys`` (tests/reference_recipes.py) of every full-size config that
+    has all of them."""
+    out = {}
+    for path, refs in RECIPES.items():
+        if all(k in refs for k in keys):
+            out[os.path.basename(path)] = {k: refs[k].value for k in keys}
+    return out
+
+
+# mmcv poly + linear warmup runs (unilm / mmseg 0.x): total iterations, update interval, warmup iterations, lr.
+MMCV_RUNS = _runs('schedule.max_iters', 'accumulate', 'schedule.warmup', 'optimizer.lr', 'schedule.poly_power')
+MMCV_WARMUP_RATIO = 1e-6  # every run above: warmup_ratio=1e-6, power=1.0, min_lr=0.0 (pinned in the table too)
 
 # unilm cosine_scheduler runs (one lr per update): epochs, warmup epochs, lr, min_lr.
-UNILM_COSINE_RUNS = {
-    # unilm beit/README.md "Pre-training BEiT-base on ImageNet-1k": --lr 1.5e-3 --warmup_epochs 10 --epochs 800,
-    # --min_lr default 1e-5 (run_beit_pretraining.py)
-    'beit-base-p16_8xb256-amp-coslr-800e_in1k.py': dict(epochs=800, warmup=10, lr=1.5e-3, min_lr=1e-5),
-    # the same recipe for mmpretrain's 300 epochs
-    'beit-base-p16_8xb256-amp-coslr-300e_in1k.py': dict(epochs=300, warmup=10, lr=1.5e-3, min_lr=1e-5),
-    'cvt-13_8xb256-amp-coslr-300e_in1k-mim.py': dict(epochs=300, warmup=10, lr=1.5e-3, min_lr=1e-5),
-    # unilm get_started_for_image_classification.md BEiT-base: --lr 4e-3 --warmup_epochs 20 --epochs 100,
-    # --min_lr default 1e-6 (run_class_finetuning.py)
-    'beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py': dict(epochs=100, warmup=20, lr=4e-3, min_lr=1e-6),
-}
+# (CvT's own ImageNet runs warm up from 1e-6 with timm's per-epoch scheduler: their values are pinned by
+# test_config_has_the_published_values.)
+UNILM_COSINE_RUNS = {name: run for name, run in
+                     _runs('schedule.max_epochs', 'schedule.warmup', 'optimizer.lr', 'schedule.min_lr').items()
+                     if 'schedule.warmup_start_lr' not in RECIPES[find(name)]}
 ITERS_PER_EPOCH = 7  # stands in for len(ImageNet) // 2048 = 625; the reference is computed with the same value
 
 
@@ -160,11 +160,9 @@ def test_segmentation_schedule_matches_published_run(name):
     """Optimizer updates, warmup length in updates and the lr at chosen updates equal the mmcv run's."""
     run = MMCV_RUNS[name]
     cfg = Config.fromfile(_cfg_path(name))
-    assert cfg.optim_wrapper.optimizer.lr == pytest.approx(run['lr'], rel=1e-12)
-    assert cfg.train_cfg.max_iters == run['iters']
     init_default_scope(cfg.default_scope)
     ours = simulate(cfg, cfg.train_cfg.max_iters, None)
-    ref = mmcv_run(run['lr'], run['iters'], run['interval'], run['warmup'])
+    ref = mmcv_run(run['optimizer.lr'], run['schedule.max_iters'], run['accumulate'], run['schedule.warmup'])
     assert len(ours) == len(ref) == 160000  # 160k optimizer updates in every published run
     assert _warmup_updates(ours) == _warmup_updates(ref) == 1500  # warmup iterations / update interval
     for update in CHECK_UPDATES:
@@ -177,17 +175,198 @@ def test_imagenet_schedule_matches_unilm(name):
     """Per-update lr of the ImageNet MIM / fine-tuning configs equals unilm's cosine_scheduler (epochs x an epoch
     length, warmup from 0), for a stand-in epoch length."""
     run = UNILM_COSINE_RUNS[name]
+    epochs, warmup, lr = run['schedule.max_epochs'], run['schedule.warmup'], run['optimizer.lr']
     cfg = Config.fromfile(_cfg_path(name))
-    assert cfg.optim_wrapper.optimizer.lr == pytest.approx(run['lr'], rel=1e-12)
-    assert cfg.train_cfg.max_epochs == run['epochs']
     init_default_scope(cfg.default_scope)
-    total = run['epochs'] * ITERS_PER_EPOCH
+    total = epochs * ITERS_PER_EPOCH
     ours = np.asarray(simulate(cfg, total, ITERS_PER_EPOCH))
-    ref = unilm_cosine_scheduler(run['lr'], run['min_lr'], run['epochs'], ITERS_PER_EPOCH, run['warmup'])
+    ref = unilm_cosine_scheduler(lr, run['schedule.min_lr'], epochs, ITERS_PER_EPOCH, warmup)
     assert len(ours) == len(ref) == total
-    assert _warmup_updates(ours) == _warmup_updates(ref) == run['warmup'] * ITERS_PER_EPOCH - 1
+    assert _warmup_updates(ours) == _warmup_updates(ref) == warmup * ITERS_PER_EPOCH - 1
     # lr at the first update is 0 in unilm and 1e-9 x lr here (MMEngine's LinearLR needs start_factor > 0)
-    np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=2e-9 * run['lr'])
+    np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=2e-9 * lr)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Every published value of tests/reference_recipes.py vs the config, built through MMEngine
+# --------------------------------------------------------------------------------------------------------------------
+
+def _find(pipeline, name: str) -> Optional[dict]:
+    """The first transform of ``pipeline`` whose type is ``name`` (with or without a ``beit_mm.`` scope)."""
+    found = [t for t in pipeline if t['type'].split('.')[-1] == name]
+    return found[0] if found else None
+
+
+def _train(cfg: Config) -> list:
+    return cfg.train_dataloader.dataset.pipeline
+
+
+def _test(cfg: Config) -> list:
+    return cfg.test_dataloader.dataset.pipeline
+
+
+def _preprocessor(cfg: Config):
+    return cfg.model.get('data_preprocessor') or cfg.data_preprocessor
+
+
+def _arch(cfg: Config) -> dict:
+    from beit_mm.models.backbones.beit import ARCHS
+    from beit_mm.models.backbones.cvt import ARCH_SETTINGS
+    arch = cfg.model.backbone.arch
+    return dict(arch) if not isinstance(arch, str) else (ARCH_SETTINGS.get(arch) or ARCHS[arch])
+
+
+def _randaugment(cfg: Config) -> Optional[str]:
+    """timm's name of the config's RandAugment ('rand-m9-mstd0.5-inc1'), or None without one."""
+    ra = _find(_train(cfg), 'RandAugment')
+    if ra is None:
+        return None
+    assert (ra.policies, ra.num_policies, ra.total_level) == ('timm_increasing', 2, 10), ra
+    return f'rand-m{ra.magnitude_level}-mstd{ra.magnitude_std}-inc1'
+
+
+def _pixel_normal_erasing(cfg: Config) -> bool:
+    """Random erasing fills with N(0, 1) in the normalized space of the config's own data preprocessor (timm
+    ``remode='pixel'``): mmpretrain's 'rand' mode draws ``fill_color + fill_std * N(0, 1)`` per pixel of the BGR
+    image, so fill_color / fill_std must be the preprocessor's mean / std in BGR order."""
+    erase = _find(_train(cfg), 'RandomErasing')
+    pre = _preprocessor(cfg)
+    bgr = (lambda v: list(v)[::-1]) if pre.get('to_rgb', pre.get('bgr_to_rgb', False)) else list
+    return (erase.mode == 'rand' and np.allclose(erase.fill_color, bgr(pre.mean), rtol=0, atol=1e-9)
+            and np.allclose(erase.fill_std, bgr(pre.std), rtol=0, atol=1e-9))
+
+
+def _warmup(cfg: Config) -> float:
+    """Warmup length as the reference counts it: epochs for per-epoch configs (LinearLR ``end``); for iteration
+    configs mmcv's warmup_iters = the first iteration at full lr (MMEngine's LinearLR reaches factor 1 at ``end - 1``)."""
+    warm = cfg.param_scheduler[0]
+    assert warm.type == 'LinearLR' and warm.begin == 0, warm
+    return warm.end if warm.by_epoch else warm.end - 1
+
+
+def _min_lr(cfg: Config) -> float:
+    decay = cfg.param_scheduler[-1]
+    return decay.eta_min if 'eta_min_ratio' not in decay else decay.eta_min_ratio * cfg.optim_wrapper.optimizer.lr
+
+
+READERS: Dict[str, Callable[[Config], object]] = {
+    # model
+    'model.img_size': lambda c: c.model.backbone.img_size,
+    'model.layer_scale': lambda c: c.model.backbone.layer_scale_init_value,
+    'model.drop_path': lambda c: c.model.backbone.drop_path_rate,
+    'model.drop_path_per_stage': lambda c: list(c.model.backbone.drop_path_rate),
+    'model.out_indices': lambda c: tuple(c.model.backbone.out_indices),
+    'model.num_layers': lambda c: _arch(c)['num_layers'],
+    'model.embed_dims': lambda c: _arch(c)['embed_dims'],
+    'model.depths': lambda c: list(_arch(c)['depths']),
+    'model.neck_rescales': lambda c: list(c.model.neck.rescales),
+    'decode.in_channels': lambda c: list(c.model.decode_head.in_channels),
+    'decode.channels': lambda c: c.model.decode_head.channels,
+    'decode.num_classes': lambda c: c.model.decode_head.num_classes,
+    'decode.in_index': lambda c: list(c.model.decode_head.in_index),
+    'decode.pool_scales': lambda c: tuple(c.model.decode_head.pool_scales),
+    'decode.dropout_ratio': lambda c: c.model.decode_head.dropout_ratio,
+    'decode.loss_weight': lambda c: c.model.decode_head.loss_decode.loss_weight,
+    'aux.in_channels': lambda c: c.model.auxiliary_head.in_channels,
+    'aux.in_index': lambda c: c.model.auxiliary_head.in_index,
+    'aux.channels': lambda c: c.model.auxiliary_head.channels,
+    'aux.num_convs': lambda c: c.model.auxiliary_head.num_convs,
+    'aux.concat_input': lambda c: c.model.auxiliary_head.concat_input,
+    'aux.loss_weight': lambda c: c.model.auxiliary_head.loss_decode.loss_weight,
+    'head.init_std': lambda c: c.model.head.init_cfg.std,
+    # optimizer and schedule
+    'optimizer.type': lambda c: c.optim_wrapper.optimizer.type,
+    'optimizer.lr': lambda c: c.optim_wrapper.optimizer.lr,
+    'optimizer.betas': lambda c: tuple(c.optim_wrapper.optimizer.betas),
+    'optimizer.weight_decay': lambda c: c.optim_wrapper.optimizer.weight_decay,
+    'optimizer.momentum': lambda c: c.optim_wrapper.optimizer.momentum,
+    'layer_decay': lambda c: c.optim_wrapper.paramwise_cfg.layer_decay_rate,
+    'clip_grad': lambda c: (c.optim_wrapper.get('clip_grad') or {}).get('max_norm'),
+    'total_batch': lambda c: 8 * c.train_dataloader.batch_size * c.optim_wrapper.get('accumulative_counts', 1),
+    'accumulate': lambda c: c.optim_wrapper.get('accumulative_counts', 1),
+    'schedule.max_iters': lambda c: c.train_cfg.max_iters,
+    'schedule.max_epochs': lambda c: c.train_cfg.max_epochs,
+    'schedule.warmup': _warmup,
+    'schedule.warmup_start': lambda c: c.param_scheduler[0].start_factor,
+    'schedule.warmup_start_lr': lambda c: c.param_scheduler[0].start_factor * c.optim_wrapper.optimizer.lr,
+    'schedule.poly_power': lambda c: c.param_scheduler[-1].power,
+    'schedule.min_lr': _min_lr,
+    # data
+    'data.mean': lambda c: list(_preprocessor(c).mean),
+    'data.std': lambda c: list(_preprocessor(c).std),
+    'data.reduce_zero_label': lambda c: _find(_train(c), 'LoadAnnotations').reduce_zero_label,
+    'data.train_scale': lambda c: tuple(_find(_train(c), 'RandomResize').scale),
+    'data.train_ratio_range': lambda c: tuple(_find(_train(c), 'RandomResize').ratio_range),
+    'data.crop': lambda c: (tuple(_find(_train(c), 'RandomCrop').crop_size) if _find(_train(c), 'RandomCrop')
+                            else (_find(_train(c), 'RandomResizedCrop')
+                                  or _find(_train(c), 'TwoViewRandomResizedCrop')).get('scale' if _find(
+                                      _train(c), 'RandomResizedCrop') else 'size')),
+    'data.cat_max_ratio': lambda c: _find(_train(c), 'RandomCrop').cat_max_ratio,
+    'data.flip_prob': lambda c: _find(_train(c), 'RandomFlip').prob,
+    'data.photometric_distortion': lambda c: _find(_train(c), 'PhotoMetricDistortion') is not None,
+    'data.color_jitter': lambda c: (None if _find(_train(c), 'ColorJitter') is None else tuple(
+        _find(_train(c), 'ColorJitter')[k] for k in ('brightness', 'contrast', 'saturation'))),
+    'data.rrc_scale': lambda c: tuple(_find(_train(c), 'TwoViewRandomResizedCrop').scale
+                                      if _find(_train(c), 'TwoViewRandomResizedCrop')
+                                      else _find(_train(c), 'RandomResizedCrop').get('crop_ratio_range', (0.08, 1.0))),
+    'data.interpolation': lambda c: (_find(_train(c), 'RandomResizedCrop')
+                                     or _find(_train(c), 'TwoViewRandomResizedCrop')).interpolation,
+    'data.randaugment': _randaugment,
+    'data.randaugment_fill': lambda c: list(_find(_train(c), 'RandAugment').hparams.pad_val)[::-1],  # BGR -> RGB
+    'data.reprob': lambda c: _find(_train(c), 'RandomErasing').erase_prob if _find(_train(c), 'RandomErasing') else 0.0,
+    'data.remode_pixel_normal': _pixel_normal_erasing,
+    'data.drop_last': lambda c: c.train_dataloader.get('drop_last', False),
+    'data.sampler': lambda c: c.train_dataloader.sampler.type,
+    'mim.second_size': lambda c: _find(_train(c), 'TwoViewRandomResizedCrop').tokenizer_size,
+    'mim.second_interpolation': lambda c: _find(_train(c), 'TwoViewRandomResizedCrop').tokenizer_interpolation,
+    'mim.num_masking_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').num_masking_patches,
+    'mim.min_num_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').min_num_patches,
+    'mim.max_num_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').max_num_patches,
+    'mixup': lambda c: [a.alpha for a in c.model.train_cfg.augments if a.type == 'Mixup'][0],
+    'cutmix': lambda c: [a.alpha for a in c.model.train_cfg.augments if a.type == 'CutMix'][0],
+    'label_smoothing': lambda c: c.model.head.loss.label_smooth_val,
+    # evaluation
+    'eval.mode': lambda c: c.model.test_cfg.mode,
+    'eval.crop': lambda c: tuple(c.model.test_cfg.crop_size),
+    'eval.stride': lambda c: tuple(c.model.test_cfg.stride),
+    'eval.metric': lambda c: 'mIoU' if 'mIoU' in c.val_evaluator.iou_metrics else c.val_evaluator.iou_metrics,
+    'eval.test_scale': lambda c: tuple(_find(_test(c), 'Resize').scale),
+    'eval.test_pad_size_divisor': lambda c: (_preprocessor(c).get('test_cfg') or {}).get('size_divisor'),
+    'eval.resize_short': lambda c: _find(_test(c), 'ResizeEdge').scale,
+    'eval.resize': lambda c: tuple(_find(_test(c), 'Resize').scale),
+    'eval.center_crop': lambda c: _find(_test(c), 'CenterCrop').crop_size if _find(_test(c), 'CenterCrop') else None,
+    'eval.interpolation': lambda c: (_find(_test(c), 'ResizeEdge') or _find(_test(c), 'Resize')).interpolation,
+}
+
+
+def _same(ours, published) -> bool:
+    if isinstance(published, float) and isinstance(ours, (int, float)):
+        return math.isclose(ours, published, rel_tol=1e-9, abs_tol=1e-15)
+    if isinstance(published, (list, tuple)) and isinstance(ours, (list, tuple)) and len(ours) == len(published):
+        return all(_same(a, b) for a, b in zip(ours, published))
+    return type(ours) is type(published) and ours == published or (ours is None and published is None)
+
+
+def test_every_published_value_has_a_reader():
+    keys = {k for refs in RECIPES.values() for k in refs}
+    assert keys <= set(READERS), sorted(keys - set(READERS))
+    assert all(' ' in r.source or 'paper' in r.source for refs in RECIPES.values() for r in refs.values())
+
+
+@pytest.mark.parametrize('key', sorted(RECIPES), ids=str)
+def test_config_has_the_published_values(key):
+    """Each full-size config, built through MMEngine's Config (bases merged), has every value tests/reference_recipes.py
+    pins for it (published value, reference file and line); the failures list them all."""
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
+    wrong = []
+    for name, ref in RECIPES[key].items():
+        try:
+            ours = READERS[name](cfg)
+        except (AttributeError, KeyError, TypeError, IndexError) as err:
+            ours = f'<not in the config: {err!r}>'
+        if not _same(ours, ref.value):
+            wrong.append(f'{name}: config {ours!r}, published {ref.value!r} ({ref.source})')
+    assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -310,9 +489,9 @@ def test_segmentation_param_groups_match_unilm_constructor(name):
     cfg.model.decode_head.channels = 32
     cfg.model.auxiliary_head.channels = 32
     model = _build(cfg)
-    paramwise = cfg.optim_wrapper.paramwise_cfg
-    ref = unilm_seg_add_params(model.named_parameters(), cfg.optim_wrapper.optimizer.weight_decay, depth,
-                               paramwise.layer_decay_rate)
+    published = RECIPES[_key(name)]
+    ref = unilm_seg_add_params(model.named_parameters(), published['optimizer.weight_decay'].value, depth,
+                               published['layer_decay'].value)
     _assert_same(_ours(model, cfg.optim_wrapper), ref)
     assert ref['backbone.cls_token'][1] > 0 and ref['backbone.blocks.0.attn.relative_position_bias_table'][1] > 0
 
@@ -324,10 +503,11 @@ def test_imagenet_finetuning_param_groups_match_unilm():
     _strip_init(cfg)
     model = _build(cfg)
     num_layers = len(model.backbone.blocks)
-    decay = cfg.optim_wrapper.paramwise_cfg.layer_decay_rate
+    published = RECIPES[_key('beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')]
+    decay = published['layer_decay'].value
     values = [decay**(num_layers + 1 - i) for i in range(num_layers + 2)]  # run_class_finetuning.py line 467
     named = [(_unilm_name(n), p) for n, p in model.named_parameters()]
-    ref = unilm_get_parameter_groups(named, cfg.optim_wrapper.optimizer.weight_decay, {'pos_embed', 'cls_token'},
+    ref = unilm_get_parameter_groups(named, published['optimizer.weight_decay'].value, {'pos_embed', 'cls_token'},
                                      lambda n: unilm_get_num_layer_for_vit(n, len(values)), lambda i: values[i])
     ref = {name: ref[_unilm_name(name)] for name, _ in model.named_parameters()}
     _assert_same(_ours(model, cfg.optim_wrapper), ref)
@@ -343,7 +523,7 @@ def test_pretraining_param_groups_match_unilm(name):
     model = _build(cfg)
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     ref = unilm_get_parameter_groups([(_unilm_name(n), p) for n, p in trainable],
-                                     cfg.optim_wrapper.optimizer.weight_decay, {'pos_embed', 'cls_token'})
+                                     RECIPES[_key(name)]['optimizer.weight_decay'].value, {'pos_embed', 'cls_token'})
     ref = {name: ref[_unilm_name(name)] for name, _ in trainable}
     _assert_same(_ours(model, cfg.optim_wrapper), ref)
     assert ref['backbone.mask_token'][1] > 0
@@ -510,18 +690,19 @@ def test_rel_pos_bias_shrink_equals_central_crop():
 # Batch-size warning
 # --------------------------------------------------------------------------------------------------------------------
 
-FULL_SIZE = sorted(set(MMCV_RUNS) | set(UNILM_COSINE_RUNS) | {'cvt-13_8xb256-300e_in1k.py', 'cvt-21_8xb256-300e_in1k.py',
-                                                              'cvt-w24_in22k-pre_8xb64-20k_in1k-384px.py'})
+FULL_SIZE = sorted(os.path.basename(k) for k in RECIPES)
 
 
 @pytest.mark.parametrize('name', FULL_SIZE, ids=str)
 def test_full_size_configs_check_their_published_batch(name):
-    """Each full-size config enables the batch-size check, and at its 8 GPUs the effective batch is the published one
-    (no warning), while 1 GPU warns."""
+    """Each full-size config enables the batch-size check, its recipe batch (``auto_scale_lr.base_batch_size``, what
+    the check compares with) is the published total batch (tests/reference_recipes.py), and at its 8 GPUs the
+    effective batch is that (no warning), while 1 GPU warns."""
     cfg = Config.fromfile(_cfg_path(name))
+    published = RECIPES[_key(name)]['total_batch'].value
     assert any(h['type'] == 'beit_mm.BatchSizeCheckHook' for h in cfg.get('custom_hooks', []))
+    assert cfg.auto_scale_lr.base_batch_size == published
     accumulate = cfg.optim_wrapper.get('accumulative_counts', 1)
-    published = cfg.auto_scale_lr.base_batch_size
     assert batch_size_warning(8, cfg.train_dataloader.batch_size, accumulate, published, False) is None
     assert 'differs' in batch_size_warning(1, cfg.train_dataloader.batch_size, accumulate, published, False)
 
@@ -554,3 +735,27 @@ def caplog_mm():
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
+# --------------------------------------------------------------------------------------------------------------------
+
+DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'configs', '*', '*demo*.py')))
+
+
+@pytest.mark.parametrize('path', DEMO_CONFIGS, ids=str)
+def test_demo_configs_are_seeded_deterministic_and_select_nothing(path):
+    """Every demo config fixes the seed and asks for deterministic algorithms (two fresh runs print the same number),
+    and saves no best-metric checkpoint: tools/run_demo.sh and tools/run_demo_cls.sh score the last checkpoint on
+    the validation split, so nothing is picked on the split they report."""
+    cfg = Config.fromfile(os.path.join(ROOT, path))
+    assert cfg.randomness.seed is not None and cfg.randomness.get('deterministic') is True, cfg.randomness
+    checkpoint = cfg.get('default_hooks', {}).get('checkpoint', {})
+    assert checkpoint.get('save_best') is None, checkpoint
+
+
+def test_demo_scripts_score_the_last_checkpoint():
+    for script in ('tools/run_demo.sh', 'tools/run_demo_cls.sh'):
+        text = open(os.path.join(ROOT, script)).read()
+        assert 'best_' not in text and 'ckpt="$work_dir/$(cat "$work_dir/last_checkpoint"' in text, script

@@ -14,7 +14,10 @@ crop_size = (640, 640)
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'
 model = dict(
     # unilm/mmseg 0.x ade20k_640x640.py img_norm_cfg: ImageNet mean/std (not BEiT pretraining's 0.5/0.5)
-    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
+                           # slide inference pads nothing at test time, as unilm and mmseg 0.x (no Pad in their
+                           # test pipelines; the base's size_divisor=16 would move the last window onto padding)
+                           test_cfg=None),
     backbone=dict(img_size=640, drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(426, 426)))
 base_lr = 3e-5

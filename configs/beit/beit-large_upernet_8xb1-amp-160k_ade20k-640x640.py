@@ -17,11 +17,14 @@ crop_size = (640, 640)
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'
 model = dict(
     # unilm/mmseg 0.x ade20k_640x640.py img_norm_cfg: ImageNet mean/std
-    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
+                           # slide inference pads nothing at test time, as unilm and mmseg 0.x (no Pad in their
+                           # test pipelines; the base's size_divisor=16 would move the last window onto padding)
+                           test_cfg=None),
     backbone=dict(
         arch='large',
         img_size=640,
-        layer_scale_init_value=1e-5,
+        layer_scale_init_value=1e-6,  # unilm init_values=1e-6 (line 33), mmseg 0.x init_values=1e-6
         drop_path_rate=0.2,
         out_indices=(7, 11, 15, 23),
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),

@@ -3,8 +3,10 @@
 # experiments/imagenet/cvt/cvt-13-224x224.yaml (see the schedule and dataset bases): AdamW, wd 0.05 (none on norms,
 # biases, cls_token), 5 warmup epochs, cosine, mixup 0.8, cutmix 1.0, RandAugment rand-m9-mstd0.5-inc1, label
 # smoothing 0.1, random erasing 0.25, top-1/top-5 accuracy. Class order = sorted wnids (see the dataset base).
-# Differences to the official run: drop path grows linearly over all 13 blocks up to 0.1 (official: 0 in stages 0-1,
-# linear up to 0.1 in stage 2); the official run used AMP (here: tools/train.py --amp, bf16 where supported).
+# drop path per stage [0, 0, 0.1] (linear inside each stage, as lib/models/cls_cvt.py); the last incomplete batch
+# is dropped (timm create_loader: drop_last=is_training). Values pinned in tests/reference_recipes.py.
+# Differences to the official run: per-iteration warmup/cosine (official: per epoch, timm scheduler); the official
+# run used fp16 AMP (here: tools/train.py --amp, bf16 where supported).
 _base_ = [
     '../_base_/models/cvt-13_in1k.py', '../_base_/datasets/imagenet_bs256_cvt_224.py',
     '../_base_/schedules/imagenet_bs2048_adamw_cvt.py', '../_base_/default_runtime_cls.py'

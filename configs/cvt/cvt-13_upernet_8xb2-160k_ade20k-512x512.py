@@ -11,7 +11,7 @@
 # 160k): AdamW lr 6e-5, betas (0.9, 0.999), wd 0.01 (none on norms, biases, cls_token), linear warmup 1500
 # iterations from 1e-6 x lr, poly decay (power 1) to 0, batch 2 x 8; plus layer-wise lr decay 0.9 (BEiT's ADE20K
 # value; CvT's get_layer_depth uses mmpretrain's Swin rule, num_layers = 13 + 2), which Swin's recipe does not use.
-# Drop path 0.1 (CvT-13's ImageNet value). Slide inference 512 / stride 341: whole-image inference of a 2048x512
+# Drop path per stage [0, 0, 0.1] (CvT-13's ImageNet value). Slide inference 512 / stride 341: whole-image inference of a 2048x512
 # image would attend over 65k stage-0 tokens.
 _base_ = [
     '../_base_/models/upernet_cvt.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
@@ -21,7 +21,7 @@ crop_size = (512, 512)
 pretrained = 'checkpoints/cvt-13_in1k.pth'
 model = dict(
     data_preprocessor=dict(size=crop_size),
-    backbone=dict(arch='cvt-13', drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    backbone=dict(arch='cvt-13', drop_path_rate=(0.0, 0.0, 0.1), init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))
 base_lr = 6e-5
 optim_wrapper = dict(

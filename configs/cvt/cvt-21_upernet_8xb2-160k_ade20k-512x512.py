@@ -4,4 +4,4 @@
 # Recipe as the CvT-13 config (mmseg's Swin UPerNet recipe + layer decay 0.9; num_layers = 21 + 2).
 _base_ = ['./cvt-13_upernet_8xb2-160k_ade20k-512x512.py']
 pretrained = 'checkpoints/cvt-21_in1k.pth'
-model = dict(backbone=dict(arch='cvt-21', drop_path_rate=0.1, init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
+model = dict(backbone=dict(arch='cvt-21', drop_path_rate=(0.0, 0.0, 0.1), init_cfg=dict(type='Pretrained', checkpoint=pretrained)))

@@ -44,3 +44,5 @@ default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(interval=max_iters, max_keep_ckpts=1))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
+# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
+randomness = dict(seed=0, deterministic=True)

@@ -159,6 +159,20 @@ class CvTStage(nn.Module):
         return x[:, 1:], x[:, :1], hw_shape
 
 
+def cvt_drop_path_rates(drop_path_rate: Union[float, Sequence[float]], depths: Sequence[int]) -> list[list[float]]:
+    """Stochastic-depth rate of every block, per stage: ``[[rate of stage s block j for j] for s]``.
+
+    As the official code (microsoft/CvT ``lib/models/cls_cvt.py``: ``ConvolutionalVisionTransformer`` gives stage ``s``
+    ``spec['DROP_PATH_RATE'][s]`` (line 515) and each stage spreads it with ``torch.linspace(0, rate, depth)``
+    (line 416)). A float applies to every stage.
+    """
+    rates = [float(drop_path_rate)] * len(depths) if isinstance(drop_path_rate, (int, float)) else list(drop_path_rate)
+    if len(rates) != len(depths):
+        raise ValueError(f'drop_path_rate={drop_path_rate!r} needs one rate per stage ({len(depths)}), as the official '
+                         'MODEL.SPEC.DROP_PATH_RATE, e.g. (0.0, 0.0, 0.1)')
+    return [torch.linspace(0, rate, depth, device='cpu').tolist() for rate, depth in zip(rates, depths)]
+
+
 @MODELS.register_module()
 class CvT(BaseModule):
     """Convolutional vision Transformer backbone.
@@ -167,8 +181,11 @@ class CvT(BaseModule):
         arch: 'cvt-13', 'cvt-21', 'cvt-w24', or a dict with per-stage lists (length 3) ``embed_dims``, ``depths``,
             ``num_heads``.
         in_channels: image channels.
-        drop_path_rate: stochastic depth of the last block; rates grow linearly over all blocks of all stages
-            (``torch.linspace(0, drop_path_rate, sum(depths))``; the official code and HF schedule per stage instead).
+        drop_path_rate: stochastic depth per stage, as the official ``MODEL.SPEC.DROP_PATH_RATE`` (one rate per
+            stage, e.g. ``(0.0, 0.0, 0.1)`` for CvT-13/21, ``(0.0, 0.0, 0.3)`` for W24): inside stage ``s`` the rates
+            of its blocks are ``torch.linspace(0, drop_path_rate[s], depths[s])`` (microsoft/CvT
+            ``lib/models/cls_cvt.py`` line 416, one ``VisionTransformer`` per stage). A single float is the same rate
+            for every stage. See :func:`cvt_drop_path_rates`.
         out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)`` with shape
             (B, C_2), the input of a linear classifier (mmpretrain's ``LinearClsHead`` takes ``feats[-1]``).
         out_indices: featmap levels: 0, 1, 2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)) and 3 is the
@@ -196,7 +213,7 @@ class CvT(BaseModule):
     def __init__(self,
                  arch: Union[str, dict] = 'cvt-13',
                  in_channels: int = 3,
-                 drop_path_rate: float = 0.1,
+                 drop_path_rate: Union[float, Sequence[float]] = (0.0, 0.0, 0.1),
                  out_type: str = 'featmap',
                  out_indices: Sequence[int] = (0, 1, 2),
                  final_norm: bool = True,
@@ -234,8 +251,7 @@ class CvT(BaseModule):
         self.norm_eval = norm_eval
         self.frozen_stages = frozen_stages
 
-        dpr = torch.linspace(0, drop_path_rate, sum(depths), device='cpu').tolist()
-        cur = 0
+        dpr = cvt_drop_path_rates(drop_path_rate, depths)
         for s in range(NUM_STAGES):
             stage = CvTStage(
                 in_channels=in_channels if s == 0 else embed_dims[s - 1],
@@ -246,13 +262,12 @@ class CvT(BaseModule):
                 stride=PATCH_STRIDES[s],
                 padding=PATCH_PADDINGS[s],
                 with_cls_token=s == NUM_STAGES - 1,
-                drop_paths=dpr[cur:cur + depths[s]],
+                drop_paths=dpr[s],
                 act=act,
                 fused_attn=fused_attn,
                 with_cp=with_cp,
                 with_mask_token=with_mask_token and s == 0)
             self.add_module(f'stage{s}', stage)
-            cur += depths[s]
         self.norm = nn.LayerNorm(embed_dims[-1]) if final_norm else None
 
         self.apply(self._official_init)

@@ -1,18 +1,23 @@
 # ImageNet-1k classification for BEiT fine-tuning (unilm beit/datasets.py build_transform, timm create_transform):
 # RandomResizedCrop 224 bicubic, h-flip, RandAugment rand-m9-mstd0.5-inc1, RandomErasing 0.25 (per-pixel noise);
-# eval: resize the short side to 256 (crop_pct 224/256), centre crop 224. Pixels normalized by mean = std = 127.5,
-# so the timm fill values (mean colour 127, N(0, 1) noise in normalized space) are 127 and 127.5 +- 127.5 here.
+# eval: resize the short side to 256 (crop_pct 224/256), centre crop 224. The fill values are timm's for the
+# normalization the fine-tuning config uses (ImageNet mean/std, the MIM run's): RandAugment pads with the mean colour
+# round(255 * IMAGENET_DEFAULT_MEAN) = RGB (124, 116, 104) (timm auto_augment img_mean); random erasing
+# (remode='pixel') draws N(0, 1) in normalized space, i.e. mean + std * N(0, 1) in pixels. mmpretrain's transforms
+# run on BGR images, hence the reversed lists. The train loader drops the last incomplete batch (unilm
+# run_class_finetuning.py line 272: 1251 steps per epoch at 1024).
 # Layout: data/imagenet/{train,val}/ with meta/{train,val}.txt (mmpretrain ImageNet; train/<wnid>/ folders also work).
 data_root = 'data/imagenet/'
-bgr_mean = [127.5, 127.5, 127.5]
+bgr_mean = [103.53, 116.28, 123.675]  # ImageNet mean, BGR
+bgr_std = [57.375, 57.12, 58.395]  # ImageNet std, BGR
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10, magnitude_level=9,
-         magnitude_std=0.5, hparams=dict(pad_val=[127, 127, 127], interpolation='bicubic')),
+         magnitude_std=0.5, hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
     dict(type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3,
-         fill_color=bgr_mean, fill_std=[127.5, 127.5, 127.5]),
+         fill_color=bgr_mean, fill_std=bgr_std),
     dict(type='PackInputs'),
 ]
 test_pipeline = [
@@ -25,6 +30,7 @@ train_dataloader = dict(
     batch_size=128,
     num_workers=8,
     persistent_workers=True,
+    drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     dataset=dict(type='ImageNet', data_root=data_root, split='train', pipeline=train_pipeline))
 val_dataloader = dict(

@@ -54,6 +54,7 @@ train_dataloader = dict(
     batch_size=256,
     num_workers=8,
     persistent_workers=True,
+    drop_last=True,  # timm create_loader(is_training=True) drops the last incomplete batch: 625 steps per epoch
     sampler=dict(type='DefaultSampler', shuffle=True),
     dataset=dict(type=dataset_type, data_root=data_root, split='train', pipeline=train_pipeline))
 val_dataloader = dict(

@@ -17,6 +17,7 @@ train_dataloader = dict(
     batch_size=256,
     num_workers=8,
     persistent_workers=True,
+    drop_last=True,  # unilm run_beit_pretraining.py line 203: len(dataset) // 2048 = 625 steps per epoch
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,

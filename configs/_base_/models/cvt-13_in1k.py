@@ -4,7 +4,8 @@
 # `data_preprocessor`).
 model = dict(
     type='ImageClassifier',
-    backbone=dict(type='beit_mm.CvT', arch='cvt-13', drop_path_rate=0.1, out_type='cls_token'),
+    # drop path per stage (cvt-13-224x224.yaml DROP_PATH_RATE [0.0, 0.0, 0.1]; linear inside each stage)
+    backbone=dict(type='beit_mm.CvT', arch='cvt-13', drop_path_rate=(0.0, 0.0, 0.1), out_type='cls_token'),
     neck=None,
     head=dict(
         type='LinearClsHead',

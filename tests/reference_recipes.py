@@ -1,0 +1,388 @@
+"""Published hyperparameters of beit_mm's full-size configs, each with the reference file and line it was read from.
+
+This module is data: the recipe tests (tests/test_recipes.py, test_mim_configs.py, test_cvt_configs.py) compare the
+configs with it, never with values read from the config under test. Every value was read from the reference text at
+the commit named below (repository@commit path:line); nothing here is derived from beit_mm's configs.
+
+- unilm:  microsoft/unilm@768a3c87 (``beit/``, ``beit/semantic_segmentation/configs``)
+- CvT:    microsoft/CvT@f851e681 (``experiments/imagenet/cvt/*.yaml``, ``lib/``)
+- mmseg0: open-mmlab/mmsegmentation 0.x configs (file versions: ``configs/beit/*`` @16e0b2f0,
+  ``configs/_base_/models/upernet_beit.py`` @21584257, ``configs/swin/upernet_swin_tiny_patch4_window7_512x512_160k_
+  ade20k_pretrain_224x224_1K.py`` @08e92e69, ``configs/_base_/models/upernet_swin.py`` @02f0ddaa)
+- mmpretrain: open-mmlab/mmpretrain@08dc8c75 ``configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``
+- timm 0.3.2 (CvT's requirements.txt): ``timm/data/loader.py`` ``create_loader(..., drop_last=is_training)``
+- paper: CvT, arXiv 2103.15808, section 4.1 (fine-tuning).
+
+Keys (what each value means is defined once, by the reader functions of tests/test_recipes.py ``READERS``):
+optimizer (type, lr, weight_decay, betas, momentum), layer_decay, clip_grad, total_batch (GPUs x images x
+accumulation), accumulate, schedule (max_iters / max_epochs, warmup, warmup_start, min_lr, poly_power), model
+(drop_path, drop_path_per_stage, layer_scale, out_indices, depths, img_size, neck_rescales, decode/aux head channels,
+in_index, num_convs, loss weights, pool_scales, num_classes), data (mean, std, train resize scale/ratio, crop,
+cat_max_ratio, flip, RandAugment, random erasing, colour jitter, drop_last, sampler, MIM views and masks, mixup,
+cutmix, label smoothing), evaluation (test resize, slide crop/stride, test-time padding, metric).
+"""
+from typing import Any, Dict, NamedTuple, Optional
+
+UNILM = 'microsoft/unilm@768a3c87'
+CVT = 'microsoft/CvT@f851e681'
+MMSEG0 = 'open-mmlab/mmsegmentation(0.x)'
+MMPRETRAIN = 'open-mmlab/mmpretrain@08dc8c75'
+
+IMAGENET_MEAN = [123.675, 116.28, 103.53]  # 255 x timm IMAGENET_DEFAULT_MEAN, RGB
+IMAGENET_STD = [58.395, 57.12, 57.375]
+
+
+class Ref(NamedTuple):
+    """A published value and where it was read (``repository@commit path:line``)."""
+    value: Any
+    source: str
+
+
+def _src(repo: str, path: str, line: Any, note: str = '') -> str:
+    return f'{repo} {path}:{line}' + (f' ({note})' if note else '')
+
+
+# ------------------------------------------------------------------------------------------------ unilm ADE20K
+SEG = 'beit/semantic_segmentation/configs/'
+SEG_MODEL = SEG + '_base_/models/upernet_beit.py'
+ADE640 = SEG + '_base_/datasets/ade20k_640x640.py'
+ADE512 = SEG + '_base_/datasets/ade20k.py'
+B640 = SEG + 'beit/upernet/upernet_beit_base_12_640_slide_160k_ade20k_pt2ft.py'
+B512 = SEG + 'beit/upernet/upernet_beit_base_12_512_slide_160k_ade20k_pt.py'
+L640 = SEG + 'beit/upernet/upernet_beit_large_24_640_slide_160k_ade20k_pt2ft.py'
+MMSEG0_BEIT_BASE = 'configs/_base_/models/upernet_beit.py@21584257'
+MMSEG0_L = 'configs/beit/upernet_beit-large_fp16_8x1_640x640_160k_ade20k.py@16e0b2f0'
+
+
+def _upernet_heads(model_file: str, repo: str = UNILM) -> Dict[str, Ref]:
+    """UPerHead / FCN auxiliary head settings shared by the unilm (and mmseg Swin) UPerNet bases."""
+    first = 31 if repo == UNILM else 30  # line of in_index in the decode head
+    return {
+        'decode.in_index': Ref([0, 1, 2, 3], _src(repo, model_file, first)),
+        'decode.pool_scales': Ref((1, 2, 3, 6), _src(repo, model_file, first + 1)),
+        'decode.dropout_ratio': Ref(0.1, _src(repo, model_file, first + 3)),
+        'decode.loss_weight': Ref(1.0, _src(repo, model_file, first + 8)),
+        'aux.in_index': Ref(2, _src(repo, model_file, first + 12)),
+        'aux.channels': Ref(256, _src(repo, model_file, first + 13)),
+        'aux.num_convs': Ref(1, _src(repo, model_file, first + 14)),
+        'aux.concat_input': Ref(False, _src(repo, model_file, first + 15)),
+        'aux.loss_weight': Ref(0.4, _src(repo, model_file, first + 21)),
+    }
+
+
+def _ade_data(dataset_file: str, crop: int, repo: str = UNILM) -> Dict[str, Ref]:
+    """unilm / mmseg 0.x ADE20K pipelines (``ade20k.py`` 512 and ``ade20k_640x640.py``: the same line layout)."""
+    scale = (4 * crop, crop)
+    return {
+        'data.mean': Ref(IMAGENET_MEAN, _src(repo, dataset_file, 5)),
+        'data.std': Ref(IMAGENET_STD, _src(repo, dataset_file, 5)),
+        'data.reduce_zero_label': Ref(True, _src(repo, dataset_file, 9)),
+        'data.train_scale': Ref(scale, _src(repo, dataset_file, 10)),
+        'data.train_ratio_range': Ref((0.5, 2.0), _src(repo, dataset_file, 10)),
+        'data.crop': Ref((crop, crop), _src(repo, dataset_file, 6)),
+        'data.cat_max_ratio': Ref(0.75, _src(repo, dataset_file, 11)),
+        'data.flip_prob': Ref(0.5, _src(repo, dataset_file, 12)),
+        'data.photometric_distortion': Ref(True, _src(repo, dataset_file, 13)),
+        'eval.test_scale': Ref(scale, _src(repo, dataset_file, 23)),
+        # test pipeline: Resize(keep_ratio) -> RandomFlip(off) -> Normalize -> ImageToTensor; no Pad
+        'eval.test_pad_size_divisor': Ref(None, _src(repo, dataset_file, '26-31', 'no Pad in the test pipeline')),
+    }
+
+
+def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: float, out_indices: list, width: int,
+               lines: Dict[str, int], lr: float, layer_decay: float, num_layers: int, warmup: int,
+               images_per_gpu: int, update_interval: int, max_iters: int, schedule_file: str,
+               stride: int) -> Dict[str, Ref]:
+    """One unilm UPerNet config (its own lines given in ``lines``) plus its bases."""
+    def at(key: str) -> str:
+        return _src(UNILM, config, lines[key])
+    return {
+        'model.img_size': Ref(img_size, at('img_size')),
+        'model.layer_scale': Ref(layer_scale, at('init_values')),
+        'model.drop_path': Ref(drop_path, at('drop_path_rate')),
+        'model.out_indices': Ref(tuple(out_indices), at('out_indices')),
+        'model.num_layers': Ref(num_layers, at('depth')),
+        'model.embed_dims': Ref(width, at('embed_dim')),
+        'model.neck_rescales': Ref([4, 2, 1, 0.5], _src(MMSEG0, MMSEG0_BEIT_BASE, 24,
+                                                        'unilm builds the same fpn1-4 in backbone/beit.py:336-350')),
+        'decode.in_channels': Ref([width] * 4, at('decode_in')),
+        'decode.channels': Ref(width, at('decode_channels')),
+        'decode.num_classes': Ref(150, at('num_classes')),
+        'aux.in_channels': Ref(width, at('aux_in')),
+        **_upernet_heads(SEG_MODEL),
+        'optimizer.type': Ref('AdamW', at('optimizer')),
+        'optimizer.lr': Ref(lr, at('optimizer')),
+        'optimizer.betas': Ref((0.9, 0.999), at('optimizer')),
+        'optimizer.weight_decay': Ref(0.05, at('optimizer')),
+        'layer_decay': Ref(layer_decay, at('layer_decay')),
+        'clip_grad': Ref(None, at('grad_clip')),
+        'schedule.max_iters': Ref(max_iters, _src(UNILM, SEG + '_base_/schedules/' + schedule_file, 7)),
+        'schedule.warmup': Ref(warmup, at('warmup_iters')),
+        'schedule.warmup_start': Ref(1e-6, at('warmup_ratio')),
+        'schedule.poly_power': Ref(1.0, at('power')),
+        'schedule.min_lr': Ref(0.0, at('power')),
+        'total_batch': Ref(8 * images_per_gpu * update_interval,
+                           at('samples_per_gpu') + f' x 8 GPUs x update_interval {update_interval}'),
+        'accumulate': Ref(update_interval, at('update_interval')),
+        'eval.mode': Ref('slide', at('slide')),
+        'eval.crop': Ref((img_size, img_size), at('slide')),
+        'eval.stride': Ref((stride, stride), at('slide')),
+        'eval.metric': Ref('mIoU', _src(UNILM, SEG + '_base_/schedules/' + schedule_file, 9)),
+    }
+
+
+_B640 = _unilm_seg(B640, img_size=640, layer_scale=0.1, drop_path=0.1, out_indices=[3, 5, 7, 11], width=768,
+                   lines=dict(img_size=23, embed_dim=25, depth=26, init_values=32, drop_path_rate=33, out_indices=34,
+                              decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=54,
+                              layer_decay=56, warmup_iters=60, warmup_ratio=61, power=62, samples_per_gpu=65,
+                              update_interval=73, grad_clip=74),
+                   lr=3e-5, layer_decay=0.9, num_layers=12, warmup=1500, images_per_gpu=2, update_interval=1,
+                   max_iters=160000, schedule_file='schedule_160k.py', stride=426)
+_B640.update(_ade_data(ADE640, 640))
+
+_B512 = _unilm_seg(B512, img_size=512, layer_scale=0.1, drop_path=0.1, out_indices=[3, 5, 7, 11], width=768,
+                   lines=dict(img_size=23, embed_dim=25, depth=26, init_values=32, drop_path_rate=33, out_indices=34,
+                              decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=54,
+                              layer_decay=56, warmup_iters=60, warmup_ratio=61, power=62, samples_per_gpu=65,
+                              update_interval=73, grad_clip=74),
+                   lr=7e-4, layer_decay=0.65, num_layers=12, warmup=1500, images_per_gpu=2, update_interval=1,
+                   max_iters=160000, schedule_file='schedule_160k.py', stride=341)
+_B512.update(_ade_data(ADE512, 512))
+
+# BEiT-L: unilm counts 160k optimizer updates as 320k iterations with update_interval 2 (line 18)
+_L640 = _unilm_seg(L640, img_size=640, layer_scale=1e-6, drop_path=0.2, out_indices=[7, 11, 15, 23], width=1024,
+                   lines=dict(img_size=24, embed_dim=26, depth=27, init_values=33, drop_path_rate=34, out_indices=35,
+                              decode_in=38, num_classes=39, decode_channels=40, aux_in=43, slide=46, optimizer=55,
+                              layer_decay=57, warmup_iters=61, warmup_ratio=62, power=63, samples_per_gpu=66,
+                              update_interval=75, grad_clip=76),
+                   lr=2e-5, layer_decay=0.95, num_layers=24, warmup=3000, images_per_gpu=1, update_interval=2,
+                   max_iters=320000, schedule_file='schedule_320k.py', stride=426)
+_L640.update(_ade_data(ADE640, 640))
+_L640['model.layer_scale'] = Ref(1e-6, _L640['model.layer_scale'].source + '; ' + _src(MMSEG0, MMSEG0_L, 15))
+
+# ------------------------------------------------------------------------------ mmseg 0.x Swin UPerNet (for CvT)
+SWIN = 'configs/swin/upernet_swin_tiny_patch4_window7_512x512_160k_ade20k_pretrain_224x224_1K.py@08e92e69'
+SWIN_MODEL = 'configs/_base_/models/upernet_swin.py@02f0ddaa'
+
+
+def _cvt_seg(depths: list) -> Dict[str, Ref]:
+    """No published CvT UPerNet recipe: the configs claim mmseg 0.x's Swin-T UPerNet 512x512 160k recipe, CvT's own
+    ImageNet drop path, and unilm's layer decay 0.9 (BEiT ADE20K)."""
+    refs = {
+        'model.depths': Ref(depths, _src(CVT, 'experiments/imagenet/cvt/cvt-%d-224x224.yaml' % sum(depths), 17)),
+        'model.drop_path_per_stage': Ref([0.0, 0.0, 0.1],
+                                         _src(CVT, 'experiments/imagenet/cvt/cvt-%d-224x224.yaml' % sum(depths), 21)),
+        'decode.channels': Ref(512, _src(MMSEG0, SWIN_MODEL, 32)),
+        'decode.num_classes': Ref(150, _src(MMSEG0, SWIN, 16)),
+        'aux.in_index': Ref(2, _src(MMSEG0, SWIN_MODEL, 42)),
+        'aux.channels': Ref(256, _src(MMSEG0, SWIN_MODEL, 43)),
+        'aux.num_convs': Ref(1, _src(MMSEG0, SWIN_MODEL, 44)),
+        'aux.loss_weight': Ref(0.4, _src(MMSEG0, SWIN_MODEL, 51)),
+        'decode.pool_scales': Ref((1, 2, 3, 6), _src(MMSEG0, SWIN_MODEL, 31)),
+        'decode.loss_weight': Ref(1.0, _src(MMSEG0, SWIN_MODEL, 38)),
+        'optimizer.type': Ref('AdamW', _src(MMSEG0, SWIN, 23)),
+        'optimizer.lr': Ref(6e-5, _src(MMSEG0, SWIN, 24)),
+        'optimizer.betas': Ref((0.9, 0.999), _src(MMSEG0, SWIN, 25)),
+        'optimizer.weight_decay': Ref(0.01, _src(MMSEG0, SWIN, 26)),
+        'layer_decay': Ref(0.9, _src(UNILM, B640, 56, "beit_mm's choice for CvT: BEiT-B 640's layer decay")),
+        'schedule.max_iters': Ref(160000, _src(UNILM, SEG + '_base_/schedules/schedule_160k.py', 7)),
+        'schedule.warmup': Ref(1500, _src(MMSEG0, SWIN, 38)),
+        'schedule.warmup_start': Ref(1e-6, _src(MMSEG0, SWIN, 39)),
+        'schedule.poly_power': Ref(1.0, _src(MMSEG0, SWIN, 40)),
+        'schedule.min_lr': Ref(0.0, _src(MMSEG0, SWIN, 41)),
+        'total_batch': Ref(16, _src(MMSEG0, SWIN, '44-45', '8 GPUs x 2 images')),
+        'accumulate': Ref(1, _src(MMSEG0, SWIN, 45, 'no cumulative optimizer hook')),
+        'eval.mode': Ref('slide', _src(UNILM, B512, 45, 'the 512 slide setting of unilm')),
+        'eval.crop': Ref((512, 512), _src(UNILM, B512, 45)),
+        'eval.stride': Ref((341, 341), _src(UNILM, B512, 45)),
+    }
+    refs.update(_ade_data(ADE512, 512))
+    return refs
+
+
+# ----------------------------------------------------------------------------------- unilm ImageNet BEiT recipes
+README = 'beit/README.md'
+PRETRAIN = 'beit/run_beit_pretraining.py'
+FINETUNE = 'beit/run_class_finetuning.py'
+GET_STARTED = 'beit/get_started_for_image_classification.md'
+DATASETS = 'beit/datasets.py'
+
+
+def _beit_mim(epochs: int, epochs_source: str) -> Dict[str, Ref]:
+    """unilm 'Pre-training BEiT-base on ImageNet-1k' (beit/README.md lines 136-141) with run_beit_pretraining.py's
+    defaults."""
+    return {
+        'model.layer_scale': Ref(0.1, _src(UNILM, README, 140)),
+        'model.drop_path': Ref(0.1, _src(UNILM, README, 140)),
+        'model.img_size': Ref(224, _src(UNILM, PRETRAIN, 56)),
+        'optimizer.type': Ref('AdamW', _src(UNILM, PRETRAIN, 65, "--opt default 'adamw'")),
+        'optimizer.lr': Ref(1.5e-3, _src(UNILM, README, 139)),
+        'optimizer.betas': Ref((0.9, 0.999), _src(UNILM, PRETRAIN, 69)),
+        'optimizer.weight_decay': Ref(0.05, _src(UNILM, PRETRAIN, 75)),
+        'clip_grad': Ref(3.0, _src(UNILM, README, 140)),
+        'total_batch': Ref(2048, _src(UNILM, README, '136, 139', '16 GPUs x --batch_size 128')),
+        'accumulate': Ref(1, _src(UNILM, README, 139, 'no --update_freq in run_beit_pretraining.py')),
+        'schedule.max_epochs': Ref(epochs, epochs_source),
+        'schedule.warmup': Ref(10, _src(UNILM, README, 139)),
+        'schedule.min_lr': Ref(1e-5, _src(UNILM, PRETRAIN, 85)),
+        'data.mean': Ref(IMAGENET_MEAN, _src(UNILM, README, 141, '--imagenet_default_mean_and_std')),
+        'data.std': Ref(IMAGENET_STD, _src(UNILM, README, 141, '--imagenet_default_mean_and_std')),
+        'data.color_jitter': Ref((0.4, 0.4, 0.4), _src(UNILM, DATASETS, 34)),
+        'data.flip_prob': Ref(0.5, _src(UNILM, DATASETS, 35)),
+        'data.rrc_scale': Ref((0.08, 1.0), _src(UNILM, 'beit/transforms.py', 82)),
+        'data.crop': Ref(224, _src(UNILM, PRETRAIN, 56)),
+        'data.interpolation': Ref('bicubic', _src(UNILM, PRETRAIN, 94)),
+        'mim.second_size': Ref(112, _src(UNILM, PRETRAIN, 58)),
+        'mim.second_interpolation': Ref('lanczos', _src(UNILM, PRETRAIN, 96)),
+        'mim.num_masking_patches': Ref(75, _src(UNILM, README, 137)),
+        'mim.min_num_patches': Ref(16, _src(UNILM, PRETRAIN, 54)),
+        'mim.max_num_patches': Ref(None, _src(UNILM, PRETRAIN, 53)),
+        'data.drop_last': Ref(True, _src(UNILM, PRETRAIN, 203)),
+    }
+
+
+_MIM800 = _beit_mim(800, _src(UNILM, README, 139))
+_MIM300 = _beit_mim(300, _src(MMPRETRAIN, 'configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py', 118))
+
+_FT100 = {
+    'model.layer_scale': Ref(0.1, _src(UNILM, FINETUNE, 52)),
+    'model.drop_path': Ref(0.1, _src(UNILM, GET_STARTED, 68)),
+    'model.img_size': Ref(224, _src(UNILM, FINETUNE, 55)),
+    'head.init_std': Ref(0.02 * 0.001, _src(UNILM, FINETUNE, 144, 'trunc_normal 0.02 x --init_scale 0.001')),
+    'optimizer.type': Ref('AdamW', _src(UNILM, FINETUNE, 72)),
+    'optimizer.lr': Ref(4e-3, _src(UNILM, GET_STARTED, 67)),
+    'optimizer.betas': Ref((0.9, 0.999), _src(UNILM, FINETUNE, 76, '--opt_betas None: AdamW defaults')),
+    'optimizer.weight_decay': Ref(0.05, _src(UNILM, GET_STARTED, 69)),
+    'layer_decay': Ref(0.65, _src(UNILM, GET_STARTED, 68)),
+    'clip_grad': Ref(None, _src(UNILM, FINETUNE, 78)),
+    'total_batch': Ref(1024, _src(UNILM, GET_STARTED, '64, 67', '8 GPUs x --batch_size 128, --update_freq 1')),
+    'accumulate': Ref(1, _src(UNILM, GET_STARTED, 67)),
+    'schedule.max_epochs': Ref(100, _src(UNILM, GET_STARTED, 68)),
+    'schedule.warmup': Ref(20, _src(UNILM, GET_STARTED, 68)),
+    'schedule.min_lr': Ref(1e-6, _src(UNILM, FINETUNE, 94)),
+    'data.crop': Ref(224, _src(UNILM, FINETUNE, 55)),
+    'data.interpolation': Ref('bicubic', _src(UNILM, FINETUNE, 109)),
+    'data.randaugment': Ref('rand-m9-mstd0.5-inc1', _src(UNILM, FINETUNE, 105)),
+    'data.randaugment_fill': Ref([124, 116, 104], _src(UNILM, DATASETS, 144, 'timm img_mean = round(255 * mean) '
+                                                   "of the fine-tuning normalization, ImageNet's here")),
+    'data.reprob': Ref(0.25, _src(UNILM, FINETUNE, 116)),
+    'data.remode_pixel_normal': Ref(True, _src(UNILM, FINETUNE, 118, "remode 'pixel': N(0, 1) in normalized "
+                                               'space = mean + std * N(0, 1) in pixels')),
+    'data.drop_last': Ref(True, _src(UNILM, FINETUNE, 272)),
+    'mixup': Ref(0.8, _src(UNILM, GET_STARTED, 69)),
+    'cutmix': Ref(1.0, _src(UNILM, GET_STARTED, 69)),
+    'label_smoothing': Ref(0.1, _src(UNILM, FINETUNE, 107)),
+    'eval.resize_short': Ref(256, _src(UNILM, DATASETS, '157-161', 'int(224 / (224 / 256))')),
+    'eval.center_crop': Ref(224, _src(UNILM, DATASETS, 165)),
+    'eval.interpolation': Ref('bicubic', _src(UNILM, DATASETS, 163, 'interpolation=3')),
+}
+
+# ---------------------------------------------------------------------------------------- CvT ImageNet recipes
+Y13 = 'experiments/imagenet/cvt/cvt-13-224x224.yaml'
+Y21 = 'experiments/imagenet/cvt/cvt-21-224x224.yaml'
+YW24 = 'experiments/imagenet/cvt/cvt-w24-384x384.yaml'
+DEFAULT = 'lib/config/default.py'
+TRANSFORMS = 'lib/dataset/transformas/build.py'
+
+
+def _cvt_common(yaml: str, o: int) -> Dict[str, Ref]:
+    """Values both CvT-13's and CvT-21's yaml give (``o``: CvT-21's TRAIN block sits one line lower)."""
+    return {
+        'model.drop_path_per_stage': Ref([0.0, 0.0, 0.1], _src(CVT, yaml, 21)),
+        'optimizer.type': Ref('AdamW', _src(CVT, yaml, 78 + o)),
+        'optimizer.betas': Ref((0.9, 0.999), _src(CVT, 'lib/optim/build.py', 138, 'optim.AdamW without betas: torch defaults')),
+        'schedule.max_epochs': Ref(300, _src(CVT, yaml, 68 + o)),
+        'schedule.warmup': Ref(5, _src(CVT, yaml, 73 + o)),
+        'schedule.warmup_start_lr': Ref(1e-6, _src(CVT, yaml, 74 + o)),
+        'schedule.min_lr': Ref(1e-5, _src(CVT, yaml, 75 + o)),
+        'mixup': Ref(0.8, _src(CVT, yaml, 33)),
+        'cutmix': Ref(1.0, _src(CVT, yaml, 34)),
+        'label_smoothing': Ref(0.1, _src(CVT, yaml, 47)),
+        'data.mean': Ref(IMAGENET_MEAN, _src(CVT, DEFAULT, 68)),
+        'data.std': Ref(IMAGENET_STD, _src(CVT, DEFAULT, 69)),
+        'data.crop': Ref(224, _src(CVT, yaml, 66 + o)),
+        'data.rrc_scale': Ref((0.08, 1.0), _src(CVT, DEFAULT, 73)),
+        'data.flip_prob': Ref(0.5, _src(CVT, yaml, 42)),
+        'eval.resize_short': Ref(256, _src(CVT, 'lib/dataset/transformas/build.py', 107, 'int(224 / 0.875)')),
+        'eval.center_crop': Ref(224, _src(CVT, DEFAULT, 131, 'TEST.CENTER_CROP True')),
+        'eval.interpolation': Ref('bicubic', _src(CVT, yaml, 62, 'TEST.INTERPOLATION 3')),
+    }
+
+
+_CVT13 = {
+    **_cvt_common(Y13, 0),
+    'model.depths': Ref([1, 2, 10], _src(CVT, Y13, 17)),
+    'optimizer.lr': Ref(2.5e-4 * 8, _src(CVT, Y13, 65, f'x 8 GPUs: {DEFAULT}:175-176 LR *= world_size')),
+    'optimizer.weight_decay': Ref(0.05, _src(CVT, Y13, 79)),
+    'total_batch': Ref(2048, _src(CVT, Y13, 64, '256 per GPU x 8 GPUs (README.md:99 run.sh -g 8)')),
+    'data.interpolation': Ref('bicubic', _src(CVT, Y13, 45, 'timm loader (USE_LOADER true, line 36)')),
+    'data.randaugment': Ref('rand-m9-mstd0.5-inc1', _src(CVT, Y13, 41)),
+    'data.randaugment_fill': Ref([124, 116, 104], _src(CVT, 'lib/dataset/build.py', 96,
+                                                       'timm img_mean = round(255 * INPUT.MEAN)')),
+    'data.reprob': Ref(0.25, _src(CVT, Y13, 40)),
+    'data.remode_pixel_normal': Ref(True, _src(CVT, Y13, 38)),
+    'data.drop_last': Ref(True, 'timm 0.3.2 timm/data/loader.py create_loader (drop_last=is_training; '
+                                f'{CVT} lib/dataset/build.py:77)'),
+    'data.sampler': Ref('DefaultSampler', _src(CVT, 'lib/dataset/build.py', '66-69', 'DistributedSampler')),
+}
+
+_CVT21 = {
+    **_cvt_common(Y21, 1),
+    'model.depths': Ref([1, 4, 16], _src(CVT, Y21, 17)),
+    'optimizer.lr': Ref(1.25e-4 * 8, _src(CVT, Y21, 66, f'x 8 GPUs: {DEFAULT}:175-176 LR *= world_size')),
+    'optimizer.weight_decay': Ref(0.1, _src(CVT, Y21, 80)),
+    'total_batch': Ref(1024, _src(CVT, Y21, 65, '128 per GPU x 8 GPUs')),
+    'data.interpolation': Ref('bilinear', _src(CVT, TRANSFORMS, 82, f'cfg.AUG.INTERPOLATION = 2, {DEFAULT}:88')),
+    'data.randaugment': Ref(None, _src(CVT, Y21, 36, 'USE_LOADER false: lib/dataset/transformas/build.py:76-100')),
+    'data.reprob': Ref(0.0, _src(CVT, Y21, 36, 'USE_LOADER false: no random erasing')),
+    'data.color_jitter': Ref(None, _src(CVT, TRANSFORMS, '87-89', f'probability 0, {DEFAULT}:75')),
+    'data.drop_last': Ref(True, _src(CVT, 'lib/dataset/build.py', 112)),
+    'data.sampler': Ref('RepeatAugSampler', _src(CVT, Y21, 58, 'repeated_aug -> lib/dataset/build.py:63-65 '
+                                                 'RASampler, 3 repeats')),
+}
+
+_CVTW24 = {
+    'model.depths': Ref([2, 2, 20], _src(CVT, YW24, 17)),
+    'model.drop_path_per_stage': Ref([0.0, 0.0, 0.3], _src(CVT, YW24, 21)),
+    'optimizer.type': Ref('SGD', 'CvT paper (arXiv 2103.15808) section 4.1, fine-tuning'),
+    'optimizer.momentum': Ref(0.9, 'CvT paper (arXiv 2103.15808) section 4.1, fine-tuning'),
+    'total_batch': Ref(512, 'CvT paper (arXiv 2103.15808) section 4.1, fine-tuning'),
+    'schedule.max_iters': Ref(20000, 'CvT paper (arXiv 2103.15808) section 4.1, fine-tuning'),
+    'data.crop': Ref(384, _src(CVT, YW24, 67)),
+    'eval.resize': Ref((384, 384), _src(CVT, YW24, 60)),
+    'eval.center_crop': Ref(None, _src(CVT, YW24, 63, 'CENTER_CROP False')),
+    'eval.interpolation': Ref('bicubic', _src(CVT, YW24, 62, 'TEST.INTERPOLATION 3')),
+}
+
+# CvT-13 MIM: BEiT's pretraining recipe (300 epochs) on a CvT-13 with CvT-13's drop path
+_CVT13_MIM = {k: v for k, v in _MIM300.items() if k not in ('model.layer_scale', 'model.drop_path', 'model.img_size')}
+_CVT13_MIM['model.drop_path_per_stage'] = Ref([0.0, 0.0, 0.1], _src(CVT, Y13, 21))
+_CVT13_MIM['model.depths'] = Ref([1, 2, 10], _src(CVT, Y13, 17))
+
+RECIPES: Dict[str, Dict[str, Ref]] = {
+    'beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py': _B640,
+    'beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py': _B512,
+    'beit/beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py': _B512,
+    'beit/beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py': _L640,
+    'beit/beit-large_upernet_8xb1-amp-fsdp-160k_ade20k-640x640.py': _L640,
+    'beit/beit-base-p16_8xb256-amp-coslr-800e_in1k.py': _MIM800,
+    'beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py': _MIM300,
+    'beit/beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py': _FT100,
+    'cvt/cvt-13_8xb256-300e_in1k.py': _CVT13,
+    'cvt/cvt-21_8xb128-300e_in1k.py': _CVT21,
+    'cvt/cvt-w24_in22k-pre_8xb64-20k_in1k-384px.py': _CVTW24,
+    'cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py': _CVT13_MIM,
+    'cvt/cvt-13_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 2, 10]),
+    'cvt/cvt-21_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 4, 16]),
+}
+
+
+def ref(config: str, key: str) -> Any:
+    """The published value of ``key`` for ``config`` (a path under configs/, e.g. 'beit/beit-...py')."""
+    return RECIPES[config][key].value
+
+
+def find(config_basename: str) -> Optional[str]:
+    """The RECIPES key of a config file name."""
+    matches = [k for k in RECIPES if k.endswith('/' + config_basename)]
+    return matches[0] if matches else None
