@@ -291,6 +291,7 @@ def _cvt_common(yaml: str, o: int) -> Dict[str, Ref]:
         'model.drop_path_per_stage': Ref([0.0, 0.0, 0.1], _src(CVT, yaml, 21)),
         'optimizer.type': Ref('AdamW', _src(CVT, yaml, 78 + o)),
         'optimizer.betas': Ref((0.9, 0.999), _src(CVT, 'lib/optim/build.py', 138, 'optim.AdamW without betas: torch defaults')),
+        'clip_grad': Ref(None, _src(CVT, DEFAULT, 123, 'TRAIN.CLIP_GRAD_NORM 0.0, not set by the yaml')),
         'schedule.max_epochs': Ref(300, _src(CVT, yaml, 68 + o)),
         'schedule.warmup': Ref(5, _src(CVT, yaml, 73 + o)),
         'schedule.warmup_start_lr': Ref(1e-6, _src(CVT, yaml, 74 + o)),
