@@ -356,6 +356,8 @@ def check_loaded_pair(img_path: str, seg_path: str, loaded_hw: Sequence[int],
     with Image.open(img_path) as image:
         image_size, orientation = image.size, exif_orientation(image)
     loaded = (int(loaded_hw[1]), int(loaded_hw[0]))
+    if loaded not in (image_size, image_size[::-1]):
+        return None  # a loader that resizes: nothing to compare with
     if orientation in _SWAPS_SIDES and image_size[0] != image_size[1]:
         applies_orientation = loaded != image_size  # what the loader did is visible in the sizes
     problem = image_annotation_problem(image_size, orientation, seg_size, applies_orientation)

@@ -26,8 +26,9 @@ Data order: the sampler and the dataloader workers are seeded from the run's see
 before the checkpoint is read, so ``tools/train.py --resume`` sets ``randomness.seed`` to the checkpoint's seed
 beforehand (:func:`use_rng_state_hook`; MMEngine only re-seeds the global generators, which matters when the config has
 no seed and every run draws one). Not covered: ``randomness.diff_rank_seed=True`` (the sampler then draws a new seed),
-a different number of processes than the checkpoint's (a warning; nothing is restored), the generators of other
-devices (MPS, NPU) and of generators a model creates itself.
+a different number of processes than the checkpoint's (a warning; nothing is restored), a best checkpoint saved at an
+iteration without a periodic save in a multi-process run (it carries rank 0's states only; the other ranks warn), the
+generators of other devices (MPS, NPU) and generators a model creates itself.
 """
 from __future__ import annotations
 
