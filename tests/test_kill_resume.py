@@ -16,10 +16,16 @@ equal A's, every tensor of the state dict.
 2 processes (6 iterations, ``tools/dist_train.sh``): uninterrupted vs. SIGKILL of the whole process group (torchrun
 and both workers) after iteration 3's step, then ``--resume`` from ``iter_2.pth``.
 
-What determinism needs here (docs/faults.md): the seed (the sampler order and every transform draw come
-from it; MMEngine re-seeds on resume and replays the sampler by loading the skipped batches again), deterministic
-algorithms, ``num_workers=0`` (or seeded workers), the same thread count, and no torch RNG use in the training step
-(dropout/drop path 0, as in this config: MMEngine does not checkpoint RNG states).
+Each test runs two recipes: ``plain`` (the config as written: no randomness in the training step, no validation) and
+``drop_path`` (drop path 0.1 in the backbone, dropout 0.1 in the head, validation every 2 iterations): the resumed
+runs must restore every process's generator states from the checkpoint (``beit_mm.RNGStateHook``, added by
+``tools/train.py``), after MMEngine's replay of the finished iterations' batches, and validation must leave them as it
+found them; without either, 139 of the 152 tensors differ.
+
+What determinism needs here (docs/faults.md): the seed (the sampler order and every transform draw come from it;
+MMEngine replays the sampler by loading the skipped batches again, and ``--resume`` takes the checkpoint's seed),
+deterministic algorithms, ``num_workers=0`` (or seeded workers), the same thread count and number of processes, and
+the generator states in the checkpoints.
 """
 import os
 import os.path as osp
@@ -39,11 +45,23 @@ CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 SLOW_BACKEND = 'beit_mm_test_slow_write'
 
 
-def _options(data_root: str, iters: int) -> list:
+# The recipes the kill/resume tests run: ``plain`` has no randomness in the training step; ``drop_path`` draws drop
+# path (0.1, as BEiT-B's recipes) and dropout masks from torch's generator in every step and validates every 2
+# iterations (the validation dataloader draws a seed from the same generator): exact only with the generator states
+# in the checkpoints (beit_mm.RNGStateHook).
+RECIPES = {
+    'plain': ['val_cfg=None', 'val_dataloader=None', 'val_evaluator=None'],
+    'drop_path': ['model.backbone.drop_path_rate=0.1', 'model.decode_head.dropout_ratio=0.1',
+                  'train_cfg.val_interval=2'],
+}
+
+
+def _options(data_root: str, iters: int, recipe: str = 'plain') -> list:
+    val_root = [] if recipe == 'plain' else [f'val_dataloader.dataset.data_root={data_root}']
     return ['--cfg-options', 'randomness.seed=0', 'randomness.deterministic=True', f'train_cfg.max_iters={iters}',
-            'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None', 'default_hooks.checkpoint.interval=2',
+            *RECIPES[recipe], 'default_hooks.checkpoint.interval=2',
             'default_hooks.checkpoint.max_keep_ckpts=2', 'default_hooks.visualization.interval=1000',
-            f'train_dataloader.dataset.data_root={data_root}']
+            f'train_dataloader.dataset.data_root={data_root}', *val_root]
 
 
 def _env() -> dict:
@@ -142,7 +160,8 @@ def _config(tmp_path, name: str, body: str) -> str:
     return str(path)
 
 
-def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tmp_path):
+@pytest.mark.parametrize('recipe', sorted(RECIPES))
+def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tmp_path, recipe):
     iters = 10
     train = [sys.executable, osp.join(ROOT, 'tools', 'train.py')]
     slow_save = _config(tmp_path, 'slow_save', "default_hooks = dict(checkpoint=dict(backend_args=dict("
@@ -151,8 +170,9 @@ def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tm
     ref_dir, work_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')
     start = time.monotonic()
     # A (uninterrupted) and B (killed while writing iter_4.pth) run side by side
-    ref, ref_log = _launch([*train, CONFIG, '--work-dir', ref_dir, *_options(data_root, iters)], ref_dir)
-    slow, slow_log = _launch([*train, slow_save, '--work-dir', work_dir, *_options(data_root, iters)], work_dir)
+    options = _options(data_root, iters, recipe)
+    ref, ref_log = _launch([*train, CONFIG, '--work-dir', ref_dir, *options], ref_dir)
+    slow, slow_log = _launch([*train, slow_save, '--work-dir', work_dir, *options], work_dir)
     part = osp.join(work_dir, 'iter_4.pth.part')
     _wait_for(lambda: osp.exists(part + '.halfway'), slow, slow_log)
     _kill(slow)
@@ -160,44 +180,45 @@ def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tm
     assert _last(work_dir) == 'iter_2.pth' and is_complete_checkpoint(osp.join(work_dir, 'iter_2.pth'))
 
     # --resume starts from iter_2.pth; killed mid-run: iteration 7 stepped, not saved (iter_6.pth is the last)
-    resumed, resumed_log = _launch([*train, pause_7, '--work-dir', work_dir, '--resume',
-                                    *_options(data_root, iters)], work_dir)
+    resumed, resumed_log = _launch([*train, pause_7, '--work-dir', work_dir, '--resume', *options], work_dir)
     _wait_for(lambda: osp.exists(osp.join(work_dir, 'paused_at_7')), resumed, resumed_log)
     _kill(resumed)
     with open(resumed_log) as f:
         text = f.read()
     assert 'iter_4.pth.part: an unfinished checkpoint write of a killed run' in text
     assert 'resumed epoch: 0, iter: 2' in text, text[-3000:]
+    assert 'random generator states of iteration 2 restored (rank 0)' in text, text[-3000:]
     assert _last(work_dir) == 'iter_6.pth'
     assert sorted(f for f in os.listdir(work_dir) if f.endswith('.pth')) == ['iter_4.pth', 'iter_6.pth']
 
-    final, final_log = _launch([*train, CONFIG, '--work-dir', work_dir, '--resume', *_options(data_root, iters)],
-                               work_dir)
+    final, final_log = _launch([*train, CONFIG, '--work-dir', work_dir, '--resume', *options], work_dir)
     text = _finish(final, final_log)
     assert 'resumed epoch: 0, iter: 6' in text, text[-3000:]
+    assert 'random generator states of iteration 6 restored (rank 0)' in text, text[-3000:]
     _finish(ref, ref_log)
     n = _assert_bit_identical(osp.join(ref_dir, f'iter_{iters}.pth'), osp.join(work_dir, f'iter_{iters}.pth'))
     print(f'single process: {n} tensors bit-identical after kill-in-save + kill-mid-run + 2 resumes '
           f'({time.monotonic() - start:.0f} s)')
 
 
-def test_two_process_gloo_kill_and_resume_is_bit_identical(data_root, tmp_path):
+@pytest.mark.parametrize('recipe', sorted(RECIPES))
+def test_two_process_gloo_kill_and_resume_is_bit_identical(data_root, tmp_path, recipe):
     iters = 6
     dist = ['bash', osp.join(ROOT, 'tools', 'dist_train.sh')]
     pause_3 = _config(tmp_path, 'pause_3', "custom_hooks = [dict(type='beit_mm.PauseAtIterationHook', iteration=3)]\n")
     ref_dir, work_dir = str(tmp_path / 'reference'), str(tmp_path / 'killed')
     start = time.monotonic()
-    ref, ref_log = _launch([*dist, CONFIG, '2', '--work-dir', ref_dir, *_options(data_root, iters)], ref_dir)
-    killed, killed_log = _launch([*dist, pause_3, '2', '--work-dir', work_dir, *_options(data_root, iters)],
-                                 work_dir)
+    options = _options(data_root, iters, recipe)
+    ref, ref_log = _launch([*dist, CONFIG, '2', '--work-dir', ref_dir, *options], ref_dir)
+    killed, killed_log = _launch([*dist, pause_3, '2', '--work-dir', work_dir, *options], work_dir)
     _wait_for(lambda: osp.exists(osp.join(work_dir, 'paused_at_3')), killed, killed_log)
     _kill(killed)  # bash, torchrun and both workers
     assert _last(work_dir) == 'iter_2.pth'
-    final, final_log = _launch([*dist, CONFIG, '2', '--work-dir', work_dir, '--resume', *_options(data_root, iters)],
-                               work_dir)
+    final, final_log = _launch([*dist, CONFIG, '2', '--work-dir', work_dir, '--resume', *options], work_dir)
     text = _finish(final, final_log)
     assert "backend 'nccl' -> 'gloo'" in text or torch.cuda.is_available()
     assert 'resumed epoch: 0, iter: 2' in text, text[-3000:]
+    assert 'random generator states of iteration 2 restored (rank 0)' in text, text[-3000:]
     _finish(ref, ref_log)
     n = _assert_bit_identical(osp.join(ref_dir, f'iter_{iters}.pth'), osp.join(work_dir, f'iter_{iters}.pth'))
     print(f'2 processes (gloo): {n} tensors bit-identical after SIGKILL + resume ({time.monotonic() - start:.0f} s)')

@@ -37,6 +37,7 @@ from beit_mm.converters.io import check_checkpoint_file
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
+from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 
 
@@ -181,11 +182,13 @@ def main() -> None:
         set_resume(cfg, args.resume)
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
+    use_rng_state_hook(cfg)  # checkpoints carry every process's RNG states; --resume restores them and the seed
     adapt_cfg_to_launcher(cfg, args.launcher)
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     runner.train()
+    del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
     destroy_process_group()
 
 

@@ -10,14 +10,22 @@ empty split                no image matched ``img_path/**/*<img_suffix>``       
 image without annotation   ``seg_map_path`` of a data-list entry does not exist   one directory listing
 annotation without image   an annotation file whose stem no image has             one directory listing
 unreadable / truncated     PIL fails to decode the whole file                     decode, sampled
-size mismatch              image (W, H) != annotation (W, H)                      decode, sampled
+size mismatch              image (W, H) as mmcv's loader returns it (after its    decode, sampled
+                           EXIF orientation, see below) != annotation (W, H)
+EXIF-rotated image         the loader rotates the image to another size than      decode, sampled
+                           its annotation, which has the stored size
+EXIF tag, same size        the loader rotates/flips the image without changing    decode, sampled
+                           its size (square image, or a 180-degree/flip tag):
+                           the labels may be turned against the pixels
+lossy annotation           the annotation file holds JPEG data (any name)         decode, sampled
 colour annotation          annotation is not single-channel                       decode, sampled
 labels out of range        a value that is neither a class nor ignored after      decode, sampled
                            ``reduce_zero_label`` (``F.cross_entropy``: "Target
                            199 is out of bounds", a device-side assert on GPUs)
 0/255 masks                annotations hold only 0 and 255 (binary images)        decode, sampled
-reduced twice              ``reduce_zero_label=True`` on masks that contain 255   decode, sampled
-                           beside class values (already reduced offline)
+reduced twice              ``reduce_zero_label=True``, 255 beside class values,   decode, sampled
+                           no 0 in any decoded map and ``num_classes - 1`` the
+                           largest class value (see "Void pixels")
 =========================  =====================================================  ==================================
 
 Sampling rule (so that a start costs seconds on ADE20K's 20k images): the file lists are checked completely; pairs
@@ -29,21 +37,48 @@ a bad file that the sample missed stops the run at the iteration that loads it, 
 
 Raw ADE20K masks (the layout of ``tools/make_demo_data.py``): 0 = "other", 1..150 = classes; with
 ``reduce_zero_label=True`` mmseg maps 0 -> 255 (ignored) and k -> k - 1, and a raw 255 stays 255.
+
+EXIF orientation: mmcv's ``LoadImageFromFile`` applies the orientation tag (0x0112) of JPEG and PNG files with its
+default ``color_type='color'`` (also ``'grayscale'``) on the cv2 and pillow backends, and ignores it with
+``'unchanged'``, ``'color_ignore_orientation'``, ``'grayscale_ignore_orientation'`` and the turbojpeg/tifffile
+backends (:func:`loader_applies_orientation`); mmseg's ``LoadAnnotations`` reads label maps with ``'unchanged'``, so
+they are never rotated. A phone photo stored 64x48 with ``Orientation=6`` reaches the model as 48x64 beside its 64x48
+annotation; a square one is rotated silently.
+
+Void pixels: a raw 255 beside class values is how some sets mark void pixels, and mmseg keeps it as 255 (ignored) with
+``reduce_zero_label=True``; masks that were reduced offline (0 -> 255, k -> k - 1) look the same. Only the pattern
+that raw masks cannot show is an error: 255 present, no 0 in any decoded map (raw masks mark "other" with 0; reduced
+ones turned it into 255) and ``num_classes - 1`` the largest class value (``num_classes`` would be a raw value). Any
+other 255 gets one warning per split saying how it is treated.
 """
 from __future__ import annotations
 
+import logging
 import os
 import os.path as osp
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from mmengine.logging import print_log
 from PIL import Image
 
 # files named per problem in a message; the count is always complete
 MAX_NAMED_FILES = 5
 # pairs decoded per split at the start of training (see the module docstring)
 DEFAULT_NUM_SAMPLES = 200
+# EXIF orientation tag and what its values do to the stored pixels (EXIF 2.3, tag 0x0112); 5..8 swap width and height
+EXIF_ORIENTATION = 0x0112
+ORIENTATIONS = {2: 'mirrored', 3: 'rotated 180 degrees', 4: 'flipped upside down', 5: 'mirrored and rotated 90 degrees',
+                6: 'rotated 90 degrees clockwise', 7: 'mirrored and rotated 270 degrees',
+                8: 'rotated 90 degrees counter-clockwise'}
+_SWAPS_SIDES = (5, 6, 7, 8)
+# color_type values of mmcv's LoadImageFromFile that apply the tag, on the backends that do (cv2: OpenCV applies it
+# unless IMREAD_UNCHANGED or IMREAD_IGNORE_ORIENTATION; pillow: mmcv's _pillow2array calls ImageOps.exif_transpose)
+_ORIENTING_COLOR_TYPES = ('color', 'grayscale')
+_ORIENTING_BACKENDS = ('cv2', 'pillow')
+# what PIL calls JPEG data (MPO: the multi-picture JPEG that phones write)
+_LOSSY_FORMATS = ('JPEG', 'MPO')
 
 
 class DatasetCheckError(ValueError):
@@ -93,8 +128,8 @@ class Problem:
         return f'[{split}] {len(self.files)} {self.what}: {", ".join(named)}{more}. Fix: {self.fix}'
 
 
-def label_problems(rule: LabelRule) -> dict[str, Problem]:
-    """A fresh, empty :class:`Problem` for every kind of problem, with its description and fix for ``rule``."""
+def file_problems() -> dict[str, Problem]:
+    """A fresh, empty :class:`Problem` for every problem of files, pairing, sizes and encoding (no label rule)."""
     return dict(
         missing_annotation=Problem(
             'image(s) without an annotation file',
@@ -109,15 +144,39 @@ def label_problems(rule: LabelRule) -> dict[str, Problem]:
             'image/annotation pair(s) of different sizes',
             'annotations must have their image\'s size: regenerate them, or resize them with nearest-neighbour '
             'interpolation'),
+        exif_rotated=Problem(
+            'image(s) with an EXIF orientation tag that mmcv\'s loader applies, turning them to another size than '
+            'their annotation (which has the stored size)',
+            'the annotations follow the stored pixels: load the images with '
+            "LoadImageFromFile(color_type='color_ignore_orientation') in the train and test pipelines, or re-save "
+            'the images without the tag; if the labels were drawn on the upright picture, regenerate them'),
+        exif_same_size=Problem(
+            'image(s) with an EXIF orientation tag that mmcv\'s loader applies without changing their size (square '
+            'images, or a flip or 180-degree tag), so their labels may be turned against the pixels',
+            're-save the images upright (PIL: ImageOps.exif_transpose(image).save(path), which drops the tag) if the '
+            "annotations follow the upright picture, or load with LoadImageFromFile(color_type="
+            "'color_ignore_orientation') in the train and test pipelines if they follow the stored pixels"),
+        lossy=Problem(
+            'annotation(s) holding JPEG data: lossy compression changes label values along every class border',
+            'export the label maps again losslessly (PNG) from the original annotations; converting these JPEG files '
+            'to PNG keeps the damaged values'),
         colour=Problem(
             'annotation(s) that are not single-channel label maps',
             'convert colour-coded masks to single-channel maps of class indices'),
+    )
+
+
+def label_problems(rule: LabelRule) -> dict[str, Problem]:
+    """A fresh, empty :class:`Problem` for every kind of problem, with its description and fix for ``rule``."""
+    return dict(
+        **file_problems(),
         binary=Problem(
             'annotation(s) holding only 0 and 255, binary masks rather than class indices',
             f'store class indices {rule.valid_raw_range()}; for a two-class set write 0/1, not 0/255'),
         reduced=Problem(
-            'annotation(s) containing 255 beside class values: they look already reduced (0 -> 255, k -> k - 1), '
-            'and reduce_zero_label=True would reduce them a second time',
+            f'annotation(s) containing 255 beside class values, while no decoded annotation holds 0 and '
+            f'{rule.num_classes - 1} is the largest class value: they are already reduced (0 -> 255, k -> k - 1), and '
+            'reduce_zero_label=True would reduce them a second time',
             'use the raw masks, or set reduce_zero_label=False in the dataset and in LoadAnnotations'),
         out_of_range=Problem(
             f'annotation(s) with label values outside {rule.valid_raw_range()}',
@@ -130,7 +189,8 @@ def check_label_values(values: Iterable[int], rule: LabelRule) -> tuple[str, str
     """The problem with one annotation's set of raw values: ``(kind, detail)``, or None when it is valid.
 
     With ``reduce_zero_label=False`` a map of only 0 and 255 is valid (class 0 and ignored pixels);
-    :func:`check_split` reports it as a binary mask only when every decoded map of the split looks like that.
+    :func:`check_split` reports it as a binary mask only when every decoded map of the split looks like that. 255
+    beside class values is judged over the whole split (:func:`void_verdict`), not here.
 
     Args:
         values: the distinct values of one single-channel annotation.
@@ -139,12 +199,61 @@ def check_label_values(values: Iterable[int], rule: LabelRule) -> tuple[str, str
     present = set(int(v) for v in values)
     if rule.reduce_zero_label and rule.ignore_index in present and present <= {0, rule.ignore_index}:
         return 'binary', 'values 0 and 255 only'
-    if rule.reduce_zero_label and rule.ignore_index in present:
-        return 'reduced', f'255 beside {sorted(present - {rule.ignore_index})[:6]}'
     bad = rule.out_of_range(present)
     if bad:
         return 'out_of_range', f'values {bad[:6]}'
     return None
+
+
+def void_verdict(values: Iterable[int], rule: LabelRule) -> str | None:
+    """How a split's 255 beside class values is read, from the union of the raw values of its decoded annotations.
+
+    Returns:
+        ``'reduced'`` when the masks are certainly reduced already (255 present, no 0 anywhere, the largest class
+        value ``num_classes - 1``: both marks of raw masks, 0 = "other" and the top value ``num_classes``, are
+        missing, and both marks of reduction are there); ``'void'`` for any other 255 beside class values under
+        ``reduce_zero_label=True`` (kept as 255 = ignored by mmseg); None when there is nothing to say.
+    """
+    present = set(int(v) for v in values)
+    classes = present - {rule.ignore_index}
+    if not rule.reduce_zero_label or rule.ignore_index not in present or not classes - {0}:
+        return None
+    if 0 not in classes and max(classes) == rule.num_classes - 1:
+        return 'reduced'
+    return 'void'
+
+
+def void_warning(split: str, files: Sequence[str], rule: LabelRule) -> str:
+    """The one warning for a split whose annotations hold 255 beside class values that may be void pixels."""
+    named = ', '.join(files[:MAX_NAMED_FILES]) + (f' and {len(files) - MAX_NAMED_FILES} more'
+                                                  if len(files) > MAX_NAMED_FILES else '')
+    return (f'[{split}] {len(files)} annotation(s) hold 255 beside class values ({named}). With reduce_zero_label=True '
+            f'mmseg keeps a raw 255 as {rule.ignore_index} (ignored, like the raw 0 = "other") and maps k -> k - 1, '
+            'so these pixels are treated as void and left out of the loss. If the masks were instead reduced offline '
+            '(0 -> 255, k -> k - 1), every class would be shifted twice: then set reduce_zero_label=False in the '
+            'dataset and in LoadAnnotations.')
+
+
+def exif_orientation(image: Image.Image) -> int:
+    """The EXIF orientation tag of an opened image (1 = upright, also when there is no tag or no EXIF)."""
+    try:
+        value = image.getexif().get(EXIF_ORIENTATION, 1)
+    except Exception:  # noqa: BLE001 -- a malformed EXIF block: PIL raises various errors; the loader ignores it too
+        return 1
+    return int(value) if isinstance(value, int) and value in range(1, 9) else 1
+
+
+def loader_applies_orientation(color_type: str = 'color', imdecode_backend: str = 'cv2') -> bool:
+    """Whether mmcv's ``LoadImageFromFile(color_type=..., imdecode_backend=...)`` applies an image's EXIF orientation
+    (``tests/test_dataset_checks.py`` compares this with mmcv's decoder for every combination)."""
+    return color_type in _ORIENTING_COLOR_TYPES and imdecode_backend in _ORIENTING_BACKENDS
+
+
+def loaded_size(stored: tuple[int, int], orientation: int, applies_orientation: bool) -> tuple[int, int]:
+    """``(W, H)`` of an image as the loader returns it, from its stored ``(W, H)`` and orientation tag."""
+    if applies_orientation and orientation in _SWAPS_SIDES:
+        return stored[1], stored[0]
+    return stored
 
 
 def _decode(path: str) -> Image.Image:
@@ -154,11 +263,50 @@ def _decode(path: str) -> Image.Image:
         return image
 
 
-def check_pair(img_path: str, seg_path: str, rule: LabelRule) -> list[tuple[str, str, str]]:
+def _size(size: tuple[int, int]) -> str:
+    return f'{size[0]}x{size[1]}'
+
+
+def image_annotation_problem(image_size: tuple[int, int], orientation: int, seg_size: tuple[int, int],
+                             applies_orientation: bool = True) -> tuple[str, str] | None:
+    """The size/orientation problem of one pair: ``(kind, detail)`` or None.
+
+    Args:
+        image_size: the image's stored ``(W, H)``.
+        orientation: its EXIF orientation tag (1 = none).
+        seg_size: the annotation's ``(W, H)`` (annotations are never rotated: mmseg reads them ``'unchanged'``).
+        applies_orientation: whether the pipeline's loader applies the tag (:func:`loader_applies_orientation`).
+    """
+    loaded = loaded_size(image_size, orientation, applies_orientation)
+    tag = f'EXIF orientation {orientation}: {ORIENTATIONS.get(orientation, "")}'
+    if loaded != seg_size:
+        if loaded != image_size and image_size == seg_size:
+            return 'exif_rotated', (f'stored {_size(image_size)}, {tag}, loaded {_size(loaded)}; annotation '
+                                    f'{_size(seg_size)}')
+        detail = f'annotation {_size(seg_size)}, image {_size(loaded)}'
+        if orientation in _SWAPS_SIDES and loaded_size(image_size, orientation, True) == seg_size:
+            detail += (f' ({tag}: the annotation has the upright size, but this pipeline ignores the tag; load with '
+                       "color_type='color')")
+        elif loaded != image_size:
+            detail += f' as loaded (stored {_size(image_size)}, {tag})'
+        return 'size_mismatch', detail
+    if applies_orientation and orientation != 1:
+        return 'exif_same_size', f'{_size(image_size)}, {tag}'
+    return None
+
+
+def check_pair(img_path: str, seg_path: str, rule: LabelRule,
+               applies_orientation: bool = True) -> tuple[list[tuple[str, str, str]], set[int] | None]:
     """Decode one image/annotation pair and check it.
 
+    Args:
+        img_path, seg_path: the pair.
+        rule: the split's label convention.
+        applies_orientation: whether the pipeline's image loader applies EXIF orientation tags.
+
     Returns:
-        list of ``(kind, path, detail)``; empty when the pair is fine.
+        ``(problems, values)``: a list of ``(kind, path, detail)``, empty when the pair is fine, and the distinct raw
+        values of the annotation (None when it could not be read as a single-channel map).
     """
     found = []
     images = {}
@@ -168,23 +316,54 @@ def check_pair(img_path: str, seg_path: str, rule: LabelRule) -> list[tuple[str,
         except Exception as error:  # noqa: BLE001 -- PIL raises OSError, UnidentifiedImageError, SyntaxError, ...
             found.append(('unreadable', path, f'{type(error).__name__}: {error}'))
     if len(images) < 2:
-        return found
+        return found, None
     image, seg = images[img_path], images[seg_path]
-    if image.size != seg.size:
-        found.append(('size_mismatch', seg_path, f'annotation {seg.size[0]}x{seg.size[1]}, image '
-                      f'{image.size[0]}x{image.size[1]}'))
+    problem = image_annotation_problem(image.size, exif_orientation(image), seg.size, applies_orientation)
+    if problem is not None:
+        found.append((problem[0], img_path if problem[0].startswith('exif') else seg_path, problem[1]))
+    if seg.format in _LOSSY_FORMATS:
+        found.append(('lossy', seg_path, f'{seg.format} data' + ('' if seg_path.lower().endswith(('.jpg', '.jpeg'))
+                                                                else f' in a {osp.splitext(seg_path)[1]} file')))
     labels = np.asarray(seg)  # palette PNGs give their indices
     if labels.ndim != 2:
         found.append(('colour', seg_path, f'shape {labels.shape}'))
-        return found
-    problem = check_label_values(np.unique(labels).tolist(), rule)
+        return found, None
+    values = set(np.unique(labels).tolist())
+    problem = check_label_values(values, rule)
     if problem is not None:
         found.append((problem[0], seg_path, problem[1]))
-    return found
+    return found, values
 
 
-def _values(seg_path: str) -> set[int]:
-    return set(np.unique(np.asarray(_decode(seg_path))).tolist())
+def check_loaded_pair(img_path: str, seg_path: str, loaded_hw: Sequence[int],
+                      applies_orientation: bool = True) -> tuple[str, str, str] | None:
+    """Check a pair as the pipeline loaded it, reading only the two files' headers (no decode; for every batch).
+
+    Args:
+        img_path, seg_path: the pair (local files; anything else is skipped).
+        loaded_hw: ``(H, W)`` of the image as the loader returned it (``ori_shape`` in mmseg's sample metainfo).
+        applies_orientation: whether the pipeline's loader applies EXIF orientation tags.
+
+    Returns:
+        ``(kind, path, detail)`` of the first problem (a kind of :func:`file_problems`), or None.
+    """
+    if not (osp.isfile(img_path) and osp.isfile(seg_path)):
+        return None
+    with Image.open(seg_path) as seg:
+        seg_size, seg_format = seg.size, seg.format
+    if seg_format in _LOSSY_FORMATS:
+        return 'lossy', seg_path, f'{seg_format} data'
+    with Image.open(img_path) as image:
+        image_size, orientation = image.size, exif_orientation(image)
+    loaded = (int(loaded_hw[1]), int(loaded_hw[0]))
+    if loaded not in (image_size, image_size[::-1]):
+        return None  # a loader that resizes: nothing to compare with
+    if orientation in _SWAPS_SIDES and image_size[0] != image_size[1]:
+        applies_orientation = loaded != image_size  # what the loader did is visible in the sizes
+    problem = image_annotation_problem(image_size, orientation, seg_size, applies_orientation)
+    if problem is None:
+        return None
+    return problem[0], img_path if problem[0].startswith('exif') else seg_path, problem[1]
 
 
 def sample_indices(n: int, num_samples: int | None) -> list[int]:
@@ -220,22 +399,27 @@ class SplitInfo:
     seg_suffix: str = ''
     from_ann_file: bool = False  # the pair list comes from an annotation file: no directory pairing check
     subset: bool = False  # the dataset keeps some of its samples (``indices``): no check for orphan annotations
+    applies_orientation: bool = True  # the pipeline's LoadImageFromFile applies EXIF orientation tags (mmcv's default)
 
 
 def check_split(split: SplitInfo,
                 num_samples: int | None = DEFAULT_NUM_SAMPLES,
-                progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> list[str]:
-    """Check one split; returns one message per kind of problem found (empty when the split is fine).
+                progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> tuple[list[str], list[str]]:
+    """Check one split.
 
     Args:
         split: the pairs and conventions of the split.
         num_samples: pairs to decode (see the module docstring); None = all.
         progress: wraps the iteration over the decoded indices (a progress bar); None = plain.
+
+    Returns:
+        ``(errors, warnings)``: one message per kind of problem found (errors empty when the split is fine), and the
+        warnings (at most one, about 255 beside class values: :func:`void_verdict`).
     """
     if not split.pairs:
         where = (f'{split.img_dir}/**/*{split.img_suffix}' if not split.from_ann_file else 'the annotation file')
         return [f'[{split.name}] the split is empty: no image matched {where}. Fix: check data_root, '
-                f'data_prefix.img_path and img_suffix (ADE20K: images/training, .jpg)']
+                f'data_prefix.img_path and img_suffix (ADE20K: images/training, .jpg)'], []
     problems = label_problems(split.rule)
     seg_files = None
     if split.seg_dir and osp.isdir(split.seg_dir):
@@ -252,20 +436,43 @@ def check_split(split: SplitInfo,
                 problems['orphan_annotation'].add(osp.join(split.seg_dir, rel))
     missing = set(problems['missing_annotation'].files)
     indices = [i for i in sample_indices(len(split.pairs), num_samples) if split.pairs[i][0] not in missing]
+    rule = split.rule
     zero_255 = []  # reduce_zero_label=False: (path, has 255) of maps holding only 0/255; binary if all maps do
+    void = []  # reduce_zero_label=True: (path, detail) of maps with 255 beside class values
+    seen: set[int] = set()
     for i in (progress(indices) if progress is not None else indices):
-        for kind, path, detail in check_pair(*split.pairs[i], split.rule):
+        found, values = check_pair(*split.pairs[i], rule, split.applies_orientation)
+        for kind, path, detail in found:
             problems[kind].add(path, detail)
-        if not split.rule.reduce_zero_label and split.rule.num_classes > 2:
-            seg_path = split.pairs[i][1]
-            values = None if seg_path in problems['unreadable'].files else _values(seg_path)
-            if values is not None and values <= {0, split.rule.ignore_index}:
-                zero_255.append((seg_path, split.rule.ignore_index in values))
+        if values is None:
+            continue
+        seen |= values
+        seg_path = split.pairs[i][1]
+        if not rule.reduce_zero_label and rule.num_classes > 2 and values <= {0, rule.ignore_index}:
+            zero_255.append((seg_path, rule.ignore_index in values))
+        if rule.reduce_zero_label and rule.ignore_index in values and not values <= {0, rule.ignore_index}:
+            void.append((seg_path, f'255 beside {sorted(values - {rule.ignore_index})[:6]}'))
     if indices and len(zero_255) == len(indices):
         for path, has_255 in zero_255:
             if has_255:
                 problems['binary'].add(path, 'values 0 and 255 only')
-    return [p.message(split.name) for p in problems.values() if p.files]
+    warnings = []
+    if void and void_verdict(seen, rule) == 'reduced':
+        for path, detail in void:
+            problems['reduced'].add(path, detail)
+    elif void:
+        warnings.append(void_warning(split.name, [path for path, _ in void], rule))
+    return [p.message(split.name) for p in problems.values() if p.files], warnings
+
+
+def pipeline_loader(dataset) -> tuple[str, str]:
+    """``(color_type, imdecode_backend)`` of the first ``LoadImageFromFile`` in a dataset's pipeline (mmcv's
+    defaults ``('color', 'cv2')`` when there is none)."""
+    for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
+        if type(transform).__name__ == 'LoadImageFromFile':
+            return (str(getattr(transform, 'color_type', 'color')),
+                    str(getattr(transform, 'imdecode_backend', 'cv2')))
+    return 'color', 'cv2'
 
 
 def split_info(dataset, name: str) -> SplitInfo:
@@ -287,7 +494,8 @@ def split_info(dataset, name: str) -> SplitInfo:
         name=name, pairs=pairs, rule=rule, img_dir=prefix.get('img_path', ''), seg_dir=prefix.get('seg_map_path', ''),
         img_suffix=getattr(dataset, 'img_suffix', ''), seg_suffix=getattr(dataset, 'seg_map_suffix', ''),
         from_ann_file=bool(getattr(dataset, 'ann_file', '')),
-        subset=getattr(dataset, '_indices', None) is not None)
+        subset=getattr(dataset, '_indices', None) is not None,
+        applies_orientation=loader_applies_orientation(*pipeline_loader(dataset)))
 
 
 def leaf_datasets(dataset) -> list:
@@ -303,7 +511,8 @@ def check_seg_dataset(dataset, name: str, num_samples: int | None = DEFAULT_NUM_
                       progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> int:
     """Check every segmentation split inside ``dataset``; raise :class:`DatasetCheckError` listing all problems.
 
-    Datasets without ``seg_map_path`` entries (classification, MIM) are skipped.
+    Datasets without ``seg_map_path`` entries (classification, MIM) are skipped. Warnings (255 that may be void
+    pixels) are logged once per split.
 
     Returns:
         int: the number of pairs decoded.
@@ -315,7 +524,10 @@ def check_seg_dataset(dataset, name: str, num_samples: int | None = DEFAULT_NUM_
         if len(leaf) and 'seg_map_path' not in leaf.get_data_info(0):
             continue
         split = split_info(leaf, name if i == 0 else f'{name}[{i}]')
-        messages += check_split(split, num_samples, progress)
+        errors, warnings = check_split(split, num_samples, progress)
+        messages += errors
+        for warning in warnings:
+            print_log(warning, logger='current', level=logging.WARNING)
         decoded += len(sample_indices(len(split.pairs), num_samples))
     if messages:
         raise DatasetCheckError('dataset check failed (beit_mm.data.checks; full scan: python '

@@ -218,7 +218,9 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
 
     Raw ADE20K masks are single-channel uint8 maps with 0 = "other" and 1..150 = classes; mmseg's ``ADE20KDataset``
     turns them into training targets with ``reduce_zero_label=True`` (0 -> 255 ignored, k -> k - 1). The rules are
-    :func:`beit_mm.data.checks.check_label_values` (the same ones the dataset check before training applies).
+    :func:`beit_mm.data.checks.check_label_values` (the same ones the dataset check before training applies), plus
+    one for this layout: a 255 is an error here (ADE20K's raw masks have no void value), while the dataset check
+    accepts it with a warning where it may mark void pixels.
 
     Args:
         root (str): dataset root.
@@ -232,8 +234,13 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
         DatasetCheckError: (a ``ValueError``) a mask is an RGB image, a 0/255 binary map, already reduced (contains
             255 = ignore), or has values above 150; the message names the file and the fix.
     """
-    from .checks import DatasetCheckError, LabelRule, check_label_values, label_problems  # (kept local: merge-friendly)
+    from .checks import (DatasetCheckError, LabelRule, Problem, check_label_values,  # (kept local: merge-friendly)
+                         label_problems)
     rule = LabelRule(num_classes=ADE20K_NUM_CLASSES, reduce_zero_label=True)
+    # raw ADE20K masks hold 0..150 only, so 255 here (which other sets may use for void pixels) means reduced masks
+    reduced = Problem('annotation(s) containing 255 beside class values, which raw ADE20K masks (0..150) never hold: '
+                      'they look already reduced (0 -> 255, k -> k - 1)',
+                      'use the raw masks, or set reduce_zero_label=False in the dataset and in LoadAnnotations')
     counts: Dict[int, int] = {}
     n_files = 0
     for split, _ in _SPLITS:
@@ -244,8 +251,10 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
             values, value_counts = np.unique(mask, return_counts=True)
             problem = ('colour', f'shape {mask.shape}') if mask.ndim != 2 else check_label_values(values.tolist(),
                                                                                                   rule)
+            if problem is None and rule.ignore_index in values:
+                problem = ('reduced', f'255 beside {sorted(set(values.tolist()) - {rule.ignore_index})[:6]}')
             if problem is not None:
-                report = label_problems(rule)[problem[0]]
+                report = reduced if problem[0] == 'reduced' else label_problems(rule)[problem[0]]
                 report.add(path, problem[1])
                 raise DatasetCheckError(report.message(split))
             for value, count in zip(values.tolist(), value_counts.tolist()):

@@ -12,6 +12,7 @@ The rules (used by ``tools/train.py`` and ``tools/test.py``):
    ``device_ids=None``; :func:`init_cpu_process_group` creates the process group from torchrun's environment so that
    the Runner does not call ``init_dist``. Each change is logged.
 """
+import gc
 import os
 from datetime import timedelta
 from typing import Any
@@ -102,8 +103,20 @@ def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
 
 
 def destroy_process_group() -> None:
-    """Tear down the default process group, if any, before the interpreter exits: torch asks for it, and a gloo group
-    left to the exit handlers once aborted a finished 2-process CPU run (rank 1: "terminate called without an active
-    exception", exit code -6, after its last checkpoint was saved)."""
+    """Tear the default process group down for good before the interpreter exits. Call it after dropping the last
+    reference to the Runner (``del runner``), as ``tools/train.py`` and ``tools/test.py`` do.
+
+    ``torch.distributed.destroy_process_group`` only unregisters the group: the C++ ``ProcessGroupGloo`` lives on, with
+    its worker threads (two ``pt_gloo_runloop``, one ``gloo_tcp_loop``), as long as anything holds it, and the DDP
+    wrapper's reducer does. MMEngine's Runner sits in reference cycles, so ``del runner`` alone frees nothing; the
+    group and its threads then outlived ``main()`` and were torn down during interpreter finalization, where a gloo
+    thread that releases a tensor's Python object must take the GIL of a dying interpreter: a finished 2-process CPU
+    run aborted there once ("terminate called without an active exception", exit code -6; pytorch issue 190489).
+    So: a barrier (no rank tears its connections down while another still uses them), ``gc.collect()`` (frees the
+    Runner, its DDP reducer and dataloader workers while Python is fully alive), then the group's destruction, which
+    drops its last reference and joins its threads here.
+    """
     if torch_dist.is_available() and torch_dist.is_initialized():
+        torch_dist.barrier()
+        gc.collect()
         torch_dist.destroy_process_group()

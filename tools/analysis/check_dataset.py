@@ -3,9 +3,11 @@
     python tools/analysis/check_dataset.py CONFIG [--splits train val] [--num-samples N] [--cfg-options k=v ...]
 
 Checks (``beit_mm.data.checks``): images without annotations and the reverse, unreadable or truncated files,
-image/annotation size mismatches, colour masks, label values outside the classes and the ignore index after
-``reduce_zero_label``, 0/255 masks, masks reduced twice, an empty split. Prints one line per problem (files, count,
-fix) and exits with status 1, or prints ``OK``. Training runs the same check on a sample at start
+image/annotation size mismatches (sizes as mmcv's loader returns the image, after its EXIF orientation tag), EXIF tags
+that turn an image to another size than its annotation or turn a square image, annotations holding JPEG data, colour
+masks, label values outside the classes and the ignore index after ``reduce_zero_label``, 0/255 masks, masks reduced
+twice, an empty split. Prints one line per problem (files, count, fix) and exits with status 1, or prints ``OK``; 255
+beside raw class values that may mark void pixels gives a warning. Training runs the same check on a sample at start
 (``beit_mm.SegDatasetCheckHook``); this tool decodes everything (``--num-samples`` to sample instead).
 """
 import argparse

@@ -3,4 +3,5 @@ from .batch_size_check import BatchSizeCheckHook, batch_size_warning, effective_
 from .dataset_check import SegDatasetCheckHook  # noqa: F401
 from .dvae_schedule import DVAEScheduleHook, cosine_anneal  # noqa: F401
 from .loss_guard import NonFiniteLossError, NonFiniteLossHook  # noqa: F401
+from .rng_state import RNGStateHook, use_rng_state_hook  # noqa: F401
 from .tokenizer_eval import TokenizerEvalHook  # noqa: F401

@@ -1,4 +1,5 @@
-"""Stop a segmentation run on bad data before the first iteration, and name the file when a batch has bad labels."""
+"""Stop a segmentation run on bad data before the first iteration, and name the files when a batch brings a bad pair
+the start-up sample missed."""
 from __future__ import annotations
 
 import time
@@ -7,7 +8,8 @@ import torch
 from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
-from beit_mm.data.checks import DEFAULT_NUM_SAMPLES, DatasetCheckError, check_seg_dataset, leaf_datasets
+from beit_mm.data.checks import (DEFAULT_NUM_SAMPLES, DatasetCheckError, check_loaded_pair, check_seg_dataset,
+                                 file_problems, leaf_datasets, loader_applies_orientation, pipeline_loader)
 from beit_mm.registry import HOOKS
 
 
@@ -17,10 +19,19 @@ class SegDatasetCheckHook(Hook):
     (after the datasets are built, before the first iteration), and checks the label values of every training batch.
 
     Start-up check: file lists completely, ``num_samples`` evenly spread pairs decoded per split (the rule in
-    ``beit_mm.data.checks``; ~10 ms per ADE20K pair). Per batch: ``gt_sem_seg`` values must be a class
-    (``< num_classes``) or the ignore index; otherwise the run stops naming the annotation file instead of failing
-    inside ``F.cross_entropy`` ("Target 199 is out of bounds", a device-side assert on GPUs). Datasets without
-    segmentation maps are skipped.
+    ``beit_mm.data.checks``; ~10 ms per ADE20K pair). Per batch, before the data preprocessor (mmseg collates with
+    ``pseudo_collate``, lists without stacking, so this is before any tensors of two samples meet):
+
+    - the two files' headers (no decode, :func:`beit_mm.data.checks.check_loaded_pair`): the image as loaded
+      (``ori_shape``, after mmcv's EXIF orientation) must have its annotation's size, a rotating EXIF tag must not
+      leave the size unchanged (square images), and the annotation must not hold JPEG data. Otherwise the run stops
+      naming both files and the fix, instead of ``torch.stack`` failing in the loss ("stack expects each tensor to be
+      equal size") or, where a crop hides it, training on labels turned against their image;
+    - ``gt_sem_seg`` values must be a class (``< num_classes``) or the ignore index; otherwise the run stops naming
+      the annotation file instead of failing inside ``F.cross_entropy`` ("Target 199 is out of bounds", a
+      device-side assert on GPUs).
+
+    Datasets without segmentation maps are skipped.
 
     Args:
         num_samples: pairs decoded per split at start; None decodes all.
@@ -37,6 +48,7 @@ class SegDatasetCheckHook(Hook):
         self.check_batches = check_batches
         self._num_classes: int | None = None
         self._ignore_index = 255
+        self._applies_orientation = True
 
     def before_train(self, runner) -> None:
         start = time.perf_counter()
@@ -50,6 +62,8 @@ class SegDatasetCheckHook(Hook):
         if leaves and 'classes' in leaves[0].metainfo:
             self._num_classes = len(leaves[0].metainfo['classes'])
             self._ignore_index = int(getattr(leaves[0], 'ignore_index', 255))
+        if leaves:
+            self._applies_orientation = loader_applies_orientation(*pipeline_loader(leaves[0]))
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         head_classes = getattr(getattr(model, 'decode_head', None), 'num_classes', None)
         if head_classes is not None and self._num_classes is not None and head_classes != self._num_classes:
@@ -61,11 +75,14 @@ class SegDatasetCheckHook(Hook):
                            f'pairs decoded, file lists complete) in {time.perf_counter() - start:.1f} s')
 
     def before_train_iter(self, runner, batch_idx: int, data_batch=None) -> None:
-        if not self.check_batches or self._num_classes is None or not isinstance(data_batch, dict):
+        if not self.check_batches or not isinstance(data_batch, dict):
             return
         for sample in data_batch.get('data_samples') or []:
             seg = getattr(sample, 'gt_sem_seg', None)
             if seg is None:
+                continue
+            self._check_files(runner, sample.metainfo)
+            if self._num_classes is None:
                 continue
             labels = seg.data
             bad = (labels >= self._num_classes) & (labels != self._ignore_index)
@@ -77,3 +94,19 @@ class SegDatasetCheckHook(Hook):
                     f'{self._num_classes}, ignore index {self._ignore_index}); cross-entropy would fail with "Target '
                     f'{values[0]} is out of bounds". Fix: check this annotation (and the rest with python '
                     'tools/analysis/check_dataset.py CONFIG), the class count and reduce_zero_label.')
+
+    def _check_files(self, runner, meta: dict) -> None:
+        """Raise :class:`DatasetCheckError` when the headers of a sample's image and annotation disagree with what
+        the pipeline loaded (see the class docstring)."""
+        img_path, seg_path, loaded_hw = meta.get('img_path'), meta.get('seg_map_path'), meta.get('ori_shape')
+        if not (img_path and seg_path and loaded_hw):
+            return
+        found = check_loaded_pair(img_path, seg_path, loaded_hw, self._applies_orientation)
+        if found is None:
+            return
+        kind, _, detail = found
+        problem = file_problems()[kind]
+        raise DatasetCheckError(
+            f'iteration {runner.iter + 1}: {img_path} / {seg_path} ({detail}): {problem.what}. The start-up check '
+            'decodes a sample of the pairs; python tools/analysis/check_dataset.py CONFIG checks them all. Fix: '
+            f'{problem.fix}')

@@ -1,0 +1,222 @@
+"""Checkpoints carry every process's random number generator states, and ``--resume`` restores them, so that a killed
+and resumed run with dropout or drop path ends with the same weights as an uninterrupted one.
+
+MMEngine 0.10.7 saves the seed but no generator state: on resume it seeds again and replays the sampler (it loads the
+batches of the finished iterations again), which reproduces the data but not the draws of the training step (drop
+path and dropout masks come from torch's global generator), so the resumed run diverges at its first step.
+
+What :class:`RNGStateHook` does, per process (rank):
+
+- **save**: right before the checkpoint hook saves (``after_train_iter``/``after_train_epoch``, priority ``LOW``,
+  above ``CheckpointHook``'s ``VERY_LOW``), every process captures its states -- torch CPU, CUDA (current device),
+  numpy's global generator, python ``random`` -- and they are gathered to rank 0 (``all_gather_object``; the save
+  itself runs on rank 0 only: ``Runner.save_checkpoint`` is ``master_only``). ``before_save_checkpoint`` writes them as
+  ``checkpoint['rng_states']``: a list indexed by rank of plain tensors and numbers (``weights_only`` loading reads
+  them).
+- **resume**: ``after_load_checkpoint`` keeps them; ``before_train`` restores this rank's states when the run really
+  resumes (``runner.iter`` equals the checkpoint's iteration; a ``load_from`` fine-tuning start restores nothing).
+  An ``IterBasedTrainLoop`` first replays the finished iterations' batches (consuming the data's random draws again),
+  so there the states are set right after that replay, before the next batch is loaded: exactly where the
+  uninterrupted run stood after the save.
+- **validation** during training leaves the states as it found them (``before_val``/``after_val``): its dataloader
+  draws a seed from torch's generator when it starts, which the uninterrupted run would do after the save and a run
+  resumed from that checkpoint would not; with this, runs with and without validation train identically.
+
+Data order: the sampler and the dataloader workers are seeded from the run's seed when the dataloader is built,
+before the checkpoint is read, so ``tools/train.py --resume`` sets ``randomness.seed`` to the checkpoint's seed
+beforehand (:func:`use_rng_state_hook`; MMEngine only re-seeds the global generators, which matters when the config has
+no seed and every run draws one). Not covered: ``randomness.diff_rank_seed=True`` (the sampler then draws a new seed),
+a different number of processes than the checkpoint's (a warning; nothing is restored), a best checkpoint saved at an
+iteration without a periodic save in a multi-process run (it carries rank 0's states only; the other ranks warn), the
+generators of other devices (MPS, NPU) and generators a model creates itself.
+"""
+from __future__ import annotations
+
+import logging
+import os.path as osp
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from mmengine.config import Config
+from mmengine.dist import all_gather_object, get_rank, get_world_size
+from mmengine.hooks import CheckpointHook, Hook
+from mmengine.logging import print_log
+
+from beit_mm.registry import HOOKS
+
+RNG_STATES_KEY = 'rng_states'
+
+
+def capture_rng_state() -> dict:
+    """This process's generator states as plain tensors and numbers (what ``torch.load(weights_only=True)`` reads).
+
+    Returns:
+        dict: ``torch`` (uint8 tensor), ``cuda`` (uint8 tensor of the current device, or None without CUDA),
+        ``numpy`` (``keys`` int64 (624,), ``pos``, ``has_gauss``, ``cached_gaussian``) and ``python`` (``version``,
+        ``state`` int64 (625,), ``gauss_next``).
+    """
+    _, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
+    version, words, gauss_next = random.getstate()
+    return dict(
+        torch=torch.get_rng_state(),
+        cuda=torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
+        numpy=dict(keys=torch.from_numpy(keys.astype(np.int64)), pos=int(pos), has_gauss=int(has_gauss),
+                   cached_gaussian=float(cached_gaussian)),
+        python=dict(version=int(version), state=torch.tensor(words, dtype=torch.int64), gauss_next=gauss_next))
+
+
+def restore_rng_state(state: dict) -> None:
+    """Set this process's generators to ``state`` (from :func:`capture_rng_state`)."""
+    torch.set_rng_state(state['torch'])
+    if state.get('cuda') is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state['cuda'])
+    np_state = state['numpy']
+    np.random.set_state(('MT19937', np_state['keys'].numpy().astype(np.uint32), np_state['pos'],
+                         np_state['has_gauss'], np_state['cached_gaussian']))
+    py_state = state['python']
+    random.setstate((py_state['version'], tuple(py_state['state'].tolist()), py_state['gauss_next']))
+
+
+def _checkpoint_due(runner, by_epoch: bool) -> bool:
+    """Whether a ``CheckpointHook`` of the runner saves in this ``after_train_iter`` (``by_epoch=False``) or
+    ``after_train_epoch`` (``by_epoch=True``): the conditions of MMEngine 0.10.7's hook."""
+    for hook in runner.hooks:
+        if not isinstance(hook, CheckpointHook) or hook.by_epoch != by_epoch:
+            continue
+        if by_epoch and (hook.every_n_epochs(runner, hook.interval, hook.save_begin)
+                         or (hook.save_last and hook.is_last_train_epoch(runner))):
+            return True
+        if not by_epoch and (hook.every_n_train_iters(runner, hook.interval, hook.save_begin)
+                             or (hook.save_last and hook.is_last_train_iter(runner))):
+            return True
+    return False
+
+
+class _RestoreAfterReplay:
+    """Stands in for ``IterBasedTrainLoop.dataloader_iterator``: passes ``replayed`` batches through (MMEngine's
+    replay of the finished iterations), then sets the generators to ``state`` before loading the next batch and puts
+    the loop's own iterator back."""
+
+    def __init__(self, loop, replayed: int, state: dict) -> None:
+        self._loop = loop
+        self._iterator = loop.dataloader_iterator
+        self._left = replayed
+        self._state = state
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self):
+        if self._left > 0:
+            self._left -= 1
+            return next(self._iterator)
+        restore_rng_state(self._state)
+        self._loop.dataloader_iterator = self._iterator
+        return next(self._iterator)
+
+
+@HOOKS.register_module()
+class RNGStateHook(Hook):
+    """Save every process's generator states in checkpoints and restore them on resume (see the module docstring).
+
+    ``tools/train.py`` adds it to every config (:func:`use_rng_state_hook`); elsewhere:
+    ``custom_hooks = [dict(type='beit_mm.RNGStateHook')]``.
+    """
+
+    priority = 'LOW'  # after_train_iter/after_train_epoch before CheckpointHook (VERY_LOW)
+
+    def __init__(self) -> None:
+        self._gathered: tuple[tuple[int, int], list] | None = None
+        self._loaded: dict | None = None
+        self._before_val: dict | None = None
+
+    # --- saving -----------------------------------------------------------------------------------------------------
+    def _gather(self, runner) -> None:
+        self._gathered = ((runner.epoch, runner.iter), all_gather_object(capture_rng_state()))
+
+    def after_train_iter(self, runner, batch_idx: int, data_batch=None, outputs=None) -> None:
+        if get_world_size() > 1 and _checkpoint_due(runner, by_epoch=False):
+            self._gather(runner)
+
+    def after_train_epoch(self, runner) -> None:
+        if get_world_size() > 1 and _checkpoint_due(runner, by_epoch=True):
+            self._gather(runner)
+
+    def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        world_size = get_world_size()
+        if world_size == 1:
+            states = [capture_rng_state()]
+        elif self._gathered is not None and self._gathered[0] == (runner.epoch, runner.iter):
+            states = self._gathered[1]
+        else:  # a save this hook did not foresee: only rank 0's states (this process) are known
+            states = [capture_rng_state()] + [None] * (world_size - 1)
+        checkpoint[RNG_STATES_KEY] = states
+
+    # --- resuming ---------------------------------------------------------------------------------------------------
+    def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
+        meta = checkpoint.get('meta') or {}
+        self._loaded = dict(iter=meta.get('iter'), states=checkpoint.get(RNG_STATES_KEY))
+
+    def before_train(self, runner) -> None:
+        loaded, self._loaded = self._loaded, None
+        if loaded is None or not runner.iter or loaded['iter'] != runner.iter:
+            return  # a new run, or weights loaded with load_from: the seed decides
+        states, rank, world_size = loaded['states'], get_rank(), get_world_size()
+        if states is None:
+            runner.logger.warning(
+                'the resumed checkpoint holds no random generator states (written without beit_mm.RNGStateHook): '
+                'from here dropout/drop-path masks differ from those of an uninterrupted run')
+            return
+        if len(states) != world_size or states[rank] is None:
+            runner.logger.warning(
+                f'the resumed checkpoint holds the random generator states of {len(states)} processes '
+                f'({sum(s is not None for s in states)} known), this run has {world_size}: rank {rank} keeps its '
+                'seeded generators, so dropout/drop-path masks differ from those of an uninterrupted run')
+            return
+        loop = runner.train_loop
+        if hasattr(loop, 'dataloader_iterator'):  # IterBasedTrainLoop: after the replay of the finished batches
+            loop.dataloader_iterator = _RestoreAfterReplay(loop, runner.iter, states[rank])
+        else:
+            restore_rng_state(states[rank])
+        runner.logger.info(f'random generator states of iteration {runner.iter} restored (rank {rank})')
+
+    # --- validation during training leaves the generators as it found them ---------------------------------------
+    def before_val(self, runner) -> None:
+        self._before_val = capture_rng_state()
+
+    def after_val(self, runner) -> None:
+        if self._before_val is not None:
+            restore_rng_state(self._before_val)
+            self._before_val = None
+
+
+def checkpoint_seed(path: str) -> int | None:
+    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file)."""
+    if not osp.isfile(path):
+        return None
+    checkpoint = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    seed = (checkpoint.get('meta') or {}).get('seed')
+    return int(seed) if seed is not None else None
+
+
+def use_rng_state_hook(cfg: Config) -> None:
+    """Add ``beit_mm.RNGStateHook`` to ``cfg.custom_hooks`` (unless there), and when the config resumes
+    (``cfg.resume`` with ``cfg.load_from``), set ``randomness.seed`` to the checkpoint's seed so that the sampler and
+    the dataloader workers are seeded as in the interrupted run. What ``tools/train.py`` does for every config."""
+    hooks = list(cfg.get('custom_hooks') or [])
+    if not any(str(h.get('type', '')).split('.')[-1] == 'RNGStateHook' for h in hooks):
+        hooks.append(dict(type='beit_mm.RNGStateHook'))
+    cfg.custom_hooks = hooks
+    if not (cfg.get('resume') and cfg.get('load_from')):
+        return
+    seed = checkpoint_seed(cfg.load_from)
+    randomness = dict(cfg.get('randomness') or {})
+    if seed is not None and randomness.get('seed') != seed:
+        if randomness.get('seed') is not None:
+            print_log(f'--resume: randomness.seed {randomness["seed"]} -> {seed}, the seed of {cfg.load_from}, so that '
+                      'the data order and augmentations continue those of the interrupted run', logger='current',
+                      level=logging.WARNING)
+        randomness['seed'] = seed
+        cfg.randomness = randomness
