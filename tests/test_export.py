@@ -88,10 +88,16 @@ def test_tiny_segmentor_matches_pytorch_and_bias_is_constant(tmp_path, capsys):
     diff = _compare(export_module(model, 'segmentor', (64, 64)), path, (64, 64))
     print(f'tiny segmentor 64x64: max |diff| {diff:.2e}')
     graph = onnx.load(path).graph
-    # the relative position bias is a folded constant: no gather/scatter/resampling op inside the blocks
-    block_ops = {n.op_type for n in graph.node if '/blocks.' in n.name}
-    assert not block_ops & {'Gather', 'GatherND', 'ScatterND', 'Resize', 'Einsum', 'Where'}, block_ops
-    assert {'MatMul', 'Softmax', 'Add'} <= block_ops
+    # the relative position bias is each block's table gathered with a constant index: no resampling or index math
+    block_nodes = [n for n in graph.node if '/blocks.' in n.name]
+    block_ops = {n.op_type for n in block_nodes}
+    assert not block_ops & {'GatherND', 'ScatterND', 'Resize', 'Einsum', 'Where', 'Range'}, block_ops
+    assert {'MatMul', 'Softmax', 'Add', 'Gather'} <= block_ops
+    initializers = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == 'Constant'
+                                                          for o in n.output}
+    gathers = [n for n in block_nodes if n.op_type == 'Gather']
+    assert len(gathers) == 4 and all(n.input[0].endswith('relative_position_bias_table') for n in gathers)
+    assert len({n.input[1] for n in gathers}) == 1 and gathers[0].input[1] in initializers  # one shared index
     meta = onnx_metadata(path)
     assert json.loads(meta['beit_mm.shape']) == [1, 3, 64, 64] and meta['beit_mm.kind'] == 'segmentor'
     assert json.loads(meta['mean']) == [123.675, 116.28, 103.53]

@@ -12,8 +12,10 @@ What is exported (:func:`export_module`), input ``input`` (B, 3, H, W) float32, 
 
 The relative position bias is resolved for the exported grid before tracing (:func:`fix_input_grid`): every table
 (per block and shared) and the absolute position embedding are resampled once in PyTorch to ``(H/p, W/p)``, so the
-graph holds no resampling, only a gather of constant indices that ONNX constant folding turns into one constant
-(heads, N, N) bias per block. Adaptive average pooling (UPerNet's pyramid pooling) becomes two products with constant
+graph holds no resampling, only a gather of each block's table with a constant index. The export does not fold
+constants: folded, the biases would be stored as (heads, N, N) floats per block (605 MB for BEiT-B at 512, 1.5 GB at
+640, past ONNX's 2 GB protobuf limit together with the weights) instead of tables of a few thousand rows;
+onnxruntime folds them once when it loads the model. Adaptive average pooling (UPerNet's pyramid pooling) becomes two products with constant
 averaging matrices (:class:`MatrixAdaptiveAvgPool2d`), which ONNX can express at any size.
 """
 from __future__ import annotations
@@ -195,7 +197,8 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
                 metadata: dict[str, str] | None = None, opset: int = OPSET) -> list[str]:
     """Write ``model`` (see :func:`export_module`) to the ONNX file ``out``; returns the output names.
 
-    TorchScript-based exporter (``dynamo=False``), constant folding on, every shape static: input (``batch``, 3, H, W).
+    TorchScript-based exporter (``dynamo=False``), constant folding off (module docstring), every shape static: input
+    (``batch``, 3, H, W).
     (A dynamic batch axis makes UPerHead's adaptive pooling unexportable: ONNX's AdaptiveAvgPool needs known sizes.)
     ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``).
     """
@@ -206,7 +209,7 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
         # every size is a constant of this export: the tracer's notes about Python ints and constants are expected
         warnings.simplefilter('ignore', torch.jit.TracerWarning)
         torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), out, input_names=[INPUT_NAME],
-                          output_names=names, opset_version=opset, do_constant_folding=True, dynamo=False)
+                          output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
     proto = onnx.load(out)
     props = {'beit_mm.kind': kind, 'beit_mm.shape': json.dumps([batch, 3, *shape]), **(metadata or {})}
     for key, value in props.items():
