@@ -204,6 +204,23 @@ def test_beit_upernet_to_hf_semantic_segmentation(tmp_path):
     _assert_round_trip(model.state_dict(), folder)
 
 
+def test_segmentor_backbone_to_hf_beit_model(tmp_path):
+    """--part backbone of a segmentor (no final norm, per-block tables): BeitModel without its pooler."""
+    from transformers import BeitModel
+    cfg = _hf_compatible_segmentor_cfg()
+    model = _randomized(cfg)
+    config, ckpt = _save(tmp_path, cfg, model)
+    folder = _to_hf(tmp_path, ckpt, '--config', config, '--part', 'backbone')
+    hf, info = BeitModel.from_pretrained(folder, add_pooling_layer=False, output_loading_info=True)
+    assert not info['missing_keys'] and not info['unexpected_keys'], info
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        ours = model.backbone.forward_tokens(x)[0][-1]  # block 4's tokens: HF hidden_states[5]
+        theirs = hf.eval()(x, output_hidden_states=True).hidden_states[5]
+    print(f'segmentor backbone -> BeitModel: max |diff| {_close(ours, theirs):.2e}')
+    _assert_round_trip(model.backbone.state_dict(), folder)
+
+
 def test_published_beit_upernet_configs_are_refused_with_the_reason():
     """mmseg/unilm's (3, 5, 7, 11): block 11 is the last block, which HF's feature selection cannot reach."""
     cfg = Config.fromfile(BEIT_SEG)

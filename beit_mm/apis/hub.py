@@ -4,7 +4,9 @@
   ``architectures`` loads with no missing or unexpected key: ``BeitForSemanticSegmentation`` (BEiT + UPerNet
   segmentors HF can hold, see ``beit_mm.converters.hf_config``), ``BeitForImageClassification`` (BEiT +
   ``MeanPoolNeck`` + ``LinearClsHead``), ``BeitModel`` (anything else with a BEiT backbone, e.g. a MIM model: its
-  backbone), ``CvtForImageClassification`` / ``CvtModel``. The HF model is built and loaded strictly before saving,
+  backbone; a backbone without final norm, as a segmentor's, loads with ``BeitModel.from_pretrained(DIR,
+  add_pooling_layer=False)``: HF's pooler would need an fc_norm it does not have), ``CvtForImageClassification`` /
+  ``CvtModel``. The HF model is built and loaded strictly before saving,
   so a folder is only written when HF holds every weight.
 - :func:`save_timm`: a timm ``Beit`` state dict file and ``timm_model.json`` with the ``timm.create_model`` arguments
   (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
@@ -65,6 +67,8 @@ def hf_model_and_state_dict(model: nn.Module, classes: list[str] | None = None,
             sd = beit_to_hf(bsd, prefix='beit.')
             sd.update({f'classifier.{k}': v for k, v in _classifier_fc(model).items()})
             return cfg, sd
+        # no final norm (a segmentation backbone): HF's mean-pooling layout, whose only extra weight is the pooler's
+        # fc_norm; load such a folder with BeitModel.from_pretrained(DIR, add_pooling_layer=False)
         cfg = beit_hf_config(backbone, use_mean_pooling=backbone.norm is None)
         cfg['architectures'] = ['BeitModel']
         return cfg, beit_to_hf(bsd)
@@ -86,7 +90,11 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
     model_type = fields.pop('model_type')
     config_cls = transformers.BeitConfig if model_type == 'beit' else transformers.CvtConfig
     config = config_cls(**fields)
-    hf_model = getattr(transformers, fields['architectures'][0])(config).eval()
+    arch = fields['architectures'][0]
+    if arch == 'BeitModel' and config.use_mean_pooling and 'pooler.layernorm.weight' not in state_dict:
+        hf_model = transformers.BeitModel(config, add_pooling_layer=False).eval()  # a backbone without fc_norm
+    else:
+        hf_model = getattr(transformers, arch)(config).eval()
     result = hf_model.load_state_dict(state_dict, strict=False)
     if result.missing_keys or result.unexpected_keys:
         raise RuntimeError(f'{type(hf_model).__name__} does not hold the converted weights: missing '
