@@ -86,11 +86,18 @@ def export_checkpoint(args: argparse.Namespace) -> None:
     model = build_from_config(cfg)
     model.load_state_dict(load_state_dict_file(path), strict=True)
     classes = list((meta.get('dataset_meta') or {}).get('classes') or []) or None
+    from beit_mm.converters.hf_config import HFIncompatible
+    try:
+        if args.to == 'hf':
+            hf_model = save_hf(model, args.dst, classes=classes, part=args.part)
+        else:
+            kwargs = save_timm(model, args.dst, beit_v2=args.beitv2)
+    except HFIncompatible as error:
+        raise SystemExit(f'{path}: {error}. Nothing was written (docs/export.md lists what HF and timm can hold; '
+                         '--part backbone converts only the backbone)') from None
     if args.to == 'hf':
-        hf_model = save_hf(model, args.dst, classes=classes, part=args.part)
         print(f'wrote {args.dst}: {type(hf_model).__name__} (config.json, model.safetensors) from {path}')
     else:
-        kwargs = save_timm(model, args.dst, beit_v2=args.beitv2)
         print(f'wrote {args.dst} and timm_model.json: timm.create_model(**json.load(open(...))) builds '
               f'{kwargs["model_name"]} with these weights')
 
