@@ -7,6 +7,11 @@ Examples:
     python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
     python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/dvae-.../iter_200.pth tokenizer.pth
 
+The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
+(``beit_mm.apis.hub``; the model is built from ``--config``, default the config stored in the checkpoint):
+    python tools/convert_checkpoint.py --to hf work_dirs/RUN/iter_1000.pth hf_dir [--config CONFIG] [--part backbone]
+    python tools/convert_checkpoint.py --to timm work_dirs/RUN/iter_1000.pth timm/beit.pth [--config CONFIG]
+
 Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
 that only the ``openai`` DALL-E source unpickles (trusted files only). HF ``*.safetensors`` files are read with
 safetensors when it is installed.
@@ -62,12 +67,47 @@ def convert(args: argparse.Namespace) -> dict:
     return convert_dalle(src, args.source)
 
 
+def export_checkpoint(args: argparse.Namespace) -> None:
+    """``--to hf|timm``: build the run's model, load the checkpoint strictly, write the HF folder / timm file."""
+    from mmengine.config import Config
+
+    import beit_mm  # noqa: F401  (registrations)
+    from beit_mm.apis import build_from_config, resolve_checkpoint
+    from beit_mm.apis.hub import save_hf, save_timm
+    path = resolve_checkpoint(args.src)
+    checkpoint = torch.load(path, map_location='cpu', weights_only=True)
+    meta = checkpoint.get('meta') or {}
+    if args.config:
+        cfg = Config.fromfile(args.config)
+    elif meta.get('cfg'):
+        cfg = Config.fromstring(meta['cfg'], file_format='.py')
+    else:
+        raise SystemExit(f'{path} stores no config (meta.cfg); pass the config it was trained with: --config CONFIG')
+    model = build_from_config(cfg)
+    model.load_state_dict(load_state_dict_file(path), strict=True)
+    classes = list((meta.get('dataset_meta') or {}).get('classes') or []) or None
+    from beit_mm.converters.hf_config import HFIncompatible
+    try:
+        if args.to == 'hf':
+            hf_model = save_hf(model, args.dst, classes=classes, part=args.part)
+        else:
+            kwargs = save_timm(model, args.dst, beit_v2=args.beitv2)
+    except HFIncompatible as error:
+        raise SystemExit(f'{path}: {error}. Nothing was written (docs/export.md lists what HF and timm can hold; '
+                         '--part backbone converts only the backbone)') from None
+    if args.to == 'hf':
+        print(f'wrote {args.dst}: {type(hf_model).__name__} (config.json, model.safetensors) from {path}')
+    else:
+        print(f'wrote {args.dst} and timm_model.json: timm.create_model(**json.load(open(...))) builds '
+              f'{kwargs["model_name"]} with these weights')
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('src', help='checkpoint to convert')
     parser.add_argument('dst', help='output file (a dict with key "state_dict")')
-    parser.add_argument('--model', required=True, choices=sorted(MODELS))
-    parser.add_argument('--source', required=True,
+    parser.add_argument('--model', choices=sorted(MODELS), help='architecture of SRC (with --source)')
+    parser.add_argument('--source',
                         help='layout of SRC: ' + '; '.join(f'{m}: {", ".join(s)}' for m, s in MODELS.items()))
     parser.add_argument('--img-size', type=int, default=None,
                         help='BEiT: resample relative position tables / position embeddings to this image size')
@@ -77,7 +117,18 @@ def main(argv: list[str] | None = None) -> None:
                         help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
     parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
+    parser.add_argument('--to', choices=['hf', 'timm'], default=None,
+                        help='the other way: SRC is a beit_mm checkpoint (or work dir), DST an HF folder / timm file')
+    parser.add_argument('--config', default=None, help='--to: the config SRC was trained with (default: meta.cfg)')
+    parser.add_argument('--part', choices=['auto', 'backbone'], default='auto',
+                        help='--to hf: the whole model (auto) or only its backbone (BeitModel / CvtModel)')
+    parser.add_argument('--beitv2', action='store_true', help='--to timm: name the model beitv2_* instead of beit_*')
     args = parser.parse_args(argv)
+    if args.to is not None:
+        export_checkpoint(args)
+        return
+    if args.model is None or args.source is None:
+        parser.error('--model and --source are required (or --to hf|timm for the other way)')
     if args.source not in MODELS[args.model]:
         parser.error(f'--source {args.source} is not a {args.model} layout; choose one of {MODELS[args.model]}')
     state_dict = convert(args)

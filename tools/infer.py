@@ -2,6 +2,7 @@
 ``MMSegInferencer``), writing colour overlays and label maps.
 
     python tools/infer.py CONFIG CHECKPOINT INPUT [INPUT ...] [--out-dir DIR] [--opacity A] [--device cpu|cuda]
+    python tools/infer.py CONFIG --onnx FILE INPUT [INPUT ...] [--out-dir DIR] [--opacity A]
 
 - ``CHECKPOINT``: a ``.pth`` file, or a work dir (its ``last_checkpoint``, i.e. what ``tools/train.py`` wrote last).
 - ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name).
@@ -10,6 +11,11 @@
   ``DIR/pred/<image stem>.png``: the predicted label map (uint8 class indices, the config's label space; for the
   ADE20K configs 0..149 = ADE20K classes 1..150).
 - The config's test pipeline (resize) and ``test_cfg`` (whole image or slide windows) are used, as ``tools/test.py``.
+- ``--onnx FILE`` (a file of ``tools/export.py``; no CHECKPOINT then): the same pipeline, normalization, slide windows
+  and resizing, in Python around onnxruntime, which runs each window at the exported size. A window (or, in whole
+  mode, an image) smaller than the exported size is zero-padded in normalized space, like mmseg's own padding, and
+  its scores cropped back; mmseg instead runs such a window at its own size, the only difference between the two
+  paths. Larger whole images need slide mode or an export at their size.
 """
 from __future__ import annotations
 
@@ -29,13 +35,21 @@ IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp', '.tif', '.tiff', '.webp')
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Segment images with a beit_mm config and checkpoint')
     parser.add_argument('config', help='segmentation config file')
-    parser.add_argument('checkpoint', help='checkpoint file, or a work dir (its last checkpoint)')
-    parser.add_argument('inputs', nargs='+', help='image files and/or folders of images')
+    parser.add_argument('paths', nargs='+', metavar='CHECKPOINT INPUT',
+                        help='checkpoint file or work dir (not with --onnx), then image files and/or folders')
+    parser.add_argument('--onnx', default=None, metavar='FILE', help='run this tools/export.py file with onnxruntime')
     parser.add_argument('--out-dir', default='work_dirs/infer', help='output folder (vis/ and pred/ inside)')
     parser.add_argument('--opacity', type=float, default=0.5, help='opacity of the painted classes, in (0, 1]')
     parser.add_argument('--device', default=None, help="'cpu', 'cuda', ... (default: cuda if available)")
     parser.add_argument('--batch-size', type=int, default=1, help='images per forward pass')
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.onnx is None:
+        if len(args.paths) < 2:
+            parser.error('give CHECKPOINT and at least one INPUT (or --onnx FILE and INPUTs)')
+        args.checkpoint, args.inputs = args.paths[0], args.paths[1:]
+    else:
+        args.checkpoint, args.inputs = None, args.paths
+    return args
 
 
 def list_images(inputs: list[str]) -> list[str]:
@@ -82,10 +96,100 @@ def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity
     return preds
 
 
+def run_windows(x, run, window: tuple[int, int], mode: str, stride: tuple[int, int] | None):
+    """Class scores (1, K, H, W) of a normalized image ``x`` (1, 3, H, W): one call of ``run`` (a (1, 3, h, w) array
+    -> (1, K, h, w) scores at the fixed ``window`` size) for ``mode='whole'``, mmseg's slide windows for 'slide'."""
+    import torch
+    import torch.nn.functional as F
+    h_img, w_img = x.shape[2:]
+    h_win, w_win = window
+
+    def scores(crop):
+        h, w = crop.shape[2:]
+        if h > h_win or w > w_win:
+            raise ValueError(f'a {h}x{w} input does not fit the exported {h_win}x{w_win} model; use slide mode '
+                             f'(test_cfg.mode=\'slide\') or export with --shape {h} {w}')
+        padded = F.pad(crop, (0, w_win - w, 0, h_win - h))
+        return torch.from_numpy(run(padded.numpy()))[:, :, :h, :w]
+
+    if mode == 'whole':
+        return scores(x)
+    h_stride, w_stride = stride
+    preds, count = None, x.new_zeros((1, 1, h_img, w_img))
+    for h_idx in range(max(h_img - h_win + h_stride - 1, 0) // h_stride + 1):  # mmseg slide_inference's windows
+        for w_idx in range(max(w_img - w_win + w_stride - 1, 0) // w_stride + 1):
+            y2, x2 = min(h_idx * h_stride + h_win, h_img), min(w_idx * w_stride + w_win, w_img)
+            y1, x1 = max(y2 - h_win, 0), max(x2 - w_win, 0)
+            crop = scores(x[:, :, y1:y2, x1:x2])
+            preds = x.new_zeros((1, crop.shape[1], h_img, w_img)) if preds is None else preds
+            preds[:, :, y1:y2, x1:x2] += crop
+            count[:, :, y1:y2, x1:x2] += 1
+    return preds / count
+
+
+def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
+               opacity: float = 0.5) -> dict[str, np.ndarray]:
+    """:func:`infer` with a ``tools/export.py`` ONNX segmentor run by onnxruntime (module docstring)."""
+    import json
+
+    import onnxruntime as ort
+    import torch
+    import torch.nn.functional as F
+    from mmcv.transforms import Compose
+    from mmengine.config import Config
+    from mmengine.registry import init_default_scope
+    from mmseg.registry import MODELS
+    from mmseg.structures import SegDataSample
+    from mmengine.structures import PixelData
+    from mmseg.visualization import SegLocalVisualizer
+
+    from beit_mm.apis.export import INPUT_NAME, onnx_metadata
+    cfg = Config.fromfile(config)
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    meta = onnx_metadata(onnx_file)
+    if meta.get('beit_mm.kind') != 'segmentor':
+        raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get("beit_mm.kind")})')
+    batch, _, h_win, w_win = json.loads(meta['beit_mm.shape'])
+    if batch != 1:
+        raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
+    pipeline = Compose([t for t in cfg.test_pipeline if t['type'] != 'LoadAnnotations'])
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    session = ort.InferenceSession(onnx_file, providers=['CPUExecutionProvider'])
+    test_cfg = cfg.model.test_cfg
+    align_corners = cfg.model.decode_head.get('align_corners', False)
+    dataset_meta = json.loads(meta['dataset_meta']) if 'dataset_meta' in meta else None
+    visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
+    if dataset_meta:
+        visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
+    os.makedirs(osp.join(out_dir, 'pred'), exist_ok=True)
+    preds = {}
+    for path in list_images(inputs):
+        data = pipeline(dict(img_path=path))
+        batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
+        x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
+        logits = run_windows(x, lambda a: session.run(None, {INPUT_NAME: a})[0], (h_win, w_win),
+                             test_cfg.get('mode', 'whole'), test_cfg.get('stride'))
+        left, right, top, bottom = img_meta.get('img_padding_size', img_meta.get('padding_size', [0] * 4))
+        logits = logits[:, :, top:logits.shape[2] - bottom, left:logits.shape[3] - right]
+        logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)
+        label = logits[0].argmax(0).numpy()
+        Image.fromarray(label.astype(np.uint8)).save(
+            osp.join(out_dir, 'pred', osp.splitext(osp.basename(path))[0] + '.png'))
+        sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
+        image = np.array(Image.open(path).convert('RGB'))
+        visualizer.add_datasample(osp.basename(path), image, sample, draw_gt=False,
+                                  out_file=osp.join(out_dir, 'vis', osp.basename(path)))
+        preds[path] = label
+    return preds
+
+
 def main() -> None:
     args = parse_args()
-    preds = infer(args.config, args.checkpoint, args.inputs, args.out_dir, args.opacity, args.device,
-                  args.batch_size)
+    if args.onnx is not None:
+        preds = infer_onnx(args.config, args.onnx, args.inputs, args.out_dir, args.opacity)
+    else:
+        preds = infer(args.config, args.checkpoint, args.inputs, args.out_dir, args.opacity, args.device,
+                      args.batch_size)
     print(f'segmented {len(preds)} images: overlays in {osp.join(args.out_dir, "vis")}, label maps in '
           f'{osp.join(args.out_dir, "pred")}')
 

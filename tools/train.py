@@ -1,7 +1,7 @@
 """Train a model from a config (the CLI of mmseg 1.2.2's ``tools/train.py``, with ``--resume [CKPT]``).
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--compile [BACKEND]] [--tensorboard]
-                                 [--cfg-options k=v ...] [--launcher {none,pytorch,slurm,mpi}]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--ema] [--compile [BACKEND]]
+                                 [--tensorboard] [--cfg-options k=v ...] [--launcher {none,pytorch,slurm,mpi}]
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
@@ -10,6 +10,10 @@
   (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
   keeps fp32 and says so in one line (emulated bf16 is ~70x slower there).
+- ``--ema``: keep an exponential moving average of the weights (unilm's ``--model_ema``, mmpretrain's ``EMAHook``):
+  MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`EMA_DEFAULTS` (unilm's decay 0.9999,
+  i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints' ``state_dict`` are the EMA
+  weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and ``--resume`` restores both.
 - ``--compile [BACKEND]``: ``torch.compile`` the train step through MMEngine's ``cfg.compile`` (backend inductor
   unless named; ``aot_eager`` traces without generating code).
 - AdamW optimizers get ``fused=True`` where torch has a fused kernel for the device (CPU and CUDA in torch 2.13),
@@ -41,6 +45,17 @@ from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 
 
+# --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
+# ``ModelEma.update(model)`` after every optimizer step (timm ModelEma: ema = decay * ema + (1 - decay) * weights);
+# MMEngine's ExponentialMovingAverage: ema = (1 - momentum) * ema + momentum * weights, so momentum = 1 - decay.
+# mmpretrain 1.2.0 configs/convnext/convnext-base_32xb128_in1k.py line 18: EMAHook momentum=1e-4, priority
+# 'ABOVE_NORMAL' (vision_transformer/vit-base-p16_32xb128-mae_in1k.py line 53: 1e-4), so that the EMA weights are
+# swapped in before validation and checkpoint hooks run. Buffers (BatchNorm statistics) are copied, not averaged
+# (MMEngine's default, update_buffers=False).
+EMA_DEFAULTS = dict(type='EMAHook', ema_type='ExponentialMovingAverage', momentum=1e-4, update_buffers=False,
+                    priority='ABOVE_NORMAL')
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Train a model with beit_mm')
     parser.add_argument('config', help='train config file path')
@@ -53,6 +68,9 @@ def parse_args() -> argparse.Namespace:
         metavar='CKPT',
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
     parser.add_argument('--amp', action='store_true', help='enable automatic mixed precision training')
+    parser.add_argument('--ema', action='store_true',
+                        help="keep an EMA of the weights (the config's ema_cfg, default momentum 1e-4 = unilm's "
+                        'decay 0.9999); validation and checkpoints use the EMA weights')
     parser.add_argument('--tensorboard', action='store_true',
                         help='also log scalars (losses, lr, metrics) to TensorBoard: <work_dir>/<timestamp>/vis_data')
     parser.add_argument(
@@ -144,6 +162,21 @@ def enable_tensorboard(cfg: Config) -> None:
     cfg.visualizer.vis_backends = backends
 
 
+def enable_ema(cfg: Config) -> None:
+    """``--ema``: append MMEngine's ``EMAHook`` (``cfg.ema_cfg`` or :data:`EMA_DEFAULTS`) to ``cfg.custom_hooks``,
+    unless the config already has one."""
+    hooks = list(cfg.get('custom_hooks') or [])
+    if any(str(h.get('type', '')).split('.')[-1] == 'EMAHook' for h in hooks):
+        print_log('--ema: the config already has an EMAHook in custom_hooks', logger='current', level=logging.WARNING)
+        return
+    ema = dict(cfg.get('ema_cfg') or EMA_DEFAULTS)
+    if str(ema.get('type', '')).split('.')[-1] != 'EMAHook':
+        raise ValueError(f"ema_cfg must be an EMAHook config (type='EMAHook', momentum=...), got {ema}")
+    hooks.append(ema)
+    cfg.custom_hooks = hooks
+    print_log(f'--ema: custom_hooks += {ema}', logger='current')
+
+
 def set_resume(cfg: Config, resume: str) -> None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
@@ -174,6 +207,8 @@ def main() -> None:
     if args.amp:
         enable_amp(cfg)
     use_fused_adamw(cfg)
+    if args.ema:
+        enable_ema(cfg)
     if args.compile is not None:
         set_compile(cfg, args.compile)
     if args.tensorboard:

@@ -205,3 +205,59 @@ def adapt_to_model(state_dict: Mapping[str, Tensor], model) -> dict[str, Tensor]
     if model.rel_pos_bias is None:
         sd = expand_shared_rel_pos_bias(sd)
     return resize_to_grid(sd, model.grid)
+
+
+# ----------------------------------------------------------------------------------- beit_mm -> HF transformers / timm
+_TO_HF_RULES = [
+    (r'^cls_token$', 'embeddings.cls_token'),
+    (r'^mask_token$', 'embeddings.mask_token'),
+    (r'^pos_embed$', 'embeddings.position_embeddings'),
+    (r'^patch_embed\.proj\.', 'embeddings.patch_embeddings.projection.'),
+    (r'^rel_pos_bias\.', 'encoder.relative_position_bias.'),
+    (r'^blocks\.(\d+)\.', r'encoder.layer.\1.'),
+    (r'\.norm1\.', '.layernorm_before.'),
+    (r'\.norm2\.', '.layernorm_after.'),
+    (r'\.attn\.relative_position_bias_table$', '.attention.attention.relative_position_bias.relative_position_bias_table'),
+    (r'\.attn\.proj\.', '.attention.output.dense.'),
+    (r'\.mlp\.fc1\.', '.intermediate.dense.'),
+    (r'\.mlp\.fc2\.', '.output.dense.'),
+    (r'\.gamma_1$', '.lambda_1'),
+    (r'\.gamma_2$', '.lambda_2'),
+    (r'^fc_norm\.', 'pooler.layernorm.'),
+    (r'^norm\.', 'layernorm.'),
+]
+
+
+def beit_to_hf(state_dict: Mapping[str, Tensor], prefix: str = '') -> dict[str, Tensor]:
+    """beit_mm ``BEiT`` state dict (+ ``fc_norm.*``) -> HF ``BeitModel`` names, the inverse of ``_from_hf``.
+
+    ``qkv.weight`` (3C, C) is split into ``query``/``key``/``value`` (C, C); ``q_bias``/``v_bias`` become the query and
+    value biases (HF's key has no bias, like BEiT's). ``prefix``: ``'beit.'`` inside ``BeitFor*`` models, ``''`` for a
+    bare ``BeitModel``. ``head.*``/``lm_head.*`` are not backbone keys: map them with the caller's head layout.
+    """
+    check_beit_keys(state_dict, 'beit_mm')
+    out: dict[str, Tensor] = {}
+    for key, value in state_dict.items():
+        if key.startswith(('head.', 'lm_head.')) or key.endswith('relative_position_index'):
+            continue
+        match = re.match(r'^blocks\.(\d+)\.attn\.(qkv\.weight|q_bias|v_bias)$', key)
+        if match:
+            base = f'{prefix}encoder.layer.{match.group(1)}.attention.attention'
+            if match.group(2) == 'qkv.weight':
+                for name, part in zip(('query', 'key', 'value'), value.chunk(3, dim=0)):
+                    out[f'{base}.{name}.weight'] = part.clone()
+            else:
+                out[f'{base}.{"query" if match.group(2) == "q_bias" else "value"}.bias'] = value
+            continue
+        for pattern, repl in _TO_HF_RULES:
+            key = re.sub(pattern, repl, key)
+        out[prefix + key] = value
+    return out
+
+
+def beit_to_timm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """beit_mm ``BEiT`` state dict -> timm ``Beit`` (``beit_*``/``beitv2_*``): the same names (timm keeps unilm's);
+    the MIM-only ``mask_token``/``lm_head.*`` are dropped (timm's ``Beit`` has neither)."""
+    check_beit_keys(state_dict, 'beit_mm')
+    return {k: v for k, v in state_dict.items() if not k.startswith(MIM_KEYS) and
+            not k.endswith('relative_position_index')}

@@ -120,3 +120,66 @@ def convert_cvt(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tens
     if bad:
         raise _unknown_keys_error(bad, source)
     return converted
+
+
+# official (beit_mm) name -> HF name (without the 'cvt.' prefix of CvtForImageClassification); the inverse of _HF_RULES
+_TO_HF_RULES: list[tuple[re.Pattern, str]] = [(re.compile(p), r) for p, r in [
+    (rf'stage(?P<s>\d+)\.patch_embed\.proj\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.embedding.convolution_embeddings.projection.\g<p>'),
+    (rf'stage(?P<s>\d+)\.patch_embed\.norm\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.embedding.convolution_embeddings.normalization.\g<p>'),
+    (r'stage(?P<s>\d+)\.cls_token', r'encoder.stages.\g<s>.cls_token'),
+    (rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.norm1\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.layers.\g<j>.layernorm_before.\g<p>'),
+    (rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.norm2\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.layers.\g<j>.layernorm_after.\g<p>'),
+    *[(rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.attn\.conv_proj_{ours}\.conv\.weight',
+       rf'encoder.stages.\g<s>.layers.\g<j>.attention.attention.convolution_projection_{hf}'
+       r'.convolution_projection.convolution.weight') for hf, ours in _QKV.items()],
+    *[(rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.attn\.conv_proj_{ours}\.bn\.(?P<p>{_BN})',
+       rf'encoder.stages.\g<s>.layers.\g<j>.attention.attention.convolution_projection_{hf}'
+       r'.convolution_projection.normalization.\g<p>') for hf, ours in _QKV.items()],
+    *[(rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.attn\.proj_{ours}\.(?P<p>{_PARAM})',
+       rf'encoder.stages.\g<s>.layers.\g<j>.attention.attention.projection_{hf}.\g<p>') for hf, ours in _QKV.items()],
+    (rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.attn\.proj\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.layers.\g<j>.attention.output.dense.\g<p>'),
+    (rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.mlp\.fc1\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.layers.\g<j>.intermediate.dense.\g<p>'),
+    (rf'stage(?P<s>\d+)\.blocks\.(?P<j>\d+)\.mlp\.fc2\.(?P<p>{_PARAM})',
+     r'encoder.stages.\g<s>.layers.\g<j>.output.dense.\g<p>'),
+]]
+
+
+def cvt_to_hf(state_dict: Mapping[str, Tensor], with_classifier: bool) -> dict[str, Tensor]:
+    """``beit_mm.CvT`` state dict (official names; ``norm.*`` and ``head.*`` optional) -> HF CvT names.
+
+    ``with_classifier=False``: ``CvtModel`` names (``encoder.stages.*``; HF's ``CvtModel`` has no final norm, so
+    ``norm.*``/``head.*`` must be absent). ``with_classifier=True``: ``CvtForImageClassification`` names
+    (``cvt.encoder.*``, ``norm`` -> ``layernorm``, ``head`` -> ``classifier``; both required). ``stage0.mask_token``
+    (MIM) has no HF counterpart and is refused.
+
+    Raises:
+        ValueError: keys without an HF counterpart, or a missing/extra final norm or head for the chosen class.
+    """
+    out: dict[str, Tensor] = {}
+    bad: list[str] = []
+    prefix = 'cvt.' if with_classifier else ''
+    for key, value in state_dict.items():
+        if key.startswith(('norm.', 'head.')):
+            if with_classifier:
+                out[('layernorm.' if key.startswith('norm.') else 'classifier.') + key.split('.', 1)[1]] = value
+            else:
+                bad.append(key)
+            continue
+        for pattern, repl in _TO_HF_RULES:
+            if pattern.fullmatch(key):
+                out[prefix + pattern.sub(repl, key)] = value
+                break
+        else:
+            bad.append(key)
+    if bad:
+        raise ValueError(f'{len(bad)} CvT keys have no HF {"CvtForImageClassification" if with_classifier else "CvtModel"}'
+                         f' counterpart: {bad[:8]} (CvtModel has no final norm or head; MIM mask tokens have none)')
+    if with_classifier and not {'layernorm.weight', 'classifier.weight'} <= set(out):
+        raise ValueError('CvtForImageClassification needs the final norm (norm.*) and the classifier (head.*)')
+    return out

@@ -64,12 +64,16 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     ``aten/src/ATen/native/transformers/attention.cpp``); gathering into the padded layout costs nothing extra.
     The values equal the ``align=1`` result exactly.
     """
+    if torch.onnx.is_in_onnx_export():  # a fixed-size export: plain ints, so the index is a constant of the graph
+        grid = tuple(int(g) for g in grid)
     index = relative_position_index(tuple(grid)).to(table.device)
     n = index.shape[0]
     n_pad = -(-n // align) * align
     if n_pad != n:  # padding columns read row 0; they are sliced away and get no gradient
         index = F.pad(index, (0, n_pad - n))
     bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
+    if torch.onnx.is_in_onnx_export():  # same values; the ONNX exporter has no in-place copy (folded to a constant)
+        return bias[:, :, :n].to(dtype or table.dtype).contiguous()
     # one copy into a contiguous (heads, N, N_pad) buffer, casting on the way (autograd casts the gradient back)
     out = torch.empty(bias.shape, dtype=dtype or table.dtype, device=table.device).copy_(bias)
     return out[:, :, :n]

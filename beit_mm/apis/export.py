@@ -1,0 +1,225 @@
+"""Export a beit_mm model to ONNX at a fixed input size (mmdeploy's place for mmseg/mmpretrain models).
+
+What is exported (:func:`export_module`), input ``input`` (B, 3, H, W) float32, already normalized the way the config's
+``data_preprocessor`` does it (mean/std, RGB order; both are written into the file's metadata), all sizes static:
+
+- ``'segmentor'`` (mmseg ``EncoderDecoder``): ``logits`` (B, K, H, W), the decode head's class scores resized to the
+  input size (bilinear, the head's ``align_corners``): what mmseg's ``encode_decode`` returns for one whole-image
+  forward at the crop size. Slide windows, flips and scales stay in Python around the exported model
+  (``tools/infer.py --onnx``), as they are loops over this call.
+- ``'classifier'`` (mmpretrain ``ImageClassifier``): ``logits`` (B, num_classes), before softmax.
+- ``'backbone'`` (any config's ``model.backbone``): ``feat0``, ``feat1``, ... the backbone's output maps.
+
+The relative position bias is resolved for the exported grid before tracing (:func:`fix_input_grid`): every table
+(per block and shared) and the absolute position embedding are resampled once in PyTorch to ``(H/p, W/p)``, so the
+graph holds no resampling, only a gather of each block's table with a constant index. The export does not fold
+constants: folded, the biases would be stored as (heads, N, N) floats per block (605 MB for BEiT-B at 512, 1.5 GB at
+640, past ONNX's 2 GB protobuf limit together with the weights) instead of tables of a few thousand rows;
+onnxruntime folds them once when it loads the model. Adaptive average pooling (UPerNet's pyramid pooling) becomes two products with constant
+averaging matrices (:class:`MatrixAdaptiveAvgPool2d`), which ONNX can express at any size.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+
+import torch
+import torch.nn.functional as F
+from mmengine.config import Config
+from torch import Tensor, nn
+
+from ..models.backbones.beit import BEiT
+from ..models.layers.attention import BEiTAttention
+from ..models.layers.pos_embed import resize_pos_embed
+from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
+
+KINDS = ('segmentor', 'classifier', 'backbone')
+OPSET = 17  # LayerNormalization is an ONNX op from opset 17
+INPUT_NAME = 'input'
+
+
+def model_kind(cfg: Config) -> str:
+    """'segmentor' (mmseg EncoderDecoder: a ``decode_head``), 'classifier' (mmpretrain ``ImageClassifier``) or
+    'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is exported)."""
+    if 'decode_head' in cfg.model:
+        return 'segmentor'
+    if cfg.model.get('type') in ('ImageClassifier', 'mmpretrain.ImageClassifier'):
+        return 'classifier'
+    return 'backbone'
+
+
+def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
+    """Resample, in place, every BEiT's position tables of ``model`` for ``shape`` (H, W) inputs.
+
+    Each per-block and shared relative position bias table and the absolute position embedding are resampled from
+    the grid the model was built for to ``(H/p, W/p)`` (``resize_rel_pos_bias_table``: unilm's geometric cubic method
+    when growing, the exact central block when shrinking) and the model's grid is set to it, so its forward at that
+    size resamples nothing. The function computed at ``shape`` is unchanged (the forward resamples the same way).
+    """
+    for module in model.modules():
+        if not isinstance(module, BEiT):
+            continue
+        h, w = shape
+        p = module.patch_size
+        if h % p or w % p:
+            raise ValueError(f'--shape {h} {w} is not divisible by the BEiT patch size {p}')
+        grid = (h // p, w // p)
+        with torch.no_grad():
+            if module.pos_embed is not None:
+                module.pos_embed = nn.Parameter(resize_pos_embed(module.pos_embed, module.grid, grid))
+            if module.rel_pos_bias is not None:
+                shared = module.rel_pos_bias
+                shared.relative_position_bias_table = nn.Parameter(
+                    resize_rel_pos_bias_table(shared.relative_position_bias_table, shared.grid, grid))
+                shared.grid = grid
+            for attn in module.modules():
+                if isinstance(attn, BEiTAttention):
+                    attn.attn_impl = 'eager'  # the same function as SDPA; a plain MatMul-Add-Softmax-MatMul graph
+                if isinstance(attn, BEiTAttention) and attn.relative_position_bias_table is not None:
+                    attn.relative_position_bias_table = nn.Parameter(
+                        resize_rel_pos_bias_table(attn.relative_position_bias_table, attn.grid, grid))
+                    attn.grid = grid
+        module.grid = grid
+
+
+def pool_matrix(size: int, out: int) -> Tensor:
+    """(out, size) matrix whose row i averages the input cells of adaptive average pooling's window i:
+    ``[floor(i * size / out), ceil((i + 1) * size / out))`` (PyTorch's ``adaptive_avg_pool2d`` windows)."""
+    rows = []
+    for i in range(out):
+        start, end = (i * size) // out, -(-((i + 1) * size) // out)
+        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(size)])
+    return torch.tensor(rows)  # built from Python values: a constant when traced
+
+
+class MatrixAdaptiveAvgPool2d(nn.Module):
+    """``nn.AdaptiveAvgPool2d`` as ``P_h @ x @ P_w^T`` with constant window-averaging matrices (:func:`pool_matrix`).
+
+    ONNX's exporter handles adaptive pooling only when the output size divides the input size; UPerNet's pyramid
+    pooling (scales 1, 2, 3, 6) on a 16x16 map (512 px at stride 32) does not. At a fixed input size the matrices
+    are constants, and the result equals adaptive average pooling up to float summation order.
+    """
+
+    def __init__(self, output_size) -> None:
+        super().__init__()
+        self.output_size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(B, C, H, W) -> (B, C, out_h, out_w)."""
+        h, w = int(x.shape[-2]), int(x.shape[-1])
+        out_h, out_w = (o if o is not None else n for o, n in zip(self.output_size, (h, w)))
+        ph = pool_matrix(h, out_h).to(x)
+        pw = pool_matrix(w, out_w).to(x)
+        return ph @ x @ pw.transpose(0, 1)
+
+
+def replace_adaptive_pooling(model: nn.Module) -> None:
+    """Swap every ``nn.AdaptiveAvgPool2d`` of ``model`` for :class:`MatrixAdaptiveAvgPool2d`, in place."""
+    for name, module in list(model.named_modules()):
+        if isinstance(module, nn.AdaptiveAvgPool2d):
+            parent_name, _, child = name.rpartition('.')
+            setattr(model.get_submodule(parent_name), child, MatrixAdaptiveAvgPool2d(module.output_size))
+
+
+class SegmentorLogits(nn.Module):
+    """mmseg ``EncoderDecoder`` -> (B, K, H, W) class scores at the input size (``encode_decode`` of one window)."""
+
+    def __init__(self, segmentor: nn.Module) -> None:
+        super().__init__()
+        self.segmentor = segmentor
+
+    def forward(self, x: Tensor) -> Tensor:
+        head = self.segmentor.decode_head
+        logits = head.forward(self.segmentor.extract_feat(x))
+        return F.interpolate(logits, size=x.shape[2:], mode='bilinear', align_corners=head.align_corners)
+
+
+class ClassifierLogits(nn.Module):
+    """mmpretrain ``ImageClassifier`` -> (B, num_classes) scores before softmax."""
+
+    def __init__(self, classifier: nn.Module) -> None:
+        super().__init__()
+        self.classifier = classifier
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.classifier.head(self.classifier.extract_feat(x))
+
+
+class BackboneMaps(nn.Module):
+    """A backbone -> its tuple of output maps."""
+
+    def __init__(self, backbone: nn.Module) -> None:
+        super().__init__()
+        self.backbone = backbone
+
+    def forward(self, x: Tensor) -> tuple[Tensor, ...]:
+        return tuple(self.backbone(x))
+
+
+def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Module:
+    """A copy of ``model`` (eval mode, position tables fixed for ``shape``, adaptive pooling as constant matrices)
+    wrapped to return plain tensors."""
+    if kind not in KINDS:
+        raise ValueError(f'unknown export kind {kind!r}; choose one of {KINDS}')
+    model = copy.deepcopy(model).eval()
+    fix_input_grid(model, shape)
+    replace_adaptive_pooling(model)
+    if kind == 'segmentor':
+        module = SegmentorLogits(model)
+    elif kind == 'classifier':
+        module = ClassifierLogits(model)
+    else:
+        module = BackboneMaps(getattr(model, 'backbone', model))
+    with torch.no_grad():  # builds the cached relative position index of this grid, a constant when traced
+        module.eval()(torch.zeros(1, 3, *shape))
+    return module
+
+
+def output_names(module: nn.Module, shape: tuple[int, int]) -> list[str]:
+    if isinstance(module, BackboneMaps):
+        with torch.no_grad():
+            n = len(module(torch.zeros(1, 3, *shape)))
+        return [f'feat{i}' for i in range(n)]
+    return ['logits']
+
+
+def preprocess_metadata(cfg: Config) -> dict[str, str]:
+    """What a runtime needs to feed the exported model: the config's normalization and channel order."""
+    pre = cfg.model.get('data_preprocessor') or cfg.get('data_preprocessor') or {}
+    to_rgb = pre.get('bgr_to_rgb', pre.get('to_rgb', False))
+    return {'mean': json.dumps(list(pre.get('mean', [0.0, 0.0, 0.0]))),
+            'std': json.dumps(list(pre.get('std', [1.0, 1.0, 1.0]))),
+            'bgr_to_rgb': json.dumps(bool(to_rgb))}
+
+
+def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, batch: int = 1,
+                metadata: dict[str, str] | None = None, opset: int = OPSET) -> list[str]:
+    """Write ``model`` (see :func:`export_module`) to the ONNX file ``out``; returns the output names.
+
+    TorchScript-based exporter (``dynamo=False``), constant folding off (module docstring), every shape static: input
+    (``batch``, 3, H, W).
+    (A dynamic batch axis makes UPerHead's adaptive pooling unexportable: ONNX's AdaptiveAvgPool needs known sizes.)
+    ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``).
+    """
+    import onnx
+    module = export_module(model, kind, shape)
+    names = output_names(module, shape)
+    with torch.no_grad(), warnings.catch_warnings():
+        # every size is a constant of this export: the tracer's notes about Python ints and constants are expected
+        warnings.simplefilter('ignore', torch.jit.TracerWarning)
+        torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), out, input_names=[INPUT_NAME],
+                          output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
+    proto = onnx.load(out)
+    props = {'beit_mm.kind': kind, 'beit_mm.shape': json.dumps([batch, 3, *shape]), **(metadata or {})}
+    for key, value in props.items():
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(proto, out)
+    return names
+
+
+def onnx_metadata(path: str) -> dict[str, str]:
+    """The ``metadata_props`` of an ONNX file as a dict."""
+    import onnx
+    return {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}

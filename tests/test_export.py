@@ -1,0 +1,185 @@
+"""ONNX export (``tools/export.py``, ``beit_mm.apis.export``) checked with onnxruntime against PyTorch.
+
+Reference: the PyTorch model the file was exported from, same weights, same input; tolerance fp32 max |diff| <= 1e-4
+of the logits / feature maps and identical argmax maps. Covered: a BEiT + UPerNet segmentor (the tiny test config,
+and BEiT-B UPerNet 512 at a 64x64 crop, shrunk as ``tests/conftest.py``'s ``shrink_seg_config`` shrinks configs:
+sizes only), exported at its own grid and at another one (the relative position bias resolved for the exported grid
+equals PyTorch's on-the-fly resampling at that size), a CvT classifier, a bare BEiT backbone (MIM config,
+``--part backbone``), and ``tools/infer.py --onnx`` against ``tools/infer.py`` with the checkpoint.
+The full-size BEiT-B UPerNet 512 numbers and the latency come from ``tools/analysis/benchmark_onnx.py``.
+"""
+import importlib.util
+import json
+import os
+import os.path as osp
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from mmengine.config import Config
+
+from beit_mm.apis import build_from_config
+from beit_mm.apis.export import MatrixAdaptiveAvgPool2d, export_module, fix_input_grid, onnx_metadata
+from beit_mm.data.demo import make_demo_ade20k
+
+from .conftest import ROOT
+
+TINY_SEG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
+BEIT_B_512 = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py')
+CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px.py')
+BEIT_MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
+TOL = 1e-4
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _checkpoint(cfg: Config, path, seed: int = 0, meta: dict | None = None):
+    torch.manual_seed(seed)
+    model = build_from_config(cfg)
+    for m in model.modules():  # non-trivial BatchNorm statistics and relative position biases
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if 'relative_position_bias_table' in name:
+                p.normal_(0, 0.5)
+    torch.save({'state_dict': model.state_dict(), 'meta': meta or {}}, path)
+    return model
+
+
+def _export(tmp_path, config, checkpoint, shape, *extra) -> tuple[str, str]:
+    out = str(tmp_path / 'model.onnx')
+    _tool('export').main([config, str(checkpoint), '--format', 'onnx', '--shape', str(shape[0]), str(shape[1]),
+                          '--out', out, *extra])
+    return out
+
+
+def _run(path: str, x: torch.Tensor) -> list:
+    import onnxruntime as ort
+    return ort.InferenceSession(path, providers=['CPUExecutionProvider']).run(None, {'input': x.numpy()})
+
+
+def _compare(module, path, shape, seed=1) -> float:
+    x = torch.randn(1, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        ref = module(x)
+    ref = [ref] if isinstance(ref, torch.Tensor) else list(ref)
+    got = _run(path, x)
+    assert len(got) == len(ref)
+    diff = max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref))
+    assert diff <= TOL, f'onnxruntime vs PyTorch max |diff| {diff:.3e} > {TOL}'
+    for g, r in zip(got, ref):
+        assert np.array_equal(g.argmax(1), r.numpy().argmax(1))
+    return diff
+
+
+def test_tiny_segmentor_matches_pytorch_and_bias_is_constant(tmp_path, capsys):
+    cfg = Config.fromfile(TINY_SEG)
+    model = _checkpoint(cfg, tmp_path / 'seg.pth')
+    path = _export(tmp_path, TINY_SEG, tmp_path / 'seg.pth', (64, 64))
+    assert 'argmax identical' in capsys.readouterr().out
+    diff = _compare(export_module(model, 'segmentor', (64, 64)), path, (64, 64))
+    print(f'tiny segmentor 64x64: max |diff| {diff:.2e}')
+    graph = onnx.load(path).graph
+    # the relative position bias is each block's table gathered with a constant index: no resampling or index math
+    block_nodes = [n for n in graph.node if '/blocks.' in n.name]
+    block_ops = {n.op_type for n in block_nodes}
+    assert not block_ops & {'GatherND', 'ScatterND', 'Resize', 'Einsum', 'Where', 'Range'}, block_ops
+    assert {'MatMul', 'Softmax', 'Add', 'Gather'} <= block_ops
+    initializers = {i.name for i in graph.initializer} | {o for n in graph.node if n.op_type == 'Constant'
+                                                          for o in n.output}
+    gathers = [n for n in block_nodes if n.op_type == 'Gather']
+    assert len(gathers) == 4 and all(n.input[0].endswith('relative_position_bias_table') for n in gathers)
+    assert len({n.input[1] for n in gathers}) == 1 and gathers[0].input[1] in initializers  # one shared index
+    meta = onnx_metadata(path)
+    assert json.loads(meta['beit_mm.shape']) == [1, 3, 64, 64] and meta['beit_mm.kind'] == 'segmentor'
+    assert json.loads(meta['mean']) == [123.675, 116.28, 103.53]
+
+
+def test_export_at_another_grid_equals_on_the_fly_resampling(tmp_path):
+    """Exported at 96x64 (grid 6x4, the model's tables are 4x4): equals the unmodified PyTorch model at 96x64,
+    which resamples its tables on every forward."""
+    cfg = Config.fromfile(TINY_SEG)
+    model = _checkpoint(cfg, tmp_path / 'seg.pth')
+    path = _export(tmp_path, TINY_SEG, tmp_path / 'seg.pth', (96, 64), '--no-check')
+    x = torch.randn(1, 3, 96, 64, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        ref = model.decode_head.forward(model.extract_feat(x))
+        ref = torch.nn.functional.interpolate(ref, size=(96, 64), mode='bilinear', align_corners=False)
+    got = _run(path, x)[0]
+    diff = float(np.abs(got - ref.numpy()).max())
+    assert diff <= TOL and np.array_equal(got.argmax(1), ref.numpy().argmax(1)), diff
+    fixed = export_module(model, 'segmentor', (96, 64)).segmentor.backbone
+    assert fixed.grid == (6, 4) and fixed.blocks[0].attn.grid == (6, 4)
+
+
+def test_beit_b_upernet_512_config_shrunk(tmp_path):
+    """configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py (BEiT-B, UPerHead 768 channels) at a 64x64 crop
+    (img_size 64, the sizes-only shrink of tests/conftest.py); random weights."""
+    cfg = Config.fromfile(BEIT_B_512)
+    cfg.model.backbone.img_size = 64
+    cfg.model.data_preprocessor.size = (64, 64)
+    config = tmp_path / 'beit_b_64.py'
+    cfg.dump(str(config))
+    model = _checkpoint(cfg, tmp_path / 'b.pth')
+    path = _export(tmp_path, str(config), tmp_path / 'b.pth', (64, 64), '--no-check')
+    print(f'BEiT-B UPerNet (64x64): max |diff| {_compare(export_module(model, "segmentor", (64, 64)), path, (64, 64)):.2e}')
+
+
+def test_pyramid_pooling_at_sizes_onnx_cannot_pool_adaptively():
+    """UPerNet's PPM scales (1, 2, 3, 6) on a 16x16 map (512 px): the matrix form equals adaptive average pooling."""
+    x = torch.randn(2, 5, 16, 16)
+    for scale in (1, 2, 3, 6):
+        ref = torch.nn.functional.adaptive_avg_pool2d(x, scale)
+        assert torch.allclose(MatrixAdaptiveAvgPool2d(scale)(x), ref, atol=1e-6, rtol=0)
+
+
+def test_cvt_classifier(tmp_path):
+    cfg = Config.fromfile(CVT_CLS)
+    model = _checkpoint(cfg, tmp_path / 'cvt.pth')
+    path = _export(tmp_path, CVT_CLS, tmp_path / 'cvt.pth', (64, 64), '--no-check')
+    assert onnx_metadata(path)['beit_mm.kind'] == 'classifier'
+    print(f'CvT classifier: max |diff| {_compare(export_module(model, "classifier", (64, 64)), path, (64, 64)):.2e}')
+
+
+def test_bare_beit_backbone(tmp_path):
+    """A MIM config's BEiT (shared relative position bias, final norm) exported alone; also from a backbone-only
+    state dict (what tools/convert_checkpoint.py writes)."""
+    cfg = Config.fromfile(BEIT_MIM)
+    model = _checkpoint(cfg, tmp_path / 'mim.pth')
+    torch.save({'state_dict': model.backbone.state_dict()}, tmp_path / 'backbone.pth')
+    for ckpt in ('mim.pth', 'backbone.pth'):
+        path = _export(tmp_path, BEIT_MIM, tmp_path / ckpt, (64, 64), '--part', 'backbone', '--no-check')
+        print(f'BEiT backbone ({ckpt}): max |diff| '
+              f'{_compare(export_module(model, "backbone", (64, 64)), path, (64, 64)):.2e}')
+
+
+def test_infer_onnx_equals_infer_with_checkpoint(tmp_path):
+    """tools/infer.py --onnx (slide windows in Python around onnxruntime) gives the label maps of tools/infer.py
+    with the checkpoint (mmseg's MMSegInferencer), on 80x80 images (2x2 windows of 64 with stride 64 -> overlap)."""
+    from mmseg.datasets import ADE20KDataset
+    root = make_demo_ade20k(str(tmp_path / 'ade'), num_train=1, num_val=2, size=80, seed=1)
+    val = osp.join(root, 'images', 'validation')
+    meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
+    _checkpoint(Config.fromfile(TINY_SEG), tmp_path / 'seg.pth', meta=meta)
+    path = _export(tmp_path, TINY_SEG, tmp_path / 'seg.pth', (64, 64), '--no-check')
+    infer = _tool('infer')
+    ref = infer.infer(TINY_SEG, str(tmp_path / 'seg.pth'), [val], str(tmp_path / 'ref'))
+    got = infer.infer_onnx(TINY_SEG, path, [val], str(tmp_path / 'onnx'))
+    assert ref.keys() == got.keys() and len(got) == 2
+    for key in ref:
+        assert np.array_equal(ref[key], got[key]), f'{key}: {(ref[key] != got[key]).sum()} pixels differ'
+    assert sorted(os.listdir(tmp_path / 'onnx' / 'vis')) == sorted(os.listdir(val))
+
+
+def test_fix_input_grid_rejects_shapes_off_the_patch_grid():
+    model = build_from_config(Config.fromfile(TINY_SEG))
+    with pytest.raises(ValueError, match='not divisible by the BEiT patch size 16'):
+        fix_input_grid(model, (72, 64))

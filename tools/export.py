@@ -1,0 +1,116 @@
+"""Export a trained beit_mm model to ONNX at a fixed input size, and check it with onnxruntime against PyTorch.
+
+    python tools/export.py CONFIG CHECKPOINT --format onnx --shape H W --out FILE [--part auto|backbone]
+
+- ``CHECKPOINT``: a ``tools/train.py`` checkpoint or work dir (its last checkpoint); with ``--part backbone`` also a
+  backbone-only state dict (``tools/convert_checkpoint.py`` output).
+- ``--part auto``: a segmentation config exports the segmentor (``logits`` (B, K, H, W) at the input size), an
+  mmpretrain classification config the classifier (``logits`` (B, num_classes)), anything else its backbone
+  (``feat0``, ...). ``--part backbone``: the backbone of any config.
+- ``--shape H W``: the exported input size (a segmentor's crop size; divisible by the patch size). The relative
+  position bias is resolved for this grid in PyTorch before export; the graph has no resampling.
+- The input is the normalized image (the config's ``data_preprocessor`` mean/std and channel order, stored in the
+  file's metadata); ``tools/infer.py --onnx FILE`` does that, plus the slide windows of the config's ``test_cfg``.
+- ``--batch``: the exported batch size (all sizes are static).
+- After writing, runs onnxruntime and PyTorch on the same random batch and prints the max |diff| of the
+  outputs and whether the argmax maps agree (``--no-check`` skips it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import os.path as osp
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
+
+import beit_mm  # noqa: E402,F401  (registrations, checkpoint safe globals)
+from beit_mm.apis import build_from_config, load_model, resolve_checkpoint  # noqa: E402
+from beit_mm.apis.export import (INPUT_NAME, export_module, export_onnx, model_kind,  # noqa: E402
+                                 preprocess_metadata)
+from beit_mm.converters.io import load_state_dict_file  # noqa: E402
+
+NEEDED = {'segmentor': ('backbone.', 'neck.', 'decode_head.'), 'classifier': ('backbone.', 'neck.', 'head.'),
+          'backbone': ('backbone.', )}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('config', help='the config the checkpoint was trained with')
+    parser.add_argument('checkpoint', help='checkpoint file or work dir')
+    parser.add_argument('--format', choices=['onnx'], default='onnx', help='export format')
+    parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'), help='input size')
+    parser.add_argument('--out', required=True, help='output file')
+    parser.add_argument('--batch', type=int, default=1, help='the exported (static) batch size')
+    parser.add_argument('--part', choices=['auto', 'backbone'], default='auto',
+                        help='what to export: the whole model (auto) or its backbone')
+    parser.add_argument('--no-check', action='store_true', help='skip the onnxruntime vs PyTorch check')
+    return parser.parse_args(argv)
+
+
+def load_for_export(config: str, checkpoint: str, kind: str):
+    """The config's model with the checkpoint's weights (a backbone-only state dict too when ``kind='backbone'``)."""
+    from mmengine.config import Config
+    if kind == 'backbone':
+        path = resolve_checkpoint(checkpoint)
+        state_dict = load_state_dict_file(path)
+        if not any(k.startswith('backbone.') for k in state_dict):  # a bare backbone file
+            cfg = Config.fromfile(config)
+            model = build_from_config(cfg)
+            model.backbone.load_state_dict(state_dict, strict=True)
+            return model, cfg
+    return load_model(config, checkpoint, need=NEEDED[kind])
+
+
+def checkpoint_dataset_meta(checkpoint: str) -> dict | None:
+    """``meta.dataset_meta`` (classes, palette) of a training checkpoint, JSON-ready, or None."""
+    obj = torch.load(resolve_checkpoint(checkpoint), map_location='cpu', weights_only=True)
+    meta = (obj.get('meta') or {}).get('dataset_meta') if isinstance(obj, dict) else None
+    if not meta or 'classes' not in meta:
+        return None
+    return {'classes': list(meta['classes']), 'palette': [list(c) for c in meta.get('palette', [])] or None}
+
+
+def check_onnx(module: torch.nn.Module, path: str, shape: tuple[int, int], batch: int = 1,
+               seed: int = 0) -> dict[str, float | bool]:
+    """onnxruntime vs PyTorch on one random normal batch: max |diff| over all outputs and whether argmax over dim 1
+    (classes / channels) agrees everywhere."""
+    import onnxruntime as ort
+    x = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        ref = module(x)
+    ref = [ref] if isinstance(ref, torch.Tensor) else list(ref)
+    session = ort.InferenceSession(path, providers=['CPUExecutionProvider'])
+    got = session.run(None, {INPUT_NAME: x.numpy()})
+    diff = max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref))
+    same_argmax = all(np.array_equal(g.argmax(1), r.numpy().argmax(1)) for g, r in zip(got, ref))
+    return {'max_abs_diff': diff, 'argmax_equal': same_argmax}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from mmengine.config import Config
+    cfg = Config.fromfile(args.config)
+    kind = 'backbone' if args.part == 'backbone' else model_kind(cfg)
+    model, cfg = load_for_export(args.config, args.checkpoint, kind)
+    shape = tuple(args.shape)
+    os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)
+    metadata = {**preprocess_metadata(cfg), 'beit_mm.config': osp.basename(args.config)}
+    dataset_meta = checkpoint_dataset_meta(args.checkpoint)
+    if dataset_meta:  # class names and palette for tools/infer.py --onnx
+        metadata['dataset_meta'] = json.dumps(dataset_meta)
+    names = export_onnx(model, kind, shape, args.out, batch=args.batch, metadata=metadata)
+    print(f'wrote {args.out}: {kind}, input {INPUT_NAME} ({args.batch}, 3, {shape[0]}, {shape[1]}) -> {", ".join(names)} '
+          f'({osp.getsize(args.out) / 1e6:.1f} MB)')
+    if not args.no_check:
+        result = check_onnx(export_module(model, kind, shape), args.out, shape, batch=args.batch)
+        print(f'onnxruntime vs PyTorch (fp32, batch {args.batch}): max |diff| {result["max_abs_diff"]:.2e}, argmax '
+              f'{"identical" if result["argmax_equal"] else "DIFFERENT"}')
+
+
+if __name__ == '__main__':
+    main()
