@@ -38,12 +38,13 @@ def randomize_(module: nn.Module, std: float = 0.2, seed: int = 0) -> None:
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
-            base = 1.0 if name.endswith(('norm.weight', 'norm1.weight', 'norm2.weight', 'ln1.weight', 'ln2.weight',
-                                         'ln_1.weight', 'ln_2.weight', 'fc_norm.weight')) else 0.0
+            norms = ('norm.weight', 'norm1.weight', 'norm2.weight', 'ln1.weight', 'ln2.weight', 'ln_1.weight',
+                     'ln_2.weight', 'fc_norm.weight')
+            base = 1.0 if name.endswith(norms) else 0.0
             p.copy_(base + std * torch.randn(p.shape, generator=g))
 
 
-# ------------------------------------------------------------------ unilm rules (norm_ema_quantizer.py, modeling_vqkd.py)
+# ------------------------------------------------- unilm rules (norm_ema_quantizer.py, modeling_vqkd.py)
 def unilm_kmeans(samples: torch.Tensor, num_clusters: int, num_iters: int = 10):
     """norm_ema_quantizer.py lines 24-32 (sample_vectors) and 34-61 (kmeans, use_cosine_sim=True)."""
     num_samples, dim = samples.shape

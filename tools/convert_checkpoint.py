@@ -6,7 +6,7 @@ Examples:
     python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth cvt-13.pth
     python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
     python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/dvae-.../iter_200.pth tokenizer.pth
-    python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip-d5036aa7.pth vqkd.pth
+    python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip.pth vqkd.pth
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
 

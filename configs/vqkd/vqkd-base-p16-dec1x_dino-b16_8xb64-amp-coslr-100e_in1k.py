@@ -1,7 +1,8 @@
 # unilm `vqkd_encoder_base_decoder_1x768x12_dino`: the 1x recipe distilled from DINO ViT-B/16 (768-d patch tokens
 # after the final norm, ImageNet-normalized input: beit2/vqkd_teacher/dino.py, modeling_vqkd.py ScalingLayerForIM).
 # Convert DINO's dino_vitbase16_pretrain.pth first:
-#   python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth checkpoints/dino_vitb16.pth
+#   python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth \
+#       checkpoints/dino_vitb16.pth
 _base_ = ['./vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py']
 dino_checkpoint = 'checkpoints/dino_vitb16.pth'
 model = dict(

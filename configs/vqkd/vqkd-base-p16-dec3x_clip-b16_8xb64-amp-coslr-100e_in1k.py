@@ -7,7 +7,8 @@
 # Mixed precision: unilm autocasts to fp16 (V100); here the two transformers run in bf16 (model.autocast_dtype), the
 # task layers, quantizer, loss and the CLIP teacher in fp32.
 #   bash tools/dist_train.sh configs/vqkd/vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py 8 \
-#       --cfg-options model.teacher.checkpoint=/path/to/ViT-B-16.pt  (OpenAI's file, or a HF CLIPVisionModelWithProjection dir)
+#       --cfg-options model.teacher.checkpoint=/path/to/ViT-B-16.pt
+# (OpenAI's file, or a Hugging Face CLIPVisionModelWithProjection folder)
 # The trained file is a tokenizer as is: dict(type='VQKD', init_cfg=dict(type='Pretrained', checkpoint=...)).
 custom_imports = dict(imports=['beit_mm'], allow_failed_imports=False)
 default_scope = 'mmpretrain'

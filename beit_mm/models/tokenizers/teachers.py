@@ -215,9 +215,10 @@ class CLIPTeacher(FrozenTeacher):
                            f'{len(unexpected)} unexpected (first: {unexpected[:4]}); is it a CLIP ViT file?')
         bad = [f'{k} {tuple(sd[k].shape)} vs {tuple(own[k].shape)}' for k in own if sd[k].shape != own[k].shape]
         if bad:
-            raise ValueError(f'{self.checkpoint} is another CLIP architecture than CLIPTeacher(width='
-                             f'{self.visual.ln_pre.normalized_shape[0]}, layers={len(self.visual.transformer.resblocks)}, '
-                             f'output_dim={self.out_dims}, ...): {bad[:3]}; set the teacher\'s arguments to the file\'s')
+            width, layers = self.visual.ln_pre.normalized_shape[0], len(self.visual.transformer.resblocks)
+            raise ValueError(f'{self.checkpoint} is another CLIP architecture than CLIPTeacher(width={width}, '
+                             f'layers={layers}, output_dim={self.out_dims}, ...): {bad[:3]}; set the teacher\'s '
+                             'arguments to the file\'s')
         self.load_state_dict({k: v.float() for k, v in sd.items()}, strict=True)
         MMLogger.get_current_instance().info(f'CLIPTeacher: loaded {len(sd)} weights from {self.checkpoint}')
         self._is_init = True

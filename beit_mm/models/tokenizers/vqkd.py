@@ -178,13 +178,14 @@ class VQKD(BaseModel):
         if missing or unexpected:
             hint = ''
             if missing and all(k.startswith(_DECODER_PREFIXES) for k in missing):
-                hint = ' The file has no decoder (a tokenize-only file, e.g. from mmpretrain): build VQKD(with_decoder=False).'
+                hint = (' The file has no decoder (a tokenize-only file, e.g. from mmpretrain): build '
+                        'VQKD(with_decoder=False).')
             elif unexpected and all(k.startswith(_DECODER_PREFIXES) for k in unexpected):
                 hint = ' The file has a decoder: build VQKD(with_decoder=True).'
+            shapes = {k: tuple(sd[k].shape) for k in ('encoder.pos_embed', 'quantize.embedding.weight') if k in sd}
             raise KeyError(f'{path}: {len(missing)} VQKD weights missing (first: {missing[:4]}), {len(unexpected)} '
-                           f'unexpected keys (first: {unexpected[:4]}); check arch (the file\'s shapes: '
-                           f'encoder.pos_embed {tuple(sd["encoder.pos_embed"].shape) if "encoder.pos_embed" in sd else None}, '
-                           f'quantize.embedding.weight {tuple(sd["quantize.embedding.weight"].shape) if "quantize.embedding.weight" in sd else None}).{hint}')
+                           f'unexpected keys (first: {unexpected[:4]}); check arch (the file\'s shapes: {shapes}).'
+                           f'{hint}')
         result = self.load_state_dict(sd, strict=False)
         assert not result.unexpected_keys and all(k.startswith('teacher.') for k in result.missing_keys)
         MMLogger.get_current_instance().info(f'VQKD: loaded {len(sd)} weights from {path}')
