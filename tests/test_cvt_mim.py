@@ -25,7 +25,7 @@ from mmengine.registry import init_default_scope
 from beit_mm.models.backbones import CvT
 from beit_mm.models.layers.mask_utils import leaked_pixels, upsample_mask
 from beit_mm.models.selfsup import BEiTPretrain
-from beit_mm.models.target_generators import DALLEEncoder, map_pixels
+from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
 
 from .conftest import ROOT, randomize_
 

@@ -1,4 +1,4 @@
-"""Tests of beit_mm.models.target_generators.dalle (DALLEEncoder, map_pixels) and beit_mm.converters.dalle.
+"""Tests of beit_mm.models.tokenizers.dalle (DALLEEncoder, map_pixels) and beit_mm.converters.dalle.
 
 Reference: OpenAI's ``dall_e.encoder.Encoder`` (package ``dall-e`` 0.1) with random weights and random biases (its
 init leaves biases at zero, which would not test them), converted by ``convert_dalle(..., 'openai')`` and loaded
@@ -16,7 +16,7 @@ from dall_e.utils import logit_laplace_eps as openai_eps
 from dall_e.utils import map_pixels as openai_map_pixels
 
 from beit_mm.converters.dalle import convert_dalle, load_openai_encoder
-from beit_mm.models.target_generators.dalle import LOGIT_LAPLACE_EPS, DALLEEncoder, map_pixels
+from beit_mm.models.tokenizers.dalle import LOGIT_LAPLACE_EPS, DALLEEncoder, map_pixels
 from beit_mm.registry import MODELS
 
 SMALL = dict(n_hid=64, n_blk_per_group=1, vocab_size=512)  # dall_e validators: n_hid >= 64, vocab_size >= 512

@@ -21,8 +21,8 @@ from mmengine.config import Config
 from beit_mm.converters.dvae import extract_dvae_encoder
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine.hooks import DVAEScheduleHook, cosine_anneal
-from beit_mm.models.target_generators import DALLEEncoder
-from beit_mm.models.target_generators.dalle import map_pixels
+from beit_mm.models.tokenizers import DALLEEncoder
+from beit_mm.models.tokenizers.dalle import map_pixels
 from beit_mm.models.tokenizers import (DVAE, DALLEDecoder, codebook_perplexity, codebook_usage, logit_laplace_nll)
 
 from .conftest import ROOT, randomize_

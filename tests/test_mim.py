@@ -19,7 +19,7 @@ from beit_mm.converters.dalle import convert_dalle
 from beit_mm.data.mim_transforms import TwoViewRandomResizedCrop, random_resized_crop_box
 from beit_mm.models.heads import BEiTMIMHead
 from beit_mm.models.selfsup import BEiTPretrain, MIMDataPreprocessor
-from beit_mm.models.target_generators import DALLEEncoder, map_pixels
+from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
 
 from .conftest import randomize_
 

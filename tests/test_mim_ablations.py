@@ -17,7 +17,7 @@ from mmengine.config import Config
 from beit_mm.data.masking import BEiTMaskGenerator, RandomMaskGenerator
 from beit_mm.models.heads import PixelRegressionHead
 from beit_mm.models.selfsup import BEiTPretrain
-from beit_mm.models.target_generators import PatchPixelTarget, patchify
+from beit_mm.models.tokenizers import PatchPixelTarget, patchify
 
 from .conftest import ROOT, randomize_
 from .test_mim import DIM, make_inputs, tiny_cfg

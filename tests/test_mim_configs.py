@@ -17,7 +17,7 @@ from mmengine.registry import init_default_scope
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.models.target_generators import DALLEEncoder
+from beit_mm.models.tokenizers import DALLEEncoder
 
 from .conftest import ROOT
 

@@ -45,7 +45,7 @@ def test_segmentation_run_logs_loss_lr_and_metrics(demo_root, tmp_path):
 
 
 def test_mim_run_logs_mim_acc(demo_root, tmp_path):
-    from beit_mm.models.target_generators.dalle import DALLEEncoder
+    from beit_mm.models.tokenizers.dalle import DALLEEncoder
     tokenizer = tmp_path / 'tokenizer.pth'
     torch.save({'state_dict': DALLEEncoder(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=512).state_dict()},
                tokenizer)

@@ -6,6 +6,9 @@ Examples:
     python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth cvt-13.pth
     python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
     python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/dvae-.../iter_200.pth tokenizer.pth
+    python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip.pth vqkd.pth
+    python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
+    python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
 (``beit_mm.apis.hub``; the model is built from ``--config``, default the config stored in the checkpoint):
@@ -34,6 +37,8 @@ MODELS = {
     'beit': beit_conv.SOURCES,
     'cvt': ('official', 'hf'),
     'dalle': ('openai', 'mmpretrain', 'dvae'),
+    'vqkd': ('unilm', 'mmpretrain'),
+    'dino': ('official', ),
 }
 
 
@@ -60,6 +65,12 @@ def convert(args: argparse.Namespace) -> dict:
         from beit_mm.converters.cvt import convert_cvt
         out = convert_cvt(src, args.source)
         return out if args.keep_head else {k: v for k, v in out.items() if not k.startswith('head.')}
+    if args.model == 'vqkd':  # the tokenizer without its teacher; mmpretrain files have no decoder
+        from beit_mm.converters.vqkd import convert_vqkd
+        return convert_vqkd(src, args.source)
+    if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
+        from beit_mm.converters.vqkd import convert_dino_vit
+        return convert_dino_vit(src)
     if args.source == 'dvae':  # the encoder of a dVAE trained with configs/dvae/
         from beit_mm.converters.dvae import extract_dvae_encoder
         return extract_dvae_encoder(src)

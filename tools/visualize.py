@@ -25,7 +25,7 @@ from mmengine.config import Config
 from PIL import Image
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.models.target_generators.dalle import map_pixels
+from beit_mm.models.tokenizers.dalle import map_pixels
 from beit_mm.visualization.attention import record_attention
 from beit_mm.apis import load_model
 from beit_mm.visualization.figures import attention_figure, mim_figure, save_png, to_uint8, token_map_figure

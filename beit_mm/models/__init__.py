@@ -1,2 +1,2 @@
-from . import backbones, heads, layers, necks, selfsup, target_generators  # noqa: F401
+from . import backbones, heads, layers, necks, selfsup  # noqa: F401
 from . import tokenizers  # noqa: F401

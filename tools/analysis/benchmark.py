@@ -235,7 +235,7 @@ def mim_part(args) -> Part:
     from mmpretrain.structures import DataSample
 
     from beit_mm.data.masking import BlockwiseMaskGenerator
-    from beit_mm.models.target_generators import map_pixels
+    from beit_mm.models.tokenizers import map_pixels
 
     def make_inputs(batch: int, device: torch.device) -> dict:
         g = torch.Generator().manual_seed(0)

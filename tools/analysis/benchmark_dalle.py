@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from beit_mm.models.target_generators.dalle import DALLEEncoder, map_pixels
+from beit_mm.models.tokenizers.dalle import DALLEEncoder, map_pixels
 
 VARIANTS = {
     'fp32 NCHW': dict(channels_last=False, autocast_dtype=None),

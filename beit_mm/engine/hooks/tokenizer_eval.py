@@ -1,4 +1,5 @@
-"""Held-out evaluation of a ``beit_mm.DVAE`` during training (``beit_mm.models.tokenizers.evaluation``)."""
+"""Held-out evaluation of a ``beit_mm.DVAE`` or ``beit_mm.VQKD`` during training
+(``beit_mm.models.tokenizers.evaluation``)."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,8 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 from PIL import Image
 
-from beit_mm.models.tokenizers.evaluation import evaluate_tokenizer, load_images, reconstruction_grid
+from beit_mm.models.tokenizers.evaluation import evaluate_tokenizer, evaluate_vqkd, load_images, reconstruction_grid
+from beit_mm.models.tokenizers.vqkd import VQKD
 from beit_mm.registry import HOOKS
 
 
@@ -19,7 +21,9 @@ class TokenizerEvalHook(Hook):
     """Every ``interval`` iterations and after the last one: held-out codebook usage, perplexity and PSNR of the dVAE's
     hard codes, logged as ``heldout_usage``, ``heldout_perplexity``, ``heldout_psnr`` (and ``heldout_psnr_mean_colour``,
     the trivial baseline), and a PNG grid of images next to their reconstructions in
-    ``work_dir/tokenizer_eval/iter_N.png``.
+    ``work_dir/tokenizer_eval/iter_N.png``. For a ``VQKD``: ``heldout_usage``, ``heldout_perplexity``,
+    ``heldout_dead_codes`` and ``heldout_teacher_cosine`` (no picture: it reconstructs features, not pixels). The
+    numbers also go to ``work_dir/tokenizer_eval/iter_N.json``.
 
     Args:
         folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``); None = the
@@ -55,11 +59,12 @@ class TokenizerEvalHook(Hook):
     def evaluate(self, runner) -> dict[str, float]:
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         images = self._images.to(next(model.parameters()).device)
-        stats, recs = evaluate_tokenizer(model, images)
-        for key, value in stats.items():
-            runner.message_hub.update_scalar(f'train/heldout_{key}', value)  # LogProcessor prints train/* scalars
         out_dir = osp.join(runner.work_dir, 'tokenizer_eval')
         os.makedirs(out_dir, exist_ok=True)
+        if isinstance(model, VQKD):
+            return self._log_vqkd(runner, model, images, out_dir)
+        stats, recs = evaluate_tokenizer(model, images)
+        self._update_scalars(runner, stats)
         n = min(self.grid_images, images.shape[0])
         path = osp.join(out_dir, f'iter_{runner.iter + 1}.png')
         Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(path)
@@ -69,4 +74,20 @@ class TokenizerEvalHook(Hook):
                   f'usage {stats["usage"]:.4f} perplexity {stats["perplexity"]:.1f} '
                   f'({stats["perplexity_fraction"]:.3f} of {model.vocab_size}) psnr {stats["psnr"]:.2f} dB '
                   f'(mean-colour baseline {stats["psnr_mean_colour"]:.2f} dB); grid {path}', logger='current')
+        return stats
+
+    @staticmethod
+    def _update_scalars(runner, stats: dict[str, float]) -> None:
+        for key, value in stats.items():
+            runner.message_hub.update_scalar(f'train/heldout_{key}', value)  # LogProcessor prints train/* scalars
+
+    def _log_vqkd(self, runner, model: VQKD, images, out_dir: str) -> dict[str, float]:
+        stats = evaluate_vqkd(model, images)
+        self._update_scalars(runner, stats)
+        with open(osp.join(out_dir, f'iter_{runner.iter + 1}.json'), 'w') as f:
+            json.dump(dict(stats, iter=runner.iter + 1, num_images=images.shape[0]), f, indent=1)
+        cosine = f' teacher cosine {stats["teacher_cosine"]:.4f}' if 'teacher_cosine' in stats else ''
+        print_log(f'VQ-KD held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
+                  f'usage {stats["usage"]:.4f} ({stats["dead_codes"]} dead of {model.num_codes}) perplexity '
+                  f'{stats["perplexity"]:.1f} ({stats["perplexity_fraction"]:.3f}){cosine}', logger='current')
         return stats

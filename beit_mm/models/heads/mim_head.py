@@ -18,7 +18,7 @@ from beit_mm.registry import MODELS
 
 from ...converters.io import load_state_dict_file
 from ..layers.weight_init import trunc_normal_within_std_
-from ..target_generators.dalle import DALLE_VOCAB_SIZE
+from ..tokenizers.dalle import DALLE_VOCAB_SIZE
 
 
 @MODELS.register_module()

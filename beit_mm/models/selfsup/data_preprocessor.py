@@ -26,7 +26,7 @@ from torch import Tensor
 
 from beit_mm.registry import MODELS
 
-from ..target_generators.dalle import map_pixels
+from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
 MAX_PIXEL_VALUE = 255.0

@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from mmengine.model import BaseModel, BaseModule
 
-from beit_mm.models.target_generators.dalle import (DALLE_GROUP_COUNT, DALLE_INPUT_CHANNELS, DALLE_N_BLK_PER_GROUP,
+from .dalle import (DALLE_GROUP_COUNT, DALLE_INPUT_CHANNELS, DALLE_N_BLK_PER_GROUP,
                                                    DALLE_N_HID, DALLE_VOCAB_SIZE, DECODER_KERNELS, LOGIT_LAPLACE_EPS,
                                                    DALLEEncoder, DALLEResBlock, map_pixels, same_conv)
 from beit_mm.registry import MODELS

@@ -1,11 +1,14 @@
-"""How good is a tokenizer? Held-out statistics of a ``beit_mm.DVAE``'s hard (argmax) codes and reconstructions.
+"""How good is a tokenizer? Held-out statistics of a ``beit_mm.DVAE``'s hard (argmax) codes and reconstructions,
+or of a ``beit_mm.VQKD``'s codes and teacher-feature reconstructions (:func:`evaluate_vqkd`).
 
 - ``usage``: fraction of the vocabulary chosen at least once over all positions of the held-out images;
 - ``perplexity``: ``exp(entropy)`` of the histogram of chosen codes (the effective number of codes in use; the
   vocabulary size when every code is chosen equally often);
 - ``psnr``: ``10 log10(1 / MSE)`` of the hard-code reconstruction (:meth:`DVAE.reconstruct`) against the [0, 1] images;
 - ``psnr_mean_colour``: the same for the trivial reconstruction (every pixel = the image's mean colour), the baseline to
-  read ``psnr`` against.
+  read ``psnr`` against;
+- VQ-KD: ``dead_codes`` (codes chosen nowhere in the held-out images) and ``teacher_cosine`` (mean cosine similarity
+  of the decoded features to the teacher's, over all patches; 1 - unilm's reconstruction loss).
 """
 from __future__ import annotations
 
@@ -82,3 +85,31 @@ def reconstruction_grid(images: Tensor, recs: Tensor, columns: int = 8) -> np.nd
             rows.append(torch.cat(list(batch[start:start + columns]), dim=2))  # (3, H, columns * W)
     grid = torch.cat(rows, dim=1).clamp(0, 1)
     return (grid.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+
+
+@torch.no_grad()
+def evaluate_vqkd(model, images: Tensor, batch_size: int = 64) -> dict[str, float]:
+    """Held-out statistics (module docstring) of a ``beit_mm.VQKD`` on [0, 1] RGB images (N, 3, H, W).
+
+    Returns:
+        ``dict(usage, perplexity, perplexity_fraction, dead_codes, teacher_cosine)``; ``teacher_cosine`` only when the
+        model has a teacher and a decoder.
+    """
+    ids, cosines = [], []
+    grid = (images.shape[2] // model.patch_size, images.shape[3] // model.patch_size)
+    was_training = model.training
+    model.eval()
+    for chunk in images.split(batch_size):
+        pixels = chunk * 255  # VQKD and its teacher take RGB 0..255
+        code_ids = model.get_token_ids(pixels)
+        ids.append(code_ids)
+        if model.teacher is not None and model.with_decoder:
+            rec = model.decode(model.quantize.embedding(code_ids), grid)
+            cosines.append(F.cosine_similarity(rec, model.teacher_features(pixels).float(), dim=-1).flatten())
+    model.train(was_training)
+    stats = code_statistics(torch.cat(ids), model.num_codes)
+    stats['perplexity_fraction'] = stats['perplexity'] / model.num_codes
+    stats['dead_codes'] = round((1 - stats['usage']) * model.num_codes)
+    if cosines:
+        stats['teacher_cosine'] = torch.cat(cosines).mean().item()
+    return stats

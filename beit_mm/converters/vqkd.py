@@ -1,0 +1,123 @@
+"""Convert VQ-KD tokenizers (unilm BEiT v2, mmpretrain 1.2) and their teachers (HF CLIP, DINO) to beit_mm names.
+
+beit_mm's ``VQKD`` keeps unilm's names (``encoder.*``, ``decoder.*``, ``encode_task_layer.{0,2}``,
+``decode_task_layer.{0,2}``, ``quantize.embedding.{weight,initted}``, ``quantize.cluster_size``) with two differences:
+its encoder/decoder are ``beit_mm.BEiT`` with a final ``norm`` where unilm's ViT has ``fc_norm`` on the patch tokens
+(the same LayerNorm: it acts per token, and the class token is dropped after it), and the quantizer has no
+``embedding.cluster_size``/``embedding.embed_avg`` (written by unilm's ``norm_ema_quantizer.py`` but never read).
+
+- ``unilm``: ``{'model': state_dict}`` as ``beit2/run_vqkd_training.py`` saves it; the teacher
+  (``teacher_model.*``), its input scaling (``scaling_layer.*``) and loss modules (``loss*``) are dropped.
+- ``mmpretrain``: mmpretrain 1.2's ``VQKD`` (``mmpretrain/models/selfsup/beit.py``) holds the encoder (a ``BEiTViT``:
+  ``layers.i.ln1``, ``ffn.layers.0.0``, ``patch_embed.projection``, final norm ``ln1``), ``encode_task_layer`` and the
+  quantizer, but no decoder: the result loads into ``VQKD(with_decoder=False)`` (tokenizing only).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor
+
+from .beit import _from_openmmlab, _rename
+
+SOURCES = ('unilm', 'mmpretrain')
+# unilm beit2/modeling_vqkd.py vqkd_encoder_base_decoder_*: keys dropped when loading as a tokenizer
+DROPPED_PREFIXES = ('teacher_model.', 'scaling_layer.', 'loss')
+UNUSED_QUANTIZER_KEYS = ('quantize.embedding.cluster_size', 'quantize.embedding.embed_avg')
+
+KNOWN_KEY = re.compile(
+    r'^((encoder|decoder)\.(cls_token|pos_embed|patch_embed\.proj\.(weight|bias)|norm\.(weight|bias)|'
+    r'blocks\.\d+\.(norm1|norm2|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)|blocks\.\d+\.attn\.(qkv\.weight|q_bias|'
+    r'v_bias))|(encode|decode)_task_layer\.[02]\.(weight|bias)|quantize\.(embedding\.(weight|initted)|cluster_size))$')
+
+
+def _sub_dict(sd: Mapping[str, Tensor], prefix: str) -> dict[str, Tensor]:
+    return {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+
+
+def convert_vqkd(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tensor]:
+    """A unilm or mmpretrain VQ-KD state dict -> beit_mm ``VQKD`` state dict (module docstring).
+
+    Raises:
+        ValueError: unknown source, or keys that are not VQ-KD keys after the conversion (another layout).
+    """
+    if source not in SOURCES:
+        raise ValueError(f'unknown VQ-KD checkpoint source {source!r}; choose one of {SOURCES}')
+    sd = {k: v for k, v in state_dict.items() if not k.startswith(DROPPED_PREFIXES) and k not in UNUSED_QUANTIZER_KEYS}
+    if source == 'unilm':
+        sd = _rename(sd, [(r'^(encoder|decoder)\.fc_norm\.', r'\1.norm.')])
+        sd = {k: v for k, v in sd.items() if not re.match(r'^(encoder|decoder)\.head\.', k)}
+    else:
+        enc = {f'encoder.{k}': v for k, v in _from_openmmlab(_sub_dict(sd, 'encoder.'), 'ln1', None).items()}
+        sd = {**{k: v for k, v in sd.items() if not k.startswith('encoder.')}, **enc}
+    bad = [k for k in sd if not KNOWN_KEY.match(k)]
+    if bad or 'quantize.embedding.weight' not in sd or 'encoder.patch_embed.proj.weight' not in sd:
+        hint = ('it looks like --source mmpretrain' if any('.layers.0.ln1' in k for k in sd) and source != 'mmpretrain'
+                else 'it looks like --source unilm' if any('.fc_norm.' in k for k in bad) else
+                'is it a VQ-KD tokenizer checkpoint (keys encoder.*, quantize.embedding.weight)?')
+        raise ValueError(f'{len(bad)} keys are not VQ-KD keys after --source {source} conversion (first: {bad[:5]}); '
+                         f'{hint}')
+    return sd
+
+
+def convert_dino_vit(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """DINO's ViT (``facebookresearch/dino`` ``vision_transformer.py``, unilm ``beit2/vqkd_teacher/dino.py``;
+    timm uses the same names) -> beit_mm ``BEiT(use_abs_pos_emb=True, use_rel_pos_bias=False,
+    layer_scale_init_value=0, final_norm=True)``.
+
+    Names are BEiT's already but for the full qkv bias: ``attn.qkv.bias`` (3C,) -> ``attn.q_bias``, ``attn.v_bias``.
+    The key bias is dropped: it adds ``q . b_k`` to all logits of a query alike, which the softmax cancels. The
+    classifier ``head.*`` (absent from the released backbone file) is dropped.
+    """
+    out = {}
+    for k, v in state_dict.items():
+        if k.startswith('head.'):
+            continue
+        if k.endswith('.attn.qkv.bias'):
+            q, _, vb = v.chunk(3)
+            base = k[:-len('qkv.bias')]
+            out[base + 'q_bias'], out[base + 'v_bias'] = q, vb
+        else:
+            out[k] = v
+    return out
+
+
+def convert_hf_clip(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """Hugging Face ``CLIPVisionModelWithProjection``/``CLIPModel`` weights -> OpenAI CLIP's ``visual.*`` names
+    (``beit_mm.CLIPTeacher``); text-tower keys are dropped.
+
+    ``vision_model.embeddings.{class_embedding, patch_embedding, position_embedding}`` -> ``visual.{class_embedding,
+    conv1, positional_embedding}``; ``pre_layrnorm``/``post_layernorm`` -> ``ln_pre``/``ln_post``;
+    ``encoder.layers.i.self_attn.{q,k,v}_proj`` -> ``transformer.resblocks.i.attn.in_proj_{weight,bias}``
+    (concatenated q, k, v), ``out_proj`` -> ``attn.out_proj``, ``layer_norm{1,2}`` -> ``ln_{1,2}``, ``mlp.fc{1,2}``
+    -> ``mlp.c_fc``/``mlp.c_proj``; ``visual_projection.weight`` (D, W) -> ``visual.proj`` (W, D).
+    """
+    sd = {k: v for k, v in state_dict.items() if k.startswith(('vision_model.', 'visual_projection.'))}
+    if 'visual_projection.weight' not in sd:
+        raise KeyError('no visual_projection.weight in this Hugging Face checkpoint: a CLIP teacher needs the '
+                       'projection; save a CLIPVisionModelWithProjection or CLIPModel, not a CLIPVisionModel')
+    rules = [
+        (r'^vision_model\.embeddings\.class_embedding$', 'visual.class_embedding'),
+        (r'^vision_model\.embeddings\.patch_embedding\.', 'visual.conv1.'),
+        (r'^vision_model\.embeddings\.position_embedding\.weight$', 'visual.positional_embedding'),
+        (r'^vision_model\.pre_layrnorm\.', 'visual.ln_pre.'),
+        (r'^vision_model\.post_layernorm\.', 'visual.ln_post.'),
+        (r'^vision_model\.encoder\.layers\.(\d+)\.', r'visual.transformer.resblocks.\1.'),
+        (r'\.self_attn\.out_proj\.', '.attn.out_proj.'),
+        (r'\.layer_norm1\.', '.ln_1.'),
+        (r'\.layer_norm2\.', '.ln_2.'),
+        (r'\.mlp\.fc1\.', '.mlp.c_fc.'),
+        (r'\.mlp\.fc2\.', '.mlp.c_proj.'),
+    ]
+    proj = sd.pop('visual_projection.weight')
+    sd.pop('vision_model.embeddings.position_ids', None)
+    out = _rename(sd, rules)
+    for key in [k for k in out if k.endswith('.self_attn.q_proj.weight')]:
+        base = key[:-len('.self_attn.q_proj.weight')]
+        for kind in ('weight', 'bias'):
+            parts = [out.pop(f'{base}.self_attn.{n}_proj.{kind}') for n in ('q', 'k', 'v')]
+            out[f'{base}.attn.in_proj_{kind}'] = torch.cat(parts, dim=0)
+    out['visual.proj'] = proj.t().contiguous()
+    return out

@@ -1,0 +1,253 @@
+"""Teachers for VQ-KD: frozen image models whose patch features a ``beit_mm.VQKD`` learns to reconstruct.
+
+The teacher interface::
+
+    teacher(images: Tensor) -> Tensor    # (B, 3, H, W) float RGB in 0..255 -> (B, h * w, D) patch features, row-major
+
+Teachers normalize the images themselves (unilm ``beit2/modeling_vqkd.py`` ``ScalingLayerForClip`` /
+``ScalingLayerForIM``: clamp to 0..255, divide by 255, subtract the mean and divide by the std), never train
+(``requires_grad=False``, always in eval mode, run under ``torch.no_grad()``), and are not part of a tokenizer
+checkpoint's target-generation weights.
+
+- :class:`CLIPTeacher`: OpenAI CLIP's vision transformer, all output tokens but the class token after ``ln_post``
+  projected by ``proj`` (unilm ``vqkd_teacher/clip/model.py`` ``VisionTransformer.forward(return_all_tokens=True)``
+  then ``@ visual.proj`` in ``VQKD.get_regress_target``). Parameter names are OpenAI's ``visual.*``; loads OpenAI's
+  released file (TorchScript archive or state dict) or a Hugging Face ``CLIPVisionModelWithProjection`` / ``CLIPModel``
+  folder.
+- :class:`BackboneTeacher`: any beit_mm backbone (``BEiT``, ``CvT``) and its last feature map: unilm's DINO ViT-B/16
+  teacher is a ``BEiT`` with absolute position embeddings and a final norm loading a DINO file converted by
+  ``beit_mm.converters.vqkd.convert_dino_vit``, and a backbone pretrained label-free with beit_mm is a teacher as is.
+"""
+from __future__ import annotations
+
+import json
+import os.path as osp
+import zipfile
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import torch
+from mmengine.logging import MMLogger
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+
+from beit_mm.registry import MODELS
+
+from ..layers import resize_pos_embed
+
+# unilm beit2/modeling_vqkd.py ScalingLayerForClip (OpenAI CLIP's preprocessing), as fractions of 255
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
+# unilm beit2/modeling_vqkd.py ScalingLayerForIM (the DINO teacher; ImageNet), as fractions of 255
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class FrozenTeacher(BaseModule):
+    """Common part of the teachers: 0..255 RGB -> normalized input, frozen parameters, eval mode."""
+
+    def __init__(self, mean: Sequence[float], std: Sequence[float], init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if len(mean) != 3 or len(std) != 3:
+            raise ValueError(f'mean {mean} and std {std} must have 3 values (RGB, as fractions of 255)')
+        self.register_buffer('mean', torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer('std', torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+
+    def freeze(self) -> None:
+        self.requires_grad_(False)
+        self.eval()
+
+    def train(self, mode: bool = True) -> 'FrozenTeacher':
+        """Stays in eval mode: the teacher is frozen."""
+        return super().train(False)
+
+    def normalize(self, images: Tensor) -> Tensor:
+        """(B, 3, H, W) RGB 0..255 -> ``(clamp(x, 0, 255) / 255 - mean) / std``, float32."""
+        if images.dim() != 4 or images.shape[1] != 3:
+            raise ValueError(f'a teacher takes RGB images (B, 3, H, W) in 0..255, got shape {tuple(images.shape)}')
+        return (images.float().clamp(0, 255) / 255 - self.mean) / self.std
+
+
+# --------------------------------------------------------------------------------------------------------- CLIP
+class QuickGELU(nn.Module):
+    """OpenAI CLIP's activation ``x * sigmoid(1.702 x)``."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+class CLIPResidualBlock(nn.Module):
+    """OpenAI CLIP ``ResidualAttentionBlock``: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``; names ``ln_1``,
+    ``attn.in_proj_weight``/``in_proj_bias``/``out_proj``, ``ln_2``, ``mlp.c_fc``, ``mlp.c_proj``. (B, N, W)."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(OrderedDict([('c_fc', nn.Linear(width, width * 4)), ('gelu', QuickGELU()),
+                                              ('c_proj', nn.Linear(width * 4, width))]))
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.ln_1(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class CLIPTransformer(nn.Module):
+    """``transformer.resblocks.i``."""
+
+    def __init__(self, width: int, layers: int, heads: int) -> None:
+        super().__init__()
+        self.resblocks = nn.Sequential(*[CLIPResidualBlock(width, heads) for _ in range(layers)])
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.resblocks(x)
+
+
+class CLIPVisionTransformer(nn.Module):
+    """OpenAI CLIP's ``VisionTransformer`` (``clip/model.py``), returning the projected patch tokens.
+
+    (B, 3, H, W) normalized images -> ``ln_post(tokens)[:, 1:] @ proj`` (B, H/p * W/p, output_dim); the position
+    embedding is resampled bicubically for other input sizes.
+    """
+
+    def __init__(self, image_size: int, patch_size: int, width: int, layers: int, heads: int,
+                 output_dim: int) -> None:
+        super().__init__()
+        self.patch_size = patch_size
+        self.grid = (image_size // patch_size, ) * 2
+        self.conv1 = nn.Conv2d(3, width, kernel_size=patch_size, stride=patch_size, bias=False)
+        scale = width**-0.5  # clip/model.py VisionTransformer.__init__
+        self.class_embedding = nn.Parameter(scale * torch.randn(width))
+        self.positional_embedding = nn.Parameter(scale * torch.randn(self.grid[0] * self.grid[1] + 1, width))
+        self.ln_pre = nn.LayerNorm(width)
+        self.transformer = CLIPTransformer(width, layers, heads)
+        self.ln_post = nn.LayerNorm(width)
+        self.proj = nn.Parameter(scale * torch.randn(width, output_dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.conv1(x)
+        grid = (x.shape[2], x.shape[3])
+        x = x.flatten(2).transpose(1, 2)
+        cls = self.class_embedding.to(x.dtype).expand(x.shape[0], 1, -1)
+        x = torch.cat([cls, x], dim=1)
+        x = x + resize_pos_embed(self.positional_embedding[None], self.grid, grid)
+        x = self.transformer(self.ln_pre(x))
+        return self.ln_post(x[:, 1:]) @ self.proj
+
+
+def _is_torchscript(path: str) -> bool:
+    """OpenAI's released CLIP files (``ViT-B-16.pt``) are TorchScript archives: a zip with ``constants.pkl``."""
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as zf:
+        return any(n.endswith('constants.pkl') for n in zf.namelist())
+
+
+def load_clip_state_dict(path: str) -> dict[str, Tensor]:
+    """CLIP weights as OpenAI names (``visual.*``; other keys kept, the caller filters) from
+
+    - OpenAI's released file: a TorchScript archive (its ``state_dict()``) or a plain state dict file;
+    - a Hugging Face folder with ``config.json`` and ``model.safetensors`` or ``pytorch_model.bin``
+      (``CLIPVisionModelWithProjection`` or ``CLIPModel``), renamed by ``beit_mm.converters.vqkd.convert_hf_clip``.
+    """
+    from beit_mm.converters.io import load_state_dict_file
+    from beit_mm.converters.vqkd import convert_hf_clip
+    if osp.isdir(path):
+        cfg_path = osp.join(path, 'config.json')
+        if not osp.isfile(cfg_path):
+            raise FileNotFoundError(f'{path} is a folder without config.json; give a Hugging Face CLIP folder '
+                                    '(save_pretrained output) or OpenAI\'s ViT-B-16.pt file')
+        with open(cfg_path) as f:
+            cfg = json.load(f)
+        act = cfg.get('vision_config', cfg).get('hidden_act', 'quick_gelu')
+        if act != 'quick_gelu':
+            raise ValueError(f'{cfg_path}: hidden_act={act!r}; CLIPTeacher implements OpenAI CLIP (quick_gelu)')
+        if osp.isfile(osp.join(path, 'model.safetensors')):
+            from safetensors.torch import load_file
+            sd = load_file(osp.join(path, 'model.safetensors'))
+        elif osp.isfile(osp.join(path, 'pytorch_model.bin')):
+            sd = load_state_dict_file(osp.join(path, 'pytorch_model.bin'))
+        else:
+            raise FileNotFoundError(f'{path} has neither model.safetensors nor pytorch_model.bin')
+        return convert_hf_clip(sd)
+    if _is_torchscript(path):
+        return dict(torch.jit.load(path, map_location='cpu').state_dict())
+    return load_state_dict_file(path)
+
+
+@MODELS.register_module()
+class CLIPTeacher(FrozenTeacher):
+    """unilm's CLIP teacher (module docstring): (B, 3, H, W) RGB 0..255 -> (B, H/p * W/p, output_dim).
+
+    Args:
+        image_size, patch_size, width, layers, heads, output_dim: the vision tower (defaults: ViT-B/16, 512-d
+            projection, as ``clip.load("ViT-B/16")``).
+        checkpoint: OpenAI's file or a Hugging Face folder (:func:`load_clip_state_dict`); loaded strictly at
+            ``init_weights``. None keeps CLIP's random init (tests).
+    """
+
+    def __init__(self,
+                 image_size: int = 224,
+                 patch_size: int = 16,
+                 width: int = 768,
+                 layers: int = 12,
+                 heads: int = 12,
+                 output_dim: int = 512,
+                 checkpoint: str | None = None) -> None:
+        super().__init__(CLIP_MEAN, CLIP_STD)
+        self.checkpoint = checkpoint
+        self.out_dims = output_dim
+        self.patch_size = patch_size
+        self.visual = CLIPVisionTransformer(image_size, patch_size, width, layers, heads, output_dim)
+        self.freeze()
+
+    def init_weights(self) -> None:
+        if self.checkpoint is None:
+            return
+        sd = {k: v for k, v in load_clip_state_dict(self.checkpoint).items() if k.startswith('visual.')}
+        own = self.state_dict()
+        missing = sorted(set(own) - set(sd))
+        unexpected = sorted(set(sd) - set(own))
+        if missing or unexpected:
+            raise KeyError(f'{self.checkpoint}: {len(missing)} CLIP vision weights missing (first: {missing[:4]}), '
+                           f'{len(unexpected)} unexpected (first: {unexpected[:4]}); is it a CLIP ViT file?')
+        bad = [f'{k} {tuple(sd[k].shape)} vs {tuple(own[k].shape)}' for k in own if sd[k].shape != own[k].shape]
+        if bad:
+            width, layers = self.visual.ln_pre.normalized_shape[0], len(self.visual.transformer.resblocks)
+            raise ValueError(f'{self.checkpoint} is another CLIP architecture than CLIPTeacher(width={width}, '
+                             f'layers={layers}, output_dim={self.out_dims}, ...): {bad[:3]}; set the teacher\'s '
+                             'arguments to the file\'s')
+        self.load_state_dict({k: v.float() for k, v in sd.items()}, strict=True)
+        MMLogger.get_current_instance().info(f'CLIPTeacher: loaded {len(sd)} weights from {self.checkpoint}')
+        self._is_init = True
+
+    @torch.no_grad()
+    def forward(self, images: Tensor) -> Tensor:
+        with torch.autocast(images.device.type, enabled=False):
+            return self.visual(self.normalize(images))
+
+
+# ---------------------------------------------------------------------------------------------- any backbone
+@MODELS.register_module()
+class BackboneTeacher(FrozenTeacher):
+    """A beit_mm backbone as teacher: its last feature map (B, D, h, w) -> (B, h * w, D).
+
+    Args:
+        backbone: config of a beit_mm backbone (``BEiT``, ``CvT``) with its checkpoint in
+            ``init_cfg=dict(type='Pretrained', checkpoint=..., prefix=...)``; only ``forward``'s last map is used.
+        mean, std: RGB normalization as fractions of 255 (what the backbone was trained with; ImageNet for DINO).
+    """
+
+    def __init__(self, backbone: dict, mean: Sequence[float] = IMAGENET_MEAN,
+                 std: Sequence[float] = IMAGENET_STD) -> None:
+        super().__init__(mean, std)
+        self.backbone = MODELS.build(backbone)
+        self.freeze()
+
+    @torch.no_grad()
+    def forward(self, images: Tensor) -> Tensor:
+        with torch.autocast(images.device.type, enabled=False):
+            feats = self.backbone(self.normalize(images))[-1]
+        return feats.flatten(2).transpose(1, 2)
