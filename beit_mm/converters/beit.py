@@ -7,7 +7,11 @@ matching ``BEiT``:
 - a pretrained-only (MIM) file has a shared relative position bias: by default it is copied into every block
   (``blocks.i.attn.relative_position_bias_table``) as unilm's fine-tuning does, giving a ``BEiT(use_rel_pos_bias=True)``
   with ``final_norm=True`` (the file's ``norm``); ``expand_shared_rel_pos_bias=False`` keeps ``rel_pos_bias.*``;
-- ``mask_token`` and ``lm_head.*`` are dropped unless ``keep_mim_head=True``;
+- ``mask_token`` and ``lm_head.*`` are dropped unless ``keep_mim_head=True``; so is BEiT v2's cls-token pretraining
+  path (unilm ``cls_pt_layers.*``; mmpretrain's ``neck.patch_aggregation.*``), which only pretraining uses, so a v2
+  pretrained file converts like a v1 one (unilm ``beit2/run_class_finetuning.py`` ignores these keys too);
+- a whole mmpretrain MIM checkpoint (``backbone.*``, ``neck.*``, ``head.cls_head.*``, ``target_generator.*``) keeps
+  its backbone; v2's final norm, which mmpretrain keeps in ``BEiTV2Neck`` (``neck.norm``), becomes ``norm``;
 - ``img_size`` resamples relative position bias tables (unilm's geometric cubic method) and position embeddings.
 """
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .io import strip_prefix
 
 SOURCES = ('unilm', 'timm', 'hf', 'mmseg', 'mmpretrain')
 HEAD_PREFIXES = ('fc_norm.', 'head.')
-MIM_KEYS = ('mask_token', 'lm_head.')
+MIM_KEYS = ('mask_token', 'lm_head.', 'cls_pt_layers.')
 
 
 def _rename(state_dict: Mapping[str, Tensor], rules: list[tuple[str, str]]) -> dict[str, Tensor]:
@@ -81,7 +85,13 @@ def _from_hf(sd: Mapping[str, Tensor]) -> dict[str, Tensor]:
 def _from_openmmlab(sd: Mapping[str, Tensor], final_norm: str, pool_norm: str | None) -> dict[str, Tensor]:
     """mmseg/mmpretrain backbones: ``layers.i.ln1``, ``ffn.layers.0.0``, ``patch_embed.projection`` ..."""
     if any(k.startswith('backbone.') for k in sd):
-        sd = strip_prefix(sd, 'backbone.')
+        # mmpretrain MIM model: v1 BEiTV1Head / v2 BEiTV2Head ``head.cls_head`` is unilm's lm_head; v2's BEiTV2Neck
+        # holds the final norm and the cls-token pretraining blocks (mmpretrain beitv2_neck.py)
+        extra = {f'lm_head.{k[len("head.cls_head."):]}': v for k, v in sd.items() if k.startswith('head.cls_head.')}
+        extra.update({f'{final_norm}.{k[len("neck.norm."):]}': v for k, v in sd.items() if k.startswith('neck.norm.')})
+        extra.update({f'cls_pt_layers.{k[len("neck.patch_aggregation."):]}': v for k, v in sd.items()
+                      if k.startswith('neck.patch_aggregation.')})
+        sd = {**strip_prefix(sd, 'backbone.'), **extra}
     rules = [
         (r'^patch_embed\.projection\.', 'patch_embed.proj.'),
         (r'^layers\.(\d+)\.', r'blocks.\1.'),
@@ -171,7 +181,10 @@ KNOWN_KEY = re.compile(r'^(cls_token|mask_token|pos_embed|patch_embed\.proj\.(we
                        r'rel_pos_bias\.relative_position_bias_table|lm_head\.(weight|bias)|fc_norm\.(weight|bias)|'
                        r'head\.(weight|bias)|blocks\.\d+\.(norm1|norm2|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)|'
                        r'blocks\.\d+\.attn\.(qkv\.weight|q_bias|v_bias|relative_position_bias_table)|'
-                       r'blocks\.\d+\.gamma_[12])$')
+                       r'blocks\.\d+\.gamma_[12]|'
+                       r'cls_pt_layers\.\d+\.(norm1|norm2|attn\.proj|mlp\.fc1|mlp\.fc2)\.(weight|bias)|'
+                       r'cls_pt_layers\.\d+\.attn\.(qkv\.weight|q_bias|v_bias|relative_position_bias_table)|'
+                       r'cls_pt_layers\.\d+\.gamma_[12])$')
 
 
 def check_beit_keys(state_dict: Mapping[str, Tensor], source: str) -> None:

@@ -1,6 +1,6 @@
 """End-to-end train/inference steps of beit_mm next to its peers, in one process, alternating, same dtype and batch.
 
-    python tools/analysis/benchmark.py [--parts mim finetune seg512 seg640 slide640] [--amp] [--device cuda]
+    python tools/analysis/benchmark.py [--parts mim mim2 finetune seg512 seg640 slide640] [--amp] [--device cuda]
                                        [--batch-size N] [--iters 3] [--rounds 3] [--profile 15] [--out table.md]
     python tools/analysis/benchmark.py --parts backbone --model cvt       # backbone-only train step, CvT-13 vs HF
 
@@ -9,6 +9,11 @@ Parts (random weights; every model is built from its repository's own config, pr
 - ``mim``: BEiT-B/16 masked image modeling step at 224 with the real-size DALL-E tokenizer on the 112 view,
   ``configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
   ``beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``.
+- ``mim2``: BEiT v2 masked image modeling step (BEiT-B/16 at 224, cls-token pretraining, VQ-KD tokenizer on the 224
+  view), ``configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
+  ``beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``. Where ``beit_mm.VQKD`` is not registered, beit_mm's
+  model runs with mmpretrain's ``VQKD`` of that config (same size: ViT-B/16 encoder + 8192 x 32 codebook, frozen, in
+  eval mode) as its target generator, so the tokenizer costs the same on both sides; the row's title says which.
 - ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_mim-pre_8xb128-coslr-
   100e_in1k.py`` vs mmpretrain's ``beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py`` (hard labels).
 - ``seg512`` / ``seg640``: BEiT-B UPerNet train step at 512 / 640, ``configs/beit/beit-base_upernet_8xb2-160k_ade20k-
@@ -258,6 +263,71 @@ def mim_part(args) -> Part:
                  'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')}, make_inputs, step)
 
 
+class PeerVQKDTargets(nn.Module):
+    """mmpretrain's ``VQKD`` behind beit_mm's target-generator interface (``get_targets(inputs)``: ids of the 0..255
+    tokenizer view; mmpretrain feeds it (x - 127.5) / 127.5, ``TwoNormDataPreprocessor(second_mean=127.5,
+    second_std=127.5)``), frozen and in eval mode like beit_mm's tokenizers. Benchmark use only."""
+
+    def __init__(self, vqkd: nn.Module) -> None:
+        super().__init__()
+        self.vqkd = vqkd.requires_grad_(False).eval()
+        self.vocab_size = vqkd.quantize.num_tokens
+
+    def train(self, mode: bool = True) -> 'PeerVQKDTargets':
+        return super().train(False)
+
+    @torch.no_grad()
+    def get_targets(self, inputs: dict) -> torch.Tensor:
+        return self.vqkd((inputs['target_images'] - 127.5) / 127.5)
+
+
+def mim2_part(args) -> Part:
+    import numpy as np
+    from mmpretrain.structures import DataSample
+
+    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.registry import MODELS as BEIT_MM_MODELS
+
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        g = torch.Generator().manual_seed(0)
+        masks = BlockwiseMaskGenerator(14, 75)
+        rng = np.random.default_rng(0)
+        mask = torch.from_numpy(np.stack([masks(rng) for _ in range(batch)])).to(device)
+        raw = torch.randint(0, 256, (batch, 3, 224, 224), generator=g).float().to(device)
+        return dict(images=torch.randn(batch, 3, 224, 224, generator=g).to(device), target_images=raw,
+                    peer_target_images=(raw - 127.5) / 127.5, mask=mask,
+                    samples=[DataSample().set_mask(m) for m in mask])
+
+    def step(model, ours, x):
+        if ours:
+            losses = model.loss(dict(images=x['images'], target_images=x['target_images'], mask=x['mask']))
+            return losses['loss'] + losses['loss_cls_pt']
+        losses = model.loss([x['images'], x['peer_target_images']], x['samples'])
+        return losses['loss_1'] + losses['loss_2']
+
+    ours_cfg = osp.join(ROOT, 'configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py')
+    peer_cfg = peer_config('mmpretrain', 'beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
+    has_vqkd = BEIT_MM_MODELS.get('VQKD') is not None
+
+    def build_ours() -> nn.Module:
+        if has_vqkd:
+            return build_from_config(ours_cfg, 'mmpretrain')
+
+        def stand_in(m: dict) -> None:  # replaced below; only lets BEiTPretrain check the 8192-id vocabulary
+            m['target_generator'] = dict(type='beit_mm.DALLEEncoder', group_count=5, n_hid=8, n_blk_per_group=1,
+                                         vocab_size=m['head']['vocab_size'], channels_last=False)
+
+        model = build_from_config(ours_cfg, 'mmpretrain', stand_in)
+        peer = build_from_config(peer_cfg, 'mmpretrain')
+        model.target_generator = PeerVQKDTargets(peer.target_generator)
+        return model
+
+    tokenizer = 'beit_mm.VQKD' if has_vqkd else "mmpretrain's VQKD in both"
+    return Part(f'(e) BEiT v2 MIM step, BEiT-B 224 + VQ-KD-size tokenizer ({tokenizer})',
+                {'beit_mm': build_ours, 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')},
+                make_inputs, step)
+
+
 def finetune_part(args) -> Part:
     from mmpretrain.structures import DataSample
 
@@ -380,10 +450,10 @@ def make_part(name: str, args) -> Part:
     match = re.fullmatch(r'(seg|slide)(\d+)', name)
     if match and int(match[2]) % 16 == 0:
         return (seg_part if match[1] == 'seg' else slide_part)(int(match[2]))
-    if name in ('mim', 'finetune', 'backbone'):
-        return {'mim': mim_part, 'finetune': finetune_part,
+    if name in ('mim', 'mim2', 'finetune', 'backbone'):
+        return {'mim': mim_part, 'mim2': mim2_part, 'finetune': finetune_part,
                 'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
-    raise SystemExit(f'unknown part {name!r}: use mim, finetune, seg<SIZE>, slide<SIZE> (SIZE divisible by 16) or '
+    raise SystemExit(f'unknown part {name!r}: use mim, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE divisible by 16) or '
                      'backbone')
 
 
@@ -529,8 +599,8 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--parts', nargs='+', default=['mim', 'finetune', 'seg512', 'seg640', 'slide640'],
-                        help='mim, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), backbone')
+    parser.add_argument('--parts', nargs='+', default=['mim', 'mim2', 'finetune', 'seg512', 'seg640', 'slide640'],
+                        help='mim, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), backbone')
     parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
     parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
     parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")

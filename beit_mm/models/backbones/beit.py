@@ -1,8 +1,15 @@
 """BEiT backbone (Bao et al., "BEiT: BERT Pre-Training of Image Transformers"; unilm ``beit/modeling_finetune.py``).
 
 Parameter names equal the official checkpoints' (``cls_token``, ``patch_embed.proj``, ``blocks.i.attn.qkv``,
-``q_bias``, ``v_bias``, ``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``norm``), so official and
-timm files load after near-identity conversion (``beit_mm.converters.beit``).
+``q_bias``, ``v_bias``, ``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``norm``,
+``cls_pt_layers.*``), so official and timm files load after near-identity conversion (``beit_mm.converters.beit``).
+
+BEiT v2's cls-token pretraining (Peng et al. 2022; unilm ``beit2/modeling_pretrain.py``,
+``VisionTransformerForMaskedImageModelingCLS``) is the ``cls_pretrain`` switch: ``head_layers`` extra blocks
+``cls_pt_layers`` read the last block's cls token next to the patch tokens of block ``early_layers`` and, through the
+same final ``norm``, give :meth:`BEiT.forward_masked` a second set of patch tokens for the (shared) MIM head. The
+extra blocks live here, not in a head, because they share the backbone's relative position bias and final norm, as in
+unilm's file, whose names (``cls_pt_layers.i.*``) they keep.
 """
 from __future__ import annotations
 
@@ -47,6 +54,20 @@ class PatchEmbed(nn.Module):
         return self.proj(x)
 
 
+def _check_cls_pretrain(cfg: dict, num_layers: int, with_mask_token: bool, final_norm: bool) -> tuple[int, int]:
+    """(early_layers, head_layers) of a ``cls_pretrain`` dict, or a ValueError naming the fix."""
+    if set(cfg) != {'early_layers', 'head_layers'}:
+        raise ValueError(f'cls_pretrain={cfg} needs exactly the keys early_layers and head_layers, e.g. '
+                         'dict(early_layers=9, head_layers=2) for BEiT-B (unilm beit2 PRETRAINING.md)')
+    early, head_layers = int(cfg['early_layers']), int(cfg['head_layers'])
+    if not 1 <= early <= num_layers or head_layers < 1:
+        raise ValueError(f'cls_pretrain={cfg}: early_layers must be in [1, {num_layers}] and head_layers >= 1')
+    if not (with_mask_token and final_norm):
+        raise ValueError('cls_pretrain is BEiT v2 masked image modeling: build the BEiT with with_mask_token=True '
+                         'and final_norm=True')
+    return early, head_layers
+
+
 @MODELS.register_module()
 class BEiT(BaseModule):
     """BEiT vision transformer returning multi-level feature maps.
@@ -67,6 +88,11 @@ class BEiT(BaseModule):
         final_norm: apply the final LayerNorm ``norm`` to the last block's output.
         with_mask_token: learn ``mask_token`` for masked image modeling (``forward(x, mask)``).
         with_cp: gradient checkpointing of every block (saves memory, costs a second forward).
+        cls_pretrain: BEiT v2 cls-token pretraining, ``dict(early_layers=9, head_layers=2)`` (large: 21, 2; unilm
+            PRETRAINING.md ``--early_layers``/``--head_layers``), or None. Adds ``cls_pt_layers``, ``head_layers``
+            blocks with the drop-path rates and init rescaling of positions ``early_layers .. early_layers +
+            head_layers - 1`` of the main stack; needs ``with_mask_token`` and ``final_norm``. Only
+            :meth:`forward_masked` uses them; fine-tuning drops them (``tools/convert_checkpoint.py``).
         attn_impl: attention kernel: ``'auto'`` (the measured-fastest for the device, dtype and mode; table in
             ``beit_mm/models/layers/attention.py``), ``'sdpa'`` or ``'eager'``; all compute the same function.
         init_mode: the random initialization without a checkpoint, after unilm's two model files:
@@ -100,6 +126,7 @@ class BEiT(BaseModule):
                  final_norm: bool = False,
                  with_mask_token: bool = False,
                  with_cp: bool = False,
+                 cls_pretrain: dict | None = None,
                  attn_impl: str = 'auto',
                  init_mode: str = 'finetune',
                  init_cfg: dict | None = None) -> None:
@@ -144,6 +171,18 @@ class BEiT(BaseModule):
         self.final_norm = final_norm
         self.norm = nn.LayerNorm(embed_dims, eps=1e-6) if final_norm else None
         self.with_cp = with_cp
+        self.cls_pt_early_layers, self.cls_pt_layers = None, None
+        if cls_pretrain is not None:
+            early, head_layers = _check_cls_pretrain(cls_pretrain, num_layers, with_mask_token, final_norm)
+            # unilm: drop-path rates of a linspace over max(depth, early + head) blocks, taken at early .. early+head-1
+            dpr = torch.linspace(0, drop_path_rate, max(num_layers, early + head_layers)).tolist()
+            self.cls_pt_early_layers = early
+            self.cls_pt_layers = nn.ModuleList([
+                BEiTBlock(embed_dims, self.num_heads, arch['mlp_ratio'],
+                          grid=self.grid if use_rel_pos_bias else None,
+                          layer_scale_init_value=layer_scale_init_value, drop_path=dpr[i], attn_drop=attn_drop_rate,
+                          drop=drop_rate, attn_impl=attn_impl) for i in range(early, early + head_layers)
+            ])
 
     # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
@@ -158,11 +197,16 @@ class BEiT(BaseModule):
         super().init_weights()
         pretrain = self.init_mode == 'pretrain'
         trunc_normal = trunc_normal_within_std_ if pretrain else trunc_normal_timm_
+        # unilm builds cls_pt_layers after its _init_weights pass: they keep PyTorch's default Linear init
+        # (modeling_pretrain.py VisionTransformerForMaskedImageModelingCLS.__init__), only rescaled below
+        cls_pt_modules = set(self.cls_pt_layers.modules()) if self.cls_pt_layers is not None else set()
         with torch.no_grad():
             for p in (self.cls_token, self.mask_token, self.pos_embed):
                 if p is not None:
                     trunc_normal(p)
             for m in self.modules():
+                if m in cls_pt_modules:
+                    continue
                 if isinstance(m, nn.Linear) or (pretrain and isinstance(m, nn.Conv2d)):
                     trunc_normal(m.weight)
                     if m.bias is not None:
@@ -173,6 +217,13 @@ class BEiT(BaseModule):
             for layer_id, blk in enumerate(self.blocks, start=1):  # unilm fix_init_weight
                 blk.attn.proj.weight.div_(math.sqrt(2.0 * layer_id))
                 blk.mlp.fc2.weight.div_(math.sqrt(2.0 * layer_id))
+            if self.cls_pt_layers is not None:  # unilm fix_init_cls_pt_weight: ids continue after early_layers
+                for layer_id, blk in enumerate(self.cls_pt_layers, start=self.cls_pt_early_layers + 1):
+                    for m in blk.modules():
+                        if isinstance(m, nn.Linear):
+                            m.reset_parameters()
+                    blk.attn.proj.weight.div_(math.sqrt(2.0 * layer_id))
+                    blk.mlp.fc2.weight.div_(math.sqrt(2.0 * layer_id))
 
     # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
@@ -201,22 +252,24 @@ class BEiT(BaseModule):
         shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
         outs = []
         for i, blk in enumerate(self.blocks):
-            if self.with_cp and x.requires_grad:
-                x = cp.checkpoint(blk, x, grid, shared_table, use_reentrant=False)
-            else:
-                x = blk(x, grid, shared_table)
+            x = self._run_block(blk, x, grid, shared_table)
             if i == self.num_layers - 1 and self.norm is not None:
                 x = self.norm(x)
             if i in self.out_indices:
                 outs.append(x)
         return outs, grid
 
+    def _run_block(self, blk: BEiTBlock, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor:
+        if self.with_cp and x.requires_grad:
+            return cp.checkpoint(blk, x, grid, shared_table, use_reentrant=False)
+        return blk(x, grid, shared_table)
+
     @property
     def masked_token_dims(self) -> int:
         """Width of :meth:`forward_masked`'s tokens."""
         return self.embed_dims
 
-    def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor:
+    def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         """The masked-image-modeling interface (``beit_mm.BEiTPretrain``): final-normed patch tokens.
 
         Args:
@@ -224,9 +277,23 @@ class BEiT(BaseModule):
             mask: (B, H/p, W/p) bool, True = masked: those patch embeddings are replaced by ``mask_token``.
         Returns:
             (B, H/p * W/p, C), row-major like the mask; the cls token takes part in attention but is not returned.
+            With ``cls_pretrain`` (BEiT v2), a pair: those tokens and the ``cls_pt_layers`` tokens (B, H/p * W/p, C),
+            i.e. ``norm(cls_pt_layers([cls token of the last block, patch tokens of block early_layers]))`` without
+            the cls token (unilm ``VisionTransformerForMaskedImageModelingCLS.forward_features``).
         """
         self.check_forward_masked()
-        return self.forward_tokens(x, mask)[0][-1][:, 1:]
+        if self.cls_pt_layers is None:
+            return self.forward_tokens(x, mask)[0][-1][:, 1:]
+        x, grid = self.embed(x, mask)
+        shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
+        for i, blk in enumerate(self.blocks):
+            x = self._run_block(blk, x, grid, shared_table)
+            if i + 1 == self.cls_pt_early_layers:
+                early_patches = x[:, 1:]
+        x_cls_pt = torch.cat([x[:, :1], early_patches], dim=1)
+        for blk in self.cls_pt_layers:
+            x_cls_pt = self._run_block(blk, x_cls_pt, grid, shared_table)
+        return self.norm(x)[:, 1:], self.norm(x_cls_pt)[:, 1:]
 
     def check_forward_masked(self) -> None:
         """Raise unless this BEiT was built for :meth:`forward_masked` (mask token, final norm, last block out)."""
@@ -249,7 +316,8 @@ class BEiT(BaseModule):
         """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
 
         Embeddings (cls/mask tokens, position embedding, patch embedding) -> 0; block i -> i + 1; everything else
-        (the shared relative position bias, as in unilm; final norm; parameters outside the backbone) -> num_layers + 1.
+        (the shared relative position bias, as in unilm; final norm; BEiT v2's ``cls_pt_layers``, which exist only in
+        pretraining; parameters outside the backbone) -> num_layers + 1.
         lr scale = decay ** (num_layers + 1 - id).
         """
         num_ids = self.num_layers + 2

@@ -5,6 +5,11 @@ patch tokens at masked positions -> ``lm_head`` Linear(C, vocab_size) -> cross-e
 averaged over all masked positions of the batch; ``mlm_acc`` = fraction of masked positions whose argmax is right.
 The parameter is named ``lm_head`` as in unilm, so ``lm_head.weight`` / ``lm_head.bias`` of a pretrained-only unilm
 checkpoint (``tools/convert_checkpoint.py --keep-mim-head``) load into this head unchanged.
+
+BEiT v2 (unilm ``beit2/engine_for_pretraining.py`` lines 60-66, ``shared_lm_head=True``): the backbone's
+``forward_masked`` gives a second token set (the cls-token pretraining path, ``BEiT(cls_pretrain=...)``); the same
+``lm_head`` classifies both and the loss is the sum of the two cross-entropies (``loss`` + ``loss_cls_pt``, which
+MMEngine adds up as unilm's ``loss_1 + loss_2``).
 """
 from __future__ import annotations
 
@@ -78,18 +83,25 @@ class BEiTMIMHead(BaseModule):
         """Vocabulary logits of tokens: (..., C) -> (..., vocab_size)."""
         return self.lm_head(tokens)
 
-    def loss(self, patch_tokens: Tensor, target: Tensor, mask: Tensor) -> dict[str, Tensor]:
+    def loss(self, patch_tokens: Tensor | tuple[Tensor, Tensor], target: Tensor, mask: Tensor) -> dict[str, Tensor]:
         """Cross-entropy and accuracy at masked positions only.
 
         Args:
-            patch_tokens: (B, N, C) final-normed patch tokens (cls token removed), N = h * w.
+            patch_tokens: (B, N, C) final-normed patch tokens (cls token removed), N = h * w; or BEiT v2's pair of
+                such tensors (backbone tokens, cls-pretraining tokens).
             target: (B, N) int64 visual token ids of the tokenizer view.
             mask: (B, N) or (B, h, w) bool, True = masked; only these positions are classified.
         Returns:
             ``loss``: mean cross-entropy over the M masked positions of the batch; ``mim_acc``: fraction of them
             whose argmax equals the target; ``mim_acc_baseline``: the trivial baseline of ``mim_acc``, the fraction
-            of them holding the batch's most frequent target token (detached).
+            of them holding the batch's most frequent target token (detached). For a pair, also ``loss_cls_pt`` and
+            ``mim_acc_cls_pt`` of the second set.
         """
+        if isinstance(patch_tokens, (tuple, list)):
+            tokens, cls_pt_tokens = patch_tokens
+            out = self.loss(tokens, target, mask)
+            cls_pt = self.loss(cls_pt_tokens, target, mask)
+            return dict(out, loss_cls_pt=cls_pt['loss'], mim_acc_cls_pt=cls_pt['mim_acc'])
         b, n, _ = patch_tokens.shape
         mask = mask.reshape(b, -1)
         if mask.shape[1] != n or target.shape != (b, n):

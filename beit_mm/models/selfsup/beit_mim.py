@@ -3,6 +3,7 @@ backbone, target and masking, composed of registered parts:
 
     images  = images * ~upsample_mask(mask, (H, W))             only with zero_masked_pixels (the default)
     tokens  = backbone.forward_masked(images, mask)             (B, N, C) final-normed tokens on the patch grid
+                                                                (BEiT v2: a pair, + the cls-pretraining tokens)
     target  = no_grad(target_generator.get_targets(inputs))     from the unmasked views
     losses  = head.loss(tokens, target, mask)                   at masked positions only
 
@@ -11,13 +12,16 @@ The three interfaces:
 - backbone ``forward_masked(images (B, 3, H, W), mask (B, h, w)) -> (B, h * w, C)``, ``masked_token_dims`` and
   ``check_forward_masked()``:
   ``beit_mm.BEiT`` (``with_mask_token=True``, ``final_norm=True``, ``out_indices=(-1,)``; masked patch embeddings ->
-  ``mask_token``) and ``beit_mm.CvT`` (``with_mask_token=True``, ``out_indices=(2,)``; mask token at the stage-0
+  ``mask_token``; with ``cls_pretrain=dict(early_layers, head_layers)`` BEiT v2's cls-token pretraining, returning
+  two token sets) and ``beit_mm.CvT`` (``with_mask_token=True``, ``out_indices=(2,)``; mask token at the stage-0
   embedding, tokens of the stride-16 stage-2 map; ``docs/cvt_mim.md``).
 - target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder`` (visual token ids of the
-  tokenizer view, the paper's default) or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone
+  tokenizer view, the paper's default), ``beit_mm.VQKD`` (BEiT v2's semantic tokens of the 224 px tokenizer view,
+  ``MIMDataPreprocessor(target_pixels='raw')``) or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone
   view, the paper's pixel-regression baseline).
 - head ``loss(tokens, target, mask) -> dict`` and ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
-  (cross-entropy over the vocabulary, ``mim_acc``) or ``beit_mm.PixelRegressionHead`` (L2).
+  (cross-entropy over the vocabulary, ``mim_acc``; for BEiT v2's pair the shared ``lm_head`` on both, ``loss`` +
+  ``loss_cls_pt``) or ``beit_mm.PixelRegressionHead`` (L2).
 
 The masking is chosen in the data pipeline: ``beit_mm.BEiTMaskGenerator`` (blockwise, the default) or
 ``beit_mm.RandomMaskGenerator`` (uniformly random patches at the same count).
@@ -73,6 +77,9 @@ class BEiTPretrain(BaseModel):
             raise ValueError(f'{type(self.backbone).__name__} has no forward_masked(images, mask); use beit_mm.BEiT '
                              'or beit_mm.CvT with with_mask_token=True')
         self.backbone.check_forward_masked()
+        if getattr(self.backbone, 'cls_pt_layers', None) is not None and not hasattr(self.head, 'lm_head'):
+            raise ValueError(f'BEiT v2 cls-token pretraining (backbone cls_pretrain) classifies both token sets with '
+                             f'one shared lm_head; {type(self.head).__name__} has none: use beit_mm.BEiTMIMHead')
         self.head.check_fits(self.backbone.masked_token_dims, self.target_generator)
 
     def forward(self, inputs: dict[str, Tensor], data_samples: list | None = None, mode: str = 'loss'):
@@ -84,8 +91,9 @@ class BEiTPretrain(BaseModel):
         raise ValueError(f'BEiTPretrain supports mode "loss" or "tensor", got {mode!r}: a MIM model makes no '
                          'predictions to evaluate; fine-tune the backbone instead')
 
-    def extract_feat(self, images: Tensor, mask: Tensor) -> Tensor:
-        """Masked forward: (B, 3, H, W) normalized images, (B, h, w) bool mask (True = masked) -> (B, h * w, C)."""
+    def extract_feat(self, images: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        """Masked forward: (B, 3, H, W) normalized images, (B, h, w) bool mask (True = masked) -> (B, h * w, C)
+        (BEiT v2: a pair of them, see ``BEiT.forward_masked``)."""
         if self.zero_masked_pixels:
             images = images * ~upsample_mask(mask, images.shape[2:]).unsqueeze(1)
         return self.backbone.forward_masked(images, mask)
@@ -98,7 +106,8 @@ class BEiTPretrain(BaseModel):
                 in its pixel space; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
             data_samples: unused (the preprocessor already took the masks out of them).
         Returns:
-            the head's ``loss`` and metrics (``mim_acc`` and its baseline for token targets).
+            the head's ``loss`` and metrics (``mim_acc`` and its baseline for token targets; BEiT v2 adds
+            ``loss_cls_pt`` and ``mim_acc_cls_pt``).
         """
         mask = inputs['mask']
         with torch.no_grad():

@@ -11,9 +11,11 @@ Output (``BEiTPretrain.forward(inputs, data_samples)``)::
 
     inputs['images']          (B, 3, H, W) float32, (x - mean) / std after BGR -> RGB (BEiT: mean = std = 127.5,
                               i.e. [-1, 1])
-    inputs['target_images']   (B, 3, h, w) float32 in the tokenizer's pixel space: map_pixels(x / 255) in
-                              [0.1, 0.9] (DALL-E's logit-Laplace eps; mmpretrain writes the same map as
-                              second_mean=-31.875, second_std=318.75)
+    inputs['target_images']   (B, 3, h, w) float32 RGB in the tokenizer's pixel space, ``target_pixels``:
+                              'dalle': map_pixels(x / 255) in [0.1, 0.9] (DALL-E's logit-Laplace eps; mmpretrain
+                              writes the same map as second_mean=-31.875, second_std=318.75);
+                              'raw': x in [0, 255] (BEiT v2's VQ-KD, which maps x / 127.5 - 1 itself; unilm
+                              beit2/datasets.py hands it ToTensor()'s [0, 1] and modeling_vqkd.py rescales)
     inputs['mask']            (B, H/p, W/p) bool, True = masked
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
 MAX_PIXEL_VALUE = 255.0
+# how the tokenizer view is handed to the target generator (see the module docstring)
+TARGET_PIXELS = ('dalle', 'raw')
 
 
 def _stack(tensors: Sequence[Tensor], what: str) -> Tensor:
@@ -48,6 +52,8 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         mean: per-channel mean of the backbone view (RGB order), in 0-255 pixels.
         std: per-channel std of the backbone view.
         to_rgb: flip BGR (``LoadImageFromFile``) to RGB for both views.
+        target_pixels: pixel space of ``target_images``: ``'dalle'`` (BEiT v1's DALL-E dVAE: map_pixels(x / 255))
+            or ``'raw'`` (BEiT v2's VQ-KD: float 0..255).
         non_blocking: non-blocking host-to-device copies.
     """
 
@@ -55,10 +61,15 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
                  mean: Sequence[float],
                  std: Sequence[float],
                  to_rgb: bool = True,
+                 target_pixels: str = 'dalle',
                  non_blocking: bool = False) -> None:
         super().__init__(non_blocking=non_blocking)
         if len(mean) != 3 or len(std) != 3:
             raise ValueError(f'mean and std need 3 values (RGB), got mean={mean}, std={std}')
+        if target_pixels not in TARGET_PIXELS:
+            raise ValueError(f"target_pixels={target_pixels!r}; use 'dalle' (DALL-E dVAE tokenizer, BEiT v1) or "
+                             "'raw' (VQ-KD tokenizer, BEiT v2)")
+        self.target_pixels = target_pixels
         if any(s <= 0 for s in std):
             raise ValueError(f'std={std} must be positive')
         self.register_buffer('mean', torch.tensor(mean, dtype=torch.float32).view(1, 3, 1, 1), persistent=False)
@@ -86,5 +97,7 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         if self.to_rgb:
             views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)
         images = (views.float() - self.mean) / self.std
-        target_images = map_pixels(tokenizer_views.float() / MAX_PIXEL_VALUE)
+        target_images = tokenizer_views.float()
+        if self.target_pixels == 'dalle':
+            target_images = map_pixels(target_images / MAX_PIXEL_VALUE)
         return dict(inputs=dict(images=images, target_images=target_images, mask=mask), data_samples=samples)

@@ -1,0 +1,26 @@
+# ImageNet-1k without labels for BEiT v2 masked image modeling (unilm beit2/datasets.py DataAugmentationForBEiT with
+# the PRETRAINING.md flags): ColorJitter 0.4 and h-flip on the whole image, then ONE random resized crop
+# (--min_crop_scale 0.2) resized to 224 bicubic for the backbone and to 224 bicubic (--second_input_size 224
+# --second_interpolation bicubic) for the VQ-KD tokenizer, which reads the 0..255 view itself
+# (MIMDataPreprocessor target_pixels='raw'); blockwise mask of 75 of the 14x14 patches (--num_mask_patches 75,
+# --min_mask_patches_per_block 16, masking_generator.py min_aspect 0.3).
+# Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
+data_root = 'data/imagenet/'
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='beit_mm.TwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
+         interpolation='bicubic', tokenizer_interpolation='bicubic', backend='pillow'),
+    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
+         max_num_patches=None, min_aspect=0.3),
+    dict(type='PackInputs'),
+]
+train_dataloader = dict(
+    batch_size=256,
+    num_workers=8,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=True),
+    collate_fn=dict(type='default_collate'),
+    dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
+                 pipeline=train_pipeline))
