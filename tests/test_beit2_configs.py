@@ -1,9 +1,9 @@
 """Every full-size BEiT v2 config (configs/beit2/) builds and trains 2 iterations through tools/train.py on tiny data,
 with only sizes (and, for pretraining, the tokenizer) overridden:
 
-- pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); ``beit_mm.VQKD`` comes with the tokenizer branch, so a
-  random frozen ``beit_mm.DALLEEncoder`` with the same 8192 ids on the patch grid stands in for it; the log shows both
-  losses and the checkpoint holds ``backbone.cls_pt_layers``;
+- pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); the config's ``beit_mm.VQKD`` shrunk to one narrow block
+  with random weights (still 8192 codes, ids on the 4x4 patch grid of the raw 0..255 view); the log shows both losses
+  and the checkpoint holds ``backbone.cls_pt_layers``;
 - ImageNet fine-tuning loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing keys);
 - ADE20K configs load a random checkpoint in unilm's BEiT v2 pretrained layout (``cls_pt_layers``, ``lm_head``,
   ``mask_token``, shared table) converted by ``tools/convert_checkpoint.py --model beit --source unilm``.
@@ -69,11 +69,13 @@ def data(tmp_path_factory):
 
 
 def shrink_pretraining(cfg: Config, data_root: str, work_dir: str) -> Config:
-    """64 px views, a 4x4 mask of 6 patches, 1 epoch of 4 images in batches of 2, the stand-in tokenizer."""
+    """64 px views, a 4x4 mask of 6 patches, 1 epoch of 4 images in batches of 2, a tiny random-weight VQ-KD tokenizer."""
     cfg.work_dir = work_dir
     cfg.model.backbone.img_size = SIZE
-    cfg.model.target_generator = dict(type='beit_mm.DALLEEncoder', group_count=5, n_hid=8, n_blk_per_group=1,
-                                      vocab_size=cfg.model.head.vocab_size, channels_last=False)
+    tiny = dict(embed_dims=32, num_layers=1, num_heads=2, mlp_ratio=2.0)
+    cfg.model.target_generator = dict(type='beit_mm.VQKD', with_decoder=False,
+                                      arch=dict(encoder=tiny, decoder=tiny, img_size=SIZE, patch_size=16,
+                                                num_codes=cfg.model.head.vocab_size, code_dims=8, out_dims=16))
     dl = cfg.train_dataloader
     dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
     dl.dataset.update(data_root=data_root, data_prefix='images/training')

@@ -267,10 +267,10 @@ def assert_same_groups(ours: dict, ref: dict) -> None:
 
 
 def stand_in_tokenizer(cfg: Config) -> None:
-    """beit_mm.VQKD comes with the tokenizer branch; a frozen DALL-E encoder with the same 8192 ids on the 14x14 grid
-    of the 224 view (5 groups: /16) stands in, so the whole model builds (the tokenizer is frozen: no parameter group)."""
-    cfg.model.target_generator = dict(type='beit_mm.DALLEEncoder', group_count=5, n_hid=8, n_blk_per_group=1,
-                                      vocab_size=cfg.model.head.vocab_size, channels_last=False)
+    """The config's own ``beit_mm.VQKD`` (default arch: 8192 codes, ids on the 14x14 grid of the 224 view), built with
+    random weights instead of the converted file it names (the tokenizer is frozen: it adds no parameter group)."""
+    assert cfg.model.target_generator.type == 'beit_mm.VQKD', cfg.model.target_generator
+    cfg.model.target_generator.init_cfg = None
 
 
 def build(cfg: Config) -> nn.Module:

@@ -15,12 +15,12 @@
 # cls-pretraining tokens, both through the shared lm_head, at the masked positions).
 # The tokenizer is unilm's VQ-KD vqkd_encoder_base_decoder_3x768x12_clip-d5036aa7.pth, converted with
 #   python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip-d5036aa7.pth \
-#       checkpoints/vqkd_encoder_base_decoder_3x768x12_clip.pth
+#       checkpoints/vqkd_base_decoder_3x_clip.pth
 # Train:  bash tools/dist_train.sh configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py 8
 # The checkpoints keep the backbone under `backbone.` (with the cls-pretraining blocks `backbone.cls_pt_layers.*`,
 # which fine-tuning does not use).
 _base_ = ['../_base_/datasets/imagenet_mim_beitv2.py']
-tokenizer_checkpoint = 'checkpoints/vqkd_encoder_base_decoder_3x768x12_clip.pth'
+tokenizer_checkpoint = 'checkpoints/vqkd_base_decoder_3x_clip.pth'
 
 custom_imports = dict(imports=['beit_mm'], allow_failed_imports=False)
 default_scope = 'mmpretrain'
