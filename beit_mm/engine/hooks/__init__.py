@@ -4,3 +4,4 @@ from .dataset_check import SegDatasetCheckHook  # noqa: F401
 from .dvae_schedule import DVAEScheduleHook, cosine_anneal  # noqa: F401
 from .loss_guard import NonFiniteLossError, NonFiniteLossHook  # noqa: F401
 from .tokenizer_eval import TokenizerEvalHook  # noqa: F401
+from .dense_probe import DenseProbeHook  # noqa: F401
