@@ -3,13 +3,14 @@
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
         tokens-blockwise pixels-blockwise tokens-random] [--heads linear upernet] [--dvae-iters 1000]
-        [--mim-iters 3000] [--ft-iters 1200] [--img-suffix .jpg] [--seg-map-suffix .png] [--work-dir work_dirs/mim_study]
+        [--mim-iters 3000] [--ft-iters 1200] [--img-suffix .jpg] [--seg-map-suffix .png]
+        [--work-dir work_dirs/mim_study]
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K, read through mmseg's
 ``ADE20KDataset`` with its suffixes (``--img-suffix``/``--seg-map-suffix``, default .jpg/.png; file names are free),
-and any folder of unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N`` keeps the first N
-labeled training images in file-name order, for fine-tuning, the probe and the majority baseline alike, so the same
-labeled root gives the scarcer-label settings):
+and any folder of unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N``
+keeps the first N labeled training images in file-name order, for fine-tuning, the probe and the majority baseline
+alike, so the same labeled root gives the scarcer-label settings):
 
 1. tokenizer: a dVAE trained on the unlabeled pool, its encoder exported (``convert_checkpoint.py --source dvae``);
    held-out codebook usage, perplexity and PSNR on the labeled set's validation images (never trained on).

@@ -64,7 +64,8 @@ class DenseProbeHook(Hook):
                  num_train: int | None = 128, num_val: int | None = 64, layers: Sequence[int] | None = None,
                  img_suffix: str = '.jpg', seg_map_suffix: str = '.png', patience: int = 3, min_gain: float = 1.0,
                  max_falls: int = 3, knn_k: int = KNN_K, knn_temperature: float = KNN_TEMPERATURE,
-                 probe_steps: int = PROBE_STEPS, probe_weight_decay: float = PROBE_WEIGHT_DECAY, batch_size: int = 64) -> None:
+                 probe_steps: int = PROBE_STEPS, probe_weight_decay: float = PROBE_WEIGHT_DECAY,
+                 batch_size: int = 64) -> None:
         if interval < 1 or patience < 1 or max_falls < 1:
             raise ValueError(f'interval ({interval}), patience ({patience}) and max_falls ({max_falls}) must be >= 1')
         self.data_root, self.num_classes, self.img_size = data_root, num_classes, img_size
@@ -141,7 +142,8 @@ class DenseProbeHook(Hook):
                 out.append(
                     f'dense probe: after {len(curve)} checks ({self.history[-1]["iter"]} iterations) the frozen '
                     f'features are no better for segmentation than at iteration 0: probe mIoU {curve[-1]:.2f} now, '
-                    f'best {max(curve):.2f}, {init:.2f} at init (majority class {self.history[-1]["majority_mIoU"]:.2f}). '
+                    f'best {max(curve):.2f}, {init:.2f} at init (majority class '
+                    f'{self.history[-1]["majority_mIoU"]:.2f}). '
                     'Pretraining is not working: check the learning rate and its schedule (a zero or tiny lr leaves '
                     'the weights where they started), that the loss goes down, and the targets (tokenizer '
                     'checkpoint, masking).')
