@@ -136,7 +136,7 @@ def load_seg_split(dataset, img_size: int) -> LabeledSplit:
     (images bicubic, labels nearest); labels through mmseg's ``LoadAnnotations`` (``reduce_zero_label`` and the
     dataset's ``label_map``, so ids outside the classes become 255)."""
     from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations(reduce_zero_label=dataset.reduce_zero_label)
+    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
     images, labels = [], []
     for i in range(len(dataset)):
         info = dataset.get_data_info(i)
@@ -154,7 +154,7 @@ def label_counts(dataset) -> np.ndarray:
     """Pixel count per class (K,) over every label map of an mmseg segmentation dataset, at the files' resolution,
     through mmseg's ``LoadAnnotations`` (ignored pixels not counted)."""
     from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations(reduce_zero_label=dataset.reduce_zero_label)
+    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
     k = len(dataset.metainfo['classes'])
     counts = np.zeros(k, np.int64)
     for i in range(len(dataset)):
