@@ -32,7 +32,8 @@ import torch
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 import beit_mm  # noqa: E402,F401  (registrations)
-from beit_mm.evaluation.probe import DenseProbe, classification_probe, load_image_folder, probe_model  # noqa: E402
+from beit_mm.evaluation.probe import (DenseProbe, LabeledDataError, classification_probe,  # noqa: E402
+                                      load_image_folder, probe_model)
 
 
 def default_img_size(cfg) -> int:
@@ -70,7 +71,13 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    args = parse_args()
+    try:
+        run(parse_args())
+    except LabeledDataError as e:  # a data root without the files it should hold: the message says what to fix
+        raise SystemExit(f'probe: {e}')
+
+
+def run(args: argparse.Namespace) -> None:
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', torch.get_num_threads())))
     from mmengine.config import Config
     from mmengine.logging import MMLogger
