@@ -15,6 +15,7 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.evaluation import probe as P
 
 from .conftest import ROOT
 
@@ -44,21 +45,19 @@ def test_shapes_style_needs_the_outline():
     assert spread['shapes'] > 40 and spread['classes'] < 25, spread
 
 
-def test_majority_baseline_and_patch_labels(tmp_path):
+def datasets(root: str, limit=None, **suffixes):
+    return (P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'training', 7, limit=limit, **suffixes)),
+            P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'validation', 7, **suffixes)))
+
+
+def test_majority_baseline(tmp_path):
     labeled, _ = make_data(tmp_path)
-    base = mim_study.majority_baseline(labeled, 7)
+    base = mim_study.majority_baseline(*datasets(labeled))
     hist = lambda split: sum(np.bincount(np.asarray(Image.open(os.path.join(labeled, 'annotations', split, f))).ravel(),  # noqa: E731
                                          minlength=8) for f in os.listdir(os.path.join(labeled, 'annotations', split)))
     train, val = hist('training')[1:8], hist('validation')[1:8]
     share = val[train.argmax()] / val.sum()
     assert abs(base['mIoU'] - 100 * share / (val > 0).sum()) < 1e-9 and abs(base['aAcc'] - 100 * share) < 1e-9
-    label_map = np.zeros((16, 16), np.uint8)
-    label_map[:8, :8] = 3
-    label_map[:3, :8] = 5  # 24 of 64 pixels of patch (0, 0): the majority stays 3
-    label_map[8:, 8:] = 0  # ignored everywhere: -1
-    label_map[8:, :8] = 9  # outside 1..7: ignored
-    out = mim_study.patch_labels(label_map, 8, 7)
-    assert out.tolist() == [[2, -1], [-1, -1]]
 
 
 def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
@@ -70,7 +69,8 @@ def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
     from mmseg.registry import DATASETS
     labeled, unlabeled = make_data(tmp_path)
     args = argparse.Namespace(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=7, num_labeled=3,
-                              workers=0, arms=['scratch'], heads=['linear'], dvae_iters=2, mim_iters=2, ft_iters=2,
+                              img_suffix=None, seg_map_suffix=None, workers=0, arms=['scratch'], heads=['linear'],
+                              dvae_iters=2, mim_iters=2, ft_iters=2,
                               work_dir=str(tmp_path / 'study'))
     cfg = Config.fromfile(mim_study.study_configs(args)['finetune-linear'])
     init_default_scope('mmseg')
@@ -83,8 +83,8 @@ def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
     for f in first:
         path = os.path.join(labeled, 'annotations', 'training', f.replace('.jpg', '.png'))
         Image.fromarray(np.full_like(np.asarray(Image.open(path)), 5)).save(path)
-    assert mim_study.majority_baseline(labeled, 7)['majority_class'] == 0  # background (raw 1) over 8 images
-    assert mim_study.majority_baseline(labeled, 7, 3)['majority_class'] == 4
+    assert mim_study.majority_baseline(*datasets(labeled))['majority_class'] == 0  # background (raw 1), 8 images
+    assert mim_study.majority_baseline(*datasets(labeled, limit=3))['majority_class'] == 4
 
 
 def test_rescale_iterations():
@@ -118,12 +118,16 @@ def test_study_smoke_run_every_arm(tmp_path):
         for head in ('linear', 'upernet'):
             runs = res['finetune'][head]
             assert len(runs) == 2 and all(0 <= r['mIoU'] <= 100 for r in runs), (arm, head)
-        assert len(res['probe']) == 1 and 0 <= res['probe'][0]['probe_mAcc'] <= 100
+        assert len(res['probe']) == 1 and 0 <= res['probe'][0]['probe_mIoU'] <= 100
+        assert 0 <= res['probe'][0]['knn_acc'] <= 100
     assert 'mim_acc_baseline' in report['results']['tokens-random']['pretrain'][0]
     assert 'loss_baseline' in report['results']['pixels-blockwise']['pretrain'][0]
     assert 0 < report['tokenizer']['usage'] <= 1 and os.path.isfile(report['tokenizer']['grid'])
     text = (work / 'report.md').read_text()
-    assert '| trivial baseline (chance) |' in text and '| trivial baseline (majority class) |' in text
+    assert text.count('| trivial baseline (majority class) |') == 3  # the probe's and each head's
+    # every MIM run logged the dense probe curve (DenseProbeHook in the study configs, iteration 0 and 2 checks)
+    curve = json.loads((work / 'mim' / 'pixels-blockwise_seed0' / 'dense_probe.json').read_text())
+    assert curve['init'] is not None and [c['iter'] for c in curve['history']] == [1, 2]
     assert '| tokens-random |' in text
     assert 'linear: MIM (tokens, blockwise) - scratch' in text and 'upernet: MIM (tokens, blockwise) - scratch' in text
     # the pixel arm needs no tokenizer; the configs the runs used are kept
@@ -139,3 +143,50 @@ def test_study_smoke_run_every_arm(tmp_path):
     assert 'holds a finished run with other settings (num_labeled: None there, 4 now)' in message, message
     assert 'Fix: start the study with another --work-dir' in message
     assert json.loads((work / 'report.json').read_text())['results'] == report['results']
+
+
+def rename_files(root: str, image_suffix: str = '.jpg') -> None:
+    """Give every file of an ADE20K-layout root another name (00000.jpg / 00000.png, in the old order); images get
+    ``image_suffix`` (re-encoded when it is not .jpg)."""
+    for kind in ('images', 'annotations'):
+        for split in ('training', 'validation'):
+            folder = os.path.join(root, kind, split)
+            if not os.path.isdir(folder):
+                continue
+            for i, name in enumerate(sorted(os.listdir(folder))):
+                path = os.path.join(folder, name)
+                if kind == 'images' and image_suffix != '.jpg':
+                    Image.open(path).save(os.path.join(folder, f'{i:05d}{image_suffix}'))
+                    os.remove(path)
+                else:
+                    os.rename(path, os.path.join(folder, f'{i:05d}{os.path.splitext(name)[1]}'))
+
+
+def test_study_on_other_file_names_and_the_wrong_suffix_error(tmp_path):
+    """A labeled root named 00000.jpg / 00000.png (which mmseg's ADE20KDataset reads) and an unlabeled pool of .png
+    files: the study's smoke run (scratch and the pixel arm, 2 iterations) finishes; the labeled images re-encoded as
+    .png stop it at once with what was looked for, where, and what was found."""
+    labeled, unlabeled = make_data(tmp_path)
+    rename_files(labeled)
+    rename_files(unlabeled, '.png')
+    assert sorted(os.listdir(os.path.join(labeled, 'images', 'validation'))) == [f'{i:05d}.jpg' for i in range(4)]
+    work = tmp_path / 'study'
+    cmd = [sys.executable, 'tools/analysis/mim_study.py', '--labeled-root', labeled, '--unlabeled-root', unlabeled,
+           '--num-classes', '7', '--seeds', '0', '--arms', 'scratch', 'pixels-blockwise', '--mim-iters', '2',
+           '--ft-iters', '2', '--workers', '0', '--work-dir', str(work)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    report = json.loads((work / 'report.json').read_text())
+    for arm in ('scratch', 'pixels-blockwise'):
+        assert 0 <= report['results'][arm]['finetune']['linear'][0]['mIoU'] <= 100
+        assert 0 <= report['results'][arm]['probe'][0]['probe_mIoU'] <= 100
+    # the same labels with .png images: the default suffix (.jpg) finds none, and the message says what it found
+    rename_files(labeled, '.png')
+    wrong = subprocess.run(cmd[:-1] + [str(tmp_path / 'study_png')], cwd=ROOT, capture_output=True, text=True)
+    assert wrong.returncode != 0
+    message = wrong.stderr.strip().splitlines()[-1]
+    assert message.startswith(f'mim_study: 0 images matched *.jpg in {labeled}/images/training; found 8 *.png. '
+                              'Fix: pass the suffix'), message
+    scratch = [a for a in cmd[:-1] if a != 'pixels-blockwise'] + [str(tmp_path / 'study_png'), '--img-suffix', '.png']
+    fixed = subprocess.run(scratch, cwd=ROOT, capture_output=True, text=True)
+    assert fixed.returncode == 0, (fixed.stdout + fixed.stderr)[-4000:]

@@ -4,6 +4,9 @@
 # patch). 1 process x 32 images, 3000 iterations (32 epochs of 3000 images, ~12 min on 2 CPU cores), AdamW lr 1.5e-3
 # (BEiT's, at batch 2048), warmup 10%, cosine, clip 3, unilm's pretraining init, layer scale 0.1, shared relative
 # position bias.
+# beit_mm.DenseProbeHook probes the frozen features every 500 iterations (and at iteration 0) on the labeled set
+# (data/shapes, 7 classes; tools/analysis/mim_study.py points it at --labeled-root): linear-probe mIoU / mAcc and k-NN
+# accuracy of 8 px patch labels, first 128 training / 64 validation images, blocks (1, 2, 3, 5) as UPerNet reads them.
 # Ablation arms (same everything else): *_mim-pixels-blockwise.py (targets = per-patch normalized pixels, L2) and
 # *_mim-tokens-random.py (uniformly random masking of the same count).
 #   python tools/train.py configs/mim_study/beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py \
@@ -65,4 +68,10 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
+labeled_root = 'data/shapes'
+custom_hooks = [
+    dict(type='beit_mm.BatchSizeCheckHook'),
+    dict(type='beit_mm.DenseProbeHook', data_root=labeled_root, num_classes=7, img_size=img_size, interval=500,
+         num_train=128, num_val=64),
+]
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

@@ -3,12 +3,14 @@
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
         tokens-blockwise pixels-blockwise tokens-random] [--heads linear upernet] [--dvae-iters 1000]
-        [--mim-iters 3000] [--ft-iters 1200] [--work-dir work_dirs/mim_study]
+        [--mim-iters 3000] [--ft-iters 1200] [--img-suffix .jpg] [--seg-map-suffix .png]
+        [--work-dir work_dirs/mim_study]
 
-Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K and any folder of
-unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N`` keeps the first N
-labeled training images in file-name order, for fine-tuning, the probe and the majority baseline alike, so the same
-labeled root gives the scarcer-label settings):
+Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K, read through mmseg's
+``ADE20KDataset`` with its suffixes (``--img-suffix``/``--seg-map-suffix``, default .jpg/.png; file names are free),
+and any folder of unlabeled images under ``<unlabeled root>/images/training`` work unchanged; ``--num-labeled N``
+keeps the first N labeled training images in file-name order, for fine-tuning, the probe and the majority baseline
+alike, so the same labeled root gives the scarcer-label settings):
 
 1. tokenizer: a dVAE trained on the unlabeled pool, its encoder exported (``convert_checkpoint.py --source dvae``);
    held-out codebook usage, perplexity and PSNR on the labeled set's validation images (never trained on).
@@ -16,16 +18,19 @@ labeled root gives the scarcer-label settings):
    blockwise masking), ``pixels-blockwise`` (per-patch normalized pixels, L2), ``tokens-random`` (uniformly random
    masking of the same count). ``--pretrain-seeds P`` pretrains each arm P times (fine-tuning seed s uses
    pretraining run s mod P).
-3. frozen-feature check: a linear probe (multinomial logistic regression) on the last block's patch tokens of the
-   frozen backbone, predicting each 8 px patch's majority label; mean per-class accuracy on the validation patches
-   (chance: 1 / K); ``scratch`` probes a randomly initialized backbone.
+3. frozen-feature check: the dense probe (``beit_mm.evaluation.probe``, the one ``tools/analysis/probe.py`` and
+   ``beit_mm.DenseProbeHook`` use): a linear probe and a k-NN classifier of each 8 px patch's majority label on the
+   frozen patch features of the blocks a segmentor reads (1, 2, 3, 5), fit on the labeled training images, scored
+   as mIoU / mAcc and k-NN accuracy on the validation patches, next to the majority class; ``scratch`` probes a
+   randomly initialized backbone. Every MIM run also logs the probe every 500 iterations (``DenseProbeHook`` in the
+   configs) into ``<work-dir>/mim/<arm>_seed<s>/dense_probe.json``.
 4. fine-tuning: semantic segmentation on the labeled set with the same config, iterations and hyperparameters for
    every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm and decoder; validation
    mIoU / aAcc. ``--heads``: ``linear`` (default; a 1x1 convolution on the last block's patch tokens, so the backbone
    does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
    a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder).
 5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
-   aAcc, chance for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
+   aAcc and for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
    (``report.json``) in the work dir, and printed.
 
 Runs go through ``tools/train.py`` in subprocesses with the configs written to ``<work-dir>/configs/`` (the shipped
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import inspect
 import json
 import os
 import os.path as osp
@@ -121,6 +127,10 @@ def study_configs(args) -> dict[str, str]:
     out = osp.join(args.work_dir, 'configs')
     names = tuple(ADE20KDataset.METAINFO['classes'][:args.num_classes])
     heldout = osp.join(args.labeled_root, 'images', 'validation')
+    # the labeled files' suffixes: --img-suffix / --seg-map-suffix, else those of mmseg's ADE20KDataset
+    defaults = inspect.signature(ADE20KDataset.__init__).parameters
+    suffixes = dict(img_suffix=args.img_suffix or defaults['img_suffix'].default,
+                    seg_map_suffix=args.seg_map_suffix or defaults['seg_map_suffix'].default)
 
     def dvae(cfg):
         set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
@@ -131,6 +141,12 @@ def study_configs(args) -> dict[str, str]:
 
     def mim(cfg):
         set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
+        for hook in cfg.get('custom_hooks', []):
+            if hook.type == 'beit_mm.DenseProbeHook':  # the probe curve during pretraining, on the labeled set
+                hook.update(data_root=args.labeled_root, num_classes=args.num_classes,
+                            img_suffix=suffixes['img_suffix'], seg_map_suffix=suffixes['seg_map_suffix'])
+                if args.num_labeled and (hook.get('num_train') is None or args.num_labeled < hook.num_train):
+                    hook.num_train = args.num_labeled  # only the labels the study may use
         if 'init_cfg' in cfg.model.target_generator:
             cfg.model.target_generator.init_cfg.checkpoint = osp.join(args.work_dir, 'tokenizer.pth')
         rescale_iterations(cfg, args.mim_iters)
@@ -139,6 +155,7 @@ def study_configs(args) -> dict[str, str]:
         for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
             set_loader(loader, args.labeled_root, args.workers)
             loader.dataset.metainfo = dict(classes=names)
+            loader.dataset.update(suffixes)
         if args.num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
             cfg.train_dataloader.dataset.indices = args.num_labeled
         for head in (cfg.model.decode_head, cfg.model.get('auxiliary_head')):
@@ -259,118 +276,56 @@ def labeled_settings(args) -> dict:
     return dict(labeled_root=args.labeled_root, num_classes=args.num_classes, num_labeled=args.num_labeled)
 
 
-# ------------------------------------------------------------------------------------------- linear probe
-def patch_labels(label_map: np.ndarray, patch: int, num_classes: int) -> np.ndarray:
-    """Majority reduced label (raw 1..K -> 0..K-1; 0 and > K ignored) of each patch, -1 where none: (h, w)."""
-    h, w = label_map.shape[0] // patch, label_map.shape[1] // patch
-    raw = label_map[:h * patch, :w * patch].reshape(h, patch, w, patch).transpose(0, 2, 1, 3).reshape(h, w, -1)
-    out = np.full((h, w), -1, np.int64)
-    for i in range(h):
-        for j in range(w):
-            values = raw[i, j][(raw[i, j] >= 1) & (raw[i, j] <= num_classes)]
-            if values.size:
-                out[i, j] = np.bincount(values - 1, minlength=num_classes).argmax()
-    return out
-
-
-def split_images(root: str, split: str, limit: int | None = None) -> list[str]:
-    """The split's image paths in file-name order (the first ``limit`` of them when given)."""
-    prefix = 'train' if split == 'training' else 'val'
-    return sorted(glob.glob(osp.join(root, 'images', split, f'ADE_{prefix}_*.jpg')))[:limit]
-
-
-def load_split(root: str, split: str, size: int, patch: int, num_classes: int, limit: int | None = None):
-    """Images (N, 3, size, size) float 0..255 RGB and patch labels (N, size/patch, size/patch) of a split (its
-    first ``limit`` images when given)."""
-    import torch
-    from PIL import Image
-    images, labels = [], []
-    for path in split_images(root, split, limit):
-        stem = osp.splitext(osp.basename(path))[0]
-        images.append(np.asarray(Image.open(path).convert('RGB').resize((size, size), Image.BICUBIC)))
-        ann = Image.open(osp.join(root, 'annotations', split, stem + '.png')).resize((size, size), Image.NEAREST)
-        labels.append(patch_labels(np.asarray(ann), patch, num_classes))
-    if not images:
-        raise FileNotFoundError(f'no images under {root}/images/{split}; expected the ADE20K layout')
-    return (torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float(),
-            torch.from_numpy(np.stack(labels)))
-
-
-def mean_class_accuracy(pred, target, num_classes: int) -> float:
-    accs = [(pred[target == c] == c).float().mean().item() for c in range(num_classes) if (target == c).any()]
-    return float(np.mean(accs))
-
-
-def linear_probe(args, configs, checkpoint: str | None, seed: int) -> dict:
-    """Mean per-class accuracy of a linear classifier on frozen last-block patch tokens (module docstring)."""
-    import torch
+# ------------------------------------------------------------------------------- labeled data and the probe
+def labeled_dataset(args, configs, split: str, subset: bool = True):
+    """The fine-tuning config's training (``'training'``: its first ``--num-labeled`` images, all of them with
+    ``subset=False``) or validation dataset, through mmseg's dataset class with the config's suffixes
+    (``beit_mm.evaluation.probe.build_seg_dataset``: an error names the suffix, the folder and the files found)."""
     from mmengine.config import Config
 
-    from beit_mm.registry import MODELS
-    cfg = Config.fromfile(configs[f'finetune-{args.heads[0]}'])  # the backbone is the same in every head's config
-    backbone_cfg = cfg.model.backbone.copy()
-    backbone_cfg.update(type='BEiT', out_indices=(-1, ), drop_path_rate=0.0,
-                        init_cfg=None if checkpoint is None else dict(type='Pretrained', checkpoint=checkpoint,
-                                                                      prefix='backbone.'))
-    torch.manual_seed(seed)
-    backbone = MODELS.build(backbone_cfg)
-    backbone.init_weights()
-    backbone.eval()
-    size, patch = backbone_cfg.img_size, backbone_cfg.patch_size
-    mean = torch.tensor(cfg.model.data_preprocessor.mean).view(1, 3, 1, 1)
-    std = torch.tensor(cfg.model.data_preprocessor.std).view(1, 3, 1, 1)
-
-    def features(split: str):
-        limit = args.num_labeled if split == 'training' else None
-        images, labels = load_split(args.labeled_root, split, size, patch, args.num_classes, limit)
-        with torch.no_grad():
-            feats = torch.cat([backbone((x - mean) / std)[-1] for x in images.split(64)])  # (N, C, h, w)
-        feats, labels = feats.permute(0, 2, 3, 1).flatten(0, 2), labels.flatten()
-        keep = labels >= 0
-        return feats[keep], labels[keep]
-
-    x_train, y_train = features('training')
-    x_val, y_val = features('validation')
-    mu, sigma = x_train.mean(0), x_train.std(0) + 1e-6
-    x_train, x_val = (x_train - mu) / sigma, (x_val - mu) / sigma
-    torch.manual_seed(seed)
-    clf = torch.nn.Linear(x_train.shape[1], args.num_classes)
-    opt = torch.optim.Adam(clf.parameters(), lr=PROBE_LR, weight_decay=PROBE_WEIGHT_DECAY)
-    for _ in range(PROBE_STEPS):
-        opt.zero_grad()
-        torch.nn.functional.cross_entropy(clf(x_train), y_train).backward()
-        opt.step()
-    with torch.no_grad():
-        pred = clf(x_val).argmax(-1)
-    return dict(probe_mAcc=100 * mean_class_accuracy(pred, y_val, args.num_classes),
-                probe_aAcc=100 * (pred == y_val).float().mean().item())
+    from beit_mm.evaluation.probe import build_seg_dataset
+    cfg = Config.fromfile(configs[f'finetune-{args.heads[0]}'])  # the data are the same in every head's config
+    dataset = (cfg.train_dataloader if split == 'training' else cfg.val_dataloader).dataset.to_dict()
+    if not subset:
+        dataset.pop('indices', None)
+    return build_seg_dataset(dataset)
 
 
-# --------------------------------------------------------------------------------------------- baselines
-def majority_baseline(root: str, num_classes: int, num_labeled: int | None = None) -> dict:
-    """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class (of the first ``num_labeled``
-    training images when given) everywhere on the validation set."""
-    from PIL import Image
+def check_unlabeled(args, configs) -> int:
+    """The number of images in the unlabeled pool, as the tokenizer's and the MIM runs' dataset (mmpretrain's
+    ``CustomDataset``, its image extensions) lists them; an error names the folder, the extensions and what it holds."""
+    from mmengine.config import Config
+    from mmpretrain.datasets import CustomDataset
 
-    def histogram(split: str) -> np.ndarray:
-        counts = np.zeros(num_classes, np.int64)
-        for image in split_images(root, split, num_labeled if split == 'training' else None):
-            stem = osp.splitext(osp.basename(image))[0]
-            raw = np.asarray(Image.open(osp.join(root, 'annotations', split, stem + '.png'))).astype(np.int64)
-            raw = raw[(raw >= 1) & (raw <= num_classes)] - 1
-            counts += np.bincount(raw, minlength=num_classes)
-        return counts
+    from beit_mm.evaluation.probe import LabeledDataError, describe_files
+    dataset = Config.fromfile(configs['dvae']).train_dataloader.dataset
+    extensions = dataset.get('extensions') or inspect.signature(CustomDataset.__init__).parameters['extensions'].default
+    folder = osp.join(dataset.data_root, dataset.data_prefix)
+    found = sum(f.lower().endswith(tuple(extensions)) for _, _, files in os.walk(folder) for f in files)
+    if not found:
+        raise LabeledDataError(f'0 images matched {", ".join("*" + e for e in extensions)} in {folder} (the unlabeled '
+                               f'pool); {describe_files(folder)}. Fix: --unlabeled-root needs its images under '
+                               'images/training (any names, any of those suffixes)')
+    return found
 
-    train_counts, val_counts = histogram('training'), histogram('validation')
+
+def frozen_probe(args, configs, probe, checkpoint: str | None, seed: int) -> dict:
+    """The dense probe (``beit_mm.evaluation.probe.DenseProbe`` of the labeled set) of the fine-tuning config's
+    backbone with the pretrained weights (random ones drawn with ``seed`` for ``checkpoint=None``): probe mIoU / mAcc
+    and k-NN accuracy on the validation patches of the layers a segmentor reads, and the majority class's numbers."""
+    from beit_mm.evaluation.probe import probe_model
+    return probe.evaluate(probe_model(configs[f'finetune-{args.heads[0]}'], checkpoint, seed))
+
+
+def majority_baseline(train_dataset, val_dataset) -> dict:
+    """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class (pixels of the training dataset,
+    e.g. its first ``--num-labeled`` images) everywhere on the validation set (``majority_metrics``)."""
+    from beit_mm.evaluation.probe import label_counts, majority_metrics
+    val_counts = label_counts(val_dataset)
     if val_counts.sum() == 0:
-        raise FileNotFoundError(f'no labels 1..{num_classes} under {root}/annotations/validation')
-    majority = int(train_counts.argmax())
-    share = val_counts[majority] / val_counts.sum()
-    # IoU of the majority class = its pixels / all pixels; every other class has IoU 0 (mmseg averages the classes
-    # present in the validation set).
-    present = int((val_counts > 0).sum())
-    return dict(mIoU=100 * share / present, aAcc=100 * share, mAcc=100 / present, majority_class=majority,
-                probe_mAcc=100 / num_classes)
+        raise RuntimeError(f'no label of the {len(val_counts)} classes in the {len(val_dataset)} validation maps under '
+                           f'{val_dataset.data_prefix["seg_map_path"]}: raw ids must be 1..{len(val_counts)}')
+    return majority_metrics(label_counts(train_dataset), val_counts)
 
 
 # ------------------------------------------------------------------------------------------------- report
@@ -400,8 +355,12 @@ def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds:
                   f'{tokenizer["usage"]:.3f}, perplexity {tokenizer["perplexity"]:.1f} '
                   f'({tokenizer["perplexity_fraction"]:.3f} of the vocabulary), PSNR {tokenizer["psnr"]:.2f} dB '
                   f'(mean-colour baseline {tokenizer["psnr_mean_colour"]:.2f} dB); grid {tokenizer["grid"]}.', '']
-    lines += ['Pretraining and frozen features:', '', '| arm | MIM end metric | linear probe mAcc |', '|---|---|---|',
-              f'| trivial baseline (chance) | - | {baseline["probe_mAcc"]:.2f} |']
+    probe_base = next(res['probe'][0] for res in results.values())
+    lines += ['Pretraining and frozen features (dense probe of the layers a segmentor reads, on the labeled set\'s '
+              'validation patches; beit_mm.evaluation.probe):', '',
+              '| arm | MIM end metric | probe mIoU | probe mAcc | k-NN acc |', '|---|---|---|---|---|',
+              f'| trivial baseline (majority class) | - | {probe_base["majority_mIoU"]:.2f} | '
+              f'{probe_base["majority_mAcc"]:.2f} | {probe_base["majority_aAcc"]:.2f} |']
     for arm, res in results.items():
         pre = res['pretrain']
         if not pre:
@@ -411,7 +370,9 @@ def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds:
                    f'{fmt([100 * p["mim_acc_baseline"] for p in pre])})')
         else:
             mim = (f'L2 {fmt([p["loss"] for p in pre])} (predict-the-mean {fmt([p["loss_baseline"] for p in pre])})')
-        lines.append(f'| {arm} | {mim} | {fmt([p["probe_mAcc"] for p in res["probe"]])} |')
+        probes = res['probe']
+        lines.append(f'| {arm} | {mim} | {fmt([p["probe_mIoU"] for p in probes])} | '
+                     f'{fmt([p["probe_mAcc"] for p in probes])} | {fmt([p["knn_acc"] for p in probes])} |')
     for head in args.heads:
         lines += ['', f'Fine-tuning with the {head} decoder ({osp.basename(FT_CONFIGS[head])}):', '',
                   '| arm | mIoU | mIoU per seed | aAcc | mAcc |', '|---|---|---|---|---|',
@@ -448,6 +409,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--mim-iters', type=int, default=3000)
     parser.add_argument('--ft-iters', type=int, default=1200)
     parser.add_argument('--work-dir', default='work_dirs/mim_study')
+    parser.add_argument('--img-suffix', default=None,
+                        help="suffix of the labeled images (default: mmseg ADE20KDataset's, .jpg); names are free")
+    parser.add_argument('--seg-map-suffix', default=None,
+                        help="suffix of the label maps (default: mmseg ADE20KDataset's, .png)")
     parser.add_argument('--workers', type=int, default=2, help='dataloader workers per run')
     parser.add_argument('--jobs', type=int, default=1,
                         help='runs at a time (independent runs in parallel, each with cores / jobs threads)')
@@ -456,14 +421,8 @@ def parse_args() -> argparse.Namespace:
         parser.error('--num-classes must be >= 2')
     if args.pretrain_seeds < 1:
         parser.error('--pretrain-seeds must be >= 1')
-    for root in (args.labeled_root, args.unlabeled_root):
-        if not osp.isdir(osp.join(root, 'images', 'training')):
-            parser.error(f'{root}/images/training does not exist; both roots need the ADE20K layout (make one with '
-                         'python tools/make_demo_data.py --dataset shapes ...)')
-    available = len(split_images(args.labeled_root, 'training'))
-    if args.num_labeled is not None and not 1 <= args.num_labeled <= available:
-        parser.error(f'--num-labeled must be between 1 and the {available} images of '
-                     f'{args.labeled_root}/images/training')
+    if args.num_labeled is not None and args.num_labeled < 1:
+        parser.error('--num-labeled must be >= 1')
     args.work_dir = osp.abspath(args.work_dir)
     args.labeled_root, args.unlabeled_root = osp.abspath(args.labeled_root), osp.abspath(args.unlabeled_root)
     return args
@@ -504,7 +463,21 @@ def main() -> None:
     args = parse_args()
     start = time.time()
     configs = study_configs(args)
-    baseline = majority_baseline(args.labeled_root, args.num_classes, args.num_labeled)
+    from mmengine.config import Config
+
+    from beit_mm.evaluation.probe import DenseProbe, LabeledDataError, load_seg_split
+    try:
+        check_unlabeled(args, configs)
+        available = len(labeled_dataset(args, configs, 'training', subset=False))
+        if args.num_labeled is not None and args.num_labeled > available:
+            raise SystemExit(f'mim_study: --num-labeled {args.num_labeled} is more than the {available} images of '
+                             f'{args.labeled_root}/images/training')
+        train_set, val_set = labeled_dataset(args, configs, 'training'), labeled_dataset(args, configs, 'validation')
+    except LabeledDataError as e:
+        raise SystemExit(f'mim_study: {e}')
+    baseline = majority_baseline(train_set, val_set)
+    probe_size = Config.fromfile(configs[f'finetune-{args.heads[0]}']).crop_size[0]
+    probe = DenseProbe(load_seg_split(train_set, probe_size), load_seg_split(val_set, probe_size))
     if args.jobs > 1:  # runs share the cores: one thread each (also for the in-process linear probes)
         os.environ['OMP_NUM_THREADS'] = str(max(1, (os.cpu_count() or 1) // args.jobs))
         import torch
@@ -525,8 +498,8 @@ def main() -> None:
         sources = [f'pretrain/{arm}/{s}' for s in pretrain_seeds] or [None]
         for s, source in enumerate(sources):
             tasks[f'probe/{arm}/{s}'] = ([source] if source else [], lambda done, arm=arm, s=s, source=source: cached(
-                osp.join(args.work_dir, 'probe', f'{arm}_seed{s}'),
-                lambda: linear_probe(args, configs, checkpoint(done, source), s),
+                osp.join(args.work_dir, 'dense_probe', f'{arm}_seed{s}'),
+                lambda: frozen_probe(args, configs, probe, checkpoint(done, source), s),
                 dict(labeled_settings(args), mim_iters=None if source is None else args.mim_iters)))
         for head in args.heads:
             for i, seed in enumerate(args.seeds):

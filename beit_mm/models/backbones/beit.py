@@ -246,8 +246,11 @@ class BEiT(BaseModule):
             x = x + resize_pos_embed(self.pos_embed, self.grid, grid)
         return self.pos_drop(x), grid
 
-    def forward_tokens(self, x: Tensor, mask: Tensor | None = None) -> tuple[list[Tensor], tuple[int, int]]:
-        """Token sequences (B, 1 + h*w, C) of the blocks in ``out_indices`` and the patch grid (h, w)."""
+    def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
+                       out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
+        """Token sequences (B, 1 + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
+        order, and the patch grid (h, w)."""
+        out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
         shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
         outs = []
@@ -255,7 +258,7 @@ class BEiT(BaseModule):
             x = self._run_block(blk, x, grid, shared_table)
             if i == self.num_layers - 1 and self.norm is not None:
                 x = self.norm(x)
-            if i in self.out_indices:
+            if i in out_indices:
                 outs.append(x)
         return outs, grid
 
@@ -310,6 +313,23 @@ class BEiT(BaseModule):
         """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls token dropped)."""
         outs, (h, w) = self.forward_tokens(x, mask)
         return tuple(t[:, 1:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
+
+    def segmentation_layers(self) -> tuple[int, ...]:
+        """The blocks a segmentor feeds its pyramid neck: those at 1/3, 1/2, 2/3 and all of the depth, i.e. mmseg /
+        unilm UPerNet's (3, 5, 7, 11) for 12 blocks (``configs/_base_/models/upernet_beit.py``) and (7, 11, 15, 23)
+        for 24 (BEiT-L); (1, 2, 3, 5) for the study's 6 and (0, 1, 2, 3) for the demo's 4."""
+        return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
+
+    def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
+        """The probe interface (``beit_mm.evaluation.probe``): patch-token maps (B, C, H/p, W/p) of the blocks
+        ``layers`` (negative counts from the end; None: :meth:`segmentation_layers`), in block order; the last
+        block's tokens pass the final norm when the backbone has one. ``x``: (B, 3, H, W) normalized images."""
+        layers = self.segmentation_layers() if layers is None else layers
+        if not layers or any(not -self.num_layers <= i < self.num_layers for i in layers):
+            raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
+                             f'{self.num_layers - 1}] (this BEiT has {self.num_layers} blocks)')
+        outs, (h, w) = self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers}))
+        return [t[:, 1:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
 
     # ------------------------------------------------------------ layer decay
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:

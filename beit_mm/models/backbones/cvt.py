@@ -348,18 +348,34 @@ class CvT(BaseModule):
             level 3 is ``max_pool2d(level 2, 2)``. The cls token is dropped.
             'cls_token': ``(norm(cls_token),)`` with shape (B, C_2).
         """
-        maps: list[Tensor] = []
-        cls_token: Optional[Tensor] = None
-        for s in range(NUM_STAGES):
-            tokens, cls_token, (h, w) = getattr(self, f'stage{s}')(x, mask if s == 0 else None)
-            if s == NUM_STAGES - 1 and self.out_type == 'featmap' and self.norm is not None:
-                tokens = self.norm(tokens)
-            x = tokens.transpose(1, 2).reshape(tokens.shape[0], -1, h, w)
-            maps.append(x)
+        maps, cls_token = self._stage_maps(x, mask, norm_last=self.out_type == 'featmap')
         if self.out_type == 'cls_token':
             return (self.norm(cls_token).squeeze(1), )
         maps.append(F.max_pool2d(maps[-1], kernel_size=2, stride=2))
         return tuple(maps[i] for i in self.out_indices)
+
+    def _stage_maps(self, x: Tensor, mask: Optional[Tensor], norm_last: bool) -> tuple[list[Tensor], Tensor]:
+        """The three stage maps (B, C_s, H_s, W_s) (the last one final-normed when ``norm_last`` and the backbone
+        has ``norm``) and the stage-2 cls token (B, 1, C_2)."""
+        maps: list[Tensor] = []
+        cls_token: Optional[Tensor] = None
+        for s in range(NUM_STAGES):
+            tokens, cls_token, (h, w) = getattr(self, f'stage{s}')(x, mask if s == 0 else None)
+            if s == NUM_STAGES - 1 and norm_last and self.norm is not None:
+                tokens = self.norm(tokens)
+            x = tokens.transpose(1, 2).reshape(tokens.shape[0], -1, h, w)
+            maps.append(x)
+        return maps, cls_token
+
+    def dense_features(self, x: Tensor, layers: Optional[Sequence[int]] = None) -> list[Tensor]:
+        """The probe interface (``beit_mm.evaluation.probe``): the stage maps ``layers`` (subset of 0, 1, 2;
+        None: all three, the levels a segmentor reads) as (B, C_s, H_s, W_s), the stage-2 map final-normed when the
+        backbone has ``norm``. ``x``: (B, 3, H, W) normalized images."""
+        layers = tuple(range(NUM_STAGES)) if layers is None else tuple(layers)
+        if not layers or any(i not in range(-NUM_STAGES, NUM_STAGES) for i in layers):
+            raise ValueError(f'layers {layers} must be CvT stage indices 0..{NUM_STAGES - 1}')
+        maps, _ = self._stage_maps(x, None, norm_last=True)
+        return [maps[i] for i in sorted({i % NUM_STAGES for i in layers})]
 
     def stage0_grid(self, image_size: tuple[int, int]) -> tuple[int, int]:
         """(H_0, W_0) of the stage-0 token embedding for (H, W) images (56x56 for 224x224)."""

@@ -234,6 +234,25 @@ class DVAE(BaseModel):
         """Encoder logits of [0, 1] images ``(B, C, H, W)`` -> ``(B, vocab_size, H/8, W/8)`` (4 groups)."""
         return self.encoder(map_pixels(x))
 
+    def dense_features(self, x: torch.Tensor, layers: list[int] | tuple[int, ...] | None = None
+                       ) -> list[torch.Tensor]:
+        """The probe interface (``beit_mm.evaluation.probe``): outputs of the encoder groups ``layers`` (0-based,
+        negative from the end; None: the last group, the features the code logits are read from), each
+        ``(B, n_hid * 2**g, H / 2**min(g + 1, G - 1), W / ...)`` (groups but the last end in a 2x max-pool), in group
+        order. ``x``: [0, 1] images ``(B, C, H, W)`` (this model's data preprocessor output)."""
+        groups = [m for name, m in self.encoder.blocks.named_children() if name.startswith('group_')]
+        layers = (len(groups) - 1, ) if layers is None else tuple(layers)
+        if not layers or any(not -len(groups) <= i < len(groups) for i in layers):
+            raise ValueError(f'layers {layers} must be encoder group indices in [-{len(groups)}, {len(groups) - 1}]')
+        wanted = {i % len(groups) for i in layers}
+        x = self.encoder.blocks.input(map_pixels(x))
+        outs = []
+        for g, group in enumerate(groups[:max(wanted) + 1]):
+            x = group(x)
+            if g in wanted:
+                outs.append(x)
+        return outs
+
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """Code distributions ``(B, vocab_size, h, w)`` (one-hot or relaxed) -> images in [0, 1] ``(B, C, 8h, 8w)``:
         ``unmap_pixels(sigmoid(mu))`` for logit-Laplace (dall_e's reconstruction), ``sigmoid(mu)`` for l1/l2."""
