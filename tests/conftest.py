@@ -64,6 +64,22 @@ def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop:
     return cfg
 
 
+def shrink_imagenet_loaders(cfg, data_root: str, size: int) -> None:
+    """An ImageNet classification config's train/val/test loaders on a tiny ImageNet-layout folder at ``size`` px:
+    batch 2, no workers, crops and resizes scaled as the config's 224/256 (``ResizeEdge`` at size * 8 / 7)."""
+    for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+        dl = cfg[name]
+        dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
+        dl.dataset.data_root = data_root
+        for t in dl.dataset.pipeline:
+            if t.type == 'RandomResizedCrop':
+                t.scale = size
+            elif t.type == 'ResizeEdge':
+                t.scale = size * 8 // 7
+            elif t.type == 'CenterCrop':
+                t.crop_size = size
+
+
 @pytest.fixture(autouse=True)
 def _isolated_default_scope():
     """Each test starts without an MMEngine default scope (a test that calls ``init_default_scope('mmseg')`` would

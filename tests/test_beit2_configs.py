@@ -22,7 +22,7 @@ from PIL import Image
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, shrink_seg_config
+from .conftest import ROOT, shrink_imagenet_loaders, shrink_seg_config
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
@@ -68,14 +68,32 @@ def data(tmp_path_factory):
     return dict(ade=str(ade), imagenet=str(imnet))
 
 
+TINY_BLOCK = dict(embed_dims=32, num_layers=1, num_heads=2, mlp_ratio=2.0)
+TINY_VQKD = dict(encoder=TINY_BLOCK, decoder=TINY_BLOCK, img_size=SIZE, patch_size=16, num_codes=8192, code_dims=8,
+                 out_dims=16)
+
+
+def tiny_tokenizer(work_dir: str) -> str:
+    """A tokenize-only VQ-KD file (one narrow block, 8192 random unit codes) in beit_mm's layout; returns its path."""
+    from beit_mm.models.tokenizers import VQKD
+    os.makedirs(work_dir, exist_ok=True)
+    model = VQKD(arch=TINY_VQKD, with_decoder=False)
+    model.init_weights()
+    torch.manual_seed(0)
+    codes = torch.randn(8192, 8)
+    model.quantize.embedding.weight.copy_(codes / codes.norm(dim=-1, keepdim=True))
+    model.quantize.embedding.initted.fill_(1.0)
+    path = os.path.join(work_dir, 'vqkd_tiny.pth')
+    torch.save({'state_dict': model.state_dict()}, path)
+    return path
+
+
 def shrink_pretraining(cfg: Config, data_root: str, work_dir: str) -> Config:
     """64 px views, a 4x4 mask of 6 patches, 1 epoch of 4 images in batches of 2, a tiny random-weight VQ-KD tokenizer."""
     cfg.work_dir = work_dir
     cfg.model.backbone.img_size = SIZE
-    tiny = dict(embed_dims=32, num_layers=1, num_heads=2, mlp_ratio=2.0)
-    cfg.model.target_generator = dict(type='beit_mm.VQKD', with_decoder=False,
-                                      arch=dict(encoder=tiny, decoder=tiny, img_size=SIZE, patch_size=16,
-                                                num_codes=cfg.model.head.vocab_size, code_dims=8, out_dims=16))
+    cfg.model.target_generator = dict(type='beit_mm.VQKD', with_decoder=False, arch=TINY_VQKD,
+                                      init_cfg=dict(type='Pretrained', checkpoint=tiny_tokenizer(work_dir)))
     dl = cfg.train_dataloader
     dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
     dl.dataset.update(data_root=data_root, data_prefix='images/training')
@@ -118,17 +136,7 @@ def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoin
     cfg = Config.fromfile(FT_IN1K)
     cfg.model.backbone.update(img_size=SIZE, init_cfg=dict(type='Pretrained', checkpoint=ckpt, prefix='backbone.'))
     cfg.work_dir = str(tmp_path / 'work')
-    for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        dl = cfg[name]
-        dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
-        dl.dataset.data_root = data['imagenet']
-        for t in dl.dataset.pipeline:
-            if t.type == 'RandomResizedCrop':
-                t.scale = SIZE
-            elif t.type == 'ResizeEdge':
-                t.scale = SIZE * 8 // 7
-            elif t.type == 'CenterCrop':
-                t.crop_size = SIZE
+    shrink_imagenet_loaders(cfg, data['imagenet'], SIZE)
     cfg.train_cfg.max_epochs = 1  # 4 images / batch 2 = 2 iterations
     cfg.default_hooks.logger.interval = 1
     log = run_train(cfg, tmp_path / 'ft.py')

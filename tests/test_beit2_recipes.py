@@ -27,10 +27,11 @@ import numpy as np
 import pytest
 from mmengine.config import Config
 from mmengine.optim import build_optim_wrapper
-from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
+from mmengine.registry import init_default_scope
 from torch import nn
 
 from .conftest import ROOT
+from .test_recipes import simulate as simulate_updates
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PT = 'beit2/PRETRAINING.md'
@@ -150,25 +151,10 @@ def mmcv_poly_with_warmup(base_lr, iters, warmup_iters, warmup_ratio, power):
 
 
 def simulate(cfg: Config, iters: int, epoch_length=None) -> np.ndarray:
-    """lr of every optimizer update of an MMEngine run of ``cfg``: its ``param_scheduler`` built as the Runner does
-    (``convert_to_iter_based`` with ``epoch_length``) on a one-parameter optimizer, stepped after every iteration."""
+    """lr of every optimizer update of an MMEngine run of ``cfg`` (``tests/test_recipes.py``'s ``simulate``: the
+    config's optim wrapper and ``param_scheduler`` built as the Runner builds them, stepped after every iteration)."""
     init_default_scope(cfg.default_scope)
-    wrapper = build_optim_wrapper(nn.Linear(1, 1, bias=False),
-                                  dict(type='OptimWrapper', optimizer=copy.deepcopy(cfg.optim_wrapper.optimizer)))
-    schedulers = []
-    for sched in copy.deepcopy(cfg.param_scheduler):
-        sched = dict(sched)
-        if sched.pop('convert_to_iter_based', False):
-            cls = PARAM_SCHEDULERS.get(sched.pop('type'))
-            schedulers.append(cls.build_iter_from_epoch(wrapper, epoch_length=epoch_length, **sched))
-        else:
-            schedulers.append(PARAM_SCHEDULERS.build(dict(sched, optimizer=wrapper)))
-    lrs = []
-    for _ in range(iters):
-        lrs.append(wrapper.optimizer.param_groups[0]['lr'])
-        for s in schedulers:
-            s.step()
-    return np.asarray(lrs)
+    return np.asarray(simulate_updates(cfg, iters, epoch_length))
 
 
 @pytest.mark.parametrize('name', sorted({**PRETRAIN, **FINETUNE_IN1K}), ids=str)

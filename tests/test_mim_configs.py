@@ -19,7 +19,7 @@ from PIL import Image
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.tokenizers import DALLEEncoder
 
-from .conftest import ROOT
+from .conftest import ROOT, shrink_imagenet_loaders
 
 CFG = os.path.join(ROOT, 'configs/beit')
 MIM_800 = os.path.join(CFG, 'beit-base-p16_8xb256-amp-coslr-800e_in1k.py')
@@ -145,17 +145,7 @@ def test_imagenet_finetuning_from_mim_checkpoint(mim_checkpoint, data, tmp_path)
     cfg.model.backbone.init_cfg.checkpoint = ckpt
     cfg.model.neck.in_channels = cfg.model.head.in_channels = width
     cfg.work_dir = str(tmp_path / 'work')
-    for name in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        dl = cfg[name]
-        dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
-        dl.dataset.data_root = data['imagenet']
-        for t in dl.dataset.pipeline:
-            if t.type == 'RandomResizedCrop':
-                t.scale = FT_SIZE
-            elif t.type == 'ResizeEdge':
-                t.scale = FT_SIZE * 8 // 7
-            elif t.type == 'CenterCrop':
-                t.crop_size = FT_SIZE
+    shrink_imagenet_loaders(cfg, data['imagenet'], FT_SIZE)
     cfg.train_cfg.max_epochs = 1  # 4 images / batch 2 = 2 iterations
     cfg.default_hooks.logger.interval = 1
     log = run_train(cfg, tmp_path / 'ft.py')
