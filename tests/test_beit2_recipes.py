@@ -252,7 +252,7 @@ def assert_same_groups(ours: dict, ref: dict) -> None:
     assert not wrong, f'{len(wrong)} parameters differ (ours, unilm): {dict(list(wrong.items())[:8])}'
 
 
-def stand_in_tokenizer(cfg: Config) -> None:
+def without_tokenizer_file(cfg: Config) -> None:
     """The config's own ``beit_mm.VQKD`` (default arch: 8192 codes, ids on the 14x14 grid of the 224 view), built with
     random weights instead of the converted file it names (the tokenizer is frozen: it adds no parameter group)."""
     assert cfg.model.target_generator.type == 'beit_mm.VQKD', cfg.model.target_generator
@@ -301,7 +301,7 @@ def test_pretraining_recipe_and_param_groups(name):
         v(pub['min_mask_patches_per_block']), v(pub['max_mask_patches_per_block']), v(pub['min_aspect']))
     # W: every parameter
     cfg = copy.deepcopy(cfg)
-    stand_in_tokenizer(cfg)
+    without_tokenizer_file(cfg)
     if v(pub['arch']) == 'large':
         shrink_width(cfg)
         cfg.model.head.embed_dims = 64
