@@ -56,7 +56,9 @@ PRETRAIN_BASE_1600 = dict(
     train_interpolation=('bicubic', f'{RUN_PT}:111'), color_jitter=(0.4, 'beit2/datasets.py:36'),
     min_mask_patches_per_block=(16, f'{RUN_PT}:59'), max_mask_patches_per_block=(None, f'{RUN_PT}:58'),
     min_aspect=(0.3, 'beit2/masking_generator.py:32'), shared_rel_pos_bias=(True, f'{RUN_PT}:50'),
-    abs_pos_emb=(False, f'{RUN_PT}:52'), vocab_size=(8192, f'{RUN_PT}:75'))
+    abs_pos_emb=(False, f'{RUN_PT}:52'), vocab_size=(8192, f'{RUN_PT}:75'),
+    # the tokenizer runs under the same autocast as the model's forward (lines 55 and 59)
+    tokenizer_under_amp=(True, 'beit2/engine_for_pretraining.py:55'))
 PRETRAIN = {
     'beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': PRETRAIN_BASE_1600,
     'beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py': dict(
@@ -284,6 +286,8 @@ def test_pretraining_recipe_and_param_groups(name):
     assert (bb.use_shared_rel_pos_bias, bb.use_abs_pos_emb, bb.use_rel_pos_bias) == (
         v(pub['shared_rel_pos_bias']), v(pub['abs_pos_emb']), False)
     assert cfg.model.head.vocab_size == v(pub['vocab_size'])
+    tokenizer_dtype = cfg.model.target_generator.get('autocast_dtype')
+    assert (tokenizer_dtype is not None and tokenizer_dtype == opt.dtype) == v(pub['tokenizer_under_amp'])
     assert (opt.optimizer.type, opt.optimizer.lr, tuple(opt.optimizer.betas), opt.optimizer.eps) == (
         'AdamW', v(pub['lr']), v(pub['betas']), v(pub['eps']))
     assert opt.optimizer.weight_decay == v(pub['weight_decay']) and opt.clip_grad.max_norm == v(pub['clip_grad'])

@@ -48,7 +48,10 @@ model = dict(
         init_mode='pretrain'),  # unilm modeling_pretrain.py init (trunc normal cut at +-0.02, patch embed included)
     # shared lm_head over the 8192 VQ-KD codes for both token sets (--shared_lm_head True)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
-    target_generator=dict(type='beit_mm.VQKD', init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
+    # unilm engine_for_pretraining.py lines 54-56 compute the ids under the step's autocast (fp16 there, bf16 here:
+    # the AMP dtype below); the task layer and the quantizer stay fp32 inside VQKD as in unilm's modeling_vqkd.py
+    target_generator=dict(type='beit_mm.VQKD', autocast_dtype='bfloat16',
+                          init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
 base_lr = 1.5e-3  # for 2048 images per step
 optim_wrapper = dict(

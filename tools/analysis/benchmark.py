@@ -1,6 +1,7 @@
 """End-to-end train/inference steps of beit_mm next to its peers, in one process, alternating, same dtype and batch.
 
-    python tools/analysis/benchmark.py [--parts mim mim2 finetune seg512 seg640 slide640] [--amp] [--device cuda]
+    python tools/analysis/benchmark.py [--parts mim mim-tokamp mim2 finetune seg512 seg640 slide640] [--amp]
+                                       [--device cuda]
                                        [--batch-size N] [--iters 3] [--rounds 3] [--profile 15] [--out table.md]
     python tools/analysis/benchmark.py --parts backbone --model cvt       # backbone-only train step, CvT-13 vs HF
 
@@ -9,11 +10,17 @@ Parts (random weights; every model is built from its repository's own config, pr
 - ``mim``: BEiT-B/16 masked image modeling step at 224 with the real-size DALL-E tokenizer on the 112 view,
   ``configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
   ``beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``.
+- ``mim-tokamp``: the same step with beit_mm's DALL-E encoder under the step's autocast dtype, as mmpretrain computes
+  its targets (the recipe keeps unilm's fp32 targets: unilm ``beit/engine_for_pretraining.py`` tokenizes outside
+  autocast), so both sides do the same work in the same dtype.
 - ``mim2``: BEiT v2 masked image modeling step (BEiT-B/16 at 224, cls-token pretraining, VQ-KD tokenizer on the 224
   view), ``configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
   ``beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``. Where ``beit_mm.VQKD`` is not registered, beit_mm's
   model runs with mmpretrain's ``VQKD`` of that config (same size: ViT-B/16 encoder + 8192 x 32 codebook, frozen, in
   eval mode) as its target generator, so the tokenizer costs the same on both sides; the row's title says which.
+  Both codebooks get the same random unit codes (a frozen tokenizer's all-zero codebook is refused by beit_mm). Both
+  tokenize under the step's autocast, as unilm ``beit2/engine_for_pretraining.py`` lines 54-56 (the config's
+  ``VQKD(autocast_dtype=...)``).
 - ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_mim-pre_8xb128-coslr-
   100e_in1k.py`` vs mmpretrain's ``beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py`` (hard labels).
 - ``seg512`` / ``seg640``: BEiT-B UPerNet train step at 512 / 640, ``configs/beit/beit-base_upernet_8xb2-160k_ade20k-
@@ -235,7 +242,9 @@ class Part:
     bn_eval: bool = False
 
 
-def mim_part(args) -> Part:
+def mim_part(args, tokenizer_like_peer: bool = False) -> Part:
+    """(a); with ``tokenizer_like_peer`` (``mim-tokamp``) beit_mm's DALL-E encoder runs under the step's autocast
+    dtype (``DALLEEncoder(autocast_dtype=...)``) as mmpretrain's does, where the recipe keeps unilm's fp32 targets."""
     import numpy as np
     from mmpretrain.structures import DataSample
 
@@ -258,8 +267,22 @@ def mim_part(args) -> Part:
 
     ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     peer_cfg = peer_config('mmpretrain', 'beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
-    return Part('(a) MIM step, BEiT-B 224 + DALL-E tokenizer',
-                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain'),
+    from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
+    dtype = amp_dtype_for_device(torch.device(args.device).type) if args.amp else None
+    amp = {torch.bfloat16: 'bfloat16', torch.float16: 'float16'}.get(dtype)
+    if tokenizer_like_peer and amp is None:
+        raise SystemExit('--parts mim-tokamp compares the tokenizer under autocast: add --amp (on a device with an '
+                         'AMP dtype)')
+
+    def tokenizer_amp(m: dict) -> None:
+        m['target_generator']['autocast_dtype'] = amp
+
+    title = '(a) MIM step, BEiT-B 224 + DALL-E tokenizer'
+    if tokenizer_like_peer:
+        title = f"(a') MIM step, BEiT-B 224 + DALL-E tokenizer in {amp} on both sides"
+    return Part(title,
+                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain', tokenizer_amp if tokenizer_like_peer
+                                                      else None),
                  'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')}, make_inputs, step)
 
 
@@ -309,23 +332,37 @@ def mim2_part(args) -> Part:
     peer_cfg = peer_config('mmpretrain', 'beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     has_vqkd = BEIT_MM_MODELS.get('VQKD') is not None
 
+    def random_codebook(embedding: nn.Module) -> None:
+        # Both tokenizers start with an all-zero codebook (k-means init on the first training batch); a frozen
+        # tokenizer needs trained codes (beit_mm's refuses zeros), so both get the same random unit codes.
+        g = torch.Generator().manual_seed(0)
+        embedding.weight.copy_(nn.functional.normalize(torch.randn(embedding.weight.shape, generator=g), dim=-1))
+        embedding.initted.fill_(1)
+
+    def build_peer() -> nn.Module:
+        model = build_from_config(peer_cfg, 'mmpretrain')
+        with torch.no_grad():
+            random_codebook(model.target_generator.quantize.embedding)
+        return model
+
     def build_ours() -> nn.Module:
         if has_vqkd:
-            return build_from_config(ours_cfg, 'mmpretrain')
+            model = build_from_config(ours_cfg, 'mmpretrain')
+            with torch.no_grad():
+                random_codebook(model.target_generator.quantize.embedding)
+            return model
 
         def stand_in(m: dict) -> None:  # replaced below; only lets BEiTPretrain check the 8192-id vocabulary
             m['target_generator'] = dict(type='beit_mm.DALLEEncoder', group_count=5, n_hid=8, n_blk_per_group=1,
                                          vocab_size=m['head']['vocab_size'], channels_last=False)
 
         model = build_from_config(ours_cfg, 'mmpretrain', stand_in)
-        peer = build_from_config(peer_cfg, 'mmpretrain')
-        model.target_generator = PeerVQKDTargets(peer.target_generator)
+        model.target_generator = PeerVQKDTargets(build_peer().target_generator)
         return model
 
     tokenizer = 'beit_mm.VQKD' if has_vqkd else "mmpretrain's VQKD in both"
     return Part(f'(e) BEiT v2 MIM step, BEiT-B 224 + VQ-KD-size tokenizer ({tokenizer})',
-                {'beit_mm': build_ours, 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')},
-                make_inputs, step)
+                {'beit_mm': build_ours, 'mmpretrain': build_peer}, make_inputs, step)
 
 
 def finetune_part(args) -> Part:
@@ -450,11 +487,12 @@ def make_part(name: str, args) -> Part:
     match = re.fullmatch(r'(seg|slide)(\d+)', name)
     if match and int(match[2]) % 16 == 0:
         return (seg_part if match[1] == 'seg' else slide_part)(int(match[2]))
-    if name in ('mim', 'mim2', 'finetune', 'backbone'):
-        return {'mim': mim_part, 'mim2': mim2_part, 'finetune': finetune_part,
+    if name in ('mim', 'mim-tokamp', 'mim2', 'finetune', 'backbone'):
+        return {'mim': mim_part, 'mim-tokamp': lambda a: mim_part(a, tokenizer_like_peer=True), 'mim2': mim2_part,
+                'finetune': finetune_part,
                 'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
-    raise SystemExit(f'unknown part {name!r}: use mim, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE divisible by 16) or '
-                     'backbone')
+    raise SystemExit(f'unknown part {name!r}: use mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE '
+                     'divisible by 16) or backbone')
 
 
 # ------------------------------------------------------------------------------------------------------- running
@@ -600,7 +638,8 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--parts', nargs='+', default=['mim', 'mim2', 'finetune', 'seg512', 'seg640', 'slide640'],
-                        help='mim, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), backbone')
+                        help='mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), '
+                        'backbone')
     parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
     parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
     parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")

@@ -71,7 +71,9 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     n_pad = -(-n // align) * align
     if n_pad != n:  # padding columns read row 0; they are sliced away and get no gradient
         index = F.pad(index, (0, n_pad - n))
-    bias = table[index.view(-1)].view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
+    # index_select, not table[index]: its backward (index_add_) is ~2x faster on CPU than advanced indexing's
+    # (index_put_ with accumulate), which ran once per block in every MIM step (shared table, 12 gathers)
+    bias = table.index_select(0, index.view(-1)).view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
     if torch.onnx.is_in_onnx_export():  # same values; the ONNX exporter has no in-place copy (folded to a constant)
         return bias[:, :, :n].to(dtype or table.dtype).contiguous()
     # one copy into a contiguous (heads, N, N_pad) buffer, casting on the way (autograd casts the gradient back)
