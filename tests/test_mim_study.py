@@ -108,12 +108,13 @@ def test_study_smoke_run_every_arm(tmp_path):
     work = tmp_path / 'study'
     cmd = [sys.executable, 'tools/analysis/mim_study.py', '--labeled-root', labeled, '--unlabeled-root', unlabeled,
            '--num-classes', '7', '--seeds', '0', '1', '--dvae-iters', '2', '--mim-iters', '2', '--ft-iters', '2',
-           '--heads', 'linear', 'upernet', '--workers', '0', '--work-dir', str(work)]
+           '--vqkd-iters', '2', '--heads', 'linear', 'upernet', '--workers', '0', '--work-dir', str(work)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     report = json.loads((work / 'report.json').read_text())
-    assert list(report['results']) == ['scratch', 'tokens-blockwise', 'pixels-blockwise', 'tokens-random']
+    assert list(report['results']) == ['scratch', 'tokens-blockwise', 'pixels-blockwise', 'tokens-random',
+                                       'vqkd-blockwise']
     for arm, res in report['results'].items():
         for head in ('linear', 'upernet'):
             runs = res['finetune'][head]
@@ -123,13 +124,23 @@ def test_study_smoke_run_every_arm(tmp_path):
     assert 'mim_acc_baseline' in report['results']['tokens-random']['pretrain'][0]
     assert 'loss_baseline' in report['results']['pixels-blockwise']['pretrain'][0]
     assert 0 < report['tokenizer']['usage'] <= 1 and os.path.isfile(report['tokenizer']['grid'])
+    # vqkd-blockwise: a VQ-KD distilled from the pixel arm's backbone (the default --vqkd-teacher), its ids the targets
+    vqkd = report['vqkd']
+    assert 0 < vqkd['usage'] <= 1 and 0 <= vqkd['teacher_cosine'] <= 1
+    assert vqkd['teacher_checkpoint'] == report['results']['pixels-blockwise']['pretrain'][0]['checkpoint']
+    assert 'mim_acc_baseline' in report['results']['vqkd-blockwise']['pretrain'][0]
+    assert (work / 'vqkd_tokenizer.pth').is_file()
     text = (work / 'report.md').read_text()
     assert text.count('| trivial baseline (majority class) |') == 3  # the probe's and each head's
     # every MIM run logged the dense probe curve (DenseProbeHook in the study configs, iteration 0 and 2 checks)
     curve = json.loads((work / 'mim' / 'pixels-blockwise_seed0' / 'dense_probe.json').read_text())
     assert curve['init'] is not None and [c['iter'] for c in curve['history']] == [1, 2]
     assert '| tokens-random |' in text
-    assert 'linear: MIM (tokens, blockwise) - scratch' in text and 'upernet: MIM (tokens, blockwise) - scratch' in text
+    for head in ('linear', 'upernet'):
+        for arm in ('tokens-blockwise', 'pixels-blockwise', 'tokens-random', 'vqkd-blockwise'):
+            assert f'- {head}: {arm} - scratch = ' in text, (head, arm)
+    assert 'VQ-KD tokenizer of vqkd-blockwise' in text
+    assert (work / 'probe_curves.png').is_file()  # every MIM arm's probe curve in one picture
     # the pixel arm needs no tokenizer; the configs the runs used are kept
     assert (work / 'configs' / 'finetune_linear.py').is_file() and (work / 'configs' / 'finetune_upernet.py').is_file()
     assert (work / 'configs' / 'mim_pixels-blockwise.py').is_file()
@@ -143,6 +154,19 @@ def test_study_smoke_run_every_arm(tmp_path):
     assert 'holds a finished run with other settings (num_labeled: None there, 4 now)' in message, message
     assert 'Fix: start the study with another --work-dir' in message
     assert json.loads((work / 'report.json').read_text())['results'] == report['results']
+    # a fine-tuning variant on the same pretraining (--pretrain-dir): no tokenizer or MIM run again, options applied
+    variant = tmp_path / 'variant'
+    ld = 'optim_wrapper.paramwise_cfg.layer_decay_rate=0.65'
+    proc = subprocess.run(cmd[:cmd.index('--seeds')] + [
+        '--seeds', '0', '--mim-iters', '2', '--ft-iters', '2', '--vqkd-iters', '2', '--arms', 'scratch',
+        'vqkd-blockwise', '--heads', 'upernet', '--workers', '0', '--work-dir', str(variant), '--pretrain-dir',
+        str(work), '--ft-options', ld], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert not (variant / 'mim').exists() and not (variant / 'vqkd').exists()
+    runs = variant / 'finetune' / 'upernet'
+    assert sorted(os.listdir(runs)) == ['scratch_seed0', 'vqkd-blockwise_seed0']
+    assert json.loads((runs / 'scratch_seed0' / 'metrics.json').read_text())['settings']['ft_options'] == [ld]
+    assert 'layer_decay_rate=0.65' in (runs / 'vqkd-blockwise_seed0' / 'train.log').read_text()
 
 
 def rename_files(root: str, image_suffix: str = '.jpg') -> None:

@@ -2,9 +2,10 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random] [--heads linear upernet] [--dvae-iters 1000]
-        [--mim-iters 3000] [--ft-iters 1200] [--img-suffix .jpg] [--seg-map-suffix .png]
-        [--work-dir work_dirs/mim_study]
+        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise] [--heads linear upernet] [--dvae-iters 1000]
+        [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
+        [--vqkd-dead-code-ratio 0.1] [--ft-options KEY=VALUE ...] [--pretrain-dir DIR] [--img-suffix .jpg]
+        [--seg-map-suffix .png] [--work-dir work_dirs/mim_study]
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K, read through mmseg's
 ``ADE20KDataset`` with its suffixes (``--img-suffix``/``--seg-map-suffix``, default .jpg/.png; file names are free),
@@ -16,8 +17,11 @@ alike, so the same labeled root gives the scarcer-label settings):
    held-out codebook usage, perplexity and PSNR on the labeled set's validation images (never trained on).
 2. pretraining arms, each on the unlabeled pool with the same budget: ``tokens-blockwise`` (BEiT: dVAE ids,
    blockwise masking), ``pixels-blockwise`` (per-patch normalized pixels, L2), ``tokens-random`` (uniformly random
-   masking of the same count). ``--pretrain-seeds P`` pretrains each arm P times (fine-tuning seed s uses
-   pretraining run s mod P).
+   masking of the same count), ``vqkd-blockwise`` (BEiT v2's targets: the ids of a VQ-KD tokenizer distilled, on the
+   same pool, from the ``--vqkd-teacher`` arm's pretrained backbone, so no labels and no outside weights; trained
+   ``--vqkd-iters`` iterations with ``--vqkd-dead-code-ratio``, beit_mm's dead-code re-seeding, 0 = unilm's
+   quantizer; held-out usage, perplexity, dead codes and teacher cosine reported). ``--pretrain-seeds P`` pretrains
+   each arm P times (fine-tuning seed s uses pretraining run s mod P).
 3. frozen-feature check: the dense probe (``beit_mm.evaluation.probe``, the one ``tools/analysis/probe.py`` and
    ``beit_mm.DenseProbeHook`` use): a linear probe and a k-NN classifier of each 8 px patch's majority label on the
    frozen patch features of the blocks a segmentor reads (1, 2, 3, 5), fit on the labeled training images, scored
@@ -28,10 +32,14 @@ alike, so the same labeled root gives the scarcer-label settings):
    every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm and decoder; validation
    mIoU / aAcc. ``--heads``: ``linear`` (default; a 1x1 convolution on the last block's patch tokens, so the backbone
    does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
-   a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder).
+   a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder). ``--ft-options`` adds
+   ``--cfg-options`` to every fine-tuning run (a variant of the recipe, e.g.
+   ``optim_wrapper.paramwise_cfg.layer_decay_rate=0.65``); with ``--pretrain-dir`` pointing at an earlier study's
+   work dir, its tokenizers and pretraining runs are reused and only the fine-tuning and probes run again.
 5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
    aAcc and for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
-   (``report.json``) in the work dir, and printed.
+   (``report.json``) in the work dir, and printed; ``probe_curves.png``: every MIM arm's probe mIoU over
+   pretraining (its ``DenseProbeHook`` curve) with the random-init and majority-class levels.
 
 Runs go through ``tools/train.py`` in subprocesses with the configs written to ``<work-dir>/configs/`` (the shipped
 configs with the data roots, the class count and, when the iteration counts are changed, every iteration-valued field
@@ -66,7 +74,12 @@ MIM_CONFIGS = {
     'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py'),
     'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py'),
     'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py'),
+    'vqkd-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-vqkd-blockwise.py'),
 }
+VQKD_CONFIG = osp.join(STUDY, 'vqkd-tiny-p8-dec1x_mim-teacher_1xb32-coslr-1500i_64px.py')
+# The arms with a tokenizer: the task that trains it and the file (in the pretraining dir) its MIM config reads.
+TOKENIZER_OF = {'tokens-blockwise': 'tokenizer', 'tokens-random': 'tokenizer', 'vqkd-blockwise': 'vqkd'}
+TOKENIZER_FILES = {'tokenizer': 'tokenizer.pth', 'vqkd': 'vqkd_tokenizer.pth'}
 FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and schedule
     'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
     'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
@@ -139,7 +152,15 @@ def study_configs(args) -> dict[str, str]:
                 hook.folder = heldout
         rescale_iterations(cfg, args.dvae_iters)
 
-    def mim(cfg):
+    def vqkd(cfg):
+        set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
+        cfg.model.dead_code_ratio = args.vqkd_dead_code_ratio
+        for hook in cfg.custom_hooks:
+            if hook.type == 'beit_mm.TokenizerEvalHook':
+                hook.folder = heldout
+        rescale_iterations(cfg, args.vqkd_iters)
+
+    def mim(cfg, arm):
         set_loader(cfg.train_dataloader, args.unlabeled_root, args.workers)
         for hook in cfg.get('custom_hooks', []):
             if hook.type == 'beit_mm.DenseProbeHook':  # the probe curve during pretraining, on the labeled set
@@ -147,8 +168,9 @@ def study_configs(args) -> dict[str, str]:
                             img_suffix=suffixes['img_suffix'], seg_map_suffix=suffixes['seg_map_suffix'])
                 if args.num_labeled and (hook.get('num_train') is None or args.num_labeled < hook.num_train):
                     hook.num_train = args.num_labeled  # only the labels the study may use
-        if 'init_cfg' in cfg.model.target_generator:
-            cfg.model.target_generator.init_cfg.checkpoint = osp.join(args.work_dir, 'tokenizer.pth')
+        if arm in TOKENIZER_OF:
+            cfg.model.target_generator.init_cfg.checkpoint = osp.join(args.pretrain_dir,
+                                                                      TOKENIZER_FILES[TOKENIZER_OF[arm]])
         rescale_iterations(cfg, args.mim_iters)
 
     def finetune(cfg):
@@ -166,10 +188,19 @@ def study_configs(args) -> dict[str, str]:
     paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae)}
     for head in args.heads:
         paths[f'finetune-{head}'] = write_config(FT_CONFIGS[head], osp.join(out, f'finetune_{head}.py'), finetune)
-    for arm in args.arms:
-        if arm != 'scratch':
-            paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), mim)
+    if 'vqkd-blockwise' in args.arms:
+        paths['vqkd'] = write_config(VQKD_CONFIG, osp.join(out, 'vqkd.py'), vqkd)
+    for arm in pretrained_arms(args):
+        paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), lambda cfg, arm=arm: mim(cfg, arm))
     return paths
+
+
+def pretrained_arms(args) -> list[str]:
+    """The arms to pretrain: the MIM arms asked for, plus the VQ-KD teacher's arm when ``vqkd-blockwise`` is."""
+    arms = [a for a in args.arms if a != 'scratch']
+    if 'vqkd-blockwise' in arms and args.vqkd_teacher not in arms:
+        arms.insert(0, args.vqkd_teacher)
+    return arms
 
 
 # ----------------------------------------------------------------------------------------------------- runs
@@ -228,12 +259,12 @@ def last_checkpoint(work_dir: str) -> str:
 
 
 def run_tokenizer(args, configs) -> dict:
-    work = osp.join(args.work_dir, 'dvae')
+    work = osp.join(args.pretrain_dir, 'dvae')
 
     def run():
         train(configs['dvae'], work, [f'randomness.seed={args.seeds[0]}'])
         subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'convert_checkpoint.py'), '--model', 'dalle',
-                        '--source', 'dvae', last_checkpoint(work), osp.join(args.work_dir, 'tokenizer.pth')],
+                        '--source', 'dvae', last_checkpoint(work), osp.join(args.pretrain_dir, 'tokenizer.pth')],
                        cwd=ROOT, check=True, capture_output=True,
                        env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')))
         evals = glob.glob(osp.join(work, 'tokenizer_eval', 'iter_*.json'))
@@ -243,32 +274,74 @@ def run_tokenizer(args, configs) -> dict:
     return cached(work, run, dict(unlabeled_root=args.unlabeled_root, dvae_iters=args.dvae_iters, seed=args.seeds[0]))
 
 
+def vqkd_settings(args) -> dict:
+    return dict(unlabeled_root=args.unlabeled_root, vqkd_iters=args.vqkd_iters, teacher=args.vqkd_teacher,
+                teacher_mim_iters=args.mim_iters, dead_code_ratio=args.vqkd_dead_code_ratio, seed=args.seeds[0])
+
+
+def run_vqkd(args, configs, teacher_checkpoint: str) -> dict:
+    """The VQ-KD tokenizer of the ``vqkd-blockwise`` arm, distilled from ``teacher_checkpoint`` (a study MIM run's);
+    its weights without the teacher go to ``<pretrain dir>/vqkd_tokenizer.pth``; returns the last held-out stats."""
+    work = osp.join(args.pretrain_dir, 'vqkd')
+
+    def run():
+        import torch
+
+        from beit_mm.converters.io import load_state_dict_file
+        train(configs['vqkd'], work, [f'randomness.seed={args.seeds[0]}',
+                                      f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
+        weights = {k: v for k, v in load_state_dict_file(last_checkpoint(work)).items() if not k.startswith('teacher.')}
+        torch.save(weights, osp.join(args.pretrain_dir, TOKENIZER_FILES['vqkd']))
+        evals = glob.glob(osp.join(work, 'tokenizer_eval', 'iter_*.json'))
+        with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
+            return dict(json.load(f), teacher_checkpoint=teacher_checkpoint)
+
+    return cached(work, run, vqkd_settings(args))
+
+
 def run_pretrain(args, configs, arm: str, seed: int) -> dict:
-    work = osp.join(args.work_dir, 'mim', f'{arm}_seed{seed}')
+    work = osp.join(args.pretrain_dir, 'mim', f'{arm}_seed{seed}')
 
     def run():
         log = train(configs[arm], work, [f'randomness.seed={seed}'])
         metrics = dict(loss=last_value(log, 'loss'), checkpoint=last_checkpoint(work))
-        if arm.startswith('tokens'):
+        if arm in TOKENIZER_OF:
             metrics.update(mim_acc=last_value(log, 'mim_acc'), mim_acc_baseline=last_value(log, 'mim_acc_baseline'))
         else:
             metrics.update(loss_baseline=last_value(log, 'loss_baseline'))
         return metrics
 
-    return cached(work, run, dict(unlabeled_root=args.unlabeled_root, mim_iters=args.mim_iters, seed=seed))
+    settings = dict(unlabeled_root=args.unlabeled_root, mim_iters=args.mim_iters, seed=seed)
+    if TOKENIZER_OF.get(arm) == 'vqkd':
+        settings['tokenizer'] = vqkd_settings(args)
+    return cached(work, run, settings)
+
+
+def probe_curve(checkpoint: str) -> dict | None:
+    """The ``DenseProbeHook`` curve a MIM run left next to its checkpoint (``dense_probe.json``), if any."""
+    path = osp.join(osp.dirname(checkpoint), 'dense_probe.json')
+    if not osp.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
 
 
 def run_finetune(args, configs, head: str, arm: str, checkpoint: str | None, seed: int) -> dict:
     work = osp.join(args.work_dir, 'finetune', head, f'{arm}_seed{seed}')
     init = 'model.backbone.init_cfg=None' if checkpoint is None else f'model.backbone.init_cfg.checkpoint={checkpoint}'
-    options = [f'randomness.seed={seed}', init]
+    options = [f'randomness.seed={seed}', init, *args.ft_options]
 
     def run():
         log = train(configs[f'finetune-{head}'], work, options)
         return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), mAcc=last_value(log, 'mAcc'))
 
-    return cached(work, run, dict(labeled_settings(args), ft_iters=args.ft_iters, seed=seed,
-                                  mim_iters=None if checkpoint is None else args.mim_iters))
+    settings = dict(labeled_settings(args), ft_iters=args.ft_iters, seed=seed,
+                    mim_iters=None if checkpoint is None else args.mim_iters)
+    if args.ft_options:
+        settings['ft_options'] = list(args.ft_options)
+    if checkpoint is not None and args.pretrain_dir != args.work_dir:
+        settings['checkpoint'] = checkpoint
+    return cached(work, run, settings)
 
 
 def labeled_settings(args) -> dict:
@@ -338,15 +411,18 @@ def fmt(values: list[float]) -> str:
     return f'{mean:.2f} ± {std:.2f}'
 
 
-def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds: float) -> str:
+def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict, seconds: float) -> str:
     runs = [r for res in results.values() for r in res['pretrain'] + res['probe'] +
-            [r for per_head in res['finetune'].values() for r in per_head]] + ([tokenizer] if tokenizer else [])
+            [r for per_head in res['finetune'].values() for r in per_head]] + [t for t in (tokenizer, vqkd) if t]
     run_seconds = sum(r.get('seconds', 0.0) for r in runs)
     labeled = f'first {args.num_labeled} training images, ' if args.num_labeled else ''
     lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
              f'{args.unlabeled_root} (unlabeled)', '',
              f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
-             f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. Mean ± sample std over '
+             f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. '
+             + (f'Fine-tuning options: {" ".join(args.ft_options)}. ' if args.ft_options else '')
+             + (f'Tokenizers and pretraining runs from {args.pretrain_dir}. ' if args.pretrain_dir != args.work_dir
+                else '') + 'Mean ± sample std over '
              f'seeds. Wall time {seconds / 60:.1f} min with --jobs {args.jobs} (this invocation; runs finished by '
              f'an earlier one in the work dir are reused); the runs\' own times add up to {run_seconds / 60:.1f} '
              'min.', '']
@@ -355,6 +431,12 @@ def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds:
                   f'{tokenizer["usage"]:.3f}, perplexity {tokenizer["perplexity"]:.1f} '
                   f'({tokenizer["perplexity_fraction"]:.3f} of the vocabulary), PSNR {tokenizer["psnr"]:.2f} dB '
                   f'(mean-colour baseline {tokenizer["psnr_mean_colour"]:.2f} dB); grid {tokenizer["grid"]}.', '']
+    if vqkd:
+        lines += [f'VQ-KD tokenizer of vqkd-blockwise ({args.vqkd_iters} iterations, teacher = the '
+                  f'{args.vqkd_teacher} backbone {vqkd["teacher_checkpoint"]}, dead_code_ratio '
+                  f'{args.vqkd_dead_code_ratio}; held-out {args.labeled_root}/images/validation): codebook usage '
+                  f'{vqkd["usage"]:.3f} ({vqkd["dead_codes"]} dead codes), perplexity {vqkd["perplexity"]:.1f}, '
+                  f'teacher-feature cosine {vqkd["teacher_cosine"]:.3f}.', '']
     probe_base = next(res['probe'][0] for res in results.values())
     lines += ['Pretraining and frozen features (dense probe of the layers a segmentor reads, on the labeled set\'s '
               'validation patches; beit_mm.evaluation.probe):', '',
@@ -383,13 +465,45 @@ def report(args, results: dict, tokenizer: dict | None, baseline: dict, seconds:
             per_seed = ', '.join(f'{r["mIoU"]:.2f}' for r in ft)
             lines.append(f'| {arm} | {fmt([r["mIoU"] for r in ft])} | {per_seed} | {fmt([r["aAcc"] for r in ft])} | '
                          f'{fmt([r["mAcc"] for r in ft])} |')
-        if 'scratch' in results and 'tokens-blockwise' in results:
-            (m1, s1), (m0, s0) = (mean_std([r['mIoU'] for r in results[a]['finetune'][head]])
-                                  for a in ('tokens-blockwise', 'scratch'))
-            verdict = 'more' if m1 - m0 > s1 + s0 else 'not more'
-            lines += ['', f'{head}: MIM (tokens, blockwise) - scratch = {m1 - m0:+.2f} mIoU; the sum of the two '
-                      f'standard deviations is {s1 + s0:.2f}: the gain is {verdict} than the spread.']
+        if 'scratch' in results:
+            m0, s0 = mean_std([r['mIoU'] for r in results['scratch']['finetune'][head]])
+            lines.append('')
+            for arm in (a for a in results if a != 'scratch'):
+                m1, s1 = mean_std([r['mIoU'] for r in results[arm]['finetune'][head]])
+                verdict = 'more' if abs(m1 - m0) > s1 + s0 else 'not more'
+                lines.append(f'- {head}: {arm} - scratch = {m1 - m0:+.2f} mIoU; the sum of the two standard '
+                             f'deviations is {s1 + s0:.2f}: the difference is {verdict} than the spread.')
     return '\n'.join(lines) + '\n'
+
+
+def plot_probe_curves(results: dict, path: str) -> str | None:
+    """Every pretrained arm's dense-probe mIoU over pretraining (``DenseProbeHook`` curves, pretraining run 0) in
+    one picture, with the random-init and majority-class levels; returns the path, or None without curves."""
+    curves = {arm: res['curve'] for arm, res in results.items() if res.get('curve')}
+    if not curves:
+        return None
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for arm, curve in curves.items():
+        points = [dict(curve['init'], iter=0)] + curve['history']
+        ax.plot([p['iter'] for p in points], [p['probe_mIoU'] for p in points], marker='o', label=arm)
+    first = next(iter(curves.values()))
+    ax.axhline(first['init']['probe_mIoU'], color='grey', ls='--', lw=1,
+               label=f'random init (iteration 0) {first["init"]["probe_mIoU"]:.2f}')
+    ax.axhline(first['init']['majority_mIoU'], color='black', ls=':', lw=1,
+               label=f'majority class {first["init"]["majority_mIoU"]:.2f}')
+    ax.set_xlabel('pretraining iteration')
+    ax.set_ylabel('dense linear-probe mIoU (frozen)')
+    ax.set_title(f'Dense probe during MIM pretraining ({first["num_classes"]} classes, blocks {first["layers"]})',
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def parse_args() -> argparse.Namespace:
@@ -402,6 +516,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
     parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
+    parser.add_argument('--vqkd-teacher', choices=tuple(a for a in MIM_CONFIGS if a != 'vqkd-blockwise'),
+                        default='pixels-blockwise',
+                        help="the arm whose pretrained backbone teaches vqkd-blockwise's VQ-KD tokenizer")
+    parser.add_argument('--vqkd-iters', type=int, default=1500)
+    parser.add_argument('--vqkd-dead-code-ratio', type=float, default=0.1,
+                        help="VQKD(dead_code_ratio=...) of vqkd-blockwise's tokenizer (0 = unilm's quantizer)")
+    parser.add_argument('--ft-options', nargs='+', default=[], metavar='KEY=VALUE',
+                        help='extra --cfg-options of every fine-tuning run (a recipe variant)')
+    parser.add_argument('--pretrain-dir', default=None,
+                        help='where the tokenizers and pretraining runs are (reused) and written (default: --work-dir)')
     parser.add_argument('--heads', nargs='+', choices=tuple(FT_CONFIGS), default=['linear'],
                         help='fine-tuning decoders, each run for every arm and seed (default: linear, where the '
                         'backbone does all the spatial work)')
@@ -424,12 +548,13 @@ def parse_args() -> argparse.Namespace:
     if args.num_labeled is not None and args.num_labeled < 1:
         parser.error('--num-labeled must be >= 1')
     args.work_dir = osp.abspath(args.work_dir)
+    args.pretrain_dir = osp.abspath(args.pretrain_dir or args.work_dir)
     args.labeled_root, args.unlabeled_root = osp.abspath(args.labeled_root), osp.abspath(args.unlabeled_root)
     return args
 
 
 # Task kinds in the order ready tasks start (tokenizer and pretraining gate everything after them).
-PRIORITY = ('tokenizer', 'pretrain', 'finetune', 'probe')
+PRIORITY = ('tokenizer', 'pretrain', 'vqkd', 'finetune', 'probe')
 
 
 def run_graph(tasks: dict[str, tuple[list[str], Callable[[dict], dict]]], jobs: int) -> dict[str, dict]:
@@ -482,19 +607,23 @@ def main() -> None:
         os.environ['OMP_NUM_THREADS'] = str(max(1, (os.cpu_count() or 1) // args.jobs))
         import torch
         torch.set_num_threads(int(os.environ['OMP_NUM_THREADS']))
-    needs_tokenizer = any(a.startswith('tokens') for a in args.arms)
+    tokenizers = {TOKENIZER_OF[a] for a in pretrained_arms(args) if a in TOKENIZER_OF}
 
     def checkpoint(done: dict, source: str | None) -> str | None:
         return None if source is None else done[source]['checkpoint']
 
     tasks: dict[str, tuple[list[str], Callable[[dict], dict]]] = {}
-    if needs_tokenizer:
+    if 'tokenizer' in tokenizers:
         tasks['tokenizer'] = ([], lambda done: run_tokenizer(args, configs))
+    if 'vqkd' in tokenizers:
+        teacher = f'pretrain/{args.vqkd_teacher}/0'
+        tasks['vqkd'] = ([teacher], lambda done: run_vqkd(args, configs, done[teacher]['checkpoint']))
+    for arm in pretrained_arms(args):
+        deps = [TOKENIZER_OF[arm]] if arm in TOKENIZER_OF else []
+        for s in range(args.pretrain_seeds if arm in args.arms else 1):  # a teacher-only arm: its run 0
+            tasks[f'pretrain/{arm}/{s}'] = (deps, lambda done, arm=arm, s=s: run_pretrain(args, configs, arm, s))
     for arm in args.arms:
         pretrain_seeds = [] if arm == 'scratch' else list(range(args.pretrain_seeds))
-        deps = ['tokenizer'] if arm.startswith('tokens') else []
-        for s in pretrain_seeds:
-            tasks[f'pretrain/{arm}/{s}'] = (deps, lambda done, arm=arm, s=s: run_pretrain(args, configs, arm, s))
         sources = [f'pretrain/{arm}/{s}' for s in pretrain_seeds] or [None]
         for s, source in enumerate(sources):
             tasks[f'probe/{arm}/{s}'] = ([source] if source else [], lambda done, arm=arm, s=s, source=source: cached(
@@ -515,12 +644,17 @@ def main() -> None:
                                                      key=lambda k: int(k.rsplit('/', 1)[1]))]
         results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'),
                             finetune={head: pick(f'finetune/{head}') for head in args.heads})
+        if results[arm]['pretrain']:
+            results[arm]['curve'] = probe_curve(results[arm]['pretrain'][0]['checkpoint'])
     seconds = time.time() - start
-    text = report(args, results, tokenizer, baseline, seconds)
+    text = report(args, results, tokenizer, done.get('vqkd'), baseline, seconds)
+    picture = plot_probe_curves(results, osp.join(args.work_dir, 'probe_curves.png'))
+    if picture:
+        text += f'\nProbe curves over pretraining: {picture}\n'
     with open(osp.join(args.work_dir, 'report.md'), 'w') as f:
         f.write(text)
     with open(osp.join(args.work_dir, 'report.json'), 'w') as f:
-        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, results=results,
+        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'), results=results,
                        seconds=round(seconds, 1)), f, indent=1)
     print(text)
 
