@@ -4,6 +4,11 @@
     python tools/visualize.py attention CONFIG CHECKPOINT IMAGE [--block -1] [--query R C] [--size H W] --out A.png
     # the tokenizer's token ids as a colour map next to the image, and the tokens decoded (a beit_mm.DVAE run)
     python tools/visualize.py tokens DVAE_CONFIG DVAE_CHECKPOINT IMAGE [--size S] --out T.png
+    # what codes group: dVAE and/or VQ-KD token maps of the same labeled images side by side, plus how much a token id
+    # tells about the patch's class and colour (NMI, purity) next to shuffled ids (beit_mm.evaluation.token_groups)
+    python tools/visualize.py token-maps --dvae DVAE_CONFIG DVAE_CHECKPOINT --vqkd VQKD_CONFIG VQKD_CHECKPOINT \
+        --data-root ROOT --num-classes K [--split validation] [--show 6] [--size 64] [--img-suffix .jpg] \
+        [--seg-map-suffix .png] --out T.png
     # MIM: image, blockwise mask, tokenizer reconstruction, model prediction decoded through the dVAE decoder
     python tools/visualize.py mim MIM_CONFIG MIM_CHECKPOINT DVAE_CONFIG DVAE_CHECKPOINT IMAGE [--seed 0] --out M.png
 
@@ -28,7 +33,8 @@ import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.models.tokenizers.dalle import map_pixels
 from beit_mm.visualization.attention import record_attention
 from beit_mm.apis import load_model
-from beit_mm.visualization.figures import attention_figure, mim_figure, save_png, to_uint8, token_map_figure
+from beit_mm.visualization.figures import (attention_figure, mim_figure, save_png, to_uint8, token_map_figure,
+                                           token_maps_figure)
 from beit_mm.visualization.mim import decode_ids, mim_pictures
 
 DEFAULT_SIZE = 224
@@ -86,6 +92,51 @@ def cmd_tokens(args) -> None:
     print(f'{grid[0]}x{grid[1]} tokens, {ids.unique().numel()} distinct of {dvae.vocab_size} -> {path}')
 
 
+def dvae_token_ids(dvae, images: torch.Tensor) -> torch.Tensor:
+    """(N, 3, S, S) RGB 0..255 -> (N, h*w) the dVAE's hard codes (argmax of its encoder), as ``cmd_tokens``."""
+    with torch.no_grad():
+        return torch.cat([dvae.encode(x / 255).argmax(1).flatten(1) for x in images.split(64)])
+
+
+def vqkd_token_ids(vqkd, images: torch.Tensor) -> torch.Tensor:
+    """(N, 3, S, S) RGB 0..255 -> (N, h*w) VQ-KD ids (``VQKD.get_token_ids``, unilm's ``get_codebook_indices``)."""
+    return torch.cat([vqkd.get_token_ids(x) for x in images.split(64)])
+
+
+def cmd_token_maps(args) -> None:
+    from beit_mm.evaluation.probe import ade20k_dataset_cfg, build_seg_dataset, load_seg_split
+    from beit_mm.evaluation.token_groups import token_group_stats
+    if not (args.dvae or args.vqkd):
+        raise SystemExit('token-maps: give --dvae CONFIG CHECKPOINT and/or --vqkd CONFIG CHECKPOINT')
+    dataset = build_seg_dataset(ade20k_dataset_cfg(args.data_root, args.split, args.num_classes, args.img_suffix,
+                                                   args.seg_map_suffix))
+    split = load_seg_split(dataset, args.size)
+    maps, rows = {}, []
+    for name, spec, need, tokenize, vocab in (
+            ('dVAE', args.dvae, ('encoder.', ), dvae_token_ids, lambda m: m.vocab_size),
+            ('VQ-KD', args.vqkd, ('encoder.', 'quantize.'), vqkd_token_ids, lambda m: m.num_codes)):
+        if not spec:
+            continue
+        model, _ = load_model(spec[0], spec[1], need=need)
+        ids = tokenize(model, split.images)
+        maps[name] = (ids, vocab(model))
+        s = token_group_stats(ids, split.labels, split.images, args.num_classes)
+        rows.append(f'| {name} | {s["codes_used"]} of {vocab(model)} | {s["nmi_class"]:.3f} '
+                    f'({s["nmi_class_shuffled"]:.3f}) | {s["nmi_colour"]:.3f} ({s["nmi_colour_shuffled"]:.3f}) | '
+                    f'{s["purity"]:.1f} ({s["purity_majority"]:.1f}) |')
+    show = slice(0, args.show)
+    images = split.images[show].permute(0, 2, 3, 1).numpy().astype(np.uint8)
+    figure = token_maps_figure(images, split.labels[show].numpy(), {k: (v[0][show], v[1]) for k, v in maps.items()},
+                               args.num_classes, title=args.title)
+    path = save_png(figure, args.out)
+    print(f'What the codes group on {len(dataset)} {args.split} images of {args.data_root} '
+          f'({split.labels.shape[-1]} px; {maps[next(iter(maps))][0].shape[1]} patches each); in brackets the trivial '
+          'baseline (shuffled ids; for purity the majority class):\n')
+    print('| tokenizer | codes used | NMI(id; class) | NMI(id; colour) | purity % |\n|---|---|---|---|---|')
+    print('\n'.join(rows))
+    print(f'\n-> {path}')
+
+
 def mask_generator(cfg: Config, seed: int):
     from beit_mm.data.masking import BEiTMaskGenerator
     for t in cfg.train_dataloader.dataset.pipeline:
@@ -130,6 +181,16 @@ def parse_args() -> argparse.Namespace:
     tok.add_argument('image')
     tok.add_argument('--size', type=int, help='square tokenizer input side (default 64)')
     mim = sub.add_parser('mim', help='MIM: mask, tokenizer reconstruction and decoded prediction')
+    maps = sub.add_parser('token-maps', help='dVAE / VQ-KD token maps of labeled images and what their codes group')
+    maps.add_argument('--dvae', nargs=2, metavar=('CONFIG', 'CHECKPOINT'), help='a beit_mm.DVAE run')
+    maps.add_argument('--vqkd', nargs=2, metavar=('CONFIG', 'CHECKPOINT'), help='a beit_mm.VQKD run')
+    maps.add_argument('--data-root', required=True, help='ADE20K-layout root (raw labels 1..K)')
+    maps.add_argument('--num-classes', type=int, required=True)
+    maps.add_argument('--split', default='validation', choices=('training', 'validation'))
+    maps.add_argument('--show', type=int, default=6, help='images in the picture (the statistics use all)')
+    maps.add_argument('--size', type=int, default=64, help='tokenizer input side (both tokenizers)')
+    maps.add_argument('--img-suffix', default='.jpg')
+    maps.add_argument('--seg-map-suffix', default='.png')
     mim.add_argument('config')
     mim.add_argument('checkpoint')
     mim.add_argument('dvae_config')
@@ -137,7 +198,7 @@ def parse_args() -> argparse.Namespace:
     mim.add_argument('image')
     mim.add_argument('--seed', type=int, default=0, help='seed of the blockwise mask')
     mim.add_argument('--size', type=int, nargs='+', metavar=('H', 'W'), help='backbone view size')
-    for p in (att, tok, mim):
+    for p in (att, tok, maps, mim):
         p.add_argument('--out', required=True, help='PNG file to write')
         p.add_argument('--title', default='', help='figure title')
     return parser.parse_args()
@@ -146,7 +207,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     torch.manual_seed(0)
-    {'attention': cmd_attention, 'tokens': cmd_tokens, 'mim': cmd_mim}[args.command](args)
+    {'attention': cmd_attention, 'tokens': cmd_tokens, 'token-maps': cmd_token_maps, 'mim': cmd_mim}[args.command](args)
 
 
 if __name__ == '__main__':

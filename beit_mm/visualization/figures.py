@@ -148,6 +148,41 @@ def token_map_figure(image: np.ndarray, ids: Tensor, grid: tuple[int, int], voca
     return _figure_to_array(fig)
 
 
+def token_maps_figure(images: np.ndarray, labels: np.ndarray, maps: dict[str, tuple[Tensor, int]],
+                      num_classes: int, title: str = '') -> np.ndarray:
+    """One row per image: the image, its label map, then each tokenizer's token ids as colours (one colour per id;
+    a region of one colour is one code), so what the codes group can be compared with what the classes are.
+
+    Args:
+        images: (N, H, W, 3) uint8.
+        labels: (N, H, W) int class ids (0..K-1, >= K ignored, drawn black).
+        maps: name -> ((N, h*w) token ids, vocabulary size), e.g. ``{'dVAE': ..., 'VQ-KD': ...}``.
+        num_classes: K (fixes the label palette).
+    """
+    plt = _plt()
+    n, cols = images.shape[0], 2 + len(maps)
+    fig, axes = plt.subplots(n, cols, figsize=(1.9 * cols, 1.9 * n + 0.5), squeeze=False)
+    label_colours = np.concatenate([token_palette(num_classes), np.zeros((1, 3))])
+    for r in range(n):
+        axes[r, 0].imshow(images[r])
+        axes[r, 1].imshow(label_colours[np.minimum(labels[r], num_classes)])
+        for c, (name, (ids, vocab)) in enumerate(maps.items(), start=2):
+            side = int(round(ids.shape[1] ** 0.5))
+            grid = ids[r].view(side, side).cpu().numpy()
+            axes[r, c].imshow(token_palette(vocab)[grid])
+            if r == 0:
+                axes[r, c].set_title(f'{name} token ids', fontsize=8)
+        if r == 0:
+            axes[r, 0].set_title('image', fontsize=8)
+            axes[r, 1].set_title('classes (labels)', fontsize=8)
+        for ax in axes[r]:
+            _off(ax)
+    if title:
+        fig.suptitle(title, fontsize=8)
+    fig.tight_layout()
+    return _figure_to_array(fig)
+
+
 def mim_figure(image: np.ndarray, tokenizer_image: np.ndarray, pics: MIMPictures, sample: int = 0,
                title: str = '') -> np.ndarray:
     """Image | blockwise mask over the image | tokenizer reconstruction | prediction decoded (masked patches
