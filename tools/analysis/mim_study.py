@@ -476,10 +476,11 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
     return '\n'.join(lines) + '\n'
 
 
-def plot_probe_curves(results: dict, path: str) -> str | None:
-    """Every pretrained arm's dense-probe mIoU over pretraining (``DenseProbeHook`` curves, pretraining run 0) in
-    one picture, with the random-init and majority-class levels; returns the path, or None without curves."""
-    curves = {arm: res['curve'] for arm, res in results.items() if res.get('curve')}
+def plot_probe_curves(curves: dict, path: str) -> str | None:
+    """Every pretrained arm's dense-probe mIoU over pretraining (``DenseProbeHook`` curves ``{arm: curve}``,
+    pretraining run 0) in one picture, with the random-init and majority-class levels; returns the path, or None
+    without curves."""
+    curves = {arm: curve for arm, curve in curves.items() if curve}
     if not curves:
         return None
     import matplotlib
@@ -644,11 +645,11 @@ def main() -> None:
                                                      key=lambda k: int(k.rsplit('/', 1)[1]))]
         results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'),
                             finetune={head: pick(f'finetune/{head}') for head in args.heads})
-        if results[arm]['pretrain']:
-            results[arm]['curve'] = probe_curve(results[arm]['pretrain'][0]['checkpoint'])
     seconds = time.time() - start
     text = report(args, results, tokenizer, done.get('vqkd'), baseline, seconds)
-    picture = plot_probe_curves(results, osp.join(args.work_dir, 'probe_curves.png'))
+    curves = {(arm if arm in args.arms else f'{arm} (VQ-KD teacher)'):
+              probe_curve(done[f'pretrain/{arm}/0']['checkpoint']) for arm in pretrained_arms(args)}
+    picture = plot_probe_curves(curves, osp.join(args.work_dir, 'probe_curves.png'))
     if picture:
         text += f'\nProbe curves over pretraining: {picture}\n'
     with open(osp.join(args.work_dir, 'report.md'), 'w') as f:
