@@ -2,7 +2,8 @@
 
 References: NMI and purity are checked on constructed cases whose values follow from the definitions (ids equal to
 the classes: NMI 1 and purity 100; ids independent of the classes: NMI near the shuffled baseline; ids equal to the
-colour bins: NMI(id; colour) 1), and purity against an explicit per-code count.
+colour bins: NMI(id; colour) 1; ids equal to the grid position: NMI(id; position) 1), and purity against an explicit
+per-code count.
 """
 import os
 import os.path as osp
@@ -43,6 +44,8 @@ def test_stats_see_class_codes_and_colour_codes():
     by_class = token_group_stats(classes.flatten(1), labels, images, num_classes=4)
     assert abs(by_class['nmi_class'] - 1) < 1e-9 and by_class['purity'] == 100.0
     assert by_class['nmi_class_shuffled'] < 0.01 and by_class['num_patches'] == 3200
+    by_position = token_group_stats(torch.arange(16).repeat(200, 1), labels, images, num_classes=4)
+    assert abs(by_position['nmi_position'] - 1) < 1e-9 and by_position['nmi_position_shuffled'] < 0.03
     by_colour = token_group_stats(patch_colours(images, (4, 4)).flatten(1), labels, images, num_classes=4)
     assert abs(by_colour['nmi_colour'] - 1) < 1e-9 and by_colour['nmi_colour_shuffled'] < 0.25
     # (64 x 64 bins over 3200 patches: the finite-sample bias of the shuffled NMI is ~0.17, why it is the baseline)

@@ -5,7 +5,8 @@
     # the tokenizer's token ids as a colour map next to the image, and the tokens decoded (a beit_mm.DVAE run)
     python tools/visualize.py tokens DVAE_CONFIG DVAE_CHECKPOINT IMAGE [--size S] --out T.png
     # what codes group: dVAE and/or VQ-KD token maps of the same labeled images side by side, plus how much a token id
-    # tells about the patch's class and colour (NMI, purity) next to shuffled ids (beit_mm.evaluation.token_groups)
+    # tells about the patch's class, colour and position (NMI, purity) next to shuffled ids
+    # (beit_mm.evaluation.token_groups)
     python tools/visualize.py token-maps --dvae DVAE_CONFIG DVAE_CHECKPOINT --vqkd VQKD_CONFIG VQKD_CHECKPOINT \
         --data-root ROOT --num-classes K [--split validation] [--show 6] [--size 64] [--img-suffix .jpg] \
         [--seg-map-suffix .png] --out T.png
@@ -123,6 +124,7 @@ def cmd_token_maps(args) -> None:
         s = token_group_stats(ids, split.labels, split.images, args.num_classes)
         rows.append(f'| {name} | {s["codes_used"]} of {vocab(model)} | {s["nmi_class"]:.3f} '
                     f'({s["nmi_class_shuffled"]:.3f}) | {s["nmi_colour"]:.3f} ({s["nmi_colour_shuffled"]:.3f}) | '
+                    f'{s["nmi_position"]:.3f} ({s["nmi_position_shuffled"]:.3f}) | '
                     f'{s["purity"]:.1f} ({s["purity_majority"]:.1f}) |')
     show = slice(0, args.show)
     images = split.images[show].permute(0, 2, 3, 1).numpy().astype(np.uint8)
@@ -132,7 +134,8 @@ def cmd_token_maps(args) -> None:
     print(f'What the codes group on {len(dataset)} {args.split} images of {args.data_root} '
           f'({split.labels.shape[-1]} px; {maps[next(iter(maps))][0].shape[1]} patches each); in brackets the trivial '
           'baseline (shuffled ids; for purity the majority class):\n')
-    print('| tokenizer | codes used | NMI(id; class) | NMI(id; colour) | purity % |\n|---|---|---|---|---|')
+    print('| tokenizer | codes used | NMI(id; class) | NMI(id; colour) | NMI(id; position) | purity % |\n'
+          '|---|---|---|---|---|---|')
     print('\n'.join(rows))
     print(f'\n-> {path}')
 

@@ -1,9 +1,11 @@
 """What a tokenizer's codes group: how much a patch's token id tells about its class and about its colour.
 
-For every patch of a labeled set (an 8 px patch of a 64 px image for the study's tokenizers), three discrete
-variables: the token id, the patch's majority class (``beit_mm.evaluation.probe.patch_labels``) and its colour (the
-patch's mean RGB quantized to ``COLOUR_LEVELS`` levels per channel). A tokenizer whose codes name content has a high
-normalized mutual information (NMI) between id and class; one whose codes name colour, between id and colour.
+For every patch of a labeled set (an 8 px patch of a 64 px image for the study's tokenizers), four discrete
+variables: the token id, the patch's majority class (``beit_mm.evaluation.probe.patch_labels``), its colour (the
+patch's mean RGB quantized to ``COLOUR_LEVELS`` levels per channel) and its position in the grid. A tokenizer whose
+codes name content has a high normalized mutual information (NMI) between id and class; one whose codes name colour,
+between id and colour; one whose codes carry where the patch is (a teacher with position information), between id
+and position.
 
 Each number comes with its trivial baseline: the same ids shuffled over the patches (the same code histogram, no
 relation to the image; finite samples give it a small positive NMI), and for purity (the share of patches whose class
@@ -62,7 +64,8 @@ def token_group_stats(ids: Tensor, labels: Tensor, images: Tensor, num_classes: 
         num_classes: K.
     Returns:
         ``codes_used``, ``nmi_class`` / ``nmi_class_shuffled``, ``nmi_colour`` / ``nmi_colour_shuffled``,
-        ``purity`` / ``purity_majority`` (percent), ``num_patches`` (patches with a label).
+        ``nmi_position`` / ``nmi_position_shuffled``, ``purity`` / ``purity_majority`` (percent), ``num_patches``
+        (patches with a label).
     """
     n = ids.shape[0]
     h = w = int(round(ids.shape[1] ** 0.5))
@@ -71,11 +74,13 @@ def token_group_stats(ids: Tensor, labels: Tensor, images: Tensor, num_classes: 
     cls = patch_labels(labels, (h, w), num_classes).reshape(-1).numpy()
     colour = patch_colours(images, (h, w)).reshape(-1).numpy()
     code = ids.reshape(-1).cpu().numpy()
+    position = np.tile(np.arange(h * w), n)
     keep = cls != IGNORE_INDEX
-    code, cls, colour = code[keep], cls[keep], colour[keep]
+    code, cls, colour, position = code[keep], cls[keep], colour[keep], position[keep]
     shuffled = np.random.default_rng(seed).permutation(code)
     counts = np.bincount(cls, minlength=num_classes)
     return dict(codes_used=int(len(np.unique(code))), num_patches=int(keep.sum()), num_images=n,
                 nmi_class=nmi(code, cls), nmi_class_shuffled=nmi(shuffled, cls),
                 nmi_colour=nmi(code, colour), nmi_colour_shuffled=nmi(shuffled, colour),
+                nmi_position=nmi(code, position), nmi_position_shuffled=nmi(shuffled, position),
                 purity=100 * purity(code, cls), purity_majority=100 * counts.max() / counts.sum())
