@@ -345,9 +345,12 @@ def mim2_part(args) -> Part:
             random_codebook(model.target_generator.quantize.embedding)
         return model
 
+    def fp32_tokenizer(m: dict) -> None:  # without --amp the row is fp32 on both sides, the tokenizer included
+        m['target_generator']['autocast_dtype'] = None
+
     def build_ours() -> nn.Module:
         if has_vqkd:
-            model = build_from_config(ours_cfg, 'mmpretrain')
+            model = build_from_config(ours_cfg, 'mmpretrain', None if args.amp else fp32_tokenizer)
             with torch.no_grad():
                 random_codebook(model.target_generator.quantize.embedding)
             return model

@@ -8,7 +8,7 @@
 #      in the --amp dtype (2e-2 relative), forward and gradients, at N=197 and N=1601, plus their timings
 #      (tools/analysis/benchmark_attention.py --check);
 #   2. fp32 parity tests on CUDA: tests/test_attention_paths.py with BEIT_MM_TEST_DEVICE=cuda;
-#   3. tools/analysis/benchmark.py parts (a)-(d) in fp32 and with --amp.
+#   3. tools/analysis/benchmark.py parts (a)-(e) in fp32 and with --amp.
 # Without CUDA, or with --dry-run, it runs step 1 on CPU at a tiny size (a smoke test of the same code) and prints
 # the commands of steps 2-3 instead of running them; CI runs this mode (tests/test_gpu_report.py).
 # Needs: the beit_mm environment (PYTHON=path/to/python, default `python`), run from anywhere.
@@ -61,7 +61,7 @@ EOF
   fi
   echo
   echo "## 3. End-to-end benchmarks"
-  local bench=("$ROOT/tools/analysis/benchmark.py" --device cuda --parts mim finetune seg512 seg640 slide640
+  local bench=("$ROOT/tools/analysis/benchmark.py" --device cuda --parts mim mim2 finetune seg512 seg640 slide640
                --iters 5 --warmup 2 --rounds 3)
   for amp in "" "--amp"; do
     echo
