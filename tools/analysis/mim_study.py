@@ -492,13 +492,13 @@ def plot_probe_curves(curves: dict, path: str) -> str | None:
         ax.plot([p['iter'] for p in points], [p['probe_mIoU'] for p in points], marker='o', label=arm)
     first = next(iter(curves.values()))
     ax.axhline(first['init']['probe_mIoU'], color='grey', ls='--', lw=1,
-               label=f'random init (iteration 0) {first["init"]["probe_mIoU"]:.2f}')
+               label=f'random init (iteration 0, first arm) {first["init"]["probe_mIoU"]:.2f}')
     ax.axhline(first['init']['majority_mIoU'], color='black', ls=':', lw=1,
                label=f'majority class {first["init"]["majority_mIoU"]:.2f}')
     ax.set_xlabel('pretraining iteration')
     ax.set_ylabel('dense linear-probe mIoU (frozen)')
-    ax.set_title(f'Dense probe during MIM pretraining ({first["num_classes"]} classes, blocks {first["layers"]})',
-                 fontsize=10)
+    blocks = first['layers'] if first['layers'] is not None else "the segmentor's"
+    ax.set_title(f'Dense probe during MIM pretraining ({first["num_classes"]} classes, blocks {blocks})', fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
