@@ -258,6 +258,13 @@ def last_checkpoint(work_dir: str) -> str:
         return osp.join(work_dir, osp.basename(f.read().strip()))
 
 
+def last_tokenizer_eval(work_dir: str) -> dict:
+    """The held-out statistics ``TokenizerEvalHook`` wrote last (``tokenizer_eval/iter_N.json``, largest N)."""
+    evals = glob.glob(osp.join(work_dir, 'tokenizer_eval', 'iter_*.json'))
+    with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
+        return json.load(f)
+
+
 def run_tokenizer(args, configs) -> dict:
     work = osp.join(args.pretrain_dir, 'dvae')
 
@@ -267,9 +274,7 @@ def run_tokenizer(args, configs) -> dict:
                         '--source', 'dvae', last_checkpoint(work), osp.join(args.pretrain_dir, 'tokenizer.pth')],
                        cwd=ROOT, check=True, capture_output=True,
                        env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')))
-        evals = glob.glob(osp.join(work, 'tokenizer_eval', 'iter_*.json'))
-        with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
-            return json.load(f)
+        return last_tokenizer_eval(work)
 
     return cached(work, run, dict(unlabeled_root=args.unlabeled_root, dvae_iters=args.dvae_iters, seed=args.seeds[0]))
 
@@ -292,9 +297,7 @@ def run_vqkd(args, configs, teacher_checkpoint: str) -> dict:
                                       f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
         weights = {k: v for k, v in load_state_dict_file(last_checkpoint(work)).items() if not k.startswith('teacher.')}
         torch.save(weights, osp.join(args.pretrain_dir, TOKENIZER_FILES['vqkd']))
-        evals = glob.glob(osp.join(work, 'tokenizer_eval', 'iter_*.json'))
-        with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
-            return dict(json.load(f), teacher_checkpoint=teacher_checkpoint)
+        return dict(last_tokenizer_eval(work), teacher_checkpoint=teacher_checkpoint)
 
     return cached(work, run, vqkd_settings(args))
 
