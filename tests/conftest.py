@@ -34,6 +34,22 @@ def randomize_(module: torch.nn.Module, seed: int = 0, std: float = 0.2) -> torc
     return module
 
 
+# Two float32 kernels that compute the same sums in another order (eager vs SDPA, PyTorch vs onnxruntime, AVX2 vs
+# AVX512 code paths) differ by a few units in the last place of the largest value: float32's unit roundoff is
+# 6e-8, and the largest seen between the attention kernels was 1.5e-7 of the tensor's magnitude (gradients ~100,
+# AMD EPYC with AVX2 only). 1e-5 of the magnitude leaves ~60x headroom; a real error (a bias added twice, a wrong
+# scale) is of the order of the values themselves.
+FP32_KERNEL_RTOL = 1e-5
+
+
+def assert_close_to_scale(got: torch.Tensor, ref: torch.Tensor, rtol: float = FP32_KERNEL_RTOL, what: str = ''):
+    """``max |got - ref| <= rtol * max(|ref|.max(), 1)``: float32 agreement relative to the tensor's magnitude (an
+    absolute bound for values below 1), independent of which CPU kernels computed it."""
+    scale = max(float(ref.abs().max()), 1.0)
+    diff = float((got - ref).abs().max())
+    assert diff <= rtol * scale, f'{what}: max |diff| {diff:.3e} > {rtol:g} x {scale:.3e}'
+
+
 def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop: int = 64):
     """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data: crops, test
     scales, slide windows, iterations, workers, 2 images per batch (batch 1 per GPU relies on SyncBN over 8 GPUs; BN's

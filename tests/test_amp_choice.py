@@ -24,6 +24,8 @@ def train_tool():
 
 
 def fake_cpuinfo(monkeypatch, text: str) -> None:
+    monkeypatch.delenv(amp_optim_wrapper.EMULATE_AVX2_ENV, raising=False)  # the test runner's AVX2 emulation
+
     def fake_open(path, *args, **kwargs):
         assert path == '/proc/cpuinfo'
         import io
@@ -40,6 +42,18 @@ def test_cpu_bf16_capability_from_cpuinfo(monkeypatch, cpuinfo, flags):
     fake_cpuinfo(monkeypatch, cpuinfo)
     assert amp_optim_wrapper.cpu_native_bf16_flags() == flags  # named on benchmark.py's device line
     assert amp_optim_wrapper.cpu_has_native_bf16() is bool(flags)
+
+
+def test_avx2_emulation_decides_as_an_avx2_cpu(monkeypatch):
+    """``BEIT_MM_EMULATE_AVX2=1`` (tools/run_tests.sh's AVX2 emulation): no native bf16 whatever /proc/cpuinfo says,
+    and the CPU line says it is emulated."""
+    fake_cpuinfo(monkeypatch, AVX512_BF16)
+    monkeypatch.setenv(amp_optim_wrapper.EMULATE_AVX2_ENV, '1')
+    assert amp_optim_wrapper.cpu_native_bf16_flags() == () and amp_optim_wrapper.amp_dtype_for_device('cpu') is None
+    assert amp_optim_wrapper.describe_cpu().endswith('(AVX2 emulated)')
+    monkeypatch.setenv(amp_optim_wrapper.EMULATE_AVX2_ENV, '0')
+    assert amp_optim_wrapper.cpu_native_bf16_flags() == ('avx512_bf16', )
+    assert 'native bf16 (avx512_bf16)' in amp_optim_wrapper.describe_cpu()
 
 
 def test_amp_keeps_fp32_on_cpu_without_bf16(monkeypatch, train_tool, capsys):

@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# The test command: creates or reuses the environment (tools/setup_env.sh), then runs pytest on tests/.
+# The test command: creates or reuses the environment (tools/setup_env.sh), prints the CPU (model, threads, native
+# bf16 or not, ATen's kernel level), then runs pytest on tests/.
 # Extra arguments go to pytest, e.g. `bash tools/run_tests.sh -k beit -x`; test paths among them replace the
 # default `tests/` (`bash tools/run_tests.sh tests/test_beit.py -x` runs that file only).
+#
+# BEIT_MM_EMULATE_AVX2=1 runs the suite as an AVX2-only CPU would (the CI machines change CPU kind between sessions):
+# ATen's, oneDNN's and MKL's kernels capped at AVX2, and beit_mm's bf16 decisions made as without AVX512-BF16/AMX.
+# Use it once per change that touches kernels or tolerances on a machine that has AVX512 (docs/performance.md).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$(bash "$here/tools/setup_env.sh" | tail -n1)"
 cd "$here"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+if [ "${BEIT_MM_EMULATE_AVX2:-0}" != "0" ]; then
+  export ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+fi
+"$venv/bin/python" -c "import torch; torch.set_num_threads(min(2, torch.get_num_threads()))
+from beit_mm.engine.amp_optim_wrapper import describe_cpu; print('[run_tests] CPU:', describe_cpu())"
 targets=(tests)
 for arg in "$@"; do
   case "$arg" in tests/*|./tests/*) targets=(); break ;; esac

@@ -24,6 +24,7 @@ import copy
 import json
 import warnings
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
@@ -223,3 +224,37 @@ def onnx_metadata(path: str) -> dict[str, str]:
     """The ``metadata_props`` of an ONNX file as a dict."""
     import onnx
     return {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}
+
+
+def compare_outputs(got: list, ref: list) -> dict[str, float | int]:
+    """onnxruntime outputs against PyTorch's, as arrays of the same shapes (B, C, ...).
+
+    Returns ``max_abs_diff`` over all outputs, and over the positions of dim 1's argmax (pixels or samples)
+    ``positions``, ``argmax_differ`` (where the two argmax differ) and ``near_ties`` (those of them where the
+    reference's top-2 margin is at most ``2 * max_abs_diff``). When every value is within ``max_abs_diff``, an argmax can change only at
+    such a near tie; random weights make near ties common, so float kernels of another CPU may flip a few of them.
+    """
+    diff = max(float(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64)).max()) for g, r in zip(got, ref))
+    positions = differ = near = 0
+    for g, r in zip(got, ref):
+        g, r = np.asarray(g), np.asarray(r)
+        if r.ndim < 2 or r.shape[1] < 2:
+            continue
+        top2 = -np.partition(-r, 1, axis=1)[:, :2]
+        near_tie = (top2[:, 0] - top2[:, 1]) <= 2 * diff
+        flipped = g.argmax(1) != r.argmax(1)
+        positions += flipped.size
+        differ += int(flipped.sum())
+        near += int((flipped & near_tie).sum())
+    return {'max_abs_diff': diff, 'positions': positions, 'argmax_differ': differ, 'near_ties': near}
+
+
+def describe_comparison(result: dict[str, float | int]) -> str:
+    """One line for :func:`compare_outputs`: the max |diff| and how far the argmax maps agree."""
+    line = f'max |diff| {result["max_abs_diff"]:.2e}, argmax '
+    if not result['argmax_differ']:
+        return line + 'identical'
+    if result['argmax_differ'] == result['near_ties']:
+        return line + (f'identical but at {result["argmax_differ"]} of {result["positions"]} positions, all near ties '
+                       f'(top-2 margin <= 2 x max |diff|)')
+    return line + f'DIFFERENT at {result["argmax_differ"]} of {result["positions"]} positions'

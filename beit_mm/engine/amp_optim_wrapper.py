@@ -13,6 +13,7 @@ deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``o
 --amp`` and ``tools/analysis/benchmark.py --amp`` use it), and :func:`fused_adamw_supported` whether torch has a fused
 AdamW kernel there.
 """
+import os
 from typing import Optional, Union
 
 import torch
@@ -26,8 +27,16 @@ from ..registry import OPTIM_WRAPPERS
 NATIVE_BF16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
 
 
+# Set by ``BEIT_MM_EMULATE_AVX2=1 bash tools/run_tests.sh`` (with ATen's, oneDNN's and MKL's AVX2 caps): decide as an
+# AVX2-only CPU would, whatever this CPU has.
+EMULATE_AVX2_ENV = 'BEIT_MM_EMULATE_AVX2'
+
+
 def cpu_native_bf16_flags() -> tuple[str, ...]:
-    """Which of :data:`NATIVE_BF16_CPU_FLAGS` this CPU has (read from /proc/cpuinfo on Linux; () elsewhere)."""
+    """Which of :data:`NATIVE_BF16_CPU_FLAGS` this CPU has (read from /proc/cpuinfo on Linux; () elsewhere, and ()
+    under ``BEIT_MM_EMULATE_AVX2=1``)."""
+    if os.environ.get(EMULATE_AVX2_ENV, '0') not in ('', '0'):
+        return ()
     try:
         with open('/proc/cpuinfo') as f:
             flags = set(f.read().split())
@@ -42,6 +51,22 @@ def cpu_has_native_bf16() -> bool:
     Without it torch emulates bf16 and a bf16 train step is far slower than fp32 (about 70x measured on an AVX2 CPU).
     """
     return bool(cpu_native_bf16_flags())
+
+
+def describe_cpu() -> str:
+    """This CPU in one line: model, threads, native bf16 or not, ATen's kernel level (e.g. ``'AMD EPYC, 2 threads,
+    no native bf16 (no avx512_bf16 / amx_bf16), ATen AVX2'``), for logs, benchmarks and the test runner."""
+    model = 'CPU'
+    try:
+        with open('/proc/cpuinfo') as f:
+            model = next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name')), model)
+    except OSError:
+        pass
+    flags = cpu_native_bf16_flags()
+    bf16 = f'native bf16 ({", ".join(flags)})' if flags else 'no native bf16 (no avx512_bf16 / amx_bf16)'
+    emulated = ' (AVX2 emulated)' if os.environ.get(EMULATE_AVX2_ENV, '0') not in ('', '0') else ''
+    return (f'{model}, {torch.get_num_threads()} threads, {bf16}, ATen {torch.backends.cpu.get_cpu_capability()}'
+            f'{emulated}')
 
 
 def amp_dtype_for_device(device_type: str) -> Optional[torch.dtype]:

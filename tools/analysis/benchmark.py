@@ -661,14 +661,8 @@ def parse_args() -> argparse.Namespace:
 def describe_device(device: torch.device) -> str:
     if device.type == 'cuda':
         return f'{torch.cuda.get_device_name(device)}, torch {torch.__version__}'
-    from beit_mm.engine.amp_optim_wrapper import cpu_native_bf16_flags
-    model = 'CPU'
-    with contextlib.suppress(OSError):
-        with open('/proc/cpuinfo') as f:
-            model = next((ln.split(':', 1)[1].strip() for ln in f if ln.startswith('model name')), model)
-    flags = cpu_native_bf16_flags()
-    bf16 = f'native bf16 ({", ".join(flags)})' if flags else 'no native bf16 (no avx512_bf16 / amx_bf16)'
-    return f'{model}, {torch.get_num_threads()} threads, {bf16}, torch {torch.__version__}'
+    from beit_mm.engine.amp_optim_wrapper import describe_cpu
+    return f'{describe_cpu()}, torch {torch.__version__}'
 
 
 def main() -> None:

@@ -20,14 +20,14 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 import torch
 
 sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 import beit_mm  # noqa: E402,F401
 from beit_mm.apis import build_from_config, load_model  # noqa: E402
-from beit_mm.apis.export import INPUT_NAME, export_module, export_onnx, model_kind  # noqa: E402
+from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module,  # noqa: E402
+                                 export_onnx, model_kind)
 
 
 def parse_args() -> argparse.Namespace:
@@ -80,17 +80,15 @@ def main() -> None:
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(out, options, providers=['CPUExecutionProvider'])
 
-    diffs, same = [], True
+    results = []
     for seed in range(args.inputs):
         x = torch.randn(1, 3, *shape, generator=torch.Generator().manual_seed(seed))
         with torch.no_grad():
             ref = module(x)
         ref = [ref] if isinstance(ref, torch.Tensor) else list(ref)
-        got = session.run(None, {INPUT_NAME: x.numpy()})
-        diffs.append(max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref)))
-        same &= all(np.array_equal(g.argmax(1), r.numpy().argmax(1)) for g, r in zip(got, ref))
-    print(f'parity on {args.inputs} random inputs (fp32): max |diff| {max(diffs):.2e}, argmax maps '
-          f'{"identical" if same else "DIFFERENT"}')
+        results.append(compare_outputs(session.run(None, {INPUT_NAME: x.numpy()}), [r.numpy() for r in ref]))
+    total = {key: (max if key == 'max_abs_diff' else sum)(r[key] for r in results) for key in results[0]}
+    print(f'parity on {args.inputs} random inputs (fp32): {describe_comparison(total)}')
 
     x = torch.randn(1, 3, *shape)
     feed = {INPUT_NAME: x.numpy()}
