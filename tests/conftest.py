@@ -50,6 +50,75 @@ def assert_close_to_scale(got: torch.Tensor, ref: torch.Tensor, rtol: float = FP
     assert diff <= rtol * scale, f'{what}: max |diff| {diff:.3e} > {rtol:g} x {scale:.3e}'
 
 
+NARROW_BEIT = dict(embed_dims=64, num_heads=4)
+WIDTH_KEYS = ('embed_dims', 'embed_dim', 'in_channels', 'channels')
+
+
+def narrow_beit(cfg) -> int:
+    """Narrow ``cfg.model``'s BEiT to 64 channels in 4 heads, keeping its depth, mlp ratio, feature levels and every
+    other setting, so that a full-size config trains through ``tools/train.py`` in seconds on any CPU (BEiT-L's
+    300M parameters and their AdamW states take minutes per step and GBs per checkpoint there, and bf16 is emulated
+    on AVX2-only CPUs). Every model field that holds the full width (``WIDTH_KEYS`` of the neck, the heads and
+    UPerHead's channels; the tokenizer left alone) follows. The config's own widths are built and run by
+    :func:`run_full_size_model`. Returns the full width."""
+    from beit_mm.models.backbones.beit import ARCHS
+    arch = cfg.model.backbone.arch
+    full = dict(ARCHS[arch]) if isinstance(arch, str) else dict(arch)
+    width, narrow = full['embed_dims'], NARROW_BEIT['embed_dims']
+
+    def follow(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == 'target_generator':
+                    continue
+                if key in WIDTH_KEYS and value == width:
+                    node[key] = narrow
+                elif key in WIDTH_KEYS and isinstance(value, (list, tuple)) and value and set(value) == {width}:
+                    node[key] = [narrow] * len(value)
+                else:
+                    follow(value)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                follow(item)
+
+    follow(cfg.model)
+    cfg.model.backbone.arch = {**full, **NARROW_BEIT}
+    return width
+
+
+def run_full_size_model(config: str, size: int = 64) -> tuple[int, object]:
+    """Build ``config``'s model at its own widths and depth (constructors' random init, no file read, ``img_size`` =
+    ``size``) and run one forward at ``size`` px: a segmentor's logits, a classifier's scores, or, for a MIM config,
+    its backbone's masked tokens through its head's loss (the tokenizer, tested on its own, is not built). Shows that
+    the widths the config wires together (backbone, neck, heads) fit; the training runs use :func:`narrow_beit`.
+    Returns the parameter count and the output."""
+    from mmengine.config import Config
+    from mmengine.model import revert_sync_batchnorm
+    from mmengine.registry import MODELS, init_default_scope
+
+    from beit_mm.apis import drop_pretrained_init
+    cfg = Config.fromfile(config)
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    model_cfg = cfg.model.to_dict()
+    drop_pretrained_init(model_cfg)
+    if 'img_size' in model_cfg['backbone']:
+        model_cfg['backbone']['img_size'] = size
+    x = torch.randn(1, 3, size, size, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        if 'target_generator' in model_cfg:  # MIM: masked tokens -> token loss
+            backbone, head = MODELS.build(model_cfg['backbone']), MODELS.build(model_cfg['head'])
+            grid = size // model_cfg['backbone'].get('patch_size', 16)
+            mask = torch.zeros(1, grid, grid, dtype=torch.bool)
+            mask.view(-1)[::2] = True
+            target = torch.randint(head.lm_head.out_features, (1, grid * grid))
+            out = head.loss(backbone.forward_masked(x, mask), target, mask.flatten(1))
+            params = [backbone, head]
+        else:
+            model = revert_sync_batchnorm(MODELS.build(model_cfg)).eval()
+            out, params = model(x, mode='tensor'), [model]
+    return sum(p.numel() for m in params for p in m.parameters()), out
+
+
 def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop: int = 64):
     """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data: crops, test
     scales, slide windows, iterations, workers, 2 images per batch (batch 1 per GPU relies on SyncBN over 8 GPUs; BN's

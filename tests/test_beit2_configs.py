@@ -1,5 +1,6 @@
-"""Every full-size BEiT v2 config (configs/beit2/) builds and trains 2 iterations through tools/train.py on tiny data,
-with only sizes (and, for pretraining, the tokenizer) overridden:
+"""Every full-size BEiT v2 config (configs/beit2/) builds at its own widths and runs a forward pass, and trains 2
+iterations through tools/train.py on tiny data with only sizes (and, for pretraining, the tokenizer) overridden, the
+BEiT narrowed to 64 channels at its own depth (``conftest.narrow_beit``):
 
 - pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); the config's ``beit_mm.VQKD`` shrunk to one narrow block
   with random weights (still 8192 codes, ids on the 4x4 patch grid of the raw 0..255 view); the log shows both losses
@@ -22,7 +23,7 @@ from PIL import Image
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, shrink_imagenet_loaders, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_imagenet_loaders, shrink_seg_config
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
@@ -42,6 +43,20 @@ def run_train(cfg: Config, path) -> str:
 def test_every_config_is_run():
     assert len(PRETRAIN) == 3 and len(SEG) == 4
     assert sorted(PRETRAIN + SEG + [FT_IN1K]) == sorted(glob.glob(os.path.join(CFG, '*.py')))
+
+
+@pytest.mark.parametrize('config', PRETRAIN + [FT_IN1K] + SEG, ids=os.path.basename)
+def test_full_size_model_runs(config):
+    """The config's own BEiT-B/L (no narrowing) with its heads: builds, and a 64 px image gives 150-class logits, 1000
+    class scores, or the two MIM losses over 8192 tokens."""
+    params, out = run_full_size_model(config)
+    if config in SEG:
+        assert out.shape == (1, 150, 16, 16)
+    elif config == FT_IN1K:
+        assert out.shape == (1, 1000)
+    else:
+        assert {'loss', 'loss_cls_pt'} <= set(out) and float(out['loss']) > 8  # ~ln(8192) = 9.0 at random init
+    assert params > (300e6 if 'large' in config else 85e6)
 
 
 @pytest.fixture(scope='module')
@@ -91,6 +106,7 @@ def tiny_tokenizer(work_dir: str) -> str:
 def shrink_pretraining(cfg: Config, data_root: str, work_dir: str) -> Config:
     """64 px views, a 4x4 mask of 6 patches, 1 epoch of 4 images in batches of 2, a tiny random-weight VQ-KD tokenizer."""
     cfg.work_dir = work_dir
+    narrow_beit(cfg)
     cfg.model.backbone.img_size = SIZE
     cfg.model.target_generator = dict(type='beit_mm.VQKD', with_decoder=False, arch=TINY_VQKD,
                                       init_cfg=dict(type='Pretrained', checkpoint=tiny_tokenizer(work_dir)))
@@ -134,6 +150,7 @@ def test_pretraining_config_trains(config, data, base_pretraining_checkpoint, tm
 def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoint, data, tmp_path):
     _, ckpt = base_pretraining_checkpoint
     cfg = Config.fromfile(FT_IN1K)
+    narrow_beit(cfg)  # as the pretraining run
     cfg.model.backbone.update(img_size=SIZE, init_cfg=dict(type='Pretrained', checkpoint=ckpt, prefix='backbone.'))
     cfg.work_dir = str(tmp_path / 'work')
     shrink_imagenet_loaders(cfg, data['imagenet'], SIZE)
@@ -149,8 +166,9 @@ def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoin
 @pytest.mark.parametrize('config', SEG, ids=os.path.basename)
 def test_segmentation_config_trains(config, data, tmp_path):
     cfg = Config.fromfile(config)
+    early = 21 if cfg.model.backbone.arch == 'large' else 9
+    narrow_beit(cfg)
     arch = cfg.model.backbone.arch
-    early = 21 if arch == 'large' else 9
     src = BEiT(arch=arch, img_size=224, use_rel_pos_bias=False, use_shared_rel_pos_bias=True, with_mask_token=True,
                final_norm=True, cls_pretrain=dict(early_layers=early, head_layers=2)).state_dict()
     width = src['cls_token'].shape[-1]

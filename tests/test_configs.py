@@ -1,6 +1,7 @@
-"""Every full-size segmentation config in configs/ builds and trains a few iterations through tools/train.py on tiny
-data laid out exactly like ADE20K, with only sizes overridden; the pretrained checkpoint each config names is stood in
-for by random weights in the official (unilm) layout, converted with tools/convert_checkpoint.py."""
+"""Every full-size segmentation config in configs/ builds at its own widths and runs a forward pass, and trains a few
+iterations through tools/train.py on tiny data laid out exactly like ADE20K with only sizes overridden (crops, and the
+BEiT narrowed to 64 channels at its own depth: ``conftest.narrow_beit``); the pretrained checkpoint each config names
+is stood in for by random weights in the official (unilm) layout, converted with tools/convert_checkpoint.py."""
 import glob
 import os
 import re
@@ -14,7 +15,7 @@ from mmengine.config import Config
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_seg_config
 
 # (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes; the FSDP variant needs
 # a process group: see tests/test_fsdp.py)
@@ -31,8 +32,17 @@ def ade_root(tmp_path_factory):
 
 
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
+def test_full_size_model_runs(config):
+    """The config's own BEiT-B/L + UPerNet (no narrowing): builds, and a 64 px image gives 150-class logits."""
+    params, logits = run_full_size_model(config)
+    assert logits.shape == (1, 150, 16, 16)
+    assert params > (300e6 if 'large' in config else 85e6)  # BEiT-L 304M, BEiT-B 86M before the heads
+
+
+@pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
 def test_full_size_config_trains(config, ade_root, tmp_path):
     cfg = Config.fromfile(config)
+    narrow_beit(cfg)
     arch = cfg.model.backbone.arch
     src = BEiT(arch=arch, img_size=224, use_rel_pos_bias=False, use_shared_rel_pos_bias=True, with_mask_token=True,
                final_norm=True).state_dict()  # unilm pretrained-only layout, random values
