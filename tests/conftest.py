@@ -165,6 +165,21 @@ def shrink_imagenet_loaders(cfg, data_root: str, size: int) -> None:
                 t.crop_size = size
 
 
+@pytest.fixture
+def mm_warnings() -> list[str]:
+    """The messages of warnings logged to MMEngine's current logger during the test."""
+    import logging
+
+    from mmengine.logging import MMLogger
+    records: list[str] = []
+    handler = logging.Handler(level=logging.WARNING)
+    handler.emit = lambda record: records.append(record.getMessage())
+    logger = MMLogger.get_current_instance()
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_default_scope():
     """Each test starts without an MMEngine default scope (a test that calls ``init_default_scope('mmseg')`` would

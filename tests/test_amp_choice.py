@@ -56,6 +56,16 @@ def test_avx2_emulation_decides_as_an_avx2_cpu(monkeypatch):
     assert 'native bf16 (avx512_bf16)' in amp_optim_wrapper.describe_cpu()
 
 
+@pytest.mark.parametrize('cpuinfo, warns', [(AVX2_ONLY, True), (AVX512_BF16, False)])
+def test_amp_wrapper_warns_where_bf16_is_emulated(monkeypatch, mm_warnings, cpuinfo, warns):
+    """A config's bf16 AmpOptimWrapper on a CPU without native bf16 says that it runs emulated (and how to avoid it)."""
+    fake_cpuinfo(monkeypatch, cpuinfo)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    model = torch.nn.Linear(2, 2)
+    amp_optim_wrapper.AmpOptimWrapper(dtype='bfloat16', optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    assert any('bf16 is emulated here' in m for m in mm_warnings) is warns, mm_warnings
+
+
 def test_amp_keeps_fp32_on_cpu_without_bf16(monkeypatch, train_tool, capsys):
     """AVX2-only CPU: bf16 would be emulated (~70x slower), so --amp keeps the plain fp32 OptimWrapper with a notice."""
     fake_cpuinfo(monkeypatch, AVX2_ONLY)

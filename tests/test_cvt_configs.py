@@ -13,7 +13,6 @@
 """
 import glob
 import importlib.util
-import logging
 import os
 import re
 import subprocess
@@ -22,7 +21,6 @@ import sys
 import pytest
 import torch
 from mmengine.config import Config
-from mmengine.logging import MMLogger
 from mmengine.registry import init_default_scope
 
 from beit_mm.converters.io import CheckpointFileError
@@ -198,23 +196,7 @@ def test_classifier_checkpoint_loads_into_segmentor(imagenet_root, tmp_path_fact
         MODELS.build(cfg.model).init_weights()
 
 
-@pytest.fixture
-def warnings_of_current_logger():
-    records = []
-
-    class Handler(logging.Handler):
-
-        def emit(self, record):
-            records.append(record)
-
-    logger = MMLogger.get_current_instance()
-    handler = Handler(level=logging.WARNING)
-    logger.addHandler(handler)
-    yield records
-    logger.removeHandler(handler)
-
-
-def test_converted_official_file_loads_without_prefix(tmp_path, warnings_of_current_logger):
+def test_converted_official_file_loads_without_prefix(tmp_path, mm_warnings):
     src = official_cvt_file(TINY, str(tmp_path / 'official.pth'))
     official = torch.load(src, weights_only=True)
     expected = {k: v for k, v in official.items() if not k.startswith('head.')}
@@ -222,13 +204,13 @@ def test_converted_official_file_loads_without_prefix(tmp_path, warnings_of_curr
     model = CvT(arch=TINY, init_cfg=dict(type='Pretrained', checkpoint=convert(src, str(tmp_path / 'a.pth'))))
     model.init_weights()
     _assert_backbone_equals(model, expected)
-    assert not [r for r in warnings_of_current_logger if 'not used by the backbone' in r.getMessage()]
+    assert not [m for m in mm_warnings if 'not used by the backbone' in m]
 
     model = CvT(arch=TINY, init_cfg=dict(type='Pretrained',
                                          checkpoint=convert(src, str(tmp_path / 'b.pth'), '--keep-head')))
     model.init_weights()  # head.* is not the backbone's: a warning, not an error
     _assert_backbone_equals(model, expected)
-    messages = [r.getMessage() for r in warnings_of_current_logger]
+    messages = mm_warnings
     assert any('2 checkpoint keys are not used by the backbone' in m and 'head.weight' in m for m in messages)
 
 

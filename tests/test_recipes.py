@@ -707,34 +707,20 @@ def test_full_size_configs_check_their_published_batch(name):
     assert 'differs' in batch_size_warning(1, cfg.train_dataloader.batch_size, accumulate, published, False)
 
 
-def test_batch_size_hook_warns_at_start(caplog_mm):
+def test_batch_size_hook_warns_at_start(mm_warnings):
     cfg = Config(dict(train_dataloader=dict(batch_size=1), optim_wrapper=dict(accumulative_counts=2),
                       auto_scale_lr=dict(enable=False, base_batch_size=16)))
     BatchSizeCheckHook().before_train(types.SimpleNamespace(cfg=cfg))
     assert any('effective batch size 2 (1 processes x 1 per process x 2 accumulation steps) differs from the '
-               "recipe's 16" in m for m in caplog_mm)
-    caplog_mm.clear()
+               "recipe's 16" in m for m in mm_warnings)
+    mm_warnings.clear()
     cfg.auto_scale_lr.enable = True
     BatchSizeCheckHook().before_train(types.SimpleNamespace(cfg=cfg))
-    assert any('ignores accumulation' in m for m in caplog_mm)
-    caplog_mm.clear()
+    assert any('ignores accumulation' in m for m in mm_warnings)
+    mm_warnings.clear()
     cfg.optim_wrapper.accumulative_counts = 1
     BatchSizeCheckHook().before_train(types.SimpleNamespace(cfg=cfg))
-    assert caplog_mm == []
-
-
-@pytest.fixture
-def caplog_mm():
-    """Messages of warnings logged to MMEngine's current logger."""
-    import logging
-    from mmengine.logging import MMLogger
-    records: List[str] = []
-    handler = logging.Handler(level=logging.WARNING)
-    handler.emit = lambda record: records.append(record.getMessage())
-    logger = MMLogger.get_current_instance()
-    logger.addHandler(handler)
-    yield records
-    logger.removeHandler(handler)
+    assert mm_warnings == []
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -13,11 +13,13 @@ deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``o
 --amp`` and ``tools/analysis/benchmark.py --amp`` use it), and :func:`fused_adamw_supported` whether torch has a fused
 AdamW kernel there.
 """
+import logging
 import os
 from typing import Optional, Union
 
 import torch
 from mmengine.device import get_device
+from mmengine.logging import print_log
 from mmengine.optim import AmpOptimWrapper as MMEngineAmpOptimWrapper
 from mmengine.optim import OptimWrapper
 
@@ -118,6 +120,11 @@ class AmpOptimWrapper(MMEngineAmpOptimWrapper):
         if device == 'cpu' and dtype != torch.bfloat16:
             raise ValueError(f'CPU autocast supports bfloat16 only, got {dtype}: set optim_wrapper.dtype='
                              "'bfloat16' (or train on a GPU for float16).")
+        if device == 'cpu' and not cpu_has_native_bf16():
+            print_log(f'beit_mm.AmpOptimWrapper: bf16 autocast on {describe_cpu()}: bf16 is emulated here, about 70x '
+                      'slower than fp32 for matmuls; for speed use a GPU, a CPU with AVX512-BF16/AMX, or fp32 '
+                      "(optim_wrapper type='OptimWrapper' without dtype; tools/train.py --amp keeps fp32 on such a CPU)",
+                      logger='current', level=logging.WARNING)
         self.cast_dtype = dtype
         self._scale_update_param = None
         use_scaler = dtype == torch.float16
