@@ -4,7 +4,8 @@ with only sizes (and, for pretraining, the tokenizer) overridden:
 - pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); the config's ``beit_mm.VQKD`` shrunk to one narrow block
   with random weights (still 8192 codes, ids on the 4x4 patch grid of the raw 0..255 view); the log shows both losses
   and the checkpoint holds ``backbone.cls_pt_layers``;
-- ImageNet fine-tuning loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing keys);
+- ImageNet fine-tuning (1600e base recipe) loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing
+  keys); the other fine-tuning recipes (300e base, large) train at width 64 from random weights;
 - ADE20K configs load a random checkpoint in unilm's BEiT v2 pretrained layout (``cls_pt_layers``, ``lm_head``,
   ``mask_token``, shared table) converted by ``tools/convert_checkpoint.py --model beit --source unilm``.
 """
@@ -26,7 +27,8 @@ from .conftest import ROOT, shrink_imagenet_loaders, shrink_seg_config
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
-FT_IN1K = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-coslr-100e_in1k.py')
+FT_IN1K = sorted(glob.glob(os.path.join(CFG, '*_vqkd-*pre_*_in1k.py')))
+FT_FROM_PRETRAINING = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py')
 SEG = sorted(glob.glob(os.path.join(CFG, '*ade20k*.py')))
 SIZE = 64
 
@@ -41,7 +43,7 @@ def run_train(cfg: Config, path) -> str:
 
 def test_every_config_is_run():
     assert len(PRETRAIN) == 3 and len(SEG) == 4
-    assert sorted(PRETRAIN + SEG + [FT_IN1K]) == sorted(glob.glob(os.path.join(CFG, '*.py')))
+    assert sorted(PRETRAIN + SEG + FT_IN1K) == sorted(glob.glob(os.path.join(CFG, '*.py')))
 
 
 @pytest.fixture(scope='module')
@@ -133,7 +135,7 @@ def test_pretraining_config_trains(config, data, base_pretraining_checkpoint, tm
 
 def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoint, data, tmp_path):
     _, ckpt = base_pretraining_checkpoint
-    cfg = Config.fromfile(FT_IN1K)
+    cfg = Config.fromfile(FT_FROM_PRETRAINING)
     cfg.model.backbone.update(img_size=SIZE, init_cfg=dict(type='Pretrained', checkpoint=ckpt, prefix='backbone.'))
     cfg.work_dir = str(tmp_path / 'work')
     shrink_imagenet_loaders(cfg, data['imagenet'], SIZE)
@@ -142,6 +144,24 @@ def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoin
     log = run_train(cfg, tmp_path / 'ft.py')
     assert 'loaded' in log and '0 missing' in log, log[-3000:]  # the MIM backbone really loaded
     assert 'cls_pt_layers' in log  # reported as checkpoint keys the fine-tuning backbone does not use
+    assert re.search(r'Epoch\(train\)\s+\[1\]\[2/2\]', log), log[-2000:]
+    assert re.search(r'accuracy/top1: \d', log), log[-2000:]
+
+
+@pytest.mark.parametrize('config', [c for c in FT_IN1K if c != FT_FROM_PRETRAINING], ids=os.path.basename)
+def test_other_imagenet_finetuning_configs_train(config, data, tmp_path):
+    """The other fine-tuning recipes (300e base, large) with their depth at width 64 (a size override; random init)
+    train 2 iterations; loading a pretraining checkpoint is what the test above checks."""
+    cfg = Config.fromfile(config)
+    depth = 24 if cfg.model.backbone.arch == 'large' else 12
+    cfg.model.backbone.update(img_size=SIZE, arch=dict(embed_dims=64, num_layers=depth, num_heads=2, mlp_ratio=4.0),
+                              init_cfg=None)
+    cfg.model.neck.in_channels = cfg.model.head.in_channels = 64
+    cfg.work_dir = str(tmp_path / 'work')
+    shrink_imagenet_loaders(cfg, data['imagenet'], SIZE)
+    cfg.train_cfg.max_epochs = 1
+    cfg.default_hooks.logger.interval = 1
+    log = run_train(cfg, tmp_path / os.path.basename(config))
     assert re.search(r'Epoch\(train\)\s+\[1\]\[2/2\]', log), log[-2000:]
     assert re.search(r'accuracy/top1: \d', log), log[-2000:]
 
