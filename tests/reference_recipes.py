@@ -404,7 +404,8 @@ def _beitv2_mim(arch: str, lines: Dict[str, Any], layer_scale: float, early_laye
         return _v2(PT2, lines[key], note)
     return {
         'model.arch': Ref(arch, at('model')),
-        'model.cls_pretrain': Ref(dict(early_layers=early_layers, head_layers=2), at('early_layers', 'and the next line')),
+        'model.cls_pretrain': Ref(dict(early_layers=early_layers, head_layers=2),
+                                  at('early_layers', 'and the next line')),
         'model.layer_scale': Ref(layer_scale, at('layer_scale')),
         'model.drop_path': Ref(0.1, at('drop_path')),
         'model.img_size': Ref(224, _v2(RUN_PT2, 61)),

@@ -34,7 +34,7 @@ from torch import nn
 
 from .conftest import ROOT
 from .reference_recipes import PUBLISHED_V2, RECIPES_V2
-from .test_recipes import READERS, _find, _same, _train
+from .test_recipes import READERS, _find, _train, differences
 from .test_recipes import simulate as simulate_updates
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
@@ -96,15 +96,7 @@ def test_every_beit2_and_vqkd_config_is_checked():
 def test_config_has_the_published_values(key):
     """Each BEiT v2 / VQ-KD config, built through MMEngine's Config (bases merged), has every value
     tests/reference_recipes.py RECIPES_V2 pins for it (unilm file and line); the failures list them all."""
-    cfg = load(key)
-    wrong = []
-    for name, ref in RECIPES_V2[key].items():
-        try:
-            ours = V2_READERS[name](cfg)
-        except (AttributeError, KeyError, TypeError, IndexError) as err:
-            ours = f'<not in the config: {err!r}>'
-        if not _same(ours, ref.value):
-            wrong.append(f'{name}: config {ours!r}, published {ref.value!r} ({ref.source})')
+    wrong = differences(load(key), RECIPES_V2[key], V2_READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES_V2[key])} values differ:\n' + '\n'.join(wrong)
 
 

@@ -1,6 +1,7 @@
 # ImageNet-1k fine-tuning of BEiT v2 BEiT-L/16 from its 1600-epoch VQ-KD pretraining, 50 epochs, 1024 images/step
 # (8 GPUs x 128 here; unilm 8 GPUs x 64 x --update_freq 2), bf16 AMP. Published: 87.3 top-1 (unilm beit2/README.md
-# and get_started_for_image_classification.md line 13, beitv2_large_patch16_224_pt1k -> beitv2_large_patch16_224_pt1k_ft1k).
+# and get_started_for_image_classification.md line 13, beitv2_large_patch16_224_pt1k ->
+# beitv2_large_patch16_224_pt1k_ft1k).
 # Reference: unilm beit2/get_started_for_image_classification.md "Fine-tuning ... large" (lines 57-91): --weight_decay
 # 0.05, --batch_size 64 --update_freq 2 on 8 GPUs, --warmup_epochs 5, --imagenet_default_mean_and_std; for pretrained
 # (not intermediate fine-tuned) models "--lr 2e-4 for 1600 epochs pretrained model", "--epochs 50", "--mixup 0.8",
