@@ -1,10 +1,12 @@
 """Published hyperparameters of beit_mm's full-size configs, each with the reference file and line it was read from.
 
-This module is data: the recipe tests (tests/test_recipes.py, test_mim_configs.py, test_cvt_configs.py) compare the
-configs with it, never with values read from the config under test. Every value was read from the reference text at
+This module is data: the recipe tests (tests/test_recipes.py, test_mim_configs.py, test_cvt_configs.py; for BEiT v2
+and VQ-KD, ``RECIPES_V2`` and ``PUBLISHED_V2``, tests/test_beit2_recipes.py) compare the configs with it, never with
+values read from the config under test. Every value was read from the reference text at
 the commit named below (repository@commit path:line); nothing here is derived from beit_mm's configs.
 
-- unilm:  microsoft/unilm@768a3c87 (``beit/``, ``beit/semantic_segmentation/configs``)
+- unilm:  microsoft/unilm@768a3c87 (``beit/``, ``beit/semantic_segmentation/configs``; ``beit2/`` and
+  ``beit2/semantic_segmentation/configs`` for BEiT v2 and VQ-KD)
 - CvT:    microsoft/CvT@f851e681 (``experiments/imagenet/cvt/*.yaml``, ``lib/``)
 - mmseg0: open-mmlab/mmsegmentation 0.x configs (file versions: ``configs/beit/*`` @16e0b2f0,
   ``configs/_base_/models/upernet_beit.py`` @21584257, ``configs/swin/upernet_swin_tiny_patch4_window7_512x512_160k_
@@ -92,8 +94,9 @@ def _ade_data(dataset_file: str, crop: int, repo: str = UNILM) -> Dict[str, Ref]
 def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: float, out_indices: list, width: int,
                lines: Dict[str, int], lr: float, layer_decay: float, num_layers: int, warmup: int,
                images_per_gpu: int, update_interval: int, max_iters: int, schedule_file: str,
-               stride: int) -> Dict[str, Ref]:
-    """One unilm UPerNet config (its own lines given in ``lines``) plus its bases."""
+               stride: int, root: str = SEG) -> Dict[str, Ref]:
+    """One unilm UPerNet config (its own lines given in ``lines``) plus its bases under ``root`` (``beit/`` or
+    ``beit2/`` semantic_segmentation/configs/)."""
     def at(key: str) -> str:
         return _src(UNILM, config, lines[key])
     return {
@@ -109,14 +112,14 @@ def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: flo
         'decode.channels': Ref(width, at('decode_channels')),
         'decode.num_classes': Ref(150, at('num_classes')),
         'aux.in_channels': Ref(width, at('aux_in')),
-        **_upernet_heads(SEG_MODEL),
+        **_upernet_heads(root + '_base_/models/upernet_beit.py'),
         'optimizer.type': Ref('AdamW', at('optimizer')),
         'optimizer.lr': Ref(lr, at('optimizer')),
         'optimizer.betas': Ref((0.9, 0.999), at('optimizer')),
         'optimizer.weight_decay': Ref(0.05, at('optimizer')),
         'layer_decay': Ref(layer_decay, at('layer_decay')),
         'clip_grad': Ref(None, at('grad_clip')),
-        'schedule.max_iters': Ref(max_iters, _src(UNILM, SEG + '_base_/schedules/' + schedule_file, 7)),
+        'schedule.max_iters': Ref(max_iters, _src(UNILM, root + '_base_/schedules/' + schedule_file, 7)),
         'schedule.warmup': Ref(warmup, at('warmup_iters')),
         'schedule.warmup_start': Ref(1e-6, at('warmup_ratio')),
         'schedule.poly_power': Ref(1.0, at('power')),
@@ -127,7 +130,7 @@ def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: flo
         'eval.mode': Ref('slide', at('slide')),
         'eval.crop': Ref((img_size, img_size), at('slide')),
         'eval.stride': Ref((stride, stride), at('slide')),
-        'eval.metric': Ref('mIoU', _src(UNILM, SEG + '_base_/schedules/' + schedule_file, 9)),
+        'eval.metric': Ref('mIoU', _src(UNILM, root + '_base_/schedules/' + schedule_file, 9)),
     }
 
 
@@ -375,6 +378,227 @@ RECIPES: Dict[str, Dict[str, Ref]] = {
     'cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py': _CVT13_MIM,
     'cvt/cvt-13_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 2, 10]),
     'cvt/cvt-21_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 4, 16]),
+}
+
+
+# ---------------------------------------------------------------------------------------- unilm BEiT v2 (beit2/)
+PT2 = 'beit2/PRETRAINING.md'
+RUN_PT2 = 'beit2/run_beitv2_pretraining.py'
+FT2 = 'beit2/get_started_for_image_classification.md'
+RUN_FT2 = 'beit2/run_class_finetuning.py'
+TOK2 = 'beit2/TOKENIZER.md'
+RUN_VQKD = 'beit2/run_vqkd_training.py'
+SEG2 = 'beit2/semantic_segmentation/configs/'
+ADE2 = SEG2 + '_base_/datasets/ade20k.py'
+MASKING2 = 'beit2/masking_generator.py'
+
+
+def _v2(path: str, line: Any, note: str = '') -> str:
+    return _src(UNILM, path, line, note)
+
+
+def _beitv2_mim(arch: str, lines: Dict[str, Any], layer_scale: float, early_layers: int) -> Dict[str, Ref]:
+    """unilm PRETRAINING.md's base (lines 13-37) or large (lines 53-77) command (``lines``: where each flag sits)
+    with run_beitv2_pretraining.py's defaults for the rest."""
+    def at(key: str, note: str = '') -> str:
+        return _v2(PT2, lines[key], note)
+    return {
+        'model.arch': Ref(arch, at('model')),
+        'model.cls_pretrain': Ref(dict(early_layers=early_layers, head_layers=2),
+                                  at('early_layers', 'and the next line')),
+        'model.layer_scale': Ref(layer_scale, at('layer_scale')),
+        'model.drop_path': Ref(0.1, at('drop_path')),
+        'model.img_size': Ref(224, _v2(RUN_PT2, 61)),
+        'model.shared_rel_pos_bias': Ref(True, _v2(RUN_PT2, 50, 'rel_pos_bias default True: one shared table')),
+        'model.abs_pos_emb': Ref(False, _v2(RUN_PT2, 52)),
+        'head.vocab_size': Ref(8192, _v2(RUN_PT2, 75)),
+        'optimizer.type': Ref('AdamW', _v2(RUN_PT2, 79)),
+        'optimizer.lr': Ref(1.5e-3, at('lr')),
+        'optimizer.betas': Ref((0.9, 0.999), at('betas')),
+        'optimizer.eps': Ref(1e-8, at('eps')),
+        'optimizer.weight_decay': Ref(0.05, _v2(RUN_PT2, 89)),
+        'layer_decay': Ref(1.0, _v2(RUN_PT2, 272, 'create_optimizer(args, model): no layer decay')),
+        'clip_grad': Ref(3.0, at('clip_grad')),
+        'total_batch': Ref(2048, at('batch', 'GPUs x --batch_size')),
+        'accumulate': Ref(1, _v2(RUN_PT2, 272, 'no --update_freq')),
+        'schedule.max_epochs': Ref(1600, at('epochs')),
+        'schedule.warmup': Ref(10, at('warmup')),
+        'schedule.min_lr': Ref(1e-5, _v2(RUN_PT2, 99)),
+        'data.mean': Ref(IMAGENET_MEAN, at('mean_std', '--imagenet_default_mean_and_std; datasets.py:31')),
+        'data.std': Ref(IMAGENET_STD, at('mean_std', '--imagenet_default_mean_and_std; datasets.py:32')),
+        'data.color_jitter': Ref((0.4, 0.4, 0.4), _v2('beit2/datasets.py', 36)),
+        'data.flip_prob': Ref(0.5, _v2('beit2/datasets.py', 37)),
+        'data.crop': Ref(224, _v2(RUN_PT2, 61)),
+        'data.rrc_scale': Ref((0.2, 1.0), at('min_crop_scale')),
+        'data.interpolation': Ref('bicubic', _v2(RUN_PT2, 111)),
+        'data.drop_last': Ref(True, _v2(RUN_PT2, 251)),
+        'mim.second_size': Ref(224, at('second_size')),
+        'mim.second_interpolation': Ref('bicubic', at('second_interpolation')),
+        'mim.num_masking_patches': Ref(75, at('num_mask')),
+        'mim.min_num_patches': Ref(16, _v2(RUN_PT2, 59)),
+        'mim.max_num_patches': Ref(None, _v2(RUN_PT2, 58)),
+        'mim.min_aspect': Ref(0.3, _v2(MASKING2, 32)),
+        'mim.exact_count': Ref(True, _v2(MASKING2, '92-105', 'fill up to num_masking_patches, assert')),
+        # the ids are computed under the step's autocast (engine_for_pretraining.py lines 54-56)
+        'tokenizer.under_step_autocast': Ref(True, _v2('beit2/engine_for_pretraining.py', 55)),
+        # get_codebook_indices -> get_tokens -> encode (modeling_vqkd.py lines 142-176): the decoder is never run
+        'tokenizer.with_decoder': Ref(False, _v2('beit2/modeling_vqkd.py', '142-176', 'tokenizing runs no decoder')),
+        'precision.amp': Ref(True, _v2('beit2/engine_for_pretraining.py', 60, 'fp16 autocast; bf16 here')),
+    }
+
+
+_V2_BASE_LINES = dict(model=18, early_layers=20, num_mask=22, second_size=23, second_interpolation=24,
+                      min_crop_scale=25, batch='28, 41', lr=29, warmup=30, clip_grad=31, drop_path=32,
+                      layer_scale=33, mean_std=34, betas=35, eps=36, epochs=37)
+_V2_MIM1600 = _beitv2_mim('base', _V2_BASE_LINES, 0.1, 9)
+_V2_MIM300 = dict(_V2_MIM1600, **{
+    'schedule.max_epochs': Ref(300, _v2(PT2, 44)),
+    'optimizer.betas': Ref((0.9, 0.98), _v2(PT2, 45)),
+    'model.drop_path': Ref(0.0, _v2(PT2, 46)),
+})
+_V2_MIM1600_L = _beitv2_mim('large', dict(model=58, early_layers=60, num_mask=62, second_size=63,
+                                          second_interpolation=64, min_crop_scale=65, batch='68, 81', lr=69,
+                                          warmup=70, clip_grad=71, drop_path=72, layer_scale=73, mean_std=74,
+                                          betas=75, eps=76, epochs=77), 1e-5, 21)
+
+
+def _beitv2_ft(arch: str, lr: Ref, epochs: Ref, warmup: Ref, layer_decay: Ref, drop_path: Ref,
+               batch: Ref) -> Dict[str, Ref]:
+    """get_started_for_image_classification.md's fine-tuning of a pretrained (not intermediate fine-tuned) model:
+    the given values, the rest from the doc's command (lines 22-44 base, 60-82 large) and run_class_finetuning.py's
+    defaults."""
+    return {
+        'model.arch': Ref(arch, _v2(FT2, 29 if arch == 'base' else 67)),
+        'model.drop_path': drop_path,
+        'model.layer_scale': Ref(0.1, _v2(RUN_FT2, 62, 'replaced by the checkpoint\'s gamma')),
+        'model.img_size': Ref(224, _v2(RUN_FT2, 65)),
+        'model.mean_pooling': Ref(True, _v2(RUN_FT2, 157)),
+        'head.init_std': Ref(0.02 * 0.001, _v2(RUN_FT2, 155, 'trunc_normal 0.02 x --init_scale 0.001')),
+        'optimizer.type': Ref('AdamW', _v2(RUN_FT2, 82, "--opt default 'adamw'")),
+        'optimizer.lr': lr,
+        'optimizer.betas': Ref((0.9, 0.999), _v2(RUN_FT2, 86, '--opt_betas None: AdamW defaults')),
+        'optimizer.eps': Ref(1e-8, _v2(RUN_FT2, 84)),
+        'optimizer.weight_decay': Ref(0.05, _v2(FT2, 30 if arch == 'base' else 68)),
+        'layer_decay': layer_decay,
+        'clip_grad': Ref(None, _v2(RUN_FT2, 88)),
+        'total_batch': batch,
+        'accumulate': Ref(1, 'beit_mm keeps the batch on the GPUs (unilm large: --update_freq 2, ' + _v2(FT2, 72) + ')'
+                          if arch == 'large' else _v2(FT2, 34)),
+        'schedule.max_epochs': epochs,
+        'schedule.warmup': warmup,
+        'schedule.min_lr': Ref(1e-6, _v2(RUN_FT2, 104)),
+        'mixup': Ref(0.8, _v2(FT2, 50 if arch == 'base' else 88)),
+        'cutmix': Ref(1.0, _v2(FT2, 51 if arch == 'base' else 89)),
+        'label_smoothing': Ref(0.1, _v2(RUN_FT2, 117)),
+        'data.mean': Ref(IMAGENET_MEAN, _v2(FT2, 41 if arch == 'base' else 79, '--imagenet_default_mean_and_std')),
+        'data.std': Ref(IMAGENET_STD, _v2(FT2, 41 if arch == 'base' else 79, '--imagenet_default_mean_and_std')),
+        'data.crop': Ref(224, _v2(RUN_FT2, 65)),
+        'data.interpolation': Ref('bicubic', _v2(RUN_FT2, 119)),
+        'data.randaugment': Ref('rand-m9-mstd0.5-inc1', _v2(RUN_FT2, 115)),
+        'data.reprob': Ref(0.25, _v2(RUN_FT2, 126)),
+        'data.remode_pixel_normal': Ref(True, _v2(RUN_FT2, 128, "remode 'pixel'")),
+        'data.drop_last': Ref(True, _v2(RUN_FT2, 304)),
+        'precision.amp': Ref(True, _v2('beit2/utils.py', '667-672', 'DeepSpeed fp16; bf16 here')),
+    }
+
+
+_V2_FT1600 = _beitv2_ft('base', lr=Ref(5e-4, _v2(FT2, 48)), epochs=Ref(100, _v2(FT2, 49)),
+                        warmup=Ref(20, _v2(FT2, 35)), layer_decay=Ref(0.6, _v2(FT2, 52)),
+                        drop_path=Ref(0.2, _v2(FT2, 53)), batch=Ref(1024, _v2(FT2, 46, '8 GPUs x 128')))
+_V2_FT300 = dict(_V2_FT1600, **{'layer_decay': Ref(0.65, _v2(FT2, 52, '0.65 for 300 epochs')),
+                                'model.drop_path': Ref(0.1, _v2(FT2, 53, '0.1 for 300 epochs'))})
+_V2_FT1600_L = _beitv2_ft('large', lr=Ref(2e-4, _v2(FT2, 86, '2e-4 for 1600 epochs pretrained')),
+                          epochs=Ref(50, _v2(FT2, 87)), warmup=Ref(5, _v2(FT2, 73)),
+                          layer_decay=Ref(0.8, _v2(FT2, 90)), drop_path=Ref(0.2, _v2(FT2, 91)),
+                          batch=Ref(1024, _v2(FT2, 84, '8 GPUs x 64 x --update_freq 2')))
+
+_V2_SEG_BASE_LINES = dict(img_size=22, embed_dim=24, depth=25, init_values=31, drop_path_rate=32, out_indices=34,
+                          decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=48,
+                          layer_decay=50, warmup_iters=54, warmup_ratio=55, power=56, samples_per_gpu=59,
+                          update_interval=67, grad_clip=68, use_fp16=71)
+_V2_SEG_LARGE_LINES = dict(img_size=22, embed_dim=24, depth=25, init_values=31, drop_path_rate=32, out_indices=33,
+                           decode_in=36, num_classes=37, decode_channels=38, aux_in=41, slide=44, optimizer=47,
+                           layer_decay=49, warmup_iters=53, warmup_ratio=54, power=55, samples_per_gpu=58,
+                           update_interval=66, grad_clip=67, use_fp16=70)
+
+
+def _beitv2_seg(name: str, large: bool, lr: float, layer_decay: float) -> Dict[str, Ref]:
+    """A beit2 UPerNet 512 config (``name`` under configs/beit/upernet/) with its ade20k.py and schedule_160k.py."""
+    config = SEG2 + 'beit/upernet/' + name
+    lines = _V2_SEG_LARGE_LINES if large else _V2_SEG_BASE_LINES
+    refs = _unilm_seg(config, img_size=512, layer_scale=1e-6 if large else 0.1, drop_path=0.2 if large else 0.15,
+                      out_indices=[7, 11, 15, 23] if large else [3, 5, 7, 11], width=1024 if large else 768,
+                      lines=lines, lr=lr, layer_decay=layer_decay, num_layers=24 if large else 12, warmup=1500,
+                      images_per_gpu=2, update_interval=1, max_iters=160000, schedule_file='schedule_160k.py',
+                      stride=341, root=SEG2)
+    refs.update(_ade_data(ADE2, 512))
+    refs['eval.test_pad_size_divisor'] = Ref(None, _v2(ADE2, '19-33', 'no Pad in the test pipeline'))
+    refs['eval.save_best'] = Ref(None, _v2(SEG2 + '_base_/schedules/schedule_160k.py', '8-9', 'no save_best'))
+    refs['precision.amp'] = Ref(True, _v2(config, lines['use_fp16'], 'use_fp16=True; bf16 here'))
+    return refs
+
+
+def _vqkd(arch: str, model_line: str) -> Dict[str, Ref]:
+    """unilm TOKENIZER.md's command (lines 11-32) with run_vqkd_training.py's defaults."""
+    return {
+        'vqkd.arch': Ref(arch, model_line),
+        'vqkd.decay': Ref(0.99, _v2(RUN_VQKD, 52)),
+        'vqkd.kmeans_init': Ref(True, _v2(TOK2, 24)),
+        'optimizer.type': Ref('AdamW', _v2(TOK2, 27)),
+        'optimizer.lr': Ref(5e-5 * 512 / 128, _v2(RUN_VQKD, '78, 252', 'lr x total batch / 128')),
+        'optimizer.betas': Ref((0.9, 0.99), _v2(TOK2, 28)),
+        'optimizer.eps': Ref(1e-8, _v2(RUN_VQKD, 66)),
+        'optimizer.weight_decay': Ref(1e-4, _v2(TOK2, 29)),
+        'clip_grad': Ref(None, _v2(RUN_VQKD, 70)),
+        'total_batch': Ref(512, _v2(TOK2, '11, 26', '8 GPUs x 64')),
+        'accumulate': Ref(1, _v2(RUN_VQKD, 251, 'no --update_freq')),
+        'schedule.max_epochs': Ref(100, _v2(TOK2, 31)),
+        'schedule.warmup': Ref(10, _v2(TOK2, 30)),
+        'schedule.min_lr': Ref(1e-5, _v2(RUN_VQKD, 82)),
+        # the warmup starts at 0: cosine_scheduler's start_warmup_value default (utils.py lines 530-538), not
+        # --warmup_lr (line 80, never read); checked by tests/test_beit2_recipes.py's schedule test
+        'data.crop': Ref(224, _v2(RUN_VQKD, 57)),
+        'data.rrc_scale': Ref((0.08, 1.0), _v2(TOK2, 19)),
+        'data.interpolation': Ref('bicubic', _v2(TOK2, 18)),
+        'data.color_jitter': Ref(None, _v2(RUN_VQKD, 91, 'default 0.')),
+        'data.drop_last': Ref(True, _v2(RUN_VQKD, 222)),
+        # the whole step under fp16 autocast; here the two transformers in bf16 (VQKD.autocast_dtype)
+        'vqkd.autocast': Ref(True, _v2('beit2/engine_for_vqkd.py', 59, 'fp16 autocast; bf16 here')),
+    }
+
+
+RECIPES_V2: Dict[str, Dict[str, Ref]] = {
+    'beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600,
+    'beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py': _V2_MIM300,
+    'beit2/beitv2-large-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600_L,
+    'beit2/beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT1600,
+    'beit2/beitv2-base-p16_vqkd-300e-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT300,
+    'beit2/beitv2-large-p16_vqkd-pre_8xb128-amp-coslr-50e_in1k.py': _V2_FT1600_L,
+    'beit2/beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py':
+        _beitv2_seg('upernet_beit_base_12_512_slide_160k_ade20k.py', False, 5e-5, 0.75),
+    'beit2/beitv2-base_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py':
+        _beitv2_seg('upernet_beit_base_12_512_slide_160k_21ktoade20k.py', False, 5e-5, 0.85),
+    'beit2/beitv2-large_upernet_8xb2-amp-160k_ade20k-512x512.py':
+        _beitv2_seg('upernet_beit_large_24_512_slide_160k_ade20k.py', True, 4e-5, 0.9),
+    'beit2/beitv2-large_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py':
+        _beitv2_seg('upernet_beit_large_24_512_slide_160k_21ktoade20k.py', True, 3e-5, 0.9),
+    'vqkd/vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py':
+        _vqkd('base_decoder_3x_clip', _v2(TOK2, 20)),
+    'vqkd/vqkd-base-p16-dec1x_clip-b16_8xb64-amp-coslr-100e_in1k.py':
+        _vqkd('base_decoder_1x_clip', _v2(TOK2, 48, 'model zoo: decoder 1x768x12, CLIP')),
+    'vqkd/vqkd-base-p16-dec1x_dino-b16_8xb64-amp-coslr-100e_in1k.py':
+        _vqkd('base_decoder_1x_dino', _v2(TOK2, 50, 'model zoo: decoder 1x768x12, DINO')),
+}
+
+# the published metric of each BEiT v2 fine-tuning config (its header states it): unilm's model zoo tables
+PUBLISHED_V2: Dict[str, Ref] = {
+    'beit2/beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.5, _v2('beit2/README.md', 67, 'top-1')),
+    'beit2/beitv2-base-p16_vqkd-300e-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.0, _v2(FT2, 9, 'top-1')),
+    'beit2/beitv2-large-p16_vqkd-pre_8xb128-amp-coslr-50e_in1k.py': Ref(87.3, _v2('beit2/README.md', 69, 'top-1')),
+    'beit2/beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(53.1, _v2('beit2/README.md', 78, 'mIoU')),
+    'beit2/beitv2-base_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(53.5, _v2('beit2/README.md', 79, 'mIoU')),
+    'beit2/beitv2-large_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(56.7, _v2('beit2/README.md', 80, 'mIoU')),
+    'beit2/beitv2-large_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(57.5, _v2('beit2/README.md', 81, 'mIoU')),
 }
 
 

@@ -5,7 +5,8 @@ BEiT narrowed to 64 channels at its own depth (``conftest.narrow_beit``):
 - pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); the config's ``beit_mm.VQKD`` shrunk to one narrow block
   with random weights (still 8192 codes, ids on the 4x4 patch grid of the raw 0..255 view); the log shows both losses
   and the checkpoint holds ``backbone.cls_pt_layers``;
-- ImageNet fine-tuning loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing keys);
+- ImageNet fine-tuning (1600e base recipe) loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing
+  keys); the other fine-tuning recipes (300e base, large) train at width 64 from random weights;
 - ADE20K configs load a random checkpoint in unilm's BEiT v2 pretrained layout (``cls_pt_layers``, ``lm_head``,
   ``mask_token``, shared table) converted by ``tools/convert_checkpoint.py --model beit --source unilm``.
 """
@@ -27,7 +28,8 @@ from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_imagenet_lo
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
-FT_IN1K = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-coslr-100e_in1k.py')
+FT_IN1K = sorted(glob.glob(os.path.join(CFG, '*_vqkd-*pre_*_in1k.py')))
+FT_FROM_PRETRAINING = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py')
 SEG = sorted(glob.glob(os.path.join(CFG, '*ade20k*.py')))
 SIZE = 64
 
@@ -42,17 +44,17 @@ def run_train(cfg: Config, path) -> str:
 
 def test_every_config_is_run():
     assert len(PRETRAIN) == 3 and len(SEG) == 4
-    assert sorted(PRETRAIN + SEG + [FT_IN1K]) == sorted(glob.glob(os.path.join(CFG, '*.py')))
+    assert sorted(PRETRAIN + SEG + FT_IN1K) == sorted(glob.glob(os.path.join(CFG, '*.py')))
 
 
-@pytest.mark.parametrize('config', PRETRAIN + [FT_IN1K] + SEG, ids=os.path.basename)
+@pytest.mark.parametrize('config', PRETRAIN + FT_IN1K + SEG, ids=os.path.basename)
 def test_full_size_model_runs(config):
     """The config's own BEiT-B/L (no narrowing) with its heads: builds, and a 64 px image gives 150-class logits, 1000
     class scores, or the two MIM losses over 8192 tokens."""
     params, out = run_full_size_model(config)
     if config in SEG:
         assert out.shape == (1, 150, 16, 16)
-    elif config == FT_IN1K:
+    elif config in FT_IN1K:
         assert out.shape == (1, 1000)
     else:
         assert {'loss', 'loss_cls_pt'} <= set(out) and float(out['loss']) > 8  # ~ln(8192) = 9.0 at random init
@@ -149,7 +151,7 @@ def test_pretraining_config_trains(config, data, base_pretraining_checkpoint, tm
 
 def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoint, data, tmp_path):
     _, ckpt = base_pretraining_checkpoint
-    cfg = Config.fromfile(FT_IN1K)
+    cfg = Config.fromfile(FT_FROM_PRETRAINING)
     narrow_beit(cfg)  # as the pretraining run
     cfg.model.backbone.update(img_size=SIZE, init_cfg=dict(type='Pretrained', checkpoint=ckpt, prefix='backbone.'))
     cfg.work_dir = str(tmp_path / 'work')
@@ -159,6 +161,22 @@ def test_imagenet_finetuning_from_the_pretraining_run(base_pretraining_checkpoin
     log = run_train(cfg, tmp_path / 'ft.py')
     assert 'loaded' in log and '0 missing' in log, log[-3000:]  # the MIM backbone really loaded
     assert 'cls_pt_layers' in log  # reported as checkpoint keys the fine-tuning backbone does not use
+    assert re.search(r'Epoch\(train\)\s+\[1\]\[2/2\]', log), log[-2000:]
+    assert re.search(r'accuracy/top1: \d', log), log[-2000:]
+
+
+@pytest.mark.parametrize('config', [c for c in FT_IN1K if c != FT_FROM_PRETRAINING], ids=os.path.basename)
+def test_other_imagenet_finetuning_configs_train(config, data, tmp_path):
+    """The other fine-tuning recipes (300e base, large) narrowed (random init) train 2 iterations; loading a
+    pretraining checkpoint is what the test above checks."""
+    cfg = Config.fromfile(config)
+    narrow_beit(cfg)
+    cfg.model.backbone.update(img_size=SIZE, init_cfg=None)
+    cfg.work_dir = str(tmp_path / 'work')
+    shrink_imagenet_loaders(cfg, data['imagenet'], SIZE)
+    cfg.train_cfg.max_epochs = 1
+    cfg.default_hooks.logger.interval = 1
+    log = run_train(cfg, tmp_path / os.path.basename(config))
     assert re.search(r'Epoch\(train\)\s+\[1\]\[2/2\]', log), log[-2000:]
     assert re.search(r'accuracy/top1: \d', log), log[-2000:]
 

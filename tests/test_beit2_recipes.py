@@ -1,7 +1,9 @@
-"""The BEiT v2 configs (configs/beit2/) reproduce unilm's published BEiT v2 runs: schedule (S), weight decay and lr
-of every parameter (W), normalization (N) and batch (B), plus each remaining recipe value, checked against the values
-published in microsoft/unilm ``beit2/`` (each value below carries the file and line it was read from) and against the
-reference optimizer/scheduler code re-implemented from its source, never against the config's own literals.
+"""The BEiT v2 and VQ-KD configs (configs/beit2/, configs/vqkd/) reproduce unilm's published BEiT v2 runs: every
+value pinned in tests/reference_recipes.py ``RECIPES_V2`` (each with the microsoft/unilm ``beit2/`` file and line it
+was read from: recipe, normalization, data pipeline incl. the exact-count masks and ``drop_last``, test-time padding,
+precision), schedule (S), weight decay and lr of every parameter (W) and batch (B), checked against that table and
+against the reference optimizer/scheduler code re-implemented from its source, never against the config's own
+literals.
 
 Reference code re-implemented here (read, not copied):
 - unilm ``beit2/utils.py`` ``cosine_scheduler`` (lines 530-547): one lr per optimizer update, ``np.linspace(0, lr,
@@ -31,101 +33,71 @@ from mmengine.registry import init_default_scope
 from torch import nn
 
 from .conftest import ROOT
+from .reference_recipes import MMSEG0, PUBLISHED_V2, RECIPES_V2, UNILM
+from .test_recipes import READERS, _find, _train, differences
 from .test_recipes import simulate as simulate_updates
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
-PT = 'beit2/PRETRAINING.md'
-FT = 'beit2/get_started_for_image_classification.md'
-RUN_PT = 'beit2/run_beitv2_pretraining.py'
-RUN_FT = 'beit2/run_class_finetuning.py'
-SEG = 'beit2/semantic_segmentation/configs/beit/upernet/'
-IMAGENET_MEAN = ([123.675, 116.28, 103.53], 'beit2/datasets.py:31 (timm IMAGENET_DEFAULT_MEAN x 255)')
-IMAGENET_STD = ([58.395, 57.12, 57.375], 'beit2/datasets.py:32 (timm IMAGENET_DEFAULT_STD x 255)')
-
-# ---------------------------------------------------------------------------------------------------------------
-# The published values: (value, 'file:line' in microsoft/unilm)
-# ---------------------------------------------------------------------------------------------------------------
-PRETRAIN_BASE_1600 = dict(
-    arch=('base', f'{PT}:18'), early_layers=(9, f'{PT}:20'), head_layers=(2, f'{PT}:21'),
-    num_mask_patches=(75, f'{PT}:22'), second_input_size=(224, f'{PT}:23'),
-    second_interpolation=('bicubic', f'{PT}:24'), min_crop_scale=(0.2, f'{PT}:25'),
-    batch=(2048, f'{PT}:41'), lr=(1.5e-3, f'{PT}:29'), warmup_epochs=(10, f'{PT}:30'), clip_grad=(3.0, f'{PT}:31'),
-    drop_path=(0.1, f'{PT}:32'), layer_scale=(0.1, f'{PT}:33'), mean=IMAGENET_MEAN, std=IMAGENET_STD,
-    betas=((0.9, 0.999), f'{PT}:35'), eps=(1e-8, f'{PT}:36'), epochs=(1600, f'{PT}:37'),
-    weight_decay=(0.05, f'{RUN_PT}:89'), min_lr=(1e-5, f'{RUN_PT}:99'), input_size=(224, f'{RUN_PT}:61'),
-    train_interpolation=('bicubic', f'{RUN_PT}:111'), color_jitter=(0.4, 'beit2/datasets.py:36'),
-    min_mask_patches_per_block=(16, f'{RUN_PT}:59'), max_mask_patches_per_block=(None, f'{RUN_PT}:58'),
-    min_aspect=(0.3, 'beit2/masking_generator.py:32'), shared_rel_pos_bias=(True, f'{RUN_PT}:50'),
-    abs_pos_emb=(False, f'{RUN_PT}:52'), vocab_size=(8192, f'{RUN_PT}:75'),
-    # the tokenizer runs under the same autocast as the model's forward (lines 55 and 59)
-    tokenizer_under_amp=(True, 'beit2/engine_for_pretraining.py:55'))
-PRETRAIN = {
-    'beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': PRETRAIN_BASE_1600,
-    'beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py': dict(
-        PRETRAIN_BASE_1600, epochs=(300, f'{PT}:44'), betas=((0.9, 0.98), f'{PT}:45'), drop_path=(0.0, f'{PT}:46')),
-    'beitv2-large-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': dict(
-        PRETRAIN_BASE_1600, arch=('large', f'{PT}:58'), early_layers=(21, f'{PT}:60'), head_layers=(2, f'{PT}:61'),
-        batch=(2048, f'{PT}:81'), lr=(1.5e-3, f'{PT}:69'), warmup_epochs=(10, f'{PT}:70'),
-        clip_grad=(3.0, f'{PT}:71'), drop_path=(0.1, f'{PT}:72'), layer_scale=(1e-5, f'{PT}:73'),
-        betas=((0.9, 0.999), f'{PT}:75'), eps=(1e-8, f'{PT}:76'), epochs=(1600, f'{PT}:77')),
-}
-FINETUNE_IN1K = {
-    'beitv2-base-p16_vqkd-pre_8xb128-coslr-100e_in1k.py': dict(
-        top1=(85.5, f'{FT}:10'), gpus=(8, f'{FT}:22'), batch_per_gpu=(128, f'{FT}:32'), batch=(1024, f'{FT}:46'),
-        weight_decay=(0.05, f'{FT}:30'), warmup_epochs=(20, f'{FT}:35'), mean=IMAGENET_MEAN, std=IMAGENET_STD,
-        lr=(5e-4, f'{FT}:48'), epochs=(100, f'{FT}:49'), mixup=(0.8, f'{FT}:50'), cutmix=(1.0, f'{FT}:51'),
-        layer_decay=(0.6, f'{FT}:52'), drop_path=(0.2, f'{FT}:53'), min_lr=(1e-6, f'{RUN_FT}:104'),
-        smoothing=(0.1, f'{RUN_FT}:117'), reprob=(0.25, f'{RUN_FT}:126'), init_scale=(0.001, f'{RUN_FT}:155'),
-        mean_pooling=(True, f'{RUN_FT}:157')),
-}
-_SEG_BASE = dict(
-    lr=(5e-5, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:48'),
-    weight_decay=(0.05, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:48'),
-    betas=((0.9, 0.999), f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:48'),
-    layer_decay=(0.75, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:50'),
-    drop_path=(0.15, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:32'),
-    out_indices=((3, 5, 7, 11), f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:34'),
-    stride=((341, 341), f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:45'),
-    warmup_iters=(1500, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:54'),
-    warmup_ratio=(1e-6, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:55'),
-    power=(1.0, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:56'),
-    batch_per_gpu=(2, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:59'),
-    gpus=(8, f'{SEG}upernet_beit_base_12_512_slide_160k_ade20k.py:58'),
-    iters=(160000, 'beit2/semantic_segmentation/configs/_base_/schedules/schedule_160k.py:7'),
-    crop=((512, 512), 'beit2/semantic_segmentation/configs/_base_/datasets/ade20k.py:6'),
-    mean=(IMAGENET_MEAN[0], 'beit2/semantic_segmentation/configs/_base_/datasets/ade20k.py:5'),
-    std=(IMAGENET_STD[0], 'beit2/semantic_segmentation/configs/_base_/datasets/ade20k.py:5'),
-    miou=(53.1, 'beit2/README.md:78'))
-_L = f'{SEG}upernet_beit_large_24_512_slide_160k_ade20k.py'
-_SEG_LARGE = dict(
-    _SEG_BASE, lr=(4e-5, f'{_L}:47'), weight_decay=(0.05, f'{_L}:47'), layer_decay=(0.9, f'{_L}:49'),
-    drop_path=(0.2, f'{_L}:32'), out_indices=((7, 11, 15, 23), f'{_L}:33'), stride=((341, 341), f'{_L}:44'),
-    warmup_iters=(1500, f'{_L}:53'), batch_per_gpu=(2, f'{_L}:58'), miou=(56.7, 'beit2/README.md:80'))
-SEGMENTATION = {
-    'beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py': _SEG_BASE,
-    'beitv2-base_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py': dict(
-        _SEG_BASE, layer_decay=(0.85, f'{SEG}upernet_beit_base_12_512_slide_160k_21ktoade20k.py:50'),
-        miou=(53.5, 'beit2/README.md:79')),
-    'beitv2-large_upernet_8xb2-amp-160k_ade20k-512x512.py': _SEG_LARGE,
-    'beitv2-large_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py': dict(
-        _SEG_LARGE, lr=(3e-5, f'{SEG}upernet_beit_large_24_512_slide_160k_21ktoade20k.py:47'),
-        miou=(57.5, 'beit2/README.md:81')),
-}
+PRETRAIN = sorted(k for k in RECIPES_V2 if 'mim.num_masking_patches' in RECIPES_V2[k])
+FINETUNE_IN1K = sorted(k for k in RECIPES_V2 if 'mixup' in RECIPES_V2[k])
+SEGMENTATION = sorted(k for k in RECIPES_V2 if 'eval.mode' in RECIPES_V2[k])
+VQKD_TRAINING = sorted(k for k in RECIPES_V2 if k.startswith('vqkd/'))
 ITERS_PER_EPOCH = 7  # stands in for len(ImageNet) // batch; the reference is computed with the same value
 
 
-def v(entry):
-    """The value of a (value, source) pair."""
-    return entry[0]
+def _mask_generator(c: Config):
+    return _find(_train(c), 'BEiTMaskGenerator')
 
 
-def load(name: str) -> Config:
-    return Config.fromfile(os.path.join(CFG, name))
+# tests/test_recipes.py's readers plus the BEiT v2 / VQ-KD settings
+V2_READERS = {
+    **READERS,
+    'model.arch': lambda c: c.model.backbone.arch,
+    'model.cls_pretrain': lambda c: dict(c.model.backbone.cls_pretrain),
+    'model.shared_rel_pos_bias': lambda c: c.model.backbone.use_shared_rel_pos_bias,
+    'model.abs_pos_emb': lambda c: c.model.backbone.use_abs_pos_emb,
+    'model.mean_pooling': lambda c: c.model.neck.type == 'beit_mm.MeanPoolNeck',
+    'head.vocab_size': lambda c: c.model.head.vocab_size,
+    'optimizer.eps': lambda c: c.optim_wrapper.optimizer.eps,
+    'mim.min_aspect': lambda c: _mask_generator(c).min_aspect,
+    'mim.exact_count': lambda c: _mask_generator(c).get('exact_count', False),
+    'tokenizer.under_step_autocast': lambda c: (c.model.target_generator.get('autocast_dtype') is not None and
+                                                c.model.target_generator.autocast_dtype == c.optim_wrapper.dtype),
+    'tokenizer.with_decoder': lambda c: c.model.target_generator.get('with_decoder', True),
+    'precision.amp': lambda c: c.optim_wrapper.type.split('.')[-1] == 'AmpOptimWrapper',
+    'eval.save_best': lambda c: c.default_hooks.checkpoint.get('save_best'),
+    'vqkd.arch': lambda c: c.model.arch,
+    'vqkd.decay': lambda c: c.model.decay,
+    'vqkd.kmeans_init': lambda c: c.model.kmeans_init,
+    'vqkd.autocast': lambda c: c.model.get('autocast_dtype') is not None,
+}
 
 
-def test_every_beit2_config_is_checked():
-    names = sorted(f for f in os.listdir(CFG) if f.endswith('.py'))
-    assert names == sorted([*PRETRAIN, *FINETUNE_IN1K, *SEGMENTATION])
+def pub(key: str, name: str):
+    """The published value of ``name`` for config ``key`` (tests/reference_recipes.py RECIPES_V2)."""
+    return RECIPES_V2[key][name].value
+
+
+def load(key: str) -> Config:
+    return Config.fromfile(os.path.join(ROOT, 'configs', key))
+
+
+def test_every_beit2_and_vqkd_config_is_checked():
+    names = sorted(f'beit2/{f}' for f in os.listdir(CFG) if f.endswith('.py'))
+    names += sorted(f'vqkd/{f}' for f in os.listdir(os.path.join(ROOT, 'configs', 'vqkd')) if f.endswith('.py'))
+    assert sorted(names) == sorted(RECIPES_V2)
+    assert sorted(PRETRAIN + FINETUNE_IN1K + SEGMENTATION + VQKD_TRAINING) == sorted(RECIPES_V2)
+    assert set(V2_READERS) >= {k for refs in RECIPES_V2.values() for k in refs}
+    # repository@commit path:line (the pyramid neck's rescales: mmseg 0.x, which unilm's backbone builds the same)
+    assert all(UNILM in r.source or MMSEG0 in r.source for refs in RECIPES_V2.values() for r in refs.values())
+
+
+@pytest.mark.parametrize('key', sorted(RECIPES_V2), ids=str)
+def test_config_has_the_published_values(key):
+    """Each BEiT v2 / VQ-KD config, built through MMEngine's Config (bases merged), has every value
+    tests/reference_recipes.py RECIPES_V2 pins for it (unilm file and line); the failures list them all."""
+    wrong = differences(load(key), RECIPES_V2[key], V2_READERS)
+    assert not wrong, f'{len(wrong)} of {len(RECIPES_V2[key])} values differ:\n' + '\n'.join(wrong)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -159,30 +131,29 @@ def simulate(cfg: Config, iters: int, epoch_length=None) -> np.ndarray:
     return np.asarray(simulate_updates(cfg, iters, epoch_length))
 
 
-@pytest.mark.parametrize('name', sorted({**PRETRAIN, **FINETUNE_IN1K}), ids=str)
-def test_imagenet_schedule_matches_unilm_cosine_scheduler(name):
-    pub = {**PRETRAIN, **FINETUNE_IN1K}[name]
-    cfg = load(name)
-    assert cfg.optim_wrapper.get('accumulative_counts', 1) == 1
-    assert cfg.train_cfg.max_epochs == v(pub['epochs'])
-    epochs, lr = v(pub['epochs']), v(pub['lr'])
+@pytest.mark.parametrize('key', PRETRAIN + FINETUNE_IN1K + VQKD_TRAINING, ids=str)
+def test_imagenet_schedule_matches_unilm_cosine_scheduler(key):
+    """Per-update lr = unilm's cosine_scheduler (warmup from 0: ``start_warmup_value`` is never passed, also not by
+    run_vqkd_training.py lines 268-271) for a stand-in epoch length."""
+    cfg = load(key)
+    epochs, lr = pub(key, 'schedule.max_epochs'), pub(key, 'optimizer.lr')
+    assert cfg.optim_wrapper.get('accumulative_counts', 1) == pub(key, 'accumulate') == 1
     ours = simulate(cfg, epochs * ITERS_PER_EPOCH, ITERS_PER_EPOCH)
-    ref = unilm_cosine_scheduler(lr, v(pub['min_lr']), epochs, ITERS_PER_EPOCH, v(pub['warmup_epochs']))
+    ref = unilm_cosine_scheduler(lr, pub(key, 'schedule.min_lr'), epochs, ITERS_PER_EPOCH, pub(key, 'schedule.warmup'))
     assert len(ours) == len(ref)
-    assert int(np.argmax(ours)) == int(np.argmax(ref)) == v(pub['warmup_epochs']) * ITERS_PER_EPOCH - 1
+    assert int(np.argmax(ours)) == int(np.argmax(ref)) == pub(key, 'schedule.warmup') * ITERS_PER_EPOCH - 1
     # unilm's first update has lr 0, here 1e-9 x lr (MMEngine's LinearLR needs start_factor > 0)
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=2e-9 * lr)
 
 
-@pytest.mark.parametrize('name', sorted(SEGMENTATION), ids=str)
-def test_segmentation_schedule_matches_mmcv_poly(name):
-    pub = SEGMENTATION[name]
-    cfg = load(name)
-    assert cfg.train_cfg.max_iters == v(pub['iters']) and cfg.optim_wrapper.get('accumulative_counts', 1) == 1
-    ours = simulate(cfg, v(pub['iters']))
-    ref = mmcv_poly_with_warmup(v(pub['lr']), v(pub['iters']), v(pub['warmup_iters']), v(pub['warmup_ratio']),
-                                v(pub['power']))
-    assert int(np.argmax(ours)) == int(np.argmax(ref)) == v(pub['warmup_iters'])
+@pytest.mark.parametrize('key', SEGMENTATION, ids=str)
+def test_segmentation_schedule_matches_mmcv_poly(key):
+    cfg = load(key)
+    iters = pub(key, 'schedule.max_iters')
+    ours = simulate(cfg, iters)
+    ref = mmcv_poly_with_warmup(pub(key, 'optimizer.lr'), iters, pub(key, 'schedule.warmup'),
+                                pub(key, 'schedule.warmup_start'), pub(key, 'schedule.poly_power'))
+    assert len(ours) == len(ref) and int(np.argmax(ours)) == int(np.argmax(ref)) == pub(key, 'schedule.warmup')
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-14)
 
 
@@ -272,77 +243,44 @@ def shrink_width(cfg: Config, width: int = 64) -> None:
     cfg.model.backbone.arch = dict(embed_dims=width, num_layers=24, num_heads=2, mlp_ratio=4.0)
 
 
-@pytest.mark.parametrize('name', sorted(PRETRAIN), ids=str)
-def test_pretraining_recipe_and_param_groups(name):
-    """Every pretraining value as published, and each trainable parameter's (lr scale, weight decay) from unilm's
-    create_optimizer(args, model): get_parameter_groups with skip_list no_weight_decay() = {pos_embed, cls_token},
-    no layer decay; the cls-pretraining blocks, mask token and shared table included."""
-    pub = PRETRAIN[name]
-    cfg = load(name)
-    bb, opt = cfg.model.backbone, cfg.optim_wrapper
-    assert bb.arch == v(pub['arch']) and bb.img_size == v(pub['input_size'])
-    assert bb.cls_pretrain == dict(early_layers=v(pub['early_layers']), head_layers=v(pub['head_layers']))
-    assert (bb.drop_path_rate, bb.layer_scale_init_value) == (v(pub['drop_path']), v(pub['layer_scale']))
-    assert (bb.use_shared_rel_pos_bias, bb.use_abs_pos_emb, bb.use_rel_pos_bias) == (
-        v(pub['shared_rel_pos_bias']), v(pub['abs_pos_emb']), False)
-    assert cfg.model.head.vocab_size == v(pub['vocab_size'])
-    tokenizer_dtype = cfg.model.target_generator.get('autocast_dtype')
-    assert (tokenizer_dtype is not None and tokenizer_dtype == opt.dtype) == v(pub['tokenizer_under_amp'])
-    assert (opt.optimizer.type, opt.optimizer.lr, tuple(opt.optimizer.betas), opt.optimizer.eps) == (
-        'AdamW', v(pub['lr']), v(pub['betas']), v(pub['eps']))
-    assert opt.optimizer.weight_decay == v(pub['weight_decay']) and opt.clip_grad.max_norm == v(pub['clip_grad'])
-    assert opt.paramwise_cfg.layer_decay_rate == 1.0
-    crop, mask = (t for t in cfg.train_dataloader.dataset.pipeline
-                  if t.type in ('beit_mm.TwoViewRandomResizedCrop', 'beit_mm.BEiTMaskGenerator'))
-    jitter = next(t for t in cfg.train_dataloader.dataset.pipeline if t.type == 'ColorJitter')
-    assert (jitter.brightness, jitter.contrast, jitter.saturation) == (v(pub['color_jitter']), ) * 3
-    assert (crop.size, crop.tokenizer_size, crop.scale) == (v(pub['input_size']), v(pub['second_input_size']),
-                                                            (v(pub['min_crop_scale']), 1.0))
-    assert (crop.interpolation, crop.tokenizer_interpolation) == (v(pub['train_interpolation']),
-                                                                  v(pub['second_interpolation']))
-    assert (mask.input_size, mask.num_masking_patches) == (v(pub['input_size']) // 16, v(pub['num_mask_patches']))
-    assert (mask.min_num_patches, mask.max_num_patches, mask.min_aspect) == (
-        v(pub['min_mask_patches_per_block']), v(pub['max_mask_patches_per_block']), v(pub['min_aspect']))
-    # W: every parameter
-    cfg = copy.deepcopy(cfg)
+@pytest.mark.parametrize('key', PRETRAIN, ids=str)
+def test_pretraining_param_groups(key):
+    """Each trainable parameter's (lr scale, weight decay) from unilm's create_optimizer(args, model):
+    get_parameter_groups with skip_list no_weight_decay() = {pos_embed, cls_token}, no layer decay; the
+    cls-pretraining blocks, mask token and shared table included."""
+    cfg = copy.deepcopy(load(key))
     without_tokenizer_file(cfg)
-    if v(pub['arch']) == 'large':
+    large = pub(key, 'model.arch') == 'large'
+    if large:
         shrink_width(cfg)
         cfg.model.head.embed_dims = 64
     model = build(cfg)
-    assert len(model.backbone.blocks) == (24 if v(pub['arch']) == 'large' else 12)
+    assert len(model.backbone.blocks) == (24 if large else 12)
+    assert not hasattr(model.target_generator, 'decoder')  # tokenizing builds no decoder
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    ref = unilm_get_parameter_groups([(unilm_name(n), p) for n, p in trainable], v(pub['weight_decay']),
+    ref = unilm_get_parameter_groups([(unilm_name(n), p) for n, p in trainable], pub(key, 'optimizer.weight_decay'),
                                      {'pos_embed', 'cls_token'})
     ref = {n: ref[unilm_name(n)] for n, _ in trainable}
     assert_same_groups(ours_groups(model, cfg.optim_wrapper), ref)
     assert ref['backbone.cls_pt_layers.1.attn.qkv.weight'][1] > 0 and ref['backbone.mask_token'][1] > 0
 
 
-@pytest.mark.parametrize('name', sorted(FINETUNE_IN1K), ids=str)
-def test_imagenet_finetuning_recipe_and_param_groups(name):
-    """Values as published, and every parameter's (lr scale, weight decay) from unilm run_class_finetuning's
-    LayerDecayValueAssigner + get_parameter_groups (skip list {pos_embed, cls_token})."""
-    pub = FINETUNE_IN1K[name]
-    cfg = load(name)
-    opt = cfg.optim_wrapper
-    assert (opt.optimizer.lr, opt.optimizer.weight_decay) == (v(pub['lr']), v(pub['weight_decay']))
-    assert opt.paramwise_cfg.layer_decay_rate == v(pub['layer_decay'])
-    assert cfg.model.backbone.drop_path_rate == v(pub['drop_path'])
-    assert [a.alpha for a in cfg.model.train_cfg.augments] == [v(pub['mixup']), v(pub['cutmix'])]
-    assert cfg.model.head.loss.label_smooth_val == v(pub['smoothing'])
-    assert math.isclose(cfg.model.head.init_cfg.std, 0.02 * v(pub['init_scale']), rel_tol=1e-12)
-    assert (cfg.model.neck.type == 'beit_mm.MeanPoolNeck') == v(pub['mean_pooling'])
-    erasing = next(t for t in cfg.train_dataloader.dataset.pipeline if t.type == 'RandomErasing')
-    assert erasing.erase_prob == v(pub['reprob'])
-    # 'pixel' mode fills with N(0, 1) in the normalized space: mean colour +- std (BGR order in the pipeline)
-    np.testing.assert_allclose(erasing.fill_color, v(pub['mean'])[::-1])
-    np.testing.assert_allclose(erasing.fill_std, v(pub['std'])[::-1])
-    model = build(cfg_without_checkpoint(cfg))
+@pytest.mark.parametrize('key', FINETUNE_IN1K, ids=str)
+def test_imagenet_finetuning_param_groups(key):
+    """Every parameter's (lr scale, weight decay) from unilm run_class_finetuning's LayerDecayValueAssigner +
+    get_parameter_groups (skip list {pos_embed, cls_token}); BEiT-L's 24 blocks at a narrow width."""
+    cfg = cfg_without_checkpoint(load(key))
+    large = pub(key, 'model.arch') == 'large'
+    if large:
+        shrink_width(cfg)
+        cfg.model.neck.in_channels = cfg.model.head.in_channels = 64
+    model = build(cfg)
     num_layers = len(model.backbone.blocks)
-    values = [v(pub['layer_decay'])**(num_layers + 1 - i) for i in range(num_layers + 2)]
+    assert num_layers == (24 if large else 12)
+    decay = pub(key, 'layer_decay')
+    values = [decay**(num_layers + 1 - i) for i in range(num_layers + 2)]
     named = [(unilm_name(n), p) for n, p in model.named_parameters()]
-    ref = unilm_get_parameter_groups(named, v(pub['weight_decay']), {'pos_embed', 'cls_token'},
+    ref = unilm_get_parameter_groups(named, pub(key, 'optimizer.weight_decay'), {'pos_embed', 'cls_token'},
                                      lambda n: unilm_get_num_layer_for_vit(n, len(values)), lambda i: values[i])
     ref = {n: ref[unilm_name(n)] for n, _ in model.named_parameters()}
     assert_same_groups(ours_groups(model, cfg.optim_wrapper), ref)
@@ -354,24 +292,13 @@ def cfg_without_checkpoint(cfg: Config) -> Config:
     return cfg
 
 
-@pytest.mark.parametrize('name', sorted(SEGMENTATION), ids=str)
-def test_segmentation_recipe_and_param_groups(name):
-    """Values as published, and every segmentor parameter's (lr scale, weight decay) from unilm's segmentation
-    LayerDecayOptimizerConstructor (1-D and biases exempt; tokens and relative position tables decay)."""
-    pub = SEGMENTATION[name]
-    cfg = load(name)
-    bb, opt = cfg.model.backbone, cfg.optim_wrapper
-    assert (opt.optimizer.type, opt.optimizer.lr, tuple(opt.optimizer.betas), opt.optimizer.weight_decay) == (
-        'AdamW', v(pub['lr']), v(pub['betas']), v(pub['weight_decay']))
-    assert opt.paramwise_cfg.layer_decay_rate == v(pub['layer_decay'])
-    assert (bb.drop_path_rate, tuple(bb.out_indices), bb.img_size) == (v(pub['drop_path']), v(pub['out_indices']),
-                                                                       v(pub['crop'])[0])
-    assert tuple(cfg.model.test_cfg.crop_size) == v(pub['crop']) and tuple(cfg.model.test_cfg.stride) == v(pub['stride'])
-    assert tuple(cfg.crop_size) == v(pub['crop'])
-    large = 'large' in name
-    depth = 24 if large else 12
-    cfg = cfg_without_checkpoint(cfg)
-    if large:
+@pytest.mark.parametrize('key', SEGMENTATION, ids=str)
+def test_segmentation_param_groups(key):
+    """Every segmentor parameter's (lr scale, weight decay) from unilm's segmentation LayerDecayOptimizerConstructor
+    (1-D and biases exempt; tokens and relative position tables decay)."""
+    cfg = cfg_without_checkpoint(load(key))
+    depth = pub(key, 'model.num_layers')
+    if depth == 24:
         shrink_width(cfg)
         cfg.model.neck.embed_dim = 64
         cfg.model.decode_head.in_channels = [64] * 4
@@ -380,44 +307,31 @@ def test_segmentation_recipe_and_param_groups(name):
     cfg.model.auxiliary_head.channels = 32
     model = build(cfg)
     assert len(model.backbone.blocks) == depth
-    ref = unilm_seg_add_params(model.named_parameters(), v(pub['weight_decay']), depth, v(pub['layer_decay']))
+    ref = unilm_seg_add_params(model.named_parameters(), pub(key, 'optimizer.weight_decay'), depth,
+                               pub(key, 'layer_decay'))
     assert_same_groups(ours_groups(model, cfg.optim_wrapper), ref)
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# N: normalization;  B: batch
+# B: batch; the published metric
 # ---------------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize('name', sorted({**PRETRAIN, **FINETUNE_IN1K, **SEGMENTATION}), ids=str)
-def test_normalization_is_imagenet_mean_std(name):
-    """--imagenet_default_mean_and_std (PRETRAINING.md:34, get_started:41) and ade20k.py img_norm_cfg; the VQ-KD
-    tokenizer view goes on as 0..255 RGB (datasets.py:51-52 only ToTensor()s it; the tokenizer rescales)."""
-    pub = {**PRETRAIN, **FINETUNE_IN1K, **SEGMENTATION}[name]
-    pre = load(name).model.data_preprocessor
-    np.testing.assert_allclose(pre.mean, v(pub['mean']), rtol=1e-6)
-    np.testing.assert_allclose(pre.std, v(pub['std']), rtol=1e-6)
-    if name in PRETRAIN:
-        assert pre.target_pixels == 'raw' and pre.to_rgb
-
-
-@pytest.mark.parametrize('name', sorted({**PRETRAIN, **FINETUNE_IN1K, **SEGMENTATION}), ids=str)
-def test_batch_is_the_published_one(name):
+@pytest.mark.parametrize('key', sorted(RECIPES_V2), ids=str)
+def test_batch_is_the_published_one(key):
     """GPUs x images per GPU in the config name = the published effective batch, which the BatchSizeCheckHook
-    compares with the run's at start."""
-    pub = {**PRETRAIN, **FINETUNE_IN1K, **SEGMENTATION}[name]
-    cfg = load(name)
-    gpus, per_gpu = map(int, re.search(r'_(\d+)xb(\d+)', name).groups())
-    published = v(pub['batch']) if 'batch' in pub else v(pub['gpus']) * v(pub['batch_per_gpu'])
+    compares with the run's at start; the pretraining tokenizer view goes on as raw 0..255 RGB."""
+    cfg = load(key)
+    gpus, per_gpu = map(int, re.search(r'_(\d+)xb(\d+)', key).groups())
     assert per_gpu == cfg.train_dataloader.batch_size and cfg.optim_wrapper.get('accumulative_counts', 1) == 1
-    assert gpus * per_gpu == published == cfg.auto_scale_lr.base_batch_size
-    if 'batch_per_gpu' in pub:  # unilm's own layout: 8 GPUs x 128 / 8 GPUs x 2
-        assert (gpus, per_gpu) == (v(pub['gpus']), v(pub['batch_per_gpu']))
-    assert any(h['type'] == 'beit_mm.BatchSizeCheckHook' for h in cfg.get('custom_hooks', []))
+    assert gpus * per_gpu == pub(key, 'total_batch') == cfg.auto_scale_lr.base_batch_size
+    if key.startswith('beit2/'):
+        assert any(h['type'] == 'beit_mm.BatchSizeCheckHook' for h in cfg.get('custom_hooks', []))
+    if key in PRETRAIN:
+        assert cfg.model.data_preprocessor.target_pixels == 'raw' and cfg.model.data_preprocessor.to_rgb
 
 
-@pytest.mark.parametrize('name', sorted({**FINETUNE_IN1K, **SEGMENTATION}), ids=str)
-def test_header_states_the_published_metric(name):
-    pub = {**FINETUNE_IN1K, **SEGMENTATION}[name]
-    value = v(pub.get('top1') or pub['miou'])
-    with open(os.path.join(CFG, name)) as f:
+@pytest.mark.parametrize('key', sorted(PUBLISHED_V2), ids=str)
+def test_header_states_the_published_metric(key):
+    value = PUBLISHED_V2[key].value
+    with open(os.path.join(ROOT, 'configs', key)) as f:
         header = ''.join(line for line in f if line.startswith('#'))
-    assert re.search(rf'Published: {re.escape(str(value))}', header), (name, value)
+    assert re.search(rf'Published: {re.escape(str(value))}', header), (key, value)

@@ -3,7 +3,7 @@
 Convention: the mask is a bool ndarray of shape ``(H, W)`` (patch grid, row-major like the token sequence) and
 **True = masked** (replaced by the mask token, predicted by the MIM head); False = visible.
 
-Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``; mmpretrain's ``BEiTMaskGenerator`` is the same):
+Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``, BEiT v1's rule):
 
     mask_count = 0
     while mask_count < num_masking_patches:
@@ -23,13 +23,21 @@ Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``; mmpretrain
 
 Consequences (tested in ``tests/test_masking.py``): the masked count never exceeds ``num_masking_patches`` (every
 accepted rectangle adds at most ``budget`` new patches) and may fall short of it when ten attempts in a row fail to
-place a rectangle that fits the last few patches of the budget; the mask is the union of the accepted rectangles,
-which may overlap and merge; rectangles drawn while the remaining budget is below ``min_num_patches`` are smaller than
-``min_num_patches``.
+place a rectangle that fits the last few patches of the budget (14x14, 75, min 16: 32.9% of 10,000 masks, mean 74.5,
+min 62); the mask is the union of the accepted rectangles, which may overlap and merge; rectangles drawn while the
+remaining budget is below ``min_num_patches`` are smaller than ``min_num_patches``.
+
+BEiT v2's rule (``exact_count=True``; unilm ``beit2/masking_generator.py`` lines 92-105): the same loop, then the
+shortfall is filled with patches drawn uniformly without replacement from the unmasked ones, so every mask has exactly
+``num_masking_patches`` patches. (unilm's branch that unmasks patches when the loop overshoots is never taken: the
+count cannot exceed the target, see above.) mmpretrain 1.2's ``BEiTMaskGenerator`` differs from both: it repeats the
+loop until the count is exact (``datasets/transforms/processing.py``).
 
 The only difference from unilm: randomness comes from a ``numpy.random.Generator`` passed in (unilm uses Python's
-global ``random``), drawn in the same order (``U(a, b) = a + (b - a) * rng.random()`` like ``random.uniform``;
-``randint[a, b] = rng.integers(a, b + 1)``), so the algorithm can be checked against unilm's code draw for draw.
+global ``random``, and NumPy's global state for the v2 fill-up), drawn in the same order (``U(a, b) = a + (b - a) *
+rng.random()`` like ``random.uniform``; ``randint[a, b] = rng.integers(a, b + 1)``; the fill-up is
+``rng.choice(num_unmasked, shortfall, replace=False)`` over the unmasked patches in row-major order, as
+``np.random.choice`` over ``(mask == 0).nonzero()``), so both rules can be checked against unilm's code draw for draw.
 """
 import math
 from typing import NamedTuple
@@ -78,6 +86,8 @@ class BlockwiseMaskGenerator:
         max_num_patches: largest target area of a rectangle; None = ``num_masking_patches``.
         min_aspect: smallest height/width aspect ratio drawn (log-uniform).
         max_aspect: largest aspect ratio; None = ``1 / min_aspect``.
+        exact_count: False = BEiT v1's rule (the count may fall short); True = BEiT v2's (the shortfall is filled
+            with random unmasked patches: always exactly ``num_masking_patches``).
 
     Calling it with a ``numpy.random.Generator`` returns the mask: bool ``(H, W)``, True = masked.
     """
@@ -88,7 +98,8 @@ class BlockwiseMaskGenerator:
                  min_num_patches: int = 16,
                  max_num_patches: int | None = None,
                  min_aspect: float = 0.3,
-                 max_aspect: float | None = None) -> None:
+                 max_aspect: float | None = None,
+                 exact_count: bool = False) -> None:
         if isinstance(input_size, int):
             input_size = (input_size, input_size)
         self.height, self.width = (int(s) for s in input_size)
@@ -118,12 +129,13 @@ class BlockwiseMaskGenerator:
         self.min_aspect = float(min_aspect)
         self.max_aspect = float(max_aspect)
         self.log_aspect_ratio = (math.log(self.min_aspect), math.log(self.max_aspect))
+        self.exact_count = bool(exact_count)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(input_size=({self.height}, {self.width}), '
                 f'num_masking_patches={self.num_masking_patches}, min_num_patches={self.min_num_patches}, '
                 f'max_num_patches={self.max_num_patches}, min_aspect={self.min_aspect:.4g}, '
-                f'max_aspect={self.max_aspect:.4g})')
+                f'max_aspect={self.max_aspect:.4g}, exact_count={self.exact_count})')
 
     def _place_block(self, mask: np.ndarray, budget: int, rng: np.random.Generator) -> MaskBlock | None:
         """Up to ``NUM_ATTEMPTS_PER_BLOCK`` tries to mask one rectangle adding 1..``budget`` new patches (in place)."""
@@ -143,7 +155,8 @@ class BlockwiseMaskGenerator:
         return None
 
     def generate(self, rng: np.random.Generator) -> tuple[np.ndarray, list[MaskBlock]]:
-        """The mask (bool ``(H, W)``, True = masked) and the rectangles that made it, in drawing order."""
+        """The mask (bool ``(H, W)``, True = masked) and the rectangles that made it, in drawing order (with
+        ``exact_count`` the mask also holds the fill-up patches, which belong to no rectangle)."""
         mask = np.zeros((self.height, self.width), dtype=bool)
         blocks: list[MaskBlock] = []
         mask_count = 0
@@ -154,10 +167,15 @@ class BlockwiseMaskGenerator:
                 break
             blocks.append(block)
             mask_count += block.num_new
+        if self.exact_count and mask_count < self.num_masking_patches:
+            unmasked = np.flatnonzero(~mask)  # row-major, as unilm's (mask == 0).nonzero()
+            fill = rng.choice(unmasked.size, self.num_masking_patches - mask_count, replace=False)
+            mask.flat[unmasked[fill]] = True
         return mask, blocks
 
     def __call__(self, rng: np.random.Generator) -> np.ndarray:
-        """The mask: bool ``(H, W)``, True = masked, at most ``num_masking_patches`` True entries."""
+        """The mask: bool ``(H, W)``, True = masked, exactly ``num_masking_patches`` True entries with
+        ``exact_count``, else at most that many."""
         return self.generate(rng)[0]
 
 
@@ -189,7 +207,8 @@ class BEiTMaskGenerator(BaseTransform):
     """Transform writing BEiT's blockwise mask to ``results['mask']``: bool ndarray ``(H, W)``, True = masked.
 
     Defaults are BEiT pretraining's (unilm ``run_beit_pretraining.py``: 14x14 grid, 75 patches, blocks of at least
-    16 patches, aspect ratio in [0.3, 1/0.3]).
+    16 patches, aspect ratio in [0.3, 1/0.3]); ``exact_count=True`` gives BEiT v2's masks (``run_beitv2_pretraining.py``
+    with ``beit2/masking_generator.py``: the same blocks, topped up to exactly 75 patches).
 
     Args:
         input_size: patch grid ``H`` or ``(H, W)`` (image size / patch size).
@@ -200,6 +219,7 @@ class BEiTMaskGenerator(BaseTransform):
         max_aspect: largest aspect ratio; None = ``1 / min_aspect``.
         mask_ratio: instead of a count, the masked fraction of the grid: ``round(mask_ratio * H * W)`` patches
             (e.g. 0.4 on a 20x20 grid -> 160), so one setting scales with the image or patch size.
+        exact_count: False = BEiT v1's rule (may mask fewer); True = BEiT v2's (always exactly the count).
         seed: None = draw from NumPy's global RNG (which mmengine seeds per dataloader worker: ``np.random.seed`` in
             its ``worker_init_fn``), one fresh ``Generator`` per call seeded from it; an int = a private
             ``numpy.random.Generator`` seeded once, for reproducible sequences in tests.
@@ -213,6 +233,7 @@ class BEiTMaskGenerator(BaseTransform):
                  min_aspect: float = 0.3,
                  max_aspect: float | None = None,
                  mask_ratio: float | None = None,
+                 exact_count: bool = False,
                  seed: int | None = None) -> None:
         grid, num_masking_patches = _grid_and_count(input_size, num_masking_patches, mask_ratio)
         self.generator = BlockwiseMaskGenerator(
@@ -221,7 +242,8 @@ class BEiTMaskGenerator(BaseTransform):
             min_num_patches=min_num_patches,
             max_num_patches=max_num_patches,
             min_aspect=min_aspect,
-            max_aspect=max_aspect)
+            max_aspect=max_aspect,
+            exact_count=exact_count)
         self.seed = seed
         self._rng = None if seed is None else np.random.default_rng(seed)
 

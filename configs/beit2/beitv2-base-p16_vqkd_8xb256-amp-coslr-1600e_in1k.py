@@ -1,7 +1,7 @@
 # BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k with VQ-KD (CLIP) visual tokens and cls-token pretraining,
 # 1600 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP. Published downstream: 85.5 top-1 after 100 epochs of
 # ImageNet fine-tuning, 53.1 mIoU ADE20K UPerNet 512 (unilm beit2/README.md; the fine-tuning configs are
-# beitv2-base-p16_vqkd-pre_8xb128-coslr-100e_in1k.py and beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py).
+# beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py and beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py).
 # Reference: unilm beit2/PRETRAINING.md "Base-size" (16 GPUs x 128; --model beit_base_patch16_224_8k_vocab_cls_pt
 # --shared_lm_head True --early_layers 9 --head_layers 2 --num_mask_patches 75 --second_input_size 224
 # --second_interpolation bicubic --min_crop_scale 0.2 --tokenizer_model vqkd_encoder_base_decoder_3x768x12_clip
@@ -49,8 +49,11 @@ model = dict(
     # shared lm_head over the 8192 VQ-KD codes for both token sets (--shared_lm_head True)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
     # unilm engine_for_pretraining.py lines 54-56 compute the ids under the step's autocast (fp16 there, bf16 here:
-    # the AMP dtype below); the task layer and the quantizer stay fp32 inside VQKD as in unilm's modeling_vqkd.py
-    target_generator=dict(type='beit_mm.VQKD', autocast_dtype='bfloat16',
+    # the AMP dtype below): the encoder runs in it, the encode task layer does not (modeling_vqkd.py lines 155-156).
+    # unilm's quantizer distances run under fp16 autocast too; here they stay fp32 (beit_mm's choice: under bf16 they
+    # would be rounded 8x coarser than unilm's fp16; the ids that change are measured in docs/recipes.md).
+    # Tokenizing needs no decoder: with_decoder=False (the file's decoder weights are dropped on load).
+    target_generator=dict(type='beit_mm.VQKD', autocast_dtype='bfloat16', with_decoder=False,
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
 base_lr = 1.5e-3  # for 2048 images per step

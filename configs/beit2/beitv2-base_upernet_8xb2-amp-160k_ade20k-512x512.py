@@ -19,7 +19,10 @@ crop_size = (512, 512)
 pretrained = 'checkpoints/beitv2-base_pt1k.pth'
 model = dict(
     # unilm beit2 ade20k.py img_norm_cfg: ImageNet mean/std
-    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
+    data_preprocessor=dict(size=crop_size, mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375],
+                           # no test-time padding: unilm's test pipeline has no Pad (ade20k.py lines 19-33); the
+                           # base's size_divisor=16 would move the last slide window onto padding
+                           test_cfg=None),
     backbone=dict(img_size=512, layer_scale_init_value=0.1, drop_path_rate=0.15, out_indices=(3, 5, 7, 11),
                   init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))
@@ -42,3 +45,6 @@ train_dataloader = dict(batch_size=2)  # x 8 GPUs = 16
 val_dataloader = dict(batch_size=1)
 test_dataloader = val_dataloader
 auto_scale_lr = dict(enable=False, base_batch_size=16)
+# unilm evaluates every 16k iterations and keeps the checkpoints only (schedule_160k.py lines 8-9: no save_best); the
+# published mIoU is the last checkpoint's
+default_hooks = dict(checkpoint=dict(save_best=None))

@@ -2,8 +2,9 @@
 # 8192 codes x 32) distilled from CLIP ViT-B/16 on ImageNet-1k train images, the recipe of unilm beit2/TOKENIZER.md
 # (8 GPUs x 64 images, 100 epochs, 10 warmup epochs, AdamW betas (0.9, 0.99), weight decay 1e-4, bicubic
 # RandomResizedCrop 224 with min scale 0.08, k-means codebook init, cosine loss) and run_vqkd_training.py's defaults
-# for what TOKENIZER.md leaves out (lr 5e-5 per 128 images -> 2e-4 at 512, warmup from 1e-6, cosine to 1e-5, eps
-# 1e-8, no gradient clipping, no colour jitter; no weight decay on 1-D parameters, biases, cls_token, pos_embed).
+# for what TOKENIZER.md leaves out (lr 5e-5 per 128 images -> 2e-4 at 512, warmup from 0, cosine to 1e-5, eps
+# 1e-8, no gradient clipping, no colour jitter, drop_last; no weight decay on 1-D parameters, biases, cls_token,
+# pos_embed).
 # Mixed precision: unilm autocasts to fp16 (V100); here the two transformers run in bf16 (model.autocast_dtype), the
 # task layers, quantizer, loss and the CLIP teacher in fp32.
 #   bash tools/dist_train.sh configs/vqkd/vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py 8 \
@@ -38,6 +39,7 @@ train_dataloader = dict(
     batch_size=batch_size,
     num_workers=10,
     persistent_workers=True,
+    drop_last=True,  # run_vqkd_training.py line 222: 2502 steps per epoch at 512, not 2503
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
@@ -49,9 +51,11 @@ optim_wrapper = dict(
     # unilm optim_factory.get_parameter_groups: no decay for 1-D parameters, biases and VQKD.no_weight_decay()
     paramwise_cfg=dict(flat_decay_mult=0.0, bias_decay_mult=0.0,
                        custom_keys={'cls_token': dict(decay_mult=0.0), 'pos_embed': dict(decay_mult=0.0)}))
-# utils.cosine_scheduler: linear from warmup_lr 1e-6 to lr over the warmup epochs, then cosine to min_lr 1e-5, per step
+# utils.cosine_scheduler (lines 530-547), called without start_warmup_value (run_vqkd_training.py lines 268-271): linear
+# from 0 to lr over the warmup epochs, then cosine to min_lr 1e-5, per step (--warmup_lr 1e-6 is parsed but never
+# used); 1e-9 stands for 0 (MMEngine's LinearLR needs start_factor > 0)
 param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-6 / base_lr, by_epoch=True, begin=0, end=warmup_epochs,
+    dict(type='LinearLR', start_factor=1e-9, by_epoch=True, begin=0, end=warmup_epochs,
          convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=warmup_epochs, end=max_epochs,
          convert_to_iter_based=True),

@@ -13,8 +13,15 @@ Data flow (shapes for the default arch, 224 x 224 images)::
 Tokenizing (``get_token_ids`` / ``get_targets``) uses the encoder, task layer and codebook only; training also needs
 the decoder and a teacher (``beit_mm.models.tokenizers.teachers``). A ``VQKD`` without a teacher is a frozen tokenizer
 (``requires_grad=False``, always in eval mode), as ``beit_mm.DALLEEncoder``; with a teacher it trains as an MMEngine
-model (``forward(mode='loss')``). Computation is fp32 unless ``autocast_dtype`` is set; the task layers and the
-quantizer always run in fp32 (unilm disables autocast there).
+model (``forward(mode='loss')``).
+
+Precision: fp32 unless ``autocast_dtype`` is set, which autocasts the encoder and decoder transformers only; the task
+layers, the quantizer, the teacher and the loss always run in fp32. unilm (``modeling_vqkd.py`` lines 152-172,
+``engine_for_vqkd.py`` line 59, ``engine_for_pretraining.py`` lines 54-56) runs the whole tokenizer under the step's
+fp16 autocast and takes only ``encode_task_layer`` out of it: there the quantizer's distance matmul, the
+``decode_task_layer``, the teacher and the loss are fp16. Keeping the quantizer fp32 is beit_mm's choice (with bf16
+autocast its distances would be 8x coarser than unilm's fp16); the token ids it changes are measured in
+``docs/recipes.md`` (``tools/analysis/tokenizer_precision.py``).
 """
 from __future__ import annotations
 
@@ -167,12 +174,17 @@ class VQKD(BaseModel):
         self._is_init = True
 
     def load_tokenizer(self, path: str) -> None:
-        """Load a beit_mm VQ-KD file strictly (all keys of this model but the teacher's; none extra)."""
+        """Load a beit_mm VQ-KD file strictly (all keys of this model but the teacher's; none extra). A tokenizer
+        built with ``with_decoder=False`` ignores the file's decoder weights (tokenizing does not use them)."""
         from beit_mm.converters.io import load_state_dict_file
         sd = {k: v for k, v in load_state_dict_file(path).items() if not k.startswith('teacher.')}
         if any(k.startswith(('teacher_model.', 'scaling_layer.')) or '.fc_norm.' in k for k in sd):
             raise KeyError(f'{path} is an unconverted unilm VQ-KD file; convert it first: python '
                            'tools/convert_checkpoint.py --model vqkd --source unilm SRC DST')
+        num_decoder = 0
+        if not self.with_decoder:
+            num_decoder = sum(k.startswith(_DECODER_PREFIXES) for k in sd)
+            sd = {k: v for k, v in sd.items() if not k.startswith(_DECODER_PREFIXES)}
         own = {k for k in self.state_dict() if not k.startswith('teacher.')}
         missing, unexpected = sorted(own - set(sd)), sorted(set(sd) - own)
         if missing or unexpected:
@@ -180,15 +192,14 @@ class VQKD(BaseModel):
             if missing and all(k.startswith(_DECODER_PREFIXES) for k in missing):
                 hint = (' The file has no decoder (a tokenize-only file, e.g. from mmpretrain): build '
                         'VQKD(with_decoder=False).')
-            elif unexpected and all(k.startswith(_DECODER_PREFIXES) for k in unexpected):
-                hint = ' The file has a decoder: build VQKD(with_decoder=True).'
             shapes = {k: tuple(sd[k].shape) for k in ('encoder.pos_embed', 'quantize.embedding.weight') if k in sd}
             raise KeyError(f'{path}: {len(missing)} VQKD weights missing (first: {missing[:4]}), {len(unexpected)} '
                            f'unexpected keys (first: {unexpected[:4]}); check arch (the file\'s shapes: {shapes}).'
                            f'{hint}')
         result = self.load_state_dict(sd, strict=False)
         assert not result.unexpected_keys and all(k.startswith('teacher.') for k in result.missing_keys)
-        MMLogger.get_current_instance().info(f'VQKD: loaded {len(sd)} weights from {path}')
+        skipped = f' (skipped its {num_decoder} decoder weights: with_decoder=False)' if num_decoder else ''
+        MMLogger.get_current_instance().info(f'VQKD: loaded {len(sd)} weights from {path}{skipped}')
 
     def train(self, mode: bool = True) -> 'VQKD':
         """A VQKD without a teacher is a frozen tokenizer and stays in eval mode."""
@@ -208,6 +219,8 @@ class VQKD(BaseModel):
         with self._autocast(x.device.type):
             feats = self.encoder.forward_tokens(x)[0][-1][:, 1:]
         with torch.autocast(x.device.type, enabled=False):
+            # as unilm (modeling_vqkd.py lines 155-156); unilm's quantizer, below, runs under the step's autocast:
+            # fp32 here is beit_mm's choice (module docstring)
             z = self.encode_task_layer(feats.float())
             return self.quantize(z)
 
@@ -218,7 +231,7 @@ class VQKD(BaseModel):
         maps = codes.transpose(1, 2).reshape(codes.shape[0], self.code_dims, *grid)
         with self._autocast(codes.device.type):
             feats = self.decoder.forward_tokens(maps)[0][-1][:, 1:]
-        with torch.autocast(codes.device.type, enabled=False):
+        with torch.autocast(codes.device.type, enabled=False):  # unilm: under autocast (module docstring)
             return self.decode_task_layer(feats.float())
 
     @torch.no_grad()

@@ -2,8 +2,10 @@
 # the PRETRAINING.md flags): ColorJitter 0.4 and h-flip on the whole image, then ONE random resized crop
 # (--min_crop_scale 0.2) resized to 224 bicubic for the backbone and to 224 bicubic (--second_input_size 224
 # --second_interpolation bicubic) for the VQ-KD tokenizer, which reads the 0..255 view itself
-# (MIMDataPreprocessor target_pixels='raw'); blockwise mask of 75 of the 14x14 patches (--num_mask_patches 75,
-# --min_mask_patches_per_block 16, masking_generator.py min_aspect 0.3).
+# (MIMDataPreprocessor target_pixels='raw'); blockwise mask of exactly 75 of the 14x14 patches (--num_mask_patches 75,
+# --min_mask_patches_per_block 16, beit2/masking_generator.py min_aspect 0.3 and lines 92-105: the blocks are topped
+# up with random patches to the exact count, exact_count=True; v1's rule may mask fewer).
+# drop_last=True as unilm (run_beitv2_pretraining.py line 251): 625 steps per epoch at 2048, not 626.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
 data_root = 'data/imagenet/'
 train_pipeline = [
@@ -13,13 +15,14 @@ train_pipeline = [
     dict(type='beit_mm.TwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
          interpolation='bicubic', tokenizer_interpolation='bicubic', backend='pillow'),
     dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3),
+         max_num_patches=None, min_aspect=0.3, exact_count=True),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(
     batch_size=256,
     num_workers=8,
     persistent_workers=True,
+    drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
