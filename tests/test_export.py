@@ -178,7 +178,8 @@ def test_bare_beit_backbone(tmp_path):
     model = _checkpoint(cfg, tmp_path / 'mim.pth')
     torch.save({'state_dict': model.backbone.state_dict()}, tmp_path / 'backbone.pth')
     for ckpt in ('mim.pth', 'backbone.pth'):
-        path = _export(tmp_path, BEIT_MIM, tmp_path / ckpt, (64, 64), '--part', 'backbone', '--no-check')
+        path = _export(tmp_path, BEIT_MIM, tmp_path / ckpt, (64, 64), '--part', 'backbone', '--no-check',
+                       '--overwrite')  # the second file replaces the first
         print(f'BEiT backbone ({ckpt}): max |diff| '
               f'{_compare(export_module(model, "backbone", (64, 64)), path, (64, 64)):.2e}')
 

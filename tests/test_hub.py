@@ -108,10 +108,10 @@ def test_mim_backbone_to_hf_beit_model_and_timm(tmp_path):
     import timm
     cfg = Config.fromfile(MIM)
     model = _randomized(cfg)
-    _, ckpt = _save(tmp_path, cfg, model)
-    folder = _to_hf(tmp_path, ckpt)  # the config stored in the checkpoint (meta.cfg)
-    config = json.load(open(osp.join(folder, 'config.json')))
-    assert config['architectures'] == ['BeitModel'] and config['use_shared_relative_position_bias']
+    config, ckpt = _save(tmp_path, cfg, model)
+    folder = _to_hf(tmp_path, ckpt, '--config', config)
+    hf_config = json.load(open(osp.join(folder, 'config.json')))
+    assert hf_config['architectures'] == ['BeitModel'] and hf_config['use_shared_relative_position_bias']
     hf = _from_pretrained(BeitModel, folder)
     backbone = model.backbone
     x = torch.randn(2, 3, 96, 96)  # the config's img_size (HF resamples tables bilinearly at other sizes)
@@ -126,8 +126,8 @@ def test_mim_backbone_to_hf_beit_model_and_timm(tmp_path):
     _assert_round_trip({k: v for k, v in backbone.state_dict().items()}, folder)
 
     out = str(tmp_path / 'timm' / 'beit.pth')
-    _tool('convert_checkpoint').main(['--to', 'timm', ckpt, out])
-    args = json.load(open(osp.join(tmp_path, 'timm', 'timm_model.json')))
+    _tool('convert_checkpoint').main(['--to', 'timm', ckpt, out, '--config', config])
+    args = json.load(open(osp.join(tmp_path, 'timm', 'beit.json')))
     assert args['model_name'].startswith('beit_') and args['pretrained_cfg_overlay']['file'] == osp.abspath(out)
     tm = timm.create_model(**args).eval()  # pretrained=True: timm's strict load of the file
     with torch.no_grad():
@@ -166,7 +166,7 @@ def test_beit_classifier_to_hf_and_timm(tmp_path):
 
     out = str(tmp_path / 'timm' / 'beit_cls.pth')
     _tool('convert_checkpoint').main(['--to', 'timm', ckpt, out, '--config', config, '--beitv2'])
-    args = json.load(open(osp.join(tmp_path, 'timm', 'timm_model.json')))
+    args = json.load(open(osp.join(tmp_path, 'timm', 'beit_cls.json')))
     assert args['model_name'].startswith('beitv2_')
     tm = timm.create_model(**args).eval()
     with torch.no_grad():

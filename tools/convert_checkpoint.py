@@ -11,9 +11,13 @@ Examples:
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
-(``beit_mm.apis.hub``; the model is built from ``--config``, default the config stored in the checkpoint):
-    python tools/convert_checkpoint.py --to hf work_dirs/RUN/iter_1000.pth hf_dir [--config CONFIG] [--part backbone]
-    python tools/convert_checkpoint.py --to timm work_dirs/RUN/iter_1000.pth timm/beit.pth [--config CONFIG]
+(``beit_mm.apis.hub``; the model is built from ``--config``: the config source a checkpoint stores is code and is
+never run):
+    python tools/convert_checkpoint.py --to hf work_dirs/RUN/iter_1000.pth hf_dir --config CONFIG [--part backbone]
+    python tools/convert_checkpoint.py --to timm work_dirs/RUN/iter_1000.pth timm/beit.pth --config CONFIG
+
+Outputs are written atomically (a kill leaves the old file, the new one or nothing); an existing DST is refused
+unless ``--overwrite``.
 
 Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
 that only the ``openai`` DALL-E source unpickles (trusted files only). HF ``*.safetensors`` files are read with
@@ -31,7 +35,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from beit_mm.converters import beit as beit_conv  # noqa: E402
-from beit_mm.converters.io import load_state_dict_file  # noqa: E402
+from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError,  # noqa: E402
+                                     load_state_dict_file)
 
 MODELS = {
     'beit': beit_conv.SOURCES,
@@ -48,7 +53,13 @@ def read_source(path: str, model: str, source: str) -> dict:
         return load_openai_encoder(path)
     if path.endswith('.safetensors'):
         from safetensors.torch import load_file
-        return load_file(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f'{path} does not exist')
+        try:
+            return load_file(path)
+        except Exception as error:  # safetensors_rust.SafetensorError: a truncated or foreign file
+            raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: download/copy '
+                                      'it again (compare its size with the source)') from None
     return load_state_dict_file(path)
 
 
@@ -78,24 +89,36 @@ def convert(args: argparse.Namespace) -> dict:
     return convert_dalle(src, args.source)
 
 
-def export_checkpoint(args: argparse.Namespace) -> None:
-    """``--to hf|timm``: build the run's model, load the checkpoint strictly, write the HF folder / timm file."""
+def read_checkpoint_for_export(path: str, config: str | None):
+    """``--to``: the checkpoint's weights and meta, and ``config`` (required: the config source a checkpoint stores is
+    Python code, which beit_mm never runs; :mod:`beit_mm.apis.checkpoint`)."""
     from mmengine.config import Config
 
+    from beit_mm.apis import open_checkpoint
+    from beit_mm.apis.checkpoint import unwrap_state_dict
+    if not config:
+        raise SystemExit(f'--to needs --config CONFIG, the config {path} was trained with. beit_mm does not build a '
+                         'model from the config stored inside a checkpoint: that is Python code from whoever made the '
+                         'file, and loading must not run it. Nothing was written')
+    checkpoint = open_checkpoint(path)
+    return unwrap_state_dict(checkpoint), checkpoint.get('meta') or {}, Config.fromfile(config)
+
+
+def export_checkpoint(args: argparse.Namespace) -> None:
+    """``--to hf|timm``: build ``--config``'s model, load the checkpoint strictly, write the HF folder / timm file."""
     import beit_mm  # noqa: F401  (registrations)
     from beit_mm.apis import build_from_config, resolve_checkpoint
-    from beit_mm.apis.hub import save_hf, save_timm
+    from beit_mm.apis.checkpoint import check_weights_match
+    from beit_mm.apis.hub import save_hf, save_timm, timm_json_path
+    from beit_mm.apis.outputs import check_output
+    check_output(args.dst, args.overwrite, kind='dir' if args.to == 'hf' else 'file')
+    if args.to == 'timm':
+        check_output(timm_json_path(args.dst), args.overwrite)
     path = resolve_checkpoint(args.src)
-    checkpoint = torch.load(path, map_location='cpu', weights_only=True)
-    meta = checkpoint.get('meta') or {}
-    if args.config:
-        cfg = Config.fromfile(args.config)
-    elif meta.get('cfg'):
-        cfg = Config.fromstring(meta['cfg'], file_format='.py')
-    else:
-        raise SystemExit(f'{path} stores no config (meta.cfg); pass the config it was trained with: --config CONFIG')
+    state_dict, meta, cfg = read_checkpoint_for_export(path, args.config)
     model = build_from_config(cfg)
-    model.load_state_dict(load_state_dict_file(path), strict=True)
+    check_weights_match(model, state_dict, f'{path} (with --config {args.config})')
+    model.load_state_dict(state_dict, strict=True)
     classes = list((meta.get('dataset_meta') or {}).get('classes') or []) or None
     from beit_mm.converters.hf_config import HFIncompatible
     try:
@@ -109,14 +132,14 @@ def export_checkpoint(args: argparse.Namespace) -> None:
     if args.to == 'hf':
         print(f'wrote {args.dst}: {type(hf_model).__name__} (config.json, model.safetensors) from {path}')
     else:
-        print(f'wrote {args.dst} and timm_model.json: timm.create_model(**json.load(open(...))) builds '
+        print(f'wrote {args.dst} and {timm_json_path(args.dst)}: timm.create_model(**json.load(open(...))) builds '
               f'{kwargs["model_name"]} with these weights')
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('src', help='checkpoint to convert')
-    parser.add_argument('dst', help='output file (a dict with key "state_dict")')
+    parser.add_argument('dst', help='output file (a dict with key "state_dict"); --to hf: a folder')
     parser.add_argument('--model', choices=sorted(MODELS), help='architecture of SRC (with --source)')
     parser.add_argument('--source',
                         help='layout of SRC: ' + '; '.join(f'{m}: {", ".join(s)}' for m, s in MODELS.items()))
@@ -130,11 +153,25 @@ def main(argv: list[str] | None = None) -> None:
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
     parser.add_argument('--to', choices=['hf', 'timm'], default=None,
                         help='the other way: SRC is a beit_mm checkpoint (or work dir), DST an HF folder / timm file')
-    parser.add_argument('--config', default=None, help='--to: the config SRC was trained with (default: meta.cfg)')
+    parser.add_argument('--config', default=None,
+                        help='--to: the config SRC was trained with (required: the config a checkpoint stores is '
+                        'code, never run)')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace DST if it exists (for --to hf the whole folder); without it an existing DST is '
+                        'refused')
     parser.add_argument('--part', choices=['auto', 'backbone'], default='auto',
                         help='--to hf: the whole model (auto) or only its backbone (BeitModel / CvtModel)')
     parser.add_argument('--beitv2', action='store_true', help='--to timm: name the model beitv2_* instead of beit_*')
     args = parser.parse_args(argv)
+    from beit_mm.apis.outputs import OutputError
+    try:
+        run(parser, args)
+    except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
+        raise SystemExit(f'convert_checkpoint: {error}') from None
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    from beit_mm.apis.outputs import atomic_file, check_output
     if args.to is not None:
         export_checkpoint(args)
         return
@@ -142,9 +179,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error('--model and --source are required (or --to hf|timm for the other way)')
     if args.source not in MODELS[args.model]:
         parser.error(f'--source {args.source} is not a {args.model} layout; choose one of {MODELS[args.model]}')
+    check_output(args.dst, args.overwrite)
     state_dict = convert(args)
-    os.makedirs(os.path.dirname(os.path.abspath(args.dst)), exist_ok=True)
-    torch.save({'state_dict': state_dict}, args.dst)
+    with atomic_file(args.dst) as tmp:
+        torch.save({'state_dict': state_dict}, tmp)
     with open(args.dst, 'rb') as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import os.path as osp
 import sys
 
@@ -31,7 +30,9 @@ import beit_mm  # noqa: E402,F401  (registrations, checkpoint safe globals)
 from beit_mm.apis import build_from_config, load_model, resolve_checkpoint  # noqa: E402
 from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module,  # noqa: E402
                                  export_onnx, model_kind, preprocess_metadata)
-from beit_mm.converters.io import load_state_dict_file  # noqa: E402
+from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError,  # noqa: E402
+                                     check_weights_match, load_state_dict_file, open_checkpoint)
+from beit_mm.apis.outputs import OutputError, check_output  # noqa: E402
 
 NEEDED = {'segmentor': ('backbone.', 'neck.', 'decode_head.'), 'classifier': ('backbone.', 'neck.', 'head.'),
           'backbone': ('backbone.', )}
@@ -48,6 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--part', choices=['auto', 'backbone'], default='auto',
                         help='what to export: the whole model (auto) or its backbone')
     parser.add_argument('--no-check', action='store_true', help='skip the onnxruntime vs PyTorch check')
+    parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
     return parser.parse_args(argv)
 
 
@@ -60,6 +62,7 @@ def load_for_export(config: str, checkpoint: str, kind: str):
         if not any(k.startswith('backbone.') for k in state_dict):  # a bare backbone file
             cfg = Config.fromfile(config)
             model = build_from_config(cfg)
+            check_weights_match(model.backbone, state_dict, f'{path} (a backbone file, with config {config})')
             model.backbone.load_state_dict(state_dict, strict=True)
             return model, cfg
     return load_model(config, checkpoint, need=NEEDED[kind])
@@ -67,7 +70,7 @@ def load_for_export(config: str, checkpoint: str, kind: str):
 
 def checkpoint_dataset_meta(checkpoint: str) -> dict | None:
     """``meta.dataset_meta`` (classes, palette) of a training checkpoint, JSON-ready, or None."""
-    obj = torch.load(resolve_checkpoint(checkpoint), map_location='cpu', weights_only=True)
+    obj = open_checkpoint(resolve_checkpoint(checkpoint))
     meta = (obj.get('meta') or {}).get('dataset_meta') if isinstance(obj, dict) else None
     if not meta or 'classes' not in meta:
         return None
@@ -89,12 +92,19 @@ def check_onnx(module: torch.nn.Module, path: str, shape: tuple[int, int], batch
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    try:
+        export(args)
+    except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
+        raise SystemExit(f'export: {error}') from None
+
+
+def export(args: argparse.Namespace) -> None:
     from mmengine.config import Config
+    check_output(args.out, args.overwrite)  # before minutes of loading and tracing
     cfg = Config.fromfile(args.config)
     kind = 'backbone' if args.part == 'backbone' else model_kind(cfg)
     model, cfg = load_for_export(args.config, args.checkpoint, kind)
     shape = tuple(args.shape)
-    os.makedirs(osp.dirname(osp.abspath(args.out)), exist_ok=True)
     metadata = {**preprocess_metadata(cfg), 'beit_mm.config': osp.basename(args.config)}
     dataset_meta = checkpoint_dataset_meta(args.checkpoint)
     if dataset_meta:  # class names and palette for tools/infer.py --onnx

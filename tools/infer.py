@@ -6,10 +6,14 @@
 
 - ``CHECKPOINT``: a ``.pth`` file, or a work dir (its ``last_checkpoint``, i.e. what ``tools/train.py`` wrote last).
 - ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name).
-- Writes ``DIR/vis/<image name>``: the image with the predicted classes painted over it (``--opacity``, mmseg's
+- Writes ``DIR/vis/<image path>``: the image with the predicted classes painted over it (``--opacity``, mmseg's
   ``SegLocalVisualizer``, class names and palette from the checkpoint's ``meta.dataset_meta``), and
-  ``DIR/pred/<image stem>.png``: the predicted label map (uint8 class indices, the config's label space; for the
-  ADE20K configs 0..149 = ADE20K classes 1..150).
+  ``DIR/pred/<image path without suffix>.png``: the predicted label map (uint8 class indices, the config's label
+  space; for the ADE20K configs 0..149 = ADE20K classes 1..150). ``<image path>`` is the image's path relative to the
+  folder all inputs share (one folder given: its file names), so images of the same name in different folders never
+  overwrite each other; each file is written atomically.
+- The checkpoint must fit the config's model (no weight of another shape, every backbone/neck/decode head weight
+  present): another model's checkpoint is a named error before any image is segmented.
 - The config's test pipeline (resize) and ``test_cfg`` (whole image or slide windows) are used, as ``tools/test.py``.
 - ``--onnx FILE`` (a file of ``tools/export.py``; no CHECKPOINT then): the same pipeline, normalization, slide windows
   and resizing, in Python around onnxruntime, which runs each window at the exported size. A window (or, in whole
@@ -52,8 +56,16 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+NEEDED = ('backbone.', 'neck.', 'decode_head.')  # the weights inference uses (not the auxiliary head)
+
+
 def list_images(inputs: list[str]) -> list[str]:
-    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images)."""
+    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped).
+
+    Raises:
+        FileNotFoundError: an input that does not exist, or a folder without images.
+        ValueError: a file given by name that is not an image PIL can read.
+    """
     images = []
     for item in inputs:
         if osp.isdir(item):
@@ -62,10 +74,38 @@ def list_images(inputs: list[str]) -> list[str]:
                 raise FileNotFoundError(f'folder {item} has no images ({", ".join(IMAGE_SUFFIXES)})')
             images += found
         elif osp.isfile(item):
+            try:
+                with Image.open(item) as image:
+                    image.verify()
+            except Exception as error:
+                raise ValueError(f'input {item} is not an image PIL can read ({type(error).__name__}). Fix: give '
+                                 f'image files ({", ".join(IMAGE_SUFFIXES)}) or folders of them') from None
             images.append(item)
         else:
             raise FileNotFoundError(f'input {item} is neither an image file nor a folder')
-    return images
+    seen = set()
+    return [p for p in images if not (osp.realpath(p) in seen or seen.add(osp.realpath(p)))]
+
+
+def output_names(images: list[str]) -> list[str]:
+    """Each image's path relative to the folder all images share: unique names under ``vis/`` and ``pred/``."""
+    folders = [osp.dirname(osp.abspath(p)) for p in images]
+    common = osp.commonpath(folders) if images else ''
+    return [osp.relpath(osp.abspath(p), common) for p in images]
+
+
+def save_image(array: np.ndarray, path: str) -> None:
+    """Write an image atomically (``beit_mm.apis.outputs.atomic_file``), in the format its suffix names."""
+    from beit_mm.apis.outputs import atomic_file
+    suffix = osp.splitext(path)[1].lower()
+    with atomic_file(path) as tmp:
+        Image.fromarray(array).save(tmp, format=Image.registered_extensions().get(suffix, 'PNG'))
+
+
+def write_outputs(out_dir: str, name: str, label: np.ndarray, overlay: np.ndarray) -> None:
+    """``out_dir/pred/<name without suffix>.png`` (uint8 label map) and ``out_dir/vis/<name>`` (the overlay)."""
+    save_image(label.astype(np.uint8), osp.join(out_dir, 'pred', osp.splitext(name)[0] + '.png'))
+    save_image(overlay, osp.join(out_dir, 'vis', name))
 
 
 def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
@@ -82,17 +122,23 @@ def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity
     if cfg.get('default_scope', 'mmseg') != 'mmseg' or 'decode_head' not in cfg.model:
         raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head); '
                          'tools/infer.py segments images')
+    from beit_mm.apis.inference import check_loaded_weights
+    from beit_mm.apis.outputs import check_output
     images = list_images(inputs)
-    inferencer = MMSegInferencer(model=cfg, weights=resolve_checkpoint(checkpoint), device=device)
-    samples = inferencer(images, out_dir=out_dir, opacity=opacity, batch_size=batch_size, return_datasamples=True)
-    samples = samples if isinstance(samples, list) else [samples]
-    os.makedirs(osp.join(out_dir, 'pred'), exist_ok=True)
+    check_output(out_dir, overwrite=True, kind='dir')  # writable, not a file: before the model is built
+    path = resolve_checkpoint(checkpoint)
+    inferencer = MMSegInferencer(model=cfg, weights=path, device=device)
+    check_loaded_weights(inferencer.model, path, NEEDED, f'{path} (with config {config})')
     preds = {}
-    for path, sample in zip(images, samples):
-        label = sample.pred_sem_seg.data[0].cpu().numpy()
-        Image.fromarray(label.astype(np.uint8)).save(
-            osp.join(out_dir, 'pred', osp.splitext(osp.basename(path))[0] + '.png'))
-        preds[path] = label
+    names = output_names(images)
+    for start in range(0, len(images), batch_size):  # written batch by batch, so a long run keeps what it made
+        batch = images[start:start + batch_size]
+        result = inferencer(batch, opacity=opacity, batch_size=batch_size, return_vis=True)
+        labels, overlays = result['predictions'], result['visualization']
+        labels, overlays = (labels, overlays) if len(batch) > 1 else ([labels], [overlays])
+        for image_path, name, label, overlay in zip(batch, names[start:], labels, overlays):
+            write_outputs(out_dir, name, label, overlay)
+            preds[image_path] = label
     return preds
 
 
@@ -144,6 +190,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
+    from beit_mm.apis.outputs import check_output
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     meta = onnx_metadata(onnx_file)
@@ -161,9 +208,10 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:
         visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
-    os.makedirs(osp.join(out_dir, 'pred'), exist_ok=True)
+    check_output(out_dir, overwrite=True, kind='dir')
     preds = {}
-    for path in list_images(inputs):
+    images = list_images(inputs)
+    for path, name in zip(images, output_names(images)):
         data = pipeline(dict(img_path=path))
         batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
         x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
@@ -173,18 +221,24 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
         logits = logits[:, :, top:logits.shape[2] - bottom, left:logits.shape[3] - right]
         logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)
         label = logits[0].argmax(0).numpy()
-        Image.fromarray(label.astype(np.uint8)).save(
-            osp.join(out_dir, 'pred', osp.splitext(osp.basename(path))[0] + '.png'))
         sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
         image = np.array(Image.open(path).convert('RGB'))
-        visualizer.add_datasample(osp.basename(path), image, sample, draw_gt=False,
-                                  out_file=osp.join(out_dir, 'vis', osp.basename(path)))
+        visualizer.add_datasample(name, image, sample, draw_gt=False)
+        write_outputs(out_dir, name, label, visualizer.get_image())
         preds[path] = label
     return preds
 
 
 def main() -> None:
-    args = parse_args()
+    from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.apis.outputs import OutputError
+    try:
+        run(parse_args())
+    except (CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError, ValueError) as error:
+        raise SystemExit(f'infer: {error}') from None
+
+
+def run(args: argparse.Namespace) -> None:
     if args.onnx is not None:
         preds = infer_onnx(args.config, args.onnx, args.inputs, args.out_dir, args.opacity)
     else:

@@ -33,11 +33,13 @@ import os.path as osp
 import torch
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
+from mmengine.model import is_model_wrapper
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.converters.io import check_checkpoint_file
+from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError, check_resumable,
+                                     check_weights_match, load_state_dict_file)
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
@@ -182,17 +184,39 @@ def set_resume(cfg: Config, resume: str) -> None:
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
     :func:`beit_mm.engine.checkpoint.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
     ``load_from``, which MMEngine's own auto-resume drops).
+
+    The checkpoint is opened first (:func:`beit_mm.apis.checkpoint.check_resumable`): a missing, truncated or foreign
+    file, a state dict without training state, or an ``--ema`` run resumed without ``--ema`` stop here with a named
+    message, before anything is built. The config source the checkpoint stores is never run (``beit_mm.apis``).
     """
-    if resume != 'auto':
-        check_checkpoint_file(resume)  # a missing/truncated/non-checkpoint file: a named error before the run
-        cfg.resume, cfg.load_from = True, resume
+    if resume == 'auto':
+        resume = find_last_complete_checkpoint(cfg.work_dir)
+        if resume is None:
+            print_log(f'--resume: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
+                      level=logging.WARNING)
+            return
+    with_ema = any(str(h.get('type', '')).split('.')[-1] == 'EMAHook' for h in cfg.get('custom_hooks') or [])
+    try:
+        check_resumable(resume, with_ema)
+    except (FileNotFoundError, CheckpointFileError) as error:
+        raise SystemExit(f'--resume: {error}') from None
+    cfg.resume, cfg.load_from = True, resume
+
+
+def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
+    """Before training: the ``--resume``/``load_from`` checkpoint fits the built model, as a named error listing the
+    keys and shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from``
+    only refuses other shapes, MMEngine then names the keys it ignores). Without it, other shapes leave weights random
+    or, resumed into a fused optimizer, corrupt memory. Skipped for remote files and FSDP-sharded models."""
+    path = cfg.get('load_from')
+    if not path or '://' in str(path) or 'FullyShard' in type(runner.model).__name__:
         return
-    latest = find_last_complete_checkpoint(cfg.work_dir)
-    if latest is None:
-        print_log(f'--resume: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
-                  level=logging.WARNING)
-        return
-    cfg.resume, cfg.load_from = True, latest
+    model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+    how = '--resume' if cfg.get('resume') else 'load_from'
+    try:
+        check_weights_match(model, load_state_dict_file(path), f'{path} ({how})', strict=bool(cfg.get('resume')))
+    except (FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
+        raise SystemExit(f'train: {error}') from None
 
 
 def main() -> None:
@@ -222,6 +246,7 @@ def main() -> None:
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    check_start_checkpoint(runner, cfg)
     runner.train()
     del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
     destroy_process_group()

@@ -1,4 +1,9 @@
-"""Model loading for every tool (as mmseg's ``mmseg/apis/inference.py``): build a config's model without the official
-files its ``init_cfg`` names, resolve a checkpoint or a work dir, load a training checkpoint. Used by the pictures,
-``tools/infer.py``, ``tools/analysis/get_flops.py``, the export and the probe."""
+"""Checkpoint opening and model loading for every tool (as mmseg's ``mmseg/apis/inference.py``): open a checkpoint
+safely (:mod:`.checkpoint`, also MMEngine's loader of local files), build a config's model without the official files
+its ``init_cfg`` names, resolve a checkpoint or a work dir, load a training checkpoint. Used by the pictures,
+``tools/infer.py``, ``tools/analysis/get_flops.py``, the export, the converters and the probe."""
+from .checkpoint import (CheckpointFileError, CheckpointMismatchError, load_state_dict_file,  # noqa: F401
+                         open_checkpoint, register_mmengine_loader)
 from .inference import build_from_config, drop_pretrained_init, load_model, resolve_checkpoint  # noqa: F401
+
+register_mmengine_loader()

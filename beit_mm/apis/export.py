@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os.path as osp
 import warnings
 
 import numpy as np
@@ -201,29 +202,47 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     TorchScript-based exporter (``dynamo=False``), constant folding off (module docstring), every shape static: input
     (``batch``, 3, H, W).
     (A dynamic batch axis makes UPerHead's adaptive pooling unexportable: ONNX's AdaptiveAvgPool needs known sizes.)
-    ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``).
+    ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``). The file is
+    written atomically (:func:`beit_mm.apis.outputs.atomic_file`): a kill leaves the old file, the new one or nothing.
     """
+    import io
+
     import onnx
+
+    from .outputs import atomic_file
     module = export_module(model, kind, shape)
     names = output_names(module, shape)
     with torch.no_grad(), warnings.catch_warnings():
         # every size is a constant of this export: the tracer's notes about Python ints and constants are expected
         warnings.simplefilter('ignore', torch.jit.TracerWarning)
-        torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), out, input_names=[INPUT_NAME],
+        buffer = io.BytesIO()
+        torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), buffer, input_names=[INPUT_NAME],
                           output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
-    proto = onnx.load(out)
+    proto = onnx.load_from_string(buffer.getvalue())
     props = {'beit_mm.kind': kind, 'beit_mm.shape': json.dumps([batch, 3, *shape]), **(metadata or {})}
     for key, value in props.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value
-    onnx.save(proto, out)
+    with atomic_file(out) as tmp:
+        onnx.save(proto, tmp)
     return names
 
 
 def onnx_metadata(path: str) -> dict[str, str]:
-    """The ``metadata_props`` of an ONNX file as a dict."""
+    """The ``metadata_props`` of an ONNX file as a dict; a named error for a missing file or one that is not ONNX
+    (e.g. a ``.pth`` checkpoint)."""
     import onnx
-    return {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'ONNX file {path} does not exist. Fix: write it with tools/export.py')
+    try:
+        proto = onnx.load(path, load_external_data=False)
+    except Exception as error:  # protobuf's DecodeError and friends
+        with open(path, 'rb') as f:
+            zip_file = f.read(4) == b'PK\x03\x04'
+        what = 'a PyTorch checkpoint (a zip archive)' if zip_file else f'unreadable as ONNX ({type(error).__name__})'
+        raise ValueError(f'{path} is not an ONNX model: {what}. Fix: --onnx takes a file written by tools/export.py; '
+                         'a .pth checkpoint is given as CHECKPOINT, without --onnx') from None
+    return {p.key: p.value for p in proto.metadata_props}
 
 
 def compare_outputs(got: list, ref: list) -> dict[str, float | int]:

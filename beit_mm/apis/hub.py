@@ -8,14 +8,15 @@
   add_pooling_layer=False)``: HF's pooler would need an fc_norm it does not have), ``CvtForImageClassification`` /
   ``CvtModel``. The HF model is built and loaded strictly before saving,
   so a folder is only written when HF holds every weight.
-- :func:`save_timm`: a timm ``Beit`` state dict file and ``timm_model.json`` with the ``timm.create_model`` arguments
-  (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
+- :func:`save_timm`: a timm ``Beit`` state dict file ``NAME.pth`` and ``NAME.json`` next to it with the
+  ``timm.create_model`` arguments (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
+
+Both write atomically (:mod:`beit_mm.apis.outputs`): a kill leaves the old folder/file, the new one or nothing.
 - :func:`load_hf_state_dict`: an HF folder's weights back to beit_mm names (the round trip).
 """
 from __future__ import annotations
 
 import json
-import os
 import os.path as osp
 
 import torch
@@ -28,8 +29,8 @@ from ..converters.hf_config import (HFIncompatible, beit_hf_config, classificati
 from ..converters.upernet import segmentor_from_hf, segmentor_to_hf
 from ..models.backbones.beit import BEiT
 from ..models.backbones.cvt import CvT
+from .outputs import atomic_dir, atomic_file
 
-TIMM_JSON = 'timm_model.json'
 
 
 def model_parts(model: nn.Module) -> tuple[str, nn.Module]:
@@ -103,11 +104,13 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
 
 
 def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> nn.Module:
-    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``); returns the HF model."""
+    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``), replacing ``out_dir`` as a whole
+    and atomically (:func:`beit_mm.apis.outputs.atomic_dir`: no stale shard or index of an old folder survives);
+    returns the HF model."""
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
     hf_model = build_hf(cfg, state_dict)
-    os.makedirs(out_dir, exist_ok=True)
-    hf_model.save_pretrained(out_dir)
+    with atomic_dir(out_dir) as tmp:
+        hf_model.save_pretrained(tmp)
     return hf_model
 
 
@@ -157,17 +160,22 @@ def timm_arguments(model: nn.Module, file: str, beit_v2: bool = False) -> dict:
                 **kwargs)
 
 
+def timm_json_path(out_file: str) -> str:
+    """Where :func:`save_timm` writes the ``create_model`` arguments of ``out_file``: ``NAME.json`` next to it."""
+    return osp.splitext(out_file)[0] + '.json'
+
+
 def save_timm(model: nn.Module, out_file: str, beit_v2: bool = False) -> dict:
     """Write ``model``'s BEiT (+ ``fc_norm``/``head`` of a classifier) as a timm state dict file and its
-    ``create_model`` arguments next to it (``timm_model.json``); returns those arguments."""
+    ``create_model`` arguments next to it (:func:`timm_json_path`), each atomically; returns those arguments."""
     kind, backbone = model_parts(model)
     args = timm_arguments(model, osp.abspath(out_file), beit_v2)
     sd = {k: v.detach() for k, v in backbone.state_dict().items()}
     if kind == 'classifier':
         sd.update({f'fc_norm.{k}': v.detach() for k, v in model.neck.fc_norm.state_dict().items()})
         sd.update({f'head.{k}': v for k, v in _classifier_fc(model).items()})
-    os.makedirs(osp.dirname(osp.abspath(out_file)), exist_ok=True)
-    torch.save(beit_to_timm(sd), out_file)
-    with open(osp.join(osp.dirname(osp.abspath(out_file)), TIMM_JSON), 'w') as f:
+    with atomic_file(out_file) as tmp:
+        torch.save(beit_to_timm(sd), tmp)
+    with atomic_file(timm_json_path(out_file)) as tmp, open(tmp, 'w') as f:
         json.dump(args, f, indent=2)
     return args

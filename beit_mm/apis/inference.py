@@ -14,7 +14,7 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from torch import nn
 
-from ..converters.io import load_state_dict_file
+from .checkpoint import CheckpointMismatchError, check_weights_match, load_state_dict_file
 
 
 def drop_pretrained_init(node) -> None:
@@ -59,18 +59,36 @@ def build_from_config(cfg: Config, drop_auxiliary_head: bool = False) -> nn.Modu
     return revert_sync_batchnorm(model).eval()
 
 
-def load_model(config: str, checkpoint: str, need: tuple[str, ...] = ('backbone.', )) -> tuple[nn.Module, Config]:
-    """Build ``config``'s model and load a training checkpoint (file or work dir) into it.
+def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], source: str) -> dict:
+    """Raise unless the checkpoint ``path`` fits ``model`` for inference: no weight of another shape, every weight
+    whose name starts with one of ``need`` present (:class:`beit_mm.apis.checkpoint.CheckpointMismatchError`); the
+    other weights the model or the file lack are named in one log line. Returns the file's state dict."""
+    from mmengine.logging import print_log
 
-    Every weight whose name starts with one of ``need`` must be in the checkpoint (KeyError otherwise).
-    Returns the model in eval mode and the config.
-    """
+    from ..converters.io import checkpoint_kind
+    state_dict = load_state_dict_file(path)
+    check_weights_match(model, state_dict, source, strict=False)
+    own = model.state_dict()
+    missing = [k for k in own if k not in state_dict]
+    needed = [k for k in missing if k.startswith(need)]
+    if needed:
+        raise CheckpointMismatchError(
+            f'{source} lacks {len(needed)} of the model\'s weights ({", ".join(needed[:3])}, ...): the file looks like '
+            f'{checkpoint_kind(state_dict) or "an unknown model"}. Fix: pass a checkpoint that tools/train.py wrote '
+            'with this config (official weights: tools/convert_checkpoint.py first)')
+    unexpected = [k for k in state_dict if k not in own]
+    if missing or unexpected:
+        print_log(f'{path}: not used: {len(unexpected)} file weights the model lacks {unexpected[:4]}; kept at '
+                  f'init: {len(missing)} model weights the file lacks {missing[:4]}', logger='current')
+    return state_dict
+
+
+def load_model(config: str, checkpoint: str, need: tuple[str, ...] = ('backbone.', )) -> tuple[nn.Module, Config]:
+    """Build ``config``'s model and load a training checkpoint (file or work dir) into it, checked by
+    :func:`check_loaded_weights`. Returns the model in eval mode and the config."""
     cfg = Config.fromfile(config)
     model = build_from_config(cfg)
     path = resolve_checkpoint(checkpoint)
-    result = model.load_state_dict(load_state_dict_file(path), strict=False)
-    missing = [k for k in result.missing_keys if k.startswith(need)]
-    if missing:
-        raise KeyError(f'{path} lacks {len(missing)} weights of {config} ({", ".join(missing[:3])}, ...); pass a '
-                       'checkpoint that tools/train.py wrote with this config')
+    state_dict = check_loaded_weights(model, path, need, f'{path} (with config {config})')
+    model.load_state_dict(state_dict, strict=False)
     return model.eval(), cfg

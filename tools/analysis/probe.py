@@ -62,6 +62,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--per-class', type=int, default=None, help='images per class and split (all)')
     parser.add_argument('--seed', type=int, default=0, help='seed of the random-init model')
     parser.add_argument('--out', help='also write the numbers to this JSON file')
+    parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
     args = parser.parse_args()
     if not args.labeled_root and not args.imagenet_root:
         parser.error('give --labeled-root ROOT --num-classes K (dense probe) and/or --imagenet-root ROOT')
@@ -71,10 +72,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
+    from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.apis.outputs import OutputError
     try:
         run(parse_args())
-    except LabeledDataError as e:  # a data root without the files it should hold: the message says what to fix
-        raise SystemExit(f'probe: {e}')
+    except (LabeledDataError, CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError) as e:
+        raise SystemExit(f'probe: {e}')  # a wrong data root, checkpoint or output: the message says what to fix
 
 
 def run(args: argparse.Namespace) -> None:
@@ -82,6 +85,9 @@ def run(args: argparse.Namespace) -> None:
     from mmengine.config import Config
     from mmengine.logging import MMLogger
     MMLogger.get_instance('probe', log_level='WARNING')  # the models' per-parameter init reports stay quiet
+    from beit_mm.apis.outputs import check_output
+    if args.out:
+        check_output(args.out, overwrite=args.overwrite)  # at start, not after minutes of probing
     cfg = Config.fromfile(args.config)
     model = probe_model(args.config, args.checkpoint, args.seed)
     random_model = probe_model(args.config, None, args.seed)
@@ -115,7 +121,8 @@ def run(args: argparse.Namespace) -> None:
         last = (f'probe mIoU {r["probe_mIoU"]:.2f} (random init {dense["random_init"]["probe_mIoU"]:.2f}, '
                 f'majority {r["majority_mIoU"]:.2f})')
     if args.out:
-        with open(args.out, 'w') as f:
+        from beit_mm.apis.outputs import atomic_file
+        with atomic_file(args.out) as tmp, open(tmp, 'w') as f:
             json.dump(dict(vars(args), img_size=size, results=results), f, indent=1)
     print(last)
 

@@ -1,0 +1,132 @@
+"""Writing outputs without losing anything: destinations checked at start, files and folders replaced atomically.
+
+- :func:`check_output`: before any work, a destination that exists is refused unless the user passed
+  ``--overwrite``; a file destination that is a folder (or the reverse), a parent that is a file or not writable,
+  are named errors.
+- :func:`atomic_file` / :func:`atomic_dir`: the body writes into a temporary name in the destination's own folder
+  (``.<name>.<pid>.part``); when it returns, the data is flushed to disk (fsync) and renamed over the final name. A
+  kill or a full disk at any moment leaves the old file (or folder), the complete new one, or nothing under the final
+  name (plus, after a kill, a ``.part`` leftover with this process's id), never a partial file.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import os.path as osp
+import shutil
+from collections.abc import Iterator
+
+
+class OutputError(OSError):
+    """A destination that cannot or must not be written; the message names it, the problem and the fix."""
+
+
+def check_output(path: str, overwrite: bool = False, kind: str = 'file', flag: str = '--overwrite') -> None:
+    """Raise :class:`OutputError` unless ``path`` can be written as a new ``kind`` (``'file'`` or ``'dir'``).
+
+    Args:
+        path: the destination.
+        overwrite: whether the user allowed replacing an existing ``path``.
+        kind: what will be written there.
+        flag: the option that allows replacing, named in the message.
+    """
+    if osp.isdir(path) and kind == 'file':
+        raise OutputError(f'output {path} is a folder; the output is a file. Fix: give a file name, e.g. '
+                          f'{osp.join(path, "model" + (osp.splitext(path)[1] or ".pth"))}')
+    if osp.exists(path) and kind == 'dir' and not osp.isdir(path):
+        raise OutputError(f'output {path} is a file; the output is a folder. Fix: give a folder name')
+    if osp.lexists(path) and not overwrite:
+        raise OutputError(f'output {path} exists; nothing was written. Fix: pass {flag} to replace it, or choose '
+                          'another path')
+    parent = osp.dirname(osp.abspath(path))
+    while not osp.exists(parent):
+        parent = osp.dirname(parent)
+    if not osp.isdir(parent):
+        raise OutputError(f'cannot write {path}: {parent} is a file, not a folder. Fix: choose another path')
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f'cannot write {path}: folder {parent} is not writable by this user. Fix: choose a '
+                          'writable path or change the folder\'s permissions')
+
+
+def _temporary_name(path: str) -> str:
+    folder, name = osp.split(osp.abspath(path))
+    return osp.join(folder, f'.{name}.{os.getpid()}.part')
+
+
+def _fsync_path(path: str) -> None:
+    """fsync a file, or every file in a folder tree and the folders themselves."""
+    paths = [path]
+    if osp.isdir(path):
+        paths = [osp.join(root, name) for root, dirs, files in os.walk(path) for name in files + dirs] + [path]
+    for item in paths:
+        fd = os.open(item, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _named_write_error(error: OSError, path: str) -> OSError:
+    if error.errno == errno.ENOSPC:
+        return OutputError(f'the disk is full writing {path}; nothing was written under that name. Fix: free space '
+                           'on that disk or choose another path')
+    if error.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+        return OutputError(f'cannot write {path} ({error.strerror}). Fix: choose a writable path')
+    return error
+
+
+@contextlib.contextmanager
+def atomic_file(path: str) -> Iterator[str]:
+    """Yield a temporary path next to ``path``; write the file there. On success it is fsync'ed and renamed to
+    ``path`` (replacing an old file in one step); on any error the temporary file is removed and ``path`` is
+    untouched."""
+    folder = osp.dirname(osp.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = _temporary_name(path)
+    try:
+        yield tmp
+        _fsync_path(tmp)
+        os.replace(tmp, path)
+        _fsync_path(folder)
+    except OSError as error:
+        _remove(tmp)
+        raise _named_write_error(error, path) from error
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str) -> Iterator[str]:
+    """:func:`atomic_file` for a folder: yield a new temporary folder next to ``path``; on success it replaces
+    ``path`` (an old folder is renamed aside, the new one renamed in, then the old one removed: a kill between the
+    two renames leaves nothing under ``path`` and the old folder as ``.<name>.<pid>.old``)."""
+    folder = osp.dirname(osp.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = _temporary_name(path)
+    os.makedirs(tmp)
+    try:
+        yield tmp
+        _fsync_path(tmp)
+        old = None
+        if osp.lexists(path):
+            old = tmp[:-len('.part')] + '.old'
+            os.replace(path, old)
+        os.replace(tmp, path)
+        _fsync_path(folder)
+        if old is not None:
+            _remove(old)
+    except OSError as error:
+        _remove(tmp)
+        raise _named_write_error(error, path) from error
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(path: str) -> None:
+    if osp.isdir(path) and not osp.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif osp.lexists(path):
+        os.remove(path)
