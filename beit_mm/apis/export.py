@@ -223,8 +223,9 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     for key, value in props.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value
-    with atomic_file(out) as tmp:
-        onnx.save(proto, tmp)
+    data = proto.SerializeToString()  # before the temporary file exists: the write itself is one call
+    with atomic_file(out) as tmp, open(tmp, 'wb') as f:
+        f.write(data)
     return names
 
 
