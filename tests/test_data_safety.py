@@ -17,13 +17,16 @@ import os.path as osp
 import stat
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
+from mmengine.logging import MessageHub, MMLogger
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 
 from .conftest import ROOT
 
@@ -234,3 +237,41 @@ def test_unmarked_complete_demo_root_is_reused_read_only(tmp_path):
     with pytest.raises(NotADemoRootError, match='delete the folder yourself'):
         make_demo_imagenet(root, 2, 2, 1, 16)  # would remove meta/*.txt
     assert changes(before, snapshot(root)) == []
+
+
+# ---------------------------------------------------------------------------------------- checkpoint hook
+def _hook_runner(work_dir: str) -> types.SimpleNamespace:
+    name = f'data_safety_{osp.basename(work_dir)}'
+    return types.SimpleNamespace(work_dir=work_dir, logger=MMLogger.get_instance(name),
+                                 message_hub=MessageHub.get_instance(name))
+
+
+@pytest.mark.parametrize('by_epoch', [False, True])
+def test_checkpoint_hook_deletes_only_its_own_partial_files(tmp_path, by_epoch):
+    """Its unfinished writes (``<checkpoint name>.part``, ``last_checkpoint.part``) go; another program's ``.part``
+    files (a download, an editor's file) and non-``.part`` files stay, byte-identical."""
+    step = 'epoch' if by_epoch else 'iter'
+    ours = [f'{step}_3.pth.part', f'best_mIoU_{step}_2.pth.part', 'last_checkpoint.part']
+    foreign = ['notes.part', 'model.safetensors.part', 'iter_3.pth.part.bak', 'best.part', f'{step}_x.pth.part',
+               f'{step}_3.pth', 'last_checkpoint']
+    for name in ours + foreign:
+        (tmp_path / name).write_bytes(name.encode())
+    before = snapshot(str(tmp_path))
+    AtomicCheckpointHook(interval=1, by_epoch=by_epoch).before_train(_hook_runner(str(tmp_path)))
+    assert sorted(os.listdir(tmp_path)) == sorted(foreign)
+    assert {p: v for p, v in snapshot(str(tmp_path)).items() if p in foreign} == {p: before[p] for p in foreign}
+
+
+def test_checkpoint_hook_with_its_own_template_and_out_dir(tmp_path):
+    """``filename_tmpl`` and ``out_dir`` are the hook's: ``ckpt_0003.pt.part`` in ``out_dir/<work dir name>`` goes,
+    ``iter_3.pth.part`` there is not its name; ``last_checkpoint.part`` is looked for in the work dir."""
+    work, out = tmp_path / 'work', tmp_path / 'out'
+    (out / 'work').mkdir(parents=True)
+    work.mkdir()
+    for path in (out / 'work' / 'ckpt_0003.pt.part', out / 'work' / 'iter_3.pth.part', work / 'last_checkpoint.part',
+                 work / 'ckpt_0003.pt.part'):
+        path.write_bytes(b'x')
+    AtomicCheckpointHook(interval=1, filename_tmpl='ckpt_{:04d}.pt', out_dir=str(out)).before_train(
+        _hook_runner(str(work)))
+    assert sorted(os.listdir(out / 'work')) == ['iter_3.pth.part']
+    assert sorted(os.listdir(work)) == ['ckpt_0003.pt.part']
