@@ -31,6 +31,8 @@ from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 from .conftest import ROOT
 
 MAKE_DEMO_DATA = osp.join(ROOT, 'tools', 'make_demo_data.py')
+TRAIN = osp.join(ROOT, 'tools', 'train.py')
+TINY_CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 MARKER = '.beit_mm_demo.json'
 
 
@@ -275,3 +277,54 @@ def test_checkpoint_hook_with_its_own_template_and_out_dir(tmp_path):
         _hook_runner(str(work)))
     assert sorted(os.listdir(out / 'work')) == ['iter_3.pth.part']
     assert sorted(os.listdir(work)) == ['ckpt_0003.pt.part']
+
+
+# ----------------------------------------------------------------------------------------- train.py work dir
+def test_check_new_run_work_dir(tmp_path):
+    from beit_mm.engine.work_dir import WorkDirInUseError, check_new_run_work_dir
+    work = tmp_path / 'work'
+    check_new_run_work_dir(str(work), None, False)  # absent
+    work.mkdir()
+    (work / '20260101_000000').mkdir()
+    (work / 'config.py').write_text('')
+    (work / 'iter_2.pth.part').write_text('')
+    check_new_run_work_dir(str(work), None, False)  # logs and a leftover, no checkpoint
+    for name in ('last_checkpoint', 'best_mIoU_iter_4.pth', 'epoch_1.pth', 'iter_2.pth'):
+        (work / name).write_text(name)
+        with pytest.raises(WorkDirInUseError, match=rf'{work} holds .*newest: {name}.*--resume.*--overwrite.*'
+                           r'--work-dir'):
+            check_new_run_work_dir(str(work), None, False)
+        os.utime(work / name, ns=(0, 0))  # older than the next one
+    check_new_run_work_dir(str(work), 'auto', False)
+    check_new_run_work_dir(str(work), str(work / 'iter_2.pth'), False)
+    check_new_run_work_dir(str(work), None, True)
+
+
+def _train(work_dir: str, data_root: str, *extra: str) -> subprocess.CompletedProcess:
+    data = [f'{dl}.dataset.data_root={data_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
+    cmd = [sys.executable, TRAIN, TINY_CONFIG, '--work-dir', work_dir, *extra, '--cfg-options',
+           'train_cfg.max_iters=2', 'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=2', *data]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_train_refuses_a_work_dir_with_checkpoints_unless_overwrite(tmp_path):
+    """An earlier run's iter_2.pth: a new run exits 2 with one line (work dir, newest checkpoint, the three ways out)
+    and leaves it byte-identical; with --overwrite the run trains and replaces it."""
+    data_root = make_demo_ade20k(str(tmp_path / 'ade'), 4, 1, size=64)
+    work = tmp_path / 'work'
+    work.mkdir()
+    (work / 'iter_2.pth').write_bytes(b'an earlier run\'s checkpoint')
+    (work / 'last_checkpoint').write_text(str(work / 'iter_2.pth'))
+    before = snapshot(str(work))
+    proc = _train(str(work), data_root)
+    assert changes(before, snapshot(str(work))) == [], proc.stdout[-2000:]
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(work) in lines[0] and 'iter_2.pth' in lines[0], proc.stderr
+    assert all(way in lines[0] for way in ('--resume', '--overwrite', '--work-dir')), lines[0]
+
+    proc = _train(str(work), data_root, '--overwrite')
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert 'Iter(train) [2/2]' in proc.stdout + proc.stderr
+    assert (work / 'iter_2.pth').read_bytes() != b'an earlier run\'s checkpoint'
