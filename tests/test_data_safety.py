@@ -100,6 +100,11 @@ def snapshot(root: str) -> dict:
     return found
 
 
+def contents(root: str) -> dict:
+    """``{relative path: sha256}`` of the files under ``root`` (no mtimes: two roots written alike compare equal)."""
+    return {p: v[0] for p, v in snapshot(root).items() if v[0] != 'dir'}
+
+
 def changes(before: dict, after: dict) -> list:
     """The paths added, removed or changed (content or mtime) between two snapshots."""
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
@@ -203,25 +208,35 @@ def test_existing_empty_folder_is_used_and_marked_first(tmp_path):
     assert changes(before, snapshot(str(root))) == []
 
 
-def test_a_half_made_demo_root_is_completed(tmp_path):
-    """A killed generator leaves the marker (written first) and some files: the next call completes the root."""
+def test_a_half_made_demo_root_is_still_its_own(tmp_path, monkeypatch):
+    """The marker is written first: a generator killed halfway (here the 5th image raises) leaves a root that the next
+    call recognizes and completes, equal to a root made in one go."""
+    from beit_mm.data import demo_imagenet
+    draw, calls = demo_imagenet.make_demo_image, []
+
+    def dies_at_the_fifth(*args):
+        calls.append(args)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return draw(*args)
+
+    monkeypatch.setattr(demo_imagenet, 'make_demo_image', dies_at_the_fifth)
     root = str(tmp_path / 'in')
+    with pytest.raises(KeyboardInterrupt):
+        make_demo_imagenet(root, 3, 2, 1, 16, seed=0)
+    assert osp.isfile(osp.join(root, MARKER)) and not osp.isdir(osp.join(root, 'val'))
+    monkeypatch.undo()
     make_demo_imagenet(root, 3, 2, 1, 16, seed=0)
-    reference = {p: v[0] for p, v in snapshot(root).items() if v[0] != 'dir'}
-    for folder, _, files in os.walk(osp.join(root, 'val')):
-        for name in files[:1]:
-            os.remove(osp.join(folder, name))  # as if killed during the validation split
-    os.remove(osp.join(root, 'train', 'n01440764', 'n01440764_1.JPEG'))
-    make_demo_imagenet(root, 3, 2, 1, 16, seed=0)
-    assert {p: v[0] for p, v in snapshot(root).items() if v[0] != 'dir'} == reference
+    assert contents(root) == contents(make_demo_imagenet(str(tmp_path / 'whole'), 3, 2, 1, 16, seed=0))
 
 
 def test_marked_root_is_regenerated_for_other_arguments(tmp_path):
+    """Other arguments regenerate every split, also one whose count is unchanged (validation here): the root then
+    holds what a new root made with them holds, marker included."""
     root = str(tmp_path / 'ade')
     make_demo_ade20k(root, 3, 1, 32)
     make_demo_ade20k(root, 2, 1, 32, style='shapes')
-    assert sorted(os.listdir(osp.join(root, 'images', 'training'))) == ['ADE_train_00000001.jpg',
-                                                                         'ADE_train_00000002.jpg']
+    assert contents(root) == contents(make_demo_ade20k(str(tmp_path / 'new'), 2, 1, 32, style='shapes'))
     with open(osp.join(root, MARKER)) as f:
         assert json.load(f)['arguments']['style'] == 'shapes'
 

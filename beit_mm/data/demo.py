@@ -39,7 +39,7 @@ import numpy as np
 from PIL import Image
 
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
-from .demo_root import claim_demo_root
+from .demo_root import KEEP, UPDATE, claim_demo_root
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -213,16 +213,18 @@ def make_demo_ade20k(root: str,
         raise ValueError(f'unknown demo style {style!r}; use one of {sorted(SAMPLERS)}')
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed, style=style,
                      with_annotations=with_annotations)
-    if not claim_demo_root(root, f'{__name__}.make_demo_ade20k', arguments,
-                           demo_ade20k_files(num_train, num_val, with_annotations)):
+    claim = claim_demo_root(root, f'{__name__}.make_demo_ade20k', arguments,
+                            demo_ade20k_files(num_train, num_val, with_annotations))
+    if claim == KEEP:
         return root  # an old demo root (no marker) holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
     for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
         img_dir = osp.join(root, 'images', split)
         ann_dir = osp.join(root, 'annotations', split)
         split_rng = np.random.default_rng(rng.integers(2**32))
-        if _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
-                not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count)):
+        complete = _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
+            not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count))
+        if complete and (claim == UPDATE or count == 0):  # other arguments: rewrite a split that has files
             continue
         os.makedirs(img_dir, exist_ok=True)
         if with_annotations:

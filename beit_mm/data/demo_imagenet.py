@@ -29,7 +29,7 @@ from typing import List, Tuple
 import numpy as np
 from PIL import Image
 
-from .demo_root import claim_demo_root
+from .demo_root import KEEP, UPDATE, claim_demo_root
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -174,14 +174,15 @@ def make_demo_imagenet(root: str,
     wnids = demo_wnids(num_classes)
     arguments = dict(num_classes=num_classes, per_class_train=per_class_train, per_class_val=per_class_val, size=size,
                      seed=seed, ann_files=ann_files)
-    if not claim_demo_root(root, f'{__name__}.make_demo_imagenet', arguments,
-                           demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files)):
+    claim = claim_demo_root(root, f'{__name__}.make_demo_imagenet', arguments,
+                            demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files))
+    if claim == KEEP:
         return root  # an old demo root (no marker) holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
     for split, per_class in zip(_SPLITS, (per_class_train, per_class_val)):
         split_rng = np.random.default_rng(rng.integers(2**32))
         files = _split_files(split, wnids, per_class)
-        if not _is_complete(root, split, wnids, files):
+        if claim != UPDATE or not _is_complete(root, split, wnids, files):
             shutil.rmtree(osp.join(root, split), ignore_errors=True)  # stale classes would shift the labels
             for index, class_files in enumerate(files):
                 os.makedirs(osp.join(root, split, wnids[index]), exist_ok=True)

@@ -6,8 +6,8 @@ deletes and rewrites files in its root (images of another count, class folders, 
 
 - the root is absent, or a folder without files: the generator's marker :data:`MARKER` (``.beit_mm_demo.json``: the
   generator and its arguments) is written *first*, so a root half-written by a killed run is still recognized;
-- the root carries the generator's marker: it is the generator's; complete splits are reused, the rest (or all of it,
-  for other arguments) regenerated, and the marker records the new arguments;
+- the root carries the generator's marker: it is the generator's; with the same arguments its complete splits are
+  reused (a second call rewrites nothing), with other arguments it is regenerated and the marker records them;
 - the root holds no marker but exactly the files of this call (a demo root written before markers existed): it is
   reused as it is and nothing is written;
 - anything else (a real dataset, a folder holding a link, another generator's demo root, a file):
@@ -20,6 +20,11 @@ from typing import Collection, Iterator, List, Tuple
 
 MARKER = '.beit_mm_demo.json'
 MAX_NAMED_FILES = 3  # files of a refused root named in the error
+
+# What claim_demo_root lets a generator do in its root.
+KEEP = 'keep'  # an unmarked old demo holding exactly the files of this call: write nothing
+UPDATE = 'update'  # marked, same arguments: reuse complete splits, write the rest
+REWRITE = 'rewrite'  # new or empty, or marked with other arguments: write every split
 
 
 class NotADemoRootError(RuntimeError):
@@ -85,7 +90,7 @@ def _refusal(root: str, generator: str, examples: List[str]) -> NotADemoRootErro
         '(--root), or delete the folder yourself if it is an old demo.')
 
 
-def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collection[str]) -> bool:
+def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collection[str]) -> str:
     """Decide whether ``generator`` may write its demo into ``root`` (the rules in the module docstring).
 
     Args:
@@ -95,8 +100,9 @@ def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collec
         expected: relative paths of every file this call writes, the marker aside.
 
     Returns:
-        True: the root is the generator's (its marker is in place now); write what is missing. False: the root holds
-        exactly ``expected`` without a marker (an old demo); use it as it is and write nothing.
+        :data:`REWRITE` or :data:`UPDATE`: the root is the generator's (its marker, with ``arguments``, is in place
+        now); write every split, or only the incomplete ones. :data:`KEEP`: the root holds exactly ``expected``
+        without a marker (an old demo); use it as it is and write nothing.
 
     Raises:
         NotADemoRootError: the root is a file, another generator's demo root, or a folder holding other files.
@@ -110,13 +116,14 @@ def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collec
             raise NotADemoRootError(
                 f'{root} is a demo root of {owner}, not of {generator}: refusing to write there. Fix: pass a new or '
                 'empty folder as the root (--root), or delete the folder yourself to make this demo there.')
+        same = _read_marker(root).get('arguments') == arguments
         _write_marker(root, generator, arguments)
-        return True
+        return UPDATE if same else REWRITE
     examples, exact = _survey(root, expected) if osp.isdir(root) else ([], False)
     if exact:
-        return False
+        return KEEP
     if examples:
         raise _refusal(root, generator, examples)
     os.makedirs(root, exist_ok=True)
     _write_marker(root, generator, arguments)
-    return True
+    return REWRITE
