@@ -11,14 +11,19 @@
 ``--no-annotations`` writes an unlabeled image pool, e.g. ``--root data/shapes_unlabeled --num-train 3000 --num-val 0
 --seed 1``);
 ``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
+
+The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
+real dataset) is refused before anything is written, with one line and exit code 2 (:mod:`beit_mm.data.demo_root`).
 """
 import argparse
+import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo_root import NotADemoRootError
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
     parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'imagenet'), default='ade20k')
     parser.add_argument('--root', default=None,
@@ -32,7 +37,11 @@ def main() -> None:
     parser.add_argument('--num-classes', type=int, default=5, help='imagenet: number of classes')
     parser.add_argument('--size', type=int, default=None, help='image side in pixels (default 128 / 64)')
     parser.add_argument('--seed', type=int, default=0, help='random seed')
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def make(args: argparse.Namespace) -> None:
+    """Write (or reuse) the demo set that ``args`` describe and print one summary line."""
     if args.dataset == 'imagenet':
         root = make_demo_imagenet(args.root or 'data/imagenet_demo', num_classes=args.num_classes,
                                   per_class_train=args.num_train or 40, per_class_val=args.num_val or 10,
@@ -52,6 +61,15 @@ def main() -> None:
     total = sum(counts.values())
     share = ', '.join(f'{value}: {count / total:.1%}' for value, count in sorted(counts.items()))
     print(f'{root}: {num_train} train + {num_val} val images; label share {share}')
+
+
+def main() -> None:
+    args = parse_args()
+    try:
+        make(args)
+    except NotADemoRootError as error:
+        print(f'make_demo_data.py: error: {error}', file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == '__main__':

@@ -14,7 +14,8 @@ name="$(basename "$config" .py)"
 work_dir="work_dirs/$name"
 
 "$py" tools/make_demo_data.py --root data/ade_demo
-"$py" tools/train.py "$config" --work-dir "$work_dir" "$@"
+# a new run on every start, over the last one (pass --resume to continue it instead)
+"$py" tools/train.py "$config" --work-dir "$work_dir" --overwrite "$@"
 ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
 "$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" --show-dir "$work_dir/vis" \
     --cfg-options default_hooks.visualization.interval=4 2>&1 | tee "$work_dir/test.log"

@@ -29,6 +29,7 @@ import argparse
 import logging
 import os
 import os.path as osp
+import sys
 
 import torch
 from mmengine.config import Config, DictAction
@@ -45,6 +46,7 @@ from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_s
 from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
+from beit_mm.engine.work_dir import WorkDirInUseError, check_new_run_work_dir
 
 
 # --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
@@ -69,6 +71,9 @@ def parse_args() -> argparse.Namespace:
         default=None,
         metavar='CKPT',
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='start a new run in a work dir that holds checkpoints of an earlier run; its files are '
+                        'overwritten as the new run saves')
     parser.add_argument('--amp', action='store_true', help='enable automatic mixed precision training')
     parser.add_argument('--ema', action='store_true',
                         help="keep an EMA of the weights (the config's ema_cfg, default momentum 1e-4 = unilm's "
@@ -228,6 +233,11 @@ def main() -> None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
+    try:  # another run's checkpoints: refused before anything is built (beit_mm.engine.work_dir)
+        check_new_run_work_dir(cfg.work_dir, args.resume, args.overwrite)
+    except WorkDirInUseError as error:
+        print(f'train.py: error: {error}', file=sys.stderr)
+        raise SystemExit(2) from None
     if args.amp:
         enable_amp(cfg)
     use_fused_adamw(cfg)

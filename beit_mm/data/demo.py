@@ -8,6 +8,10 @@
     root/annotations/validation/ADE_val_00000001.png ...  0 = "other" (ignored with reduce_zero_label=True),
                                                           1..150 = the ADE20K classes
 
+plus ``root/.beit_mm_demo.json``, the marker that makes ``root`` the generator's own: it writes, deletes and rewrites
+files only in a root that is new, empty or carries that marker, and refuses any other folder before writing
+(:mod:`beit_mm.data.demo_root`), so a real ADE20K root given by mistake is left as it is.
+
 Two styles:
 
 - ``'classes'`` (the main demo): a textured background class with 2-4 rectangles, ellipses and blobs of other classes
@@ -27,7 +31,7 @@ binary maps, masks that were already reduced (255 present), colour masks and val
 import glob
 import os
 import os.path as osp
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import colorsys
 
@@ -35,6 +39,7 @@ import numpy as np
 from PIL import Image
 
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
+from .demo_root import KEEP, UPDATE, claim_demo_root
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -167,6 +172,16 @@ def _has_files(directory: str, pattern: str, count: int) -> bool:
     return len(glob.glob(osp.join(directory, pattern))) == count
 
 
+def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = True) -> List[str]:
+    """Relative paths of the files :func:`make_demo_ade20k` writes under its root (its marker aside)."""
+    files = []
+    for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
+        stems = [f'ADE_{prefix}_{index:08d}' for index in range(1, count + 1)]
+        files += [osp.join('images', split, stem + '.jpg') for stem in stems]
+        files += [osp.join('annotations', split, stem + '.png') for stem in stems] if with_annotations else []
+    return files
+
+
 def make_demo_ade20k(root: str,
                      num_train: int = 200,
                      num_val: int = 40,
@@ -174,7 +189,10 @@ def make_demo_ade20k(root: str,
                      seed: int = 0,
                      style: str = 'classes',
                      with_annotations: bool = True) -> str:
-    """Write the demo dataset under ``root`` (layout in the module docstring); skip when it is already complete.
+    """Write the demo dataset under ``root`` (layout in the module docstring); skip what is already complete.
+
+    ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
+    before a file is written (:func:`beit_mm.data.demo_root.claim_demo_root`).
 
     Args:
         root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).
@@ -187,16 +205,26 @@ def make_demo_ade20k(root: str,
 
     Returns:
         str: ``root``.
+
+    Raises:
+        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
     if style not in SAMPLERS:
         raise ValueError(f'unknown demo style {style!r}; use one of {sorted(SAMPLERS)}')
+    arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed, style=style,
+                     with_annotations=with_annotations)
+    claim = claim_demo_root(root, f'{__name__}.make_demo_ade20k', arguments,
+                            demo_ade20k_files(num_train, num_val, with_annotations))
+    if claim == KEEP:
+        return root  # an old demo root (no marker) holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
     for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
         img_dir = osp.join(root, 'images', split)
         ann_dir = osp.join(root, 'annotations', split)
         split_rng = np.random.default_rng(rng.integers(2**32))
-        if _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
-                not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count)):
+        complete = _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
+            not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count))
+        if complete and (claim == UPDATE or count == 0):  # other arguments: rewrite a split that has files
             continue
         os.makedirs(img_dir, exist_ok=True)
         if with_annotations:

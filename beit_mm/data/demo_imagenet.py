@@ -6,6 +6,9 @@ Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the u
     root/val/<wnid>/ILSVRC2012_val_<n>.JPEG       per_class_val images per class
     root/meta/{train,val}.txt                     only with ann_files=True: ImageNet's annotation-file layout,
                                                   lines "<wnid>/<file> <label>"
+    root/.beit_mm_demo.json                       the marker that makes ``root`` the generator's own: it deletes
+                                                  and rewrites only in a new, empty or marked root and refuses any
+                                                  other folder before writing (:mod:`beit_mm.data.demo_root`)
 
 Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
 a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
@@ -25,6 +28,8 @@ from typing import List, Tuple
 
 import numpy as np
 from PIL import Image
+
+from .demo_root import KEEP, UPDATE, claim_demo_root
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -108,6 +113,13 @@ def _split_files(split: str, wnids: List[str], per_class: int) -> List[List[str]
             for k, w in enumerate(wnids)]
 
 
+def demo_imagenet_files(wnids: List[str], per_class_train: int, per_class_val: int, ann_files: bool) -> List[str]:
+    """Relative paths of the files :func:`make_demo_imagenet` writes under its root (its marker aside)."""
+    files = [osp.join(split, name) for split, per_class in zip(_SPLITS, (per_class_train, per_class_val))
+             for class_files in _split_files(split, wnids, per_class) for name in class_files]
+    return files + ([osp.join('meta', f'{split}.txt') for split in _SPLITS] if ann_files else [])
+
+
 def _is_complete(root: str, split: str, wnids: List[str], files: List[List[str]]) -> bool:
     """``root/split`` holds exactly the wnid folders and files of this call."""
     split_dir = osp.join(root, split)
@@ -115,6 +127,17 @@ def _is_complete(root: str, split: str, wnids: List[str], files: List[List[str]]
         return False
     present = set(glob.glob(osp.join(split_dir, '*', '*')))
     return present == {osp.join(split_dir, f) for class_files in files for f in class_files}
+
+
+def _write_text_if_changed(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` unless the file holds it already (a reused root keeps its mtimes)."""
+    if osp.isfile(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    os.makedirs(osp.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
 
 
 def make_demo_imagenet(root: str,
@@ -125,6 +148,9 @@ def make_demo_imagenet(root: str,
                        seed: int = 0,
                        ann_files: bool = False) -> str:
     """Write the demo classification set under ``root`` (layout in the module docstring); skip complete splits.
+
+    ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
+    before a file is written (:func:`beit_mm.data.demo_root.claim_demo_root`).
 
     Args:
         root: dataset root (``data_root`` of mmpretrain's ``ImageNet``/``CustomDataset``).
@@ -138,16 +164,25 @@ def make_demo_imagenet(root: str,
 
     Returns:
         ``root``.
+
+    Raises:
+        NotADemoRootError: ``root`` holds other files (a real ImageNet, another generator's demo); nothing written.
     """
     if num_classes < 1 or per_class_train < 1 or per_class_val < 1 or size < 16:
         raise ValueError(f'make_demo_imagenet needs num_classes, per_class_train, per_class_val >= 1 and size >= 16; '
                          f'got {num_classes}, {per_class_train}, {per_class_val}, {size}')
     wnids = demo_wnids(num_classes)
+    arguments = dict(num_classes=num_classes, per_class_train=per_class_train, per_class_val=per_class_val, size=size,
+                     seed=seed, ann_files=ann_files)
+    claim = claim_demo_root(root, f'{__name__}.make_demo_imagenet', arguments,
+                            demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files))
+    if claim == KEEP:
+        return root  # an old demo root (no marker) holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
     for split, per_class in zip(_SPLITS, (per_class_train, per_class_val)):
         split_rng = np.random.default_rng(rng.integers(2**32))
         files = _split_files(split, wnids, per_class)
-        if not _is_complete(root, split, wnids, files):
+        if claim != UPDATE or not _is_complete(root, split, wnids, files):
             shutil.rmtree(osp.join(root, split), ignore_errors=True)  # stale classes would shift the labels
             for index, class_files in enumerate(files):
                 os.makedirs(osp.join(root, split, wnids[index]), exist_ok=True)
@@ -156,9 +191,8 @@ def make_demo_imagenet(root: str,
                     Image.fromarray(image).save(osp.join(root, split, name), quality=90)
         meta = osp.join(root, 'meta', f'{split}.txt')
         if ann_files:
-            os.makedirs(osp.dirname(meta), exist_ok=True)
-            with open(meta, 'w') as f:
-                f.writelines(f'{name} {index}\n' for index, class_files in enumerate(files) for name in class_files)
+            _write_text_if_changed(meta, ''.join(f'{name} {index}\n' for index, class_files in enumerate(files)
+                                                 for name in class_files))
         elif osp.exists(meta):
             os.remove(meta)  # a stale annotation file would silently override the folder layout
     return root

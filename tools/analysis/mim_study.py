@@ -205,9 +205,11 @@ def pretrained_arms(args) -> list[str]:
 
 # ----------------------------------------------------------------------------------------------------- runs
 def train(config: str, work_dir: str, options: list[str]) -> str:
-    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``)."""
+    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``). ``--overwrite``:
+    :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
+    that was cut short; the run starts again over them."""
     os.makedirs(work_dir, exist_ok=True)
-    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir]
+    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir, '--overwrite']
     if options:
         cmd += ['--cfg-options', *options]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))

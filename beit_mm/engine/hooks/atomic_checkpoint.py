@@ -10,15 +10,19 @@ writing the new one, writes the file in place (a kill mid-write leaves a truncat
 3. only then deletes checkpoints beyond ``max_keep_ckpts``.
 
 The checkpoint *content* is unchanged (``keep_ckpt_ids`` and ``last_ckpt`` in the message hub are updated before the
-save, as upstream). ``before_train`` deletes ``*.part`` leftovers of a killed run. Used for every config by
-``tools/train.py`` (:func:`beit_mm.engine.checkpoint.use_atomic_checkpoint_hook`); writes to remote storage
-(``out_dir`` with a ``://`` prefix or explicit ``backend_args``) keep the given backend.
+save, as upstream). ``before_train`` deletes the leftovers of a killed run's writes, its own names only
+(:func:`own_partial_files`): ``<checkpoint>.part`` for a checkpoint name of its ``filename_tmpl`` (``iter_N.pth``,
+``epoch_N.pth``, ``best_<metric>_iter_N.pth``) in its ``out_dir``, and ``last_checkpoint.part`` in the work dir;
+another program's ``*.part`` file (a download, an editor's file) stays. Used for every config by ``tools/train.py``
+(:func:`beit_mm.engine.checkpoint.use_atomic_checkpoint_hook`); writes to remote storage (``out_dir`` with a ``://``
+prefix or explicit ``backend_args``) keep the given backend.
 """
 from __future__ import annotations
 
-import glob
 import os
 import os.path as osp
+import re
+import string
 
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
@@ -26,6 +30,24 @@ from mmengine.hooks import CheckpointHook
 from beit_mm.registry import HOOKS
 
 from ..checkpoint import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
+
+
+def checkpoint_name_pattern(filename_tmpl: str) -> str:
+    """A regex of the names ``filename_tmpl`` gives (``'iter_{}.pth'`` -> ``iter_\\d+\\.pth``): the literal text
+    escaped, each ``{...}`` field a run of digits (the hook formats it with the iteration or epoch)."""
+    parts = string.Formatter().parse(filename_tmpl)
+    return ''.join(re.escape(literal) + (r'\d+' if field is not None else '') for literal, field, _, _ in parts)
+
+
+def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[str]:
+    """The unfinished writes of :class:`AtomicCheckpointHook` present on disk: ``out_dir/<name>.part`` where
+    ``<name>`` is a periodic (``filename_tmpl``) or best (``best_<metric>_<periodic name>``, MMEngine's naming)
+    checkpoint name, and ``work_dir/last_checkpoint.part``. Regular files only."""
+    own = re.compile(rf'(?:best_.+_)?{checkpoint_name_pattern(filename_tmpl)}{re.escape(PARTIAL_SUFFIX)}')
+    names = sorted(os.listdir(out_dir)) if osp.isdir(out_dir) else []
+    found = [osp.join(out_dir, name) for name in names if own.fullmatch(name)]
+    found.append(osp.join(work_dir, 'last_checkpoint' + PARTIAL_SUFFIX))
+    return [path for path in dict.fromkeys(found) if osp.isfile(path) and not osp.islink(path)]
 
 
 @HOOKS.register_module()
@@ -41,10 +63,11 @@ class AtomicCheckpointHook(CheckpointHook):
 
     def before_train(self, runner) -> None:
         super().before_train(runner)
-        if is_main_process() and osp.isdir(str(self.out_dir)):
-            for leftover in glob.glob(osp.join(str(self.out_dir), '*' + PARTIAL_SUFFIX)):
-                os.remove(leftover)
-                runner.logger.warning(f'removed {leftover}: an unfinished checkpoint write of a killed run')
+        if not is_main_process():
+            return
+        for leftover in own_partial_files(str(self.out_dir), runner.work_dir, self.filename_tmpl):
+            os.remove(leftover)
+            runner.logger.warning(f'removed {leftover}: an unfinished checkpoint write of a killed run')
 
     def _save_checkpoint_with_step(self, runner, step, meta) -> None:
         to_delete = []
