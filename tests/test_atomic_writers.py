@@ -256,3 +256,28 @@ def test_training_checkpoint_save_killed(tmp_path):
     old, new, restore = _run_twice(tmp_path, write_with, dst, str(tmp_path / 'snapshot.pth'))
     _assert_outcomes('training checkpoint save', kill_trials(write_with('new'), dst, restore, old, new,
                                                              str(tmp_path)))
+
+
+def test_completeness_check_refuses_an_archive_missing_tensor_records(tmp_path):
+    """What an exception inside ``torch.save`` leaves (the archive closed with ``data.pkl`` but without the tensor
+    records it did not reach) is not a complete checkpoint; the whole file is, and so is a pre-1.6 (non-zip) file."""
+    import zipfile
+
+    from beit_mm.apis import CheckpointFileError, open_checkpoint
+    from beit_mm.engine.checkpoint import is_complete_checkpoint
+    whole = str(tmp_path / 'iter_2.pth')
+    torch.save({'state_dict': {'a': torch.ones(3), 'b': torch.zeros(4)}, 'meta': {'iter': 2}}, whole)
+    cut = str(tmp_path / 'iter_4.pth')
+    with zipfile.ZipFile(whole) as src, zipfile.ZipFile(cut, 'w') as dst:
+        names = src.namelist()
+        last_record = max(n for n in names if '/data/' in n and n.split('/')[-1].isdigit())
+        for name in names:
+            if name != last_record:
+                dst.writestr(src.getinfo(name), src.read(name))
+    assert any(n.endswith('data.pkl') for n in zipfile.ZipFile(cut).namelist())  # what the former check accepted
+    assert is_complete_checkpoint(whole) and not is_complete_checkpoint(cut)
+    with pytest.raises(CheckpointFileError, match=r'cannot read checkpoint .*iter_4\.pth.*truncated or corrupt'):
+        open_checkpoint(cut)
+    legacy = str(tmp_path / 'legacy.pth')
+    torch.save({'state_dict': {'a': torch.ones(3)}}, legacy, _use_new_zipfile_serialization=False)
+    assert open_checkpoint(legacy)['state_dict']['a'].sum() == 3

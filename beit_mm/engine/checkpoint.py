@@ -157,14 +157,20 @@ register_backend(ATOMIC_BACKEND, AtomicLocalBackend, force=True)
 
 
 def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a whole ``torch.save`` file (a zip archive with its central directory); no unpickling."""
+    """Whether ``path`` is a whole ``torch.save`` file: a zip archive with its central directory whose every tensor
+    record is present (``torch.load(mmap=True, weights_only=True)``: the records are located, no tensor data is read,
+    no code is run). A write interrupted by an exception (Ctrl-C) inside ``torch.save`` still closes the archive and
+    leaves ``data.pkl``, but lacks the records it did not reach: refused here."""
     if not osp.isfile(path):
         return False
     try:
         with zipfile.ZipFile(path) as archive:
-            return any(name.endswith('data.pkl') for name in archive.namelist())
-    except (zipfile.BadZipFile, OSError):
+            if not any(name.endswith('data.pkl') for name in archive.namelist()):
+                return False
+        torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001  (BadZipFile, a missing record, an unreadable pickle: not complete)
         return False
+    return True
 
 
 def find_last_complete_checkpoint(work_dir: str) -> str | None:

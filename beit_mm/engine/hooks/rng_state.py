@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import os.path as osp
 import random
+import zipfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -196,7 +197,8 @@ def checkpoint_seed(path: str) -> int | None:
     """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file)."""
     if not osp.isfile(path):
         return None
-    checkpoint = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    # mmap reads no tensor data, but only the zip format (torch >= 1.6) supports it; older files are read whole
+    checkpoint = torch.load(path, map_location='cpu', weights_only=True, mmap=zipfile.is_zipfile(path))
     seed = (checkpoint.get('meta') or {}).get('seed')
     return int(seed) if seed is not None else None
 
