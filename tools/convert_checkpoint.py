@@ -58,8 +58,8 @@ def read_source(path: str, model: str, source: str) -> dict:
         try:
             return load_file(path)
         except Exception as error:  # safetensors_rust.SafetensorError: a truncated or foreign file
-            raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: download/copy '
-                                      'it again (compare its size with the source)') from None
+            raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: '
+                                      'download/copy it again (compare its size with the source)') from None
     return load_state_dict_file(path)
 
 

@@ -1,11 +1,14 @@
 """Train a model from a config (the CLI of mmseg 1.2.2's ``tools/train.py``, with ``--resume [CKPT]``).
 
-    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT]] [--amp] [--ema] [--compile [BACKEND]]
+    python tools/train.py CONFIG [--work-dir DIR] [--resume [CKPT] | --overwrite] [--amp] [--ema] [--compile [BACKEND]]
                                  [--tensorboard] [--cfg-options k=v ...] [--launcher {none,pytorch,slurm,mpi}]
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
-  with a path, from that file.
+  with a path, from that file (opened safely and checked against the model first: :func:`set_resume`,
+  :func:`check_start_checkpoint`).
+- ``--overwrite``: start a new run in a work dir that holds another run's checkpoints (refused otherwise:
+  :mod:`beit_mm.engine.work_dir`).
 - ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with the dtype that is faster on this device
   (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
