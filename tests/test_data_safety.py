@@ -343,3 +343,30 @@ def test_train_refuses_a_work_dir_with_checkpoints_unless_overwrite(tmp_path):
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert 'Iter(train) [2/2]' in proc.stdout + proc.stderr
     assert (work / 'iter_2.pth').read_bytes() != b'an earlier run\'s checkpoint'
+
+
+def _setup_env(venv: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(['bash', osp.join(ROOT, 'tools', 'setup_env.sh')], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, BEIT_MM_VENV=venv, **env))
+
+
+def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
+    """``tools/setup_env.sh`` with ``BEIT_MM_VENV`` naming a folder it did not make: exit 2, every file kept (it
+    used to ``rm -rf`` whatever that names); while another build holds the lock it waits, then gives up untouched."""
+    import fcntl
+    mine = tmp_path / 'my_project'
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('mine')
+    proc = _setup_env(str(mine))
+    assert proc.returncode == 2, proc.stderr
+    assert 'is not a venv this script made' in proc.stderr and 'nothing was deleted' in proc.stderr
+    assert (mine / 'notes.txt').read_text() == 'mine' and sorted(os.listdir(mine)) == ['notes.txt']
+
+    building = tmp_path / 'venv'
+    building.mkdir()
+    (building / '.beit_mm_venv').write_text('')  # another build's venv, in progress
+    with open(str(building) + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = _setup_env(str(building), BEIT_MM_SETUP_LOCK_TIMEOUT='1')
+    assert proc.returncode == 1 and 'holds' in proc.stderr and 'nothing was changed' in proc.stderr, proc.stderr
+    assert sorted(os.listdir(building)) == ['.beit_mm_venv']

@@ -6,6 +6,10 @@
 # its ops are compiled from the PyPI source once (~10 min on 2 cores) and the wheel is kept in ~/.cache/beit_mm/wheels.
 # `pip --isolated` ignores machine-level pip settings (a local torch+cpu wheel, version caps) so that torch and
 # torchvision come as the matching pair from the index.
+# Safety: a build holds the lock file "$venv.lock" (flock), so two builds at once wait for each other instead of
+# deleting each other's venv; the venv is marked (.beit_mm_venv) as soon as it is created, and an unfinished build is
+# removed only when it carries that mark. Any other existing path (BEIT_MM_VENV pointing at your own folder) is
+# refused with exit code 2, untouched.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cache="${BEIT_MM_CACHE:-$HOME/.cache/beit_mm}"
@@ -20,10 +24,29 @@ if [ -f "$venv/.beit_mm_ready" ]; then
 fi
 
 log() { echo "[setup_env] $*" >&2; }
+mkdir -p "$cache/wheels" "$(dirname "$venv")"
+exec 9>"$venv.lock"
+if ! flock -w "${BEIT_MM_SETUP_LOCK_TIMEOUT:-3600}" 9; then
+  log "error: another build of $venv holds $venv.lock; wait for it to finish (nothing was changed)"
+  exit 1
+fi
+if [ -f "$venv/.beit_mm_ready" ]; then  # built by the process we waited for
+  echo "$venv"
+  exit 0
+fi
+if [ -f "$venv/.beit_mm_venv" ]; then
+  log "removing the unfinished build in $venv"
+  rm -rf "$venv"
+elif [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ]; then
+  rmdir "$venv"
+elif [ -e "$venv" ] || [ -L "$venv" ]; then
+  log "error: $venv exists and is not a venv this script made (no .beit_mm_venv mark); nothing was deleted."
+  log "Fix: set BEIT_MM_VENV to a new path (or unset it for ~/.cache/beit_mm/venv-<hash>), or remove $venv yourself."
+  exit 2
+fi
 log "creating $venv (first run: torch download + mmcv source build, ~15 min)"
-mkdir -p "$cache/wheels"
-rm -rf "$venv"
 "$python" -m venv "$venv"
+touch "$venv/.beit_mm_venv"
 pip() { "$venv/bin/python" -m pip --isolated --disable-pip-version-check "$@"; }
 pip install -q --upgrade "pip<26" >&2
 
