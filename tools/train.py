@@ -44,6 +44,7 @@ from mmengine.runner import Runner
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError, check_resumable,
                                      check_weights_match, load_state_dict_file)
+from beit_mm.apis.outputs import OutputError, check_output
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
@@ -238,7 +239,8 @@ def main() -> None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
     try:  # another run's checkpoints: refused before anything is built (beit_mm.engine.work_dir)
         check_new_run_work_dir(cfg.work_dir, args.resume, args.overwrite)
-    except WorkDirInUseError as error:
+        check_output(cfg.work_dir, overwrite=True, kind='dir')  # a file, or not writable: named before the run
+    except (WorkDirInUseError, OutputError) as error:
         print(f'train.py: error: {error}', file=sys.stderr)
         raise SystemExit(2) from None
     if args.amp:

@@ -39,6 +39,9 @@ def check_output(path: str, overwrite: bool = False, kind: str = 'file', flag: s
     if osp.lexists(path) and not overwrite:
         raise OutputError(f'output {path} exists; nothing was written. Fix: pass {flag} to replace it, or choose '
                           'another path')
+    if kind == 'dir' and osp.isdir(path) and not os.access(path, os.W_OK | os.X_OK):
+        raise OutputError(f'cannot write into folder {path}: not writable by this user. Fix: choose a writable '
+                          'folder or change its permissions')
     parent = osp.dirname(osp.abspath(path))
     while not osp.exists(parent):
         parent = osp.dirname(parent)
