@@ -80,24 +80,31 @@ def _named_write_error(error: OSError, path: str) -> OSError:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str) -> Iterator[str]:
-    """Yield a temporary path next to ``path``; write the file there. On success it is fsync'ed and renamed to
-    ``path`` (replacing an old file in one step); on any error the temporary file is removed and ``path`` is
-    untouched."""
-    folder = osp.dirname(osp.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = _temporary_name(path)
+def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
+    """Remove ``tmp`` when the body fails; an ``OSError`` becomes a named :class:`OutputError` where it can."""
     try:
-        yield tmp
-        _fsync_path(tmp)
-        os.replace(tmp, path)
-        _fsync_path(folder)
+        yield
     except OSError as error:
         _remove(tmp)
         raise _named_write_error(error, path) from error
     except BaseException:
         _remove(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_file(path: str, tmp: str | None = None) -> Iterator[str]:
+    """Yield a temporary path next to ``path`` (``tmp``, default ``.<name>.<pid>.part``); write the file there. On
+    success it is fsync'ed and renamed to ``path`` (replacing an old file in one step); on any error the temporary
+    file is removed and ``path`` is untouched."""
+    folder = osp.dirname(osp.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = tmp or _temporary_name(path)
+    with _removed_on_error(tmp, path):
+        yield tmp
+        _fsync_path(tmp)
+        os.replace(tmp, path)
+        _fsync_path(folder)
 
 
 @contextlib.contextmanager
@@ -109,7 +116,7 @@ def atomic_dir(path: str) -> Iterator[str]:
     os.makedirs(folder, exist_ok=True)
     tmp = _temporary_name(path)
     os.makedirs(tmp)
-    try:
+    with _removed_on_error(tmp, path):
         yield tmp
         _fsync_path(tmp)
         old = None
@@ -120,12 +127,6 @@ def atomic_dir(path: str) -> Iterator[str]:
         _fsync_path(folder)
         if old is not None:
             _remove(old)
-    except OSError as error:
-        _remove(tmp)
-        raise _named_write_error(error, path) from error
-    except BaseException:
-        _remove(tmp)
-        raise
 
 
 def _remove(path: str) -> None:

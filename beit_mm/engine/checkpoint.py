@@ -108,26 +108,17 @@ _CHECKPOINT_NAME = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
 
 
 def atomic_write_bytes(data: bytes, path: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
-    """Write ``data`` to ``path`` atomically: ``path.part`` -> flush + fsync -> ``os.replace`` -> fsync the folder.
+    """Write ``data`` to ``path`` atomically through ``path.part`` (:func:`beit_mm.apis.outputs.atomic_file`: flush
+    + fsync, ``os.replace``, fsync the folder).
 
     Args:
         data: the file content.
         path: destination (its folder is created).
         write: ``write(file, data)`` writes the bytes into the open temporary file (default ``file.write``).
     """
-    folder = osp.dirname(osp.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = path + PARTIAL_SUFFIX
-    with open(tmp, 'wb') as f:
+    from ..apis.outputs import atomic_file
+    with atomic_file(path, tmp=path + PARTIAL_SUFFIX) as tmp, open(tmp, 'wb') as f:
         (write or _write_all)(f, data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _write_all(f: BinaryIO, data: bytes) -> None:
