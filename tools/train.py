@@ -216,11 +216,12 @@ def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
     """Before training: the ``--resume``/``load_from`` checkpoint fits the built model, as a named error listing the
     keys and shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from``
     only refuses other shapes, MMEngine then names the keys it ignores). Without it, other shapes leave weights random
-    or, resumed into a fused optimizer, corrupt memory. Skipped for remote files and FSDP-sharded models."""
+    or, resumed into a fused optimizer, corrupt memory. Skipped for remote files, for FSDP-sharded models and where the
+    runner builds its model only in ``train()`` (MMEngine's ``FlexibleRunner``, whose ``model`` is still a config)."""
     path = cfg.get('load_from')
-    if not path or '://' in str(path) or 'FullyShard' in type(runner.model).__name__:
-        return
     model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+    if not path or '://' in str(path) or not isinstance(model, torch.nn.Module) or 'FullyShard' in type(model).__name__:
+        return
     how = '--resume' if cfg.get('resume') else 'load_from'
     try:
         check_weights_match(model, load_state_dict_file(path), f'{path} ({how})', strict=bool(cfg.get('resume')))
