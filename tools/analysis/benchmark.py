@@ -375,7 +375,7 @@ def finetune_part(args) -> Part:
         g = torch.Generator().manual_seed(0)
         labels = torch.randint(0, 1000, (batch, ), generator=g)
         return dict(images=torch.randn(batch, 3, 224, 224, generator=g).to(device),
-                    samples=[DataSample().set_gt_label(int(l)) for l in labels])
+                    samples=[DataSample().set_gt_label(int(l)).to(device) for l in labels])
 
     def step(model, ours, x):
         return model.loss(x['images'], x['samples'])['loss']

@@ -7,8 +7,9 @@ heads, a learnable relative position bias) runs forward + backward ("train") and
 ("inference") with ``attn_impl='eager'`` and ``'sdpa'``, in fp32 and under the autocast dtype of ``--amp``.
 Prints a Markdown table: milliseconds per call, SDPA / eager time and what ``'auto'`` picks; with ``--check`` also the
 largest difference of the SDPA output and input/bias gradients from eager's, and whether it is within the stated
-tolerance (fp32: 1e-5 absolute on outputs, 1e-4 on gradients; bf16/fp16: 2e-2 relative to the output's scale). Exits 1 when a
-check fails. Nothing here is asserted by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
+tolerance (fp32: 1e-5 absolute on outputs, 1e-4 on gradients; bf16/fp16: each kernel's error against fp32 eager,
+SDPA's at most max(2e-2 of the values' scale, twice eager's)). Exits 1 when a check fails. Nothing here is asserted
+by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
 """
 from __future__ import annotations
 
@@ -82,28 +83,40 @@ def time_ms(attn, x, grid, dtype, train, iters) -> float:
 
 
 def check(args, tokens, batch, device, dtype) -> tuple[str, bool]:
-    """Largest |SDPA - eager| of the output and of the input and bias-table gradients."""
+    """Largest |SDPA - eager| of the output and of the input and bias-table gradients.
+
+    fp32: absolute bounds (:data:`TOLERANCE`). bf16/fp16: both kernels round differently (the memory-efficient kernel
+    accumulates in fp32, eager rounds each product), so their difference alone says little; each is compared with
+    the fp32 eager result and SDPA passes when its error is at most ``LOW_PRECISION_REL_TOL`` of the values' scale
+    or at most twice eager's own error, i.e. it is no less accurate than the path it replaces.
+    """
     grid = grid_for(tokens)
-    results = {}
-    for impl in ('eager', 'sdpa'):
+
+    def run(impl, run_dtype):
         attn = make(impl, args, grid, device)
         x = torch.randn(batch, tokens, args.embed_dims, generator=torch.Generator().manual_seed(1)).to(device)
         x.requires_grad_(True)
-        out = call(attn, x, grid, dtype, True)
-        results[impl] = (out.detach().float(), x.grad.float(), attn.relative_position_bias_table.grad.float())
-    (o_e, gx_e, gb_e), (o_s, gx_s, gb_s) = results['eager'], results['sdpa']
-    d_out = (o_s - o_e).abs().max().item()
-    d_grad = max((gx_s - gx_e).abs().max().item(), (gb_s - gb_e).abs().max().item())
+        out = call(attn, x, grid, run_dtype, True)
+        return out.detach().float(), x.grad.float(), attn.relative_position_bias_table.grad.float()
+
+    def max_diff(a, b):
+        return [(u - v).abs().max().item() for u, v in zip(a, b)]
+
+    eager, sdpa = run('eager', dtype), run('sdpa', dtype)
+    d_out, d_x, d_bias = max_diff(sdpa, eager)
     if dtype is None:
+        d_grad = max(d_x, d_bias)
         tol_out, tol_grad = TOLERANCE[torch.float32]
         ok = d_out <= tol_out and d_grad <= tol_grad
-        tol = f'{tol_out:g} / {tol_grad:g} abs'
-    else:
-        scale_out = o_e.abs().max().item()
-        scale_grad = max(gx_e.abs().max().item(), gb_e.abs().max().item())
-        ok = d_out <= LOW_PRECISION_REL_TOL * scale_out and d_grad <= LOW_PRECISION_REL_TOL * scale_grad
-        tol = f"{LOW_PRECISION_REL_TOL:g} x max abs(eager)"
-        d_out, d_grad = d_out / scale_out, d_grad / scale_grad
+        return f'{d_out:.2e} | {d_grad:.2e} | {tol_out:g} / {tol_grad:g} abs | {"ok" if ok else "FAIL"}', ok
+    ref = run('eager', None)
+    scales = [t.abs().max().item() for t in ref]
+    err_sdpa = [d / s for d, s in zip(max_diff(sdpa, ref), scales)]
+    err_eager = [d / s for d, s in zip(max_diff(eager, ref), scales)]
+    ok = all(es <= max(LOW_PRECISION_REL_TOL, 2 * ee) for es, ee in zip(err_sdpa, err_eager))
+    d_out, d_grad = d_out / scales[0], max(d_x / scales[1], d_bias / scales[2])
+    errs = ', '.join(f'{n} {es:.1e}/{ee:.1e}' for n, es, ee in zip(('out', 'dx', 'dbias'), err_sdpa, err_eager))
+    tol = f'vs fp32, sdpa/eager: {errs}; <= max({LOW_PRECISION_REL_TOL:g}, 2 x eager)'
     return f'{d_out:.2e} | {d_grad:.2e} | {tol} | {"ok" if ok else "FAIL"}', ok
 
 
