@@ -163,6 +163,8 @@ def reader_checkout(tmp_path_factory):
     # the reported mIoU is the LAST checkpoint's (iteration 4 of the tiny run), not one picked on the split it scores
     assert re.search(r'demo finished: mIoU: [\d.]+ \(checkpoint work_dirs/[\w.-]+/iter_4\.pth', proc.stdout), \
         proc.stdout[-3000:]
+    # issue 27: the number comes with the CPU it came from (seeded runs repeat per CPU kind, not across kinds)
+    assert re.search(r'\nCPU: .+, \d+ threads, (native bf16|no native bf16)', proc.stdout), proc.stdout[-3000:]
     return copy
 
 

@@ -21,3 +21,5 @@ ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
     --cfg-options default_hooks.visualization.interval=4 2>&1 | tee "$work_dir/test.log"
 miou="$(grep -oE 'mIoU: [0-9.]+' "$work_dir/test.log" | tail -n1)"
 echo "demo finished: $miou (checkpoint $ckpt; prediction overlays in $work_dir/vis/vis_data/vis_image/)"
+# seeded runs repeat their numbers on one CPU kind, not across kinds (float kernels round differently)
+echo "CPU: $("$py" -c 'from beit_mm.engine.amp_optim_wrapper import describe_cpu; print(describe_cpu())')"

@@ -19,3 +19,5 @@ ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
 "$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" 2>&1 | tee "$work_dir/test.log"
 top1="$(grep -oE 'accuracy/top1: [0-9.]+' "$work_dir/test.log" | tail -n1)"
 echo "demo finished: $top1 (checkpoint $ckpt)"
+# seeded runs repeat their numbers on one CPU kind, not across kinds (float kernels round differently)
+echo "CPU: $("$py" -c 'from beit_mm.engine.amp_optim_wrapper import describe_cpu; print(describe_cpu())')"

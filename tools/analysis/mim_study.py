@@ -39,7 +39,9 @@ alike, so the same labeled root gives the scarcer-label settings):
 5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
    aAcc and for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
    (``report.json``) in the work dir, and printed; ``probe_curves.png``: every MIM arm's probe mIoU over
-   pretraining (its ``DenseProbeHook`` curve) with the random-init and majority-class levels.
+   pretraining (its ``DenseProbeHook`` curve) with the random-init and majority-class levels. A pretrained arm whose
+   probe mIoU does not beat the random-init probe (``scratch``) by ``PROBE_MIN_GAIN`` points gets a WARNING line
+   under the probe table, before the fine-tuning tables (its pretraining taught nothing the probe sees).
 
 Runs go through ``tools/train.py`` in subprocesses with the configs written to ``<work-dir>/configs/`` (the shipped
 configs with the data roots, the class count and, when the iteration counts are changed, every iteration-valued field
@@ -416,6 +418,28 @@ def fmt(values: list[float]) -> str:
     return f'{mean:.2f} ± {std:.2f}'
 
 
+PROBE_MIN_GAIN = 1.0  # probe mIoU points over random init that count as learned (DenseProbeHook's min_gain)
+
+
+def probe_warnings(results: dict, min_gain: float = PROBE_MIN_GAIN) -> list[str]:
+    """Report lines for the pretrained arms whose frozen features do not beat the random-init probe (the
+    ``scratch`` arm's) by ``min_gain`` mIoU points: their pretraining taught the backbone nothing the probe sees, and
+    fine-tuning from them can end below scratch. Empty without a ``scratch`` arm."""
+    if 'scratch' not in results or not results['scratch']['probe']:
+        return []
+    init = statistics.mean(p['probe_mIoU'] for p in results['scratch']['probe'])
+    lines = []
+    for arm, res in results.items():
+        if arm == 'scratch' or not res['pretrain'] or not res['probe']:
+            continue
+        probe = statistics.mean(p['probe_mIoU'] for p in res['probe'])
+        if probe < init + min_gain:
+            lines.append(f'- WARNING {arm}: frozen-feature probe mIoU {probe:.2f} vs {init:.2f} at random init '
+                         f'(gain {probe - init:+.2f} < {min_gain:g}): this pretraining taught the backbone nothing '
+                         'the probe sees; fine-tuning from it may end below scratch.')
+    return lines
+
+
 def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict, seconds: float) -> str:
     runs = [r for res in results.values() for r in res['pretrain'] + res['probe'] +
             [r for per_head in res['finetune'].values() for r in per_head]] + [t for t in (tokenizer, vqkd) if t]
@@ -460,6 +484,9 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
         probes = res['probe']
         lines.append(f'| {arm} | {mim} | {fmt([p["probe_mIoU"] for p in probes])} | '
                      f'{fmt([p["probe_mAcc"] for p in probes])} | {fmt([p["knn_acc"] for p in probes])} |')
+    warnings = probe_warnings(results)
+    if warnings:
+        lines += [''] + warnings
     for head in args.heads:
         lines += ['', f'Fine-tuning with the {head} decoder ({osp.basename(FT_CONFIGS[head])}):', '',
                   '| arm | mIoU | mIoU per seed | aAcc | mAcc |', '|---|---|---|---|---|',
