@@ -163,9 +163,10 @@ def _run_twice(tmp_path, write_with, dst: str, snapshot: str) -> tuple[str, str,
     new = fingerprint(dst)
     assert old != new
 
-    def restore_old():
-        if osp.isdir(dst):
-            shutil.rmtree(dst)
+    def restore_old():  # the snapshot's kind decides: a kill between atomic_dir's two renames leaves no dst at all
+        if osp.isdir(snapshot):
+            if osp.lexists(dst):
+                shutil.rmtree(dst)
             shutil.copytree(snapshot, dst)
         else:
             shutil.copy2(snapshot, dst)
