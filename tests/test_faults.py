@@ -221,3 +221,22 @@ def test_atomic_write_and_last_complete_checkpoint(beit_file, tmp_path):
     assert find_last_complete_checkpoint(str(work)) == str(work / 'iter_2.pth')
     assert find_last_complete_checkpoint(str(tmp_path / 'none')) is None
     np.testing.assert_equal(is_complete_checkpoint(str(work / 'iter_6.pth')), False)
+
+
+def test_two_runners_started_in_one_second_keep_their_own_visualizer(tmp_path, monkeypatch):
+    """conftest's ``_own_runner_names``: MMEngine names a runner's visualizer ``<experiment>_<start second>``, and a
+    second runner of the same second got the first one's (writing into the first work dir, deleted by then: a
+    FileNotFoundError seen once in a full run). The clock is frozen here so that both start in one second."""
+    import time
+    now = time.localtime()
+    monkeypatch.setattr(time, 'localtime', lambda *args: now)
+    root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, size=64)
+    visualizers = []
+    for name in ('first', 'second'):
+        cfg = Config.fromfile(CONFIG)
+        for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+            cfg[dl].dataset.data_root = root
+        cfg.work_dir = str(tmp_path / name)
+        visualizers.append(Runner.from_cfg(cfg).visualizer)
+    assert visualizers[0] is not visualizers[1]
+    assert visualizers[1]._vis_backends['LocalVisBackend']._save_dir.startswith(str(tmp_path / 'second'))
