@@ -20,6 +20,7 @@ Statistical checks: every value within the truncation bounds; sample std within 
 (hundreds of thousands of values per tensor kind: the sampling error of the std is < 0.5%).
 """
 import math
+import re
 
 import pytest
 import torch
@@ -105,3 +106,40 @@ def test_mim_heads_use_the_pretraining_rule():
 def test_unknown_init_mode_is_refused():
     with pytest.raises(ValueError, match="init_mode='timm'.*modeling_finetune"):
         BEiT(arch=dict(embed_dims=8, num_layers=1, num_heads=1, mlp_ratio=1.0), img_size=32, init_mode='timm')
+
+
+def test_keep_init_loads_the_rest_and_leaves_the_named_weights_at_random_init(tmp_path):
+    """``init_cfg.keep_init``: the MIM study's 're-initialize the last blocks' / 'drop the layer scales' rows. Weights
+    it names keep the random init (here: block 1 at unilm's rule, layer scales at ``layer_scale_init_value``), all
+    others equal the checkpoint's; a pattern matching nothing is refused; without it nothing changes."""
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=2.0)
+    torch.manual_seed(0)
+    source = BEiT(arch=arch, img_size=32, patch_size=8, layer_scale_init_value=0.1)
+    with torch.no_grad():  # trained-looking weights: no value equals the random init by chance
+        for p in source.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    path = str(tmp_path / 'backbone.pth')
+    torch.save(source.state_dict(), path)
+
+    def load(keep_init):
+        torch.manual_seed(1)
+        model = BEiT(arch=arch, img_size=32, patch_size=8, layer_scale_init_value=0.1,
+                     init_cfg=dict(type='Pretrained', checkpoint=path, keep_init=keep_init))
+        model.init_weights()
+        return model.state_dict()
+
+    want = source.state_dict()
+    loaded = load([r'^blocks\.1\.', 'gamma_'])
+    kept = {k for k in want if k.startswith('blocks.1.') or 'gamma_' in k}
+    assert len(kept) > 10
+    for name, value in loaded.items():
+        if name in kept:
+            assert not torch.equal(value, want[name]), name
+        else:
+            assert torch.equal(value, want[name]), name
+    assert torch.all(loaded['blocks.0.gamma_1'] == 0.1)  # layer scale back at its init value
+    assert torch.count_nonzero(loaded['blocks.1.attn.relative_position_bias_table']) == 0  # tables start at zero
+    check_trunc_normal(loaded['blocks.1.mlp.fc1.weight'], STD, 2.0, 'kept block fc1')  # modeling_finetune rule
+    assert all(torch.equal(v, want[k]) for k, v in load([]).items())
+    with pytest.raises(ValueError, match=re.escape(r"keep_init pattern 'blocks\.9\.' matches none")):
+        load([r'blocks\.9\.'])

@@ -104,7 +104,9 @@ class BEiT(BaseModule):
             conv, whose bias is zeroed). Both then divide block i's ``attn.proj`` and ``mlp.fc2`` weights by
             ``sqrt(2 i)`` (``fix_init_weight``, i from 1); relative position bias tables start at zero.
         init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format state dict
-            (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing.
+            (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing;
+            ``keep_init=[REGEX, ...]`` names weights not to load (they keep the random init of ``init_mode``), e.g.
+            ``[r'^blocks\.(10|11)\.']`` re-initializes the last two of 12 blocks.
     """
 
     #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
@@ -188,13 +190,19 @@ class BEiT(BaseModule):
     def init_weights(self) -> None:
         """unilm's initialization, or the checkpoint of ``init_cfg=dict(type='Pretrained', ...)``."""
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
+            if self.init_cfg.get('keep_init'):  # the weights not loaded keep unilm's random init
+                self._init_random()
             load_pretrained_backbone(
                 self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'), adapt=adapt_to_model,
                 convert_hint='Convert official files first: python tools/convert_checkpoint.py --model beit '
-                '--source {unilm,timm,hf,mmseg,mmpretrain} SRC DST.')
+                '--source {unilm,timm,hf,mmseg,mmpretrain} SRC DST.', keep_init=self.init_cfg.get('keep_init', ()))
             self._is_init = True
             return
         super().init_weights()
+        self._init_random()
+
+    def _init_random(self) -> None:
+        """unilm's random initialization (``init_mode``), in place."""
         pretrain = self.init_mode == 'pretrain'
         trunc_normal = trunc_normal_within_std_ if pretrain else trunc_normal_timm_
         # unilm builds cls_pt_layers after its _init_weights pass: they keep PyTorch's default Linear init

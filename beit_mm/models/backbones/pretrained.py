@@ -1,7 +1,8 @@
 """Loading pretrained weights into a backbone: loud about missing keys, explicit about unexpected ones."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 from mmengine.logging import MMLogger
 from torch import Tensor, nn
@@ -14,7 +15,8 @@ def load_pretrained_backbone(model: nn.Module,
                              checkpoint: str,
                              prefix: str | None = None,
                              adapt: Callable[[Mapping[str, Tensor], nn.Module], dict[str, Tensor]] | None = None,
-                             convert_hint: str = '') -> None:
+                             convert_hint: str = '',
+                             keep_init: Sequence[str] = ()) -> None:
     """Load ``checkpoint`` (a beit_mm-format state dict) into ``model``; raise if any of its parameters is missing.
 
     Args:
@@ -23,6 +25,10 @@ def load_pretrained_backbone(model: nn.Module,
         prefix: keep only keys with this prefix and strip it ('backbone.' for a segmentor/classifier checkpoint).
         adapt: ``adapt(state_dict, model)`` fits the weights to the model (e.g. resamples position tables).
         convert_hint: the converter command to suggest when keys do not match.
+        keep_init: regular expressions (``re.search``) of backbone weight names that are *not* loaded and keep the
+            model's current (random) values, e.g. ``[r'^blocks\.5\.']`` to re-initialize the last of 6 blocks or
+            ``['gamma_']`` to drop the layer scales; each must match at least one weight (a typo raises), and the
+            log names how many were kept. Every other weight must be in the checkpoint, as without it.
     """
     logger = MMLogger.get_current_instance()
     state_dict = load_state_dict_file(checkpoint)
@@ -38,7 +44,13 @@ def load_pretrained_backbone(model: nn.Module,
     check_checkpoint_kind(state_dict, model, checkpoint, convert_hint)
     if adapt is not None:
         state_dict = adapt(state_dict, model)
+    kept = kept_init_names(model, keep_init)
+    state_dict = {k: v for k, v in state_dict.items() if k not in kept}
     result = model.load_state_dict(state_dict, strict=False)
+    result.missing_keys[:] = [k for k in result.missing_keys if k not in kept]
+    if kept:
+        logger.warning(f'{checkpoint}: {len(kept)} backbone weights keep their random init (init_cfg.keep_init='
+                       f'{list(keep_init)}): {sorted(kept)[:8]}{" ..." if len(kept) > 8 else ""}')
     if result.missing_keys:
         raise RuntimeError(
             f'{checkpoint}: {len(result.missing_keys)} of the backbone\'s {len(model.state_dict())} weights are missing '
@@ -50,6 +62,22 @@ def load_pretrained_backbone(model: nn.Module,
                        f'{result.unexpected_keys[:10]}')
     logger.info(f'loaded {len(state_dict) - len(result.unexpected_keys)} backbone weights from {checkpoint} '
                 f'(0 missing, {len(result.unexpected_keys)} unexpected)')
+
+
+def kept_init_names(model: nn.Module, patterns: Sequence[str]) -> set[str]:
+    """The names of ``model.state_dict()`` that match any of ``patterns`` (``re.search``); a pattern that matches
+    nothing raises a ``ValueError`` naming it and a few of the model's names."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    names = list(model.state_dict())
+    kept: set[str] = set()
+    for pattern in patterns:
+        matched = {n for n in names if re.search(pattern, n)}
+        if not matched:
+            raise ValueError(f"init_cfg.keep_init pattern '{pattern}' matches none of the backbone's {len(names)} "
+                             f'weight names (e.g. {names[:3]} ... {names[-2:]}); fix the pattern (re.search)')
+        kept |= matched
+    return kept
 
 
 def check_checkpoint_kind(state_dict: Mapping[str, Tensor], model: nn.Module, checkpoint: str,
