@@ -74,6 +74,8 @@ pip install -q "numpy<2" "timm==1.0.31" "onnx==1.23.2" "onnxruntime==1.32.0" "on
 # dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
 pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
-"$venv/bin/python" -c "import mmcv.ops, mmseg, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript" >&2
+# scikit-learn ships the UCI handwritten digits that the MIM study's second dataset is drawn from (offline).
+pip install -q "numpy<2" "scikit-learn==1.6.1" >&2
+"$venv/bin/python" -c "import mmcv.ops, mmseg, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn" >&2
 touch "$venv/.beit_mm_ready"
 echo "$venv"

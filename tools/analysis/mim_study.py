@@ -2,10 +2,14 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise] [--heads linear upernet] [--dvae-iters 1000]
-        [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
-        [--vqkd-dead-code-ratio 0.1] [--ft-options KEY=VALUE ...] [--pretrain-dir DIR] [--img-suffix .jpg]
-        [--seg-map-suffix .png] [--work-dir work_dirs/mim_study]
+        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised] [--heads linear upernet]
+        [--dvae-iters 1000] [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
+        [--vqkd-dead-code-ratio 0.1] [--teacher-labeled-root OTHER --teacher-num-classes K [--teacher-head linear]
+        [--teacher-iters N]] [--ft-options KEY=VALUE ...] [--ft-keep-init REGEX ...] [--pretrain-dir DIR]
+        [--img-suffix .jpg] [--seg-map-suffix .png] [--work-dir work_dirs/mim_study]
+
+Several datasets in one command, each with its own tables and a summary of where each result holds:
+``tools/analysis/transfer_study.py``.
 
 Protocol (configs in ``configs/mim_study/``; any ADE20K-layout labeled root with raw ids 1..K, read through mmseg's
 ``ADE20KDataset`` with its suffixes (``--img-suffix``/``--seg-map-suffix``, default .jpg/.png; file names are free),
@@ -20,7 +24,10 @@ alike, so the same labeled root gives the scarcer-label settings):
    masking of the same count), ``vqkd-blockwise`` (BEiT v2's targets: the ids of a VQ-KD tokenizer distilled, on the
    same pool, from the ``--vqkd-teacher`` arm's pretrained backbone, so no labels and no outside weights; trained
    ``--vqkd-iters`` iterations with ``--vqkd-dead-code-ratio``, beit_mm's dead-code re-seeding, 0 = unilm's
-   quantizer; held-out usage, perplexity, dead codes and teacher cosine reported). ``--pretrain-seeds P`` pretrains
+   quantizer; held-out usage, perplexity, dead codes and teacher cosine reported), ``vqkd-supervised`` (the same,
+   but the VQ-KD teacher is a backbone that *knows labels the pool has none of*, as CLIP does for BEiT v2: the
+   ``--teacher-head`` fine-tuning recipe trained from random init with the labels of ANOTHER dataset,
+   ``--teacher-labeled-root``, ``--teacher-num-classes``; its last block teaches). ``--pretrain-seeds P`` pretrains
    each arm P times (fine-tuning seed s uses pretraining run s mod P).
 3. frozen-feature check: the dense probe (``beit_mm.evaluation.probe``, the one ``tools/analysis/probe.py`` and
    ``beit_mm.DenseProbeHook`` use): a linear probe and a k-NN classifier of each 8 px patch's majority label on the
@@ -34,7 +41,9 @@ alike, so the same labeled root gives the scarcer-label settings):
    does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
    a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder). ``--ft-options`` adds
    ``--cfg-options`` to every fine-tuning run (a variant of the recipe, e.g.
-   ``optim_wrapper.paramwise_cfg.layer_decay_rate=0.65``); with ``--pretrain-dir`` pointing at an earlier study's
+   ``optim_wrapper.paramwise_cfg.layer_decay_rate=0.65``); ``--ft-keep-init REGEX ...`` leaves the named backbone
+   weights of the pretrained arms at their random init (re-initialized last blocks, no relative position bias, no
+   layer scale: what a MIM checkpoint carries over); with ``--pretrain-dir`` pointing at an earlier study's
    work dir, its tokenizers and pretraining runs are reused and only the fine-tuning and probes run again.
 5. report: mean +- sample std over seeds of every metric, next to the trivial baselines (majority class for mIoU and
    aAcc and for the probe, the most frequent token for MIM accuracy), as Markdown (``report.md``) and JSON
@@ -77,11 +86,15 @@ MIM_CONFIGS = {
     'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py'),
     'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py'),
     'vqkd-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-vqkd-blockwise.py'),
+    # the same MIM recipe; its VQ-KD tokenizer is distilled from a backbone trained with labels on another dataset
+    'vqkd-supervised': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-vqkd-blockwise.py'),
 }
 VQKD_CONFIG = osp.join(STUDY, 'vqkd-tiny-p8-dec1x_mim-teacher_1xb32-coslr-1500i_64px.py')
 # The arms with a tokenizer: the task that trains it and the file (in the pretraining dir) its MIM config reads.
-TOKENIZER_OF = {'tokens-blockwise': 'tokenizer', 'tokens-random': 'tokenizer', 'vqkd-blockwise': 'vqkd'}
-TOKENIZER_FILES = {'tokenizer': 'tokenizer.pth', 'vqkd': 'vqkd_tokenizer.pth'}
+TOKENIZER_OF = {'tokens-blockwise': 'tokenizer', 'tokens-random': 'tokenizer', 'vqkd-blockwise': 'vqkd',
+                'vqkd-supervised': 'vqkd_supervised'}
+TOKENIZER_FILES = {'tokenizer': 'tokenizer.pth', 'vqkd': 'vqkd_tokenizer.pth',
+                   'vqkd_supervised': 'vqkd_supervised_tokenizer.pth'}
 FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and schedule
     'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
     'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
@@ -140,7 +153,6 @@ def study_configs(args) -> dict[str, str]:
     """Write the study's configs for these data roots, class count and iteration counts; return their paths."""
     from mmseg.datasets import ADE20KDataset
     out = osp.join(args.work_dir, 'configs')
-    names = tuple(ADE20KDataset.METAINFO['classes'][:args.num_classes])
     heldout = osp.join(args.labeled_root, 'images', 'validation')
     # the labeled files' suffixes: --img-suffix / --seg-map-suffix, else those of mmseg's ADE20KDataset
     defaults = inspect.signature(ADE20KDataset.__init__).parameters
@@ -175,23 +187,46 @@ def study_configs(args) -> dict[str, str]:
                                                                       TOKENIZER_FILES[TOKENIZER_OF[arm]])
         rescale_iterations(cfg, args.mim_iters)
 
-    def finetune(cfg):
+    def finetune(cfg, root=args.labeled_root, num_classes=args.num_classes, num_labeled=args.num_labeled,
+                 iters=args.ft_iters):
         for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
-            set_loader(loader, args.labeled_root, args.workers)
-            loader.dataset.metainfo = dict(classes=names)
+            set_loader(loader, root, args.workers)
+            loader.dataset.metainfo = dict(classes=tuple(ADE20KDataset.METAINFO['classes'][:num_classes]))
             loader.dataset.update(suffixes)
-        if args.num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
-            cfg.train_dataloader.dataset.indices = args.num_labeled
+        if num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
+            cfg.train_dataloader.dataset.indices = num_labeled
         for head in (cfg.model.decode_head, cfg.model.get('auxiliary_head')):
             if head:
-                head.num_classes = args.num_classes
-        rescale_iterations(cfg, args.ft_iters)
+                head.num_classes = num_classes
+        if args.ft_keep_init and cfg.model.backbone.get('init_cfg'):  # pretrained arms only: scratch sets None
+            cfg.model.backbone.init_cfg.keep_init = list(args.ft_keep_init)
+        rescale_iterations(cfg, iters)
+
+    def teacher(cfg):  # trained from scratch with the labels of another dataset
+        finetune(cfg, args.teacher_labeled_root, args.teacher_num_classes, None, args.teacher_iters)
+        cfg.model.backbone.init_cfg = None
+
+    def vqkd_supervised(cfg):  # vqkd's recipe; the teacher is the supervised segmentor's backbone, its last block
+        from mmengine.config import Config
+        vqkd(cfg)
+        seg = Config.fromfile(FT_CONFIGS[args.teacher_head]).model
+        backbone = seg.backbone.to_dict()
+        backbone.update(out_indices=(backbone['arch']['num_layers'] - 1, ), drop_path_rate=0.0,
+                        init_cfg=dict(type='Pretrained', checkpoint='<the teacher run\'s checkpoint>',
+                                      prefix='backbone.'))
+        cfg.model.teacher.backbone = backbone
+        cfg.model.teacher.mean = tuple(m / 255 for m in seg.data_preprocessor.mean)
+        cfg.model.teacher.std = tuple(m / 255 for m in seg.data_preprocessor.std)
 
     paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae)}
     for head in args.heads:
         paths[f'finetune-{head}'] = write_config(FT_CONFIGS[head], osp.join(out, f'finetune_{head}.py'), finetune)
     if 'vqkd-blockwise' in args.arms:
         paths['vqkd'] = write_config(VQKD_CONFIG, osp.join(out, 'vqkd.py'), vqkd)
+    if 'vqkd-supervised' in args.arms:
+        paths['teacher'] = write_config(FT_CONFIGS[args.teacher_head], osp.join(out, f'teacher_{args.teacher_head}.py'),
+                                        teacher)
+        paths['vqkd_supervised'] = write_config(VQKD_CONFIG, osp.join(out, 'vqkd_supervised.py'), vqkd_supervised)
     for arm in pretrained_arms(args):
         paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), lambda cfg, arm=arm: mim(cfg, arm))
     return paths
@@ -283,27 +318,48 @@ def run_tokenizer(args, configs) -> dict:
     return cached(work, run, dict(unlabeled_root=args.unlabeled_root, dvae_iters=args.dvae_iters, seed=args.seeds[0]))
 
 
-def vqkd_settings(args) -> dict:
-    return dict(unlabeled_root=args.unlabeled_root, vqkd_iters=args.vqkd_iters, teacher=args.vqkd_teacher,
-                teacher_mim_iters=args.mim_iters, dead_code_ratio=args.vqkd_dead_code_ratio, seed=args.seeds[0])
+def teacher_settings(args) -> dict:
+    """What the supervised teacher of ``vqkd-supervised`` depends on: the other dataset, its labels and budget."""
+    return dict(teacher_labeled_root=args.teacher_labeled_root, teacher_num_classes=args.teacher_num_classes,
+                teacher_head=args.teacher_head, teacher_iters=args.teacher_iters, seed=args.seeds[0])
 
 
-def run_vqkd(args, configs, teacher_checkpoint: str) -> dict:
-    """The VQ-KD tokenizer of the ``vqkd-blockwise`` arm, distilled from ``teacher_checkpoint`` (a study MIM run's);
-    its weights without the teacher go to ``<pretrain dir>/vqkd_tokenizer.pth``; returns the last held-out stats."""
-    work = osp.join(args.pretrain_dir, 'vqkd')
+def vqkd_settings(args, kind: str = 'vqkd') -> dict:
+    teacher = (dict(teacher=args.vqkd_teacher, teacher_mim_iters=args.mim_iters) if kind == 'vqkd' else
+               dict(teacher='supervised', **teacher_settings(args)))
+    return dict(teacher, unlabeled_root=args.unlabeled_root, vqkd_iters=args.vqkd_iters,
+                dead_code_ratio=args.vqkd_dead_code_ratio, seed=args.seeds[0])
+
+
+def run_teacher(args, configs) -> dict:
+    """The supervised teacher of ``vqkd-supervised``: the fine-tuning recipe (``--teacher-head``) trained from random
+    init with the labels of ``--teacher-labeled-root`` (another dataset); its validation mIoU there and checkpoint."""
+    work = osp.join(args.pretrain_dir, 'teacher')
+
+    def run():
+        log = train(configs['teacher'], work, [f'randomness.seed={args.seeds[0]}'])
+        return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), checkpoint=last_checkpoint(work))
+
+    return cached(work, run, teacher_settings(args))
+
+
+def run_vqkd(args, configs, teacher_checkpoint: str, kind: str = 'vqkd') -> dict:
+    """The VQ-KD tokenizer of the ``vqkd-blockwise`` arm (``kind='vqkd'``, distilled from a study MIM run's
+    backbone) or of ``vqkd-supervised`` (from the supervised teacher's), trained on the unlabeled pool; its weights
+    without the teacher go to ``<pretrain dir>/TOKENIZER_FILES[kind]``; returns the last held-out stats."""
+    work = osp.join(args.pretrain_dir, kind)
 
     def run():
         import torch
 
         from beit_mm.converters.io import load_state_dict_file
-        train(configs['vqkd'], work, [f'randomness.seed={args.seeds[0]}',
-                                      f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
+        train(configs[kind], work, [f'randomness.seed={args.seeds[0]}',
+                                    f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
         weights = {k: v for k, v in load_state_dict_file(last_checkpoint(work)).items() if not k.startswith('teacher.')}
-        torch.save(weights, osp.join(args.pretrain_dir, TOKENIZER_FILES['vqkd']))
+        torch.save(weights, osp.join(args.pretrain_dir, TOKENIZER_FILES[kind]))
         return dict(last_tokenizer_eval(work), teacher_checkpoint=teacher_checkpoint)
 
-    return cached(work, run, vqkd_settings(args))
+    return cached(work, run, vqkd_settings(args, kind))
 
 
 def run_pretrain(args, configs, arm: str, seed: int) -> dict:
@@ -319,8 +375,8 @@ def run_pretrain(args, configs, arm: str, seed: int) -> dict:
         return metrics
 
     settings = dict(unlabeled_root=args.unlabeled_root, mim_iters=args.mim_iters, seed=seed)
-    if TOKENIZER_OF.get(arm) == 'vqkd':
-        settings['tokenizer'] = vqkd_settings(args)
+    if TOKENIZER_OF.get(arm, '').startswith('vqkd'):
+        settings['tokenizer'] = vqkd_settings(args, TOKENIZER_OF[arm])
     return cached(work, run, settings)
 
 
@@ -346,6 +402,8 @@ def run_finetune(args, configs, head: str, arm: str, checkpoint: str | None, see
                     mim_iters=None if checkpoint is None else args.mim_iters)
     if args.ft_options:
         settings['ft_options'] = list(args.ft_options)
+    if args.ft_keep_init and checkpoint is not None:
+        settings['ft_keep_init'] = list(args.ft_keep_init)
     if checkpoint is not None and args.pretrain_dir != args.work_dir:
         settings['checkpoint'] = checkpoint
     return cached(work, run, settings)
@@ -440,9 +498,11 @@ def probe_warnings(results: dict, min_gain: float = PROBE_MIN_GAIN) -> list[str]
     return lines
 
 
-def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict, seconds: float) -> str:
+def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict, seconds: float,
+           teacher: dict | None = None, vqkd_supervised: dict | None = None) -> str:
     runs = [r for res in results.values() for r in res['pretrain'] + res['probe'] +
-            [r for per_head in res['finetune'].values() for r in per_head]] + [t for t in (tokenizer, vqkd) if t]
+            [r for per_head in res['finetune'].values() for r in per_head]] + [
+                t for t in (tokenizer, vqkd, teacher, vqkd_supervised) if t]
     run_seconds = sum(r.get('seconds', 0.0) for r in runs)
     labeled = f'first {args.num_labeled} training images, ' if args.num_labeled else ''
     lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
@@ -450,6 +510,7 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
              f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
              f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. '
              + (f'Fine-tuning options: {" ".join(args.ft_options)}. ' if args.ft_options else '')
+             + (f'Pretrained arms keep the random init of {args.ft_keep_init}. ' if args.ft_keep_init else '')
              + (f'Tokenizers and pretraining runs from {args.pretrain_dir}. ' if args.pretrain_dir != args.work_dir
                 else '') + 'Mean ± sample std over '
              f'seeds. Wall time {seconds / 60:.1f} min with --jobs {args.jobs} (this invocation; runs finished by '
@@ -466,6 +527,14 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
                   f'{args.vqkd_dead_code_ratio}; held-out {args.labeled_root}/images/validation): codebook usage '
                   f'{vqkd["usage"]:.3f} ({vqkd["dead_codes"]} dead codes), perplexity {vqkd["perplexity"]:.1f}, '
                   f'teacher-feature cosine {vqkd["teacher_cosine"]:.3f}.', '']
+    if teacher and vqkd_supervised:
+        lines += [f'VQ-KD tokenizer of vqkd-supervised (same recipe; teacher = the last block of a {args.teacher_head} '
+                  f'segmentor trained from random init with the labels of {args.teacher_labeled_root} '
+                  f'({args.teacher_num_classes} classes, {args.teacher_iters} iterations; its validation mIoU there '
+                  f'{teacher["mIoU"]:.2f}), so it knows classes the pretraining pool has no labels for): codebook '
+                  f'usage {vqkd_supervised["usage"]:.3f} ({vqkd_supervised["dead_codes"]} dead codes), perplexity '
+                  f'{vqkd_supervised["perplexity"]:.1f}, teacher-feature cosine '
+                  f'{vqkd_supervised["teacher_cosine"]:.3f}.', '']
     probe_base = next(res['probe'][0] for res in results.values())
     lines += ['Pretraining and frozen features (dense probe of the layers a segmentor reads, on the labeled set\'s '
               'validation patches; beit_mm.evaluation.probe):', '',
@@ -549,14 +618,27 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
     parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
-    parser.add_argument('--vqkd-teacher', choices=tuple(a for a in MIM_CONFIGS if a != 'vqkd-blockwise'),
+    parser.add_argument('--vqkd-teacher', choices=tuple(a for a in MIM_CONFIGS if not a.startswith('vqkd')),
                         default='pixels-blockwise',
                         help="the arm whose pretrained backbone teaches vqkd-blockwise's VQ-KD tokenizer")
     parser.add_argument('--vqkd-iters', type=int, default=1500)
     parser.add_argument('--vqkd-dead-code-ratio', type=float, default=0.1,
                         help="VQKD(dead_code_ratio=...) of vqkd-blockwise's tokenizer (0 = unilm's quantizer)")
+    parser.add_argument('--teacher-labeled-root', default=None,
+                        help='vqkd-supervised: ADE20K-layout root of ANOTHER labeled dataset (raw ids 1..K) whose '
+                        'labels train the VQ-KD teacher')
+    parser.add_argument('--teacher-num-classes', type=int, default=None, help="vqkd-supervised: that dataset's K")
+    parser.add_argument('--teacher-head', choices=tuple(FT_CONFIGS), default='linear',
+                        help="vqkd-supervised: the teacher's decoder while it learns the labels (default linear: the "
+                        'backbone itself must separate the classes)')
+    parser.add_argument('--teacher-iters', type=int, default=None,
+                        help="vqkd-supervised: the teacher's training iterations (default: --ft-iters)")
     parser.add_argument('--ft-options', nargs='+', default=[], metavar='KEY=VALUE',
                         help='extra --cfg-options of every fine-tuning run (a recipe variant)')
+    parser.add_argument('--ft-keep-init', nargs='+', default=[], metavar='REGEX',
+                        help='pretrained arms: backbone weights (re.search on their names) that keep their random '
+                        r"init when fine-tuning starts, e.g. '^blocks\.5\.' (re-initialize the last block), "
+                        "'relative_position_bias_table', 'gamma_', 'norm'; the BEiT's init_cfg.keep_init")
     parser.add_argument('--pretrain-dir', default=None,
                         help='where the tokenizers and pretraining runs are (reused) and written (default: --work-dir)')
     parser.add_argument('--heads', nargs='+', choices=tuple(FT_CONFIGS), default=['linear'],
@@ -580,6 +662,12 @@ def parse_args() -> argparse.Namespace:
         parser.error('--pretrain-seeds must be >= 1')
     if args.num_labeled is not None and args.num_labeled < 1:
         parser.error('--num-labeled must be >= 1')
+    if 'vqkd-supervised' in args.arms and (args.teacher_labeled_root is None or args.teacher_num_classes is None):
+        parser.error('the vqkd-supervised arm needs --teacher-labeled-root and --teacher-num-classes (another labeled '
+                     'dataset, whose labels train its VQ-KD teacher)')
+    args.teacher_iters = args.teacher_iters or args.ft_iters
+    if args.teacher_labeled_root:
+        args.teacher_labeled_root = osp.abspath(args.teacher_labeled_root)
     args.work_dir = osp.abspath(args.work_dir)
     args.pretrain_dir = osp.abspath(args.pretrain_dir or args.work_dir)
     args.labeled_root, args.unlabeled_root = osp.abspath(args.labeled_root), osp.abspath(args.unlabeled_root)
@@ -587,7 +675,7 @@ def parse_args() -> argparse.Namespace:
 
 
 # Task kinds in the order ready tasks start (tokenizer and pretraining gate everything after them).
-PRIORITY = ('tokenizer', 'pretrain', 'vqkd', 'finetune', 'probe')
+PRIORITY = ('tokenizer', 'teacher', 'pretrain', 'vqkd', 'vqkd_supervised', 'finetune', 'probe')
 
 
 def run_graph(tasks: dict[str, tuple[list[str], Callable[[dict], dict]]], jobs: int) -> dict[str, dict]:
@@ -651,6 +739,10 @@ def main() -> None:
     if 'vqkd' in tokenizers:
         teacher = f'pretrain/{args.vqkd_teacher}/0'
         tasks['vqkd'] = ([teacher], lambda done: run_vqkd(args, configs, done[teacher]['checkpoint']))
+    if 'vqkd_supervised' in tokenizers:
+        tasks['teacher'] = ([], lambda done: run_teacher(args, configs))
+        tasks['vqkd_supervised'] = (['teacher'], lambda done: run_vqkd(args, configs, done['teacher']['checkpoint'],
+                                                                       'vqkd_supervised'))
     for arm in pretrained_arms(args):
         deps = [TOKENIZER_OF[arm]] if arm in TOKENIZER_OF else []
         for s in range(args.pretrain_seeds if arm in args.arms else 1):  # a teacher-only arm: its run 0
@@ -678,7 +770,8 @@ def main() -> None:
         results[arm] = dict(pretrain=pick('pretrain'), probe=pick('probe'),
                             finetune={head: pick(f'finetune/{head}') for head in args.heads})
     seconds = time.time() - start
-    text = report(args, results, tokenizer, done.get('vqkd'), baseline, seconds)
+    text = report(args, results, tokenizer, done.get('vqkd'), baseline, seconds, done.get('teacher'),
+                  done.get('vqkd_supervised'))
     curves = {(arm if arm in args.arms else f'{arm} (VQ-KD teacher)'):
               probe_curve(done[f'pretrain/{arm}/0']['checkpoint']) for arm in pretrained_arms(args)}
     picture = plot_probe_curves(curves, osp.join(args.work_dir, 'probe_curves.png'))
@@ -687,7 +780,8 @@ def main() -> None:
     with open(osp.join(args.work_dir, 'report.md'), 'w') as f:
         f.write(text)
     with open(osp.join(args.work_dir, 'report.json'), 'w') as f:
-        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'), results=results,
+        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'),
+                       teacher=done.get('teacher'), vqkd_supervised=done.get('vqkd_supervised'), results=results,
                        seconds=round(seconds, 1)), f, indent=1)
     print(text)
 
