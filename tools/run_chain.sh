@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # The offline chain on generated data, one command (CPU or GPU), following the MIM study's protocol
-# (tools/analysis/mim_study.py, configs/mim_study/) with one seed and two arms:
+# (tools/analysis/mim_study.py, configs/mim_study/) with one seed, the arms and decoders the study recommends on this
+# data (docs/pretraining.md: VQ-KD targets beat scratch under both decoders on 'shapes'; BEiT's dVAE targets only under
+# the linear one):
 #   1 data: the 'shapes' set in ADE20K layout (labeled: outline, not colour, names the class) + an unlabeled pool
 #   2 train a dVAE tokenizer on the unlabeled pool, export its encoder, held-out usage/perplexity/PSNR
-#   3 BEiT MIM pretraining (dVAE ids, blockwise masking) on the unlabeled pool
-#   4 segmentation fine-tuning on the labeled set from the MIM checkpoint and, with the same budget, from scratch
-#     (the study's default decoder: a linear head on the last block, so the backbone does the spatial work)
-# and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline.
+#   3 BEiT MIM pretraining on the unlabeled pool: dVAE ids (tokens-blockwise), per-patch pixels (pixels-blockwise, the
+#     VQ-KD's teacher), then a VQ-KD tokenizer distilled from that teacher and MIM on its ids (vqkd-blockwise)
+#   4 segmentation fine-tuning on the labeled set from each MIM checkpoint and, with the same budget, from scratch,
+#     with a linear decoder (the backbone does the spatial work) and with UPerNet
+# and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline, and per decoder
+# every arm's difference to scratch next to the majority-class mIoU.
 # Logs, checkpoints, configs and report.md: $CHAIN_WORK_DIR.
 #
 #   bash tools/run_chain.sh
 # Environment overrides (defaults in brackets), e.g. for a smoke test:
-#   CHAIN_DVAE_ITERS [1000]  CHAIN_MIM_ITERS [3000]  CHAIN_SEG_ITERS [1200]  CHAIN_SEED [0]
+#   CHAIN_DVAE_ITERS [1000]  CHAIN_MIM_ITERS [3000]  CHAIN_VQKD_ITERS [1500]  CHAIN_SEG_ITERS [1200]  CHAIN_SEED [0]
 #   CHAIN_NUM_TRAIN [300] CHAIN_NUM_VAL [300]   labeled images      CHAIN_NUM_UNLABELED [3000]   unlabeled images
+#   CHAIN_ARMS [tokens-blockwise vqkd-blockwise]   CHAIN_HEADS [linear upernet]   (scratch always runs)
 #   CHAIN_WORKERS [2]   CHAIN_JOBS [2] (runs at a time)   CHAIN_WORK_DIR [work_dirs/chain]   CHAIN_DATA_DIR [data]
 #   CHAIN_PYTHON [the venv of tools/setup_env.sh]   interpreter to use
 set -euo pipefail
@@ -39,10 +44,13 @@ start=$SECONDS
 "$py" tools/make_demo_data.py --dataset shapes --root "$unlabeled" --num-train "${CHAIN_NUM_UNLABELED:-3000}" \
     --num-val 0 --seed 1 --no-annotations
 
-# 2-4. tokenizer, MIM, fine-tuning from MIM and from scratch
+# 2-4. tokenizers, MIM, fine-tuning from MIM and from scratch
+read -r -a arms <<< "${CHAIN_ARMS:-tokens-blockwise vqkd-blockwise}"
+read -r -a heads <<< "${CHAIN_HEADS:-linear upernet}"
 "$py" tools/analysis/mim_study.py --labeled-root "$labeled" --unlabeled-root "$unlabeled" --num-classes 7 \
-    --arms scratch tokens-blockwise --seeds "${CHAIN_SEED:-0}" --jobs "${CHAIN_JOBS:-2}" --dvae-iters "${CHAIN_DVAE_ITERS:-1000}" \
-    --mim-iters "${CHAIN_MIM_ITERS:-3000}" --ft-iters "${CHAIN_SEG_ITERS:-1200}" --work-dir "$work" \
+    --arms scratch "${arms[@]}" --heads "${heads[@]}" --seeds "${CHAIN_SEED:-0}" --jobs "${CHAIN_JOBS:-2}" \
+    --dvae-iters "${CHAIN_DVAE_ITERS:-1000}" --mim-iters "${CHAIN_MIM_ITERS:-3000}" \
+    --vqkd-iters "${CHAIN_VQKD_ITERS:-1500}" --ft-iters "${CHAIN_SEG_ITERS:-1200}" --work-dir "$work" \
     --workers "${CHAIN_WORKERS:-2}" > "$work/study.log" 2>&1 || {
     tail -n 40 "$work/study.log" >&2; echo "[chain] failed; full log: $work/study.log" >&2; exit 1; }
 
@@ -50,15 +58,23 @@ start=$SECONDS
 import json
 import sys
 r = json.load(open(sys.argv[1]))
-a, t, b = r['args'], r['tokenizer'], r['baseline']
-mim = r['results']['tokens-blockwise']
-head = a['heads'][0]
-pre, ft, ft0 = mim['pretrain'][0], mim['finetune'][head][0], r['results']['scratch']['finetune'][head][0]
-print(f"[chain] dvae: iters={a['dvae_iters']} usage={t['usage']:.4f} perplexity={t['perplexity']:.1f} "
-      f"psnr={t['psnr']:.2f} (held-out; mean-colour psnr {t['psnr_mean_colour']:.2f})")
-print(f"[chain] mim: iters={a['mim_iters']} loss={pre['loss']:.4f} mim_acc={pre['mim_acc']:.4f} "
-      f"(most frequent token {pre['mim_acc_baseline']:.4f})")
-print(f"[chain] seg ({head} decoder): iters={a['ft_iters']} mIoU={ft['mIoU']:.2f} from MIM vs {ft0['mIoU']:.2f} from scratch "
-      f"(majority class {b['mIoU']:.2f})")
+a, t, v, b, res = r['args'], r['tokenizer'], r['vqkd'], r['baseline'], r['results']
+if t:
+    print(f"[chain] dvae: iters={a['dvae_iters']} usage={t['usage']:.4f} perplexity={t['perplexity']:.1f} "
+          f"psnr={t['psnr']:.2f} (held-out; mean-colour psnr {t['psnr_mean_colour']:.2f})")
+if v:
+    print(f"[chain] vqkd: iters={a['vqkd_iters']} usage={v['usage']:.4f} perplexity={v['perplexity']:.1f} "
+          f"teacher_cosine={v['teacher_cosine']:.3f} (held-out; teacher = {a['vqkd_teacher']})")
+for arm in (x for x in res if x != 'scratch'):
+    pre = res[arm]['pretrain'][0]
+    target = (f"mim_acc={pre['mim_acc']:.4f} (most frequent token {pre['mim_acc_baseline']:.4f})" if 'mim_acc' in pre
+              else f"(predict-the-mean loss {pre['loss_baseline']:.4f})")
+    print(f"[chain] mim {arm}: iters={a['mim_iters']} loss={pre['loss']:.4f} {target}")
+for head in a['heads']:
+    scratch = res['scratch']['finetune'][head][0]['mIoU']
+    for arm in (x for x in res if x != 'scratch'):
+        ft = res[arm]['finetune'][head][0]['mIoU']
+        print(f"[chain] seg ({head} decoder) {arm}: iters={a['ft_iters']} mIoU={ft:.2f} from MIM vs {scratch:.2f} "
+              f"from scratch, {ft - scratch:+.2f} (majority class {b['mIoU']:.2f})")
 EOF
 echo "[chain] done in $(( SECONDS - start )) s; logs, checkpoints and report.md in $work"
