@@ -104,6 +104,7 @@ ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
 PROBE_STEPS = 300
 PROBE_LR = 0.05
 PROBE_WEIGHT_DECAY = 1e-4
+FEATURE_IMAGES = 64  # validation images of the per-block feature statistics
 
 
 # ------------------------------------------------------------------------------------------------ configs
@@ -450,9 +451,13 @@ def check_unlabeled(args, configs) -> int:
 def frozen_probe(args, configs, probe, checkpoint: str | None, seed: int) -> dict:
     """The dense probe (``beit_mm.evaluation.probe.DenseProbe`` of the labeled set) of the fine-tuning config's
     backbone with the pretrained weights (random ones drawn with ``seed`` for ``checkpoint=None``): probe mIoU / mAcc
-    and k-NN accuracy on the validation patches of the layers a segmentor reads, and the majority class's numbers."""
+    and k-NN accuracy on the validation patches of the layers a segmentor reads, and the majority class's numbers;
+    ``features``: the start's per-block statistics (``beit_mm.evaluation.feature_stats``) on the first
+    ``FEATURE_IMAGES`` validation images."""
+    from beit_mm.evaluation.feature_stats import feature_statistics
     from beit_mm.evaluation.probe import probe_model
-    return probe.evaluate(probe_model(configs[f'finetune-{args.heads[0]}'], checkpoint, seed))
+    model = probe_model(configs[f'finetune-{args.heads[0]}'], checkpoint, seed)
+    return dict(probe.evaluate(model), features=feature_statistics(model, probe.val.images[:FEATURE_IMAGES]))
 
 
 def majority_baseline(train_dataset, val_dataset) -> dict:
@@ -495,6 +500,24 @@ def probe_warnings(results: dict, min_gain: float = PROBE_MIN_GAIN) -> list[str]
             lines.append(f'- WARNING {arm}: frozen-feature probe mIoU {probe:.2f} vs {init:.2f} at random init '
                          f'(gain {probe - init:+.2f} < {min_gain:g}): this pretraining taught the backbone nothing '
                          'the probe sees; fine-tuning from it may end below scratch.')
+    return lines
+
+
+def feature_table(results: dict) -> list[str]:
+    """Report lines: the per-block statistics of every arm's fine-tuning start (pretraining run 0; scratch = random
+    init), for what a MIM checkpoint carries over; empty when the probe results predate them."""
+    if not all(res['probe'] and 'features' in res['probe'][0] for res in results.values()):
+        return []
+    columns = (('rms', 'token RMS'), ('token_cosine', 'token cosine'), ('gamma_1', 'mean abs gamma_1'),
+               ('gamma_2', 'mean abs gamma_2'), ('rel_pos_bias_std', 'rel. pos. bias std'))
+    lines = ['', f'What each fine-tuning start carries (the first {FEATURE_IMAGES} validation images; one value per '
+             'block, block 1 first; token cosine: mean cosine between the patch tokens of an image, 1 = all alike; '
+             'gamma: layer scales):', '', '| arm | ' + ' | '.join(title for _, title in columns) + ' |',
+             '|---|' + '---|' * len(columns)]
+    for arm, res in results.items():
+        stats = res['probe'][0]['features']
+        lines.append(f'| {arm} | ' + ' | '.join(' / '.join(f'{v:.2f}' for v in stats[key]) or '-'
+                                               for key, _ in columns) + ' |')
     return lines
 
 
@@ -556,6 +579,7 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
     warnings = probe_warnings(results)
     if warnings:
         lines += [''] + warnings
+    lines += feature_table(results)
     for head in args.heads:
         lines += ['', f'Fine-tuning with the {head} decoder ({osp.basename(FT_CONFIGS[head])}):', '',
                   '| arm | mIoU | mIoU per seed | aAcc | mAcc |', '|---|---|---|---|---|',

@@ -1,0 +1,63 @@
+"""What a BEiT checkpoint carries into fine-tuning, in numbers: per-block feature and parameter statistics.
+
+The MIM study (``tools/analysis/mim_study.py``) prints them for every arm next to the random init, to see what a
+pretrained start differs in when it fine-tunes worse than random weights: features that are larger or all alike
+(patch tokens of an image pointing the same way), layer scales grown or shrunk, a relative position bias that
+dominates attention.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .probe import extract_dense_features, feature_module
+
+
+def token_cosine(features: Tensor) -> float:
+    """Mean cosine similarity between distinct patch tokens of the same image, averaged over images.
+
+    Args:
+        features: (N, C, h, w) patch features.
+
+    Returns:
+        float in [-1, 1]: 1 when every token of an image points the same way (collapse), ~0 for unrelated tokens.
+    """
+    z = nn.functional.normalize(features.flatten(2).transpose(1, 2).double(), dim=-1)  # (N, n, C)
+    n = z.shape[1]
+    total = z.sum(1).pow(2).sum(-1)  # |sum_i z_i|^2 = n + sum_{i != j} z_i . z_j
+    return float(((total - n) / (n * (n - 1))).mean())
+
+
+@torch.no_grad()
+def feature_statistics(model: nn.Module, images: Tensor, batch_size: int = 64) -> dict[str, list[float]]:
+    """Per block of the model's BEiT (``feature_module``): the frozen features of ``images`` and the block's weights.
+
+    Args:
+        model: a segmentor (or backbone) whose feature module has ``blocks`` (beit_mm's BEiT).
+        images: (N, 3, S, S) float RGB 0..255.
+
+    Returns:
+        dict of lists, one value per block (block 1 first): ``rms`` (root mean square of the block's patch-token
+        outputs), ``token_cosine`` (:func:`token_cosine`), ``gamma_1`` / ``gamma_2`` (mean |layer scale| of the
+        attention / MLP branch; empty without layer scale), ``rel_pos_bias_std`` (std of the block's relative
+        position bias table, or of the shared one; empty without).
+    """
+    module = feature_module(model)
+    blocks = list(module.blocks)
+    maps = extract_dense_features(model, images, list(range(len(blocks))), batch_size)  # (N, L * C, h, w)
+    stats: dict[str, list[float]] = dict(rms=[], token_cosine=[], gamma_1=[], gamma_2=[], rel_pos_bias_std=[])
+    for features in maps.chunk(len(blocks), dim=1):
+        stats['rms'].append(float(features.double().pow(2).mean().sqrt()))
+        stats['token_cosine'].append(token_cosine(features))
+    shared = getattr(module, 'rel_pos_bias', None)
+    for block in blocks:
+        for name in ('gamma_1', 'gamma_2'):
+            value = getattr(block, name, None)
+            if isinstance(value, Tensor):
+                stats[name].append(float(value.abs().mean()))
+        table = getattr(block.attn, 'relative_position_bias_table', None)
+        if table is None and shared is not None:
+            table = shared.relative_position_bias_table
+        if table is not None:
+            stats['rel_pos_bias_std'].append(float(table.std()))
+    return stats
