@@ -25,9 +25,10 @@ def test_feature_statistics_per_block():
     model.init_weights()
     with torch.no_grad():
         model.blocks[1].gamma_1.fill_(-0.5)  # mean |gamma| reads the magnitude
+        model.blocks[1].gamma_2.fill_(20.0)  # block 1's output differs from block 0's
         model.blocks[2].attn.relative_position_bias_table.normal_(0, 3.0)
     model.eval()
-    images = torch.rand(2, 3, 32, 32) * 255
+    images = torch.rand(2, 3, 32, 32)
     outputs = []
     hooks = [b.register_forward_hook(lambda m, i, o: outputs.append(o[:, 1:].double())) for b in model.blocks]
     with torch.no_grad():
@@ -36,6 +37,7 @@ def test_feature_statistics_per_block():
         h.remove()
     stats = feature_statistics(model, images)
     assert np.allclose(stats['rms'], [float(o.pow(2).mean().sqrt()) for o in outputs], rtol=1e-5)
+    assert abs(stats['rms'][1] - stats['rms'][0]) > 1e-3  # blocks differ, so the order is checked
     assert stats['gamma_1'][1] == 0.5 and abs(stats['gamma_1'][0] - 0.1) < 1e-7 and abs(stats['gamma_2'][2] - 0.1) < 1e-7
     assert stats['rel_pos_bias_std'][:2] == [0.0, 0.0] and 2.5 < stats['rel_pos_bias_std'][2] < 3.5
     assert len(stats['token_cosine']) == 3 and all(-1 <= c <= 1 for c in stats['token_cosine'])
