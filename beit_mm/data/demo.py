@@ -12,7 +12,7 @@ plus ``root/.beit_mm_demo.json``, the marker that makes ``root`` the generator's
 files only in a root that is new, empty or carries that marker, and refuses any other folder before writing
 (:mod:`beit_mm.data.demo_root`), so a real ADE20K root given by mistake is left as it is.
 
-Two styles:
+Three styles:
 
 - ``'classes'`` (the main demo): a textured background class with 2-4 rectangles, ellipses and blobs of other classes
   and sometimes a small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild
@@ -22,6 +22,9 @@ Two styles:
   flat grey background; every object gets a random colour and texture, so no object pixel's colour tells its class:
   the interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
   ``with_annotations=False`` writes the images only (an unlabeled pool for pretraining).
+- ``'digits'`` (the MIM study's second dataset, :mod:`beit_mm.data.digits`): real handwriting, scikit-learn's bundled
+  UCI digits, four per image on a noisy textured background; raw id d + 1 on the ink of digit d, 0 ("other")
+  elsewhere, so 10 classes with ``reduce_zero_label=True``; validation images use glyphs training never sees.
 
 Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
 
@@ -39,6 +42,7 @@ import numpy as np
 from PIL import Image
 
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
+from .digits import make_digits_sample
 from .demo_root import KEEP, UPDATE, claim_demo_root
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
@@ -165,7 +169,9 @@ def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray
     return np.clip(image, 0, 255).astype(np.uint8), label_map
 
 
-SAMPLERS = {'classes': _make_sample, 'shapes': _make_shapes_sample}
+SAMPLERS = {'classes': _make_sample, 'shapes': _make_shapes_sample, 'digits': make_digits_sample}
+# styles whose splits draw from separate pools (``sampler(size, rng, split)``): the digits' glyphs
+SPLIT_STYLES = ('digits', )
 
 
 def _has_files(directory: str, pattern: str, count: int) -> bool:
@@ -200,7 +206,8 @@ def make_demo_ade20k(root: str,
         num_val (int): validation images (0 for none).
         size (int): image side in pixels.
         seed (int): seed of the generator; the same arguments give the same files.
-        style (str): ``'classes'`` (colour names the class) or ``'shapes'`` (the outline does).
+        style (str): ``'classes'`` (colour names the class), ``'shapes'`` (the outline does) or ``'digits'``
+            (handwritten digits, :mod:`beit_mm.data.digits`; needs scikit-learn).
         with_annotations (bool): also write the label maps; False gives an unlabeled image pool.
 
     Returns:
@@ -233,7 +240,7 @@ def make_demo_ade20k(root: str,
                 osp.join(ann_dir, f'ADE_{prefix}_*.png')):
             os.remove(stale)
         for index in range(1, count + 1):
-            image, label_map = SAMPLERS[style](size, split_rng)
+            image, label_map = SAMPLERS[style](size, split_rng, *((split, ) if style in SPLIT_STYLES else ()))
             stem = f'ADE_{prefix}_{index:08d}'
             Image.fromarray(image).save(osp.join(img_dir, stem + '.jpg'), quality=92)
             if with_annotations:
