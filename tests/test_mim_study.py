@@ -70,7 +70,7 @@ def test_num_labeled_keeps_the_first_n_training_images(tmp_path):
     labeled, unlabeled = make_data(tmp_path)
     args = argparse.Namespace(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=7, num_labeled=3,
                               img_suffix=None, seg_map_suffix=None, workers=0, arms=['scratch'], heads=['linear'],
-                              dvae_iters=2, mim_iters=2, ft_iters=2,
+                              dvae_iters=2, mim_iters=2, ft_iters=2, ft_keep_init=[],
                               work_dir=str(tmp_path / 'study'))
     cfg = Config.fromfile(mim_study.study_configs(args)['finetune-linear'])
     init_default_scope('mmseg')

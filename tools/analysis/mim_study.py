@@ -641,7 +641,8 @@ def parse_args() -> argparse.Namespace:
                         help='fine-tune and probe on the first N labeled training images (default: all)')
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2], help='fine-tuning seeds (>= 3 for stds)')
     parser.add_argument('--pretrain-seeds', type=int, default=1, help='pretraining runs per MIM arm')
-    parser.add_argument('--arms', nargs='+', choices=ARMS, default=list(ARMS))
+    parser.add_argument('--arms', nargs='+', choices=ARMS, default=[a for a in ARMS if a != 'vqkd-supervised'],
+                        help='default: every arm but vqkd-supervised (it needs another labeled dataset)')
     parser.add_argument('--vqkd-teacher', choices=tuple(a for a in MIM_CONFIGS if not a.startswith('vqkd')),
                         default='pixels-blockwise',
                         help="the arm whose pretrained backbone teaches vqkd-blockwise's VQ-KD tokenizer")
