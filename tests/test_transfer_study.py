@@ -57,3 +57,5 @@ def test_two_datasets_in_one_command(tmp_path):
         assert f'backbone weights from {work / name / "teacher" / "iter_2.pth"} (0 missing' in log
         assert set(report['results']) == {'scratch', 'vqkd-blockwise', 'vqkd-supervised'}
     assert 'VQ-KD tokenizer of vqkd-supervised' in text
+    assert 'dVAE' not in text  # no arm here trains one, so the report names none
+    assert not list(work.rglob('*.part'))  # every report and metrics.json was renamed into place

@@ -79,6 +79,8 @@ import numpy as np
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
+from beit_mm.apis.outputs import atomic_file  # noqa: E402 (after the repository is on sys.path)
+
 STUDY = osp.join(ROOT, 'configs', 'mim_study')
 DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_64px.py')
 MIM_CONFIGS = {
@@ -287,8 +289,7 @@ def cached(work_dir: str, run, settings: dict) -> dict:
     metrics = run()
     metrics['seconds'] = round(time.time() - start, 1)
     metrics['settings'] = settings
-    os.makedirs(work_dir, exist_ok=True)
-    with open(path, 'w') as f:
+    with atomic_file(path) as tmp, open(tmp, 'w') as f:  # a kill leaves no half-written metrics.json
         json.dump(metrics, f, indent=1)
     return metrics
 
@@ -531,7 +532,8 @@ def report(args, results: dict, tokenizer: dict | None, vqkd: dict | None, basel
     lines = [f'# MIM study: {args.labeled_root} (labeled, {labeled}{args.num_classes} classes) + '
              f'{args.unlabeled_root} (unlabeled)', '',
              f'Fine-tuning {args.ft_iters} iterations, seeds {args.seeds}; pretraining {args.mim_iters} iterations, '
-             f'{args.pretrain_seeds} run(s) per arm; dVAE {args.dvae_iters} iterations. '
+             f'{args.pretrain_seeds} run(s) per arm'
+             + (f'; dVAE {args.dvae_iters} iterations. ' if tokenizer else '. ')
              + (f'Fine-tuning options: {" ".join(args.ft_options)}. ' if args.ft_options else '')
              + (f'Pretrained arms keep the random init of {args.ft_keep_init}. ' if args.ft_keep_init else '')
              + (f'Tokenizers and pretraining runs from {args.pretrain_dir}. ' if args.pretrain_dir != args.work_dir
@@ -802,9 +804,9 @@ def main() -> None:
     picture = plot_probe_curves(curves, osp.join(args.work_dir, 'probe_curves.png'))
     if picture:
         text += f'\nProbe curves over pretraining: {picture}\n'
-    with open(osp.join(args.work_dir, 'report.md'), 'w') as f:
+    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
         f.write(text)
-    with open(osp.join(args.work_dir, 'report.json'), 'w') as f:
+    with atomic_file(osp.join(args.work_dir, 'report.json')) as tmp, open(tmp, 'w') as f:
         json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'),
                        teacher=done.get('teacher'), vqkd_supervised=done.get('vqkd_supervised'), results=results,
                        seconds=round(seconds, 1)), f, indent=1)
