@@ -40,7 +40,8 @@ Application (:func:`anneal_attention_mask`)
     - There is no separate inference path: ``eval()`` changes nothing here (``eomt.py:150-179``); the model uses the
       probabilities it holds, checkpointed in the buffer. After the last ``end_j`` all are 0 and every query's mask
       is dropped (save a draw of exactly 0.0, which ``torch.rand`` can return: 2**-24 per query on the CPU), so a
-      trained model sees no masks. A validation run in the middle of training still masks with the current probabilities.
+      trained model sees no masks. A validation run in the middle of training still masks with the current
+      probabilities.
 
 Official defaults (configs ``configs/<backbone>/<dataset>/<task>/eomt_<size>_<res>.yaml`` lines 12-14, instance 13-15;
 ``num_blocks`` default 4, ``models/eomt.py:24``, else set at line 19 or 23; all with ``attn_mask_annealing_enabled:
