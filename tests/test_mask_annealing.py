@@ -10,7 +10,8 @@ written here from the rules as the official files state them, not from the modul
 
 The short run keeps the structure of ``configs/dinov2/ade20k/semantic/eomt_large_512.yaml:13-14`` (starts
 ``U, 2U, 3U, 4U``, ends ``2U .. 5U`` with ``U = 6520``) scaled to ``U = 20`` (annealing over steps 20-100 of a
-120-step run); the 5-block structure is ``configs/dinov2/ade20k/panoptic/eomt_giant_640.yaml:13-14`` (starts every ``0.75U``).
+120-step run); the 5-block structure is ``configs/dinov2/ade20k/panoptic/eomt_giant_640.yaml:13-14``
+(starts every ``0.75U``).
 """
 import pytest
 import torch
