@@ -70,7 +70,7 @@ def _check_cls_pretrain(cfg: dict, num_layers: int, with_mask_token: bool, final
 
 @MODELS.register_module()
 class BEiT(BaseModule):
-    """BEiT vision transformer returning multi-level feature maps.
+    r"""BEiT vision transformer returning multi-level feature maps.
 
     Args:
         arch: 'tiny' | 'small' | 'base' | 'large' or a dict with ``embed_dims``, ``num_layers``, ``num_heads`` and

@@ -17,7 +17,7 @@ def load_pretrained_backbone(model: nn.Module,
                              adapt: Callable[[Mapping[str, Tensor], nn.Module], dict[str, Tensor]] | None = None,
                              convert_hint: str = '',
                              keep_init: Sequence[str] = ()) -> None:
-    """Load ``checkpoint`` (a beit_mm-format state dict) into ``model``; raise if any of its parameters is missing.
+    r"""Load ``checkpoint`` (a beit_mm-format state dict) into ``model``; raise if any of its parameters is missing.
 
     Args:
         model: the backbone.
