@@ -6,3 +6,4 @@ from .loss_guard import NonFiniteLossError, NonFiniteLossHook  # noqa: F401
 from .rng_state import RNGStateHook, use_rng_state_hook  # noqa: F401
 from .tokenizer_eval import TokenizerEvalHook  # noqa: F401
 from .dense_probe import DenseProbeHook  # noqa: F401
+from .eomt_annealing import EoMTMaskAnnealingHook  # noqa: F401

@@ -31,7 +31,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .rel_pos_bias import gather_relative_position_bias, num_relative_distance, resize_rel_pos_bias_table
+from .rel_pos_bias import (gather_relative_position_bias, num_relative_distance, resize_rel_pos_bias_table,
+                           with_query_rows)
 
 ATTN_IMPLS = ('auto', 'sdpa', 'eager')
 # Row alignment (elements) of the gathered bias that CUDA's memory-efficient SDPA kernel takes without copying.
@@ -106,10 +107,13 @@ class BEiTAttention(nn.Module):
             table = shared_table if table is None else table + shared_table
         return table
 
-    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None) -> Tensor:
-        """x: (B, 1 + Wh*Ww, C) with the cls token first; grid: the input's (Wh, Ww); shared_table: a shared
-        relative position bias table already resampled to ``grid`` (num_relative_distance(grid), heads), added to
-        this block's own before the bias is gathered. Returns (B, N, C)."""
+    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None, num_queries: int = 0,
+                attn_mask: Tensor | None = None) -> Tensor:
+        """x: (B, K + 1 + Wh*Ww, C): ``num_queries`` (K) query tokens (EoMT's; 0 without), then the cls token, then
+        the patches; grid: the input's (Wh, Ww); shared_table: a shared relative position bias table already
+        resampled to ``grid`` (num_relative_distance(grid), heads), added to this block's own before the bias is
+        gathered. The queries take the cls token's rows and columns of the bias (:func:`with_query_rows`).
+        attn_mask: (B, T, T) bool, True = may attend, or None. Returns (B, T, C)."""
         b, n, c = x.shape
         bias = None
         if self.q_bias is not None:
@@ -124,7 +128,11 @@ class BEiTAttention(nn.Module):
         attn_bias = None
         if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
             align = SDPA_BIAS_ALIGN if impl == 'sdpa' else 1
-            attn_bias = gather_relative_position_bias(table, grid, align, dtype=q.dtype).unsqueeze(0)
+            attn_bias = gather_relative_position_bias(table, grid, align, dtype=q.dtype)
+            attn_bias = with_query_rows(attn_bias, num_queries).unsqueeze(0)
+        if attn_mask is not None:  # (B, heads, T, T): the bias where allowed, -inf where not
+            base = attn_bias if attn_bias is not None else q.new_zeros((1, 1, n, n))
+            attn_bias = base.masked_fill(~attn_mask[:, None], float('-inf'))
 
         if impl == 'sdpa':
             dropout_p = self.attn_drop.p if self.training else 0.0

@@ -49,10 +49,13 @@ class BEiTBlock(nn.Module):
         else:
             self.gamma_1 = self.gamma_2 = None
 
-    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None) -> Tensor:
-        """x: (B, 1 + Wh*Ww, C) -> (B, 1 + Wh*Ww, C); shared_table: a shared relative position bias table resampled
-        to ``grid`` (num_relative_distance(grid), heads), or None."""
-        y = self.attn(self.norm1(x), grid, shared_table)
+    def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None, num_queries: int = 0,
+                attn_mask: Tensor | None = None) -> Tensor:
+        """x: (B, K + 1 + Wh*Ww, C) -> the same shape; shared_table: a shared relative position bias table resampled
+        to ``grid`` (num_relative_distance(grid), heads), or None; ``num_queries`` (K) and ``attn_mask`` (B, T, T)
+        bool, True = may attend: EoMT's queries in front of the cls token and their masked attention
+        (:class:`BEiTAttention`)."""
+        y = self.attn(self.norm1(x), grid, shared_table, num_queries, attn_mask)
         x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
         y = self.mlp(self.norm2(x))
         return x + self.drop_path(y if self.gamma_2 is None else self.gamma_2 * y)

@@ -81,6 +81,20 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     return out[:, :, :n]
 
 
+
+def with_query_rows(bias: Tensor, num_queries: int) -> Tensor:
+    """Bias (heads, 1 + N, 1 + N) of [cls, patches] -> (heads, K + 1 + N, K + 1 + N) of [K queries, cls, patches]:
+    every query takes the cls token's row and column, so a query is biased towards a patch as the cls token is
+    (the table's cls->token row), a patch towards a query as towards the cls token (token->cls), and queries and the
+    cls token among themselves by the cls->cls entry. EoMT's queries, like the cls token, have no position; this
+    rule keeps a pretrained table's meaning for them and adds no parameter. ``num_queries=0`` returns ``bias``."""
+    if num_queries == 0:
+        return bias
+    n = bias.shape[-1]
+    rows = torch.cat([torch.zeros(num_queries, dtype=torch.long), torch.arange(n)]).to(bias.device)
+    return bias.index_select(1, rows).index_select(2, rows)
+
+
 @lru_cache(maxsize=32)
 @torch.inference_mode(False)
 def _flat_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:

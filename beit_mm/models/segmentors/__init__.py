@@ -1,2 +1,3 @@
-"""Segmentors built on the backbones (EoMT's pieces so far)."""
+"""Segmentors built on the backbones: EoMT and its mask annealing."""
+from .eomt import EoMT  # noqa: F401
 from .mask_annealing import anneal_attention_mask, mask_probabilities  # noqa: F401

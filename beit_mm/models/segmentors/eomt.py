@@ -1,0 +1,229 @@
+"""EoMT, the encoder-only mask transformer (Kerssies et al., CVPR 2025, arXiv 2503.19108), on beit_mm's BEiT.
+
+``K`` learnable queries join the tokens before the last ``L2`` blocks of the plain ViT; after each of those blocks'
+inputs and after the last block, the final-normed queries give class logits ``(B, K, C + 1)`` and, against the
+patch tokens upscaled 4x, mask logits ``(B, K, H/4, W/4)``; in the last ``L2`` blocks each query attends only to the
+patches inside its predicted mask, and that mask is dropped with a probability annealed to 1 during training
+(:mod:`.mask_annealing`). Semantic segmentation is ``sum_q softmax(class)_q,c x sigmoid(mask)_q`` per pixel.
+
+Rules follow the official code, github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f``
+(``models/eomt.py``, ``models/scale_block.py``, ``training/``):
+
+- queries ``q`` (``nn.Embedding(K, C)``) are prepended before block ``depth - L2`` (``eomt.py:166-169``);
+- predictions come from ``backbone.norm`` of the tokens at the input of each of the last ``L2`` blocks and after the
+  last block (``eomt.py:171-199``): ``L2 + 1`` predictions, the last one the model's output;
+- ``class_head``: Linear(C, C + 1 classes); ``mask_head``: Linear-GELU-Linear-GELU-Linear, C wide; ``upscale``:
+  ``max(1, log2(patch) - 2)`` ScaleBlocks of ConvTranspose2d(k2, s2), GELU, depthwise 3x3 conv without bias,
+  LayerNorm2d (eps 1e-6) (``eomt.py:35-53``, ``scale_block.py``); mask logits ``einsum(mask_head(q), upscale(x))``
+  (``eomt.py:55-69``);
+- the attention mask is ``interpolate(mask logits, grid, bilinear) > 0`` on the query-to-patch block, everything else
+  allowed (``eomt.py:121-148``); the blocks run without drop path (``eomt.py:185-195`` call the block's parts);
+- the loss: :class:`~beit_mm.models.losses.MaskClassificationLoss` on every prediction, summed; the intermediate
+  ones' keys end in ``_block_<j>``, ``j = -L2 .. -1`` counting back from the output (``lightning_module.py:181-194,
+  386-393``);
+- semantic inference: mask logits resized to the input bilinearly, then the per-pixel sum (``mask_classification_
+  semantic.py:99-103``, ``lightning_module.py:668-675``).
+
+Choices of beit_mm (the official code has no BEiT):
+
+- BEiT's relative position bias: queries take the cls token's rows and columns of the table
+  (:func:`beit_mm.models.layers.rel_pos_bias.with_query_rows`): like the cls token they have no position, and a
+  pretrained table keeps its meaning without new parameters;
+- the model steps through the backbone's own blocks (BEiT's q/v bias, layer scale and relative position bias
+  included), so every BEiT checkpoint and layer decay (``get_layer_depth``) work unchanged; the queries and heads sit
+  outside the backbone and get the undecayed learning rate, as the official ``llrd`` does for non-backbone parameters.
+- the annealing step comes from :class:`~beit_mm.engine.hooks.EoMTMaskAnnealingHook` (MMEngine's ``runner.iter``);
+  training without the hook is refused, since the masks would then never be annealed away.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from mmengine.config import ConfigDict
+from mmseg.models.segmentors import EncoderDecoder
+from mmseg.models.segmentors.base import BaseSegmentor
+from torch import Tensor, nn
+
+from beit_mm.registry import MODELS
+
+from .mask_annealing import anneal_attention_mask, mask_probabilities
+from ..losses.mask_classification import semantic_targets
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """LayerNorm over the channels of (B, C, H, W) maps (timm's ``LayerNorm2d``, eps 1e-6)."""
+
+    def __init__(self, channels: int, eps: float = 1e-6) -> None:
+        super().__init__(channels, eps=eps)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias,
+                            self.eps).permute(0, 3, 1, 2)
+
+
+class ScaleBlock(nn.Module):
+    """2x upsampling of (B, C, H, W) maps: ConvTranspose2d(2, 2) -> GELU -> depthwise 3x3 conv -> LayerNorm2d
+    (official ``models/scale_block.py``; parameter names ``conv1``, ``conv2``, ``norm``)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.ConvTranspose2d(channels, channels, kernel_size=2, stride=2)
+        self.act = nn.GELU()
+        self.conv2 = nn.Conv2d(channels, channels, kernel_size=3, padding=1, groups=channels, bias=False)
+        self.norm = LayerNorm2d(channels)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.norm(self.conv2(self.act(self.conv1(x))))
+
+
+@MODELS.register_module()
+class EoMT(EncoderDecoder):
+    """EoMT semantic segmentor on a BEiT backbone (mmseg's segmentor interface: ``tools/train.py``,
+    ``tools/test.py``, ``IoUMetric``, slide inference and TTA work unchanged).
+
+    Args:
+        backbone: a ``beit_mm.BEiT`` config with ``final_norm=True`` (predictions read the final norm) and
+            ``drop_path_rate=0`` (the official blocks run without drop path).
+        num_classes: semantic classes ``C``; the class head has ``C + 1`` outputs, the last "no object".
+        num_queries: ``K`` (official: 100 for ADE20K semantic, ``configs/dinov2/ade20k/semantic/*.yaml``).
+        num_blocks: ``L2``, the last blocks that see the queries (official default 4, ``eomt.py:24``).
+        masked_attn: predict before each of the last ``L2`` blocks and mask their attention (official default True).
+        mask_annealing: ``dict(start_steps=[...], end_steps=[...], poly_power=0.9)``, one start and end per masked
+            block (``configs/.../eomt_*.yaml:12-14``), or None to keep masking (at inference too) as the official
+            ``attn_mask_annealing_enabled: False``.
+        loss: the matching loss config (``MaskClassificationLoss``; ``num_classes`` is filled in).
+        ignore_index: label of ignored pixels in ``gt_sem_seg`` (part of no target mask).
+        data_preprocessor, train_cfg, test_cfg, init_cfg: as mmseg's ``EncoderDecoder``.
+    """
+
+    def __init__(self,
+                 backbone: dict,
+                 num_classes: int,
+                 num_queries: int = 100,
+                 num_blocks: int = 4,
+                 masked_attn: bool = True,
+                 mask_annealing: dict | None = None,
+                 loss: dict | None = None,
+                 ignore_index: int = 255,
+                 data_preprocessor: dict | None = None,
+                 train_cfg: dict | None = None,
+                 test_cfg: dict | None = None,
+                 init_cfg: dict | None = None) -> None:
+        BaseSegmentor.__init__(self, data_preprocessor=data_preprocessor, init_cfg=init_cfg)
+        self.backbone = MODELS.build(backbone)
+        if getattr(self.backbone, 'norm', None) is None:
+            raise ValueError('EoMT predicts from the backbone\'s final norm; build the BEiT with final_norm=True '
+                             '(BEiT pretraining checkpoints carry norm.weight/norm.bias)')
+        if any(not isinstance(blk.drop_path, nn.Identity) for blk in self.backbone.blocks):
+            raise ValueError('EoMT runs the blocks without drop path (official models/eomt.py:185-195); build the '
+                             'backbone with drop_path_rate=0.0')
+        depth = self.backbone.num_layers
+        if not 1 <= num_blocks <= depth:
+            raise ValueError(f'num_blocks={num_blocks} must be in [1, {depth}] (the last blocks that see the queries)')
+        self.num_classes = self.out_channels = num_classes
+        self.num_queries, self.num_blocks, self.masked_attn = num_queries, num_blocks, masked_attn
+        self.ignore_index = ignore_index
+        self.align_corners = False
+        self.train_cfg = train_cfg
+        self.test_cfg = ConfigDict(test_cfg if test_cfg is not None else dict(mode='whole'))
+        self.decode_head = None  # mmseg's interface: EoMT has no decode head; predictions come from the queries
+
+        if mask_annealing is not None:
+            extra = set(mask_annealing) - {'start_steps', 'end_steps', 'poly_power'}
+            if extra or len(mask_annealing.get('start_steps', ())) != num_blocks:
+                raise ValueError(f'mask_annealing={mask_annealing} needs start_steps and end_steps with one entry per '
+                                 f'masked block ({num_blocks}) and optionally poly_power (0.9)')
+            mask_probabilities(0, mask_annealing['start_steps'], mask_annealing['end_steps'],
+                               mask_annealing.get('poly_power', 0.9))  # validates the schedule
+        self.mask_annealing = mask_annealing
+        self.register_buffer('attn_mask_probs', torch.ones(num_blocks))  # checkpointed, as the official buffer
+        self.annealing_step: int | None = None
+
+        dims = self.backbone.embed_dims
+        self.q = nn.Embedding(num_queries, dims)
+        self.class_head = nn.Linear(dims, num_classes + 1)
+        self.mask_head = nn.Sequential(nn.Linear(dims, dims), nn.GELU(), nn.Linear(dims, dims), nn.GELU(),
+                                       nn.Linear(dims, dims))
+        num_upscale = max(1, int(math.log2(self.backbone.patch_size)) - 2)
+        self.upscale = nn.Sequential(*[ScaleBlock(dims) for _ in range(num_upscale)])
+        self.criterion = MODELS.build(dict(loss or dict(type='MaskClassificationLoss'), num_classes=num_classes))
+
+    # ------------------------------------------------------------ annealing
+    def set_annealing_step(self, step: int) -> None:
+        """Set the masked blocks' probabilities for the forward after ``step`` optimizer steps
+        (:func:`.mask_annealing.mask_probabilities`); called by ``EoMTMaskAnnealingHook``."""
+        self.annealing_step = step
+        if self.mask_annealing is not None:
+            probs = mask_probabilities(step, self.mask_annealing['start_steps'], self.mask_annealing['end_steps'],
+                                       self.mask_annealing.get('poly_power', 0.9))
+            self.attn_mask_probs.copy_(torch.tensor(probs, dtype=torch.float32))
+
+    # -------------------------------------------------------------- forward
+    def _predict(self, tokens: Tensor, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
+        """Final-normed tokens (B, K + 1 + h*w, C) -> mask logits (B, K, h*s, w*s) (s = 2 ** num_upscale) and class
+        logits (B, K, C + 1)."""
+        q = tokens[:, :self.num_queries]
+        patches = tokens[:, self.num_queries + 1:].transpose(1, 2).reshape(tokens.shape[0], -1, *grid)
+        mask_logits = torch.einsum('bqc,bchw->bqhw', self.mask_head(q), self.upscale(patches))
+        return mask_logits, self.class_head(q)
+
+    def _attn_mask(self, mask_logits: Tensor, grid: tuple[int, int], num_tokens: int, prob: float) -> Tensor:
+        """(B, T, T) bool, True = may attend: queries see only the patches inside their predicted masks."""
+        b, k = mask_logits.shape[:2]
+        attn_mask = torch.ones(b, num_tokens, num_tokens, dtype=torch.bool, device=mask_logits.device)
+        inside = F.interpolate(mask_logits, grid, mode='bilinear').flatten(2) > 0
+        attn_mask[:, :k, k + 1:] = inside
+        return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=1)
+
+    def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+        """Images (B, 3, H, W) -> per prediction, first the masked blocks' then the output, mask logits
+        (B, K, H/4, W/4) and class logits (B, K, C + 1)."""
+        backbone = self.backbone
+        x, grid = backbone.embed(inputs)
+        shared_table = backbone.rel_pos_bias(grid) if backbone.rel_pos_bias is not None else None
+        first = backbone.num_layers - self.num_blocks
+        masks, classes = [], []
+        for i, blk in enumerate(backbone.blocks):
+            if i == first:
+                x = torch.cat([self.q.weight[None].expand(x.shape[0], -1, -1), x], dim=1)
+            attn_mask = None
+            if self.masked_attn and i >= first:
+                mask_logits, class_logits = self._predict(backbone.norm(x), grid)
+                masks.append(mask_logits)
+                classes.append(class_logits)
+                attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], float(self.attn_mask_probs[i - first]))
+            x = blk(x, grid, shared_table, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
+        mask_logits, class_logits = self._predict(backbone.norm(x), grid)
+        return masks + [mask_logits], classes + [class_logits]
+
+    def extract_feat(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
+        return self.forward_predictions(inputs)
+
+    def encode_decode(self, inputs: Tensor, batch_img_metas: list[dict]) -> Tensor:
+        """(B, 3, H, W) -> semantic logits (B, C, H, W): the output prediction's masks resized to the input, then
+        ``sum_q softmax(class)[..., :C] x sigmoid(mask)``."""
+        masks, classes = self.forward_predictions(inputs)
+        mask_logits = F.interpolate(masks[-1], inputs.shape[-2:], mode='bilinear')
+        return torch.einsum('bqhw,bqc->bchw', mask_logits.sigmoid(), classes[-1].softmax(-1)[..., :-1])
+
+    def _forward(self, inputs: Tensor, data_samples=None) -> tuple[list[Tensor], list[Tensor]]:
+        return self.forward_predictions(inputs)
+
+    def loss(self, inputs: Tensor, data_samples: list) -> dict[str, Tensor]:
+        """The matching loss on every prediction; the intermediate ones' keys end in ``_block_<j>``."""
+        if self.mask_annealing is not None and self.annealing_step is None:
+            raise RuntimeError('EoMT with mask_annealing needs the training step: add custom_hooks=[dict('
+                               'type=\'EoMTMaskAnnealingHook\')] to the config (without it the masks would never be '
+                               'annealed away and inference would keep masking)')
+        targets = [semantic_targets(s.gt_sem_seg.data[0], self.ignore_index) for s in data_samples]
+        masks, labels = [t[0] for t in targets], [t[1] for t in targets]
+        mask_preds, class_preds = self.forward_predictions(inputs)
+        losses = {}
+        for i, (mask_logits, class_logits) in enumerate(zip(mask_preds, class_preds)):
+            suffix = '' if i == len(mask_preds) - 1 else f'_block_{i - len(mask_preds) + 1}'
+            for key, value in self.criterion(mask_logits, class_logits, masks, labels).items():
+                losses[key + suffix] = value
+        return losses
+
