@@ -65,11 +65,15 @@ class SegDatasetCheckHook(Hook):
         if leaves:
             self._applies_orientation = loader_applies_orientation(*pipeline_loader(leaves[0]))
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-        head_classes = getattr(getattr(model, 'decode_head', None), 'num_classes', None)
+        decode_head = getattr(model, 'decode_head', None)
+        # a segmentor without a decode head (beit_mm.EoMT) holds num_classes itself
+        where = 'decode_head.num_classes' if decode_head is not None else 'num_classes'
+        head_classes = getattr(decode_head if decode_head is not None else model, 'num_classes', None)
         if head_classes is not None and self._num_classes is not None and head_classes != self._num_classes:
+            also = ' (and auxiliary_head.num_classes)' if decode_head is not None else ''
             raise DatasetCheckError(
-                f'decode_head.num_classes={head_classes} but the training set has {self._num_classes} classes '
-                f'(metainfo classes). Fix: set model.decode_head.num_classes (and auxiliary_head.num_classes) to '
+                f'{where}={head_classes} but the training set has {self._num_classes} classes '
+                f'(metainfo classes). Fix: set model.{where}{also} to '
                 f'{self._num_classes}, or the dataset\'s metainfo to the classes the model predicts.')
         runner.logger.info(f'dataset check passed: {", ".join(n for n, _ in sets)} ({decoded} image/annotation '
                            f'pairs decoded, file lists complete) in {time.perf_counter() - start:.1f} s')

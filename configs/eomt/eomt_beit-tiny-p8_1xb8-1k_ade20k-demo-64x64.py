@@ -1,0 +1,78 @@
+# Demo: EoMT (encoder-only mask transformer, Kerssies et al. CVPR 2025) on a tiny BEiT (4 blocks, 96 wide, 8x8-pixel
+# patches) trained FROM SCRATCH on the generated ADE20K-layout demo data (python tools/make_demo_data.py), 1 process x
+# 8 images, 1k iterations, 64x64 crops: the UPerNet demo's backbone, data, optimizer and schedule
+# (configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py), so the two heads compare at the same budget.
+# EoMT's own values (github.com/tue-mps/eomt @ 7bd19dd): 100 queries for ADE20K semantic
+# (configs/dinov2/ade20k/semantic/eomt_large_512.yaml), the Mask2Former loss coefficients and points
+# (training/mask_classification_semantic.py:30-38), and the annealing structure of that config (lines 13-14: block j
+# of the last L2 starts at (j + 1) U and ends at (j + 2) U, the last end at 83% of the 39163 steps of 31 epochs)
+# scaled to 1k iterations and L2 = 2 of 4 blocks: U = 1000 x 0.83 / 3 = 277.
+_base_ = [
+    '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py', '../_base_/schedules/schedule_160k.py'
+]
+crop_size = (64, 64)
+embed_dims = 96
+model = dict(
+    type='beit_mm.EoMT',
+    data_preprocessor=dict(
+        type='SegDataPreProcessor',
+        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        std=[127.5, 127.5, 127.5],
+        bgr_to_rgb=True,
+        pad_val=0,
+        seg_pad_val=255,
+        size=crop_size),
+    backbone=dict(
+        type='beit_mm.BEiT',
+        arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
+        img_size=64,
+        patch_size=8,
+        use_abs_pos_emb=False,
+        use_rel_pos_bias=True,
+        layer_scale_init_value=0.1,
+        drop_path_rate=0.0,  # EoMT's blocks run without drop path (models/eomt.py:185-195)
+        final_norm=True),  # predictions read the final norm (models/eomt.py:175,197)
+    num_classes=150,
+    num_queries=100,
+    num_blocks=2,
+    masked_attn=True,
+    mask_annealing=dict(start_steps=[277, 554], end_steps=[554, 831], poly_power=0.9),
+    loss=dict(
+        type='beit_mm.MaskClassificationLoss',
+        class_weight=2.0,
+        mask_weight=5.0,
+        dice_weight=5.0,
+        no_object_weight=0.1,
+        num_points=12544,
+        oversample_ratio=3.0,
+        importance_sample_ratio=0.75),
+    ignore_index=255,
+    test_cfg=dict(mode='whole'))
+base_lr = 2e-3
+max_iters = 1000
+optim_wrapper = dict(
+    type='OptimWrapper',
+    optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
+    constructor='beit_mm.LayerDecayOptimWrapperConstructor',
+    paramwise_cfg=dict(
+        layer_decay_rate=0.9,
+        bias_decay_mult=0.0,
+        norm_decay_mult=0.0,
+        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
+                        'q_bias', 'v_bias')))
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=50),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=50, end=max_iters),
+]
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=500)
+default_hooks = dict(
+    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=2, save_best=None))
+custom_hooks = [  # default_runtime's, and the annealing step
+    dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
+    dict(type='beit_mm.NonFiniteLossHook'),
+    dict(type='beit_mm.BatchSizeCheckHook'),
+    dict(type='beit_mm.EoMTMaskAnnealingHook'),  # the annealing step; EoMT refuses to train without it
+]
+env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
+randomness = dict(seed=0, deterministic=True)
