@@ -9,6 +9,7 @@ from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
+from mmengine.registry import PARAM_SCHEDULERS as MMENGINE_PARAM_SCHEDULERS
 from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
 from mmengine.registry import Registry
 
@@ -23,3 +24,5 @@ OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     locations=['beit_mm.engine'])
 OPTIM_WRAPPERS = Registry(
     'optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])
+PARAM_SCHEDULERS = Registry(
+    'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope='beit_mm', locations=['beit_mm.engine'])
