@@ -5,7 +5,7 @@
 # EoMT's own values (github.com/tue-mps/eomt @ 7bd19dd): 100 queries for ADE20K semantic
 # (configs/dinov2/ade20k/semantic/eomt_large_512.yaml), the Mask2Former loss coefficients and points
 # (training/mask_classification_semantic.py:30-38), and the annealing structure of that config (lines 13-14: block j
-# of the last L2 starts at (j + 1) U and ends at (j + 2) U, the last end at 83% of the 39163 steps of 31 epochs)
+# of the last L2 starts at (j + 1) U and ends at (j + 2) U, the last end at 83% of the 39153 steps of 31 epochs)
 # scaled to 1k iterations and L2 = 2 of 4 blocks: U = 1000 x 0.83 / 3 = 277.
 _base_ = [
     '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py', '../_base_/schedules/schedule_160k.py'
