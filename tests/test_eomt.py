@@ -176,6 +176,24 @@ def test_annealed_masks_equal_no_masking():
     assert not torch.allclose(model.forward_predictions(x)[0][-1], masks_off[-1])
 
 
+@torch.no_grad()
+def test_inference_skips_the_masks_of_annealed_blocks():
+    """In eval mode a block at probability 0 makes no prediction and runs unmasked: the output equals the
+    training-mode forward, which computes that block's mask and drops it for every query as the official code does
+    (``eomt.py:71-82``); a block at probability 1 still predicts and masks."""
+    model = tiny_eomt()
+    model.set_annealing_step(6)
+    x = torch.randn(2, 3, 32, 32)
+    masks_train, classes_train = model.forward_predictions(x)
+    masks_eval, classes_eval = model.eval().forward_predictions(x)
+    assert len(masks_train) == 3 and len(masks_eval) == 1
+    assert torch.equal(masks_eval[-1], masks_train[-1]) and torch.equal(classes_eval[-1], classes_train[-1])
+    model.attn_mask_probs.copy_(torch.tensor([0.0, 1.0]))
+    masks_eval, _ = model.forward_predictions(x)
+    masks_train, _ = model.train().forward_predictions(x)
+    assert len(masks_eval) == 2 and torch.equal(masks_eval[-1], masks_train[-1])
+
+
 def test_annealing_probabilities_follow_the_official_rule():
     model = tiny_eomt()
     for step in range(8):

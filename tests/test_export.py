@@ -6,7 +6,9 @@ of the logits / feature maps, and argmax maps identical wherever the reference's
 and BEiT-B UPerNet 512 at a 64x64 crop, shrunk as ``tests/conftest.py``'s ``shrink_seg_config`` shrinks configs:
 sizes only), exported at its own grid and at another one (the relative position bias resolved for the exported grid
 equals PyTorch's on-the-fly resampling at that size), a CvT classifier, a bare BEiT backbone (MIM config,
-``--part backbone``), and ``tools/infer.py --onnx`` against ``tools/infer.py`` with the checkpoint.
+``--part backbone``), ``tools/infer.py --onnx`` against ``tools/infer.py`` with the checkpoint, and an EoMT segmentor
+(the demo config's tiny BEiT, after mask annealing and with masks always on; exported whole, checked also against the
+segmentor's own ``encode_decode``, the function mmseg's inference calls).
 The full-size BEiT-B UPerNet 512 numbers and the latency come from ``tools/analysis/benchmark_onnx.py``.
 """
 import importlib.util
@@ -26,12 +28,13 @@ from beit_mm.apis.export import (MatrixAdaptiveAvgPool2d, compare_outputs, descr
                                 fix_input_grid, onnx_metadata)
 from beit_mm.data.demo import make_demo_ade20k
 
-from .conftest import ROOT
+from .conftest import ROOT, assert_close_to_scale
 
 TINY_SEG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 BEIT_B_512 = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py')
 CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px.py')
 BEIT_MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
+EOMT_DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 TOL = 1e-4
 
 
@@ -206,3 +209,55 @@ def test_fix_input_grid_rejects_shapes_off_the_patch_grid():
     model = build_from_config(Config.fromfile(TINY_SEG))
     with pytest.raises(ValueError, match='not divisible by the BEiT patch size 16'):
         fix_input_grid(model, (72, 64))
+
+
+def _eomt_checkpoint(tmp_path, probs: list[float], meta: dict | None = None) -> tuple[torch.nn.Module, str]:
+    model = _checkpoint(Config.fromfile(EOMT_DEMO), tmp_path / 'eomt.pth', meta=meta)
+    model.attn_mask_probs.fill_(0.0).add_(torch.tensor(probs))
+    torch.save({'state_dict': model.state_dict(), 'meta': meta or {}}, tmp_path / 'eomt.pth')
+    return model, str(tmp_path / 'eomt.pth')
+
+
+@pytest.mark.parametrize('probs', [[0.0, 0.0], [1.0, 1.0]], ids=['annealed', 'masks-on'])
+def test_eomt_segmentor_exports_whole_and_matches(tmp_path, probs):
+    """EoMT after annealing (probabilities 0: no masks, the masked blocks make no prediction at inference) and with
+    masks always on (probabilities 1: masks from the intermediate predictions, in the graph): onnxruntime equals
+    PyTorch (<= 1e-4, argmax identical off near ties), and the exported function is the segmentor's encode_decode."""
+    model, ckpt = _eomt_checkpoint(tmp_path, probs)
+    path = _export(tmp_path, EOMT_DEMO, ckpt, (64, 64), '--no-check')
+    module = export_module(model, 'segmentor', (64, 64))
+    diff = _compare(module, path, (64, 64))
+    x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():  # the export's eager attention vs the model's SDPA: float32 kernel rounding
+        ref = model.encode_decode(x, None)
+        assert ref.shape == (1, 150, 64, 64)
+        assert_close_to_scale(module(x), ref, what='exported function vs EoMT.encode_decode')
+    print(f'EoMT demo 64x64 ({probs}): max |diff| {diff:.2e}')
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert not ops & {'RandomUniform', 'RandomUniformLike'}, ops  # no mask dropping frozen into the graph
+    assert ('Greater' in ops) == (probs == [1.0, 1.0]), ops  # the masks are thresholded only when they apply
+
+
+def test_eomt_mid_annealing_checkpoint_refused(tmp_path):
+    """A checkpoint whose masked blocks drop masks at random (0 < probability < 1) is refused, naming the fix."""
+    _, ckpt = _eomt_checkpoint(tmp_path, [0.0, 0.5])
+    with pytest.raises(SystemExit, match='during mask annealing.*probabilities \\[0.0, 0.5\\].*end_steps'):
+        _export(tmp_path, EOMT_DEMO, ckpt, (64, 64))
+    assert not osp.exists(tmp_path / 'model.onnx')
+
+
+def test_eomt_infer_onnx_equals_infer_with_checkpoint(tmp_path):
+    """tools/infer.py runs an EoMT config (mmseg's MMSegInferencer around beit_mm.EoMT) and its ONNX export gives the
+    same label maps."""
+    from mmseg.datasets import ADE20KDataset
+    root = make_demo_ade20k(str(tmp_path / 'ade'), num_train=1, num_val=2, size=80, seed=1)
+    val = osp.join(root, 'images', 'validation')
+    meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
+    _eomt_checkpoint(tmp_path, [0.0, 0.0], meta=meta)
+    path = _export(tmp_path, EOMT_DEMO, tmp_path / 'eomt.pth', (64, 64), '--no-check')
+    infer = _tool('infer')
+    ref = infer.infer(EOMT_DEMO, str(tmp_path / 'eomt.pth'), [val], str(tmp_path / 'ref'))
+    got = infer.infer_onnx(EOMT_DEMO, path, [val], str(tmp_path / 'onnx'))
+    assert ref.keys() == got.keys() and len(got) == 2
+    for key in ref:
+        assert np.array_equal(ref[key], got[key]), f'{key}: {(ref[key] != got[key]).sum()} pixels differ'

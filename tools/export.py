@@ -27,15 +27,14 @@ import torch
 sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 import beit_mm  # noqa: E402,F401  (registrations, checkpoint safe globals)
-from beit_mm.apis import build_from_config, load_model, resolve_checkpoint  # noqa: E402
-from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module,  # noqa: E402
-                                 export_onnx, model_kind, preprocess_metadata)
+from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights  # noqa: E402
+from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, describe_comparison,  # noqa: E402
+                                 export_module, export_onnx, model_kind, preprocess_metadata)
 from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError,  # noqa: E402
                                      check_weights_match, load_state_dict_file, open_checkpoint)
 from beit_mm.apis.outputs import OutputError, check_output  # noqa: E402
 
-NEEDED = {'segmentor': ('backbone.', 'neck.', 'decode_head.'), 'classifier': ('backbone.', 'neck.', 'head.'),
-          'backbone': ('backbone.', )}
+NEEDED = {'classifier': ('backbone.', 'neck.', 'head.'), 'backbone': ('backbone.', )}  # segmentors: by their type
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,7 +64,8 @@ def load_for_export(config: str, checkpoint: str, kind: str):
             check_weights_match(model.backbone, state_dict, f'{path} (a backbone file, with config {config})')
             model.backbone.load_state_dict(state_dict, strict=True)
             return model, cfg
-    return load_model(config, checkpoint, need=NEEDED[kind])
+    need = segmentor_inference_weights(Config.fromfile(config)) if kind == 'segmentor' else NEEDED[kind]
+    return load_model(config, checkpoint, need=need)
 
 
 def checkpoint_dataset_meta(checkpoint: str) -> dict | None:
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         export(args)
-    except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
+    except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError, ExportError) as error:
         raise SystemExit(f'export: {error}') from None
 
 

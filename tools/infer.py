@@ -56,7 +56,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-NEEDED = ('backbone.', 'neck.', 'decode_head.')  # the weights inference uses (not the auxiliary head)
 
 
 def list_images(inputs: list[str]) -> list[str]:
@@ -119,16 +118,16 @@ def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity
     from mmseg.apis import MMSegInferencer
 
     cfg = Config.fromfile(config)
-    if cfg.get('default_scope', 'mmseg') != 'mmseg' or 'decode_head' not in cfg.model:
-        raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head); '
-                         'tools/infer.py segments images')
-    from beit_mm.apis.inference import check_loaded_weights
+    from beit_mm.apis.inference import check_loaded_weights, is_segmentor_config, segmentor_inference_weights
+    if cfg.get('default_scope', 'mmseg') != 'mmseg' or not is_segmentor_config(cfg):
+        raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head, or '
+                         'beit_mm.EoMT); tools/infer.py segments images')
     from beit_mm.apis.outputs import check_output
     images = list_images(inputs)
     check_output(out_dir, overwrite=True, kind='dir')  # writable, not a file: before the model is built
     path = resolve_checkpoint(checkpoint)
     inferencer = MMSegInferencer(model=cfg, weights=path, device=device)
-    check_loaded_weights(inferencer.model, path, NEEDED, f'{path} (with config {config})')
+    check_loaded_weights(inferencer.model, path, segmentor_inference_weights(cfg), f'{path} (with config {config})')
     preds = {}
     names = output_names(images)
     for start in range(0, len(images), batch_size):  # written batch by batch, so a long run keeps what it made
@@ -203,7 +202,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
     session = ort.InferenceSession(onnx_file, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg
-    align_corners = cfg.model.decode_head.get('align_corners', False)
+    align_corners = (cfg.model.get('decode_head') or {}).get('align_corners', False)  # EoMT: bilinear, False
     dataset_meta = json.loads(meta['dataset_meta']) if 'dataset_meta' in meta else None
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:

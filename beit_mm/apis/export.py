@@ -5,7 +5,8 @@ What is exported (:func:`export_module`), input ``input`` (B, 3, H, W) float32, 
 
 - ``'segmentor'`` (mmseg ``EncoderDecoder``): ``logits`` (B, K, H, W), the decode head's class scores resized to the
   input size (bilinear, the head's ``align_corners``): what mmseg's ``encode_decode`` returns for one whole-image
-  forward at the crop size. Slide windows, flips and scales stay in Python around the exported model
+  forward at the crop size. ``beit_mm.EoMT`` exports whole the same way (its ``encode_decode``: per-pixel sum over
+  queries of class probability x mask probability); it has no decoder to leave out. Slide windows, flips and scales stay in Python around the exported model
   (``tools/infer.py --onnx``), as they are loops over this call.
 - ``'classifier'`` (mmpretrain ``ImageClassifier``): ``logits`` (B, num_classes), before softmax.
 - ``'backbone'`` (any config's ``model.backbone``): ``feat0``, ``feat1``, ... the backbone's output maps.
@@ -35,16 +36,21 @@ from ..models.backbones.beit import BEiT
 from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
+from .inference import is_segmentor_config
 
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 INPUT_NAME = 'input'
 
 
+class ExportError(ValueError):
+    """A model that cannot be exported as asked; the message names the fix."""
+
+
 def model_kind(cfg: Config) -> str:
     """'segmentor' (mmseg EncoderDecoder: a ``decode_head``), 'classifier' (mmpretrain ``ImageClassifier``) or
     'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is exported)."""
-    if 'decode_head' in cfg.model:
+    if is_segmentor_config(cfg):
         return 'segmentor'
     if cfg.model.get('type') in ('ImageClassifier', 'mmpretrain.ImageClassifier'):
         return 'classifier'
@@ -65,7 +71,7 @@ def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
         h, w = shape
         p = module.patch_size
         if h % p or w % p:
-            raise ValueError(f'--shape {h} {w} is not divisible by the BEiT patch size {p}')
+            raise ExportError(f'--shape {h} {w} is not divisible by the BEiT patch size {p}')
         grid = (h // p, w // p)
         with torch.no_grad():
             if module.pos_embed is not None:
@@ -132,6 +138,8 @@ class SegmentorLogits(nn.Module):
         self.segmentor = segmentor
 
     def forward(self, x: Tensor) -> Tensor:
+        if getattr(self.segmentor, 'decode_head', None) is None:  # beit_mm.EoMT
+            return self.segmentor.encode_decode(x, None)
         head = self.segmentor.decode_head
         logits = head.forward(self.segmentor.extract_feat(x))
         return F.interpolate(logits, size=x.shape[2:], mode='bilinear', align_corners=head.align_corners)
@@ -165,6 +173,7 @@ def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Mod
     if kind not in KINDS:
         raise ValueError(f'unknown export kind {kind!r}; choose one of {KINDS}')
     model = copy.deepcopy(model).eval()
+    check_deterministic(model)
     fix_input_grid(model, shape)
     replace_adaptive_pooling(model)
     if kind == 'segmentor':
@@ -176,6 +185,20 @@ def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Mod
     with torch.no_grad():  # builds the cached relative position index of this grid, a constant when traced
         module.eval()(torch.zeros(1, 3, *shape))
     return module
+
+
+def check_deterministic(model: nn.Module) -> None:
+    """Refuse a ``beit_mm.EoMT`` taken in the middle of its mask annealing: with a masked block's probability strictly
+    between 0 and 1 its forward drops masks at random (``anneal_attention_mask``), which an export would freeze into
+    one draw. At 0 (annealing done: no masks at inference) or 1 (masks always on) the forward is a function."""
+    probs = getattr(model, 'attn_mask_probs', None)
+    if probs is None or not getattr(model, 'masked_attn', False):
+        return
+    if any(0.0 < p < 1.0 for p in probs.tolist()):
+        raise ExportError(f'this EoMT checkpoint was taken during mask annealing (masked-attention probabilities '
+                         f'{[round(p, 4) for p in probs.tolist()]}): its forward masks queries at random. Fix: export '
+                         'a checkpoint from after the annealing ends (mask_annealing.end_steps), whose probabilities '
+                         'are 0')
 
 
 def output_names(module: nn.Module, shape: tuple[int, int]) -> list[str]:

@@ -5,6 +5,8 @@
   weights are enough, as for counting FLOPs).
 - :func:`resolve_checkpoint`: a ``.pth`` file, or a ``tools/train.py`` work dir (its ``last_checkpoint``).
 - :func:`build_from_config` / :func:`load_model`: the config's model, random or from a training checkpoint.
+- :func:`is_segmentor_config` / :func:`segmentor_inference_weights`: whether a config is a semantic segmentor
+  (an mmseg ``EncoderDecoder`` with a decode head, or ``beit_mm.EoMT``) and which of its weights inference reads.
 """
 from __future__ import annotations
 
@@ -28,6 +30,22 @@ def drop_pretrained_init(node) -> None:
     elif isinstance(node, (list, tuple)):
         for value in node:
             drop_pretrained_init(value)
+
+
+EOMT_TYPES = ('EoMT', 'beit_mm.EoMT')
+# EoMT: its masked blocks' annealing probabilities decide whether inference masks attention; not the loss's buffers
+EOMT_INFERENCE_WEIGHTS = ('backbone.', 'q.', 'class_head.', 'mask_head.', 'upscale.', 'attn_mask_probs')
+ENCODER_DECODER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'decode_head.')  # not the auxiliary head
+
+
+def is_segmentor_config(cfg: Config) -> bool:
+    """True for a semantic segmentor: an mmseg ``EncoderDecoder`` (a ``decode_head``) or a ``beit_mm.EoMT``."""
+    return 'decode_head' in cfg.model or cfg.model.get('type') in EOMT_TYPES
+
+
+def segmentor_inference_weights(cfg: Config) -> tuple[str, ...]:
+    """The name prefixes of the weights a segmentor's inference reads (a checkpoint lacking one is refused)."""
+    return EOMT_INFERENCE_WEIGHTS if cfg.model.get('type') in EOMT_TYPES else ENCODER_DECODER_INFERENCE_WEIGHTS
 
 
 def resolve_checkpoint(path: str) -> str:

@@ -10,6 +10,9 @@ every ``init_cfg`` of type ``Pretrained`` is dropped). What runs:
 - segmentor (mmseg ``BaseSegmentor``): ``model(inputs, mode='tensor')`` = backbone + neck + decode head on the whole
   image (no slide windows); the auxiliary head is training-only and is removed before counting (mmseg 0.x's
   ``get_flops.py`` did the same). Default shape: the config's ``data_preprocessor.size`` (its crop).
+  ``beit_mm.EoMT`` counts its inference after mask annealing (every masked block's probability 0: no intermediate
+  predictions or masks), ``mode='tensor'`` = the backbone with the queries in its last blocks, the mask module and the
+  class head; its training forward with masks on costs more (one extra prediction per masked block).
 - classifier (mmpretrain ``ImageClassifier``): ``model(inputs, mode='tensor')`` = backbone + neck + head logits.
   Default shape 224 x 224.
 - MIM model (one with a ``target_generator``): the training forward ``model(inputs, mode='loss')``: the tokenizer on
@@ -121,6 +124,8 @@ def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = Fals
     """FLOPs (MMEngine's ``FlopAnalyzer`` plus :func:`sdpa_flop_jit`) and parameters of the forward described in the
     module docstring, on one ``shape`` image."""
     kind = model_kind(model)
+    if getattr(model, 'attn_mask_probs', None) is not None:  # beit_mm.EoMT: inference after mask annealing
+        model.attn_mask_probs.zero_()
     if kind == 'mim':
         wrapper, inputs = MIMForward(model), mim_inputs(model, *shape)
     else:

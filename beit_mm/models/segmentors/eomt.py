@@ -179,7 +179,11 @@ class EoMT(EncoderDecoder):
 
     def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
         """Images (B, 3, H, W) -> per prediction, first the masked blocks' then the output, mask logits
-        (B, K, H/4, W/4) and class logits (B, K, C + 1)."""
+        (B, K, H/4, W/4) and class logits (B, K, C + 1).
+
+        In eval mode a masked block whose probability is 0 (annealing done: no masks at inference) is run unmasked
+        and makes no prediction, so only the output's is returned: the official code computes and drops that mask
+        (every query's row is cleared when ``U[0, 1) > 0``), the same function up to a draw of exactly 0."""
         backbone = self.backbone
         x, grid = backbone.embed(inputs)
         shared_table = backbone.rel_pos_bias(grid) if backbone.rel_pos_bias is not None else None
@@ -189,11 +193,12 @@ class EoMT(EncoderDecoder):
             if i == first:
                 x = torch.cat([self.q.weight[None].expand(x.shape[0], -1, -1), x], dim=1)
             attn_mask = None
-            if self.masked_attn and i >= first:
+            prob = float(self.attn_mask_probs[i - first]) if i >= first else 1.0
+            if self.masked_attn and i >= first and (self.training or prob > 0.0):
                 mask_logits, class_logits = self._predict(backbone.norm(x), grid)
                 masks.append(mask_logits)
                 classes.append(class_logits)
-                attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], float(self.attn_mask_probs[i - first]))
+                attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], prob)
             x = blk(x, grid, shared_table, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
         mask_logits, class_logits = self._predict(backbone.norm(x), grid)
         return masks + [mask_logits], classes + [class_logits]
