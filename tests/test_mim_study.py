@@ -7,6 +7,7 @@ by the rules written in the tool's docstring.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -119,6 +120,18 @@ def test_rescale_iterations():
         assert 0 <= s.begin < s.end <= 2
 
 
+def test_rescale_iterations_moves_eomt_annealing():
+    """EoMT's annealing steps scale with the run (the study's eomt arm at another --ft-iters), each end after its
+    start."""
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_mim-pre_eomt_1xb8-1200i_ade20k-64x64.py'))
+    assert cfg.model.mask_annealing.start_steps == [332, 664] and cfg.model.mask_annealing.end_steps == [664, 996]
+    mim_study.rescale_iterations(cfg, 3600)
+    assert cfg.model.mask_annealing.start_steps == [996, 1992] and cfg.model.mask_annealing.end_steps == [1992, 2988]
+    mim_study.rescale_iterations(cfg, 2)
+    annealing = cfg.model.mask_annealing
+    assert all(1 <= a < b <= 2 for a, b in zip(annealing.start_steps, annealing.end_steps)), annealing
+
+
 def test_study_smoke_run_every_arm(tmp_path):
     labeled, unlabeled = make_data(tmp_path)
     work = tmp_path / 'study'
@@ -175,7 +188,7 @@ def test_study_smoke_run_every_arm(tmp_path):
     ld = 'optim_wrapper.paramwise_cfg.layer_decay_rate=0.65'
     proc = subprocess.run(cmd[:cmd.index('--seeds')] + [
         '--seeds', '0', '--mim-iters', '2', '--ft-iters', '2', '--vqkd-iters', '2', '--arms', 'scratch',
-        'vqkd-blockwise', '--heads', 'upernet', '--workers', '0', '--work-dir', str(variant), '--pretrain-dir',
+        'vqkd-blockwise', '--heads', 'upernet', 'eomt', '--workers', '0', '--work-dir', str(variant), '--pretrain-dir',
         str(work), '--ft-options', ld], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert not (variant / 'mim').exists() and not (variant / 'vqkd').exists()
@@ -183,6 +196,14 @@ def test_study_smoke_run_every_arm(tmp_path):
     assert sorted(os.listdir(runs)) == ['scratch_seed0', 'vqkd-blockwise_seed0']
     assert json.loads((runs / 'scratch_seed0' / 'metrics.json').read_text())['settings']['ft_options'] == [ld]
     assert 'layer_decay_rate=0.65' in (runs / 'vqkd-blockwise_seed0' / 'train.log').read_text()
+    # the EoMT head on the same starts: the MIM checkpoint (final norm included) loads into its backbone
+    eomt = variant / 'finetune' / 'eomt'
+    assert sorted(os.listdir(eomt)) == ['scratch_seed0', 'vqkd-blockwise_seed0']
+    log = (eomt / 'vqkd-blockwise_seed0' / 'train.log').read_text()
+    assert 'attn_mask_prob_0' in log and 'loss_dice_block_-1' in log
+    assert re.search(r'loaded \d+ backbone weights from \S+vqkd-blockwise_seed0\S+ \(0 missing', log), log[-3000:]
+    cfg = Config.fromfile(str(variant / 'configs' / 'finetune_eomt.py'))
+    assert cfg.model.num_classes == 7 and cfg.model.mask_annealing.end_steps == [2, 2]  # rescaled to 2 iterations
 
 
 def rename_files(root: str, image_suffix: str = '.jpg') -> None:

@@ -2,7 +2,7 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised] [--heads linear upernet]
+        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised] [--heads linear upernet eomt]
         [--dvae-iters 1000] [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
         [--vqkd-dead-code-ratio 0.1] [--teacher-labeled-root OTHER --teacher-num-classes K [--teacher-head linear]
         [--teacher-iters N]] [--ft-options KEY=VALUE ...] [--ft-keep-init REGEX ...] [--pretrain-dir DIR]
@@ -39,7 +39,8 @@ alike, so the same labeled root gives the scarcer-label settings):
    every arm (only the backbone init and the seed differ), ``len(--seeds)`` seeds per arm and decoder; validation
    mIoU / aAcc. ``--heads``: ``linear`` (default; a 1x1 convolution on the last block's patch tokens, so the backbone
    does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
-   a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder). ``--ft-options`` adds
+   a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder) and/or ``eomt`` (EoMT:
+   100 queries in the last 2 blocks, mask classification, no decoder; drop path 0). ``--ft-options`` adds
    ``--cfg-options`` to every fine-tuning run (a variant of the recipe, e.g.
    ``optim_wrapper.paramwise_cfg.layer_decay_rate=0.65``); ``--ft-keep-init REGEX ...`` leaves the named backbone
    weights of the pretrained arms at their random init (re-initialized last blocks, no relative position bias, no
@@ -100,6 +101,7 @@ TOKENIZER_FILES = {'tokenizer': 'tokenizer.pth', 'vqkd': 'vqkd_tokenizer.pth',
 FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and schedule
     'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
     'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
+    'eomt': osp.join(STUDY, 'beit-tiny-p8_mim-pre_eomt_1xb8-1200i_ade20k-64x64.py'),
 }
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
 # Linear probe: full-batch Adam on standardized features (a convex problem; enough steps to converge on ~20k patches).
@@ -112,7 +114,8 @@ FEATURE_IMAGES = 64  # validation images of the per-block feature statistics
 # ------------------------------------------------------------------------------------------------ configs
 def rescale_iterations(cfg, max_iters: int) -> None:
     """Set ``train_cfg.max_iters`` and rescale every iteration-valued field (scheduler begin/end, hook iteration
-    counts and intervals, checkpoint/logger/val intervals) by ``max_iters / old``, keeping >= 1 and begin < end."""
+    counts and intervals, checkpoint/logger/val intervals, EoMT's mask-annealing steps) by ``max_iters / old``,
+    keeping >= 1 and begin < end."""
     old = cfg.train_cfg.max_iters
     if max_iters == old:
         return
@@ -134,6 +137,10 @@ def rescale_iterations(cfg, max_iters: int) -> None:
     for name in ('checkpoint', 'logger'):
         if name in cfg.default_hooks and 'interval' in cfg.default_hooks[name]:
             cfg.default_hooks[name].interval = scale(cfg.default_hooks[name].interval)
+    annealing = cfg.model.get('mask_annealing')  # beit_mm.EoMT: the steps where each masked block's masks fade
+    if annealing:
+        annealing.start_steps = [scale(n) for n in annealing.start_steps]
+        annealing.end_steps = [max(scale(n), start + 1) for n, start in zip(annealing.end_steps, annealing.start_steps)]
 
 
 def write_config(src: str, dst: str, edit) -> str:
@@ -198,9 +205,11 @@ def study_configs(args) -> dict[str, str]:
             loader.dataset.update(suffixes)
         if num_labeled:  # mmengine's BaseDataset keeps the first N of its (file-name sorted) samples
             cfg.train_dataloader.dataset.indices = num_labeled
-        for head in (cfg.model.decode_head, cfg.model.get('auxiliary_head')):
+        for head in (cfg.model.get('decode_head'), cfg.model.get('auxiliary_head')):
             if head:
                 head.num_classes = num_classes
+        if 'num_classes' in cfg.model:  # beit_mm.EoMT: the classes are the segmentor's own
+            cfg.model.num_classes = num_classes
         if args.ft_keep_init and cfg.model.backbone.get('init_cfg'):  # pretrained arms only: scratch sets None
             cfg.model.backbone.init_cfg.keep_init = list(args.ft_keep_init)
         rescale_iterations(cfg, iters)
