@@ -29,6 +29,12 @@ Parts (random weights; every model is built from its repository's own config, pr
   map of one image has no batch statistics; 8-GPU training uses SyncBN).
 - ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
   ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
+- ``heads<SIZE>`` / ``headsinf<SIZE>``: two of beit_mm's segmentors on the same BEiT-B at ``SIZE``, EoMT
+  (``configs/eomt/eomt_beit-base_*512x512.py``, the ratio's numerator) vs UPerNet
+  (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): the train step (EoMT with masked attention on, as
+  at the start of training, its most expensive phase) and whole-image inference at the crop (EoMT after mask
+  annealing: no masks at inference). ``heads-demo`` / ``headsinf-demo``: the same on the two 64 px demo configs
+  (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
 
@@ -69,7 +75,8 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
-               'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head')}
+               'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head', 'mask_head', 'upscale', 'class_head')}
+OURS = ('beit_mm', 'EoMT', 'UPerNet')  # rows of beit_mm models (fused AdamW where the device has it)
 
 
 # ----------------------------------------------------------------------------------------------------- measurement
@@ -440,6 +447,47 @@ def slide_part(size: int) -> Part:
                 make_inputs, step, train=False)
 
 
+def heads_configs(size: str) -> tuple[str, str, int]:
+    """(EoMT config, UPerNet config, crop) of ``heads<SIZE>`` (BEiT-B 512 configs at SIZE) or ``heads-demo``."""
+    import glob
+    if size == '-demo':
+        return (osp.join(ROOT, 'configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                osp.join(ROOT, 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
+    eomt = sorted(glob.glob(osp.join(ROOT, 'configs/eomt/eomt_beit-base_*512x512.py')))
+    if not eomt:
+        raise SystemExit('no configs/eomt/eomt_beit-base_*512x512.py config; use heads-demo')
+    return eomt[0], osp.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py'), int(size)
+
+
+def heads_part(size: str, train: bool) -> Part:
+    """EoMT vs UPerNet on the same BEiT: train step (masks on) or whole-image inference (annealed)."""
+    eomt_cfg, upernet_cfg, crop = heads_configs(size)
+
+    def at_size(m: dict) -> None:
+        m['backbone']['img_size'] = crop
+        m['data_preprocessor']['size'] = (crop, crop)
+        m['test_cfg'] = dict(mode='whole')
+
+    def build_eomt() -> nn.Module:
+        model = build_from_config(eomt_cfg, 'mmseg', at_size)
+        model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed, inference)
+        return model
+
+    seg = seg_part(crop)
+    metas = [dict(img_shape=(crop, crop), pad_shape=(crop, crop), ori_shape=(crop, crop))]
+
+    def step(model, ours, x):
+        if train:
+            return seg.step(model, ours, x)
+        return model.inference(x['images'], metas * x['images'].shape[0])
+
+    what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
+    name = 'tiny BEiT demo' if size == '-demo' else 'BEiT-B'
+    return Part(f'(h) EoMT / UPerNet {what}, {name} {crop}',
+                {'EoMT': build_eomt, 'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
+                seg.make_inputs, step, train=train, bn_eval=True)
+
+
 def backbone_part(model: str, img_size: int) -> Part:
     if model == 'beit':
         from mmseg.models.backbones import BEiT as MMSegBEiT
@@ -487,6 +535,9 @@ def backbone_part(model: str, img_size: int) -> Part:
 
 
 def make_part(name: str, args) -> Part:
+    heads = re.fullmatch(r'heads(inf)?(\d+|-demo)', name)
+    if heads and (heads[2] == '-demo' or int(heads[2]) % 16 == 0):
+        return heads_part(heads[2], train=heads[1] is None)
     match = re.fullmatch(r'(seg|slide)(\d+)', name)
     if match and int(match[2]) % 16 == 0:
         return (seg_part if match[1] == 'seg' else slide_part)(int(match[2]))
@@ -494,8 +545,8 @@ def make_part(name: str, args) -> Part:
         return {'mim': mim_part, 'mim-tokamp': lambda a: mim_part(a, tokenizer_like_peer=True), 'mim2': mim2_part,
                 'finetune': finetune_part,
                 'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
-    raise SystemExit(f'unknown part {name!r}: use mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE '
-                     'divisible by 16) or backbone')
+    raise SystemExit(f'unknown part {name!r}: use mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE>, '
+                     'heads<SIZE>, headsinf<SIZE> (SIZE divisible by 16), heads-demo, headsinf-demo or backbone')
 
 
 # ------------------------------------------------------------------------------------------------------- running
@@ -523,7 +574,7 @@ def build_part_model(part: Part, name: str, device: torch.device) -> nn.Module:
 def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype | None, split: bool,
           profile: int) -> dict:
     """One model: img/s over ``args.iters`` steps after ``args.warmup``, peak memory, optional split and profile."""
-    ours = name == 'beit_mm'
+    ours = name in OURS
     release_memory(device)
     result = {}
     with RssPeak() as rss:
@@ -623,8 +674,9 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
              '| benchmark | beit_mm img/s | peer img/s (peer) | throughput ratio | beit_mm peak MiB | peer peak MiB | '
              'memory ratio |', '|---|---|---|---|---|---|---|']
     for title, res in rows:
-        (_, o), (peer, p) = res.items()
-        lines.append(f'| {title} | {o["ips"]:.3f} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
+        (name, o), (peer, p) = res.items()
+        mine = '' if name == 'beit_mm' else f' ({name})'  # heads rows: two beit_mm models
+        lines.append(f'| {title} | {o["ips"]:.3f}{mine} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
                      f'{o["mem"]:.0f} | {p["mem"]:.0f} | x{o["mem"] / max(p["mem"], 1e-9):.2f} |')
     splits = [(title, name, r['split']) for title, res in rows for name, r in res.items() if r.get('split')]
     if splits:
@@ -641,8 +693,8 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--parts', nargs='+', default=['mim', 'mim2', 'finetune', 'seg512', 'seg640', 'slide640'],
-                        help='mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE> (SIZE a multiple of 16), '
-                        'backbone')
+                        help='mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE>, heads<SIZE>, headsinf<SIZE> '
+                        '(SIZE a multiple of 16), heads-demo, headsinf-demo, backbone')
     parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
     parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
     parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")
@@ -678,7 +730,7 @@ def main() -> None:
     dtype = amp_dtype_for_device(device.type) if args.amp else None
     rows = []
     for name in args.parts:
-        seg = name.startswith(('seg', 'slide'))
+        seg = name.startswith(('seg', 'slide', 'heads'))
         if args.batch_size is None:
             args.batch_size = (2 if seg else 32) if device.type == 'cuda' else (1 if seg else 2)
             batch_default = True
