@@ -33,7 +33,8 @@ Parts (random weights; every model is built from its repository's own config, pr
   (``configs/eomt/eomt_beit-base_*512x512.py``, the ratio's numerator) vs UPerNet
   (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): the train step (EoMT with masked attention on, as
   at the start of training, its most expensive phase) and whole-image inference at the crop (EoMT after mask
-  annealing: no masks at inference). ``heads-demo`` / ``headsinf-demo``: the same on the two 64 px demo configs
+  annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching loss's cost grows
+  with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the two 64 px demo configs
   (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
@@ -476,6 +477,19 @@ def heads_part(size: str, train: bool) -> Part:
     seg = seg_part(crop)
     metas = [dict(img_shape=(crop, crop), pad_shape=(crop, crop), ori_shape=(crop, crop))]
 
+    def make_inputs(batch: int, device: torch.device) -> dict:
+        """Label maps as scenes have them (the matching loss's cost grows with the classes present; per-pixel
+        random labels would give EoMT 150 targets per image): 8 classes per image on a 4 x 4 grid of regions."""
+        from mmengine.structures import PixelData
+        x = seg.make_inputs(batch, device)
+        g = torch.Generator().manual_seed(1)
+        for sample in x['samples']:
+            classes = torch.randperm(150, generator=g)[:8]
+            cells = classes[torch.randint(0, 8, (1, 1, 4, 4), generator=g)].float()
+            labels = torch.nn.functional.interpolate(cells, size=(crop, crop), mode='nearest')[0].long()
+            sample.gt_sem_seg = PixelData(data=labels.to(device))
+        return x
+
     def step(model, ours, x):
         if train:
             return seg.step(model, ours, x)
@@ -485,7 +499,7 @@ def heads_part(size: str, train: bool) -> Part:
     name = 'tiny BEiT demo' if size == '-demo' else 'BEiT-B'
     return Part(f'(h) EoMT / UPerNet {what}, {name} {crop}',
                 {'EoMT': build_eomt, 'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
-                seg.make_inputs, step, train=train, bn_eval=True)
+                make_inputs, step, train=train, bn_eval=True)
 
 
 def backbone_part(model: str, img_size: int) -> Part:
