@@ -123,7 +123,7 @@ def test_rescale_iterations():
 def test_rescale_iterations_moves_eomt_annealing():
     """EoMT's annealing steps scale with the run (the study's eomt arm at another --ft-iters), each end after its
     start."""
-    cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_mim-pre_eomt_1xb8-1200i_ade20k-64x64.py'))
+    cfg = Config.fromfile(mim_study.FT_CONFIGS['eomt'])
     assert cfg.model.mask_annealing.start_steps == [332, 664] and cfg.model.mask_annealing.end_steps == [664, 996]
     mim_study.rescale_iterations(cfg, 3600)
     assert cfg.model.mask_annealing.start_steps == [996, 1992] and cfg.model.mask_annealing.end_steps == [1992, 2988]
@@ -188,8 +188,8 @@ def test_study_smoke_run_every_arm(tmp_path):
     ld = 'optim_wrapper.paramwise_cfg.layer_decay_rate=0.65'
     proc = subprocess.run(cmd[:cmd.index('--seeds')] + [
         '--seeds', '0', '--mim-iters', '2', '--ft-iters', '2', '--vqkd-iters', '2', '--arms', 'scratch',
-        'vqkd-blockwise', '--heads', 'upernet', 'eomt', '--workers', '0', '--work-dir', str(variant), '--pretrain-dir',
-        str(work), '--ft-options', ld], cwd=ROOT, capture_output=True, text=True)
+        'vqkd-blockwise', '--heads', 'upernet', 'eomt', '--workers', '0', '--work-dir', str(variant),
+        '--pretrain-dir', str(work), '--ft-options', ld], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert not (variant / 'mim').exists() and not (variant / 'vqkd').exists()
     runs = variant / 'finetune' / 'upernet'

@@ -56,8 +56,6 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-
-
 def list_images(inputs: list[str]) -> list[str]:
     """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped).
 

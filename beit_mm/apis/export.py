@@ -6,8 +6,8 @@ What is exported (:func:`export_module`), input ``input`` (B, 3, H, W) float32, 
 - ``'segmentor'`` (mmseg ``EncoderDecoder``): ``logits`` (B, K, H, W), the decode head's class scores resized to the
   input size (bilinear, the head's ``align_corners``): what mmseg's ``encode_decode`` returns for one whole-image
   forward at the crop size. ``beit_mm.EoMT`` exports whole the same way (its ``encode_decode``: per-pixel sum over
-  queries of class probability x mask probability); it has no decoder to leave out. Slide windows, flips and scales stay in Python around the exported model
-  (``tools/infer.py --onnx``), as they are loops over this call.
+  queries of class probability x mask probability); it has no decoder to leave out. Slide windows, flips and scales
+  stay in Python around the exported model (``tools/infer.py --onnx``), as they are loops over this call.
 - ``'classifier'`` (mmpretrain ``ImageClassifier``): ``logits`` (B, num_classes), before softmax.
 - ``'backbone'`` (any config's ``model.backbone``): ``feat0``, ``feat1``, ... the backbone's output maps.
 
@@ -196,9 +196,9 @@ def check_deterministic(model: nn.Module) -> None:
         return
     if any(0.0 < p < 1.0 for p in probs.tolist()):
         raise ExportError(f'this EoMT checkpoint was taken during mask annealing (masked-attention probabilities '
-                         f'{[round(p, 4) for p in probs.tolist()]}): its forward masks queries at random. Fix: export '
-                         'a checkpoint from after the annealing ends (mask_annealing.end_steps), whose probabilities '
-                         'are 0')
+                          f'{[round(p, 4) for p in probs.tolist()]}): its forward masks queries at random. Fix: export '
+                          'a checkpoint from after the annealing ends (mask_annealing.end_steps), whose probabilities '
+                          'are 0')
 
 
 def output_names(module: nn.Module, shape: tuple[int, int]) -> list[str]:
