@@ -53,12 +53,12 @@
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth \
 #       checkpoints/beit-base_pt22k.pth
 _base_ = [
-    '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py', '../_base_/schedules/schedule_160k.py'
+    '../_base_/models/eomt_beit.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
+    '../_base_/schedules/schedule_160k.py'
 ]
 crop_size = (512, 512)
 pretrained = 'checkpoints/beit-base_pt22k.pth'
 model = dict(
-    type='beit_mm.EoMT',
     data_preprocessor=dict(
         type='SegDataPreProcessor',
         mean=[123.675, 116.28, 103.53],  # ImageNet mean/std (official models/vit.py:41-44)
@@ -69,32 +69,13 @@ model = dict(
         size=crop_size,
         test_cfg=None),  # no test-time padding: every window is a full 512x512 crop of the resized image
     backbone=dict(
-        type='beit_mm.BEiT',
         arch='base',
         img_size=512,
         patch_size=16,
-        use_abs_pos_emb=False,
-        use_rel_pos_bias=True,
         use_shared_rel_pos_bias=False,
-        layer_scale_init_value=0.1,
-        drop_path_rate=0.0,  # EoMT runs the blocks without drop path (models/eomt.py:185-195)
-        final_norm=True,  # predictions read the final norm (models/eomt.py:175,197)
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
-    num_classes=150,
-    num_queries=100,
     num_blocks=3,
-    masked_attn=True,
     mask_annealing=dict(start_steps=[6520, 16300, 26080], end_steps=[13040, 22820, 32600], poly_power=0.9),
-    loss=dict(
-        type='beit_mm.MaskClassificationLoss',
-        class_weight=2.0,
-        mask_weight=5.0,
-        dice_weight=5.0,
-        no_object_weight=0.1,
-        num_points=12544,
-        oversample_ratio=3.0,
-        importance_sample_ratio=0.75),
-    ignore_index=255,
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=crop_size))
 train_pipeline = [
     dict(type='LoadImageFromFile'),

@@ -8,12 +8,12 @@
 # of the last L2 starts at (j + 1) U and ends at (j + 2) U, the last end at 83% of the 39153 steps of 31 epochs)
 # scaled to 1k iterations and L2 = 2 of 4 blocks: U = 1000 x 0.83 / 3 = 277.
 _base_ = [
-    '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py', '../_base_/schedules/schedule_160k.py'
+    '../_base_/models/eomt_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
+    '../_base_/schedules/schedule_160k.py'
 ]
 crop_size = (64, 64)
 embed_dims = 96
 model = dict(
-    type='beit_mm.EoMT',
     data_preprocessor=dict(
         type='SegDataPreProcessor',
         mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
@@ -23,30 +23,9 @@ model = dict(
         seg_pad_val=255,
         size=crop_size),
     backbone=dict(
-        type='beit_mm.BEiT',
-        arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
-        img_size=64,
-        patch_size=8,
-        use_abs_pos_emb=False,
-        use_rel_pos_bias=True,
-        layer_scale_init_value=0.1,
-        drop_path_rate=0.0,  # EoMT's blocks run without drop path (models/eomt.py:185-195)
-        final_norm=True),  # predictions read the final norm (models/eomt.py:175,197)
-    num_classes=150,
-    num_queries=100,
+        arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0), img_size=64, patch_size=8),
     num_blocks=2,
-    masked_attn=True,
     mask_annealing=dict(start_steps=[277, 554], end_steps=[554, 831], poly_power=0.9),
-    loss=dict(
-        type='beit_mm.MaskClassificationLoss',
-        class_weight=2.0,
-        mask_weight=5.0,
-        dice_weight=5.0,
-        no_object_weight=0.1,
-        num_points=12544,
-        oversample_ratio=3.0,
-        importance_sample_ratio=0.75),
-    ignore_index=255,
     test_cfg=dict(mode='whole'))
 base_lr = 2e-3
 max_iters = 1000

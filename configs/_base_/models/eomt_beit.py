@@ -1,0 +1,29 @@
+# EoMT (beit_mm.EoMT, Kerssies et al. CVPR 2025) on a plain BEiT: K queries join the patch tokens for the last L2
+# blocks, mask and class predictions from the final norm after each of them, masked attention annealed away during
+# training (custom_hooks need beit_mm.EoMTMaskAnnealingHook), Mask2Former's matching loss on every prediction.
+# Values of github.com/tue-mps/eomt @ 7bd19dd: 100 queries (configs/dinov2/ade20k/semantic/eomt_large_512.yaml:18),
+# no drop path (models/eomt.py:185-195), predictions from the final norm (models/eomt.py:175,197), loss coefficients
+# and points (training/mask_classification_semantic.py:30-38). Configs set the backbone's size, the data
+# preprocessor, L2 (num_blocks), the annealing steps and test_cfg.
+model = dict(
+    type='beit_mm.EoMT',
+    backbone=dict(
+        type='beit_mm.BEiT',
+        use_abs_pos_emb=False,
+        use_rel_pos_bias=True,
+        layer_scale_init_value=0.1,
+        drop_path_rate=0.0,  # EoMT runs the blocks without drop path
+        final_norm=True),  # predictions read the final norm
+    num_classes=150,
+    num_queries=100,
+    masked_attn=True,
+    loss=dict(
+        type='beit_mm.MaskClassificationLoss',
+        class_weight=2.0,
+        mask_weight=5.0,
+        dice_weight=5.0,
+        no_object_weight=0.1,
+        num_points=12544,
+        oversample_ratio=3.0,
+        importance_sample_ratio=0.75),
+    ignore_index=255)
