@@ -139,3 +139,19 @@ def test_drop_path_schedule_linear():
              out_indices=(4,))
     rates = [getattr(b.drop_path, 'drop_prob', 0.0) for b in m.blocks]
     assert rates == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
+
+
+def test_registers_need_a_dinov2_style_vit_and_count_as_embeddings():
+    """Register tokens (the DINOv2-style EoMT backbone; parity with HF's EoMT in tests/test_eomt_hf.py): refused beside
+    a relative position bias or a cls-row position embedding, layer id 0 for layer decay, dropped from the maps."""
+    arch = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=4.0)
+    for bad in (dict(use_rel_pos_bias=True), dict(use_rel_pos_bias=False, use_abs_pos_emb=True)):
+        with pytest.raises(ValueError, match='num_register_tokens=4 needs use_rel_pos_bias=False'):
+            BEiT(arch=arch, img_size=32, num_register_tokens=4, **bad)
+    m = BEiT(arch=arch, img_size=32, num_register_tokens=4, use_rel_pos_bias=False, use_abs_pos_emb=True,
+             no_embed_class=True, out_indices=(0, 1))
+    assert m.pos_embed.shape == (1, 4, 32) and m.reg_token.shape == (1, 4, 32)
+    assert m.get_layer_depth('reg_token') == (0, 4)
+    tokens, _ = m.forward_tokens(torch.randn(2, 3, 32, 32))
+    assert tokens[-1].shape == (2, 1 + 4 + 4, 32)
+    assert [tuple(f.shape) for f in m(torch.randn(2, 3, 32, 32))] == [(2, 32, 2, 2)] * 2

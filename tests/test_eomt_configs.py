@@ -27,6 +27,7 @@ from .conftest import ROOT, narrow_beit, shrink_seg_config
 CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*.py')) if 'demo' not in p)
 BASE, LARGE = 'eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py', 'eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py'
 V2 = 'eomt_beitv2-base_4xb4-amp-39k_ade20k-512x512.py'
+DINO = 'eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py'
 
 # ---- official values (tue-mps/eomt @ 7bd19dd) ----------------------------------------------------------------------
 SEM = 'training/mask_classification_semantic.py'
@@ -59,6 +60,10 @@ DROP_LAST = True  # datasets/ade20k_semantic.py:94
 BRIGHTNESS, CONTRAST, SATURATION, HUE = 32, 0.5, 0.5, 18  # datasets/transforms.py:23-26 (hue in 1/360 turns, :35)
 IMAGENET_MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]  # models/vit.py:41 (on x / 255, lightning_module.py:172)
 IMAGENET_STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]  # models/vit.py:42
+# the official ViT-L (models/vit.py:19-20: timm vit_large_patch14_reg4_dinov2 built with patch_size=16): timm 1.0.31
+# timm/models/vision_transformer.py, vit_large_patch14_reg4_dinov2: embed_dim=1024, depth=24, num_heads=16,
+# reg_tokens=4, no_embed_class=True (position embeddings for the patches only), init_values (layer scale) set
+DINO_L = dict(embed_dims=1024, num_layers=24, num_heads=16, patch_size=16, num_register_tokens=4)
 ADE20K_TRAIN_IMAGES = 20210  # ADEChallengeData2016 images/training (the dataset, not the EoMT repository)
 
 
@@ -83,10 +88,10 @@ def load(name: str) -> Config:
 
 
 def test_every_full_size_config_is_checked():
-    assert sorted(map(os.path.basename, CONFIGS)) == sorted([BASE, LARGE, V2])
+    assert sorted(map(os.path.basename, CONFIGS)) == sorted([BASE, LARGE, V2, DINO])
 
 
-@pytest.mark.parametrize('name', [BASE, V2, LARGE])
+@pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_optimizer_schedule_and_batch_are_the_official(name):
     cfg = load(name)
     ow = cfg.optim_wrapper
@@ -107,7 +112,7 @@ def test_optimizer_schedule_and_batch_are_the_official(name):
     assert cfg.randomness.seed == SEED
 
 
-@pytest.mark.parametrize('name', [BASE, V2, LARGE])
+@pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_model_and_loss_are_the_official(name):
     cfg = load(name)
     m = cfg.model
@@ -124,7 +129,7 @@ def test_model_and_loss_are_the_official(name):
     assert 'beit_mm.EoMTMaskAnnealingHook' in [h['type'] for h in cfg.custom_hooks]
 
 
-@pytest.mark.parametrize('name', [BASE, V2, LARGE])
+@pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_mask_annealing_is_the_official_for_its_number_of_blocks(name):
     """4 blocks: the ADE20K semantic config's steps. 3 blocks: the official 3-block layout (the ViT-B COCO config's
     starts and ends in units of its schedule's U, the first start, equal to the 4-block ViT-L config's at the same 12
@@ -141,13 +146,13 @@ def test_mask_annealing_is_the_official_for_its_number_of_blocks(name):
     assert anneal.end_steps[-1] == ADE_ANNEAL_END[-1]  # both layouts end at 5 U
 
 
-@pytest.mark.parametrize('name', [BASE, V2, LARGE])
+@pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_data_and_test_mode_are_the_official(name):
     """Crop, scale jitter, flip and colour-jitter ranges (hue 18/360 turns = 9 OpenCV units of 2 degrees); test: the
     shorter side resized to the crop, windows of the crop's size whose starts equal the official ones for every image
     up to 2:1."""
     cfg = load(name)
-    size = 640 if 'large' in name else IMG_SIZE  # BEiT-L: the UPerNet BEiT-L recipe's crop (config header)
+    size = 640 if name == LARGE else IMG_SIZE  # BEiT-L: the UPerNet BEiT-L recipe's crop (config header)
     train = {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}
     assert train['LoadAnnotations'].reduce_zero_label is True
     assert train['RandomResize'].scale == (size, size) and train['RandomResize'].ratio_range == SCALE_RANGE
@@ -171,6 +176,19 @@ def test_data_and_test_mode_are_the_official(name):
     for long_side in range(size, 2 * size + 1):
         assert mmseg_windows(long_side, size, tc.stride[1]) == official_windows(long_side, size), long_side
     assert cfg.val_evaluator.type == 'IoUMetric' and cfg.val_evaluator.iou_metrics == ['mIoU']
+
+
+def test_dinov2_backbone_is_the_official_vit_large_with_registers():
+    """The DINOv2-style config's ViT is the official ViT-L/16 with 4 registers and patch-only position embeddings,
+    and it is what HF's EoMT holds (tests/test_eomt_hf.py compares the logits)."""
+    b = load(DINO).model.backbone
+    from beit_mm.models.backbones.beit import ARCHS
+    arch = ARCHS[b.arch]
+    assert (arch['embed_dims'], arch['num_layers'], arch['num_heads']) == (
+        DINO_L['embed_dims'], DINO_L['num_layers'], DINO_L['num_heads'])
+    assert b.patch_size == DINO_L['patch_size'] and b.num_register_tokens == DINO_L['num_register_tokens']
+    assert b.use_abs_pos_emb and b.no_embed_class and not b.use_rel_pos_bias and not b.use_shared_rel_pos_bias
+    assert b.layer_scale_init_value > 0 and b.img_size == IMG_SIZE
 
 
 @pytest.fixture(scope='module')
@@ -224,3 +242,27 @@ def test_full_size_config_trains(name, ade_root, converted, tmp_path):
     assert re.search(r'Iter\(train\) \[2/2\]  base_lr: 1\.0000e-04', log), log[-2000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]
     assert os.path.exists(tmp_path / 'work' / 'iter_2.pth')
+
+
+def test_dinov2_config_trains_from_converted_eomt_weights(ade_root, tmp_path):
+    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, starting from a
+    whole-EoMT checkpoint in the layout ``--model eomt --source hf`` writes (its ``load_from``), never from random
+    weights."""
+    from beit_mm.apis import build_from_config
+    cfg = load(DINO)
+    narrow_beit(cfg)
+    cfg.model.backbone.init_cfg = dict(type='Pretrained')  # shrink_seg_config fills a checkpoint in; removed below
+    cfg = shrink_seg_config(cfg, str(ade_root), '', str(tmp_path / 'work'), crop=64)
+    cfg.model.backbone.init_cfg = None
+    cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)
+    cfg.model.loss.num_points = 256
+    start = tmp_path / 'eomt_start.pth'
+    torch.save({'state_dict': build_from_config(cfg).state_dict()}, start)
+    cfg.load_from = str(start)
+    cfg_path = tmp_path / DINO
+    cfg.dump(str(cfg_path))
+    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    assert f'Load checkpoint from {start}' in log, log[-3000:]
+    assert re.search(r'mIoU: \d', log), log[-2000:]

@@ -65,8 +65,19 @@ def _official_beit_ft(path: str) -> None:
     torch.save({'model': sd}, path)
 
 
+def _hf_eomt(path: str) -> None:
+    """HF ``EomtForUniversalSegmentation`` ``model.safetensors`` (tue-mps/ade20k_semantic_eomt_large_512's layout),
+    saved by transformers 4.57.6's own class (``tests/support/eomt_hf_reference.py``): a 4-layer, 64-wide model."""
+    import tempfile
+    from .test_eomt_hf import reference
+    with tempfile.TemporaryDirectory() as tmp:
+        reference('make', tmp)
+        shutil.copy(osp.join(tmp, 'hf', 'model.safetensors'), path)
+
+
 INPUTS = {
     'CvT-13-224x224-IN-1k.pth': _official_cvt13,
+    'model.safetensors': _hf_eomt,
     'beit_base_patch16_224_pt22k_ft22k.pth': _official_beit_ft,
 }
 

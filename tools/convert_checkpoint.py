@@ -9,6 +9,7 @@ Examples:
     python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip.pth vqkd.pth
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
+    python tools/convert_checkpoint.py --model eomt --source hf model.safetensors eomt-large-512_ade20k.pth
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
 (``beit_mm.apis.hub``; the model is built from ``--config``: the config source a checkpoint stores is code and is
@@ -44,6 +45,7 @@ MODELS = {
     'dalle': ('openai', 'mmpretrain', 'dvae'),
     'vqkd': ('unilm', 'mmpretrain'),
     'dino': ('official', ),
+    'eomt': ('hf', ),
 }
 
 
@@ -79,6 +81,9 @@ def convert(args: argparse.Namespace) -> dict:
     if args.model == 'vqkd':  # the tokenizer without its teacher; mmpretrain files have no decoder
         from beit_mm.converters.vqkd import convert_vqkd
         return convert_vqkd(src, args.source)
+    if args.model == 'eomt':  # HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT
+        from beit_mm.converters.eomt import hf_eomt_to_beit_mm
+        return hf_eomt_to_beit_mm(src)
     if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
         from beit_mm.converters.vqkd import convert_dino_vit
         return convert_dino_vit(src)
@@ -123,14 +128,14 @@ def export_checkpoint(args: argparse.Namespace) -> None:
     from beit_mm.converters.hf_config import HFIncompatible
     try:
         if args.to == 'hf':
-            hf_model = save_hf(model, args.dst, classes=classes, part=args.part)
+            hf_class = save_hf(model, args.dst, classes=classes, part=args.part)
         else:
             kwargs = save_timm(model, args.dst, beit_v2=args.beitv2)
     except HFIncompatible as error:
         raise SystemExit(f'{path}: {error}. Nothing was written (docs/export.md lists what HF and timm can hold; '
                          '--part backbone converts only the backbone)') from None
     if args.to == 'hf':
-        print(f'wrote {args.dst}: {type(hf_model).__name__} (config.json, model.safetensors) from {path}')
+        print(f'wrote {args.dst}: {hf_class} (config.json, model.safetensors) from {path}')
     else:
         print(f'wrote {args.dst} and {timm_json_path(args.dst)}: timm.create_model(**json.load(open(...))) builds '
               f'{kwargs["model_name"]} with these weights')

@@ -67,10 +67,14 @@ pip install -q "$mmcv_whl" >&2
 
 # The OpenMMLab stack (mmseg imports ftfy/regex without declaring them) and the test references. beit_mm itself is
 # not installed into the shared venv: the run scripts put the checkout on PYTHONPATH.
-# transformers 4.57 is the last 4.x and has EomtForUniversalSegmentation (added in 4.56), EoMT's parity reference.
 # mmdet 3.3.0 (pure Python, accepts mmcv < 2.2.0) is what mmseg 1.2.2's Mask2FormerHead is built on.
 pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" "mmdet==3.3.0" ftfy regex \
-  "transformers==4.57.6" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" >&2
+  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" >&2
+# EoMT's parity reference, transformers' EomtForUniversalSegmentation (added in 4.56), in a folder of its own that only
+# the reference subprocess of tests/test_eomt_hf.py puts first on sys.path: mmpretrain 1.2.0 (imported by mmseg via
+# mmdet) fails to import beside transformers >= 4.49 (apply_chunking_to_forward left transformers.modeling_utils), so
+# the environment itself keeps 4.46.3. tokenizers 0.22 is what 4.57 checks for at import.
+pip install -q --no-deps --target "$venv/reference/transformers-4.57.6" "transformers==4.57.6" "tokenizers==0.22.1" >&2
 # Export and interchange (tools/export.py, convert_checkpoint.py --to timm) and their references in the tests.
 pip install -q "numpy<2" "timm==1.0.31" "onnx==1.23.2" "onnxruntime==1.32.0" "onnxscript==0.7.2" >&2
 # dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
@@ -78,6 +82,7 @@ pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
 # scikit-learn ships the UCI handwritten digits that the MIM study's second dataset is drawn from (offline).
 pip install -q "numpy<2" "scikit-learn==1.6.1" >&2
-"$venv/bin/python" -c "import mmcv.ops, mmseg, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn" >&2
+"$venv/bin/python" -c "import mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn" >&2
+PYTHONPATH="$venv/reference/transformers-4.57.6" "$venv/bin/python" -c "from transformers import EomtForUniversalSegmentation" >&2
 touch "$venv/.beit_mm_ready"
 echo "$venv"

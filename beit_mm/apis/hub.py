@@ -6,8 +6,8 @@
   ``MeanPoolNeck`` + ``LinearClsHead``), ``BeitModel`` (anything else with a BEiT backbone, e.g. a MIM model: its
   backbone; a backbone without final norm, as a segmentor's, loads with ``BeitModel.from_pretrained(DIR,
   add_pooling_layer=False)``: HF's pooler would need an fc_norm it does not have), ``CvtForImageClassification`` /
-  ``CvtModel``. The HF model is built and loaded strictly before saving,
-  so a folder is only written when HF holds every weight.
+  ``CvtModel``, ``EomtForUniversalSegmentation`` (an EoMT on a DINOv2-style BEiT). The HF model is built and
+  loaded strictly before saving, so a folder is only written when HF holds every weight (EoMT: see :func:`save_hf`).
 - :func:`save_timm`: a timm ``Beit`` state dict file ``NAME.pth`` and ``NAME.json`` next to it with the
   ``timm.create_model`` arguments (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
 
@@ -24,8 +24,9 @@ from torch import Tensor, nn
 
 from ..converters.beit import beit_to_hf, beit_to_timm, convert_beit
 from ..converters.cvt import convert_cvt, cvt_to_hf
+from ..converters.eomt import beit_mm_to_hf_eomt, hf_eomt_to_beit_mm
 from ..converters.hf_config import (HFIncompatible, beit_hf_config, classification_hf_config, cvt_hf_config,
-                                    segmentation_hf_config)
+                                    eomt_hf_config, segmentation_hf_config)
 from ..converters.upernet import segmentor_from_hf, segmentor_to_hf
 from ..models.backbones.beit import BEiT
 from ..models.backbones.cvt import CvT
@@ -59,6 +60,11 @@ def hf_model_and_state_dict(model: nn.Module, classes: list[str] | None = None,
     kind = 'backbone' if part == 'backbone' else kind
     bsd = {k: v.detach() for k, v in backbone.state_dict().items()}
     if isinstance(backbone, BEiT):
+        if kind == 'segmentor' and model.decode_head is None and hasattr(model, 'q'):  # beit_mm.EoMT
+            sd = {k: v.detach() for k, v in model.state_dict().items()}
+            hf_sd = beit_mm_to_hf_eomt(sd)
+            hf_sd['criterion.empty_weight'] = model.criterion.class_weights.detach().clone()  # HF's loss buffer
+            return eomt_hf_config(model, classes), hf_sd
         if kind == 'segmentor':
             sd = {k: v.detach() for k, v in model.state_dict().items()}
             return segmentation_hf_config(model, classes), segmentor_to_hf(sd)
@@ -89,7 +95,11 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
     import transformers
     fields = dict(cfg)
     model_type = fields.pop('model_type')
-    config_cls = transformers.BeitConfig if model_type == 'beit' else transformers.CvtConfig
+    config_cls = {'beit': transformers.BeitConfig, 'cvt': transformers.CvtConfig,
+                  'eomt': getattr(transformers, 'EomtConfig', None)}[model_type]
+    if config_cls is None:
+        raise HFIncompatible(f'transformers {transformers.__version__} has no EoMT (added in 4.56); tools/setup_env.sh '
+                             'pins 4.57.6')
     config = config_cls(**fields)
     arch = fields['architectures'][0]
     if arch == 'BeitModel' and config.use_mean_pooling and 'pooler.layernorm.weight' not in state_dict:
@@ -103,15 +113,27 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
     return hf_model
 
 
-def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> nn.Module:
+def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> str:
     """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``), replacing ``out_dir`` as a whole
     and atomically (:func:`beit_mm.apis.outputs.atomic_dir`: no stale shard or index of an old folder survives);
-    returns the HF model."""
+    returns the HF class name.
+
+    EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
+    so the folder is written directly (``config.json`` with ``model_type: eomt``, safetensors with ``format: pt``);
+    ``tests/test_eomt_hf.py`` loads it strictly with transformers 4.57.6 and compares the logits."""
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
+    if cfg['model_type'] == 'eomt':
+        from safetensors.torch import save_file
+        with atomic_dir(out_dir) as tmp:
+            with open(osp.join(tmp, 'config.json'), 'w') as f:
+                json.dump(dict(cfg, torch_dtype='float32'), f, indent=2, sort_keys=True)
+            save_file({k: v.contiguous() for k, v in state_dict.items()}, osp.join(tmp, 'model.safetensors'),
+                      metadata={'format': 'pt'})
+        return cfg['architectures'][0]
     hf_model = build_hf(cfg, state_dict)
     with atomic_dir(out_dir) as tmp:
         hf_model.save_pretrained(tmp)
-    return hf_model
+    return type(hf_model).__name__
 
 
 def load_hf_state_dict(folder: str) -> dict[str, Tensor]:
@@ -124,6 +146,8 @@ def load_hf_state_dict(folder: str) -> dict[str, Tensor]:
     arch = config['architectures'][0]
     if arch == 'BeitForSemanticSegmentation':
         return segmentor_from_hf(sd)
+    if arch == 'EomtForUniversalSegmentation':
+        return hf_eomt_to_beit_mm(sd)
     if config['model_type'] == 'beit':
         return convert_beit(sd, 'hf', expand_shared_bias=False, keep_mim_head=True, keep_head=True)
     return convert_cvt(sd, 'hf')

@@ -175,3 +175,52 @@ def cvt_hf_config(backbone: nn.Module, num_classes: int | None = None, classes: 
     else:
         cfg.update(architectures=['CvtModel'])
     return cfg
+
+
+def eomt_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> dict:
+    """``EomtConfig`` fields (transformers >= 4.56) of a ``beit_mm.EoMT``, or :class:`HFIncompatible` listing what
+    HF's DINOv2-style EoMT cannot hold: relative position bias, a position embedding with a cls row or none at all,
+    a non-square grid, unmasked attention (HF always masks the last blocks in training), LayerNorms of another eps
+    than the backbone's. Missing layer scales / q-v biases are fine (ones / zeros)."""
+    backbone, block = segmentor.backbone, segmentor.backbone.blocks[0]
+    problems = []
+    if block.attn.relative_position_bias_table is not None or backbone.rel_pos_bias is not None:
+        problems.append('relative position bias (HF EoMT has absolute position embeddings only)')
+    if backbone.pos_embed is None or not backbone.no_embed_class:
+        problems.append('a position embedding with a cls row or none (HF EoMT: patch positions only; build the '
+                        'BEiT with use_abs_pos_emb=True, no_embed_class=True)')
+    if backbone.grid[0] != backbone.grid[1]:
+        problems.append(f'non-square patch grid {backbone.grid} (HF EoMT takes one image_size)')
+    if not segmentor.masked_attn:
+        problems.append('masked_attn=False (HF EoMT always masks the last num_blocks blocks while training)')
+    eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
+    if len(eps) > 1:
+        problems.append(f'LayerNorms with different eps {sorted(eps)} (HF has one layer_norm_eps)')
+    if problems:
+        raise HFIncompatible('; '.join(problems))
+    loss = segmentor.criterion
+    return dict(
+        model_type='eomt',
+        architectures=['EomtForUniversalSegmentation'],
+        hidden_size=backbone.embed_dims,
+        num_hidden_layers=backbone.num_layers,
+        num_attention_heads=backbone.num_heads,
+        mlp_ratio=block.mlp.fc1.out_features // backbone.embed_dims,
+        hidden_act='gelu',
+        layer_norm_eps=eps.pop(),
+        image_size=backbone.grid[0] * backbone.patch_size,
+        patch_size=backbone.patch_size,
+        num_channels=backbone.patch_embed.proj.in_channels,
+        num_upscale_blocks=len(segmentor.upscale),
+        num_blocks=segmentor.num_blocks,
+        num_queries=segmentor.num_queries,
+        num_register_tokens=backbone.num_prefix_tokens - 1,
+        class_weight=loss.class_weight,
+        mask_weight=loss.mask_weight,
+        dice_weight=loss.dice_weight,
+        no_object_weight=float(loss.class_weights[-1]),
+        train_num_points=loss.num_points,
+        oversample_ratio=loss.oversample_ratio,
+        importance_sample_ratio=loss.importance_sample_ratio,
+        **_labels(classes, segmentor.num_classes),
+    )

@@ -49,8 +49,8 @@ NORM_LAYER_TYPES = (_BatchNorm, _InstanceNorm, nn.GroupNorm, nn.LayerNorm)
 #: Default ``no_decay_names`` of the ``'names'`` rule: the ViT/BEiT tokens, position embeddings, shared/per-block
 #: relative position bias, layer-scale and the q/v biases of BEiT's attention. This is beit_mm's own choice, wider than
 #: unilm's (which decays the relative position tables and ``mask_token``; use ``weight_decay_rule='unilm'`` for it).
-DEFAULT_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table',
-                                           'gamma_1', 'gamma_2', 'q_bias', 'v_bias')
+DEFAULT_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token', 'pos_embed',
+                                           'relative_position_bias_table', 'gamma_1', 'gamma_2', 'q_bias', 'v_bias')
 
 #: ``no_decay_names`` of the ``'unilm'`` rule: unilm ``beit/modeling_finetune.py`` and ``beit/modeling_pretrain.py``
 #: ``no_weight_decay() -> {'pos_embed', 'cls_token'}``.

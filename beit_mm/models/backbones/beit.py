@@ -80,6 +80,13 @@ class BEiT(BaseModule):
         patch_size: patch side in pixels.
         in_channels: input channels.
         use_abs_pos_emb: learn an absolute position embedding ``pos_embed`` (1, 1 + N, C).
+        no_embed_class: the position embedding covers the patches only, (1, N, C), added before the cls and register
+            tokens are prepended (timm's ``no_embed_class``; DINOv2 with registers, EoMT's ViTs).
+        num_register_tokens: ``R`` learnable register tokens ``reg_token`` (1, R, C) after the cls token, without a
+            position (Darcet et al. 2024, "Vision Transformers Need Registers"; timm's name). Tokens are then
+            ``[cls, R registers, patches]``; every output drops all ``1 + R`` prefix tokens. Registers need a
+            position embedding without a cls row (``no_embed_class``) or none, and no relative position bias (its
+            table has rows for one cls token only).
         use_rel_pos_bias: a relative position bias table in every block.
         use_shared_rel_pos_bias: one table ``rel_pos_bias`` shared by all blocks (BEiT pretraining).
         layer_scale_init_value: initial layer scale gamma (0.1 for B, 1e-5 for L in pretraining); 0 disables it.
@@ -118,6 +125,8 @@ class BEiT(BaseModule):
                  patch_size: int = 16,
                  in_channels: int = 3,
                  use_abs_pos_emb: bool = False,
+                 no_embed_class: bool = False,
+                 num_register_tokens: int = 0,
                  use_rel_pos_bias: bool = True,
                  use_shared_rel_pos_bias: bool = False,
                  layer_scale_init_value: float = 0.1,
@@ -151,11 +160,22 @@ class BEiT(BaseModule):
         self.patch_size = patch_size
         self.grid = (img_size[0] // patch_size, img_size[1] // patch_size)
         self.layer_scale_init_value = layer_scale_init_value
+        if num_register_tokens < 0:
+            raise ValueError(f'num_register_tokens={num_register_tokens} must be >= 0')
+        if num_register_tokens and (use_rel_pos_bias or use_shared_rel_pos_bias or cls_pretrain is not None
+                                    or (use_abs_pos_emb and not no_embed_class)):
+            raise ValueError(f'num_register_tokens={num_register_tokens} needs use_rel_pos_bias=False, '
+                             'use_shared_rel_pos_bias=False, no cls_pretrain and, with use_abs_pos_emb, '
+                             'no_embed_class=True (a DINOv2-style ViT: registers have no position, and relative '
+                             'position tables have rows for one cls token only)')
+        self.no_embed_class = no_embed_class
+        self.num_prefix_tokens = 1 + num_register_tokens
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
+        self.reg_token = nn.Parameter(torch.zeros(1, num_register_tokens, embed_dims)) if num_register_tokens else None
         self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
-        num_tokens = 1 + self.grid[0] * self.grid[1]
+        num_tokens = (0 if no_embed_class else 1) + self.grid[0] * self.grid[1]
         self.pos_embed = nn.Parameter(torch.zeros(1, num_tokens, embed_dims)) if use_abs_pos_emb else None
         self.pos_drop = nn.Dropout(drop_rate)
         self.rel_pos_bias = RelativePositionBias(self.grid, self.num_heads) if use_shared_rel_pos_bias else None
@@ -212,6 +232,8 @@ class BEiT(BaseModule):
             for p in (self.cls_token, self.mask_token, self.pos_embed):
                 if p is not None:
                     trunc_normal(p)
+            if self.reg_token is not None:  # timm VisionTransformer.init_weights: normal, std 1e-6
+                nn.init.normal_(self.reg_token, std=1e-6)
             for m in self.modules():
                 if m in cls_pt_modules:
                     continue
@@ -235,7 +257,8 @@ class BEiT(BaseModule):
 
     # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
-        """Images (B, 3, H, W) -> tokens (B, 1 + h*w, C) with the cls token first, and the patch grid (h, w).
+        """Images (B, 3, H, W) -> tokens (B, 1 + R + h*w, C), the cls token first, then the ``R`` registers, and
+        the patch grid (h, w).
 
         ``mask`` (B, h, w) or (B, h*w) bool, True = masked: those patch embeddings are replaced by ``mask_token``
         before position embeddings are added (unilm ``modeling_pretrain.py``).
@@ -249,14 +272,18 @@ class BEiT(BaseModule):
                 raise ValueError('a mask was given but this BEiT has no mask token; build it with with_mask_token=True')
             w = mask.reshape(b, n, 1).type_as(x)
             x = x * (1 - w) + self.mask_token.expand(b, n, -1) * w
+        if self.pos_embed is not None and self.no_embed_class:
+            x = x + resize_pos_embed(self.pos_embed, self.grid, grid, num_extra_tokens=0)
         x = torch.cat([self.cls_token.expand(b, -1, -1), x], dim=1)
-        if self.pos_embed is not None:
+        if self.pos_embed is not None and not self.no_embed_class:
             x = x + resize_pos_embed(self.pos_embed, self.grid, grid)
+        if self.reg_token is not None:
+            x = torch.cat([x[:, :1], self.reg_token.expand(b, -1, -1), x[:, 1:]], dim=1)
         return self.pos_drop(x), grid
 
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
                        out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
-        """Token sequences (B, 1 + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
+        """Token sequences (B, 1 + R + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
         order, and the patch grid (h, w)."""
         out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
@@ -294,7 +321,7 @@ class BEiT(BaseModule):
         """
         self.check_forward_masked()
         if self.cls_pt_layers is None:
-            return self.forward_tokens(x, mask)[0][-1][:, 1:]
+            return self.forward_tokens(x, mask)[0][-1][:, self.num_prefix_tokens:]
         x, grid = self.embed(x, mask)
         shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
         for i, blk in enumerate(self.blocks):
@@ -318,9 +345,10 @@ class BEiT(BaseModule):
                              f'out_indices={self.out_indices}; use out_indices=(-1,)')
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls token dropped)."""
+        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
+        dropped)."""
         outs, (h, w) = self.forward_tokens(x, mask)
-        return tuple(t[:, 1:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
+        return tuple(t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
 
     def segmentation_layers(self) -> tuple[int, ...]:
         """The blocks a segmentor feeds its pyramid neck: those at 1/3, 1/2, 2/3 and all of the depth, i.e. mmseg /
@@ -337,22 +365,22 @@ class BEiT(BaseModule):
             raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
                              f'{self.num_layers - 1}] (this BEiT has {self.num_layers} blocks)')
         outs, (h, w) = self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers}))
-        return [t[:, 1:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
+        return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
 
     # ------------------------------------------------------------ layer decay
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
         """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
 
-        Embeddings (cls/mask tokens, position embedding, patch embedding) -> 0; block i -> i + 1; everything else
-        (the shared relative position bias, as in unilm; final norm; BEiT v2's ``cls_pt_layers``, which exist only in
-        pretraining; parameters outside the backbone) -> num_layers + 1.
+        Embeddings (cls/register/mask tokens, position embedding, patch embedding) -> 0; block i -> i + 1; everything
+        else (the shared relative position bias, as in unilm; final norm; BEiT v2's ``cls_pt_layers``, which exist
+        only in pretraining; parameters outside the backbone) -> num_layers + 1.
         lr scale = decay ** (num_layers + 1 - id).
         """
         num_ids = self.num_layers + 2
         if not param_name.startswith(prefix):
             return num_ids - 1, num_ids
         name = param_name[len(prefix):]
-        if name in ('cls_token', 'mask_token', 'pos_embed') or name.startswith('patch_embed.'):
+        if name in ('cls_token', 'reg_token', 'mask_token', 'pos_embed') or name.startswith('patch_embed.'):
             return 0, num_ids
         if name.startswith('blocks.'):
             return int(name.split('.')[1]) + 1, num_ids

@@ -162,10 +162,11 @@ class EoMT(EncoderDecoder):
 
     # -------------------------------------------------------------- forward
     def _predict(self, tokens: Tensor, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
-        """Final-normed tokens (B, K + 1 + h*w, C) -> mask logits (B, K, h*s, w*s) (s = 2 ** num_upscale) and class
-        logits (B, K, C + 1)."""
+        """Final-normed tokens (B, K + P + h*w, C) (P: the backbone's cls and register tokens) -> mask logits
+        (B, K, h*s, w*s) (s = 2 ** num_upscale) and class logits (B, K, C + 1)."""
         q = tokens[:, :self.num_queries]
-        patches = tokens[:, self.num_queries + 1:].transpose(1, 2).reshape(tokens.shape[0], -1, *grid)
+        patches = tokens[:, self.num_queries + self.backbone.num_prefix_tokens:]
+        patches = patches.transpose(1, 2).reshape(tokens.shape[0], -1, *grid)
         mask_logits = torch.einsum('bqc,bchw->bqhw', self.mask_head(q), self.upscale(patches))
         return mask_logits, self.class_head(q)
 
@@ -174,8 +175,9 @@ class EoMT(EncoderDecoder):
         b, k = mask_logits.shape[:2]
         attn_mask = torch.ones(b, num_tokens, num_tokens, dtype=torch.bool, device=mask_logits.device)
         inside = F.interpolate(mask_logits, grid, mode='bilinear').flatten(2) > 0
-        attn_mask[:, :k, k + 1:] = inside
-        return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=1)
+        prefix = self.backbone.num_prefix_tokens
+        attn_mask[:, :k, k + prefix:] = inside
+        return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=prefix)
 
     def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
         """Images (B, 3, H, W) -> per prediction, first the masked blocks' then the output, mask logits
