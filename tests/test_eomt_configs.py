@@ -244,25 +244,29 @@ def test_full_size_config_trains(name, ade_root, converted, tmp_path):
     assert os.path.exists(tmp_path / 'work' / 'iter_2.pth')
 
 
-def test_dinov2_config_trains_from_converted_eomt_weights(ade_root, tmp_path):
-    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, starting from a
-    whole-EoMT checkpoint in the layout ``--model eomt --source hf`` writes (its ``load_from``), never from random
-    weights."""
-    from beit_mm.apis import build_from_config
+def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_root, tmp_path):
+    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from
+    a random timm DINOv2-reg4 file (patch 14) converted by ``--model dinov2 --source timm`` to patch 16, as the
+    official run starts (tests/test_convert_dinov2.py compares that conversion with timm's own)."""
+    from timm.models.vision_transformer import VisionTransformer
     cfg = load(DINO)
     narrow_beit(cfg)
-    cfg.model.backbone.init_cfg = dict(type='Pretrained')  # shrink_seg_config fills a checkpoint in; removed below
-    cfg = shrink_seg_config(cfg, str(ade_root), '', str(tmp_path / 'work'), crop=64)
-    cfg.model.backbone.init_cfg = None
+    arch = cfg.model.backbone.arch
+    src, dst = tmp_path / 'timm_dinov2.pth', tmp_path / 'dinov2_p16.pth'
+    torch.save(VisionTransformer(img_size=70, patch_size=14, embed_dim=arch['embed_dims'], depth=arch['num_layers'],
+                                 num_heads=arch['num_heads'], init_values=1e-5, reg_tokens=4, no_embed_class=True,
+                                 num_classes=0).state_dict(), src)
+    proc = subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'dinov2', '--source', 'timm',
+                           '--img-size', '64', '--patch-size', '16', str(src), str(dst)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    cfg = shrink_seg_config(cfg, str(ade_root), str(dst), str(tmp_path / 'work'), crop=64)
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)
     cfg.model.loss.num_points = 256
-    start = tmp_path / 'eomt_start.pth'
-    torch.save({'state_dict': build_from_config(cfg).state_dict()}, start)
-    cfg.load_from = str(start)
     cfg_path = tmp_path / DINO
     cfg.dump(str(cfg_path))
     proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
-    assert f'Load checkpoint from {start}' in log, log[-3000:]
+    assert re.search(r'loaded \d+ backbone weights .* \(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

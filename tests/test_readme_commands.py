@@ -75,8 +75,19 @@ def _hf_eomt(path: str) -> None:
         shutil.copy(osp.join(tmp, 'hf', 'model.safetensors'), path)
 
 
+def _timm_dinov2(path: str) -> None:
+    """timm ``vit_large_patch14_reg4_dinov2.lvd142m`` ``model.safetensors`` layout (patch 14, 4 registers, layer
+    scale, patch-only position embedding), saved by timm's own class: a 2-block, 64-wide model at 70 px."""
+    from safetensors.torch import save_file
+    from timm.models.vision_transformer import VisionTransformer
+    model = VisionTransformer(img_size=70, patch_size=14, embed_dim=64, depth=2, num_heads=4, init_values=1e-5,
+                              reg_tokens=4, no_embed_class=True, num_classes=0)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, path)
+
+
 INPUTS = {
     'CvT-13-224x224-IN-1k.pth': _official_cvt13,
+    'vit_large_patch14_reg4_dinov2.lvd142m.safetensors': _timm_dinov2,
     'model.safetensors': _hf_eomt,
     'beit_base_patch16_224_pt22k_ft22k.pth': _official_beit_ft,
 }

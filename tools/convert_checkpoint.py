@@ -10,6 +10,8 @@ Examples:
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
     python tools/convert_checkpoint.py --model eomt --source hf model.safetensors eomt-large-512_ade20k.pth
+    python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
+        vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
 (``beit_mm.apis.hub``; the model is built from ``--config``: the config source a checkpoint stores is code and is
@@ -46,6 +48,7 @@ MODELS = {
     'vqkd': ('unilm', 'mmpretrain'),
     'dino': ('official', ),
     'eomt': ('hf', ),
+    'dinov2': ('timm', ),
 }
 
 
@@ -72,8 +75,14 @@ def convert(args: argparse.Namespace) -> dict:
             src, args.source, img_size=args.img_size, patch_size=args.patch_size,
             expand_shared_bias=not args.keep_shared_rel_pos_bias, keep_mim_head=args.keep_mim_head,
             keep_head=args.keep_head)
+    if args.model == 'dinov2':  # timm DINOv2 with registers, patch embedding and positions resampled (EoMT's start)
+        from beit_mm.converters.dinov2 import convert_dinov2
+        if args.img_size is None:
+            raise SystemExit('--model dinov2 needs --img-size (and --patch-size, default 16): the grid the position '
+                             'embedding and patch embedding are resampled to, e.g. --img-size 512 for EoMT ADE20K')
+        return convert_dinov2(src, args.img_size, args.patch_size)
     if args.img_size is not None:
-        raise SystemExit(f'--img-size applies to --model beit only, not {args.model}')
+        raise SystemExit(f'--img-size applies to --model beit and dinov2 only, not {args.model}')
     if args.model == 'cvt':
         from beit_mm.converters.cvt import convert_cvt
         out = convert_cvt(src, args.source)
@@ -149,8 +158,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--source',
                         help='layout of SRC: ' + '; '.join(f'{m}: {", ".join(s)}' for m, s in MODELS.items()))
     parser.add_argument('--img-size', type=int, default=None,
-                        help='BEiT: resample relative position tables / position embeddings to this image size')
-    parser.add_argument('--patch-size', type=int, default=16, help='BEiT patch size (for --img-size)')
+                        help='BEiT: resample relative position tables / position embeddings to this image size; '
+                        'DINOv2: the image size of the position embedding (required)')
+    parser.add_argument('--patch-size', type=int, default=16,
+                        help='BEiT patch size (for --img-size); DINOv2: the patch size its 14-px kernel is resampled to')
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
                         help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')

@@ -140,15 +140,17 @@ def table_grid(table: Tensor) -> tuple[int, int]:
     return ((side + 1) // 2, ) * 2
 
 
-def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int]) -> dict[str, Tensor]:
-    """Resample every relative position bias table and the position embedding of a state dict to ``grid``."""
+def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
+                   num_extra_tokens: int = 1) -> dict[str, Tensor]:
+    """Resample every relative position bias table and the position embedding of a state dict to ``grid``;
+    ``num_extra_tokens``: the position embedding's rows before the grid (1: BEiT's cls row; 0: ``no_embed_class``)."""
     out = {}
     for key, value in state_dict.items():
         if key.endswith('relative_position_bias_table'):
             value = resize_rel_pos_bias_table(value, table_grid(value), grid)
         elif key == 'pos_embed':
-            side = math.isqrt(value.shape[1] - 1)
-            value = resize_pos_embed(value, (side, side), grid)
+            side = math.isqrt(value.shape[1] - num_extra_tokens)
+            value = resize_pos_embed(value, (side, side), grid, num_extra_tokens=num_extra_tokens)
         out[key] = value
     return out
 
@@ -217,7 +219,7 @@ def adapt_to_model(state_dict: Mapping[str, Tensor], model) -> dict[str, Tensor]
     sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
     if model.rel_pos_bias is None:
         sd = expand_shared_rel_pos_bias(sd)
-    return resize_to_grid(sd, model.grid)
+    return resize_to_grid(sd, model.grid, num_extra_tokens=0 if model.no_embed_class else 1)
 
 
 # ----------------------------------------------------------------------------------- beit_mm -> HF transformers / timm

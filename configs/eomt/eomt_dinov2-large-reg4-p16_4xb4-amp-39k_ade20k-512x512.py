@@ -6,13 +6,16 @@
 # Published: 58.4 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov2.md:191-196; weights on HF:
 # tue-mps/ade20k_semantic_eomt_large_512).
 #
-# Start: the official ADE20K weights, converted from the HF folder (tue-mps/ade20k_semantic_eomt_large_512):
+# Start, as the official run: DINOv2-L with 4 registers (timm vit_large_patch14_reg4_dinov2.lvd142m), its 14-px patch
+# embedding PI-resized to 16 px and its 37x37 position embedding resized to 32x32 as timm does when EoMT builds it
+# (models/vit.py:33-39; beit_mm/converters/dinov2.py, tests/test_convert_dinov2.py):
+#   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
+#       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-512.pth
+#   (the model.safetensors of the HF repository timm/vit_large_patch14_reg4_dinov2.lvd142m, saved under that name)
+# The official ADE20K EoMT weights, from the HF folder tue-mps/ade20k_semantic_eomt_large_512, evaluate with it:
 #   python tools/convert_checkpoint.py --model eomt --source hf model.safetensors checkpoints/eomt-large-512_ade20k.pth
 #   python tools/test.py configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py \
 #       checkpoints/eomt-large-512_ade20k.pth
-# Training from the DINOv2 ImageNet-22k backbone as the official run does (timm vit_large_patch14_reg4_dinov2 with its
-# 14-px patch embedding resampled to 16 px, models/vit.py:33-39) needs a DINOv2 converter beit_mm does not have yet;
-# `load_from` below starts from the converted EoMT weights instead (fine-tuning them), never from random weights.
 #
 # Official values: everything of the BEiT-B config's header (eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py: lr 1e-4,
 # AdamW wd 0.05 on every parameter, llrd 0.8, two-stage warmup (500, 1000) + poly 0.9, clip 0.01, 31 epochs of 1263
@@ -23,6 +26,7 @@
 # - mask annealing, poly 0.9: starts 6520, 13040, 19560, 26080; ends 13040, 19560, 26080, 32600
 #   (eomt_large_512.yaml:13-14).
 _base_ = ['./eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py']
+pretrained = 'checkpoints/dinov2-large-reg4_p16-512.pth'
 model = dict(
     backbone=dict(
         arch='large',
@@ -33,9 +37,7 @@ model = dict(
         num_register_tokens=4,
         use_rel_pos_bias=False,
         use_shared_rel_pos_bias=False,
-        layer_scale_init_value=1.0,  # DINOv2 / HF EomtConfig.layerscale_value (the checkpoint's lambdas replace it)
-        init_cfg=None),  # the whole segmentor comes from load_from
+        layer_scale_init_value=1e-5,  # timm vit_large_patch14_reg4_dinov2 init_values (the checkpoint's replace it)
+        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     num_blocks=4,
     mask_annealing=dict(start_steps=[6520, 13040, 19560, 26080], end_steps=[13040, 19560, 26080, 32600]))
-pretrained = None  # the BEiT-B config's backbone file is not used here
-load_from = 'checkpoints/eomt-large-512_ade20k.pth'
