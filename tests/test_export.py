@@ -261,3 +261,22 @@ def test_eomt_infer_onnx_equals_infer_with_checkpoint(tmp_path):
     assert ref.keys() == got.keys() and len(got) == 2
     for key in ref:
         assert np.array_equal(ref[key], got[key]), f'{key}: {(ref[key] != got[key]).sum()} pixels differ'
+
+
+def test_dinov2_style_eomt_exports_whole_and_matches(tmp_path):
+    """EoMT on the DINOv2-style BEiT (registers, patch-only position embedding; the config HF's EoMT weights load
+    into), masks on: onnxruntime equals PyTorch (<= 1e-4, argmax identical off near ties)."""
+    cfg = Config.fromfile(osp.join(ROOT, 'configs', 'eomt', 'eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py'))
+    cfg.model.backbone.update(arch=dict(embed_dims=64, num_layers=4, num_heads=4, mlp_ratio=4.0), img_size=64,
+                              init_cfg=None)
+    cfg.model.update(num_classes=7, num_queries=10, num_blocks=2,
+                     mask_annealing=dict(start_steps=[1, 2], end_steps=[2, 3]))  # probabilities stay 1: masks on
+    cfg_path = tmp_path / 'dinov2_tiny.py'
+    cfg.dump(str(cfg_path))
+    model = _checkpoint(cfg, tmp_path / 'eomt.pth')
+    with torch.no_grad():
+        model.backbone.reg_token.normal_()  # registers that matter
+    torch.save({'state_dict': model.state_dict(), 'meta': {}}, tmp_path / 'eomt.pth')
+    path = _export(tmp_path, str(cfg_path), tmp_path / 'eomt.pth', (64, 64), '--no-check')
+    diff = _compare(export_module(model, 'segmentor', (64, 64)), path, (64, 64))
+    print(f'DINOv2-style EoMT 64x64 (masks on): max |diff| {diff:.2e}')

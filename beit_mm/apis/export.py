@@ -75,7 +75,8 @@ def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
         grid = (h // p, w // p)
         with torch.no_grad():
             if module.pos_embed is not None:
-                module.pos_embed = nn.Parameter(resize_pos_embed(module.pos_embed, module.grid, grid))
+                module.pos_embed = nn.Parameter(resize_pos_embed(module.pos_embed, module.grid, grid,
+                                                                 num_extra_tokens=0 if module.no_embed_class else 1))
             if module.rel_pos_bias is not None:
                 shared = module.rel_pos_bias
                 shared.relative_position_bias_table = nn.Parameter(
