@@ -121,11 +121,16 @@ def test_to_hf_loads_strictly_in_hf_with_the_same_logits(hf_reference, tmp_path)
 
 
 def test_models_hf_cannot_hold_are_refused(tmp_path):
-    """BEiT's relative position bias and a cls-row position embedding have no HF EoMT counterpart: ``--to hf`` names
-    them and writes nothing."""
-    from beit_mm.apis.hub import hf_model_and_state_dict
+    """BEiT's relative position bias and a cls-row position embedding have no HF EoMT counterpart, and a DINOv2-style
+    backbone alone none in HF's BEiT or timm's: the exports name the reason (and write nothing)."""
+    from beit_mm.apis.hub import hf_model_and_state_dict, timm_arguments
     from beit_mm.converters.hf_config import HFIncompatible
     cfg = tiny_config()
     cfg.model.backbone.update(use_rel_pos_bias=True, no_embed_class=False, num_register_tokens=0)
     with pytest.raises(HFIncompatible, match='relative position bias.*position embedding with a cls row'):
         hf_model_and_state_dict(build_from_config(cfg))
+    dinov2_style = build_from_config(tiny_config())  # its backbone alone: HF's BeitModel / timm's Beit cannot hold it
+    with pytest.raises(HFIncompatible, match='register tokens or a position embedding without a cls row'):
+        hf_model_and_state_dict(dinov2_style, part='backbone')
+    with pytest.raises(HFIncompatible, match='timm Beit has no register tokens'):
+        timm_arguments(dinov2_style, str(tmp_path / 'x.pth'))

@@ -162,6 +162,9 @@ def timm_arguments(model: nn.Module, file: str, beit_v2: bool = False) -> dict:
     kind, backbone = model_parts(model)
     if not isinstance(backbone, BEiT):
         raise HFIncompatible(f'timm export covers BEiT (timm beit_*/beitv2_*), not {type(backbone).__name__}')
+    if backbone.num_prefix_tokens > 1 or backbone.no_embed_class:
+        raise HFIncompatible('timm Beit has no register tokens and a cls row in its position embedding; this is a '
+                             'DINOv2-style BEiT (an EoMT backbone: --to hf writes EomtForUniversalSegmentation)')
     block = backbone.blocks[0]
     if kind == 'classifier':
         num_classes, global_pool = model.head.fc.out_features, 'avg'  # fc_norm after mean pooling

@@ -47,6 +47,9 @@ def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
     block = backbone.blocks[0]
     if backbone.grid[0] != backbone.grid[1]:
         problems.append(f'non-square patch grid {backbone.grid} (HF BEiT takes one image_size)')
+    if backbone.num_prefix_tokens > 1 or backbone.no_embed_class:
+        problems.append('register tokens or a position embedding without a cls row (HF BEiT has neither; an EoMT '
+                        'on this backbone converts to EomtForUniversalSegmentation)')
     if block.attn.q_bias is None:
         problems.append('no q/v bias (HF BEiT always has query/value biases)')
     eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
