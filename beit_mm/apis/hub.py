@@ -30,6 +30,7 @@ from ..converters.hf_config import (HFIncompatible, beit_hf_config, classificati
 from ..converters.upernet import segmentor_from_hf, segmentor_to_hf
 from ..models.backbones.beit import BEiT
 from ..models.backbones.cvt import CvT
+from ..models.segmentors.eomt import EoMT
 from .outputs import atomic_dir, atomic_file
 
 
@@ -60,7 +61,7 @@ def hf_model_and_state_dict(model: nn.Module, classes: list[str] | None = None,
     kind = 'backbone' if part == 'backbone' else kind
     bsd = {k: v.detach() for k, v in backbone.state_dict().items()}
     if isinstance(backbone, BEiT):
-        if kind == 'segmentor' and model.decode_head is None and hasattr(model, 'q'):  # beit_mm.EoMT
+        if kind == 'segmentor' and isinstance(model, EoMT):
             sd = {k: v.detach() for k, v in model.state_dict().items()}
             hf_sd = beit_mm_to_hf_eomt(sd)
             hf_sd['criterion.empty_weight'] = model.criterion.class_weights.detach().clone()  # HF's loss buffer
@@ -95,11 +96,7 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
     import transformers
     fields = dict(cfg)
     model_type = fields.pop('model_type')
-    config_cls = {'beit': transformers.BeitConfig, 'cvt': transformers.CvtConfig,
-                  'eomt': getattr(transformers, 'EomtConfig', None)}[model_type]
-    if config_cls is None:
-        raise HFIncompatible(f'transformers {transformers.__version__} has no EoMT (added in 4.56); tools/setup_env.sh '
-                             'pins 4.57.6')
+    config_cls = transformers.BeitConfig if model_type == 'beit' else transformers.CvtConfig
     config = config_cls(**fields)
     arch = fields['architectures'][0]
     if arch == 'BeitModel' and config.use_mean_pooling and 'pooler.layernorm.weight' not in state_dict:

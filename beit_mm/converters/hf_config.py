@@ -194,6 +194,9 @@ def eomt_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> di
                         'BEiT with use_abs_pos_emb=True, no_embed_class=True)')
     if backbone.grid[0] != backbone.grid[1]:
         problems.append(f'non-square patch grid {backbone.grid} (HF EoMT takes one image_size)')
+    if block.mlp.fc1.out_features % backbone.embed_dims:
+        problems.append(f'MLP width {block.mlp.fc1.out_features} is no integer multiple of {backbone.embed_dims} (HF '
+                        'EoMT takes an integer mlp_ratio)')
     if not segmentor.masked_attn:
         problems.append('masked_attn=False (HF EoMT always masks the last num_blocks blocks while training)')
     eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
