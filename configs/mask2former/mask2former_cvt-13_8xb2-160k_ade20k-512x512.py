@@ -45,7 +45,8 @@ test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),  # D:23
     dict(type='PackSegInputs'),
 ]
-train_dataloader = dict(batch_size=2, dataset=dict(pipeline=train_pipeline))  # M:152; x 8 GPUs (M:199, metafile.yaml:214) = 16
+# M:152; x 8 GPUs (M:199, metafile.yaml:214) = 16
+train_dataloader = dict(batch_size=2, dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(batch_size=1, dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 auto_scale_lr = dict(enable=False, base_batch_size=16)  # M:200

@@ -2,7 +2,8 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised] [--heads linear upernet eomt mask2former]
+        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised]
+        [--heads linear upernet eomt mask2former]
         [--dvae-iters 1000] [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
         [--vqkd-dead-code-ratio 0.1] [--teacher-labeled-root OTHER --teacher-num-classes K [--teacher-head linear]
         [--teacher-iters N]] [--ft-options KEY=VALUE ...] [--ft-keep-init REGEX ...] [--pretrain-dir DIR]
