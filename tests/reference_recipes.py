@@ -1,7 +1,8 @@
 """Published hyperparameters of beit_mm's full-size configs, each with the reference file and line it was read from.
 
 This module is data: the recipe tests (tests/test_recipes.py, test_mim_configs.py, test_cvt_configs.py; for BEiT v2
-and VQ-KD, ``RECIPES_V2`` and ``PUBLISHED_V2``, tests/test_beit2_recipes.py) compare the configs with it, never with
+and VQ-KD, ``RECIPES_V2`` and ``PUBLISHED_V2``, tests/test_beit2_recipes.py; for Mask2Former, ``RECIPES_M2F``,
+tests/test_mask2former_configs.py) compare the configs with it, never with
 values read from the config under test. Every value was read from the reference text at
 the commit named below (repository@commit path:line); nothing here is derived from beit_mm's configs.
 
@@ -588,6 +589,144 @@ RECIPES_V2: Dict[str, Dict[str, Ref]] = {
         _vqkd('base_decoder_1x_clip', _v2(TOK2, 48, 'model zoo: decoder 1x768x12, CLIP')),
     'vqkd/vqkd-base-p16-dec1x_dino-b16_8xb64-amp-coslr-100e_in1k.py':
         _vqkd('base_decoder_1x_dino', _v2(TOK2, 50, 'model zoo: decoder 1x768x12, DINO')),
+}
+
+# ------------------------------------------------------------------------- Mask2Former (configs/mask2former/)
+# ViT-Adapter's Mask2Former BEiT recipe (czczup/ViT-Adapter@fd64a51 segmentation/) for the BEiT-B config: the ADE20K
+# BEiT-L 640 config (M2F_A) for data, schedule and test; its BEiT-B Mask2Former config (M2F_C, COCO-Stuff-10k) for the
+# BEiT-B sizes, lr, layer decay, drop path and head width. mmseg v1.2.2's Swin-T Mask2Former (M2F_S on M2F_M, read
+# from the mmsegmentation 1.2.2 wheel's mmseg/.mim/configs) for the CvT-13 config.
+VIT_ADAPTER = 'czczup/ViT-Adapter@fd64a51'
+M2F_A = 'segmentation/configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py'
+M2F_C = 'segmentation/configs/coco_stuff10k/mask2former_beit_adapter_base_512_40k_cocostuff10k_ss.py'
+M2F_BASE = 'segmentation/configs/_base_/models/mask2former_beit.py'
+M2F_SCHEDULE = 'segmentation/configs/_base_/schedules/schedule_160k.py'
+M2F_LD = 'segmentation/mmcv_custom/layer_decay_optimizer_constructor.py'
+MMSEG122 = 'open-mmlab/mmsegmentation@v1.2.2'
+M2F_M = 'configs/mask2former/mask2former_r50_8xb2-160k_ade20k-512x512.py'
+M2F_S = 'configs/mask2former/mask2former_swin-t_8xb2-160k_ade20k-512x512.py'
+M2F_D = 'configs/_base_/datasets/ade20k.py'
+
+
+def _m2f_head(repo: str, path: str, lines: Dict[str, Any], loss_repo: str, loss_path: str,
+              loss_lines: Dict[str, Any]) -> Dict[str, Ref]:
+    """The Mask2Former head's structure (``path``) and loss (``loss_path``) at their lines."""
+    def at(key: str) -> str:
+        return _src(repo, path, lines[key])
+
+    def loss_at(key: str) -> str:
+        return _src(loss_repo, loss_path, loss_lines[key])
+    return {
+        'head.feat_channels': Ref(256, at('feat_channels')),
+        'head.out_channels': Ref(256, at('out_channels')),
+        'head.num_queries': Ref(100, at('num_queries')),
+        'head.num_outs': Ref(3, at('num_outs')),
+        'head.enc_layers': Ref(6, at('enc_layers')),
+        'head.enc_heads': Ref(8, at('enc_heads')),
+        'head.enc_points': Ref(4, at('enc_points')),
+        'head.enc_ffn': Ref(1024, at('enc_ffn')),
+        'head.pos_feats': Ref(128, at('pos_feats')),
+        'head.dec_layers': Ref(9, at('dec_layers')),
+        'head.dec_heads': Ref(8, at('dec_heads')),
+        'head.dec_ffn': Ref(2048, at('dec_ffn')),
+        'loss.cls_weight': Ref(2.0, loss_at('cls')),
+        'loss.no_object_weight': Ref(0.1, loss_at('no_object')),
+        'loss.mask_weight': Ref(5.0, loss_at('mask')),
+        'loss.dice_weight': Ref(5.0, loss_at('dice')),
+        'loss.num_points': Ref(12544, loss_at('points')),
+        'loss.oversample_ratio': Ref(3.0, loss_at('oversample')),
+        'loss.importance_sample_ratio': Ref(0.75, loss_at('importance')),
+        'loss.match_costs': Ref((2.0, 5.0, 5.0), loss_at('costs')),
+    }
+
+
+def _va(path: str, line: Any, note: str = '') -> str:
+    return _src(VIT_ADAPTER, path, line, note)
+
+
+_M2F_BEIT_B640 = {
+    **_m2f_head(VIT_ADAPTER, M2F_C, dict(feat_channels=35, out_channels=36, num_queries=37, num_outs=40, enc_layers=45,
+                                         enc_heads=51, enc_points=53, enc_ffn=62, pos_feats='69,72', dec_layers=76,
+                                         dec_heads=82, dec_ffn=89),
+                VIT_ADAPTER, M2F_BASE, dict(cls=96, no_object=98, mask=103, dice=111, points=113, oversample=114,
+                                            importance=115, costs='118-122')),
+    'model.img_size': Ref(640, _va(M2F_A, 15)),
+    'model.drop_path': Ref(0.2, _va(M2F_C, 25, 'BEiT-B; BEiT-L 0.3 at M2F_A:25')),
+    'model.layer_scale': Ref(1e-6, _va(M2F_A, 24)),
+    'model.abs_pos_emb': Ref(False, _va(M2F_C, 22)),
+    'model.rel_pos_bias': Ref(True, _va(M2F_C, 23)),
+    'decode.in_channels': Ref([768] * 4, _va(M2F_C, 34)),
+    'optimizer.type': Ref('AdamW', _va(M2F_C, 134)),
+    'optimizer.lr': Ref(3e-5, _va(M2F_C, 134, 'BEiT-B; BEiT-L 2e-5 at M2F_A:137')),
+    'optimizer.betas': Ref((0.9, 0.999), _va(M2F_C, 134)),
+    'optimizer.weight_decay': Ref(0.05, _va(M2F_A, 137)),
+    'layer_decay': Ref(0.95, _va(M2F_C, 136, 'BEiT-B; BEiT-L 0.90 at M2F_A:139')),
+    'clip_grad': Ref(None, _va(M2F_SCHEDULE, 3, 'optimizer_config = dict()')),
+    'schedule.max_iters': Ref(160000, _va(M2F_SCHEDULE, 7)),
+    'schedule.warmup': Ref(1500, _va(M2F_A, 143)),
+    'schedule.warmup_start': Ref(1e-6, _va(M2F_A, 144)),
+    'schedule.poly_power': Ref(1.0, _va(M2F_A, 145)),
+    'schedule.min_lr': Ref(0.0, _va(M2F_A, 145)),
+    'accumulate': Ref(1, _va(M2F_A, 146, 'no update interval')),
+    'total_batch': Ref(16, _va(M2F_A, 146, '2 per GPU x 8 GPUs, segmentation/README.md:123')),
+    'data.mean': Ref(IMAGENET_MEAN, _va(M2F_A, 107)),
+    'data.std': Ref(IMAGENET_STD, _va(M2F_A, 107)),
+    'data.train_scale': Ref((2048, 640), _va(M2F_A, 111)),
+    'data.ratio_range': Ref((0.5, 2.0), _va(M2F_A, 111)),
+    'data.crop': Ref((640, 640), _va(M2F_A, '8,112')),
+    'data.cat_max_ratio': Ref(0.75, _va(M2F_A, 112)),
+    'data.flip': Ref(0.5, _va(M2F_A, 113)),
+    'eval.mode': Ref('slide', _va(M2F_A, 103)),
+    'eval.crop': Ref((640, 640), _va(M2F_A, 103)),
+    'eval.stride': Ref((426, 426), _va(M2F_A, 103)),
+    'eval.test_scale': Ref((2048, 640), _va(M2F_A, 125)),
+    'eval.size_divisor': Ref(32, _va(M2F_A, 130, 'ResizeToMultiple')),
+    'eval.interval': Ref(16000, _va(M2F_A, 152)),
+}
+
+
+def _mm(path: str, line: Any, note: str = '') -> str:
+    return _src(MMSEG122, path, line, note)
+
+
+_M2F_CVT13 = {
+    **_m2f_head(MMSEG122, M2F_M, dict(feat_channels=33, out_channels=34, num_queries=36, num_outs=41, enc_layers=45,
+                                      enc_heads=49, enc_points=51, enc_ffn=59, pos_feats='65,69', dec_layers=72,
+                                      dec_heads=76, dec_ffn=90),
+                MMSEG122, M2F_M, dict(cls=100, no_object=102, mask=107, dice=115, points=117, oversample=118,
+                                      importance=119, costs='123-132')),
+    'model.depths': Ref([1, 2, 10], _src(CVT, 'experiments/imagenet/cvt/cvt-13-224x224.yaml', 17)),
+    'optimizer.type': Ref('AdamW', _mm(M2F_M, 157)),
+    'optimizer.lr': Ref(1e-4, _mm(M2F_M, 157)),
+    'optimizer.betas': Ref((0.9, 0.999), _mm(M2F_M, 157)),
+    'optimizer.eps': Ref(1e-8, _mm(M2F_M, 157)),
+    'optimizer.weight_decay': Ref(0.05, _mm(M2F_M, 157)),
+    'clip_grad': Ref(dict(max_norm=0.01, norm_type=2), _mm(M2F_M, 161)),
+    'paramwise.backbone_lr_mult': Ref(0.1, _mm(M2F_S, 32)),
+    'paramwise.backbone_norm': Ref(dict(lr_mult=0.1, decay_mult=0.0), _mm(M2F_S, 28)),
+    'paramwise.backbone_embed': Ref(dict(lr_mult=0.1, decay_mult=0.0), _mm(M2F_S, 29)),
+    'paramwise.query_level_embed': Ref(dict(lr_mult=1.0, decay_mult=0.0), _mm(M2F_M, '155,165-167')),
+    'paramwise.norm_decay_mult': Ref(0.0, _mm(M2F_M, 169)),
+    'schedule.max_iters': Ref(160000, _mm(M2F_M, 183)),
+    'schedule.poly_power': Ref(0.9, _mm(M2F_M, 175)),
+    'schedule.min_lr': Ref(0.0, _mm(M2F_M, 174)),
+    'schedule.warmup': Ref(0, _mm(M2F_M, '171-179', 'PolyLR only')),
+    'accumulate': Ref(1, _mm(M2F_M, 159, 'plain OptimWrapper')),
+    'total_batch': Ref(16, _mm(M2F_M, '152,199', '2 per GPU x 8 GPUs')),
+    'data.mean': Ref(IMAGENET_MEAN, _mm(M2F_M, 8)),
+    'data.std': Ref(IMAGENET_STD, _mm(M2F_M, 9)),
+    'data.short_edge_scales': Ref([int(512 * x * 0.1) for x in range(5, 21)], _mm(M2F_M, 144)),
+    'data.max_size': Ref(2048, _mm(M2F_M, 146)),
+    'data.crop': Ref((512, 512), _mm(M2F_M, 5)),
+    'data.cat_max_ratio': Ref(0.75, _mm(M2F_M, 147)),
+    'data.flip': Ref(0.5, _mm(M2F_M, 148)),
+    'eval.test_scale': Ref((2048, 512), _mm(M2F_D, 20)),
+    'eval.interval': Ref(5000, _mm(M2F_M, 183)),
+}
+
+RECIPES_M2F: Dict[str, Dict[str, Ref]] = {
+    'mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py': _M2F_BEIT_B640,
+    'mask2former/mask2former_cvt-13_8xb2-160k_ade20k-512x512.py': _M2F_CVT13,
 }
 
 # the published metric of each BEiT v2 fine-tuning config (its header states it): unilm's model zoo tables

@@ -102,6 +102,31 @@ def test_eomt_arm_takes_the_class_count_and_iterations(tmp_path):
     assert cfg.model.mask_annealing.start_steps == [166, 332] and cfg.model.mask_annealing.end_steps == [332, 498]
 
 
+def test_mask2former_arm_takes_the_class_count_and_trains(tmp_path):
+    """``--heads mask2former --num-classes 9`` (the shapes' 7 classes and 2 absent ones): the written config's
+    Mask2FormerHead predicts 9 classes with 9 class weights and the no-object one (mmdet's cross-entropy needs
+    num_classes + 1), and it trains 2 iterations through tools/train.py on the study's data layout."""
+    import argparse
+    labeled, unlabeled = make_data(tmp_path)
+    args = argparse.Namespace(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=9, num_labeled=None,
+                              img_suffix=None, seg_map_suffix=None, workers=0, arms=['scratch'],
+                              heads=['mask2former'], dvae_iters=2, mim_iters=2, ft_iters=2, ft_keep_init=[],
+                              work_dir=str(tmp_path / 'study'))
+    path = mim_study.study_configs(args)['finetune-mask2former']
+    cfg = Config.fromfile(path)
+    head = cfg.model.decode_head
+    assert head.num_classes == 9 and head.loss_cls.class_weight == [1.0] * 9 + [0.1]
+    assert cfg.train_cfg.max_iters == 2
+    cfg.model.backbone.init_cfg = None  # from scratch, as the study's scratch arm
+    cfg.train_dataloader.batch_size = 2
+    cfg.work_dir = str(tmp_path / 'work')
+    cfg.dump(path)
+    proc = subprocess.run([sys.executable, 'tools/train.py', path], cwd=ROOT, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert re.search(r'Iter\(train\) \[2/2\]', log) and re.search(r'mIoU: \d', log), log[-2000:]
+
+
 def test_probe_warnings_flag_pretraining_that_does_not_beat_random_init():
     """Issue 27, item 4: the study names a pretrained arm whose frozen probe is within 1 mIoU point of random init
     (as on the digits: 4.41 vs 4.57); the reference numbers are worked out by hand."""

@@ -29,13 +29,15 @@ Parts (random weights; every model is built from its repository's own config, pr
   map of one image has no batch statistics; 8-GPU training uses SyncBN).
 - ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
   ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
-- ``heads<SIZE>`` / ``headsinf<SIZE>``: two of beit_mm's segmentors on the same BEiT-B at ``SIZE``, EoMT
-  (``configs/eomt/eomt_beit-base_*512x512.py``, the ratio's numerator) vs UPerNet
+- ``heads<SIZE>`` / ``headsinf<SIZE>``: three of beit_mm's segmentors on the same BEiT-B at ``SIZE``, EoMT
+  (``configs/eomt/eomt_beit-base_*512x512.py``) and Mask2Former (mmseg's Mask2FormerHead,
+  ``configs/mask2former/mask2former_beit-base_*.py`` at ``SIZE``), each a row with its ratio against UPerNet
   (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): the train step (EoMT with masked attention on, as
   at the start of training, its most expensive phase) and whole-image inference at the crop (EoMT after mask
-  annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching loss's cost grows
-  with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the two 64 px demo configs
-  (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``).
+  annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching losses' cost grows
+  with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the three 64 px demo configs
+  (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``,
+  ``configs/mask2former/mask2former_beit-tiny-p8_...``).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
 
@@ -77,7 +79,7 @@ sys.path.insert(0, ROOT)
 
 SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
                'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head', 'mask_head', 'upscale', 'class_head')}
-OURS = ('beit_mm', 'EoMT', 'UPerNet')  # rows of beit_mm models (fused AdamW where the device has it)
+OURS = ('beit_mm', 'EoMT', 'Mask2Former', 'UPerNet')  # rows of beit_mm models (fused AdamW where the device has it)
 
 
 # ----------------------------------------------------------------------------------------------------- measurement
@@ -448,21 +450,26 @@ def slide_part(size: int) -> Part:
                 make_inputs, step, train=False)
 
 
-def heads_configs(size: str) -> tuple[str, str, int]:
-    """(EoMT config, UPerNet config, crop) of ``heads<SIZE>`` (BEiT-B 512 configs at SIZE) or ``heads-demo``."""
+def heads_configs(size: str) -> tuple[str, str, str, int]:
+    """(EoMT config, Mask2Former config, UPerNet config, crop) of ``heads<SIZE>`` (BEiT-B configs, built at SIZE) or
+    ``heads-demo``."""
     import glob
     if size == '-demo':
         return (osp.join(ROOT, 'configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                osp.join(ROOT, 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
                 osp.join(ROOT, 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
     eomt = sorted(glob.glob(osp.join(ROOT, 'configs/eomt/eomt_beit-base_*512x512.py')))
-    if not eomt:
-        raise SystemExit('no configs/eomt/eomt_beit-base_*512x512.py config; use heads-demo')
-    return eomt[0], osp.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py'), int(size)
+    m2f = sorted(glob.glob(osp.join(ROOT, 'configs/mask2former/mask2former_beit-base_*.py')))
+    if not eomt or not m2f:
+        raise SystemExit('no configs/eomt/eomt_beit-base_*512x512.py or configs/mask2former/mask2former_beit-base_*.py '
+                         'config; use heads-demo')
+    return eomt[0], m2f[0], osp.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py'), int(size)
 
 
 def heads_part(size: str, train: bool) -> Part:
-    """EoMT vs UPerNet on the same BEiT: train step (masks on) or whole-image inference (annealed)."""
-    eomt_cfg, upernet_cfg, crop = heads_configs(size)
+    """EoMT and Mask2Former vs UPerNet on the same BEiT: train step (EoMT masks on) or whole-image inference (EoMT
+    annealed)."""
+    eomt_cfg, m2f_cfg, upernet_cfg, crop = heads_configs(size)
 
     def at_size(m: dict) -> None:
         m['backbone']['img_size'] = crop
@@ -479,7 +486,8 @@ def heads_part(size: str, train: bool) -> Part:
 
     def make_inputs(batch: int, device: torch.device) -> dict:
         """Label maps as scenes have them (the matching loss's cost grows with the classes present; per-pixel
-        random labels would give EoMT 150 targets per image): 8 classes per image on a 4 x 4 grid of regions."""
+        random labels would give EoMT and Mask2Former 150 targets per image): 8 classes per image on a 4 x 4 grid
+        of regions."""
         from mmengine.structures import PixelData
         x = seg.make_inputs(batch, device)
         g = torch.Generator().manual_seed(1)
@@ -497,8 +505,9 @@ def heads_part(size: str, train: bool) -> Part:
 
     what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
     name = 'tiny BEiT demo' if size == '-demo' else 'BEiT-B'
-    return Part(f'(h) EoMT / UPerNet {what}, {name} {crop}',
-                {'EoMT': build_eomt, 'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
+    return Part(f'(h) EoMT, Mask2Former / UPerNet {what}, {name} {crop}',
+                {'EoMT': build_eomt, 'Mask2Former': lambda: build_from_config(m2f_cfg, 'mmseg', at_size),
+                 'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
                 make_inputs, step, train=train, bn_eval=True)
 
 
@@ -688,10 +697,11 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
              '| benchmark | beit_mm img/s | peer img/s (peer) | throughput ratio | beit_mm peak MiB | peer peak MiB | '
              'memory ratio |', '|---|---|---|---|---|---|---|']
     for title, res in rows:
-        (name, o), (peer, p) = res.items()
-        mine = '' if name == 'beit_mm' else f' ({name})'  # heads rows: two beit_mm models
-        lines.append(f'| {title} | {o["ips"]:.3f}{mine} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
-                     f'{o["mem"]:.0f} | {p["mem"]:.0f} | x{o["mem"] / max(p["mem"], 1e-9):.2f} |')
+        *models, (peer, p) = res.items()  # the last model is the reference of the others' ratios
+        for name, o in models:
+            mine = '' if name == 'beit_mm' else f' ({name})'  # heads rows: beit_mm models vs beit_mm's UPerNet
+            lines.append(f'| {title} | {o["ips"]:.3f}{mine} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
+                         f'{o["mem"]:.0f} | {p["mem"]:.0f} | x{o["mem"] / max(p["mem"], 1e-9):.2f} |')
     splits = [(title, name, r['split']) for title, res in rows for name, r in res.items() if r.get('split')]
     if splits:
         lines += ['', 'Time per step by part, seconds (share of the step):', '',

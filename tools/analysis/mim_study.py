@@ -2,7 +2,8 @@
 
     python tools/analysis/mim_study.py --labeled-root data/shapes --unlabeled-root data/shapes_unlabeled \
         --num-classes 7 [--num-labeled N] [--seeds 0 1 2] [--pretrain-seeds 1] [--jobs 2] [--arms scratch
-        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised] [--heads linear upernet eomt]
+        tokens-blockwise pixels-blockwise tokens-random vqkd-blockwise vqkd-supervised]
+        [--heads linear upernet eomt mask2former]
         [--dvae-iters 1000] [--mim-iters 3000] [--ft-iters 1200] [--vqkd-teacher pixels-blockwise] [--vqkd-iters 1500]
         [--vqkd-dead-code-ratio 0.1] [--teacher-labeled-root OTHER --teacher-num-classes K [--teacher-head linear]
         [--teacher-iters N]] [--ft-options KEY=VALUE ...] [--ft-keep-init REGEX ...] [--pretrain-dir DIR]
@@ -40,7 +41,9 @@ alike, so the same labeled root gives the scarcer-label settings):
    mIoU / aAcc. ``--heads``: ``linear`` (default; a 1x1 convolution on the last block's patch tokens, so the backbone
    does all the spatial work) and/or ``upernet`` (the segmentation recipe's UPerNet, whose own 3x3 convolutions over
    a 4-level pyramid can learn shapes from the labels and so measure backbone + decoder) and/or ``eomt`` (EoMT:
-   100 queries in the last 2 blocks, mask classification, no decoder; drop path 0). ``--ft-options`` adds
+   100 queries in the last 2 blocks, mask classification, no decoder; drop path 0) and/or ``mask2former`` (mmseg's
+   Mask2FormerHead on UPerNet's pyramid: 100 queries, deformable pixel decoder, 9 masked-attention decoder layers;
+   ``--num-classes`` also sets its per-class loss weights). ``--ft-options`` adds
    ``--cfg-options`` to every fine-tuning run (a variant of the recipe, e.g.
    ``optim_wrapper.paramwise_cfg.layer_decay_rate=0.65``); ``--ft-keep-init REGEX ...`` leaves the named backbone
    weights of the pretrained arms at their random init (re-initialized last blocks, no relative position bias, no
@@ -102,6 +105,7 @@ FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and s
     'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
     'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
     'eomt': osp.join(STUDY, 'beit-tiny-p8_mim-pre_eomt_1xb8-1200i_ade20k-64x64.py'),
+    'mask2former': osp.join(STUDY, 'beit-tiny-p8_mim-pre_mask2former_1xb8-1200i_ade20k-64x64.py'),
 }
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
 # Linear probe: full-batch Adam on standardized features (a convex problem; enough steps to converge on ~20k patches).
@@ -208,6 +212,9 @@ def study_configs(args) -> dict[str, str]:
         for head in (cfg.model.get('decode_head'), cfg.model.get('auxiliary_head')):
             if head:
                 head.num_classes = num_classes
+                weights = (head.get('loss_cls') or {}).get('class_weight')
+                if weights:  # Mask2FormerHead: one weight per class, then the no-object class's
+                    head.loss_cls.class_weight = [1.0] * num_classes + [weights[-1]]
         if 'num_classes' in cfg.model:  # beit_mm.EoMT: the classes are the segmentor's own
             cfg.model.num_classes = num_classes
         if args.ft_keep_init and cfg.model.backbone.get('init_cfg'):  # pretrained arms only: scratch sets None
