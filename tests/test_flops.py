@@ -99,3 +99,37 @@ def test_sdpa_handle_counts_what_the_eager_path_counts():
         cfg.model.backbone.fused_attn = fused
         totals.append(tool.complexity(build_from_config(cfg), (64, 64))['flops'])
     assert totals[0] == totals[1] > 0
+
+
+def test_mask2former_counts_its_head_and_masked_attention_products():
+    """mmseg's Mask2FormerHead (its forward needs data samples) is counted: the whole model costs more than its
+    backbone and neck alone, and the ``aten::baddbmm`` handle counts the masked cross-attention's ``q @ k^T`` as
+    MMEngine counts ``bmm`` (B n k m)."""
+    from mmengine.analysis import FlopAnalyzer
+    from mmengine.config import Config
+
+    from beit_mm.apis import build_from_config
+    tool = _tool()
+    model = build_from_config(Config.fromfile(osp.join(
+        ROOT, 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')))
+    whole = tool.complexity(model, (64, 64))['flops']
+
+    class Features(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            return self.inner.extract_feat(x)
+    with torch.no_grad():
+        features = FlopAnalyzer(Features(), (torch.randn(1, 3, 64, 64), )).set_op_handle(
+            'aten::scaled_dot_product_attention', tool.sdpa_flop_jit).total()
+    assert whole > 2 * features > 0
+
+    class Baddbmm(torch.nn.Module):
+        def forward(self, x, a, b):
+            return torch.baddbmm(x, a, b)
+    with torch.no_grad():
+        got = FlopAnalyzer(Baddbmm(), (torch.zeros(3, 5, 7), torch.randn(3, 5, 4), torch.randn(3, 4, 7))).set_op_handle(
+            'aten::baddbmm', tool.baddbmm_flop_jit).total()
+    assert got == 3 * 5 * 4 * 7

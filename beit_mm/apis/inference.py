@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os.path as osp
 
-from mmengine.config import Config
+from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
 from torch import nn
 
@@ -72,7 +72,7 @@ def build_from_config(cfg: Config, drop_auxiliary_head: bool = False) -> nn.Modu
     drop_pretrained_init(model_cfg)
     if drop_auxiliary_head and model_cfg.get('auxiliary_head') is not None:
         model_cfg['auxiliary_head'] = None
-    model = MODELS.build(model_cfg)
+    model = MODELS.build(ConfigDict(model_cfg))  # mmdet's heads read nested configs as attributes
     model.init_weights()
     return revert_sync_batchnorm(model).eval()
 

@@ -12,7 +12,10 @@ every ``init_cfg`` of type ``Pretrained`` is dropped). What runs:
   ``get_flops.py`` did the same). Default shape: the config's ``data_preprocessor.size`` (its crop).
   ``beit_mm.EoMT`` counts its inference after mask annealing (every masked block's probability 0: no intermediate
   predictions or masks), ``mode='tensor'`` = the backbone with the queries in its last blocks, the mask module and the
-  class head; its training forward with masks on costs more (one extra prediction per masked block).
+  class head; its training forward with masks on costs more (one extra prediction per masked block). Mask2Former
+  (mmseg's ``Mask2FormerHead``, whose ``forward`` needs the data samples): backbone + neck + the head's ``forward``
+  (pixel decoder, every decoder layer's class and mask predictions, as its inference computes them); the
+  deformable attention's sampling (``grid_sample``) is not counted, its projections are.
 - classifier (mmpretrain ``ImageClassifier``): ``model(inputs, mode='tensor')`` = backbone + neck + head logits.
   Default shape 224 x 224.
 - MIM model (one with a ``target_generator``): the training forward ``model(inputs, mode='loss')``: the tokenizer on
@@ -25,6 +28,7 @@ exact counts; ``--show-table`` adds the per-module table.
 from __future__ import annotations
 
 import argparse
+import inspect
 
 import torch
 from mmengine.analysis import FlopAnalyzer, parameter_count
@@ -73,13 +77,25 @@ def default_shape(cfg: Config, kind: str) -> tuple[int, int]:
 
 
 class TensorForward(nn.Module):
-    """``model(images, mode='tensor')`` with a plain tensor argument (what the jit tracer needs)."""
+    """``model(images, mode='tensor')`` with a plain tensor argument (what the jit tracer needs). A decode head whose
+    ``forward`` also takes the images' data samples (mmseg's ``Mask2FormerHead``, i.e. mmdet's) gets them built from
+    the input's shape: ``decode_head.forward(extract_feat(images), samples)``, its class and mask predictions of
+    every decoder layer, which its inference computes."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+        head = getattr(model, 'decode_head', None)
+        self.head_takes_samples = head is not None and 'batch_data_samples' in inspect.signature(
+            head.forward).parameters
 
     def forward(self, images: Tensor):
+        if self.head_takes_samples:
+            from mmseg.structures import SegDataSample
+            shape = tuple(images.shape[-2:])
+            samples = [SegDataSample(metainfo=dict(img_shape=shape, pad_shape=shape, ori_shape=shape))
+                       for _ in range(images.shape[0])]
+            return self.model.decode_head.forward(self.model.extract_feat(images), samples)
         return self.model(images, mode='tensor')
 
 
@@ -120,6 +136,14 @@ def sdpa_flop_jit(inputs: list, outputs: list) -> int:
     return batch * q[-2] * k[-2] * (q[-1] + v[-1])
 
 
+def baddbmm_flop_jit(inputs: list, outputs: list) -> int:
+    """FLOPs of ``aten::baddbmm`` (input, b1, b2): the batched product ``b1 @ b2`` (B, n, k) x (B, k, m) -> B n k m,
+    as ``bmm``; the addition is not counted. ``nn.MultiheadAttention`` computes ``q @ k^T`` with it when given an
+    attention mask (Mask2Former's masked cross-attention), which MMEngine has no handle for."""
+    b1, b2 = get_shape(inputs[1]), get_shape(inputs[2])
+    return b1[0] * b1[1] * b1[2] * b2[2]
+
+
 def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = False) -> dict:
     """FLOPs (MMEngine's ``FlopAnalyzer`` plus :func:`sdpa_flop_jit`) and parameters of the forward described in the
     module docstring, on one ``shape`` image."""
@@ -131,7 +155,8 @@ def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = Fals
     else:
         wrapper, inputs = TensorForward(model), (torch.randn(1, 3, *shape), )
     with torch.no_grad():
-        analyzer = FlopAnalyzer(wrapper, inputs).set_op_handle('aten::scaled_dot_product_attention', sdpa_flop_jit)
+        analyzer = FlopAnalyzer(wrapper, inputs).set_op_handle('aten::scaled_dot_product_attention', sdpa_flop_jit,
+                                                               'aten::baddbmm', baddbmm_flop_jit)
         flops = analyzer.total()
         table = complexity_stats_table(flops=analyzer, max_depth=3) if show_table else ''
     params = parameter_count(model)['']
