@@ -9,7 +9,7 @@
 # scaled to 1k iterations and L2 = 2 of 4 blocks: U = 1000 x 0.83 / 3 = 277.
 _base_ = [
     '../_base_/models/eomt_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
-    '../_base_/schedules/schedule_160k.py'
+    '../_base_/schedules/demo_adamw-layer-decay_1k.py'
 ]
 crop_size = (64, 64)
 embed_dims = 96
@@ -27,26 +27,6 @@ model = dict(
     num_blocks=2,
     mask_annealing=dict(start_steps=[277, 554], end_steps=[554, 831], poly_power=0.9),
     test_cfg=dict(mode='whole'))
-base_lr = 2e-3
-max_iters = 1000
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
-    constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        bias_decay_mult=0.0,
-        norm_decay_mult=0.0,
-        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
-                        'q_bias', 'v_bias')))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=50),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=50, end=max_iters),
-]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=500)
-default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=2, save_best=None))
 custom_hooks = [  # default_runtime's, and the annealing step
     dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
     dict(type='beit_mm.NonFiniteLossHook'),

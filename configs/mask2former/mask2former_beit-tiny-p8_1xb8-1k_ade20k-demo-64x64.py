@@ -10,7 +10,7 @@
 # the point loss and matching of 10 predictions (9 decoder layers and the initial queries) x 8 images dominate.
 _base_ = [
     '../_base_/models/mask2former_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
-    '../_base_/schedules/schedule_160k.py'
+    '../_base_/schedules/demo_adamw-layer-decay_1k.py'
 ]
 custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's head parts
 crop_size = (64, 64)
@@ -41,25 +41,5 @@ model = dict(
                                                              feedforward_channels=4 * head_dims))),
         train_cfg=dict(num_points=196)),
     test_cfg=dict(mode='whole'))
-base_lr = 2e-3
-max_iters = 1000
-optim_wrapper = dict(
-    type='OptimWrapper',
-    optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
-    constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-    paramwise_cfg=dict(
-        layer_decay_rate=0.9,
-        bias_decay_mult=0.0,
-        norm_decay_mult=0.0,
-        no_decay_names=('cls_token', 'mask_token', 'pos_embed', 'relative_position_bias_table', 'gamma_1', 'gamma_2',
-                        'q_bias', 'v_bias')))
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=50),
-    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=50, end=max_iters),
-]
-train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=500)
-default_hooks = dict(
-    logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=2, save_best=None))
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)
