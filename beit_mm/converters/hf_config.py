@@ -37,6 +37,16 @@ def _labels(classes: list[str] | None, num_classes: int) -> dict:
     return {'id2label': {str(i): n for i, n in enumerate(names)}, 'label2id': {n: i for i, n in enumerate(names)}}
 
 
+def _layer_norm_eps(backbone: nn.Module, problems: list[str]) -> float | None:
+    """The one LayerNorm eps of ``backbone`` (HF configs hold one ``layer_norm_eps``); with several, a problem is
+    added and None returned."""
+    eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
+    if len(eps) > 1:
+        problems.append(f'LayerNorms with different eps {sorted(eps)} (HF has one layer_norm_eps)')
+        return None
+    return eps.pop()
+
+
 def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
     """``BeitConfig`` fields of a ``beit_mm.BEiT``. ``use_mean_pooling``: HF's switch between a final ``layernorm``
     on all tokens (False: beit_mm ``norm``) and a mean-pooled ``pooler.layernorm`` (True: beit_mm ``fc_norm``)."""
@@ -52,9 +62,7 @@ def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
                         'on this backbone converts to EomtForUniversalSegmentation)')
     if block.attn.q_bias is None:
         problems.append('no q/v bias (HF BEiT always has query/value biases)')
-    eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
-    if len(eps) > 1:
-        problems.append(f'LayerNorms with different eps {sorted(eps)} (HF has one layer_norm_eps)')
+    eps = _layer_norm_eps(backbone, problems)
     if problems:
         raise HFIncompatible('; '.join(problems))
     return dict(
@@ -66,7 +74,7 @@ def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
         hidden_act='gelu',
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
-        layer_norm_eps=eps.pop(),
+        layer_norm_eps=eps,
         image_size=backbone.grid[0] * backbone.patch_size,
         patch_size=backbone.patch_size,
         num_channels=backbone.patch_embed.proj.in_channels,
@@ -199,9 +207,7 @@ def eomt_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> di
                         'EoMT takes an integer mlp_ratio)')
     if not segmentor.masked_attn:
         problems.append('masked_attn=False (HF EoMT always masks the last num_blocks blocks while training)')
-    eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
-    if len(eps) > 1:
-        problems.append(f'LayerNorms with different eps {sorted(eps)} (HF has one layer_norm_eps)')
+    eps = _layer_norm_eps(backbone, problems)
     if problems:
         raise HFIncompatible('; '.join(problems))
     loss = segmentor.criterion
@@ -213,7 +219,7 @@ def eomt_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> di
         num_attention_heads=backbone.num_heads,
         mlp_ratio=block.mlp.fc1.out_features // backbone.embed_dims,
         hidden_act='gelu',
-        layer_norm_eps=eps.pop(),
+        layer_norm_eps=eps,
         image_size=backbone.grid[0] * backbone.patch_size,
         patch_size=backbone.patch_size,
         num_channels=backbone.patch_embed.proj.in_channels,
