@@ -143,17 +143,40 @@ def test_probe_warnings_flag_pretraining_that_does_not_beat_random_init():
     assert mim_study.probe_warnings({k: v for k, v in results.items() if k != 'scratch'}) == []
 
 
+def test_a_cut_run_resumes_only_with_the_same_config_and_options(tmp_path, monkeypatch):
+    """A study run cut short (a killed job, the end of a session) continues from its checkpoints when the study calls
+    it again with the same config text and options; anything else starts over (not a resume into another recipe)."""
+    calls = []
+    monkeypatch.setattr(mim_study.subprocess, 'run', lambda cmd, **kw: calls.append(cmd) or
+                        subprocess.CompletedProcess(cmd, 0, 'loss: 1.0', ''))
+    config, work = tmp_path / 'mim.py', str(tmp_path / 'run')
+    config.write_text('max_iters = 3000\n')
+    mode = lambda: [a for a in calls[-1] if a in ('--resume', '--overwrite')]  # noqa: E731
+    mim_study.train(str(config), work, ['randomness.seed=0'])
+    assert mode() == ['--overwrite']
+    mim_study.train(str(config), work, ['randomness.seed=0'])
+    assert mode() == ['--resume']
+    mim_study.train(str(config), work, ['randomness.seed=1'])
+    assert mode() == ['--overwrite']
+    config.write_text('max_iters = 1000\n')
+    mim_study.train(str(config), work, ['randomness.seed=1'])
+    assert mode() == ['--overwrite']
+    mim_study.train(str(config), work, ['randomness.seed=1'])
+    assert mode() == ['--resume']
+
+
 def test_rescale_iterations():
     cfg = Config.fromfile(os.path.join(ROOT, 'configs', 'mim_study', 'dvae-tiny-v256_1xb32-1k_64px.py'))
     old, warmup = cfg.train_cfg.max_iters, cfg.param_scheduler[0].end
     tau, beta, every = (cfg.custom_hooks[0].temperature_iters, cfg.custom_hooks[0].kl_weight_iters,
                         cfg.custom_hooks[1].interval)
+    save_every = cfg.default_hooks.checkpoint.interval
     mim_study.rescale_iterations(cfg, old // 4)
     assert cfg.train_cfg.max_iters == old // 4
     assert cfg.param_scheduler[0].end == round(warmup / 4) and cfg.param_scheduler[1].end == old // 4
     assert cfg.custom_hooks[0].temperature_iters == round(tau / 4)
     assert cfg.custom_hooks[0].kl_weight_iters == round(beta / 4) and cfg.custom_hooks[1].interval == round(every / 4)
-    assert cfg.default_hooks.checkpoint.interval == old // 4
+    assert cfg.default_hooks.checkpoint.interval == round(save_every / 4)
     mim_study.rescale_iterations(cfg, 2)
     for s in cfg.param_scheduler:
         assert 0 <= s.begin < s.end <= 2

@@ -66,7 +66,8 @@ train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters)
 auto_scale_lr = dict(enable=False, base_batch_size=32)  # this recipe's batch (BatchSizeCheckHook compares with it)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
-    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1))
+    # every 500 iterations (the last one kept), so a cut run resumes (mim_study.py resumes its own cut runs)
+    checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
 labeled_root = 'data/shapes'
 custom_hooks = [

@@ -46,5 +46,5 @@ param_scheduler = [
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
     logger=dict(interval=100),
-    checkpoint=dict(interval=max_iters, max_keep_ckpts=1))
+    checkpoint=dict(interval=250, max_keep_ckpts=1))  # every 250 iterations, so a cut run resumes
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

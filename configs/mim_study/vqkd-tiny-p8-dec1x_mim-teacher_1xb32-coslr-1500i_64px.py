@@ -62,6 +62,6 @@ custom_hooks = [
 ]
 default_hooks = dict(
     logger=dict(interval=100),
-    checkpoint=dict(by_epoch=False, interval=max_iters, max_keep_ckpts=1))
+    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=1))  # every 500 iterations: a cut run resumes
 log_processor = dict(by_epoch=False)
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

@@ -261,11 +261,27 @@ def pretrained_arms(args) -> list[str]:
 
 # ----------------------------------------------------------------------------------------------------- runs
 def train(config: str, work_dir: str, options: list[str]) -> str:
-    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``). ``--overwrite``:
+    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``, this process's part).
+
     :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
-    that was cut short; the run starts again over them."""
+    that was cut short (a killed job, the end of a session). The run records what it was started with (the config
+    text and ``options``) in ``work_dir/run.json``; a later call with the same ones continues the cut run from its last
+    complete checkpoint (``tools/train.py --resume``, bit-identical to an uncut run in tests/test_kill_resume.py; the
+    pretraining configs save every 500 iterations, the dVAE's every 250); with other ones, or none recorded, it starts
+    again over them (``--overwrite``)."""
     os.makedirs(work_dir, exist_ok=True)
-    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir, '--overwrite']
+    with open(config) as f:
+        started = dict(config=f.read(), options=list(options))
+    record = osp.join(work_dir, 'run.json')
+    same = False
+    if osp.isfile(record):
+        with open(record) as f:
+            same = json.load(f) == started
+    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir,
+           '--resume' if same else '--overwrite']
+    if not same:
+        with atomic_file(record) as tmp, open(tmp, 'w') as f:
+            json.dump(started, f)
     if options:
         cmd += ['--cfg-options', *options]
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
