@@ -37,7 +37,9 @@ Parts (random weights; every model is built from its repository's own config, pr
   annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching losses' cost grows
   with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the three 64 px demo configs
   (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``,
-  ``configs/mask2former/mask2former_beit-tiny-p8_...``).
+  ``configs/mask2former/mask2former_beit-tiny-p8_...``); ``heads-study`` / ``headsinf-study``: on the MIM study's
+  three fine-tuning configs (``configs/mim_study/beit-tiny-p8_mim-pre_{eomt,mask2former,upernet}_1xb8-1200i_...``,
+  7 classes, so up to 7 per image).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
 
@@ -452,12 +454,15 @@ def slide_part(size: int) -> Part:
 
 def heads_configs(size: str) -> tuple[str, str, str, int]:
     """(EoMT config, Mask2Former config, UPerNet config, crop) of ``heads<SIZE>`` (BEiT-B configs, built at SIZE) or
-    ``heads-demo``."""
+    ``heads-demo`` / ``heads-study``."""
     import glob
     if size == '-demo':
         return (osp.join(ROOT, 'configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
                 osp.join(ROOT, 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
                 osp.join(ROOT, 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
+    if size == '-study':
+        return tuple(osp.join(ROOT, f'configs/mim_study/beit-tiny-p8_mim-pre_{head}_1xb8-1200i_ade20k-64x64.py')
+                     for head in ('eomt', 'mask2former', 'upernet')) + (64, )
     eomt = sorted(glob.glob(osp.join(ROOT, 'configs/eomt/eomt_beit-base_*512x512.py')))
     m2f = sorted(glob.glob(osp.join(ROOT, 'configs/mask2former/mask2former_beit-base_*.py')))
     if not eomt or not m2f:
@@ -481,19 +486,21 @@ def heads_part(size: str, train: bool) -> Part:
         model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed, inference)
         return model
 
+    from mmengine.config import Config
     seg = seg_part(crop)
     metas = [dict(img_shape=(crop, crop), pad_shape=(crop, crop), ori_shape=(crop, crop))]
+    num_classes = Config.fromfile(upernet_cfg).model.decode_head.num_classes
 
     def make_inputs(batch: int, device: torch.device) -> dict:
         """Label maps as scenes have them (the matching loss's cost grows with the classes present; per-pixel
-        random labels would give EoMT and Mask2Former 150 targets per image): 8 classes per image on a 4 x 4 grid
-        of regions."""
+        random labels would give EoMT and Mask2Former 150 targets per image): 8 classes per image (at most the
+        configs' class count) on a 4 x 4 grid of regions."""
         from mmengine.structures import PixelData
         x = seg.make_inputs(batch, device)
         g = torch.Generator().manual_seed(1)
         for sample in x['samples']:
-            classes = torch.randperm(150, generator=g)[:8]
-            cells = classes[torch.randint(0, 8, (1, 1, 4, 4), generator=g)].float()
+            classes = torch.randperm(num_classes, generator=g)[:8]
+            cells = classes[torch.randint(0, len(classes), (1, 1, 4, 4), generator=g)].float()
             labels = torch.nn.functional.interpolate(cells, size=(crop, crop), mode='nearest')[0].long()
             sample.gt_sem_seg = PixelData(data=labels.to(device))
         return x
@@ -504,7 +511,7 @@ def heads_part(size: str, train: bool) -> Part:
         return model.inference(x['images'], metas * x['images'].shape[0])
 
     what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
-    name = 'tiny BEiT demo' if size == '-demo' else 'BEiT-B'
+    name = {'-demo': 'tiny BEiT demo', '-study': "MIM study's tiny BEiT"}.get(size, 'BEiT-B')
     return Part(f'(h) EoMT, Mask2Former / UPerNet {what}, {name} {crop}',
                 {'EoMT': build_eomt, 'Mask2Former': lambda: build_from_config(m2f_cfg, 'mmseg', at_size),
                  'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
@@ -558,8 +565,8 @@ def backbone_part(model: str, img_size: int) -> Part:
 
 
 def make_part(name: str, args) -> Part:
-    heads = re.fullmatch(r'heads(inf)?(\d+|-demo)', name)
-    if heads and (heads[2] == '-demo' or int(heads[2]) % 16 == 0):
+    heads = re.fullmatch(r'heads(inf)?(\d+|-demo|-study)', name)
+    if heads and (heads[2] in ('-demo', '-study') or int(heads[2]) % 16 == 0):
         return heads_part(heads[2], train=heads[1] is None)
     match = re.fullmatch(r'(seg|slide)(\d+)', name)
     if match and int(match[2]) % 16 == 0:
@@ -569,7 +576,8 @@ def make_part(name: str, args) -> Part:
                 'finetune': finetune_part,
                 'backbone': lambda a: backbone_part(a.model, a.img_size)}[name](args)
     raise SystemExit(f'unknown part {name!r}: use mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE>, '
-                     'heads<SIZE>, headsinf<SIZE> (SIZE divisible by 16), heads-demo, headsinf-demo or backbone')
+                     'heads<SIZE>, headsinf<SIZE> (SIZE divisible by 16), heads-demo, headsinf-demo, heads-study, '
+                     'headsinf-study or backbone')
 
 
 # ------------------------------------------------------------------------------------------------------- running
@@ -718,7 +726,7 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--parts', nargs='+', default=['mim', 'mim2', 'finetune', 'seg512', 'seg640', 'slide640'],
                         help='mim, mim-tokamp, mim2, finetune, seg<SIZE>, slide<SIZE>, heads<SIZE>, headsinf<SIZE> '
-                        '(SIZE a multiple of 16), heads-demo, headsinf-demo, backbone')
+                        '(SIZE a multiple of 16), heads-demo, headsinf-demo, heads-study, headsinf-study, backbone')
     parser.add_argument('--model', choices=['beit', 'cvt'], default='beit', help='for --parts backbone')
     parser.add_argument('--img-size', type=int, default=224, help='for --parts backbone')
     parser.add_argument('--amp', action='store_true', help="autocast with tools/train.py --amp's dtype")
