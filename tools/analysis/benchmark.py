@@ -782,8 +782,9 @@ def main() -> None:
               f'warm-up, median of {args.rounds} alternating rounds.')
     table = markdown(rows, header)
     print(table)
-    if args.out:
-        with open(args.out, 'w') as f:
+    if args.out:  # through a temporary file and a rename: a kill leaves the old table or the new one
+        from beit_mm.apis.outputs import atomic_file
+        with atomic_file(args.out) as tmp, open(tmp, 'w') as f:
             f.write(table + '\n')
 
 
