@@ -1,6 +1,7 @@
 """The 'digits' demo style (beit_mm.data.digits): scikit-learn's UCI handwritten digits, four per image, label = digit
 + 1 on ink. References: the glyphs and their digits as scikit-learn returns them (``load_digits``), the ink rule
 re-applied here to each quadrant, mmseg's ADE20KDataset reading the written root."""
+import json
 import os
 import subprocess
 import sys
@@ -49,6 +50,31 @@ def test_a_sample_holds_four_digits_labelled_by_their_ink(split, monkeypatch):
     assert 4 * (0.32 * 64 / 2 - 1)**2 <= ink <= 4 * (0.45 * 64 / 2 + 1)**2  # four squares of half the glyph side
 
 
+def test_dark_ink_is_pen_on_paper():
+    """ink='dark' (style 'digits-dark'): the same four labelled digits per image, light paper, dark ink: every label-0
+    pixel outside the glyph boxes is paper (PAPER_RANGE, +-30 texture, noise), the labelled ink is darker than any
+    paper; the default ink is random colour (some background channel below the paper's floor)."""
+    for seed in range(3):
+        image, labels = D.make_digits_sample(64, np.random.default_rng(seed), 'validation', ink='dark')
+        for qy in range(2):
+            for qx in range(2):
+                quadrant = labels[qy * 32:(qy + 1) * 32, qx * 32:(qx + 1) * 32]
+                assert len(set(np.unique(quadrant)) - {0}) == 1, (seed, qy, qx)
+        grey = image.astype(np.float32).mean(-1)
+        ink = grey[labels > 0]
+        far = np.ones_like(labels, bool)  # pixels at least 3 px from any ink: paper only
+        for y, x in zip(*np.nonzero(labels)):
+            far[max(0, y - 3):y + 4, max(0, x - 3):x + 4] = False
+        paper = grey[far]
+        assert np.percentile(paper, 1) > D.PAPER_RANGE[0] - 30 - 20, seed
+        # ink alpha >= 0.5 over paper <= 255 + 30 with ink <= 80: at most 182 + noise; mostly far darker
+        assert np.median(ink) < np.median(paper) - 60, seed
+    colour = [D.make_digits_sample(64, np.random.default_rng(seed))[0] for seed in range(6)]
+    assert min(im.reshape(-1, 3).mean(0).min() for im in colour) < D.PAPER_RANGE[0] - 30
+    with pytest.raises(ValueError, match="unknown ink 'red'"):
+        D.make_digits_sample(64, np.random.default_rng(0), ink='red')
+
+
 def test_root_is_read_by_mmseg_and_is_deterministic(tmp_path):
     from mmengine.registry import init_default_scope
     from mmseg.datasets import ADE20KDataset
@@ -75,10 +101,13 @@ def test_root_is_read_by_mmseg_and_is_deterministic(tmp_path):
         make_demo_ade20k(str(stranger), 2, 1, 64, style='digits')
 
 
-def test_make_demo_data_writes_digits(tmp_path):
-    root = tmp_path / 'digits'
-    proc = subprocess.run([sys.executable, 'tools/make_demo_data.py', '--dataset', 'digits', '--root', str(root),
+@pytest.mark.parametrize('dataset', ['digits', 'digits-dark'])
+def test_make_demo_data_writes_digits(tmp_path, dataset):
+    root = tmp_path / dataset
+    proc = subprocess.run([sys.executable, 'tools/make_demo_data.py', '--dataset', dataset, '--root', str(root),
                            '--num-train', '4', '--num-val', '2'], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f'{root}: 4 train + 2 val images; label share 0: ')
     assert len(os.listdir(root / 'annotations' / 'validation')) == 2
+    marker = json.loads((root / '.beit_mm_demo.json').read_text())
+    assert marker['arguments']['style'] == dataset

@@ -59,3 +59,15 @@ def test_two_datasets_in_one_command(tmp_path):
     assert 'VQ-KD tokenizer of vqkd-supervised' in text
     assert 'dVAE' not in text  # no arm here trains one, so the report names none
     assert not list(work.rglob('*.part'))  # every report and metrics.json was renamed into place
+
+
+def test_digits_dark_is_written_in_its_own_folder(tmp_path):
+    """``--datasets digits-dark``: make_demo_data.py's dark-ink digits, in make_demo_data.py's default folder name."""
+    from argparse import Namespace
+    args = Namespace(data_dir=str(tmp_path), num_train=2, num_val=1, num_unlabeled=2)
+    labeled, unlabeled = transfer_study.make_data('digits-dark', args)
+    assert (labeled, unlabeled) == (str(tmp_path / 'digits_dark'), str(tmp_path / 'digits_dark_unlabeled'))
+    for root, with_annotations in ((labeled, True), (unlabeled, False)):
+        marker = json.loads((tmp_path / root / '.beit_mm_demo.json').read_text())['arguments']
+        assert (marker['style'], marker['with_annotations']) == ('digits-dark', with_annotations)
+    assert transfer_study.DATASETS['digits-dark']['num_classes'] == 10

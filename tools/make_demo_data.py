@@ -4,6 +4,7 @@
                                    [--size 128] [--seed 0]
     python tools/make_demo_data.py --dataset digits [--root data/digits] [--num-train 400] [--num-val 100]
                                    [--size 64] [--seed 0] [--no-annotations]
+    python tools/make_demo_data.py --dataset digits-dark [--root data/digits_dark] ...
     python tools/make_demo_data.py --dataset imagenet [--root data/imagenet_demo] [--num-classes 5] [--size 64]
     python tools/make_demo_data.py --dataset shapes [--root data/shapes] [--num-train 300] [--num-val 300]
                                    [--size 64] [--seed 0] [--no-annotations]
@@ -16,6 +17,8 @@
 noisy textured background, label = digit + 1 on ink, 0 elsewhere: 10 classes with reduce_zero_label; validation images
 from glyphs training never uses; the MIM study's second dataset; the unlabeled pool: ``--root data/digits_unlabeled
 --num-train 3000 --num-val 0 --seed 1 --no-annotations``);
+``digits-dark``: the same digits in dark ink on light paper (``style='digits-dark'``, default root data/digits_dark;
+the digits a from-scratch study model learns within the study's budget);
 ``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
@@ -31,15 +34,17 @@ from beit_mm.data.demo_root import NotADemoRootError
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
-    parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'imagenet'), default='ade20k')
+    parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'digits-dark', 'imagenet'),
+                        default='ade20k')
     parser.add_argument('--root', default=None,
-                        help='dataset root (default data/ade_demo, data/shapes, data/digits or data/imagenet_demo)')
+                        help='dataset root (default data/ade_demo, data/shapes, data/digits, data/digits_dark or '
+                        'data/imagenet_demo)')
     parser.add_argument('--num-train', type=int, default=None,
                         help='training images (ade20k 200, shapes 300, digits 400) or per class (imagenet, 40)')
     parser.add_argument('--num-val', type=int, default=None,
                         help='validation images (ade20k 40, shapes 300, digits 100) or per class (imagenet, 10)')
     parser.add_argument('--no-annotations', action='store_true',
-                        help='ade20k/shapes/digits: write the images only (an unlabeled pool)')
+                        help='ade20k/shapes/digits(-dark): write the images only (an unlabeled pool)')
     parser.add_argument('--num-classes', type=int, default=5, help='imagenet: number of classes')
     parser.add_argument('--size', type=int, default=None, help='image side in pixels (default 128 / 64)')
     parser.add_argument('--seed', type=int, default=0, help='random seed')
@@ -55,6 +60,7 @@ def make(args: argparse.Namespace) -> None:
         print(f'{root}: {args.num_classes} classes in ImageNet folder layout')
         return
     defaults = {'shapes': (300, 300, 64, 'data/shapes'), 'digits': (400, 100, 64, 'data/digits'),
+                'digits-dark': (400, 100, 64, 'data/digits_dark'),
                 'ade20k': (200, 40, 128, 'data/ade_demo')}[args.dataset]
     num_train = defaults[0] if args.num_train is None else args.num_train
     num_val = defaults[1] if args.num_val is None else args.num_val

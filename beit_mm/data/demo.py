@@ -25,6 +25,8 @@ Three styles:
 - ``'digits'`` (the MIM study's second dataset, :mod:`beit_mm.data.digits`): real handwriting, scikit-learn's bundled
   UCI digits, four per image on a noisy textured background; raw id d + 1 on the ink of digit d, 0 ("other")
   elsewhere, so 10 classes with ``reduce_zero_label=True``; validation images use glyphs training never sees.
+  ``'digits-dark'``: the same digits in dark ink on light paper (the colour-ink digits defeat a from-scratch study
+  model at the study's budget; these do not).
 
 Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
 
@@ -34,6 +36,7 @@ binary maps, masks that were already reduced (255 present), colour masks and val
 import glob
 import os
 import os.path as osp
+from functools import partial
 from typing import Dict, List, Optional, Tuple
 
 import colorsys
@@ -169,9 +172,14 @@ def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray
     return np.clip(image, 0, 255).astype(np.uint8), label_map
 
 
-SAMPLERS = {'classes': _make_sample, 'shapes': _make_shapes_sample, 'digits': make_digits_sample}
+SAMPLERS = {
+    'classes': _make_sample,
+    'shapes': _make_shapes_sample,
+    'digits': make_digits_sample,
+    'digits-dark': partial(make_digits_sample, ink='dark'),
+}
 # styles whose splits draw from separate pools (``sampler(size, rng, split)``): the digits' glyphs
-SPLIT_STYLES = ('digits', )
+SPLIT_STYLES = ('digits', 'digits-dark')
 
 
 def _has_files(directory: str, pattern: str, count: int) -> bool:
@@ -206,8 +214,9 @@ def make_demo_ade20k(root: str,
         num_val (int): validation images (0 for none).
         size (int): image side in pixels.
         seed (int): seed of the generator; the same arguments give the same files.
-        style (str): ``'classes'`` (colour names the class), ``'shapes'`` (the outline does) or ``'digits'``
-            (handwritten digits, :mod:`beit_mm.data.digits`; needs scikit-learn).
+        style (str): ``'classes'`` (colour names the class), ``'shapes'`` (the outline does), ``'digits'``
+            (handwritten digits in random colours, :mod:`beit_mm.data.digits`; needs scikit-learn) or
+            ``'digits-dark'`` (the same digits in dark ink on light paper).
         with_annotations (bool): also write the label maps; False gives an unlabeled image pool.
 
     Returns:

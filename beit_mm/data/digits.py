@@ -10,6 +10,11 @@ grid (no overlap), each scaled to :data:`GLYPH_SCALE` of the image side at a ran
 a random colour far from the background's, its ink as alpha; label = digit + 1 on ink pixels (upscaled ink >= half of
 the maximum), 0 ("other", ignored by ``reduce_zero_label``) elsewhere: 10 classes. Written in ADE20K layout by
 ``beit_mm.data.demo.make_demo_ade20k(style='digits')`` / ``tools/make_demo_data.py --dataset digits``.
+
+``ink='dark'`` (style ``'digits-dark'``, ``--dataset digits-dark``) draws pen on paper instead: a light background
+(every channel in :data:`PAPER_RANGE`) and dark ink (every channel in :data:`DARK_INK_RANGE`), the rest unchanged.
+The colour-ink digits are at chance for a from-scratch study BEiT after 1200 fine-tuning iterations (it must first
+learn that any colour far from the background is ink); the dark-ink digits are not (docs/pretraining.md).
 """
 from __future__ import annotations
 
@@ -26,6 +31,9 @@ TRAIN_GLYPHS = 1500  # of the 1797: glyphs 0..1499 draw training images, 1500..1
 GLYPH_SCALE = (0.32, 0.45)  # glyph side as a fraction of the image side
 INK_THRESHOLD = 0.5  # fraction of the full ink (16) from which a pixel is labeled as the digit
 MIN_COLOUR_DISTANCE = 60.0  # least RGB distance between a digit's colour and the background's
+INKS = ('colour', 'dark')  # 'colour': any colour far from a random background; 'dark': dark ink on light paper
+PAPER_RANGE = (150.0, 255.0)  # ink='dark': each background channel uniform in this range
+DARK_INK_RANGE = (0.0, 80.0)  # ink='dark': each ink channel uniform in this range
 
 
 @lru_cache(maxsize=1)
@@ -55,17 +63,32 @@ def _colour(rng: np.random.Generator) -> np.ndarray:
     return rng.uniform(0, 255, 3).astype(np.float32)
 
 
-def make_digits_sample(size: int, rng: np.random.Generator, split: str = 'training') -> tuple[np.ndarray, np.ndarray]:
+def _ink_colour(rng: np.random.Generator, background: np.ndarray, ink: str) -> np.ndarray:
+    if ink == 'dark':
+        return rng.uniform(*DARK_INK_RANGE, 3).astype(np.float32)
+    colour = _colour(rng)
+    while np.linalg.norm(colour - background) < MIN_COLOUR_DISTANCE:
+        colour = _colour(rng)
+    return colour
+
+
+def make_digits_sample(size: int,
+                       rng: np.random.Generator,
+                       split: str = 'training',
+                       ink: str = 'colour') -> tuple[np.ndarray, np.ndarray]:
     """One image (size, size, 3) uint8 RGB and its raw label map (size, size) uint8: 0 = other, d + 1 = digit d.
 
     Args:
         size: image side in pixels (64 in the MIM study).
         rng: the generator every random choice is drawn from (same state, same sample).
         split: ``'training'`` or ``'validation'``: which glyph pool (:func:`glyph_indices`) the four digits come from.
+        ink: ``'colour'`` (random background, ink of any colour far from it) or ``'dark'`` (dark ink on light paper).
     """
+    if ink not in INKS:
+        raise ValueError(f'unknown ink {ink!r}; use one of {INKS}')
     glyphs, digits = load_glyphs()
     pool = glyph_indices(split)
-    background = _colour(rng)
+    background = rng.uniform(*PAPER_RANGE, 3).astype(np.float32) if ink == 'dark' else _colour(rng)
     image = background + 30.0 * texture(TEXTURES[rng.integers(len(TEXTURES))], size)[..., None]
     label_map = np.zeros((size, size), np.uint8)
     half = size // 2
@@ -74,15 +97,13 @@ def make_digits_sample(size: int, rng: np.random.Generator, split: str = 'traini
             k = int(pool[rng.integers(len(pool))])
             side = int(round(rng.uniform(*GLYPH_SCALE) * size))
             side = min(side, half)
-            ink = np.asarray(Image.fromarray(glyphs[k]).resize((side, side), Image.BILINEAR), np.float32)
-            ink = np.clip(ink, 0.0, 1.0)
+            alpha = np.asarray(Image.fromarray(glyphs[k]).resize((side, side), Image.BILINEAR), np.float32)
+            alpha = np.clip(alpha, 0.0, 1.0)
             y0 = qy * half + int(rng.integers(0, half - side + 1))
             x0 = qx * half + int(rng.integers(0, half - side + 1))
-            colour = _colour(rng)
-            while np.linalg.norm(colour - background) < MIN_COLOUR_DISTANCE:
-                colour = _colour(rng)
+            colour = _ink_colour(rng, background, ink)
             patch = image[y0:y0 + side, x0:x0 + side]
-            image[y0:y0 + side, x0:x0 + side] = patch * (1 - ink[..., None]) + colour * ink[..., None]
-            label_map[y0:y0 + side, x0:x0 + side][ink >= INK_THRESHOLD] = digits[k] + 1
+            image[y0:y0 + side, x0:x0 + side] = patch * (1 - alpha[..., None]) + colour * alpha[..., None]
+            label_map[y0:y0 + side, x0:x0 + side][alpha >= INK_THRESHOLD] = digits[k] + 1
     image += rng.normal(0.0, 6.0, image.shape)
     return np.clip(image, 0, 255).astype(np.uint8), label_map

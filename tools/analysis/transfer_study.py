@@ -5,10 +5,10 @@
         [--num-train N] [--num-val N] [--num-unlabeled N] [MIM_STUDY_OPTION ...]
 
 For every dataset (:data:`DATASETS`): the labeled set and the unlabeled pool are written by the project's data tool
-(``beit_mm.data.demo.make_demo_ade20k``: ``<data-dir>/<name>`` with raw ids 1..K in ADE20K layout, ``<data-dir>/
-<name>_unlabeled``; a root that is not the tool's own is refused, never overwritten), then
+(``beit_mm.data.demo.make_demo_ade20k``: ``<data-dir>/<folder>`` with raw ids 1..K in ADE20K layout, ``<data-dir>/
+<folder>_unlabeled``; a root that is not the tool's own is refused, never overwritten), then
 ``tools/analysis/mim_study.py`` runs on them with the same arms, heads, seeds and budgets into
-``<work-dir>/<name>/`` (its own ``report.md``/``report.json``; finished runs are reused). The ``vqkd-supervised``
+``<work-dir>/<folder>/`` (its own ``report.md``/``report.json``; finished runs are reused). The ``vqkd-supervised``
 arm's teacher learns the labels of the *next* dataset in ``--datasets`` (shapes for the digits, digits for the shapes):
 a teacher that knows something the pretraining pool does not, as CLIP does for BEiT v2. Options this tool does not
 know (``--mim-iters 3000``, ``--ft-options ...``) go to every study unchanged.
@@ -26,6 +26,8 @@ Datasets (64 px, 2 cores, ~1.5 h each for the three default arms and both decode
 - ``digits``: scikit-learn's bundled UCI handwritten digits, four per image on a noisy textured background, label =
   digit + 1 on ink (10 classes; 400 labeled + 100 validation images from glyphs never used in training, 3000
   unlabeled).
+- ``digits-dark`` (folder ``digits_dark``, not in the default ``--datasets``): the same digits in dark ink on light
+  paper; the colour-ink digits defeat a from-scratch study model at this budget, these do not.
 """
 from __future__ import annotations
 
@@ -40,11 +42,15 @@ import time
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-# name -> the demo style that writes it, its class count K (raw ids 1..K) and its default sizes
+# name (make_demo_data.py's --dataset) -> the demo style that writes it, its class count K (raw ids 1..K), its
+# default sizes and its folder under --data-dir and --work-dir (make_demo_data.py's default root's)
 DATASETS = {
-    'shapes': dict(style='shapes', num_classes=7, num_train=300, num_val=300, num_unlabeled=3000),
-    'digits': dict(style='digits', num_classes=10, num_train=400, num_val=100, num_unlabeled=3000),
+    'shapes': dict(style='shapes', num_classes=7, num_train=300, num_val=300, num_unlabeled=3000, folder='shapes'),
+    'digits': dict(style='digits', num_classes=10, num_train=400, num_val=100, num_unlabeled=3000, folder='digits'),
+    'digits-dark': dict(style='digits-dark', num_classes=10, num_train=400, num_val=100, num_unlabeled=3000,
+                        folder='digits_dark'),
 }
+DEFAULT_DATASETS = ('shapes', 'digits')
 IMAGE_SIZE = 64
 
 
@@ -52,10 +58,10 @@ def make_data(name: str, args) -> tuple[str, str]:
     """Write (or reuse) the labeled root and the unlabeled pool of dataset ``name``; return their paths."""
     from beit_mm.data.demo import make_demo_ade20k
     spec = DATASETS[name]
-    labeled = make_demo_ade20k(osp.join(args.data_dir, name), args.num_train or spec['num_train'],
+    labeled = make_demo_ade20k(osp.join(args.data_dir, spec['folder']), args.num_train or spec['num_train'],
                                spec['num_val'] if args.num_val is None else args.num_val, IMAGE_SIZE, seed=0,
                                style=spec['style'])
-    unlabeled = make_demo_ade20k(osp.join(args.data_dir, f'{name}_unlabeled'),
+    unlabeled = make_demo_ade20k(osp.join(args.data_dir, f"{spec['folder']}_unlabeled"),
                                  args.num_unlabeled or spec['num_unlabeled'], 0, IMAGE_SIZE, seed=1,
                                  style=spec['style'], with_annotations=False)
     return labeled, unlabeled
@@ -64,7 +70,7 @@ def make_data(name: str, args) -> tuple[str, str]:
 def run_study(name: str, roots: dict[str, tuple[str, str]], args, extra: list[str]) -> dict:
     """``mim_study.py`` on dataset ``name`` (its teacher dataset: the next in ``--datasets``); its report.json."""
     labeled, unlabeled = roots[name]
-    work = osp.join(args.work_dir, name)
+    work = osp.join(args.work_dir, DATASETS[name]['folder'])
     cmd = [sys.executable, osp.join(ROOT, 'tools', 'analysis', 'mim_study.py'), '--labeled-root', labeled,
            '--unlabeled-root', unlabeled, '--num-classes', str(DATASETS[name]['num_classes']), '--arms', *args.arms,
            '--heads', *args.heads, '--seeds', *map(str, args.seeds), '--jobs', str(args.jobs), '--work-dir', work]
@@ -143,7 +149,7 @@ def summary(reports: dict[str, dict]) -> str:
 
 def parse_args() -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(description='The MIM study on several datasets, one table each and a summary')
-    parser.add_argument('--datasets', nargs='+', choices=tuple(DATASETS), default=list(DATASETS))
+    parser.add_argument('--datasets', nargs='+', choices=tuple(DATASETS), default=list(DEFAULT_DATASETS))
     parser.add_argument('--arms', nargs='+', default=['scratch', 'vqkd-blockwise', 'vqkd-supervised'])
     parser.add_argument('--heads', nargs='+', default=['upernet', 'linear'])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
@@ -179,7 +185,7 @@ def main() -> None:
             'arm vs scratch means); verdict gain/loss only when the difference is larger than that spread.', '',
             summary(reports)]
     for name in reports:
-        with open(osp.join(args.work_dir, name, 'report.md')) as f:
+        with open(osp.join(args.work_dir, DATASETS[name]['folder'], 'report.md')) as f:
             text += [f'## {name}', '', f.read().replace('\n# ', '\n### ').removeprefix('# ')]
     out = '\n'.join(text)
     os.makedirs(args.work_dir, exist_ok=True)
