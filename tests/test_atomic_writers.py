@@ -244,7 +244,7 @@ def test_hub_writers_killed(tmp_path, to):
 def test_training_checkpoint_save_killed(tmp_path):
     from mmengine.runner.checkpoint import save_checkpoint
 
-    from beit_mm.engine.checkpoint import ATOMIC_BACKEND
+    from beit_mm.fileio.outputs import ATOMIC_BACKEND
     dst = str(tmp_path / 'out' / 'iter_2.pth')
     states = {}
     for version, seed in (('old', 0), ('new', 1)):
@@ -265,7 +265,7 @@ def test_completeness_check_refuses_an_archive_missing_tensor_records(tmp_path):
     import zipfile
 
     from beit_mm.apis import CheckpointFileError, open_checkpoint
-    from beit_mm.engine.checkpoint import is_complete_checkpoint
+    from beit_mm.fileio.checkpoint import is_complete_checkpoint
     whole = str(tmp_path / 'iter_2.pth')
     torch.save({'state_dict': {'a': torch.ones(3), 'b': torch.zeros(4)}, 'meta': {'iter': 2}}, whole)
     cut = str(tmp_path / 'iter_4.pth')

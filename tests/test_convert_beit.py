@@ -9,7 +9,7 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.converters.beit import convert_beit
-from beit_mm.converters.io import CheckpointFileError
+from beit_mm.fileio import CheckpointFileError
 from beit_mm.models.backbones import BEiT
 from beit_mm.registry import MODELS
 

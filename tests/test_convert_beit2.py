@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from beit_mm.converters.beit import convert_beit
-from beit_mm.converters.io import load_state_dict_file
+from beit_mm.fileio import load_state_dict_file
 from beit_mm.models.backbones import BEiT
 from beit_mm.models.necks import MeanPoolNeck
 

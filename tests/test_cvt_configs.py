@@ -23,7 +23,7 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
-from beit_mm.converters.io import CheckpointFileError
+from beit_mm.fileio import CheckpointFileError
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT

@@ -168,7 +168,7 @@ def test_demo_generators_refuse_a_real_dataset_root(real_roots, call):
 
 def test_refuses_a_root_that_is_a_file_or_holds_a_link(tmp_path):
     """A file given as root, and a root holding only a link (to real data elsewhere), are not empty folders."""
-    from beit_mm.data.demo_root import NotADemoRootError
+    from beit_mm.fileio.demo_root import NotADemoRootError
     real = make_real_imagenet(str(tmp_path / 'imagenet'))
     (tmp_path / 'file').write_text('not a folder\n')
     linked = tmp_path / 'linked'
@@ -184,7 +184,7 @@ def test_refuses_a_root_that_is_a_file_or_holds_a_link(tmp_path):
 
 def test_refuses_a_demo_root_of_the_other_generator(tmp_path):
     root = make_demo_imagenet(str(tmp_path / 'in'), 2, 1, 1, 16)
-    from beit_mm.data.demo_root import NotADemoRootError
+    from beit_mm.fileio.demo_root import NotADemoRootError
     before = snapshot(root)
     with pytest.raises(NotADemoRootError, match='make_demo_imagenet'):
         make_demo_ade20k(root, 2, 1, 32)
@@ -244,7 +244,7 @@ def test_marked_root_is_regenerated_for_other_arguments(tmp_path):
 def test_unmarked_complete_demo_root_is_reused_read_only(tmp_path):
     """A demo root written before the marker existed (exactly the files of this call, nothing else) is reused without
     writing anything; with other arguments it is refused like any folder that is not marked."""
-    from beit_mm.data.demo_root import NotADemoRootError
+    from beit_mm.fileio.demo_root import NotADemoRootError
     root = str(tmp_path / 'old_demo')
     make_demo_imagenet(root, 2, 2, 1, 16, ann_files=True)
     os.remove(osp.join(root, MARKER))
@@ -296,7 +296,7 @@ def test_checkpoint_hook_with_its_own_template_and_out_dir(tmp_path):
 
 # ----------------------------------------------------------------------------------------- train.py work dir
 def test_check_new_run_work_dir(tmp_path):
-    from beit_mm.engine.work_dir import WorkDirInUseError, check_new_run_work_dir
+    from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir
     work = tmp_path / 'work'
     check_new_run_work_dir(str(work), None, False)  # absent
     work.mkdir()

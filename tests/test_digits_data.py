@@ -12,7 +12,7 @@ from sklearn.datasets import load_digits
 
 from beit_mm.data import digits as D
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
-from beit_mm.data.demo_root import NotADemoRootError
+from beit_mm.fileio.demo_root import NotADemoRootError
 
 from .conftest import ROOT
 

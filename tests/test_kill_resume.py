@@ -38,7 +38,7 @@ import pytest
 import torch
 
 from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.engine.checkpoint import is_complete_checkpoint
+from beit_mm.fileio.checkpoint import is_complete_checkpoint
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')

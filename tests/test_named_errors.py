@@ -18,7 +18,7 @@ from mmengine.runner import Runner
 
 from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_from_config
 from beit_mm.apis.checkpoint import check_resumable
-from beit_mm.apis.outputs import OutputError, atomic_file, check_output
+from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
 from .test_hostile_files import MIM, data_root, runner_checkpoint  # noqa: F401  (module fixtures)
 from .test_tools import CONFIG, _cfg, _load_tool

@@ -8,7 +8,7 @@ train / 2 val images of 96x96), on CPU. References and tolerances:
 - ``tools/test.py`` on ``iter_4.pth`` reports the same aAcc/mIoU/mAcc as the validation that the training run logged
   after iteration 4 (same weights, same data; abs diff <= 0.01 percentage points, the log's rounding);
 - checkpoint safety: ``torch.load(weights_only=True)``, torch's own allow-list semantics: the runner checkpoint fails
-  without :func:`beit_mm.engine.checkpoint.register_checkpoint_safe_globals` and loads with it; an arbitrary class is
+  without :func:`beit_mm.fileio.safe_globals.register_checkpoint_safe_globals` and loads with it; an arbitrary class is
   refused with it;
 - CPU AMP: one ``beit_mm.AmpOptimWrapper`` (bf16) step against an fp32 ``OptimWrapper`` step on the same toy model
   (forward dtype bf16; updated weights within 2e-2 of fp32's, bf16's 8-bit mantissa).
@@ -36,7 +36,7 @@ from beit_mm.apis import CheckpointFileError
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine import amp_optim_wrapper
 from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
-from beit_mm.engine.checkpoint import checkpoint_safe_globals, register_checkpoint_safe_globals
+from beit_mm.fileio.safe_globals import checkpoint_safe_globals, register_checkpoint_safe_globals
 from beit_mm.engine.launch import adapt_cfg_to_launcher
 
 ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))

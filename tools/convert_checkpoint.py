@@ -5,6 +5,7 @@ Examples:
     python tools/convert_checkpoint.py --model beit --source hf pytorch_model.bin beit-b.pth --img-size 640
     python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth cvt-13.pth
     python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl dalle_encoder.pth
+    python tools/convert_checkpoint.py --model clip --source openai --trust-code ViT-B-16.pt clip_visual.pth
     python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/dvae-.../iter_200.pth tokenizer.pth
     python tools/convert_checkpoint.py --model vqkd --source unilm vqkd_encoder_base_decoder_3x768x12_clip.pth vqkd.pth
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
@@ -23,7 +24,8 @@ Outputs are written atomically (a kill leaves the old file, the new one or nothi
 unless ``--overwrite``.
 
 Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
-that only the ``openai`` DALL-E source unpickles (trusted files only). HF ``*.safetensors`` files are read with
+that only the ``openai`` DALL-E source unpickles, and OpenAI's TorchScript CLIP release, which only ``--model clip
+--source openai --trust-code`` loads (both run code the file carries: trusted files only). HF ``*.safetensors`` files are read with
 safetensors when it is installed.
 """
 from __future__ import annotations
@@ -38,13 +40,14 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from beit_mm.converters import beit as beit_conv  # noqa: E402
-from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError,  # noqa: E402
-                                     load_state_dict_file)
+from beit_mm.apis.checkpoint import CheckpointMismatchError  # noqa: E402
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file  # noqa: E402
 
 MODELS = {
     'beit': beit_conv.SOURCES,
     'cvt': ('official', 'hf'),
     'dalle': ('openai', 'mmpretrain', 'dvae'),
+    'clip': ('openai', 'hf'),
     'vqkd': ('unilm', 'mmpretrain'),
     'dino': ('official', ),
     'eomt': ('hf', ),
@@ -52,24 +55,23 @@ MODELS = {
 }
 
 
-def read_source(path: str, model: str, source: str) -> dict:
+def read_source(path: str, model: str, source: str, trust_code: bool = False) -> dict:
+    if model == 'clip':  # OpenAI's TorchScript file (trusted by name) or an HF folder -> OpenAI names
+        from beit_mm.models.tokenizers.teachers import load_clip_state_dict
+        return load_clip_state_dict(path, trust_code=trust_code)
     if model == 'dalle' and source == 'openai':
         from beit_mm.converters.dalle import load_openai_encoder
         return load_openai_encoder(path)
     if path.endswith('.safetensors'):
-        from safetensors.torch import load_file
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f'{path} does not exist')
-        try:
-            return load_file(path)
-        except Exception as error:  # safetensors_rust.SafetensorError: a truncated or foreign file
-            raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: '
-                                      'download/copy it again (compare its size with the source)') from None
+        from beit_mm.fileio.checkpoint import load_safetensors
+        return load_safetensors(path)
     return load_state_dict_file(path)
 
 
 def convert(args: argparse.Namespace) -> dict:
-    src = read_source(args.src, args.model, args.source)
+    src = read_source(args.src, args.model, args.source, args.trust_code)
+    if args.model == 'clip':  # the vision tower, as CLIPTeacher loads it
+        return {k: v for k, v in src.items() if k.startswith('visual.')}
     if args.model == 'beit':
         return beit_conv.convert_beit(
             src, args.source, img_size=args.img_size, patch_size=args.patch_size,
@@ -108,8 +110,7 @@ def read_checkpoint_for_export(path: str, config: str | None):
     Python code, which beit_mm never runs; :mod:`beit_mm.apis.checkpoint`)."""
     from mmengine.config import Config
 
-    from beit_mm.apis import open_checkpoint
-    from beit_mm.apis.checkpoint import unwrap_state_dict
+    from beit_mm.fileio import open_checkpoint, unwrap_state_dict
     if not config:
         raise SystemExit(f'--to needs --config CONFIG, the config {path} was trained with. beit_mm does not build a '
                          'model from the config stored inside a checkpoint: that is Python code from whoever made the '
@@ -124,7 +125,7 @@ def export_checkpoint(args: argparse.Namespace) -> None:
     from beit_mm.apis import build_from_config, resolve_checkpoint
     from beit_mm.apis.checkpoint import check_weights_match
     from beit_mm.apis.hub import save_hf, save_timm, timm_json_path
-    from beit_mm.apis.outputs import check_output
+    from beit_mm.fileio.outputs import check_output
     check_output(args.dst, args.overwrite, kind='dir' if args.to == 'hf' else 'file')
     if args.to == 'timm':
         check_output(timm_json_path(args.dst), args.overwrite)
@@ -162,6 +163,9 @@ def main(argv: list[str] | None = None) -> None:
                         'DINOv2: the image size of the position embedding (required)')
     parser.add_argument('--patch-size', type=int, default=16,
                         help='BEiT patch size (for --img-size); DINOv2: the patch size its 14-px kernel is resampled to')
+    parser.add_argument('--trust-code', action='store_true',
+                        help='--model clip --source openai: load OpenAI\'s TorchScript file with torch.jit.load, which '
+                        'runs code the file carries (only for a file you trust)')
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
                         help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
                         help='--to hf: the whole model (auto) or only its backbone (BeitModel / CvtModel)')
     parser.add_argument('--beitv2', action='store_true', help='--to timm: name the model beitv2_* instead of beit_*')
     args = parser.parse_args(argv)
-    from beit_mm.apis.outputs import OutputError
+    from beit_mm.fileio.outputs import OutputError
     try:
         run(parser, args)
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
@@ -187,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    from beit_mm.apis.outputs import atomic_file, check_output
+    from beit_mm.fileio.outputs import atomic_file, check_output
     if args.to is not None:
         export_checkpoint(args)
         return

@@ -30,9 +30,9 @@ import beit_mm  # noqa: E402,F401  (registrations, checkpoint safe globals)
 from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights  # noqa: E402
 from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, describe_comparison,  # noqa: E402
                                  export_module, export_onnx, model_kind, preprocess_metadata)
-from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError,  # noqa: E402
-                                     check_weights_match, load_state_dict_file, open_checkpoint)
-from beit_mm.apis.outputs import OutputError, check_output  # noqa: E402
+from beit_mm.apis.checkpoint import CheckpointMismatchError, check_weights_match  # noqa: E402
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file, open_checkpoint  # noqa: E402
+from beit_mm.fileio.outputs import OutputError, check_output  # noqa: E402
 
 NEEDED = {'classifier': ('backbone.', 'neck.', 'head.'), 'backbone': ('backbone.', )}  # segmentors: by their type
 

@@ -92,8 +92,8 @@ def output_names(images: list[str]) -> list[str]:
 
 
 def save_image(array: np.ndarray, path: str) -> None:
-    """Write an image atomically (``beit_mm.apis.outputs.atomic_file``), in the format its suffix names."""
-    from beit_mm.apis.outputs import atomic_file
+    """Write an image atomically (``beit_mm.fileio.outputs.atomic_file``), in the format its suffix names."""
+    from beit_mm.fileio.outputs import atomic_file
     suffix = osp.splitext(path)[1].lower()
     with atomic_file(path) as tmp:
         Image.fromarray(array).save(tmp, format=Image.registered_extensions().get(suffix, 'PNG'))
@@ -120,7 +120,7 @@ def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity
     if cfg.get('default_scope', 'mmseg') != 'mmseg' or not is_segmentor_config(cfg):
         raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head, or '
                          'beit_mm.EoMT); tools/infer.py segments images')
-    from beit_mm.apis.outputs import check_output
+    from beit_mm.fileio.outputs import check_output
     images = list_images(inputs)
     check_output(out_dir, overwrite=True, kind='dir')  # writable, not a file: before the model is built
     path = resolve_checkpoint(checkpoint)
@@ -187,7 +187,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
-    from beit_mm.apis.outputs import check_output
+    from beit_mm.fileio.outputs import check_output
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     meta = onnx_metadata(onnx_file)
@@ -228,7 +228,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
 
 def main() -> None:
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
-    from beit_mm.apis.outputs import OutputError
+    from beit_mm.fileio.outputs import OutputError
     try:
         run(parse_args())
     except (CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError, ValueError) as error:

@@ -22,14 +22,14 @@ the digits a from-scratch study model learns within the study's budget);
 ``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
-real dataset) is refused before anything is written, with one line and exit code 2 (:mod:`beit_mm.data.demo_root`).
+real dataset) is refused before anything is written, with one line and exit code 2 (:mod:`beit_mm.fileio.demo_root`).
 """
 import argparse
 import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
-from beit_mm.data.demo_root import NotADemoRootError
+from beit_mm.fileio.demo_root import NotADemoRootError
 
 
 def parse_args() -> argparse.Namespace:

@@ -8,7 +8,7 @@
   with a path, from that file (opened safely and checked against the model first: :func:`set_resume`,
   :func:`check_start_checkpoint`).
 - ``--overwrite``: start a new run in a work dir that holds another run's checkpoints (refused otherwise:
-  :mod:`beit_mm.engine.work_dir`).
+  :mod:`beit_mm.fileio.work_dir`).
 - ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with the dtype that is faster on this device
   (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
@@ -26,7 +26,7 @@
   from :func:`beit_mm.engine.launch.adapt_cfg_to_launcher`; distributed GPU runs keep SyncBN.
 
 Importing ``beit_mm`` registers the plugin's modules and allow-lists MMEngine checkpoint types for torch >= 2.6's
-``weights_only`` loading (``beit_mm.engine.checkpoint``).
+``weights_only`` loading (``beit_mm.fileio``).
 """
 import argparse
 import logging
@@ -42,15 +42,16 @@ from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.apis.checkpoint import (CheckpointFileError, CheckpointMismatchError, check_resumable,
-                                     check_weights_match, load_state_dict_file)
-from beit_mm.apis.outputs import OutputError, check_output
+from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file
+from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
-from beit_mm.engine.checkpoint import find_last_complete_checkpoint, use_atomic_checkpoint_hook
+from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
+from beit_mm.fileio.work_dir import find_last_complete_checkpoint
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
-from beit_mm.engine.work_dir import WorkDirInUseError, check_new_run_work_dir
+from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir
 
 
 # --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
@@ -191,7 +192,7 @@ def enable_ema(cfg: Config) -> None:
 def set_resume(cfg: Config, resume: str) -> None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
-    :func:`beit_mm.engine.checkpoint.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
+    :func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
     ``load_from``, which MMEngine's own auto-resume drops).
 
     The checkpoint is opened first (:func:`beit_mm.apis.checkpoint.check_resumable`): a missing, truncated or foreign
@@ -238,7 +239,7 @@ def main() -> None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
-    try:  # another run's checkpoints: refused before anything is built (beit_mm.engine.work_dir)
+    try:  # another run's checkpoints: refused before anything is built (beit_mm.fileio.work_dir)
         check_new_run_work_dir(cfg.work_dir, args.resume, args.overwrite)
         check_output(cfg.work_dir, overwrite=True, kind='dir')  # a file, or not writable: named before the run
     except (WorkDirInUseError, OutputError) as error:

@@ -227,13 +227,13 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     (``batch``, 3, H, W).
     (A dynamic batch axis makes UPerHead's adaptive pooling unexportable: ONNX's AdaptiveAvgPool needs known sizes.)
     ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``). The file is
-    written atomically (:func:`beit_mm.apis.outputs.atomic_file`): a kill leaves the old file, the new one or nothing.
+    written atomically (:func:`beit_mm.fileio.outputs.atomic_file`): a kill leaves the old file, the new one or nothing.
     """
     import io
 
     import onnx
 
-    from .outputs import atomic_file
+    from ..fileio.outputs import atomic_file
     module = export_module(model, kind, shape)
     names = output_names(module, shape)
     with torch.no_grad(), warnings.catch_warnings():

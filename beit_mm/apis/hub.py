@@ -11,7 +11,7 @@
 - :func:`save_timm`: a timm ``Beit`` state dict file ``NAME.pth`` and ``NAME.json`` next to it with the
   ``timm.create_model`` arguments (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
 
-Both write atomically (:mod:`beit_mm.apis.outputs`): a kill leaves the old folder/file, the new one or nothing.
+Both write atomically (:mod:`beit_mm.fileio.outputs`): a kill leaves the old folder/file, the new one or nothing.
 - :func:`load_hf_state_dict`: an HF folder's weights back to beit_mm names (the round trip).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..converters.upernet import segmentor_from_hf, segmentor_to_hf
 from ..models.backbones.beit import BEiT
 from ..models.backbones.cvt import CvT
 from ..models.segmentors.eomt import EoMT
-from .outputs import atomic_dir, atomic_file
+from ..fileio.outputs import atomic_dir, atomic_file
 
 
 
@@ -112,7 +112,7 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
 
 def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> str:
     """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``), replacing ``out_dir`` as a whole
-    and atomically (:func:`beit_mm.apis.outputs.atomic_dir`: no stale shard or index of an old folder survives);
+    and atomically (:func:`beit_mm.fileio.outputs.atomic_dir`: no stale shard or index of an old folder survives);
     returns the HF class name.
 
     EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
@@ -136,10 +136,10 @@ def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, pa
 def load_hf_state_dict(folder: str) -> dict[str, Tensor]:
     """An HF folder written by :func:`save_hf` -> beit_mm names: a segmentor's full state dict (``backbone.*``,
     ``neck.*``, heads), or a backbone's (plus ``fc_norm.*``/``head.*`` of a classifier, under those names)."""
-    from safetensors.torch import load_file
-    with open(osp.join(folder, 'config.json')) as f:
-        config = json.load(f)
-    sd = load_file(osp.join(folder, 'model.safetensors'))
+    from ..fileio.checkpoint import load_safetensors
+    from ..fileio.json_file import read_json
+    config = read_json(osp.join(folder, 'config.json'))
+    sd = load_safetensors(osp.join(folder, 'model.safetensors'))
     arch = config['architectures'][0]
     if arch == 'BeitForSemanticSegmentation':
         return segmentor_from_hf(sd)

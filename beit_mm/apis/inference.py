@@ -16,7 +16,9 @@ from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
 from torch import nn
 
-from .checkpoint import CheckpointMismatchError, check_weights_match, load_state_dict_file
+from ..fileio.checkpoint import load_state_dict_file
+from ..fileio.work_dir import read_last_checkpoint
+from .checkpoint import CheckpointMismatchError, check_weights_match
 
 
 def drop_pretrained_init(node) -> None:
@@ -49,13 +51,13 @@ def segmentor_inference_weights(cfg: Config) -> tuple[str, ...]:
 
 
 def resolve_checkpoint(path: str) -> str:
-    """A checkpoint file as given, or the last checkpoint of a work dir (its ``last_checkpoint`` file)."""
-    from mmengine.runner import find_latest_checkpoint
+    """A checkpoint file as given, or the last checkpoint of a work dir (its ``last_checkpoint`` file, which must name
+    a local file inside the work dir: :func:`beit_mm.fileio.work_dir.read_last_checkpoint`)."""
     if osp.isdir(path):
-        latest = find_latest_checkpoint(path)
+        latest, why = read_last_checkpoint(path)
         if latest is None:
-            raise FileNotFoundError(f'{path} is a folder without a last_checkpoint file; pass a .pth file or the work '
-                                    'dir of a tools/train.py run')
+            raise FileNotFoundError(f'{why or f"{path} is a folder without a last_checkpoint file"}. Fix: pass a .pth '
+                                    'file or the work dir of a tools/train.py run')
         return latest
     if not osp.isfile(path):
         raise FileNotFoundError(f'checkpoint {path} does not exist; pass a .pth file or a work dir')
@@ -83,7 +85,7 @@ def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], sou
     other weights the model or the file lack are named in one log line. Returns the file's state dict."""
     from mmengine.logging import print_log
 
-    from ..converters.io import checkpoint_kind
+    from ..fileio.checkpoint import checkpoint_kind
     state_dict = load_state_dict_file(path)
     check_weights_match(model, state_dict, source, strict=False)
     own = model.state_dict()

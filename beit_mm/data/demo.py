@@ -10,7 +10,7 @@
 
 plus ``root/.beit_mm_demo.json``, the marker that makes ``root`` the generator's own: it writes, deletes and rewrites
 files only in a root that is new, empty or carries that marker, and refuses any other folder before writing
-(:mod:`beit_mm.data.demo_root`), so a real ADE20K root given by mistake is left as it is.
+(:mod:`beit_mm.fileio.demo_root`), so a real ADE20K root given by mistake is left as it is.
 
 Three styles:
 
@@ -46,7 +46,7 @@ from PIL import Image
 
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
 from .digits import make_digits_sample
-from .demo_root import KEEP, UPDATE, claim_demo_root
+from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -206,7 +206,7 @@ def make_demo_ade20k(root: str,
     """Write the demo dataset under ``root`` (layout in the module docstring); skip what is already complete.
 
     ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.data.demo_root.claim_demo_root`).
+    before a file is written (:func:`beit_mm.fileio.demo_root.claim_demo_root`).
 
     Args:
         root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).

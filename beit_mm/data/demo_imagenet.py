@@ -8,7 +8,7 @@ Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the u
                                                   lines "<wnid>/<file> <label>"
     root/.beit_mm_demo.json                       the marker that makes ``root`` the generator's own: it deletes
                                                   and rewrites only in a new, empty or marked root and refuses any
-                                                  other folder before writing (:mod:`beit_mm.data.demo_root`)
+                                                  other folder before writing (:mod:`beit_mm.fileio.demo_root`)
 
 Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
 a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
@@ -29,7 +29,7 @@ from typing import List, Tuple
 import numpy as np
 from PIL import Image
 
-from .demo_root import KEEP, UPDATE, claim_demo_root
+from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -150,7 +150,7 @@ def make_demo_imagenet(root: str,
     """Write the demo classification set under ``root`` (layout in the module docstring); skip complete splits.
 
     ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.data.demo_root.claim_demo_root`).
+    before a file is written (:func:`beit_mm.fileio.demo_root.claim_demo_root`).
 
     Args:
         root: dataset root (``data_root`` of mmpretrain's ``ImageNet``/``CustomDataset``).

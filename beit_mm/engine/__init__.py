@@ -1,2 +1,2 @@
 from . import hooks, optimizers, schedulers  # noqa: F401
-from . import amp_optim_wrapper, checkpoint  # noqa: F401
+from . import amp_optim_wrapper  # noqa: F401

@@ -205,7 +205,7 @@ def probe_model(config: str, checkpoint: str | None = None, seed: int = 0) -> nn
     from mmengine.config import Config
 
     from beit_mm.apis import build_from_config, load_model, resolve_checkpoint
-    from beit_mm.converters.io import load_state_dict_file
+    from beit_mm.fileio import load_state_dict_file
     cfg = Config.fromfile(config)
     torch.manual_seed(seed)
     model = build_from_config(cfg)

@@ -20,7 +20,7 @@ from mmengine.dist import is_main_process
 from mmengine.fileio import register_backend
 from mmengine.hooks import Hook
 
-from beit_mm.engine.checkpoint import AtomicLocalBackend
+from beit_mm.fileio.outputs import AtomicLocalBackend
 from beit_mm.registry import HOOKS
 
 SLEEP_S = 900

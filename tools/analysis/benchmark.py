@@ -783,7 +783,7 @@ def main() -> None:
     table = markdown(rows, header)
     print(table)
     if args.out:  # through a temporary file and a rename: a kill leaves the old table or the new one
-        from beit_mm.apis.outputs import atomic_file
+        from beit_mm.fileio.outputs import atomic_file
         with atomic_file(args.out) as tmp, open(tmp, 'w') as f:
             f.write(table + '\n')
 

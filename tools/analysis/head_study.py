@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> dict:
     base = baseline(args)
     results = {head: [run_head(args, head, s) for s in args.seeds] for head in args.heads}
     text = report(args, results, base)
-    from beit_mm.apis.outputs import atomic_file
+    from beit_mm.fileio.outputs import atomic_file
     with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
         f.write(text)
     with atomic_file(osp.join(args.work_dir, 'report.json')) as tmp, open(tmp, 'w') as f:

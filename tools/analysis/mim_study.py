@@ -83,7 +83,7 @@ import numpy as np
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from beit_mm.apis.outputs import atomic_file  # noqa: E402 (after the repository is on sys.path)
+from beit_mm.fileio.outputs import atomic_file  # noqa: E402 (after the repository is on sys.path)
 
 STUDY = osp.join(ROOT, 'configs', 'mim_study')
 DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_64px.py')
@@ -386,7 +386,7 @@ def run_vqkd(args, configs, teacher_checkpoint: str, kind: str = 'vqkd') -> dict
     def run():
         import torch
 
-        from beit_mm.converters.io import load_state_dict_file
+        from beit_mm.fileio import load_state_dict_file
         train(configs[kind], work, [f'randomness.seed={args.seeds[0]}',
                                     f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
         weights = {k: v for k, v in load_state_dict_file(last_checkpoint(work)).items() if not k.startswith('teacher.')}

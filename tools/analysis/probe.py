@@ -73,7 +73,7 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
-    from beit_mm.apis.outputs import OutputError
+    from beit_mm.fileio.outputs import OutputError
     try:
         run(parse_args())
     except (LabeledDataError, CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError) as e:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> None:
     from mmengine.config import Config
     from mmengine.logging import MMLogger
     MMLogger.get_instance('probe', log_level='WARNING')  # the models' per-parameter init reports stay quiet
-    from beit_mm.apis.outputs import check_output
+    from beit_mm.fileio.outputs import check_output
     if args.out:
         check_output(args.out, overwrite=args.overwrite)  # at start, not after minutes of probing
     cfg = Config.fromfile(args.config)
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> None:
         last = (f'probe mIoU {r["probe_mIoU"]:.2f} (random init {dense["random_init"]["probe_mIoU"]:.2f}, '
                 f'majority {r["majority_mIoU"]:.2f})')
     if args.out:
-        from beit_mm.apis.outputs import atomic_file
+        from beit_mm.fileio.outputs import atomic_file
         with atomic_file(args.out) as tmp, open(tmp, 'w') as f:
             json.dump(dict(vars(args), img_size=size, results=results), f, indent=1)
     print(last)

@@ -171,7 +171,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
 def main() -> None:
     args, extra = parse_args()
     sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis'))
-    from beit_mm.data.demo_root import NotADemoRootError
+    from beit_mm.fileio.demo_root import NotADemoRootError
     start = time.time()
     try:
         roots = {name: make_data(name, args) for name in args.datasets}

@@ -4,7 +4,7 @@
 writing the new one, writes the file in place (a kill mid-write leaves a truncated ``iter_N.pth``) and rewrites
 ``last_checkpoint`` in place. This subclass, per periodic save:
 
-1. writes ``iter_N.pth`` through :class:`beit_mm.engine.checkpoint.AtomicLocalBackend` (``iter_N.pth.part``, fsync,
+1. writes ``iter_N.pth`` through :class:`beit_mm.fileio.outputs.AtomicLocalBackend` (``iter_N.pth.part``, fsync,
    rename), also for the best checkpoint;
 2. then points ``last_checkpoint`` at it (atomically);
 3. only then deletes checkpoints beyond ``max_keep_ckpts``.
@@ -14,7 +14,7 @@ save, as upstream). ``before_train`` deletes the leftovers of a killed run's wri
 (:func:`own_partial_files`): ``<checkpoint>.part`` for a checkpoint name of its ``filename_tmpl`` (``iter_N.pth``,
 ``epoch_N.pth``, ``best_<metric>_iter_N.pth``) in its ``out_dir``, and ``last_checkpoint.part`` in the work dir;
 another program's ``*.part`` file (a download, an editor's file) stays. Used for every config by ``tools/train.py``
-(:func:`beit_mm.engine.checkpoint.use_atomic_checkpoint_hook`); writes to remote storage (``out_dir`` with a ``://``
+(:func:`use_atomic_checkpoint_hook`); writes to remote storage (``out_dir`` with a ``://``
 prefix or explicit ``backend_args``) keep the given backend.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mmengine.hooks import CheckpointHook
 
 from beit_mm.registry import HOOKS
 
-from ..checkpoint import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
+from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
 
 
 def checkpoint_name_pattern(filename_tmpl: str) -> str:
@@ -99,3 +99,11 @@ class AtomicCheckpointHook(CheckpointHook):
                 self.file_backend.remove(path)
             elif self.file_backend.isdir(path):  # checkpoints saved by DeepSpeed are folders
                 self.file_backend.rmtree(path)
+
+
+def use_atomic_checkpoint_hook(cfg) -> None:
+    """Replace MMEngine's ``CheckpointHook`` in ``cfg.default_hooks.checkpoint`` by ``beit_mm.AtomicCheckpointHook``
+    (same arguments; what ``tools/train.py`` does for every config). Other checkpoint hook types are kept."""
+    hook = cfg.get('default_hooks', {}).get('checkpoint')
+    if hook is not None and hook.get('type') in ('CheckpointHook', 'mmengine.CheckpointHook'):
+        hook['type'] = 'beit_mm.AtomicCheckpointHook'

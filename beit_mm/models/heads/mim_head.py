@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from beit_mm.registry import MODELS
 
-from ...converters.io import load_state_dict_file
+from ...fileio import load_state_dict_file
 from ..layers.weight_init import trunc_normal_within_std_
 from ..tokenizers.dalle import DALLE_VOCAB_SIZE
 

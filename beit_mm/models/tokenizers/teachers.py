@@ -20,9 +20,7 @@ checkpoint's target-generation weights.
 """
 from __future__ import annotations
 
-import json
 import os.path as osp
-import zipfile
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -137,43 +135,41 @@ class CLIPVisionTransformer(nn.Module):
         return self.ln_post(x[:, 1:]) @ self.proj
 
 
-def _is_torchscript(path: str) -> bool:
-    """OpenAI's released CLIP files (``ViT-B-16.pt``) are TorchScript archives: a zip with ``constants.pkl``."""
-    if not zipfile.is_zipfile(path):
-        return False
-    with zipfile.ZipFile(path) as zf:
-        return any(n.endswith('constants.pkl') for n in zf.namelist())
-
-
-def load_clip_state_dict(path: str) -> dict[str, Tensor]:
+def load_clip_state_dict(path: str, trust_code: bool = False) -> dict[str, Tensor]:
     """CLIP weights as OpenAI names (``visual.*``; other keys kept, the caller filters) from
 
-    - OpenAI's released file: a TorchScript archive (its ``state_dict()``) or a plain state dict file;
+    - OpenAI's released file: a TorchScript archive (its ``state_dict()``; refused unless ``trust_code``: loading it
+      runs code the file carries; ``tools/convert_checkpoint.py --model clip --source openai --trust-code`` turns it
+      into a state dict once) or a plain state dict file;
     - a Hugging Face folder with ``config.json`` and ``model.safetensors`` or ``pytorch_model.bin``
       (``CLIPVisionModelWithProjection`` or ``CLIPModel``), renamed by ``beit_mm.converters.vqkd.convert_hf_clip``.
     """
-    from beit_mm.converters.io import load_state_dict_file
+    from beit_mm.fileio.checkpoint import (is_torchscript, load_safetensors, load_state_dict_file,
+                                           open_torchscript_trusted, refuse_code)
+    from beit_mm.fileio.json_file import read_json
     from beit_mm.converters.vqkd import convert_hf_clip
     if osp.isdir(path):
         cfg_path = osp.join(path, 'config.json')
         if not osp.isfile(cfg_path):
             raise FileNotFoundError(f'{path} is a folder without config.json; give a Hugging Face CLIP folder '
                                     '(save_pretrained output) or OpenAI\'s ViT-B-16.pt file')
-        with open(cfg_path) as f:
-            cfg = json.load(f)
+        cfg = read_json(cfg_path)
         act = cfg.get('vision_config', cfg).get('hidden_act', 'quick_gelu')
         if act != 'quick_gelu':
             raise ValueError(f'{cfg_path}: hidden_act={act!r}; CLIPTeacher implements OpenAI CLIP (quick_gelu)')
         if osp.isfile(osp.join(path, 'model.safetensors')):
-            from safetensors.torch import load_file
-            sd = load_file(osp.join(path, 'model.safetensors'))
+            sd = load_safetensors(osp.join(path, 'model.safetensors'))
         elif osp.isfile(osp.join(path, 'pytorch_model.bin')):
             sd = load_state_dict_file(osp.join(path, 'pytorch_model.bin'))
         else:
             raise FileNotFoundError(f'{path} has neither model.safetensors nor pytorch_model.bin')
         return convert_hf_clip(sd)
-    if _is_torchscript(path):
-        return dict(torch.jit.load(path, map_location='cpu').state_dict())
+    if is_torchscript(path):
+        if not trust_code:
+            raise refuse_code(path, 'a TorchScript archive (OpenAI\'s CLIP release format)',
+                              f'python tools/convert_checkpoint.py --model clip --source openai --trust-code {path} '
+                              'clip_visual.pth')
+        return open_torchscript_trusted(path)
     return load_state_dict_file(path)
 
 
@@ -186,6 +182,8 @@ class CLIPTeacher(FrozenTeacher):
             projection, as ``clip.load("ViT-B/16")``).
         checkpoint: OpenAI's file or a Hugging Face folder (:func:`load_clip_state_dict`); loaded strictly at
             ``init_weights``. None keeps CLIP's random init (tests).
+        trust_code: load OpenAI's TorchScript release (``ViT-B-16.pt``) with ``torch.jit.load``, which runs code the
+            file carries; without it that file is refused with the command that converts it once.
     """
 
     def __init__(self,
@@ -195,9 +193,11 @@ class CLIPTeacher(FrozenTeacher):
                  layers: int = 12,
                  heads: int = 12,
                  output_dim: int = 512,
-                 checkpoint: str | None = None) -> None:
+                 checkpoint: str | None = None,
+                 trust_code: bool = False) -> None:
         super().__init__(CLIP_MEAN, CLIP_STD)
         self.checkpoint = checkpoint
+        self.trust_code = trust_code
         self.out_dims = output_dim
         self.patch_size = patch_size
         self.visual = CLIPVisionTransformer(image_size, patch_size, width, layers, heads, output_dim)
@@ -206,7 +206,7 @@ class CLIPTeacher(FrozenTeacher):
     def init_weights(self) -> None:
         if self.checkpoint is None:
             return
-        sd = {k: v for k, v in load_clip_state_dict(self.checkpoint).items() if k.startswith('visual.')}
+        sd = {k: v for k, v in load_clip_state_dict(self.checkpoint, self.trust_code).items() if k.startswith('visual.')}
         own = self.state_dict()
         missing = sorted(set(own) - set(sd))
         unexpected = sorted(set(sd) - set(own))

@@ -176,7 +176,7 @@ class VQKD(BaseModel):
     def load_tokenizer(self, path: str) -> None:
         """Load a beit_mm VQ-KD file strictly (all keys of this model but the teacher's; none extra). A tokenizer
         built with ``with_decoder=False`` ignores the file's decoder weights (tokenizing does not use them)."""
-        from beit_mm.converters.io import load_state_dict_file
+        from beit_mm.fileio import load_state_dict_file
         sd = {k: v for k, v in load_state_dict_file(path).items() if not k.startswith('teacher.')}
         if any(k.startswith(('teacher_model.', 'scaling_layer.')) or '.fc_norm.' in k for k in sd):
             raise KeyError(f'{path} is an unconverted unilm VQ-KD file; convert it first: python '

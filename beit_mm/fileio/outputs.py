@@ -16,6 +16,10 @@ import os
 import os.path as osp
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+from mmengine.fileio import LocalBackend
 
 
 class OutputError(OSError):
@@ -134,3 +138,46 @@ def _remove(path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif osp.lexists(path):
         os.remove(path)
+
+
+# A file being written is first ``<name>.part`` (never matched by ``*.pth`` globs) and becomes ``<name>`` by
+# ``os.replace`` once all bytes are flushed and fsync'ed, so ``<name>`` is either absent or complete. A process killed
+# mid-write leaves only a ``.part`` file, which ``beit_mm.AtomicCheckpointHook`` deletes at the next start.
+PARTIAL_SUFFIX = '.part'
+ATOMIC_BACKEND = 'beit_mm_atomic_local'
+
+
+def atomic_write_bytes(data: bytes, path: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
+    """Write ``data`` to ``path`` atomically through ``path.part`` (:func:`atomic_file`: flush
+    + fsync, ``os.replace``, fsync the folder).
+
+    Args:
+        data: the file content.
+        path: destination (its folder is created).
+        write: ``write(file, data)`` writes the bytes into the open temporary file (default ``file.write``).
+    """
+    with atomic_file(path, tmp=path + PARTIAL_SUFFIX) as tmp, open(tmp, 'wb') as f:
+        (write or _write_all)(f, data)
+
+
+def _write_all(f: BinaryIO, data: bytes) -> None:
+    f.write(data)
+
+
+class AtomicLocalBackend(LocalBackend):
+    """MMEngine's ``LocalBackend`` whose ``put``/``put_text`` write atomically (:func:`atomic_write_bytes`).
+
+    Registered as ``'beit_mm_atomic_local'``: ``CheckpointHook(backend_args=dict(backend='beit_mm_atomic_local'))``
+    makes every checkpoint (periodic and best) go through it, because the hook passes its ``backend_args`` to
+    ``Runner.save_checkpoint`` -> ``mmengine.runner.save_checkpoint`` -> ``backend.put``.
+    """
+
+    def write_temp(self, f: BinaryIO, data: bytes) -> None:
+        """Write the bytes of one file into its open temporary file (a seam for tests that kill mid-write)."""
+        f.write(data)
+
+    def put(self, obj: bytes, filepath: str | Path) -> None:
+        atomic_write_bytes(obj, str(filepath), write=lambda f, data: self.write_temp(f, data))
+
+    def put_text(self, obj: str, filepath: str | Path, encoding: str = 'utf-8') -> None:
+        self.put(obj.encode(encoding), filepath)

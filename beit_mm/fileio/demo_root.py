@@ -5,9 +5,12 @@ deletes and rewrites files in its root (images of another count, class folders, 
 :func:`claim_demo_root` lets it write only where that destroys nothing it did not write:
 
 - the root is absent, or a folder without files: the generator's marker :data:`MARKER` (``.beit_mm_demo.json``: the
-  generator and its arguments) is written *first*, so a root half-written by a killed run is still recognized;
-- the root carries the generator's marker: it is the generator's; with the same arguments its complete splits are
-  reused (a second call rewrites nothing), with other arguments it is regenerated and the marker records them;
+  generator and its arguments) is written *first* (atomically: it is whole or absent), so a root half-written by a
+  killed run is still recognized;
+- the root carries the generator's marker, proven by its content (it parses and names this generator): it is the
+  generator's; with the same arguments its complete splits are reused (a second call rewrites nothing), with other
+  arguments it is regenerated and the marker records them. A marker file that does not parse, or names nothing, gives
+  no right to delete: anyone can create a file of that name;
 - the root holds no marker but exactly the files of this call (a demo root written before markers existed): it is
   reused as it is and nothing is written;
 - anything else (a real dataset, a folder holding a link, another generator's demo root, a file):
@@ -17,6 +20,9 @@ import json
 import os
 import os.path as osp
 from typing import Collection, Iterator, List, Tuple
+
+from .json_file import JSONFileError, read_json
+from .outputs import atomic_file
 
 MARKER = '.beit_mm_demo.json'
 MAX_NAMED_FILES = 3  # files of a refused root named in the error
@@ -60,14 +66,16 @@ def _survey(root: str, expected: Collection[str]) -> Tuple[List[str], bool]:
     return examples, not foreign and matched == len(expected) > 0
 
 
+MAX_MARKER_BYTES = 64 * 1024
+
+
 def _read_marker(root: str) -> dict:
-    """The marker's content; ``{}`` when it cannot be read (a write cut short: the file name alone is ours)."""
+    """The marker's content; ``{}`` when it cannot be read or is not a JSON object (which then proves nothing)."""
     try:
-        with open(osp.join(root, MARKER)) as f:
-            content = json.load(f)
-        return content if isinstance(content, dict) else {}
-    except (OSError, ValueError):
+        content = read_json(osp.join(root, MARKER), max_bytes=MAX_MARKER_BYTES, max_depth=8)
+    except (OSError, JSONFileError):
         return {}
+    return content if isinstance(content, dict) else {}
 
 
 def _write_marker(root: str, generator: str, arguments: dict) -> None:
@@ -76,7 +84,7 @@ def _write_marker(root: str, generator: str, arguments: dict) -> None:
                    note='written by a beit_mm demo-data generator, which deletes and rewrites files in this folder')
     if _read_marker(root) == content:
         return
-    with open(osp.join(root, MARKER), 'w') as f:
+    with atomic_file(osp.join(root, MARKER)) as tmp, open(tmp, 'w') as f:
         json.dump(content, f, indent=1)
         f.write('\n')
 
@@ -110,8 +118,13 @@ def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collec
     if osp.lexists(root) and not osp.isdir(root):  # a file, or a link to nothing
         raise NotADemoRootError(f'{root} is a file, not a folder: a demo generator writes a dataset folder there. '
                                 'Fix: pass a new or empty folder as the root (--root).')
-    if osp.isfile(osp.join(root, MARKER)):
-        owner = _read_marker(root).get('generator', generator)
+    if osp.lexists(osp.join(root, MARKER)):
+        owner = _read_marker(root).get('generator')
+        if owner is None or osp.islink(osp.join(root, MARKER)):
+            raise NotADemoRootError(
+                f'{root} holds a {MARKER} that is not a demo generator\'s marker (a link, or it does not parse as one): '
+                'it proves nothing, so nothing there is deleted. Fix: pass a new or empty folder as the root (--root), '
+                'or delete the folder yourself if it is an old demo.')
         if owner != generator:
             raise NotADemoRootError(
                 f'{root} is a demo root of {owner}, not of {generator}: refusing to write there. Fix: pass a new or '

@@ -1,0 +1,25 @@
+"""The file room: every checkpoint beit_mm (and MMEngine, mmseg, mmpretrain through it) opens, and every file it
+writes, goes through here. It imports nothing else of beit_mm, so every other part can use it.
+
+- :mod:`.checkpoint`: what a file is, and opening it with ``torch.load(weights_only=True)``, stored config source
+  dropped;
+- :mod:`.safe_globals`: the one allow-list of non-tensor objects (MMEngine's training state);
+- :mod:`.remote`: URLs and MMEngine's prefixes, fetched to the hub cache and opened as local files; registered as the
+  loader of every prefix of MMEngine's ``CheckpointLoader``;
+- :mod:`.work_dir`: a run's work dir: another run's checkpoints, the ``last_checkpoint`` pointer;
+- :mod:`.outputs`: destinations checked before any work, files and folders written atomically.
+
+Importing it registers the safe globals, the atomic MMEngine backend and the loaders (``import beit_mm`` does).
+"""
+from mmengine.fileio import register_backend
+
+from .checkpoint import (STATE_DICT_KEYS, CheckpointFileError, check_checkpoint_file, checkpoint_kind,  # noqa: F401
+                         is_complete_checkpoint, load_state_dict_file, open_checkpoint, unwrap_state_dict)
+from .outputs import (ATOMIC_BACKEND, AtomicLocalBackend, OutputError, atomic_dir, atomic_file,  # noqa: F401
+                      atomic_write_bytes, check_output)
+from .remote import register_mmengine_loaders
+from .safe_globals import register_checkpoint_safe_globals
+
+register_checkpoint_safe_globals()
+register_backend(ATOMIC_BACKEND, AtomicLocalBackend, force=True)
+register_mmengine_loaders()

@@ -1,0 +1,279 @@
+"""Opening checkpoint files: what a file is, and reading it without running anything it carries.
+
+A checkpoint is data from whoever made it, so opening one never runs what it carries:
+
+- tensors and MMEngine's training state are unpickled with ``torch.load(weights_only=True)`` (the allow-list of
+  :mod:`.safe_globals`); a pickled module or function is refused with a named error;
+- the config strings a training checkpoint stores (:data:`STORED_CONFIG_KEYS`: ``meta.cfg``, ``meta.config``,
+  ``message_hub.runtime_info.cfg``) are Python source that ``mmengine.Config.fromstring`` would execute (MMEngine's
+  ``Runner.resume`` does for ``meta.config``; its inferencers for ``meta.cfg`` when no config is given). They are
+  dropped on opening; the tools build models from the config file the user names.
+
+Remote sources (URLs, MMEngine's prefixes) are fetched to a local file first (:mod:`.remote`) and opened here.
+"""
+from __future__ import annotations
+
+import os.path as osp
+import pickle
+import re
+import zipfile
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor
+
+# Keys under which checkpoint files of the supported toolkits keep their weights, in lookup order.
+STATE_DICT_KEYS = ('state_dict', 'model', 'module', 'model_state')
+# Config source code stored in MMEngine training checkpoints: (path of keys) -> dropped on opening.
+STORED_CONFIG_KEYS = (('meta', 'cfg'), ('meta', 'config'), ('message_hub', 'runtime_info', 'cfg'))
+
+# how the files users pass by mistake start (first bytes -> what it is)
+_ZIP_MAGIC = b'PK\x03\x04'  # torch.save's format since torch 1.6
+_PICKLE_PROTOCOL_2 = b'\x80\x02'  # torch's legacy (pre-1.6) format starts with a pickled magic number
+_OTHER_FORMATS = ((b'\xff\xd8\xff', 'a JPEG image'), (b'\x89PNG', 'a PNG image'), (b'<', 'an HTML/XML page'),
+                  (b'version https://git-lfs', 'a Git LFS pointer'), (b'{', 'a JSON/safetensors header or text'),
+                  (b'\x08', 'an ONNX model (protobuf)'))
+
+
+class CheckpointFileError(ValueError):
+    """A file given as a checkpoint cannot be read as one; the message says what the file is and what to do."""
+
+
+def _describe_head(head: bytes) -> str:
+    for magic, what in _OTHER_FORMATS:
+        if head.startswith(magic):
+            return what
+    return f'first bytes {head[:8]!r}'
+
+
+def check_checkpoint_file(path: str) -> None:
+    """Raise with the cause and the fix unless ``path`` looks like a whole ``torch.save`` file (no unpickling).
+
+    Raises:
+        FileNotFoundError: no such file (or a folder).
+        CheckpointFileError: empty, truncated (a zip without its central directory: an interrupted download/copy or
+            a killed writer) or not a PyTorch file (an image, an HTML error page, a Git LFS pointer, safetensors,
+            ONNX, ...).
+    """
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'checkpoint {path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}. '
+                                'Fix: check the path (init_cfg.checkpoint, load_from, --resume); convert official '
+                                'weights first with tools/convert_checkpoint.py')
+    size = osp.getsize(path)
+    with open(path, 'rb') as f:
+        head = f.read(32)
+    if size == 0:
+        raise CheckpointFileError(f'checkpoint {path} is empty (0 bytes). Fix: download/copy it again')
+    if head.startswith(_ZIP_MAGIC):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            raise CheckpointFileError(
+                f'checkpoint {path} is truncated or corrupt ({size} bytes, a zip archive without its central '
+                'directory): the download or copy was interrupted, or the process writing it was killed. Fix: '
+                'download/copy it again (compare its size or sha256 with the source), or resume from an earlier '
+                'checkpoint (tools/train.py --resume picks the last complete one)') from None
+        if not any(n.endswith('data.pkl') for n in names):
+            raise CheckpointFileError(f'{path} is a zip archive but not a torch.save file (no data.pkl among '
+                                      f'{names[:4]}). Fix: give the .pth/.bin file itself, not an archive of it')
+        check_zip_records(path, size)
+        return
+    if not head.startswith(_PICKLE_PROTOCOL_2):
+        raise CheckpointFileError(
+            f'{path} is not a PyTorch checkpoint ({size} bytes, {_describe_head(head)}). Fix: point to the .pth/.bin '
+            'weights file (a failed download often saves an HTML page; a Git LFS pointer needs `git lfs pull`; '
+            'safetensors files need safetensors.torch.load_file and torch.save first)')
+
+
+MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
+
+
+def check_zip_records(path: str, size: int) -> None:
+    """Bound what a ``torch.save`` archive declares before torch reads it: a bounded number of records, each stored
+    uncompressed (``torch.save`` never compresses; a compressed record could inflate to any size) and lying inside
+    the file.
+
+    Raises:
+        CheckpointFileError: naming the record and the problem.
+    """
+    with zipfile.ZipFile(path) as archive:
+        records = archive.infolist()
+        if len(records) > MAX_ZIP_RECORDS:
+            raise CheckpointFileError(f'{path} declares {len(records)} records, more than {MAX_ZIP_RECORDS}: not a '
+                                      'checkpoint torch.save wrote. Fix: check the file\'s origin')
+        for record in records:
+            if record.compress_type != zipfile.ZIP_STORED:
+                raise CheckpointFileError(
+                    f'{path}: record {record.filename} is compressed (method {record.compress_type}); torch.save '
+                    'stores records uncompressed, so the file was made or repacked by something else. Fix: save it '
+                    'again with torch.save')
+            if record.file_size > size or record.header_offset + record.file_size > size:
+                raise CheckpointFileError(f'{path}: record {record.filename} declares {record.file_size} bytes, beyond '
+                                          f'the file\'s {size}: truncated or crafted. Fix: download/copy it again')
+
+
+def drop_stored_configs(obj: Mapping) -> list[str]:
+    """Remove :data:`STORED_CONFIG_KEYS` from a loaded checkpoint, in place; returns the dotted keys removed."""
+    dropped = []
+    for keys in STORED_CONFIG_KEYS:
+        node = obj
+        for key in keys[:-1]:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if isinstance(node, dict) and keys[-1] in node:
+            del node[keys[-1]]
+            dropped.append('.'.join(keys))
+    return dropped
+
+
+def open_checkpoint(path: str, map_location='cpu'):
+    """Read a checkpoint file safely: :func:`check_checkpoint_file`, ``torch.load(weights_only=True)``, stored config
+    source dropped (:func:`drop_stored_configs`). Returns what the file holds (usually a dict).
+
+    Raises:
+        FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, or one that holds pickled
+            Python objects beyond tensors and MMEngine's training state (a whole ``nn.Module``).
+    """
+    check_checkpoint_file(path)
+    try:
+        obj = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as error:
+        raise CheckpointFileError(
+            f'{path} holds pickled Python objects that safe loading (weights_only=True) refuses, e.g. a whole '
+            f'nn.Module instead of a state dict ({str(error).splitlines()[0][:200]}). Fix: convert it once with '
+            'tools/convert_checkpoint.py (DALL-E encoder.pkl: --model dalle --source openai), or save '
+            'model.state_dict() instead of the model') from None
+    except (RuntimeError, EOFError, OSError) as error:
+        raise CheckpointFileError(f'cannot read checkpoint {path}: {str(error).splitlines()[0][:200]}. Fix: '
+                                  'download/copy it again; it is probably truncated or corrupt') from None
+    if isinstance(obj, dict):
+        drop_stored_configs(obj)
+    return obj
+
+
+def unwrap_state_dict(obj: Mapping) -> dict[str, Tensor]:
+    """The weights of a loaded checkpoint: ``obj['state_dict']``, ``obj['model']``, ... or ``obj`` itself."""
+    for key in STATE_DICT_KEYS:
+        if key in obj and isinstance(obj[key], Mapping):
+            return dict(obj[key])
+    if not all(isinstance(v, Tensor) for v in obj.values()):
+        raise ValueError(f'cannot find the weights in this checkpoint: top-level keys are {list(obj)[:8]}; expected '
+                         f'one of {STATE_DICT_KEYS} or a flat state dict')
+    return dict(obj)
+
+
+def load_state_dict_file(path: str) -> dict[str, Tensor]:
+    """The flat state dict of a checkpoint file (:func:`open_checkpoint`, then :func:`unwrap_state_dict`)."""
+    obj = open_checkpoint(path)
+    if not isinstance(obj, Mapping):
+        raise CheckpointFileError(f'{path} holds a {type(obj).__name__}, not a state dict. Fix: save '
+                                  'model.state_dict() (or convert with tools/convert_checkpoint.py)')
+    return unwrap_state_dict(obj)
+
+
+def is_complete_checkpoint(path: str) -> bool:
+    """Whether ``path`` is a whole ``torch.save`` file: a zip archive with its central directory whose every tensor
+    record is present (``torch.load(mmap=True, weights_only=True)``: the records are located, no tensor data is read,
+    no code is run). A write interrupted by an exception (Ctrl-C) inside ``torch.save`` still closes the archive and
+    leaves ``data.pkl``, but lacks the records it did not reach: refused here."""
+    if not osp.isfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if not any(name.endswith('data.pkl') for name in archive.namelist()):
+                return False
+        torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    except Exception:  # noqa: BLE001  (BadZipFile, a missing record, an unreadable pickle: not complete)
+        return False
+    return True
+
+
+# What a state dict's keys say about where it comes from: (description, key pattern), first match wins per key.
+CHECKPOINT_KINDS = (
+    ('a whole segmentor/classifier/MIM model (backbone under "backbone.")', re.compile(r'^backbone\.')),
+    ('a CvT (beit_mm or official microsoft/CvT names)', re.compile(r'^stage\d+\.')),
+    ('an HF transformers CvT', re.compile(r'^(cvt\.)?encoder\.stages\.')),
+    ('an HF transformers BEiT', re.compile(r'^(beit\.)?(encoder\.layer\.|embeddings\.)')),
+    ('an mmseg/mmpretrain BEiT', re.compile(r'^layers\.\d+\.')),
+    ('a BEiT (beit_mm, unilm or timm names)', re.compile(r'^(blocks\.\d+\.|patch_embed\.proj\.|cls_token$)')),
+)
+
+
+def checkpoint_kind(keys) -> str | None:
+    """The :data:`CHECKPOINT_KINDS` description matched by most of ``keys``, or None when none matches."""
+    votes: dict[str, int] = {}
+    for key in keys:
+        for kind, pattern in CHECKPOINT_KINDS:
+            if pattern.match(key):
+                votes[kind] = votes.get(kind, 0) + 1
+                break
+    return max(votes, key=votes.get) if votes else None
+
+
+def is_torchscript(path: str) -> bool:
+    """Whether ``path`` is a TorchScript archive (``torch.jit.save``; OpenAI's released CLIP ``ViT-B-16.pt``): a zip
+    with ``constants.pkl``. Read from the zip's table of contents only."""
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as archive:
+        return any(n.endswith('constants.pkl') for n in archive.namelist())
+
+
+def open_torchscript_trusted(path: str) -> dict[str, Tensor]:
+    """The ``state_dict()`` of a TorchScript archive: ``torch.jit.load``, which runs the code the archive carries
+    (its ``__setstate__`` methods). Only for a file the user named as trusted (``tools/convert_checkpoint.py
+    --trust-code``, ``CLIPTeacher(trust_code=True)``); everything else refuses TorchScript (:func:`refuse_code`)."""
+    check_checkpoint_file(path)
+    return {k: v.detach().clone() for k, v in torch.jit.load(path, map_location='cpu').state_dict().items()}
+
+
+def refuse_code(path: str, what: str, convert: str) -> CheckpointFileError:
+    """The refusal of a file whose loading runs code it carries (TorchScript, a pickled module), with the converter
+    command that turns it into a plain state dict once, trusted by name."""
+    return CheckpointFileError(
+        f'{path} is {what}: loading it runs code the file carries, so beit_mm does not load it unless you trust it '
+        f'by name. Fix: convert it once into a plain state dict, e.g. `{convert}`, and use the converted file')
+
+
+MAX_SAFETENSORS_HEADER = 100 * 2**20  # the safetensors format's own limit
+
+
+def load_safetensors(path: str) -> dict[str, Tensor]:
+    """The tensors of a ``.safetensors`` file (Hugging Face, timm), its header bounded and checked first: a header
+    length inside the file and under the format's limit, JSON of bounded nesting, every tensor's byte range inside
+    the data. No code runs (safetensors holds no pickles).
+
+    Raises:
+        FileNotFoundError, CheckpointFileError: a missing, truncated or crafted file, named.
+    """
+    import struct
+
+    from .json_file import JSONFileError, parse_json
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
+    size = osp.getsize(path)
+    with open(path, 'rb') as f:
+        head = f.read(8)
+        length = struct.unpack('<Q', head)[0] if len(head) == 8 else -1
+        if not 0 < length <= min(MAX_SAFETENSORS_HEADER, size - 8):
+            raise CheckpointFileError(f'{path} is not a whole safetensors file ({size} bytes, header length '
+                                      f'{length}). Fix: download/copy it again (compare its size with the source)')
+        try:
+            header = parse_json(f.read(length), f'{path} (safetensors header)')
+        except JSONFileError as error:
+            raise CheckpointFileError(str(error)) from None
+    data = size - 8 - length
+    for name, entry in (header.items() if isinstance(header, dict) else ()):
+        if name == '__metadata__':
+            continue
+        offsets = entry.get('data_offsets') if isinstance(entry, dict) else None
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
+                or not 0 <= offsets[0] <= offsets[1] <= data):
+            raise CheckpointFileError(f'{path}: tensor {name} declares bytes {offsets} outside the file\'s {data} data '
+                                      'bytes: truncated or crafted. Fix: download/copy it again')
+    from safetensors.torch import load_file
+    try:
+        return load_file(path)
+    except Exception as error:  # safetensors_rust.SafetensorError: an inconsistent header
+        raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: download/copy '
+                                  'it again (compare its size with the source)') from None

@@ -1,0 +1,77 @@
+"""JSON files from strangers (a Hugging Face ``config.json``, a marker, a study's records, an ONNX model's metadata):
+size and nesting bounded before parsing, a named error instead of a traceback.
+
+Python's ``json`` recurses once per nesting level (a file of 100k ``[`` raises ``RecursionError`` deep in the parser)
+and reads a file of any size; :func:`parse_json` checks both first.
+"""
+from __future__ import annotations
+
+import json
+import os.path as osp
+
+MAX_JSON_BYTES = 16 * 2**20  # configs and records are kilobytes; a tokenizer vocabulary a few MB
+MAX_JSON_DEPTH = 64  # HF configs nest 3-4 levels
+
+
+class JSONFileError(ValueError):
+    """A JSON file or text that cannot be read as one; the message names it, the problem and the fix."""
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` outside strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == '\\':
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in '[{':
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ']}':
+            depth -= 1
+    return deepest
+
+
+def parse_json(text: str | bytes, source: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
+    """``json.loads(text)`` after bounding its length and nesting; ``source`` names it in errors.
+
+    Raises:
+        JSONFileError: too long, too deep, or not JSON.
+    """
+    if len(text) > max_bytes:
+        raise JSONFileError(f'{source} is {len(text)} bytes, more than the {max_bytes} a JSON file of this kind can '
+                            'hold. Fix: check that it is the right file')
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', errors='replace')
+    depth = _depth(text)
+    if depth > max_depth:
+        raise JSONFileError(f'{source} nests {depth} levels deep, more than {max_depth}: not a file of this kind. '
+                            'Fix: check that it is the right file')
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise JSONFileError(f'{source} is not valid JSON ({error}). Fix: download/copy it again') from None
+
+
+def read_json(path: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
+    """The content of the JSON file ``path``, bounded (:func:`parse_json`); the size is checked before reading.
+
+    Raises:
+        FileNotFoundError: no such file.
+        JSONFileError: too large, too deep, or not JSON.
+    """
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
+    size = osp.getsize(path)
+    if size > max_bytes:
+        raise JSONFileError(f'{path} is {size} bytes, more than the {max_bytes} a JSON file of this kind can hold. '
+                            'Fix: check that it is the right file')
+    with open(path, 'rb') as f:
+        return parse_json(f.read(max_bytes + 1), path, max_bytes, max_depth)

@@ -1,0 +1,117 @@
+"""The work dir of a new training run: refused while it holds another run's checkpoints (``tools/train.py``).
+
+A new run (no ``--resume``) saves under the same names as any earlier run in its work dir (``iter_N.pth``,
+``epoch_N.pth``, ``best_<metric>_iter_N.pth``), repoints ``last_checkpoint`` and deletes checkpoints beyond
+``max_keep_ckpts``, so it would overwrite the earlier run's checkpoints one by one. :func:`check_new_run_work_dir`
+stops it before anything is built, unless the run resumes (``--resume``) or the user asks to start again over the
+earlier run (``--overwrite``).
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import os.path as osp
+import re
+
+from mmengine.logging import print_log
+
+from .checkpoint import is_complete_checkpoint
+
+#: What an earlier run of ``tools/train.py`` leaves in its work dir (MMEngine's ``CheckpointHook`` names).
+CHECKPOINT_PATTERNS = ('iter_*.pth', 'epoch_*.pth', 'best_*.pth', 'last_checkpoint')
+_CHECKPOINT_NAME = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
+
+
+class WorkDirInUseError(RuntimeError):
+    """A new run was pointed at a work dir holding another run's checkpoints; the message names them and the fix."""
+
+
+def earlier_checkpoints(work_dir: str) -> list[str]:
+    """Names of the entries of ``work_dir`` that :data:`CHECKPOINT_PATTERNS` match, newest first (modification
+    time); checkpoint files before ``last_checkpoint``, the pointer. Empty when ``work_dir`` does not exist."""
+    if not osp.isdir(work_dir):
+        return []
+    names = [n for n in os.listdir(work_dir) if any(fnmatch.fnmatchcase(n, p) for p in CHECKPOINT_PATTERNS)]
+    return sorted(names, key=lambda n: (n == 'last_checkpoint', -os.stat(osp.join(work_dir, n)).st_mtime_ns, n))
+
+
+def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -> None:
+    """Refuse a new run (``resume`` None, not ``overwrite``) in a work dir that holds an earlier run's checkpoints.
+
+    Args:
+        work_dir: the run's work dir (``cfg.work_dir``), which may not exist yet.
+        resume: ``tools/train.py --resume``'s value: None for a new run, ``'auto'`` or a checkpoint path to resume.
+        overwrite: ``--overwrite``: start a new run there anyway; its saves overwrite the earlier run's files.
+
+    Raises:
+        WorkDirInUseError: naming the work dir, its newest checkpoint and the three ways out.
+    """
+    if resume is not None or overwrite:
+        return
+    found = earlier_checkpoints(work_dir)
+    if found:
+        raise WorkDirInUseError(
+            f'{work_dir} holds checkpoints of an earlier run (newest: {found[0]}, {len(found)} found): a new run '
+            'there would overwrite them as it saves. Fix: --resume to continue that run, --overwrite to start again '
+            'over it, or --work-dir with a new folder.')
+
+
+MAX_POINTER_BYTES = 4096  # a last_checkpoint file holds one path
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether ``path``, links resolved, is ``folder`` or lies under it (links resolved too)."""
+    path, folder = osp.realpath(path), osp.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
+    """What ``work_dir/last_checkpoint`` names, checked: ``(path, None)`` for a local file inside ``work_dir``, else
+    ``(None, why)`` (``why`` None when there is no pointer). A pointer is a file anyone with access to a shared work
+    dir can edit: a URL or a path outside the work dir is never followed (MMEngine's ``find_latest_checkpoint``
+    returns whatever it holds, and a URL would be downloaded and opened)."""
+    pointer = osp.join(work_dir, 'last_checkpoint')
+    if not osp.isfile(pointer):
+        return None, None
+    if osp.getsize(pointer) > MAX_POINTER_BYTES:
+        return None, f'{pointer} is {osp.getsize(pointer)} bytes, not one path'
+    with open(pointer, 'rb') as f:
+        named = f.read().decode('utf-8', errors='replace').strip()
+    if not named:
+        return None, f'{pointer} is empty'
+    if '://' in named or '\n' in named:
+        return None, f'{pointer} names {named[:200]!r}, not a local file (a pointer is never followed to a URL)'
+    if not osp.isabs(named) and not osp.exists(named):  # MMEngine writes absolute paths; a relative one is the dir's
+        named = osp.join(work_dir, named)
+    if not inside(named, work_dir):
+        return None, f'{pointer} names {named}, outside {work_dir} (a pointer is never followed out of its work dir)'
+    return named, None
+
+
+def find_last_complete_checkpoint(work_dir: str) -> str | None:
+    """The checkpoint to resume from: ``work_dir/last_checkpoint`` when it names a complete file inside ``work_dir``
+    (:func:`read_last_checkpoint`), else the complete ``iter_N.pth``/``epoch_N.pth`` in ``work_dir`` with the
+    largest N (a warning says why); None when there is none.
+    """
+    pointer = osp.join(work_dir, 'last_checkpoint')
+    named, why = read_last_checkpoint(work_dir)
+    if named is not None:
+        if is_complete_checkpoint(named):
+            return named
+        why = f'{pointer} names {named}, which is missing or incomplete'
+    candidates = []
+    for name in os.listdir(work_dir) if osp.isdir(work_dir) else []:
+        match = _CHECKPOINT_NAME.match(name)
+        if match and osp.isfile(osp.join(work_dir, name)) and not osp.islink(osp.join(work_dir, name)):
+            candidates.append((int(match.group(1)), osp.join(work_dir, name)))
+    for _, path in sorted(candidates, reverse=True):
+        if is_complete_checkpoint(path):
+            if why is not None:
+                print_log(f'{why}; resuming from {path}, the newest complete checkpoint', logger='current',
+                          level=logging.WARNING)
+            return path
+    if why is not None:
+        print_log(f'{why}, and {work_dir} holds no other complete checkpoint', logger='current',
+                  level=logging.WARNING)
+    return None
