@@ -52,9 +52,8 @@ def hub(tmp_path, monkeypatch) -> str:
     """An empty torch hub dir for this test (``$TORCH_HOME/hub``, also for subprocesses)."""
     home = tmp_path / 'torch_home'
     monkeypatch.setenv('TORCH_HOME', str(home))
-    torch.hub.set_dir(str(home / 'hub'))
-    yield str(home / 'hub')
-    torch.hub.set_dir(None)
+    monkeypatch.setattr(torch.hub, '_hub_dir', str(home / 'hub'))
+    return str(home / 'hub')
 
 
 def plant(url: str, marker: str) -> str:
@@ -134,8 +133,11 @@ def _tool(args: list, cwd: str) -> subprocess.CompletedProcess:
 
 
 def test_tools_test_with_a_url(hub, marker, tmp_path):
+    from beit_mm.data.demo import make_demo_ade20k
     plant(URL, marker)
-    proc = _tool([osp.join(ROOT, 'tools', 'test.py'), CONFIG, URL, '--work-dir', str(tmp_path / 'w')], str(tmp_path))
+    data = make_demo_ade20k(str(tmp_path / 'ade'), num_train=1, num_val=1, size=32)
+    proc = _tool([osp.join(ROOT, 'tools', 'test.py'), CONFIG, URL, '--work-dir', str(tmp_path / 'w'), '--cfg-options',
+                  f'test_dataloader.dataset.data_root={data}'], str(tmp_path))
     assert proc.returncode != 0
     assert 'pickled Python objects that safe loading' in proc.stdout + proc.stderr
 
@@ -159,6 +161,8 @@ def test_work_dir_pointer_is_never_followed_to_a_url_or_out_of_the_work_dir(hub,
     (work / 'last_checkpoint').write_text(URL)
     images = tmp_path / 'images'
     images.mkdir()
+    from PIL import Image
+    Image.new('RGB', (32, 32)).save(str(images / 'a.jpg'))
     proc = _tool([osp.join(ROOT, 'tools', 'infer.py'), CONFIG, str(work), str(images), '--out-dir',
                   str(tmp_path / 'out')], str(tmp_path))
     assert proc.returncode != 0 and 'never followed to a URL' in proc.stdout + proc.stderr
@@ -172,8 +176,9 @@ def _torchscript_with_setstate(path: str, victim: str) -> None:
 
         def __init__(self) -> None:
             super().__init__()
-            self.weight = torch.nn.Parameter(torch.zeros(2))
+            self.register_buffer('weight', torch.zeros(2))
             self.victim = victim
+            self.count = 0
 
         @torch.jit.export
         def __getstate__(self) -> tuple[torch.Tensor, str, bool]:
@@ -181,11 +186,11 @@ def _torchscript_with_setstate(path: str, victim: str) -> None:
 
         @torch.jit.export
         def __setstate__(self, state: tuple[torch.Tensor, str, bool]) -> None:
-            self.weight = torch.nn.Parameter(state[0])
+            self.weight = state[0]
             self.victim = state[1]
             self.training = state[2]
             mapped = torch.from_file(state[1], shared=True, size=4, dtype=torch.uint8)
-            mapped.fill_(88)
+            self.count = int(mapped.fill_(88).sum())  # used, so that TorchScript keeps the write
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x * self.weight

@@ -188,6 +188,20 @@ def main(argv: list[str] | None = None) -> None:
         run(parser, args)
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
         raise SystemExit(f'convert_checkpoint: {error}') from None
+    except (ValueError, KeyError) as error:  # a converter meeting keys or shapes of another layout
+        raise SystemExit(f'convert_checkpoint: {args.src} cannot be converted as --model {args.model} --source '
+                         f'{args.source}: {error}{describe_source(args.src)}. Fix: choose the --model/--source of the '
+                         'file\'s origin (tools/convert_checkpoint.py --help lists them; docs/checkpoints.md)') from None
+
+
+def describe_source(path: str) -> str:
+    """'; the file looks like <kind>' from its keys, or '' when that cannot be told (never raises)."""
+    from beit_mm.fileio.checkpoint import checkpoint_kind
+    try:
+        kind = checkpoint_kind(load_state_dict_file(path))
+    except Exception:  # noqa: BLE001  (only a hint for the message above)
+        return ''
+    return f'; the file looks like {kind}' if kind else ''
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

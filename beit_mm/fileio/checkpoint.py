@@ -223,7 +223,9 @@ def open_torchscript_trusted(path: str) -> dict[str, Tensor]:
     """The ``state_dict()`` of a TorchScript archive: ``torch.jit.load``, which runs the code the archive carries
     (its ``__setstate__`` methods). Only for a file the user named as trusted (``tools/convert_checkpoint.py
     --trust-code``, ``CLIPTeacher(trust_code=True)``); everything else refuses TorchScript (:func:`refuse_code`)."""
-    check_checkpoint_file(path)
+    if not osp.isfile(path) or not is_torchscript(path):
+        raise CheckpointFileError(f'{path} is not a TorchScript archive (a zip with constants.pkl). Fix: without '
+                                  '--trust-code, plain state dict files are read safely')
     return {k: v.detach().clone() for k, v in torch.jit.load(path, map_location='cpu').state_dict().items()}
 
 
