@@ -364,9 +364,22 @@ def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
 
     building = tmp_path / 'venv'
     building.mkdir()
-    (building / '.beit_mm_venv').write_text('')  # another build's venv, in progress
+    (building / '.beit_mm_venv').write_text(f'beit_mm venv {building}\n')  # another build's venv, in progress
     with open(str(building) + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         proc = _setup_env(str(building), BEIT_MM_SETUP_LOCK_TIMEOUT='1')
     assert proc.returncode == 1 and 'holds' in proc.stderr and 'nothing was changed' in proc.stderr, proc.stderr
     assert sorted(os.listdir(building)) == ['.beit_mm_venv']
+
+
+def test_setup_env_mark_proves_ownership_by_its_content(tmp_path):
+    """An empty or foreign ``.beit_mm_venv`` in a folder of yours is no licence to delete it (the script used to
+    ``rm -rf`` any folder holding a file of that name): exit 2, every file kept."""
+    mine = tmp_path / 'my_project'
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('mine')
+    for content in ('', f'beit_mm venv {tmp_path / "other"}\n'):
+        (mine / '.beit_mm_venv').write_text(content)
+        proc = _setup_env(str(mine))
+        assert proc.returncode == 2 and 'nothing was deleted' in proc.stderr, proc.stderr
+        assert (mine / 'notes.txt').read_text() == 'mine'

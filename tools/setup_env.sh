@@ -7,8 +7,9 @@
 # `pip --isolated` ignores machine-level pip settings (a local torch+cpu wheel, version caps) so that torch and
 # torchvision come as the matching pair from the index.
 # Safety: a build holds the lock file "$venv.lock" (flock), so two builds at once wait for each other instead of
-# deleting each other's venv; the venv is marked (.beit_mm_venv) as soon as it is created, and an unfinished build is
-# removed only when it carries that mark. Any other existing path (BEIT_MM_VENV pointing at your own folder) is
+# deleting each other's venv; the venv is marked (.beit_mm_venv, holding "beit_mm venv <its path>") as soon as it is
+# created, and an unfinished build is removed only when that mark holds exactly that line (a mark proves ownership by
+# its content: anyone can create an empty file of that name). Any other existing path (BEIT_MM_VENV pointing at your own folder) is
 # refused with exit code 2, untouched.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,19 +35,21 @@ if [ -f "$venv/.beit_mm_ready" ]; then  # built by the process we waited for
   echo "$venv"
   exit 0
 fi
-if [ -f "$venv/.beit_mm_venv" ]; then
+mark="beit_mm venv $venv"
+if [ ! -L "$venv" ] && [ -f "$venv/.beit_mm_venv" ] && [ ! -L "$venv/.beit_mm_venv" ] \
+   && [ "$(head -c 4096 "$venv/.beit_mm_venv")" = "$mark" ]; then
   log "removing the unfinished build in $venv"
   rm -rf "$venv"
 elif [ -d "$venv" ] && [ -z "$(ls -A "$venv")" ]; then
   rmdir "$venv"
 elif [ -e "$venv" ] || [ -L "$venv" ]; then
-  log "error: $venv exists and is not a venv this script made (no .beit_mm_venv mark); nothing was deleted."
+  log "error: $venv exists and is not a venv this script made (no .beit_mm_venv mark holding '$mark'); nothing was deleted."
   log "Fix: set BEIT_MM_VENV to a new path (or unset it for ~/.cache/beit_mm/venv-<hash>), or remove $venv yourself."
   exit 2
 fi
 log "creating $venv (first run: torch download + mmcv source build, ~15 min)"
 "$python" -m venv "$venv"
-touch "$venv/.beit_mm_venv"
+echo "$mark" > "$venv/.beit_mm_venv"
 pip() { "$venv/bin/python" -m pip --isolated --disable-pip-version-check "$@"; }
 pip install -q --upgrade "pip<26" >&2
 
