@@ -171,7 +171,7 @@ def test_arbitrary_pickles_still_refused(tmp_path):
         torch.save({'state_dict': {'w': torch.zeros(1)}, 'extra': obj}, path)
         with pytest.raises(pickle.UnpicklingError, match='Weights only load failed'):
             torch.load(path, weights_only=True)
-        # MMEngine's loader of local files is beit_mm's opener (beit_mm.apis.checkpoint): a named refusal
+        # MMEngine's loader of local files is beit_mm's opener (beit_mm.fileio): a named refusal
         with pytest.raises(CheckpointFileError, match=r'holds pickled Python objects that safe loading '
                            r'\(weights_only=True\) refuses.*Weights only load failed'):
             CheckpointLoader.load_checkpoint(path, map_location='cpu')
