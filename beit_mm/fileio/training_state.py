@@ -198,8 +198,8 @@ def drop_foreign_runtime_values(runtime_info: dict, work_dir: str, same_run: boo
     ``best_*`` file directly in ``work_dir``, ``last_ckpt`` naming a file directly in ``work_dir``, ``keep_ckpt_ids``
     a list of distinct ints in [0, ``last_step``] (the checkpoint's own iteration or epoch). A checkpoint from
     elsewhere steers no file: its best checkpoint is not removed when a better one is saved, and the rotation
-    (``max_keep_ckpts``) starts with this run's saves. ``best_score``/``best_score_<metric>`` that are not finite
-    numbers are dropped too (MMEngine compares them to every validation score). Each key is returned with why.
+    (``max_keep_ckpts``) starts with this run's saves. ``best_score``/``best_score_<metric>`` that are not numbers
+    (or NaN) are dropped too (MMEngine compares them to every validation score). Each key is returned with why.
     """
     dropped = []
     for key in list(runtime_info):
