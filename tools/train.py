@@ -7,8 +7,12 @@
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
   with a path, from that file (opened safely and checked against the model first: :func:`set_resume`,
   :func:`check_start_checkpoint`).
-- ``--overwrite``: start a new run in a work dir that holds another run's checkpoints (refused otherwise:
-  :mod:`beit_mm.fileio.work_dir`).
+- ``--overwrite``: start a new run in a work dir that holds another run's checkpoints, or resume into it from a
+  checkpoint outside it (both refused otherwise: :mod:`beit_mm.fileio.work_dir`).
+- A resumed checkpoint (``--resume``, or ``resume=True`` in the config, checked alike) steers training state only:
+  ``beit_mm.CheckpointGuardHook`` (added to every run) checks its counters, seed, generator states and optimizer state
+  and drops runtime values naming files outside its own work dir's checkpoints, before MMEngine uses any of it
+  (:mod:`beit_mm.fileio.training_state`); a refusal is one ``train.py: error: ...`` line.
 - ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with the dtype that is faster on this device
   (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
@@ -48,9 +52,11 @@ from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
+from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from beit_mm.fileio.work_dir import find_last_complete_checkpoint
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
+from beit_mm.fileio.training_state import TrainingStateError
 from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir
 
 
@@ -189,7 +195,7 @@ def enable_ema(cfg: Config) -> None:
     print_log(f'--ema: custom_hooks += {ema}', logger='current')
 
 
-def set_resume(cfg: Config, resume: str) -> None:
+def set_resume(cfg: Config, resume: str, how: str = '--resume') -> None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
     :func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
@@ -198,18 +204,20 @@ def set_resume(cfg: Config, resume: str) -> None:
     The checkpoint is opened first (:func:`beit_mm.apis.checkpoint.check_resumable`): a missing, truncated or foreign
     file, a state dict without training state, or an ``--ema`` run resumed without ``--ema`` stop here with a named
     message, before anything is built. The config source the checkpoint stores is never run (``beit_mm.apis``).
+    ``how`` names the request in messages (``--resume``, or the config's ``resume=True``).
     """
     if resume == 'auto':
         resume = find_last_complete_checkpoint(cfg.work_dir)
         if resume is None:
-            print_log(f'--resume: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
+            print_log(f'{how}: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
                       level=logging.WARNING)
+            cfg.resume = False  # else MMEngine's own auto-resume follows last_checkpoint unchecked
             return
     with_ema = any(str(h.get('type', '')).split('.')[-1] == 'EMAHook' for h in cfg.get('custom_hooks') or [])
     try:
         check_resumable(resume, with_ema)
     except (FileNotFoundError, CheckpointFileError) as error:
-        raise SystemExit(f'--resume: {error}') from None
+        raise SystemExit(f'{how}: {error}') from None
     cfg.resume, cfg.load_from = True, resume
 
 
@@ -230,6 +238,12 @@ def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
         raise SystemExit(f'train: {error}') from None
 
 
+def refuse(error: Exception) -> None:
+    """Stop with one line, ``train.py: error: <the named error>``, and exit status 2 (argparse's), no traceback."""
+    print(f'train.py: error: {error}', file=sys.stderr)
+    raise SystemExit(2) from None
+
+
 def main() -> None:
     args = parse_args()
     cfg = Config.fromfile(args.config)
@@ -239,12 +253,14 @@ def main() -> None:
         cfg.work_dir = args.work_dir
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(args.config))[0])
+    resume, how = args.resume, '--resume'
+    if resume is None and cfg.get('resume'):  # resume=True in the config: the checks of --resume [load_from]
+        resume, how = cfg.get('load_from') or 'auto', f'resume=True (load_from={cfg.get("load_from")})'
     try:  # another run's checkpoints: refused before anything is built (beit_mm.fileio.work_dir)
-        check_new_run_work_dir(cfg.work_dir, args.resume, args.overwrite)
+        check_new_run_work_dir(cfg.work_dir, resume, args.overwrite)
         check_output(cfg.work_dir, overwrite=True, kind='dir')  # a file, or not writable: named before the run
     except (WorkDirInUseError, OutputError) as error:
-        print(f'train.py: error: {error}', file=sys.stderr)
-        raise SystemExit(2) from None
+        refuse(error)
     if args.amp:
         enable_amp(cfg)
     use_fused_adamw(cfg)
@@ -254,17 +270,24 @@ def main() -> None:
         set_compile(cfg, args.compile)
     if args.tensorboard:
         enable_tensorboard(cfg)
-    if args.resume is not None:
-        set_resume(cfg, args.resume)
+    if resume is not None:
+        set_resume(cfg, resume, how)
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
-    use_rng_state_hook(cfg)  # checkpoints carry every process's RNG states; --resume restores them and the seed
+    use_checkpoint_guard_hook(cfg)  # a resumed checkpoint's training state is checked before MMEngine uses it
+    try:
+        use_rng_state_hook(cfg)  # checkpoints carry every process's RNG states; --resume restores them and the seed
+    except TrainingStateError as error:  # a seed numpy refuses
+        refuse(error)
     adapt_cfg_to_launcher(cfg, args.launcher)
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
     check_start_checkpoint(runner, cfg)
-    runner.train()
+    try:
+        runner.train()
+    except TrainingStateError as error:  # CheckpointGuardHook, before Runner.resume uses the checkpoint
+        refuse(error)
     del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
     destroy_process_group()
 

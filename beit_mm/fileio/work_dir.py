@@ -2,9 +2,10 @@
 
 A new run (no ``--resume``) saves under the same names as any earlier run in its work dir (``iter_N.pth``,
 ``epoch_N.pth``, ``best_<metric>_iter_N.pth``), repoints ``last_checkpoint`` and deletes checkpoints beyond
-``max_keep_ckpts``, so it would overwrite the earlier run's checkpoints one by one. :func:`check_new_run_work_dir`
-stops it before anything is built, unless the run resumes (``--resume``) or the user asks to start again over the
-earlier run (``--overwrite``).
+``max_keep_ckpts``, so it would overwrite the earlier run's checkpoints one by one. So would a run resumed there from
+a checkpoint outside the work dir (``--resume /elsewhere/iter_N.pth``): it continues another run, not the one whose
+checkpoints the work dir holds. :func:`check_new_run_work_dir` stops both before anything is built, unless the user
+asks to write over the earlier run (``--overwrite``); resuming from the work dir's own checkpoints is not a new run.
 """
 from __future__ import annotations
 
@@ -37,24 +38,32 @@ def earlier_checkpoints(work_dir: str) -> list[str]:
 
 
 def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -> None:
-    """Refuse a new run (``resume`` None, not ``overwrite``) in a work dir that holds an earlier run's checkpoints.
+    """Refuse, unless ``overwrite``, a new run (``resume`` None) in a work dir that holds an earlier run's checkpoints,
+    and a run resumed there from a checkpoint outside it (``resume`` a path not inside ``work_dir``).
 
     Args:
         work_dir: the run's work dir (``cfg.work_dir``), which may not exist yet.
-        resume: ``tools/train.py --resume``'s value: None for a new run, ``'auto'`` or a checkpoint path to resume.
-        overwrite: ``--overwrite``: start a new run there anyway; its saves overwrite the earlier run's files.
+        resume: ``tools/train.py --resume``'s value: None for a new run, ``'auto'`` (the work dir's own last
+            checkpoint) or a checkpoint path to resume.
+        overwrite: ``--overwrite``: run there anyway; its saves overwrite the earlier run's files.
 
     Raises:
-        WorkDirInUseError: naming the work dir, its newest checkpoint and the three ways out.
+        WorkDirInUseError: naming the work dir, its newest checkpoint and the ways out.
     """
-    if resume is not None or overwrite:
+    if overwrite or resume == 'auto' or (resume is not None and inside(resume, work_dir)):
         return
     found = earlier_checkpoints(work_dir)
-    if found:
+    if found and resume is None:
         raise WorkDirInUseError(
             f'{work_dir} holds checkpoints of an earlier run (newest: {found[0]}, {len(found)} found): a new run '
             'there would overwrite them as it saves. Fix: --resume to continue that run, --overwrite to start again '
             'over it, or --work-dir with a new folder.')
+    if found:
+        raise WorkDirInUseError(
+            f'{work_dir} holds checkpoints of another run (newest: {found[0]}, {len(found)} found), and --resume '
+            f'{resume} lies outside it: the resumed run would save over them (iter_N.pth, last_checkpoint, best_*). '
+            'Fix: --work-dir with a new folder (or the checkpoint\'s own work dir), --resume without a path to '
+            'continue the run of this work dir, or --overwrite to write over it.')
 
 
 MAX_POINTER_BYTES = 4096  # a last_checkpoint file holds one path

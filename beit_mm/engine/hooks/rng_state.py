@@ -45,6 +45,7 @@ from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 
+from beit_mm.fileio.training_state import check_seed
 from beit_mm.registry import HOOKS
 
 RNG_STATES_KEY = 'rng_states'
@@ -194,12 +195,18 @@ class RNGStateHook(Hook):
 
 
 def checkpoint_seed(path: str) -> int | None:
-    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file)."""
+    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file).
+
+    Raises:
+        TrainingStateError: a seed numpy would refuse (not an int in [0, 2**32 - 1]), named before the runner seeds
+            anything with it (:func:`beit_mm.fileio.training_state.check_seed`).
+    """
     if not osp.isfile(path):
         return None
     # mmap reads no tensor data, but only the zip format (torch >= 1.6) supports it; older files are read whole
     checkpoint = torch.load(path, map_location='cpu', weights_only=True, mmap=zipfile.is_zipfile(path))
     seed = (checkpoint.get('meta') or {}).get('seed')
+    check_seed(seed, path)
     return int(seed) if seed is not None else None
 
 
