@@ -10,7 +10,6 @@ marker let a generator rewrite the folder, and the bound checks did not exist (r
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import os.path as osp
@@ -274,72 +273,3 @@ def test_a_demo_marker_proves_ownership_by_its_content(tmp_path, content):
     with pytest.raises(NotADemoRootError, match='proves nothing'):
         make_demo_ade20k(str(root), 2, 1, 32)
     assert (root / 'images' / 'mine.jpg').read_bytes() == b'user data'
-
-
-def _imports(path: str, module: str) -> set[str]:
-    """Modules of ``beit_mm`` that the source file ``path`` (module ``module``) imports, anywhere in the file."""
-    package = module if path.endswith('__init__.py') else module.rsplit('.', 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(open(path).read())):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith('beit_mm'))
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ''
-            if node.level:
-                parts = package.split('.')
-                base = '.'.join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            if base.startswith('beit_mm'):
-                found.update(f'{base}.{a.name}' for a in node.names)
-                found.add(base)
-    return found
-
-
-def _module_graph() -> dict[str, set[str]]:
-    modules = {}
-    for folder, _, files in os.walk(osp.join(ROOT, 'beit_mm')):
-        for name in files:
-            if name.endswith('.py'):
-                path = osp.join(folder, name)
-                dotted = osp.relpath(path, ROOT)[:-3].replace(os.sep, '.')
-                modules[dotted.removesuffix('.__init__')] = path
-    graph = {}
-    for module, path in modules.items():
-        targets = set()
-        for target in _imports(path, module):
-            while target not in modules and '.' in target:  # a name imported from a module
-                target = target.rsplit('.', 1)[0]
-            if target in modules and target != module:
-                targets.add(target)
-        graph[module] = targets
-    return graph
-
-
-def test_the_file_room_imports_nothing_else_of_beit_mm():
-    graph = _module_graph()
-    room = {m: t for m, t in graph.items() if m.startswith('beit_mm.fileio')}
-    assert room, 'no beit_mm.fileio modules found'
-    outside = {m: sorted(t for t in ts if not t.startswith('beit_mm.fileio')) for m, ts in room.items()}
-    assert not any(outside.values()), outside
-
-
-def test_no_import_circle_between_modules():
-    """No two modules of the package import each other, directly or through others (package ``__init__`` files,
-    which import their own modules to register them, are left out of the walk)."""
-    graph = _module_graph()
-    inits = {m for m in graph if osp.isfile(osp.join(ROOT, *m.split('.'), '__init__.py'))}
-    graph = {m: ts - inits for m, ts in graph.items() if m not in inits}
-    cycles, state = [], {}
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 'open'
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 'open':
-                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
-            elif nxt not in state:
-                visit(nxt, path + [nxt])
-        state[node] = 'done'
-
-    for module in sorted(graph):
-        if module not in state:
-            visit(module, [module])
-    assert not cycles, cycles

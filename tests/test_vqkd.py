@@ -16,7 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import beit_mm  # noqa: F401
-from beit_mm.converters.vqkd import convert_dino_vit, convert_hf_clip, convert_vqkd
+from beit_mm.converters.vqkd import convert_dino_vit, convert_vqkd
+from beit_mm.models.tokenizers.teachers import convert_hf_clip
 from beit_mm.models.tokenizers import VQKD, BackboneTeacher, CLIPTeacher, NormEMAQuantizer
 from beit_mm.models.tokenizers.evaluation import evaluate_vqkd
 from beit_mm.models.tokenizers.quantizer import l2norm, spherical_kmeans

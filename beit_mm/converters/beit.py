@@ -16,29 +16,19 @@ matching ``BEiT``:
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping
 
 import torch
 from torch import Tensor
 
-from ..models.layers import resize_pos_embed, resize_rel_pos_bias_table
-from ..models.layers.rel_pos_bias import NUM_CLS_ROWS
-from .io import strip_prefix
+from ..fileio.checkpoint import rename_keys as _rename
+from ..fileio.checkpoint import strip_prefix
+from ..models.backbones.beit import expand_shared_rel_pos_bias, resize_to_grid
 
 SOURCES = ('unilm', 'timm', 'hf', 'mmseg', 'mmpretrain')
 HEAD_PREFIXES = ('fc_norm.', 'head.')
 MIM_KEYS = ('mask_token', 'lm_head.', 'cls_pt_layers.')
-
-
-def _rename(state_dict: Mapping[str, Tensor], rules: list[tuple[str, str]]) -> dict[str, Tensor]:
-    out = {}
-    for key, value in state_dict.items():
-        for pattern, repl in rules:
-            key = re.sub(pattern, repl, key)
-        out[key] = value
-    return out
 
 
 def _from_unilm(sd: Mapping[str, Tensor]) -> dict[str, Tensor]:
@@ -115,46 +105,6 @@ CONVERTERS: dict[str, Callable[[Mapping[str, Tensor]], dict[str, Tensor]]] = {
 }
 
 
-def num_blocks(state_dict: Mapping[str, Tensor]) -> int:
-    """Number of transformer blocks in a beit_mm-named state dict."""
-    ids = {int(m.group(1)) for k in state_dict if (m := re.match(r'blocks\.(\d+)\.', k))}
-    return max(ids) + 1 if ids else 0
-
-
-def expand_shared_rel_pos_bias(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """Copy a shared ``rel_pos_bias.relative_position_bias_table`` into every block (unilm fine-tuning)."""
-    sd = dict(state_dict)
-    table = sd.pop('rel_pos_bias.relative_position_bias_table', None)
-    sd.pop('rel_pos_bias.relative_position_index', None)
-    if table is not None:
-        for i in range(num_blocks(sd)):
-            sd.setdefault(f'blocks.{i}.attn.relative_position_bias_table', table.clone())
-    return sd
-
-
-def table_grid(table: Tensor) -> tuple[int, int]:
-    """The square patch grid a relative position bias table was built for (rows = (2g-1)^2 + 3)."""
-    side = math.isqrt(table.shape[0] - NUM_CLS_ROWS)
-    if side * side != table.shape[0] - NUM_CLS_ROWS or side % 2 == 0:
-        raise ValueError(f'a relative position bias table with {table.shape[0]} rows does not belong to a square grid')
-    return ((side + 1) // 2, ) * 2
-
-
-def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
-                   num_extra_tokens: int = 1) -> dict[str, Tensor]:
-    """Resample every relative position bias table and the position embedding of a state dict to ``grid``;
-    ``num_extra_tokens``: the position embedding's rows before the grid (1: BEiT's cls row; 0: ``no_embed_class``)."""
-    out = {}
-    for key, value in state_dict.items():
-        if key.endswith('relative_position_bias_table'):
-            value = resize_rel_pos_bias_table(value, table_grid(value), grid)
-        elif key == 'pos_embed':
-            side = math.isqrt(value.shape[1] - num_extra_tokens)
-            value = resize_pos_embed(value, (side, side), grid, num_extra_tokens=num_extra_tokens)
-        out[key] = value
-    return out
-
-
 def convert_beit(state_dict: Mapping[str, Tensor],
                  source: str,
                  img_size: int | None = None,
@@ -211,15 +161,6 @@ def guess_beit_source(state_dict: Mapping[str, Tensor]) -> str | None:
     if 'blocks.0.attn.qkv' in joined:
         return 'unilm'
     return None
-
-
-def adapt_to_model(state_dict: Mapping[str, Tensor], model) -> dict[str, Tensor]:
-    """Fit a beit_mm-named state dict to a ``BEiT`` instance at load time: a shared relative position bias goes into
-    every block when the model has per-block tables, and tables/position embeddings are resampled to its grid."""
-    sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
-    if model.rel_pos_bias is None:
-        sd = expand_shared_rel_pos_bias(sd)
-    return resize_to_grid(sd, model.grid, num_extra_tokens=0 if model.no_embed_class else 1)
 
 
 # ----------------------------------------------------------------------------------- beit_mm -> HF transformers / timm

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from .io import strip_prefix
+from ..fileio.checkpoint import strip_prefix
 
 _BLOCK_RULES = [  # (HF, beit_mm) inside layers.i.
     (r'^attention\.out_proj\.', 'attn.proj.'),

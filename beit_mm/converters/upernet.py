@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from torch import Tensor
 
 from .beit import beit_to_hf, convert_beit
-from .io import strip_prefix
+from ..fileio.checkpoint import strip_prefix
 
 _HEAD_RULES = [  # (mmseg, HF), on the keys outside the backbone
     (r'^neck\.upsample_4x\.', 'fpn1.'),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-import torch
 from torch import Tensor
 
 from .beit import _from_openmmlab, _rename
@@ -84,40 +83,3 @@ def convert_dino_vit(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
-def convert_hf_clip(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """Hugging Face ``CLIPVisionModelWithProjection``/``CLIPModel`` weights -> OpenAI CLIP's ``visual.*`` names
-    (``beit_mm.CLIPTeacher``); text-tower keys are dropped.
-
-    ``vision_model.embeddings.{class_embedding, patch_embedding, position_embedding}`` -> ``visual.{class_embedding,
-    conv1, positional_embedding}``; ``pre_layrnorm``/``post_layernorm`` -> ``ln_pre``/``ln_post``;
-    ``encoder.layers.i.self_attn.{q,k,v}_proj`` -> ``transformer.resblocks.i.attn.in_proj_{weight,bias}``
-    (concatenated q, k, v), ``out_proj`` -> ``attn.out_proj``, ``layer_norm{1,2}`` -> ``ln_{1,2}``, ``mlp.fc{1,2}``
-    -> ``mlp.c_fc``/``mlp.c_proj``; ``visual_projection.weight`` (D, W) -> ``visual.proj`` (W, D).
-    """
-    sd = {k: v for k, v in state_dict.items() if k.startswith(('vision_model.', 'visual_projection.'))}
-    if 'visual_projection.weight' not in sd:
-        raise KeyError('no visual_projection.weight in this Hugging Face checkpoint: a CLIP teacher needs the '
-                       'projection; save a CLIPVisionModelWithProjection or CLIPModel, not a CLIPVisionModel')
-    rules = [
-        (r'^vision_model\.embeddings\.class_embedding$', 'visual.class_embedding'),
-        (r'^vision_model\.embeddings\.patch_embedding\.', 'visual.conv1.'),
-        (r'^vision_model\.embeddings\.position_embedding\.weight$', 'visual.positional_embedding'),
-        (r'^vision_model\.pre_layrnorm\.', 'visual.ln_pre.'),
-        (r'^vision_model\.post_layernorm\.', 'visual.ln_post.'),
-        (r'^vision_model\.encoder\.layers\.(\d+)\.', r'visual.transformer.resblocks.\1.'),
-        (r'\.self_attn\.out_proj\.', '.attn.out_proj.'),
-        (r'\.layer_norm1\.', '.ln_1.'),
-        (r'\.layer_norm2\.', '.ln_2.'),
-        (r'\.mlp\.fc1\.', '.mlp.c_fc.'),
-        (r'\.mlp\.fc2\.', '.mlp.c_proj.'),
-    ]
-    proj = sd.pop('visual_projection.weight')
-    sd.pop('vision_model.embeddings.position_ids', None)
-    out = _rename(sd, rules)
-    for key in [k for k in out if k.endswith('.self_attn.q_proj.weight')]:
-        base = key[:-len('.self_attn.q_proj.weight')]
-        for kind in ('weight', 'bias'):
-            parts = [out.pop(f'{base}.self_attn.{n}_proj.{kind}') for n in ('q', 'k', 'v')]
-            out[f'{base}.attn.in_proj_{kind}'] = torch.cat(parts, dim=0)
-    out['visual.proj'] = proj.t().contiguous()
-    return out

@@ -162,6 +162,21 @@ def unwrap_state_dict(obj: Mapping) -> dict[str, Tensor]:
     return dict(obj)
 
 
+def strip_prefix(state_dict: Mapping[str, Tensor], prefix: str) -> dict[str, Tensor]:
+    """Keys starting with ``prefix``, with it removed (e.g. 'backbone.' of a segmentor checkpoint)."""
+    return {k[len(prefix):]: v for k, v in state_dict.items() if k.startswith(prefix)}
+
+
+def rename_keys(state_dict: Mapping[str, Tensor], rules: list[tuple[str, str]]) -> dict[str, Tensor]:
+    """Every key rewritten by each ``(pattern, replacement)`` of ``rules`` in turn (``re.sub``); values unchanged."""
+    out = {}
+    for key, value in state_dict.items():
+        for pattern, repl in rules:
+            key = re.sub(pattern, repl, key)
+        out[key] = value
+    return out
+
+
 def load_state_dict_file(path: str) -> dict[str, Tensor]:
     """The flat state dict of a checkpoint file (:func:`open_checkpoint`, then :func:`unwrap_state_dict`)."""
     obj = open_checkpoint(path)

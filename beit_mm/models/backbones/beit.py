@@ -14,7 +14,8 @@ unilm's file, whose names (``cls_pt_layers.i.*``) they keep.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 import torch
 import torch.utils.checkpoint as cp
@@ -22,9 +23,9 @@ from mmengine.model import BaseModule
 from torch import Tensor, nn
 
 from ...registry import MODELS
-from ..layers import BEiTBlock, RelativePositionBias, resize_pos_embed
+from ..layers import BEiTBlock, RelativePositionBias, resize_pos_embed, resize_rel_pos_bias_table
+from ..layers.rel_pos_bias import NUM_CLS_ROWS
 from ..layers.weight_init import trunc_normal_timm_, trunc_normal_within_std_
-from ...converters.beit import adapt_to_model
 from .pretrained import load_pretrained_backbone
 
 ARCHS: dict[str, dict] = {
@@ -213,7 +214,7 @@ class BEiT(BaseModule):
             if self.init_cfg.get('keep_init'):  # the weights not loaded keep unilm's random init
                 self._init_random()
             load_pretrained_backbone(
-                self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'), adapt=adapt_to_model,
+                self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'), adapt=checkpoint_filter_fn,
                 convert_hint='Convert official files first: python tools/convert_checkpoint.py --model beit '
                 '--source {unilm,timm,hf,mmseg,mmpretrain} SRC DST.', keep_init=self.init_cfg.get('keep_init', ()))
             self._is_init = True
@@ -385,3 +386,54 @@ class BEiT(BaseModule):
         if name.startswith('blocks.'):
             return int(name.split('.')[1]) + 1, num_ids
         return num_ids - 1, num_ids
+
+
+# ------------------------------------------------------------------------- fitting a checkpoint to the model
+def num_blocks(state_dict: Mapping[str, Tensor]) -> int:
+    """Number of transformer blocks in a beit_mm-named state dict."""
+    ids = {int(m.group(1)) for k in state_dict if (m := re.match(r'blocks\.(\d+)\.', k))}
+    return max(ids) + 1 if ids else 0
+
+
+def expand_shared_rel_pos_bias(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """Copy a shared ``rel_pos_bias.relative_position_bias_table`` into every block (unilm fine-tuning)."""
+    sd = dict(state_dict)
+    table = sd.pop('rel_pos_bias.relative_position_bias_table', None)
+    sd.pop('rel_pos_bias.relative_position_index', None)
+    if table is not None:
+        for i in range(num_blocks(sd)):
+            sd.setdefault(f'blocks.{i}.attn.relative_position_bias_table', table.clone())
+    return sd
+
+
+def table_grid(table: Tensor) -> tuple[int, int]:
+    """The square patch grid a relative position bias table was built for (rows = (2g-1)^2 + 3)."""
+    side = math.isqrt(table.shape[0] - NUM_CLS_ROWS)
+    if side * side != table.shape[0] - NUM_CLS_ROWS or side % 2 == 0:
+        raise ValueError(f'a relative position bias table with {table.shape[0]} rows does not belong to a square grid')
+    return ((side + 1) // 2, ) * 2
+
+
+def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
+                   num_extra_tokens: int = 1) -> dict[str, Tensor]:
+    """Resample every relative position bias table and the position embedding of a state dict to ``grid``;
+    ``num_extra_tokens``: the position embedding's rows before the grid (1: BEiT's cls row; 0: ``no_embed_class``)."""
+    out = {}
+    for key, value in state_dict.items():
+        if key.endswith('relative_position_bias_table'):
+            value = resize_rel_pos_bias_table(value, table_grid(value), grid)
+        elif key == 'pos_embed':
+            side = math.isqrt(value.shape[1] - num_extra_tokens)
+            value = resize_pos_embed(value, (side, side), grid, num_extra_tokens=num_extra_tokens)
+        out[key] = value
+    return out
+
+
+def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: 'BEiT') -> dict[str, Tensor]:
+    """Fit a beit_mm-named state dict to a ``BEiT`` instance at load time (timm's ``checkpoint_filter_fn``, kept next to
+    the model it fits): a shared relative position bias goes into
+    every block when the model has per-block tables, and tables/position embeddings are resampled to its grid."""
+    sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
+    if model.rel_pos_bias is None:
+        sd = expand_shared_rel_pos_bias(sd)
+    return resize_to_grid(sd, model.grid, num_extra_tokens=0 if model.no_embed_class else 1)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from mmengine.logging import MMLogger
 from torch import Tensor, nn
 
-from ...converters.io import strip_prefix
-from ...fileio.checkpoint import CHECKPOINT_KINDS, CheckpointFileError, checkpoint_kind, load_state_dict_file
+from ...fileio.checkpoint import (CHECKPOINT_KINDS, CheckpointFileError, checkpoint_kind, load_state_dict_file,
+                                  strip_prefix)
 
 
 def load_pretrained_backbone(model: nn.Module,

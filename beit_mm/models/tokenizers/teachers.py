@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os.path as osp
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from mmengine.logging import MMLogger
@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 from beit_mm.registry import MODELS
 
+from ...fileio.checkpoint import rename_keys
 from ..layers import resize_pos_embed
 
 # unilm beit2/modeling_vqkd.py ScalingLayerForClip (OpenAI CLIP's preprocessing), as fractions of 255
@@ -135,6 +136,45 @@ class CLIPVisionTransformer(nn.Module):
         return self.ln_post(x[:, 1:]) @ self.proj
 
 
+def convert_hf_clip(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """Hugging Face ``CLIPVisionModelWithProjection``/``CLIPModel`` weights -> OpenAI CLIP's ``visual.*`` names
+    (``beit_mm.CLIPTeacher``); text-tower keys are dropped.
+
+    ``vision_model.embeddings.{class_embedding, patch_embedding, position_embedding}`` -> ``visual.{class_embedding,
+    conv1, positional_embedding}``; ``pre_layrnorm``/``post_layernorm`` -> ``ln_pre``/``ln_post``;
+    ``encoder.layers.i.self_attn.{q,k,v}_proj`` -> ``transformer.resblocks.i.attn.in_proj_{weight,bias}``
+    (concatenated q, k, v), ``out_proj`` -> ``attn.out_proj``, ``layer_norm{1,2}`` -> ``ln_{1,2}``, ``mlp.fc{1,2}``
+    -> ``mlp.c_fc``/``mlp.c_proj``; ``visual_projection.weight`` (D, W) -> ``visual.proj`` (W, D).
+    """
+    sd = {k: v for k, v in state_dict.items() if k.startswith(('vision_model.', 'visual_projection.'))}
+    if 'visual_projection.weight' not in sd:
+        raise KeyError('no visual_projection.weight in this Hugging Face checkpoint: a CLIP teacher needs the '
+                       'projection; save a CLIPVisionModelWithProjection or CLIPModel, not a CLIPVisionModel')
+    rules = [
+        (r'^vision_model\.embeddings\.class_embedding$', 'visual.class_embedding'),
+        (r'^vision_model\.embeddings\.patch_embedding\.', 'visual.conv1.'),
+        (r'^vision_model\.embeddings\.position_embedding\.weight$', 'visual.positional_embedding'),
+        (r'^vision_model\.pre_layrnorm\.', 'visual.ln_pre.'),
+        (r'^vision_model\.post_layernorm\.', 'visual.ln_post.'),
+        (r'^vision_model\.encoder\.layers\.(\d+)\.', r'visual.transformer.resblocks.\1.'),
+        (r'\.self_attn\.out_proj\.', '.attn.out_proj.'),
+        (r'\.layer_norm1\.', '.ln_1.'),
+        (r'\.layer_norm2\.', '.ln_2.'),
+        (r'\.mlp\.fc1\.', '.mlp.c_fc.'),
+        (r'\.mlp\.fc2\.', '.mlp.c_proj.'),
+    ]
+    proj = sd.pop('visual_projection.weight')
+    sd.pop('vision_model.embeddings.position_ids', None)
+    out = rename_keys(sd, rules)
+    for key in [k for k in out if k.endswith('.self_attn.q_proj.weight')]:
+        base = key[:-len('.self_attn.q_proj.weight')]
+        for kind in ('weight', 'bias'):
+            parts = [out.pop(f'{base}.self_attn.{n}_proj.{kind}') for n in ('q', 'k', 'v')]
+            out[f'{base}.attn.in_proj_{kind}'] = torch.cat(parts, dim=0)
+    out['visual.proj'] = proj.t().contiguous()
+    return out
+
+
 def load_clip_state_dict(path: str, trust_code: bool = False) -> dict[str, Tensor]:
     """CLIP weights as OpenAI names (``visual.*``; other keys kept, the caller filters) from
 
@@ -142,12 +182,11 @@ def load_clip_state_dict(path: str, trust_code: bool = False) -> dict[str, Tenso
       runs code the file carries; ``tools/convert_checkpoint.py --model clip --source openai --trust-code`` turns it
       into a state dict once) or a plain state dict file;
     - a Hugging Face folder with ``config.json`` and ``model.safetensors`` or ``pytorch_model.bin``
-      (``CLIPVisionModelWithProjection`` or ``CLIPModel``), renamed by ``beit_mm.converters.vqkd.convert_hf_clip``.
+      (``CLIPVisionModelWithProjection`` or ``CLIPModel``), renamed by :func:`convert_hf_clip`.
     """
     from beit_mm.fileio.checkpoint import (is_torchscript, load_safetensors, load_state_dict_file,
                                            open_torchscript_trusted, refuse_code)
     from beit_mm.fileio.json_file import read_json
-    from beit_mm.converters.vqkd import convert_hf_clip
     if osp.isdir(path):
         cfg_path = osp.join(path, 'config.json')
         if not osp.isfile(cfg_path):

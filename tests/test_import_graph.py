@@ -1,0 +1,94 @@
+"""The import graph of ``beit_mm``: the data flows down, never back up.
+
+- the file room (``beit_mm.fileio``) imports nothing else of beit_mm, so every part can open and write through it;
+- no two modules import each other, directly or through others (the circle ``apis/checkpoint.py`` <->
+  ``converters/io.py`` of f67fafc fails :func:`test_no_import_circle_between_modules` there);
+- models import nothing from ``converters/`` or ``apis/``: a backbone's checkpoint filter lives next to it (timm's
+  ``checkpoint_filter_fn``); at f67fafc ``models/backbones/beit.py`` imported ``converters.beit.adapt_to_model``,
+  ``models/backbones/pretrained.py`` ``converters.io`` and ``models/tokenizers/teachers.py`` ``converters.vqkd``.
+
+Imports anywhere in a file count, also those inside functions.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import os.path as osp
+
+ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+
+
+def _imports(path: str, module: str) -> set[str]:
+    """Modules of ``beit_mm`` that the source file ``path`` (module ``module``) imports, anywhere in the file."""
+    package = module if path.endswith('__init__.py') else module.rsplit('.', 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith('beit_mm'))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ''
+            if node.level:
+                parts = package.split('.')
+                base = '.'.join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            if base.startswith('beit_mm'):
+                found.update(f'{base}.{a.name}' for a in node.names)
+                found.add(base)
+    return found
+
+
+def _module_graph() -> dict[str, set[str]]:
+    modules = {}
+    for folder, _, files in os.walk(osp.join(ROOT, 'beit_mm')):
+        for name in files:
+            if name.endswith('.py'):
+                path = osp.join(folder, name)
+                dotted = osp.relpath(path, ROOT)[:-3].replace(os.sep, '.')
+                modules[dotted.removesuffix('.__init__')] = path
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for target in _imports(path, module):
+            while target not in modules and '.' in target:  # a name imported from a module
+                target = target.rsplit('.', 1)[0]
+            if target in modules and target != module:
+                targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+def test_the_file_room_imports_nothing_else_of_beit_mm():
+    graph = _module_graph()
+    room = {m: t for m, t in graph.items() if m.startswith('beit_mm.fileio')}
+    assert room, 'no beit_mm.fileio modules found'
+    outside = {m: sorted(t for t in ts if not t.startswith('beit_mm.fileio')) for m, ts in room.items()}
+    assert not any(outside.values()), outside
+
+
+def test_no_import_circle_between_modules():
+    """No two modules of the package import each other, directly or through others (package ``__init__`` files,
+    which import their own modules to register them, are left out of the walk)."""
+    graph = _module_graph()
+    inits = {m for m in graph if osp.isfile(osp.join(ROOT, *m.split('.'), '__init__.py'))}
+    graph = {m: ts - inits for m, ts in graph.items() if m not in inits}
+    cycles, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 'open'
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 'open':
+                cycles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 'done'
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, cycles
+
+
+def test_models_import_nothing_from_converters_or_apis():
+    graph = _module_graph()
+    upward = {m: sorted(t for t in ts if t.startswith(('beit_mm.converters', 'beit_mm.apis')))
+              for m, ts in graph.items() if m.startswith('beit_mm.models')}
+    assert not any(upward.values()), {m: t for m, t in upward.items() if t}
