@@ -238,6 +238,15 @@ def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
         raise SystemExit(f'train: {error}') from None
 
 
+def use_cudnn_deterministic(cfg: Config) -> None:
+    """``env_cfg.cudnn_deterministic=True`` (the BEiT ADE20K configs): ``torch.backends.cudnn.deterministic = True``,
+    what unilm's ``--deterministic`` sets (mmseg 0.x ``set_random_seed``), without MMEngine's
+    ``randomness.deterministic``, which also calls ``torch.use_deterministic_algorithms(True)``: that raises on CUDA in
+    the backward of ``AdaptiveAvgPool2d`` and of bilinear ``interpolate`` (torch 2.13's list), both in UPerNet."""
+    if (cfg.get('env_cfg') or {}).get('cudnn_deterministic'):
+        torch.backends.cudnn.deterministic = True
+
+
 def refuse(error: Exception) -> None:
     """Stop with one line, ``train.py: error: <the named error>``, and exit status 2 (argparse's), no traceback."""
     print(f'train.py: error: {error}', file=sys.stderr)
@@ -280,6 +289,7 @@ def main() -> None:
     except TrainingStateError as error:  # a seed numpy refuses
         refuse(error)
     adapt_cfg_to_launcher(cfg, args.launcher)
+    use_cudnn_deterministic(cfg)
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
