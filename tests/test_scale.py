@@ -121,3 +121,75 @@ def test_finetuning_ranks_draw_differently_and_repeat_with_the_seed(two_runs):
     assert masks[0] != masks[1], 'both processes drew the same drop-path masks'
     for rank in (0, 1):
         assert _draws(second, rank) == ranks[rank], f'rank {rank} drew otherwise in a second run with the same seed'
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Resuming with another number of processes (docs/faults.md, "Resuming with another number of GPUs")
+# --------------------------------------------------------------------------------------------------------------------
+
+def _checkpoint(path: str) -> dict:
+    return torch.load(path, map_location='cpu', weights_only=True)
+
+
+def _lrs(checkpoint: dict) -> list:
+    return [group['lr'] for group in checkpoint['optimizer']['param_groups']]
+
+
+def test_checkpoints_record_processes_batch_and_images_seen(two_runs):
+    _, first, _ = two_runs
+    meta = _checkpoint(osp.join(first, 'epoch_1.pth'))['meta']
+    assert (meta['world_size'], meta['batch_size'], meta['accumulative_counts']) == (2, BATCH, 1)
+    assert meta['iter'] == 2 and meta['samples_seen'] == IMAGES
+
+
+def test_resume_with_another_global_batch_is_refused_with_the_fixes(two_runs, tmp_path):
+    """The 2-process checkpoint (2 x 4 images per update) resumed in 1 process (1 x 4): one named line, exit 2."""
+    config, first, _ = two_runs
+    config = write_config(osp.dirname(config), 'tiny_finetune_2e.py', epochs=2)
+    rc, output = _train(config, str(tmp_path / 'one'), 1, '--resume', osp.join(first, 'epoch_1.pth'), check=False)
+    errors = [line for line in output.splitlines() if line.startswith('train.py: error:')]
+    assert rc == 2 and len(errors) == 1, output[-3000:]
+    assert ('global batch of 8 (2 processes x 4 images x 1 accumulation), this run has 4 (1 x 4 x 1)' in errors[0]
+            and 'optim_wrapper.accumulative_counts=2' in errors[0] and 'train_dataloader.batch_size=8' in errors[0]
+            and '--resume-schedule-in-samples' in errors[0]), errors[0]
+
+
+def test_resume_schedule_in_samples_continues_counted_in_images(two_runs, tmp_path):
+    """With --resume-schedule-in-samples, epoch 1 of 2 x 4 images (2 iterations) becomes 4 iterations of 1 x 4, and
+    the run ends where a 1-process run of 2 epochs ends: iteration 8, 32 images seen, the same lr."""
+    config, first, _ = two_runs
+    config = write_config(osp.dirname(config), 'tiny_finetune_2e.py', epochs=2)
+    _, output = _train(config, str(tmp_path / 'resumed'), 1, '--resume', osp.join(first, 'epoch_1.pth'),
+                       '--resume-schedule-in-samples')
+    assert 'iteration 2 -> 4' in output and 'counted in images seen (16 so far)' in output, output[-3000:]
+    resumed = _checkpoint(str(tmp_path / 'resumed' / 'epoch_2.pth'))
+    assert resumed['meta']['iter'] == 8 and resumed['meta']['samples_seen'] == 2 * IMAGES
+    assert resumed['meta']['world_size'] == 1
+    _train(config, str(tmp_path / 'fresh'), 1)
+    fresh = _checkpoint(str(tmp_path / 'fresh' / 'epoch_2.pth'))
+    assert fresh['meta']['iter'] == 8 and fresh['meta']['samples_seen'] == 2 * IMAGES
+    # MMEngine's LinearLR warms up over end - begin - 1 steps: 39 x 8 images in the 2-process run, 79 x 4 in the
+    # 1-process one, so the lr agree to about one iteration of warmup (1.3% here); unconverted (iteration 6 of 39
+    # instead of 8 of 79) they would differ by 50%.
+    assert _lrs(resumed) == pytest.approx(_lrs(fresh), rel=0.02)
+
+
+def test_checkpoint_without_the_record_resumes_with_a_warning(two_runs, tmp_path):
+    config, first, _ = two_runs
+    config = write_config(osp.dirname(config), 'tiny_finetune_2e.py', epochs=2)
+    old = _checkpoint(osp.join(first, 'epoch_1.pth'))
+    for key in ('world_size', 'batch_size', 'accumulative_counts', 'samples_seen'):
+        del old['meta'][key]
+    torch.save(old, str(tmp_path / 'old.pth'))
+    _, output = _train(config, str(tmp_path / 'run'), 1, '--resume', str(tmp_path / 'old.pth'))
+    assert 'does not record the processes and batch it was trained with' in output, output[-3000:]
+
+
+def test_two_processes_print_one_refusal_line(two_runs, tmp_path):
+    """A refusal raised on both processes (the 2 x 4 checkpoint resumed by 2 x 2): both stop, rank 0 prints."""
+    config, first, _ = two_runs
+    config = write_config(osp.dirname(config), 'tiny_finetune_2e_b2.py', epochs=2, batch=2)
+    rc, output = _train(config, str(tmp_path / 'two'), 2, '--resume', osp.join(first, 'epoch_1.pth'), check=False)
+    errors = [line for line in output.splitlines() if line.startswith('train.py: error:')]
+    assert rc != 0 and len(errors) == 1, output[-3000:]
+    assert 'global batch of 8' in errors[0]
