@@ -58,12 +58,16 @@ class CheckpointGuardHook(Hook):
         return get_world_size(), int(runner.train_dataloader.batch_size), int(counts)
 
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
+        if getattr(runner.train_loop, 'dataloader', None) is None:
+            return  # a save outside training: no batch to record
         world_size, batch_size, counts = self._batch_now(runner)
         samples = self._start[0] + (runner.iter - self._start[1]) * world_size * batch_size
         checkpoint.setdefault('meta', {}).update(batch_record(world_size, batch_size, counts, samples))
 
     def _check_batch(self, runner, checkpoint: dict, path: str) -> None:
         meta = checkpoint.setdefault('meta', {})
+        if getattr(runner.train_loop, 'dataloader', None) is None:
+            return  # resumed outside training (no train loop): nothing to compare
         world_size, batch_size, counts = self._batch_now(runner)
         ratio = check_batch(meta, world_size, batch_size, counts, path, self.schedule_in_samples)
         if 'world_size' not in meta:
