@@ -92,6 +92,26 @@ def _ade_data(dataset_file: str, crop: int, repo: str = UNILM) -> Dict[str, Ref]
     }
 
 
+def _seg_seeding(root: str) -> Dict[str, Ref]:
+    """How unilm's ADE20K runs seed (``root``: ``beit/`` or ``beit2/`` semantic_segmentation/configs/): the README's
+    ``tools/dist_train.sh ... --seed 0 --deterministic``; tools/train.py sets ``cudnn.benchmark`` from the config
+    (lines 73-75, ``cudnn_benchmark = True`` in _base_/default_runtime.py line 14) and then calls mmseg 0.x's
+    ``set_random_seed(args.seed, deterministic=args.deterministic)`` (lines 126-129), which sets
+    ``cudnn.deterministic = True`` and ``cudnn.benchmark = False`` (unilm's copy of it: mmcv_custom/train_api.py
+    lines 32-34) and nothing else: no per-process seed, no ``torch.use_deterministic_algorithms``."""
+    base = root[:-len('configs/')]
+    readme, train, api = base + 'README.md', base + 'tools/train.py', base + 'mmcv_custom/train_api.py'
+    return {
+        'seed': Ref(0, _src(UNILM, readme, 27, '--seed 0')),
+        'seed.per_rank': Ref(False, _src(UNILM, train, 129, 'set_random_seed(args.seed): one seed for all processes')),
+        'seed.deterministic_algorithms': Ref(False, _src(UNILM, api, '28-34', 'only the cuDNN flags')),
+        'cudnn.deterministic': Ref(True, _src(UNILM, readme, 27, '--deterministic') + '; '
+                                   + _src(UNILM, api, 33)),
+        'cudnn.benchmark': Ref(False, _src(UNILM, train, '73-75, 129', 'True from the config, then False by '
+                                           '--deterministic') + '; ' + _src(UNILM, api, 34)),
+    }
+
+
 def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: float, out_indices: list, width: int,
                lines: Dict[str, int], lr: float, layer_decay: float, num_layers: int, warmup: int,
                images_per_gpu: int, update_interval: int, max_iters: int, schedule_file: str,
@@ -132,6 +152,7 @@ def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: flo
         'eval.crop': Ref((img_size, img_size), at('slide')),
         'eval.stride': Ref((stride, stride), at('slide')),
         'eval.metric': Ref('mIoU', _src(UNILM, root + '_base_/schedules/' + schedule_file, 9)),
+        **_seg_seeding(root),
     }
 
 
@@ -463,6 +484,20 @@ _V2_MIM1600_L = _beitv2_mim('large', dict(model=58, early_layers=60, num_mask=62
                                           betas=75, eps=76, epochs=77), 1e-5, 21)
 
 
+def _finetune_seeding(run: str, seed_default: int, seed_rank: int, benchmark: int) -> Dict[str, Ref]:
+    """unilm's ImageNet fine-tuning seeds every process with ``args.seed + utils.get_rank()`` (``run``:
+    beit/ or beit2/run_class_finetuning.py) and sets ``cudnn.benchmark = True``."""
+    return {
+        'seed': Ref(0, _src(UNILM, run, seed_default, "--seed default 0")),
+        'seed.per_rank': Ref(True, _src(UNILM, run, seed_rank, 'seed = args.seed + utils.get_rank()')),
+        'seed.deterministic_algorithms': Ref(False, _src(UNILM, run, f'{seed_rank}-{benchmark}', 'seeds only')),
+        'cudnn.benchmark': Ref(True, _src(UNILM, run, benchmark, 'cudnn.benchmark = True')),
+    }
+
+
+_FT100.update(_finetune_seeding(FINETUNE, 167, 228, 233))
+
+
 def _beitv2_ft(arch: str, lr: Ref, epochs: Ref, warmup: Ref, layer_decay: Ref, drop_path: Ref,
                batch: Ref) -> Dict[str, Ref]:
     """get_started_for_image_classification.md's fine-tuning of a pretrained (not intermediate fine-tuned) model:
@@ -500,6 +535,7 @@ def _beitv2_ft(arch: str, lr: Ref, epochs: Ref, warmup: Ref, layer_decay: Ref, d
         'data.remode_pixel_normal': Ref(True, _v2(RUN_FT2, 128, "remode 'pixel'")),
         'data.drop_last': Ref(True, _v2(RUN_FT2, 304)),
         'precision.amp': Ref(True, _v2('beit2/utils.py', '667-672', 'DeepSpeed fp16; bf16 here')),
+        **_finetune_seeding(RUN_FT2, 180, 260, 265),
     }
 
 

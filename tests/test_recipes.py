@@ -250,6 +250,15 @@ def _min_lr(cfg: Config) -> float:
 
 
 READERS: Dict[str, Callable[[Config], object]] = {
+    # randomness and cuDNN as the run sets them (MMEngine's randomness.deterministic forces cudnn.benchmark off and
+    # calls torch.use_deterministic_algorithms; env_cfg.cudnn_deterministic is tools/train.py's cudnn-only flag)
+    'seed': lambda c: (c.get('randomness') or {}).get('seed'),
+    'seed.per_rank': lambda c: bool((c.get('randomness') or {}).get('diff_rank_seed', False)),
+    'seed.deterministic_algorithms': lambda c: bool((c.get('randomness') or {}).get('deterministic', False)),
+    'cudnn.deterministic': lambda c: bool(c.env_cfg.get('cudnn_deterministic', False)
+                                          or (c.get('randomness') or {}).get('deterministic', False)),
+    'cudnn.benchmark': lambda c: bool(c.env_cfg.get('cudnn_benchmark', False)
+                                      and not (c.get('randomness') or {}).get('deterministic', False)),
     # model
     'model.img_size': lambda c: c.model.backbone.img_size,
     'model.layer_scale': lambda c: c.model.backbone.layer_scale_init_value,

@@ -82,6 +82,10 @@ def parse_args() -> argparse.Namespace:
         default=None,
         metavar='CKPT',
         help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
+    parser.add_argument('--resume-schedule-in-samples', action='store_true',
+                        help='resume a checkpoint trained with another global batch (processes x batch x '
+                        'accumulation): continue at this batch with the schedule counted in images seen '
+                        '(docs/faults.md, "Resuming with another number of GPUs")')
     parser.add_argument('--overwrite', action='store_true',
                         help='start a new run in a work dir that holds checkpoints of an earlier run; its files are '
                         'overwritten as the new run saves')
@@ -209,15 +213,16 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> None:
     if resume == 'auto':
         resume = find_last_complete_checkpoint(cfg.work_dir)
         if resume is None:
-            print_log(f'{how}: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
-                      level=logging.WARNING)
+            if is_rank_zero():
+                print_log(f'{how}: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
+                          level=logging.WARNING)
             cfg.resume = False  # else MMEngine's own auto-resume follows last_checkpoint unchecked
             return
     with_ema = any(str(h.get('type', '')).split('.')[-1] == 'EMAHook' for h in cfg.get('custom_hooks') or [])
     try:
         check_resumable(resume, with_ema)
     except (FileNotFoundError, CheckpointFileError) as error:
-        raise SystemExit(f'{how}: {error}') from None
+        stop(f'{how}: {error}')
     cfg.resume, cfg.load_from = True, resume
 
 
@@ -235,12 +240,34 @@ def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
     try:
         check_weights_match(model, load_state_dict_file(path), f'{path} ({how})', strict=bool(cfg.get('resume')))
     except (FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
-        raise SystemExit(f'train: {error}') from None
+        stop(f'train: {error}')
+
+
+def use_cudnn_deterministic(cfg: Config) -> None:
+    """``env_cfg.cudnn_deterministic=True`` (the BEiT ADE20K configs): ``torch.backends.cudnn.deterministic = True``,
+    what unilm's ``--deterministic`` sets (mmseg 0.x ``set_random_seed``), without MMEngine's
+    ``randomness.deterministic``, which also calls ``torch.use_deterministic_algorithms(True)``: that raises on CUDA in
+    the backward of ``AdaptiveAvgPool2d`` and of bilinear ``interpolate`` (torch 2.13's list), both in UPerNet."""
+    if (cfg.get('env_cfg') or {}).get('cudnn_deterministic'):
+        torch.backends.cudnn.deterministic = True
+
+
+def is_rank_zero() -> bool:
+    """Whether this process speaks for the run: rank 0 of a launched run (torchrun/slurm set ``RANK`` before any
+    process group exists), or a single process."""
+    return os.environ.get('RANK', '0') == '0'
+
+
+def stop(message: str) -> None:
+    """Exit with status 1 and ``message`` (printed by rank 0 only; every process exits)."""
+    raise SystemExit(message if is_rank_zero() else 1) from None
 
 
 def refuse(error: Exception) -> None:
-    """Stop with one line, ``train.py: error: <the named error>``, and exit status 2 (argparse's), no traceback."""
-    print(f'train.py: error: {error}', file=sys.stderr)
+    """Stop with one line, ``train.py: error: <the named error>``, and exit status 2 (argparse's), no traceback.
+    Every process stops (none waits at a barrier for another); only rank 0 prints the line."""
+    if is_rank_zero():
+        print(f'train.py: error: {error}', file=sys.stderr)
     raise SystemExit(2) from None
 
 
@@ -274,12 +301,14 @@ def main() -> None:
         set_resume(cfg, resume, how)
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
-    use_checkpoint_guard_hook(cfg)  # a resumed checkpoint's training state is checked before MMEngine uses it
+    # a resumed checkpoint's training state and batch are checked before MMEngine uses it
+    use_checkpoint_guard_hook(cfg, schedule_in_samples=args.resume_schedule_in_samples)
     try:
         use_rng_state_hook(cfg)  # checkpoints carry every process's RNG states; --resume restores them and the seed
     except TrainingStateError as error:  # a seed numpy refuses
         refuse(error)
     adapt_cfg_to_launcher(cfg, args.launcher)
+    use_cudnn_deterministic(cfg)
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)

@@ -430,3 +430,79 @@ def same_run(checkpoint_path: str | None, work_dir: str) -> bool:
     if not checkpoint_path or '://' in str(checkpoint_path):
         return False
     return inside(checkpoint_path, work_dir) and osp.realpath(checkpoint_path) != osp.realpath(work_dir)
+
+
+# --- resuming with another number of processes or another batch --------------------------------------------------
+#: ``meta`` keys of ``beit_mm.CheckpointGuardHook``'s record: processes, images per process per iteration, iterations
+#: per optimizer update, and the images the run has trained on (nominal: iterations x processes x batch).
+BATCH_KEYS = ('world_size', 'batch_size', 'accumulative_counts', 'samples_seen')
+#: Parameter-scheduler state counted in iterations (``by_epoch=False``): rescaled when a resume converts iterations.
+SCHEDULER_ITER_KEYS = ('begin', 'end', 'last_step', 'T_max', 'total_iters', 'step_size', 'total_steps', '_global_step')
+#: MMEngine's "no end" (``mmengine.optim.scheduler.param_scheduler.INF``): never rescaled.
+SCHEDULER_INF = 100000000
+
+
+def batch_record(world_size: int, batch_size: int, accumulative_counts: int, samples_seen: int) -> dict:
+    """What a checkpoint's ``meta`` records about the batch (:data:`BATCH_KEYS`)."""
+    return dict(world_size=int(world_size), batch_size=int(batch_size), accumulative_counts=int(accumulative_counts),
+                samples_seen=int(samples_seen))
+
+
+def check_batch(meta: Mapping, world_size: int, batch_size: int, accumulative_counts: int, source: str,
+                schedule_in_samples: bool) -> float | None:
+    """Compare the batch a checkpoint was trained with (its ``meta`` record) with this run's.
+
+    Returns:
+        None when there is no record (a checkpoint written before it: resumed as it is, the caller warns) or when
+        every iteration sees as many images as before; else ``ratio`` = images per iteration then / now, by which
+        the caller multiplies every iteration count (``meta.iter``, the schedulers' iteration state, an iteration
+        based ``max_iters``) so that the schedule continues counted in images seen.
+
+    Raises:
+        TrainingStateError: the global batch per optimizer update (processes x batch x accumulation) differs and
+            ``schedule_in_samples`` is False: named with both batches and the fixes.
+    """
+    if not all(_is_int(meta.get(k)) and meta.get(k) > 0 for k in BATCH_KEYS[:3]):
+        return None
+    then = (meta['world_size'], meta['batch_size'], meta['accumulative_counts'])
+    now = (world_size, batch_size, accumulative_counts)
+    update_then, update_now = math.prod(then), math.prod(now)
+    if update_then != update_now and not schedule_in_samples:
+        per_process = update_then / (world_size * batch_size)
+        fixes = []
+        if per_process == int(per_process):
+            fixes.append(f'--cfg-options optim_wrapper.accumulative_counts={int(per_process)} (the same global batch: '
+                         f'{world_size} x {batch_size} x {int(per_process)})')
+        if update_then % (world_size * accumulative_counts) == 0:
+            fixes.append(f'train_dataloader.batch_size={update_then // (world_size * accumulative_counts)}')
+        fixes.append(f'or pass --resume-schedule-in-samples to continue with a global batch of {update_now}, the '
+                     'schedule counted in images seen (with auto_scale_lr.enable=True the lr follows the batch)')
+        raise TrainingStateError(
+            f'{source}: trained with a global batch of {update_then} ({then[0]} processes x {then[1]} images x '
+            f'{then[2]} accumulation), this run has {update_now} ({world_size} x {batch_size} x '
+            f'{accumulative_counts}): resumed as it is, it would continue the same schedule with '
+            f'{update_now / update_then:g}x the batch. Fix: ' + '; '.join(fixes))
+    ratio = (then[0] * then[1]) / (world_size * batch_size)
+    return None if ratio == 1 else ratio
+
+
+def rescale_iterations(checkpoint: dict, ratio: float) -> int:
+    """Multiply the iteration counts of a loaded checkpoint by ``ratio`` in place (:func:`check_batch`):
+    ``meta.iter`` and the :data:`SCHEDULER_ITER_KEYS` of every iteration-based parameter scheduler. Returns the new
+    iteration."""
+    def scale(value):
+        return value if value >= SCHEDULER_INF else int(round(value * ratio))
+    meta = checkpoint['meta']
+    meta['iter'] = scale(meta['iter'])
+    schedulers = checkpoint.get('param_schedulers') or []
+    groups = schedulers.values() if isinstance(schedulers, Mapping) else [schedulers]
+    for group in groups:
+        for state in group:
+            if not isinstance(state, dict) or state.get('by_epoch', True):
+                continue
+            for key in SCHEDULER_ITER_KEYS:
+                if key == 'total_iters' and _is_int(state.get(key)):  # LinearLR, PolyLR, ...: end - begin - 1
+                    state[key] = scale(state[key] + 1) - 1
+                elif _is_int(state.get(key)):
+                    state[key] = scale(state[key])
+    return meta['iter']

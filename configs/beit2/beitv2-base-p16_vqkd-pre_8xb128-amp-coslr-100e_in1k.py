@@ -100,11 +100,13 @@ default_hooks = dict(
     visualization=dict(type='VisualizationHook', enable=False))
 # Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size.
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))  # tools/train.py uses gloo without CUDA
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
 log_level = 'INFO'
 load_from = None
 resume = False
-randomness = dict(seed=0)
+# unilm beit2/run_class_finetuning.py line 260: seed = args.seed (0) + utils.get_rank(): every process draws its own Mixup/CutMix
+# choice and lambda, drop-path masks and augmentations; line 265: cudnn.benchmark = True.
+randomness = dict(seed=0, diff_rank_seed=True)

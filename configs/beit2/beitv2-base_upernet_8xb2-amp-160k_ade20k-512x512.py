@@ -48,3 +48,10 @@ auto_scale_lr = dict(enable=False, base_batch_size=16)
 # unilm evaluates every 16k iterations and keeps the checkpoints only (schedule_160k.py lines 8-9: no save_best); the
 # published mIoU is the last checkpoint's
 default_hooks = dict(checkpoint=dict(save_best=None))
+# unilm beit2/semantic_segmentation/README.md line 27 trains with `--seed 0 --deterministic`: one seed for every process
+# (tools/train.py line 129), cudnn.deterministic = True and cudnn.benchmark = False (mmseg 0.x set_random_seed, which
+# overrides the config's cudnn_benchmark = True of tools/train.py lines 73-75). MMEngine's randomness.deterministic
+# would also call torch.use_deterministic_algorithms(True), which raises on CUDA in the backward of UPerHead's
+# AdaptiveAvgPool2d and of bilinear interpolation; env_cfg.cudnn_deterministic is tools/train.py's cuDNN-only flag.
+env_cfg = dict(cudnn_benchmark=False, cudnn_deterministic=True)
+randomness = dict(seed=0)

@@ -1,0 +1,55 @@
+"""TEST SUPPORT ONLY: record what each process draws in a training step, for tests/test_scale.py.
+
+Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs.
+
+``beit_mm.RecordDrawsHook`` writes ``<work_dir>/draws_rank<r>.json`` at the end of training, with per iteration:
+
+- ``mix``: the soft labels the data preprocessor's batch augments (Mixup/CutMix) made, ``(B, num_classes)`` rounded
+  to 6 digits (their largest values are the mixing weights lambda, 1 - lambda);
+- ``drop_path``: per ``DropPath`` module call, which samples it kept (1) or dropped (0), ``(B,)``;
+- ``sampler_seed``: the seed of the train sampler (MMEngine draws it when ``randomness.diff_rank_seed=True``).
+"""
+import json
+import os.path as osp
+
+import torch
+from mmcv.cnn.bricks import DropPath
+from mmengine.dist import get_rank
+from mmengine.hooks import Hook
+from mmengine.model import is_model_wrapper
+
+from beit_mm.registry import HOOKS
+
+
+@HOOKS.register_module()
+class RecordDrawsHook(Hook):
+
+    def __init__(self) -> None:
+        self._iters: list[dict] = []
+        self._current: dict | None = None
+
+    def before_train(self, runner) -> None:
+        model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+        model.data_preprocessor.register_forward_hook(self._record_mix)
+        for module in model.modules():
+            if isinstance(module, DropPath):
+                module.register_forward_hook(self._record_drop_path)
+
+    def before_train_iter(self, runner, batch_idx: int, data_batch=None) -> None:
+        self._current = dict(mix=None, drop_path=[])
+        self._iters.append(self._current)
+
+    def _record_mix(self, module, args, output) -> None:
+        if self._current is not None and module.training:
+            scores = torch.stack([s.gt_score for s in output['data_samples']])
+            self._current['mix'] = [[round(float(v), 6) for v in row] for row in scores]
+
+    def _record_drop_path(self, module, args, output) -> None:
+        if self._current is not None and module.training:
+            kept = output.flatten(1).abs().sum(1) != 0
+            self._current['drop_path'].append([int(k) for k in kept])
+
+    def after_train(self, runner) -> None:
+        record = dict(sampler_seed=getattr(runner.train_dataloader.sampler, 'seed', None), iters=self._iters)
+        with open(osp.join(runner.work_dir, f'draws_rank{get_rank()}.json'), 'w') as f:
+            json.dump(record, f)
