@@ -317,3 +317,26 @@ def test_the_guard_leaves_a_load_from_start_alone():
     checkpoint = dict(meta=dict(iter=10**6, seed=2**40))
     CheckpointGuardHook().after_load_checkpoint(SimpleNamespace(_resume=False), checkpoint)
     assert checkpoint == dict(meta=dict(iter=10**6, seed=2**40))
+
+
+def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, data_root):
+    """``--resume CKPT`` opens the file once: the checks before the run (training state, weights vs model) and
+    MMEngine's load in ``Runner.resume`` share one read (``beit_mm.fileio.checkpoint.hand_over``); the seed is read
+    from a memory map (no tensor data). Before: three full ``torch.load`` of the file (GBs for BEiT-L)."""
+    import beit_mm.fileio.checkpoint as opener
+    work_dir = str(tmp_path / 'work')
+    os.makedirs(work_dir)
+    checkpoint = shutil.copy(trained, osp.join(work_dir, 'iter_2.pth'))
+    reads, load = [], torch.load
+
+    def counting(path, *args, **kwargs):
+        if not kwargs.get('mmap') and osp.realpath(str(path)) == osp.realpath(checkpoint):
+            reads.append(path)
+        return load(path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, 'load', counting)
+    _train(monkeypatch, work_dir, '--resume', checkpoint,
+           *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
+                     'experiment_name=resume_once'))
+    assert len(reads) == 1, reads
+    assert osp.isfile(osp.join(work_dir, 'iter_3.pth')) and not opener._handed_over

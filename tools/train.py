@@ -47,7 +47,8 @@ from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
-from beit_mm.fileio import CheckpointFileError, load_state_dict_file
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
+from beit_mm.fileio.checkpoint import hand_over
 from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
@@ -199,7 +200,7 @@ def enable_ema(cfg: Config) -> None:
     print_log(f'--ema: custom_hooks += {ema}', logger='current')
 
 
-def set_resume(cfg: Config, resume: str, how: str = '--resume') -> None:
+def set_resume(cfg: Config, resume: str, how: str = '--resume') -> dict | None:
     """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
     work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
     :func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
@@ -208,7 +209,9 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> None:
     The checkpoint is opened first (:func:`beit_mm.apis.checkpoint.check_resumable`): a missing, truncated or foreign
     file, a state dict without training state, or an ``--ema`` run resumed without ``--ema`` stop here with a named
     message, before anything is built. The config source the checkpoint stores is never run (``beit_mm.apis``).
-    ``how`` names the request in messages (``--resume``, or the config's ``resume=True``).
+    ``how`` names the request in messages (``--resume``, or the config's ``resume=True``). Returns the opened
+    checkpoint (None for a new run), which :func:`check_start_checkpoint` checks and MMEngine's load then takes over
+    (:func:`beit_mm.fileio.checkpoint.hand_over`): the file is read once.
     """
     if resume == 'auto':
         resume = find_last_complete_checkpoint(cfg.work_dir)
@@ -217,30 +220,46 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> None:
                 print_log(f'{how}: no checkpoint in {cfg.work_dir}, starting a new run', logger='current',
                           level=logging.WARNING)
             cfg.resume = False  # else MMEngine's own auto-resume follows last_checkpoint unchecked
-            return
+            return None
     with_ema = any(str(h.get('type', '')).split('.')[-1] == 'EMAHook' for h in cfg.get('custom_hooks') or [])
     try:
-        check_resumable(resume, with_ema)
+        opened = check_resumable(resume, with_ema)
     except (FileNotFoundError, CheckpointFileError) as error:
         stop(f'{how}: {error}')
     cfg.resume, cfg.load_from = True, resume
+    return opened
 
 
-def check_start_checkpoint(runner: Runner, cfg: Config) -> None:
-    """Before training: the ``--resume``/``load_from`` checkpoint fits the built model, as a named error listing the
-    keys and shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from``
-    only refuses other shapes, MMEngine then names the keys it ignores). Without it, other shapes leave weights random
-    or, resumed into a fused optimizer, corrupt memory. Skipped for remote files, for FSDP-sharded models and where the
-    runner builds its model only in ``train()`` (MMEngine's ``FlexibleRunner``, whose ``model`` is still a config)."""
+def check_start_checkpoint(runner: Runner, cfg: Config, opened: dict | None = None) -> None:
+    """Before training: the ``--resume``/``load_from`` checkpoint fits the model, as a named error listing the keys and
+    shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from`` only
+    refuses other shapes, MMEngine then names the keys it ignores). Without it, other shapes leave weights random or,
+    resumed into a fused optimizer, corrupt memory. ``opened``: the checkpoint :func:`set_resume` already read (else
+    the file is read here). Where the runner builds its model only in ``train()`` (MMEngine's ``FlexibleRunner``, the
+    FSDP path of BEiT-L), the check runs on the config's model built for it (:func:`model_for_checks`). Skipped
+    for remote files. The checkpoint is then handed to MMEngine's load (read once)."""
     path = cfg.get('load_from')
-    model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-    if not path or '://' in str(path) or not isinstance(model, torch.nn.Module) or 'FullyShard' in type(model).__name__:
+    if not path or '://' in str(path):
         return
+    model = runner.model.module if is_model_wrapper(runner.model) else runner.model
+    if not isinstance(model, torch.nn.Module) or 'FullyShard' in type(model).__name__:
+        model = model_for_checks(cfg)
     how = '--resume' if cfg.get('resume') else 'load_from'
     try:
-        check_weights_match(model, load_state_dict_file(path), f'{path} ({how})', strict=bool(cfg.get('resume')))
+        state_dict = unwrap_state_dict(opened) if opened is not None else load_state_dict_file(path)
+        check_weights_match(model, state_dict, f'{path} ({how})', strict=bool(cfg.get('resume')))
     except (FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
         stop(f'train: {error}')
+    if opened is not None:
+        hand_over(path, opened)
+
+
+def model_for_checks(cfg: Config) -> torch.nn.Module:
+    """``cfg.model`` built for its weights' names, shapes and dtypes (no ``init_weights``, nothing loaded); what the
+    FlexibleRunner builds anyway before it wraps and shards the model, freed after the check."""
+    from mmengine.registry import MODELS, init_default_scope
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    return MODELS.build(cfg.model)
 
 
 def use_cudnn_deterministic(cfg: Config) -> None:
@@ -248,7 +267,8 @@ def use_cudnn_deterministic(cfg: Config) -> None:
     what unilm's ``--deterministic`` sets (mmseg 0.x ``set_random_seed``), without MMEngine's
     ``randomness.deterministic``, which also calls ``torch.use_deterministic_algorithms(True)``: that raises on CUDA in
     the backward of ``AdaptiveAvgPool2d`` and of bilinear ``interpolate`` (torch 2.13's list), both in UPerNet."""
-    if (cfg.get('env_cfg') or {}).get('cudnn_deterministic'):
+    env_cfg = cfg.get('env_cfg') or {}
+    if env_cfg.pop('cudnn_deterministic', False):  # consumed here: FlexibleRunner's strategies refuse unknown keys
         torch.backends.cudnn.deterministic = True
 
 
@@ -297,8 +317,7 @@ def main() -> None:
         set_compile(cfg, args.compile)
     if args.tensorboard:
         enable_tensorboard(cfg)
-    if resume is not None:
-        set_resume(cfg, resume, how)
+    opened = set_resume(cfg, resume, how) if resume is not None else None
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
     # a resumed checkpoint's training state and batch are checked before MMEngine uses it
@@ -312,7 +331,8 @@ def main() -> None:
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
-    check_start_checkpoint(runner, cfg)
+    check_start_checkpoint(runner, cfg, opened)
+    del opened  # held by the hand-over until MMEngine's load takes it
     try:
         runner.train()
     except TrainingStateError as error:  # CheckpointGuardHook, before Runner.resume uses the checkpoint

@@ -13,6 +13,7 @@ Remote sources (URLs, MMEngine's prefixes) are fetched to a local file first (:m
 """
 from __future__ import annotations
 
+import os
 import os.path as osp
 import pickle
 import re
@@ -126,6 +127,31 @@ def drop_stored_configs(obj: Mapping) -> list[str]:
     return dropped
 
 
+# One checkpoint opened by a tool's checks, handed to the next opening of the same unchanged file (MMEngine's load in
+# Runner.resume), so that ``--resume`` reads a BEiT-L checkpoint (3.6 GB with AdamW state) once, not three times.
+_handed_over: dict[tuple, object] = {}
+
+
+def _file_identity(path: str) -> tuple:
+    """(real path, device, inode, size, modification time): a file replaced or rewritten since has another."""
+    stat = os.stat(path)
+    return osp.realpath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def hand_over(path: str, obj) -> None:
+    """Keep ``obj``, what :func:`open_checkpoint` returned for ``path``, for the next opening of that same file (once;
+    a later change of the file makes it stale and it is read again). One slot: an earlier hand-over is dropped."""
+    _handed_over.clear()
+    _handed_over[_file_identity(path)] = obj
+
+
+def _take_handed_over(path: str):
+    try:
+        return _handed_over.pop(_file_identity(path), None) if _handed_over else None
+    except OSError:
+        return None
+
+
 def open_checkpoint(path: str, map_location='cpu'):
     """Read a checkpoint file safely: :func:`check_checkpoint_file`, ``torch.load(weights_only=True)``, stored config
     source dropped (:func:`drop_stored_configs`). Returns what the file holds (usually a dict).
@@ -134,6 +160,9 @@ def open_checkpoint(path: str, map_location='cpu'):
         FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, or one that holds pickled
             Python objects beyond tensors and MMEngine's training state (a whole ``nn.Module``).
     """
+    handed_over = _take_handed_over(path)
+    if handed_over is not None:  # opened and checked by the tool a moment ago (CPU tensors; loading moves them)
+        return handed_over
     check_checkpoint_file(path)
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True)
