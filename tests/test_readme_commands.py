@@ -1,8 +1,9 @@
 """The commands of README.md and of every docs page run as written after the README's set-up (issue 9, item 0;
 issue 19, item 1).
 
-Pages: README.md, then the ``docs/*.md`` pages in the order README.md links them (a test fails on a docs page that
-no page links, and on any relative link that points nowhere). What runs: every fenced code block of those pages
+Pages: README.md, then the ``docs/*.md`` and ``docs/studies/*.md`` pages in the order README.md links them (a test
+fails on a docs page that no page links, and on any relative link that points nowhere). ``configs/*/README.md`` are
+not collected: they hold no command blocks (a test says so). What runs: every fenced code block of those pages
 tagged ``bash``, ``sh``, ``shell`` or ``console`` (parsed at test time, so sections and pages added later are
 covered). Its first command -- the first non-blank, non-comment line, with
 backslash continuations joined -- runs verbatim in a fresh login shell, the way the README says::
@@ -26,6 +27,7 @@ Exceptions, matched on the first command (explicit; a new README block needs no 
 - INPUTS: official checkpoint files the README tells readers to download (no network here) are written into the
   copy as random-weight stand-ins in the official layout, when the command names one and it is missing.
 """
+import glob
 import os
 import os.path as osp
 import re
@@ -197,9 +199,18 @@ def test_readme_has_commands_and_activation_step():
 
 
 def test_every_docs_page_is_linked():
-    """Every ``docs/*.md`` page is reachable from README.md, so its commands are run here and readers find it."""
-    on_disk = {osp.join('docs', f) for f in os.listdir(osp.join(ROOT, 'docs')) if f.endswith('.md')}
+    """Every ``docs/*.md`` and ``docs/studies/*.md`` page is reachable from README.md, so its commands are run here and
+    readers find it."""
+    on_disk = {osp.join(d, f) for d in ('docs', 'docs/studies') for f in os.listdir(osp.join(ROOT, d))
+               if f.endswith('.md')}
     assert on_disk - set(PAGES) == set(), f'docs pages no page links: {sorted(on_disk - set(PAGES))}'
+
+
+def test_config_readmes_hold_no_commands():
+    """configs/<family>/README.md are not among the pages whose commands run here, so they must hold none."""
+    readmes = sorted(osp.relpath(p, ROOT) for p in glob.glob(osp.join(ROOT, 'configs', '*', 'README.md')))
+    assert readmes, 'no configs/<family>/README.md found'
+    assert {p: page_commands(p) for p in readmes if page_commands(p)} == {}
 
 
 def broken_links(page: str, root: str = ROOT) -> list[str]:
