@@ -323,7 +323,7 @@ def main() -> None:
     # a resumed checkpoint's training state and batch are checked before MMEngine uses it
     use_checkpoint_guard_hook(cfg, schedule_in_samples=args.resume_schedule_in_samples)
     try:
-        use_rng_state_hook(cfg)  # checkpoints carry every process's RNG states; --resume restores them and the seed
+        use_rng_state_hook(cfg, opened)  # checkpoints carry every process's RNG states; --resume restores them, the seed
     except TrainingStateError as error:  # a seed numpy refuses
         refuse(error)
     adapt_cfg_to_launcher(cfg, args.launcher)

@@ -37,6 +37,7 @@ generators of other devices (MPS, NPU) and generators a model creates itself.
 from __future__ import annotations
 
 import logging
+import os
 import os.path as osp
 import random
 import zipfile
@@ -214,20 +215,27 @@ def checkpoint_seed(path: str) -> int | None:
     return int(seed) if seed is not None else None
 
 
-def use_rng_state_hook(cfg: Config) -> None:
+def use_rng_state_hook(cfg: Config, opened: dict | None = None) -> None:
     """Add ``beit_mm.RNGStateHook`` to ``cfg.custom_hooks`` (unless there), and when the config resumes
     (``cfg.resume`` with ``cfg.load_from``), set ``randomness.seed`` to the checkpoint's seed so that the sampler and
-    the dataloader workers are seeded as in the interrupted run. What ``tools/train.py`` does for every config."""
+    the dataloader workers are seeded as in the interrupted run. What ``tools/train.py`` does for every config.
+    ``opened``: the resumed checkpoint as ``tools/train.py`` already read it (else its seed is read from the file);
+    the warning is printed by rank 0 only."""
     hooks = list(cfg.get('custom_hooks') or [])
     if not any(str(h.get('type', '')).split('.')[-1] == 'RNGStateHook' for h in hooks):
         hooks.append(dict(type='beit_mm.RNGStateHook'))
     cfg.custom_hooks = hooks
     if not (cfg.get('resume') and cfg.get('load_from')):
         return
-    seed = checkpoint_seed(cfg.load_from)
+    if opened is not None:
+        seed = (opened.get('meta') or {}).get('seed')
+        check_seed(seed, cfg.load_from)
+        seed = int(seed) if seed is not None else None
+    else:
+        seed = checkpoint_seed(cfg.load_from)
     randomness = dict(cfg.get('randomness') or {})
     if seed is not None and randomness.get('seed') != seed:
-        if randomness.get('seed') is not None:
+        if randomness.get('seed') is not None and os.environ.get('RANK', '0') == '0':
             print_log(f'--resume: randomness.seed {randomness["seed"]} -> {seed}, the seed of {cfg.load_from}, so that '
                       'the data order and augmentations continue those of the interrupted run', logger='current',
                       level=logging.WARNING)
