@@ -173,10 +173,23 @@ def cmd_mim(args) -> None:
 
 
 def inputs_of(args: argparse.Namespace) -> list[str]:
-    """The files and folders a command reads (none of them may be its ``--out``)."""
-    names = ('config', 'checkpoint', 'image', 'dvae_config', 'dvae_checkpoint', 'data_root')
-    return [getattr(args, n) for n in names if getattr(args, n, None)] + [
-        path for pair in (getattr(args, 'dvae', None), getattr(args, 'vqkd', None)) if pair for path in pair]
+    """The files and folders a command reads (none of them may be its ``--out``); a work dir given as a checkpoint
+    is the checkpoint it names (a picture may go into the work dir)."""
+    from beit_mm.apis import resolve_checkpoint
+
+    def checkpoint_file(path: str) -> str:
+        try:
+            return resolve_checkpoint(path)
+        except FileNotFoundError:
+            return path  # named when the model is loaded
+
+    configs = [getattr(args, n) for n in ('config', 'dvae_config', 'image', 'data_root') if getattr(args, n, None)]
+    checkpoints = [getattr(args, n) for n in ('checkpoint', 'dvae_checkpoint') if getattr(args, n, None)]
+    for pair in (getattr(args, 'dvae', None), getattr(args, 'vqkd', None)):
+        if pair:
+            configs.append(pair[0])
+            checkpoints.append(pair[1])
+    return configs + [checkpoint_file(path) for path in checkpoints]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -556,7 +556,9 @@ def config_data_roots(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_da
             continue
         for ds in _dataset_cfgs(dataloader['dataset']):
             root = ds.get('data_root') or ''
-            prefixes = [p for p in (ds.get('data_prefix') or {}).values() if isinstance(p, str) and p]
+            prefix = ds.get('data_prefix') or {}  # mmseg: dict(img_path=..., seg_map_path=...); mmpretrain: a str
+            prefixes = [p for p in ([prefix] if isinstance(prefix, str) else prefix.values())
+                        if isinstance(p, str) and p]
             for folder in ([root] if root else []) + [osp.join(root, p) for p in prefixes]:
                 if folder not in found:
                     found.append(folder)
