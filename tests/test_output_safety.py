@@ -419,6 +419,19 @@ def test_study_work_dirs(world, name, hazard, monkeypatch):
     assert_refused(world, name, argv, match, monkeypatch)
 
 
+def test_gpu_report_out(world):
+    """``gpu_report.sh --out`` (a shell script) goes through the same check before anything runs (one hazard: each
+    run imports beit_mm in a new process)."""
+    import subprocess
+    dest, match = FILE_HAZARDS['symlink']
+    before = snapshot(world['root'])
+    env = dict(os.environ, PYTHON=sys.executable, PYTHONPATH=ROOT)
+    proc = subprocess.run(['bash', osp.join(ROOT, 'tools', 'analysis', 'gpu_report.sh'), '--dry-run', '--out',
+                           osp.join(world['root'], dest)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and re.search(match, proc.stderr), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert snapshot(world['root']) == before
+
+
 # ---------------------------------------------------------------------------------------- the manifest itself
 def test_a_manifest_cannot_point_removal_outside_its_folder(tmp_path):
     """Removal follows the folder's own entries: a manifest naming ``../sibling.txt`` (with its true sha256) removes
