@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import os.path as osp
+from collections.abc import Iterable
 
 from .json_file import JSONFileError, read_json
 
@@ -39,7 +40,7 @@ def file_sha256(path: str) -> str:
     return digest.hexdigest()
 
 
-def manifest_text(written_by: str, files: dict[str, str], pending: list[str] = ()) -> str:
+def manifest_text(written_by: str, files: dict[str, str], pending: Iterable[str] = ()) -> str:
     """The manifest's JSON text (sorted names: the same files give the same text)."""
     return json.dumps(dict(written_by=written_by, files=dict(sorted(files.items())), pending=sorted(pending),
                            note='written by a beit_mm tool: --overwrite removes only the files listed here'),

@@ -53,7 +53,7 @@ class OutputFolder:
         check_output(path, overwrite, kind='folder', flag=flag, inputs=inputs)
         self.path, self.written_by, self.flag = path, written_by, flag
         self.files: dict[str, str] = {}
-        self._pending: list[str] = []
+        self._pending: dict[str, None] = {}  # announced names, in order (a dict: O(1) lookups)
         self._flushed = 0.0
         folder, name = osp.split(osp.abspath(path))
         self.stage = osp.join(folder, f'.{name}.part') if staged else None
@@ -93,7 +93,7 @@ class OutputFolder:
         """Remove the files of the previous run (those the manifest vouches for) and record ``planned`` (relative
         paths) as pending, before the first file is written."""
         owned = self._owned()
-        self._pending = list(planned)
+        self._pending = dict.fromkeys(planned)
         self._remove_old(owned)
         self._write_manifest({}, self._pending)
 
@@ -103,7 +103,7 @@ class OutputFolder:
         its sha256 recorded (the manifest is rewritten at most every :data:`MANIFEST_INTERVAL_S` seconds)."""
         path = osp.join(self.path, *rel.split('/'))
         if rel not in self._pending:  # not announced: announced now, before it exists
-            self._pending.append(rel)
+            self._pending[rel] = None
             self._write_manifest(self.files, self._pending)
         with atomic_file(path) as tmp:
             yield tmp
@@ -133,7 +133,7 @@ class OutputFolder:
         new = [rel for rel in folder_entries(self.stage) if osp.isfile(osp.join(self.stage, rel))
                and not osp.islink(osp.join(self.stage, rel))]
         files = {rel: file_sha256(osp.join(self.stage, rel)) for rel in new}
-        self._pending = new
+        self._pending = dict.fromkeys(new)
         self._remove_old(owned)
         self._write_manifest(files)  # before the moves: a kill midway leaves only listed files in the folder
         for rel in new:
