@@ -50,7 +50,8 @@ def test_truncated_checkpoint_to_convert_and_infer(files, tmp_path, monkeypatch)
     image = str(tmp_path / 'x.png')
     from PIL import Image
     Image.new('RGB', (64, 64)).save(image)
-    monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, files['truncated'], image, '--out-dir', str(tmp_path)])
+    monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, files['truncated'], image, '--out-dir',
+                                      str(tmp_path / 'out')])
     with pytest.raises(SystemExit, match=r'infer: checkpoint .*truncated\.pth is truncated or corrupt'):
         _load_tool('infer').main()
 
@@ -135,7 +136,7 @@ def test_outputs_checked_at_start(files, tmp_path, monkeypatch):
         check_output(str(blocker / 'sub' / 'model.onnx'))
     existing = tmp_path / 'probe.json'
     existing.write_text('{}')
-    monkeypatch.setattr(sys, 'argv', ['probe.py', CONFIG, files['whole'], '--imagenet-root', str(tmp_path),
+    monkeypatch.setattr(sys, 'argv', ['probe.py', CONFIG, files['whole'], '--imagenet-root', str(tmp_path / 'in'),
                                       '--out', str(existing)])
     with pytest.raises(SystemExit, match=r'probe: output .*probe\.json exists; nothing was written.*--overwrite'):
         _load_tool('analysis/probe').main()  # before any model is built or image read

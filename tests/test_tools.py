@@ -262,7 +262,7 @@ def test_tools_test_matches_validation_and_draws(trained, demo_root, tmp_path):
     assert all(abs(a - b) <= 0.01 for a, b in zip(val, test)), (val, test)
     overlays = [f for _, _, files in os.walk(show_dir) for f in files if f.endswith('.png')]
     assert len(overlays) == 2, overlays
-    assert sorted(os.listdir(out_dir)) == ['ADE_val_00000001.png', 'ADE_val_00000002.png']
+    assert sorted(os.listdir(out_dir)) == ['.beit_mm_output.json', 'ADE_val_00000001.png', 'ADE_val_00000002.png']
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU adaptation; GPU runs keep the config')

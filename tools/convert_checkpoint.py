@@ -21,7 +21,9 @@ never run):
     python tools/convert_checkpoint.py --to timm work_dirs/RUN/iter_1000.pth timm/beit.pth --config CONFIG
 
 Outputs are written atomically (a kill leaves the old file, the new one or nothing); an existing DST is refused
-unless ``--overwrite``.
+unless ``--overwrite``, and so is a DST that is a link, SRC or ``--config``, or lies in a dataset root
+(:func:`beit_mm.fileio.outputs.check_output`). An HF folder carries a manifest of its files
+(``.beit_mm_output.json``): ``--overwrite`` replaces a folder only when it holds nothing else.
 
 Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
 that only the ``openai`` DALL-E source unpickles, and OpenAI's TorchScript CLIP release, which only ``--model clip
@@ -126,10 +128,11 @@ def export_checkpoint(args: argparse.Namespace) -> None:
     from beit_mm.apis.checkpoint import check_weights_match
     from beit_mm.apis.hub import save_hf, save_timm, timm_json_path
     from beit_mm.fileio.outputs import check_output
-    check_output(args.dst, args.overwrite, kind='dir' if args.to == 'hf' else 'file')
-    if args.to == 'timm':
-        check_output(timm_json_path(args.dst), args.overwrite)
     path = resolve_checkpoint(args.src)
+    inputs = [path, args.config]
+    check_output(args.dst, args.overwrite, kind='folder' if args.to == 'hf' else 'file', inputs=inputs)
+    if args.to == 'timm':
+        check_output(timm_json_path(args.dst), args.overwrite, inputs=inputs)
     state_dict, meta, cfg = read_checkpoint_for_export(path, args.config)
     model = build_from_config(cfg)
     check_weights_match(model, state_dict, f'{path} (with --config {args.config})')
@@ -213,7 +216,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error('--model and --source are required (or --to hf|timm for the other way)')
     if args.source not in MODELS[args.model]:
         parser.error(f'--source {args.source} is not a {args.model} layout; choose one of {MODELS[args.model]}')
-    check_output(args.dst, args.overwrite)
+    check_output(args.dst, args.overwrite, inputs=[args.src])
     state_dict = convert(args)
     with atomic_file(args.dst) as tmp:
         torch.save({'state_dict': state_dict}, tmp)

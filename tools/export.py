@@ -12,6 +12,8 @@
 - The input is the normalized image (the config's ``data_preprocessor`` mean/std and channel order, stored in the
   file's metadata); ``tools/infer.py --onnx FILE`` does that, plus the slide windows of the config's ``test_cfg``.
 - ``--batch``: the exported batch size (all sizes are static).
+- ``--out`` is checked before anything is loaded (:func:`beit_mm.fileio.outputs.check_output`): an existing file needs
+  ``--overwrite``; a link, the config or checkpoint, or a path in a dataset root is refused. Written atomically.
 - After writing, runs onnxruntime and PyTorch on the same random batch and prints the max |diff| of the
   outputs and where the argmax maps agree (``--no-check`` skips it).
 """
@@ -100,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def export(args: argparse.Namespace) -> None:
     from mmengine.config import Config
-    check_output(args.out, args.overwrite)  # before minutes of loading and tracing
+    # before minutes of loading and tracing; a work dir's checkpoint is the file it names, so --out may go there
+    check_output(args.out, args.overwrite, inputs=[args.config, resolve_checkpoint(args.checkpoint)])
     cfg = Config.fromfile(args.config)
     kind = 'backbone' if args.part == 'backbone' else model_kind(cfg)
     model, cfg = load_for_export(args.config, args.checkpoint, kind)

@@ -11,7 +11,12 @@
   ``DIR/pred/<image path without suffix>.png``: the predicted label map (uint8 class indices, the config's label
   space; for the ADE20K configs 0..149 = ADE20K classes 1..150). ``<image path>`` is the image's path relative to the
   folder all inputs share (one folder given: its file names), so images of the same name in different folders never
-  overwrite each other; each file is written atomically.
+  overwrite each other; two images whose label maps would share a name (``a.jpg`` and ``a.png``) are refused,
+  naming both.
+- ``DIR`` is an output folder (:class:`beit_mm.fileio.output_folder.OutputFolder`): new, empty, or written by an
+  earlier run, whose files ``--overwrite`` replaces (only those: the folder's manifest ``.beit_mm_output.json`` lists
+  them by content); it may not be a link, hold or lie inside an input (images, folders, checkpoint, config), or lie in
+  a dataset root. Checked before the model is built; each file is written atomically.
 - The checkpoint must fit the config's model (no weight of another shape, every backbone/neck/decode head weight
   present): another model's checkpoint is a named error before any image is segmented.
 - The config's test pipeline (resize) and ``test_cfg`` (whole image or slide windows) are used, as ``tools/test.py``.
@@ -46,6 +51,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--opacity', type=float, default=0.5, help='opacity of the painted classes, in (0, 1]')
     parser.add_argument('--device', default=None, help="'cpu', 'cuda', ... (default: cuda if available)")
     parser.add_argument('--batch-size', type=int, default=1, help='images per forward pass')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace the files an earlier run wrote into --out-dir (only those; refused otherwise)')
     args = parser.parse_args()
     if args.onnx is None:
         if len(args.paths) < 2:
@@ -91,22 +98,57 @@ def output_names(images: list[str]) -> list[str]:
     return [osp.relpath(osp.abspath(p), common) for p in images]
 
 
-def save_image(array: np.ndarray, path: str) -> None:
-    """Write an image atomically (``beit_mm.fileio.outputs.atomic_file``), in the format its suffix names."""
-    from beit_mm.fileio.outputs import atomic_file
-    suffix = osp.splitext(path)[1].lower()
-    with atomic_file(path) as tmp:
+def prediction_name(name: str) -> str:
+    """The label map's path under ``pred/`` of the image named ``name`` (its path without suffix, ``.png``)."""
+    return osp.splitext(name)[0] + '.png'
+
+
+def planned_outputs(images: list[str], names: list[str]) -> list[str]:
+    """Every file a run writes (``vis/<name>``, ``pred/<stem>.png``, ``/``-separated).
+
+    Raises:
+        OutputError: two images whose label maps would share one file (``a.jpg`` and ``a.png``), named.
+    """
+    from beit_mm.fileio.outputs import OutputError
+    owner = {}
+    for image, name in zip(images, names):
+        pred = prediction_name(name)
+        if pred in owner:
+            raise OutputError(f'inputs {owner[pred]} and {image} would both write the label map pred/{pred}; nothing '
+                              'was written. Fix: rename one of them, or segment them in two runs with two --out-dir')
+        owner[pred] = image
+    return [f'{folder}/{rel.replace(os.sep, "/")}' for name in names
+            for folder, rel in (('vis', name), ('pred', prediction_name(name)))]
+
+
+def open_output_folder(out_dir: str, images: list[str], names: list[str], inputs: list[str | None],
+                       overwrite: bool):
+    """``(folder, planned)``: the output folder, checked before any work
+    (:class:`beit_mm.fileio.output_folder.OutputFolder`; no input may be, hold or contain it), and the files this run
+    writes there (:meth:`OutputFolder.begin` announces them and removes an earlier run's)."""
+    from beit_mm.fileio.output_folder import OutputFolder
+    planned = planned_outputs(images, names)
+    folder = OutputFolder(out_dir, 'tools/infer.py', overwrite, inputs=[*inputs, *images], flag='--overwrite')
+    return folder, planned
+
+
+def save_image(array: np.ndarray, folder, rel: str) -> None:
+    """Write an image atomically into the output folder (:meth:`OutputFolder.file`), in the format its suffix
+    names."""
+    suffix = osp.splitext(rel)[1].lower()
+    with folder.file(rel) as tmp:
         Image.fromarray(array).save(tmp, format=Image.registered_extensions().get(suffix, 'PNG'))
 
 
-def write_outputs(out_dir: str, name: str, label: np.ndarray, overlay: np.ndarray) -> None:
-    """``out_dir/pred/<name without suffix>.png`` (uint8 label map) and ``out_dir/vis/<name>`` (the overlay)."""
-    save_image(label.astype(np.uint8), osp.join(out_dir, 'pred', osp.splitext(name)[0] + '.png'))
-    save_image(overlay, osp.join(out_dir, 'vis', name))
+def write_outputs(folder, name: str, label: np.ndarray, overlay: np.ndarray) -> None:
+    """``pred/<name without suffix>.png`` (uint8 label map) and ``vis/<name>`` (the overlay) in the output folder."""
+    name = name.replace(os.sep, '/')
+    save_image(label.astype(np.uint8), folder, 'pred/' + prediction_name(name))
+    save_image(overlay, folder, 'vis/' + name)
 
 
 def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
-          device: str | None = None, batch_size: int = 1) -> dict[str, np.ndarray]:
+          device: str | None = None, batch_size: int = 1, overwrite: bool = False) -> dict[str, np.ndarray]:
     """Run ``MMSegInferencer`` on ``inputs``; write ``out_dir/vis/<name>`` and ``out_dir/pred/<stem>.png``.
 
     Returns:
@@ -120,22 +162,23 @@ def infer(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity
     if cfg.get('default_scope', 'mmseg') != 'mmseg' or not is_segmentor_config(cfg):
         raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head, or '
                          'beit_mm.EoMT); tools/infer.py segments images')
-    from beit_mm.fileio.outputs import check_output
     images = list_images(inputs)
-    check_output(out_dir, overwrite=True, kind='dir')  # writable, not a file: before the model is built
+    names = output_names(images)
     path = resolve_checkpoint(checkpoint)
+    folder, planned = open_output_folder(out_dir, images, names, [config, path, *inputs], overwrite)
     inferencer = MMSegInferencer(model=cfg, weights=path, device=device)
     check_loaded_weights(inferencer.model, path, segmentor_inference_weights(cfg), f'{path} (with config {config})')
+    folder.begin(planned)
     preds = {}
-    names = output_names(images)
     for start in range(0, len(images), batch_size):  # written batch by batch, so a long run keeps what it made
         batch = images[start:start + batch_size]
         result = inferencer(batch, opacity=opacity, batch_size=batch_size, return_vis=True)
         labels, overlays = result['predictions'], result['visualization']
         labels, overlays = (labels, overlays) if len(batch) > 1 else ([labels], [overlays])
         for image_path, name, label, overlay in zip(batch, names[start:], labels, overlays):
-            write_outputs(out_dir, name, label, overlay)
+            write_outputs(folder, name, label, overlay)
             preds[image_path] = label
+    folder.finish()
     return preds
 
 
@@ -170,11 +213,37 @@ def run_windows(x, run, window: tuple[int, int], mode: str, stride: tuple[int, i
     return preds / count
 
 
-def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
-               opacity: float = 0.5) -> dict[str, np.ndarray]:
-    """:func:`infer` with a ``tools/export.py`` ONNX segmentor run by onnxruntime (module docstring)."""
-    import json
+#: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
+MAX_EXPORT_SIDE = 2**14
 
+
+def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
+    """The input shape ``(batch, 3, H, W)`` a ``tools/export.py`` file declares in its metadata, parsed bounded
+    (:func:`beit_mm.fileio.json_file.parse_json`) and checked: four positive ints, 3 channels, each at most
+    :data:`MAX_EXPORT_SIDE`, before any array of that size is allocated.
+
+    Raises:
+        ValueError: the metadata is missing, not JSON, or not such a shape.
+    """
+    from beit_mm.fileio.json_file import JSONFileError, parse_json
+    text = meta.get('beit_mm.shape')
+    if not isinstance(text, str):
+        raise ValueError(f'{onnx_file} declares no input shape (metadata beit_mm.shape). Fix: export it with '
+                         'tools/export.py')
+    try:
+        shape = parse_json(text, f'{onnx_file} metadata beit_mm.shape', max_bytes=256, max_depth=1)
+    except JSONFileError as error:
+        raise ValueError(str(error)) from None
+    if (not isinstance(shape, list) or len(shape) != 4 or shape[1] != 3
+            or not all(type(v) is int and 0 < v <= MAX_EXPORT_SIDE for v in shape)):
+        raise ValueError(f'{onnx_file} declares the input shape {text[:80]!r}, not (batch, 3, H, W) with positive ints '
+                         f'up to {MAX_EXPORT_SIDE}. Fix: export it again with tools/export.py')
+    return tuple(shape)
+
+
+def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
+               overwrite: bool = False) -> dict[str, np.ndarray]:
+    """:func:`infer` with a ``tools/export.py`` ONNX segmentor run by onnxruntime (module docstring)."""
     import onnxruntime as ort
     import torch
     import torch.nn.functional as F
@@ -187,13 +256,16 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
-    from beit_mm.fileio.outputs import check_output
+    from beit_mm.fileio.json_file import JSONFileError, parse_json
+    images = list_images(inputs)
+    names = output_names(images)
+    folder, planned = open_output_folder(out_dir, images, names, [config, onnx_file, *inputs], overwrite)
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     meta = onnx_metadata(onnx_file)
     if meta.get('beit_mm.kind') != 'segmentor':
         raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get("beit_mm.kind")})')
-    batch, _, h_win, w_win = json.loads(meta['beit_mm.shape'])
+    batch, _, h_win, w_win = exported_shape(meta, onnx_file)
     if batch != 1:
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
     pipeline = Compose([t for t in cfg.test_pipeline if t['type'] != 'LoadAnnotations'])
@@ -201,14 +273,17 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
     session = ort.InferenceSession(onnx_file, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg
     align_corners = (cfg.model.get('decode_head') or {}).get('align_corners', False)  # EoMT: bilinear, False
-    dataset_meta = json.loads(meta['dataset_meta']) if 'dataset_meta' in meta else None
+    try:
+        dataset_meta = parse_json(meta['dataset_meta'], f'{onnx_file} metadata dataset_meta', max_bytes=2**20,
+                                  max_depth=4) if 'dataset_meta' in meta else None
+    except JSONFileError as error:
+        raise ValueError(str(error)) from None
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:
         visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
-    check_output(out_dir, overwrite=True, kind='dir')
+    folder.begin(planned)
     preds = {}
-    images = list_images(inputs)
-    for path, name in zip(images, output_names(images)):
+    for path, name in zip(images, names):
         data = pipeline(dict(img_path=path))
         batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
         x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
@@ -221,8 +296,9 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str,
         sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
         image = np.array(Image.open(path).convert('RGB'))
         visualizer.add_datasample(name, image, sample, draw_gt=False)
-        write_outputs(out_dir, name, label, visualizer.get_image())
+        write_outputs(folder, name, label, visualizer.get_image())
         preds[path] = label
+    folder.finish()
     return preds
 
 
@@ -237,10 +313,10 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     if args.onnx is not None:
-        preds = infer_onnx(args.config, args.onnx, args.inputs, args.out_dir, args.opacity)
+        preds = infer_onnx(args.config, args.onnx, args.inputs, args.out_dir, args.opacity, args.overwrite)
     else:
         preds = infer(args.config, args.checkpoint, args.inputs, args.out_dir, args.opacity, args.device,
-                      args.batch_size)
+                      args.batch_size, args.overwrite)
     print(f'segmented {len(preds)} images: overlays in {osp.join(args.out_dir, "vis")}, label maps in '
           f'{osp.join(args.out_dir, "pred")}')
 

@@ -22,7 +22,9 @@ the digits a from-scratch study model learns within the study's budget);
 ``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
-real dataset) is refused before anything is written, with one line and exit code 2 (:mod:`beit_mm.fileio.demo_root`).
+real dataset), a link, or a folder inside another dataset root is refused before anything is written, with one line
+and exit code 2 (:mod:`beit_mm.fileio.demo_root`). Each image is written through a temporary file and a rename, so a
+killed run leaves no truncated image.
 """
 import argparse
 import sys

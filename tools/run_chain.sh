@@ -35,6 +35,13 @@ work="${CHAIN_WORK_DIR:-work_dirs/chain}"
 data="${CHAIN_DATA_DIR:-data}"
 labeled="$data/shapes_chain"
 unlabeled="$data/shapes_chain_unlabeled"
+# the work dir (reused by the study) is checked before anything is written: no link, data root or dataset
+"$py" -c 'import sys
+from beit_mm.fileio.outputs import OutputError, check_output
+try:
+    check_output(sys.argv[1], overwrite=True, kind="dir", inputs=sys.argv[2:])
+except OutputError as error:
+    sys.exit(f"[chain] {error}")' "$work" "$labeled" "$unlabeled"
 mkdir -p "$work"
 start=$SECONDS
 

@@ -17,7 +17,7 @@ work_dir="work_dirs/$name"
 # a new run on every start, over the last one (pass --resume to continue it instead)
 "$py" tools/train.py "$config" --work-dir "$work_dir" --overwrite "$@"
 ckpt="$work_dir/$(cat "$work_dir/last_checkpoint" | xargs basename)"
-"$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" --show-dir "$work_dir/vis" \
+"$py" tools/test.py "$config" "$ckpt" --work-dir "$work_dir/test" --show-dir "$work_dir/vis" --overwrite \
     --cfg-options default_hooks.visualization.interval=4 2>&1 | tee "$work_dir/test.log"
 miou="$(grep -oE 'mIoU: [0-9.]+' "$work_dir/test.log" | tail -n1)"
 echo "demo finished: $miou (checkpoint $ckpt; prediction overlays in $work_dir/vis/vis_data/vis_image/)"

@@ -20,6 +20,10 @@ is a (row, col) on that block's query grid (default: its centre). Rollout (Abnar
 of the last block's grid (a BEiT's all blocks; a CvT's last stage, with strided keys spread over the query grid).
 The MIM mask is the config's ``BEiTMaskGenerator`` with ``--seed``; the dVAE must be the one whose encoder is the MIM
 model's tokenizer (tools/run_chain.sh trains both).
+
+``--out`` is checked before any model is built (:func:`beit_mm.fileio.outputs.check_output`): an existing file needs
+``--overwrite``; a link, an input (config, checkpoint, image), or a path in a data root is refused. The PNG is written
+atomically.
 """
 from __future__ import annotations
 
@@ -168,7 +172,27 @@ def cmd_mim(args) -> None:
     print(f'{int(mask.sum())} of {mask.numel()} patches masked, masked-token accuracy {pics.accuracy:.3f} -> {path}')
 
 
-def parse_args() -> argparse.Namespace:
+def inputs_of(args: argparse.Namespace) -> list[str]:
+    """The files and folders a command reads (none of them may be its ``--out``); a work dir given as a checkpoint
+    is the checkpoint it names (a picture may go into the work dir)."""
+    from beit_mm.apis import resolve_checkpoint
+
+    def checkpoint_file(path: str) -> str:
+        try:
+            return resolve_checkpoint(path)
+        except FileNotFoundError:
+            return path  # named when the model is loaded
+
+    configs = [getattr(args, n) for n in ('config', 'dvae_config', 'image', 'data_root') if getattr(args, n, None)]
+    checkpoints = [getattr(args, n) for n in ('checkpoint', 'dvae_checkpoint') if getattr(args, n, None)]
+    for pair in (getattr(args, 'dvae', None), getattr(args, 'vqkd', None)):
+        if pair:
+            configs.append(pair[0])
+            checkpoints.append(pair[1])
+    return configs + [checkpoint_file(path) for path in checkpoints]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Pictures of what a beit_mm model sees')
     sub = parser.add_subparsers(dest='command', required=True)
     att = sub.add_parser('attention', help='per-head attention of a query patch + attention rollout')
@@ -203,12 +227,18 @@ def parse_args() -> argparse.Namespace:
     mim.add_argument('--size', type=int, nargs='+', metavar=('H', 'W'), help='backbone view size')
     for p in (att, tok, maps, mim):
         p.add_argument('--out', required=True, help='PNG file to write')
+        p.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
         p.add_argument('--title', default='', help='figure title')
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from beit_mm.fileio.outputs import OutputError, check_output
+    try:
+        check_output(args.out, args.overwrite, inputs=inputs_of(args))  # before any model is built
+    except OutputError as error:
+        raise SystemExit(f'visualize: {error}') from None
     torch.manual_seed(0)
     {'attention': cmd_attention, 'tokens': cmd_tokens, 'token-maps': cmd_token_maps, 'mim': cmd_mim}[args.command](args)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import torch
 from torch import Tensor, nn
 
 from ..fileio.checkpoint import CheckpointFileError, checkpoint_kind, open_checkpoint
@@ -48,29 +49,61 @@ def _describe_keys(keys: list[str], limit: int = 5) -> str:
     return f'{len(keys)} ({", ".join(keys[:limit])}{", ..." if len(keys) > limit else ""})'
 
 
+def _bad_values(own: Mapping[str, Tensor], state_dict: Mapping[str, Tensor]) -> tuple[list[str], list[str]]:
+    """``(non-float, non-finite)``: the file's weights (same name and shape as the model's float tensors) of a
+    non-floating dtype (int8, bool: ``load_state_dict`` would cast them silently), and those holding NaN or inf."""
+    non_float, non_finite = [], []
+    for key, value in state_dict.items():
+        target = own.get(key)
+        if not isinstance(value, Tensor) or target is None or not target.is_floating_point():
+            continue
+        if tuple(value.shape) != tuple(target.shape):
+            continue  # named as a shape mismatch
+        if not value.is_floating_point():
+            non_float.append(f'{key} ({str(value.dtype).replace("torch.", "")})')
+        elif not bool(torch.isfinite(value).all()):
+            non_finite.append(f'{key} ({int((~torch.isfinite(value)).sum())} of {value.numel()} values)')
+    return non_float, non_finite
+
+
 def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], source: str, strict: bool = True) -> None:
     """Raise :class:`CheckpointMismatchError` when ``state_dict`` does not fit ``model`` (before loading it).
 
     Shape mismatches are always errors (PyTorch would leave those weights random, or a fused optimizer resumed on
-    them would corrupt memory). With ``strict``, any model weight missing from the file or any file weight the model
-    lacks is an error too. The message names the keys, shapes, what the file looks like and the converter.
+    them would corrupt memory), and so are weights that would load into a float tensor of the model as something else:
+    a non-floating dtype (int8, bool: cast without a word, e.g. a quantized file) or NaN/inf values (a diverged run).
+    With ``strict``, any model weight missing from the file or any file weight the model lacks is an error too. The
+    message names the keys, shapes, what the file looks like and the fix.
     """
     own = model.state_dict()
     missing = [k for k in own if k not in state_dict]
     unexpected = [k for k in state_dict if k not in own]
     wrong = [f'{k} {tuple(state_dict[k].shape)} vs {tuple(own[k].shape)}' for k in own
              if k in state_dict and tuple(getattr(state_dict[k], 'shape', ())) != tuple(own[k].shape)]
-    if not wrong and not (strict and (missing or unexpected)):
+    non_float, non_finite = _bad_values(own, state_dict)
+    if not wrong and not non_float and not non_finite and not (strict and (missing or unexpected)):
         return
     kind = checkpoint_kind(state_dict) or 'an unknown model'
     parts = [f'{source} does not fit the model ({type(model).__name__}, {len(own)} weights); the file looks like '
              f'{kind}:']
     if wrong:
         parts.append(f'shapes differ for {_describe_keys(wrong, 3)} (file vs model)')
-    if missing:
+    if non_float:
+        parts.append(f'weights that are not floating point where the model holds floats: {_describe_keys(non_float, 3)}'
+                     ' (a quantized or corrupted file; loading would cast them silently)')
+    if non_finite:
+        parts.append(f'weights holding NaN or inf: {_describe_keys(non_finite, 3)} (a diverged run or a corrupted '
+                     'file)')
+    mismatch = bool(wrong) or strict and bool(missing or unexpected)
+    if mismatch and missing:
         parts.append(f'model weights missing from the file: {_describe_keys(missing)}')
-    if unexpected:
+    if mismatch and unexpected:
         parts.append(f'file weights the model lacks: {_describe_keys(unexpected)}')
-    parts.append('Fix: pass the config this checkpoint was trained with; official or other-toolkit weights go through '
-                 'tools/convert_checkpoint.py --model ... --source ... first (docs/checkpoints.md)')
+    fixes = []
+    if mismatch:
+        fixes.append('pass the config this checkpoint was trained with; official or other-toolkit weights go through '
+                     'tools/convert_checkpoint.py --model ... --source ... first (docs/checkpoints.md)')
+    if non_float or non_finite:
+        fixes.append('pass a float checkpoint with finite weights (for a diverged run, an earlier checkpoint of it)')
+    parts.append('Fix: ' + '; '.join(fixes))
     raise CheckpointMismatchError(' '.join(parts))

@@ -110,10 +110,15 @@ def build_hf(cfg: dict, state_dict: dict[str, Tensor]) -> nn.Module:
     return hf_model
 
 
+#: The writer named in an HF folder's manifest (:mod:`beit_mm.fileio.manifest`).
+HF_WRITER = 'beit_mm.apis.hub.save_hf'
+
+
 def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> str:
-    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``), replacing ``out_dir`` as a whole
-    and atomically (:func:`beit_mm.fileio.outputs.atomic_dir`: no stale shard or index of an old folder survives);
-    returns the HF class name.
+    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``, and the manifest of those files),
+    replacing ``out_dir`` as a whole and atomically (:func:`beit_mm.fileio.outputs.atomic_dir`: no stale shard or
+    index of an old folder survives; an old folder holding anything its manifest does not list is refused); returns
+    the HF class name.
 
     EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
     so the folder is written directly (``config.json`` with ``model_type: eomt``, safetensors with ``format: pt``);
@@ -121,14 +126,14 @@ def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, pa
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
     if cfg['model_type'] == 'eomt':
         from safetensors.torch import save_file
-        with atomic_dir(out_dir) as tmp:
+        with atomic_dir(out_dir, written_by=HF_WRITER) as tmp:
             with open(osp.join(tmp, 'config.json'), 'w') as f:
                 json.dump(dict(cfg, torch_dtype='float32'), f, indent=2, sort_keys=True)
             save_file({k: v.contiguous() for k, v in state_dict.items()}, osp.join(tmp, 'model.safetensors'),
                       metadata={'format': 'pt'})
         return cfg['architectures'][0]
     hf_model = build_hf(cfg, state_dict)
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, written_by=HF_WRITER) as tmp:
         hf_model.save_pretrained(tmp)
     return type(hf_model).__name__
 

@@ -6,7 +6,10 @@
 - :func:`resolve_checkpoint`: a ``.pth`` file, or a ``tools/train.py`` work dir (its ``last_checkpoint``).
 - :func:`build_from_config` / :func:`load_model`: the config's model, random or from a training checkpoint.
 - :func:`is_segmentor_config` / :func:`segmentor_inference_weights`: whether a config is a semantic segmentor
-  (an mmseg ``EncoderDecoder`` with a decode head, or ``beit_mm.EoMT``) and which of its weights inference reads.
+  (an mmseg ``EncoderDecoder`` with a decode head, or ``beit_mm.EoMT``) and which of its weights inference reads;
+  :func:`inference_weights`: the same for any config (``tools/test.py``).
+- :func:`check_loaded_weights`: a checkpoint fits a model for inference (shapes, dtypes, finite values, the weights
+  inference reads present).
 """
 from __future__ import annotations
 
@@ -45,6 +48,20 @@ def is_segmentor_config(cfg: Config) -> bool:
     return 'decode_head' in cfg.model or cfg.model.get('type') in EOMT_TYPES
 
 
+CLASSIFIER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'head.')  # mmpretrain ImageClassifier
+
+
+def inference_weights(cfg: Config) -> tuple[str, ...]:
+    """The name prefixes of the weights a config's model reads at test time: a segmentor's
+    (:func:`segmentor_inference_weights`), a classifier's (:data:`CLASSIFIER_INFERENCE_WEIGHTS`), else every weight
+    (``''``)."""
+    if is_segmentor_config(cfg):
+        return segmentor_inference_weights(cfg)
+    if 'head' in cfg.model and 'target_generator' not in cfg.model:
+        return CLASSIFIER_INFERENCE_WEIGHTS
+    return ('', )
+
+
 def segmentor_inference_weights(cfg: Config) -> tuple[str, ...]:
     """The name prefixes of the weights a segmentor's inference reads (a checkpoint lacking one is refused)."""
     return EOMT_INFERENCE_WEIGHTS if cfg.model.get('type') in EOMT_TYPES else ENCODER_DECODER_INFERENCE_WEIGHTS
@@ -79,14 +96,18 @@ def build_from_config(cfg: Config, drop_auxiliary_head: bool = False) -> nn.Modu
     return revert_sync_batchnorm(model).eval()
 
 
-def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], source: str) -> dict:
-    """Raise unless the checkpoint ``path`` fits ``model`` for inference: no weight of another shape, every weight
+def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], source: str,
+                         state_dict: dict | None = None) -> dict:
+    """Raise unless the checkpoint ``path`` fits ``model`` for inference: no weight of another shape, no non-float or
+    NaN/inf weight where the model holds floats (:func:`beit_mm.apis.checkpoint.check_weights_match`), every weight
     whose name starts with one of ``need`` present (:class:`beit_mm.apis.checkpoint.CheckpointMismatchError`); the
-    other weights the model or the file lack are named in one log line. Returns the file's state dict."""
+    other weights the model or the file lack are named in one log line. Returns the file's state dict (``state_dict``
+    when given: the file read already)."""
     from mmengine.logging import print_log
 
     from ..fileio.checkpoint import checkpoint_kind
-    state_dict = load_state_dict_file(path)
+    if state_dict is None:
+        state_dict = load_state_dict_file(path)
     check_weights_match(model, state_dict, source, strict=False)
     own = model.state_dict()
     missing = [k for k in own if k not in state_dict]

@@ -544,6 +544,27 @@ def _dataset_cfgs(node) -> list:
     return [node]
 
 
+def config_data_roots(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+                      ) -> list[str]:
+    """The folders a config's datasets read: every leaf dataset's ``data_root`` and its ``data_prefix`` folders
+    (joined to the root), for the outputs check (:func:`beit_mm.fileio.outputs.check_output`: no output goes there).
+    """
+    found = []
+    for loader in loaders:
+        dataloader = cfg.get(loader)
+        if not dataloader or not dataloader.get('dataset'):
+            continue
+        for ds in _dataset_cfgs(dataloader['dataset']):
+            root = ds.get('data_root') or ''
+            prefix = ds.get('data_prefix') or {}  # mmseg: dict(img_path=..., seg_map_path=...); mmpretrain: a str
+            prefixes = [p for p in ([prefix] if isinstance(prefix, str) else prefix.values())
+                        if isinstance(p, str) and p]
+            for folder in ([root] if root else []) + [osp.join(root, p) for p in prefixes]:
+                if folder not in found:
+                    found.append(folder)
+    return found
+
+
 def _default_argument(dataset_type: str, name: str, scope: str | None):
     import inspect
 

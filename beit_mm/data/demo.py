@@ -47,6 +47,7 @@ from PIL import Image
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
 from .digits import make_digits_sample
 from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
+from ..fileio.outputs import atomic_file
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -196,6 +197,14 @@ def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = Tru
     return files
 
 
+def save_demo_image(image: Image.Image, path: str, **kwargs) -> None:
+    """Save ``image`` at ``path`` in the format its suffix names, through a temporary file and a rename
+    (:func:`beit_mm.fileio.outputs.atomic_file`, without fsync: a killed generator leaves no truncated image that a
+    later call would count as complete)."""
+    with atomic_file(path, durable=False) as tmp:
+        image.save(tmp, format=Image.registered_extensions()[osp.splitext(path)[1].lower()], **kwargs)
+
+
 def make_demo_ade20k(root: str,
                      num_train: int = 200,
                      num_val: int = 40,
@@ -246,14 +255,15 @@ def make_demo_ade20k(root: str,
         if with_annotations:
             os.makedirs(ann_dir, exist_ok=True)
         for stale in glob.glob(osp.join(img_dir, f'ADE_{prefix}_*.jpg')) + glob.glob(
-                osp.join(ann_dir, f'ADE_{prefix}_*.png')):
+                osp.join(ann_dir, f'ADE_{prefix}_*.png')) + glob.glob(osp.join(img_dir, f'.ADE_{prefix}_*.part')) + \
+                glob.glob(osp.join(ann_dir, f'.ADE_{prefix}_*.part')):  # a killed run's temporary files too
             os.remove(stale)
         for index in range(1, count + 1):
             image, label_map = SAMPLERS[style](size, split_rng, *((split, ) if style in SPLIT_STYLES else ()))
             stem = f'ADE_{prefix}_{index:08d}'
-            Image.fromarray(image).save(osp.join(img_dir, stem + '.jpg'), quality=92)
+            save_demo_image(Image.fromarray(image), osp.join(img_dir, stem + '.jpg'), quality=92)
             if with_annotations:
-                Image.fromarray(label_map, mode='L').save(osp.join(ann_dir, stem + '.png'))
+                save_demo_image(Image.fromarray(label_map, mode='L'), osp.join(ann_dir, stem + '.png'))
     return root
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from PIL import Image
 
 from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
+from ..fileio.outputs import atomic_file
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -135,8 +136,7 @@ def _write_text_if_changed(path: str, text: str) -> None:
         with open(path) as f:
             if f.read() == text:
                 return
-    os.makedirs(osp.dirname(path), exist_ok=True)
-    with open(path, 'w') as f:
+    with atomic_file(path, durable=False) as tmp, open(tmp, 'w') as f:
         f.write(text)
 
 
@@ -188,7 +188,8 @@ def make_demo_imagenet(root: str,
                 os.makedirs(osp.join(root, split, wnids[index]), exist_ok=True)
                 for name in class_files:
                     image = make_demo_image(index, num_classes, size, split_rng)
-                    Image.fromarray(image).save(osp.join(root, split, name), quality=90)
+                    with atomic_file(osp.join(root, split, name), durable=False) as tmp:  # no truncated image
+                        Image.fromarray(image).save(tmp, format='JPEG', quality=90)
         meta = osp.join(root, 'meta', f'{split}.txt')
         if ann_files:
             _write_text_if_changed(meta, ''.join(f'{name} {index}\n' for index, class_files in enumerate(files)

@@ -9,7 +9,11 @@ writes, goes through here. It imports nothing else of beit_mm, so every other pa
 - :mod:`.work_dir`: a run's work dir: another run's checkpoints, the ``last_checkpoint`` pointer;
 - :mod:`.training_state`: what a resumed training checkpoint may steer (counters, seed, generator states, optimizer
   state, runtime values naming files), checked before MMEngine acts on it;
-- :mod:`.outputs`: destinations checked before any work, files and folders written atomically.
+- :mod:`.outputs`: the one guarded writer: destinations checked before any work (no link, no input, nothing inside a
+  dataset root, nothing replaced without ``--overwrite``), files and folders written atomically;
+- :mod:`.output_folder` / :mod:`.manifest`: output folders whose manifest lists what a tool wrote, so ``--overwrite``
+  removes only that;
+- :mod:`.dataset_roots`: what counts as a dataset root (no output goes inside one).
 
 Importing it registers the safe globals, the atomic MMEngine backend and the loaders (``import beit_mm`` does).
 """
@@ -17,6 +21,7 @@ from mmengine.fileio import register_backend
 
 from .checkpoint import (STATE_DICT_KEYS, CheckpointFileError, check_checkpoint_file, checkpoint_kind,  # noqa: F401
                          is_complete_checkpoint, load_state_dict_file, open_checkpoint, unwrap_state_dict)
+from .output_folder import OutputFolder  # noqa: F401
 from .outputs import (ATOMIC_BACKEND, AtomicLocalBackend, OutputError, atomic_dir, atomic_file,  # noqa: F401
                       atomic_write_bytes, check_output)
 from .remote import register_mmengine_loaders

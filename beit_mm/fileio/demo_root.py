@@ -13,7 +13,8 @@ deletes and rewrites files in its root (images of another count, class folders, 
   no right to delete: anyone can create a file of that name;
 - the root holds no marker but exactly the files of this call (a demo root written before markers existed): it is
   reused as it is and nothing is written;
-- anything else (a real dataset, a folder holding a link, another generator's demo root, a file):
+- anything else (a real dataset, a folder holding a link, another generator's demo root, a file), a root that is a
+  symbolic link, or one inside another dataset root (:mod:`beit_mm.fileio.dataset_roots`):
   :class:`NotADemoRootError` before anything is written.
 """
 import json
@@ -21,10 +22,11 @@ import os
 import os.path as osp
 from typing import Collection, Iterator, List, Tuple
 
+from .dataset_roots import DEMO_MARKER, enclosing_dataset_root
 from .json_file import JSONFileError, read_json
 from .outputs import atomic_file
 
-MARKER = '.beit_mm_demo.json'
+MARKER = DEMO_MARKER
 MAX_NAMED_FILES = 3  # files of a refused root named in the error
 
 # What claim_demo_root lets a generator do in its root.
@@ -115,6 +117,13 @@ def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collec
     Raises:
         NotADemoRootError: the root is a file, another generator's demo root, or a folder holding other files.
     """
+    if osp.islink(root):
+        raise NotADemoRootError(f'{root} is a symbolic link (to {os.readlink(root)}): a demo generator never writes '
+                                'through a link. Fix: pass the folder itself, or a new folder, as the root (--root).')
+    outer = enclosing_dataset_root(root, include_self=False)
+    if outer is not None:
+        raise NotADemoRootError(f'{root} lies inside the dataset root {outer}: a demo generator never writes into '
+                                'another dataset. Fix: pass a new folder outside it as the root (--root).')
     if osp.lexists(root) and not osp.isdir(root):  # a file, or a link to nothing
         raise NotADemoRootError(f'{root} is a file, not a folder: a demo generator writes a dataset folder there. '
                                 'Fix: pass a new or empty folder as the root (--root).')

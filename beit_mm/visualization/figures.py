@@ -6,8 +6,6 @@ Every function returns an (H, W, 3) uint8 image, so the same picture goes to a P
 from __future__ import annotations
 
 import colorsys
-import os
-import os.path as osp
 
 import numpy as np
 import torch
@@ -219,9 +217,12 @@ def mim_figure(image: np.ndarray, tokenizer_image: np.ndarray, pics: MIMPictures
 
 
 def save_png(array: np.ndarray, path: str) -> str:
-    """Write an (H, W, 3) uint8 image as PNG (optimized); returns the path."""
+    """Write an (H, W, 3) uint8 image as PNG (optimized) atomically (:func:`beit_mm.fileio.outputs.atomic_file`: the
+    old file or the whole new one, and a link at ``path`` is replaced, never written through); returns the path. The
+    caller checks the destination first (:func:`beit_mm.fileio.outputs.check_output`)."""
     from PIL import Image
-    if osp.dirname(path):
-        os.makedirs(osp.dirname(path), exist_ok=True)
-    Image.fromarray(array).save(path, optimize=True)
+
+    from ..fileio.outputs import atomic_file
+    with atomic_file(path) as tmp:
+        Image.fromarray(array).save(tmp, format='PNG', optimize=True)
     return path

@@ -739,6 +739,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--profile', type=int, default=0, metavar='N', help="print torch.profiler's top-N ops")
     parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     parser.add_argument('--out', help='also write the Markdown tables to this file')
+    parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
     return parser.parse_args()
 
 
@@ -754,6 +755,12 @@ def main() -> None:
     import beit_mm  # noqa: F401  (registers the plugin)
     from mmengine.logging import MMLogger
 
+    from beit_mm.fileio.outputs import OutputError, check_output
+    if args.out:
+        try:
+            check_output(args.out, args.overwrite)  # at start, not after minutes of timing
+        except OutputError as error:
+            raise SystemExit(f'benchmark: {error}') from None
     from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
     MMLogger.get_instance('benchmark', log_level='WARNING')
     logger = MMLogger.get_current_instance()

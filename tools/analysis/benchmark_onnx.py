@@ -39,6 +39,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--inputs', type=int, default=3, help='random images for the parity check')
     parser.add_argument('--threads', type=int, default=torch.get_num_threads(), help='intra-op threads of both')
     parser.add_argument('--out', default=None, help='keep the ONNX file here (default: a temporary file)')
+    parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
     return parser.parse_args()
 
 
@@ -59,6 +60,15 @@ def main() -> None:
     args = parse_args()
     from mmengine.config import Config
     import onnxruntime as ort
+
+    from beit_mm.apis import resolve_checkpoint
+    from beit_mm.fileio.outputs import OutputError, check_output
+    if args.out:
+        try:  # before the export: the kept file is checked as tools/export.py's --out
+            check_output(args.out, args.overwrite,
+                         inputs=[args.config, resolve_checkpoint(args.checkpoint) if args.checkpoint else None])
+        except (OutputError, FileNotFoundError) as error:
+            raise SystemExit(f'benchmark_onnx: {error}') from None
     torch.set_num_threads(args.threads)
     cfg = Config.fromfile(args.config)
     kind = model_kind(cfg)

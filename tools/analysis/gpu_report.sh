@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU report: correctness checks and the end-to-end benchmarks on a CUDA machine, as one Markdown document.
 #
-#   bash tools/analysis/gpu_report.sh [--dry-run] [--out report.md]
+#   bash tools/analysis/gpu_report.sh [--dry-run] [--out report.md [--overwrite]]
 #
 # On a CUDA machine (about 6-8 minutes on one H100):
 #   1. attention kernels: SDPA (memory-efficient backend, 8-aligned bias) vs eager in fp32 (1e-5 / 1e-4 absolute) and
@@ -12,19 +12,31 @@
 # Without CUDA, or with --dry-run, it runs step 1 on CPU at a tiny size (a smoke test of the same code) and prints
 # the commands of steps 2-3 instead of running them; CI runs this mode (tests/test_gpu_report.py).
 # Needs: the beit_mm environment (PYTHON=path/to/python, default `python`), run from anywhere.
+# --out is checked before anything runs (beit_mm.fileio.outputs.check_output: an existing file needs --overwrite; a
+# link or a path in a dataset root is refused) and written through a temporary file and a rename.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 DRY=0
 OUT=""
+OVERWRITE=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) DRY=1; shift ;;
     --out) OUT="$2"; shift 2 ;;
-    *) echo "unknown argument $1; usage: gpu_report.sh [--dry-run] [--out FILE]" >&2; exit 2 ;;
+    --overwrite) OVERWRITE=1; shift ;;
+    *) echo "unknown argument $1; usage: gpu_report.sh [--dry-run] [--out FILE [--overwrite]]" >&2; exit 2 ;;
   esac
 done
+if [[ -n "$OUT" ]]; then
+  "$PYTHON" -c 'import sys
+from beit_mm.fileio.outputs import OutputError, check_output
+try:
+    check_output(sys.argv[1], sys.argv[2] == "1")
+except OutputError as error:
+    sys.exit(f"gpu_report: {error}")' "$OUT" "$OVERWRITE"
+fi
 if [[ $DRY -eq 0 ]] && ! "$PYTHON" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)'; then
   echo "gpu_report: no CUDA device visible to torch; running the dry mode (pass --dry-run to ask for it)" >&2
   DRY=1
@@ -74,7 +86,10 @@ EOF
 }
 
 if [[ -n "$OUT" ]]; then
-  report | tee "$OUT"
+  mkdir -p "$(dirname "$OUT")"
+  tmp="$(dirname "$OUT")/.$(basename "$OUT").$$.part"
+  report | tee "$tmp"
+  mv -f "$tmp" "$OUT"
 else
   report
 fi

@@ -106,6 +106,11 @@ def main(argv: list[str] | None = None) -> dict:
     if not osp.isdir(osp.join(args.data_root, 'images', 'training')):
         raise SystemExit(f'head_study: {args.data_root} has no images/training; make the demo data with '
                          'bash tools/run_demo.sh (or tools/make_demo_data.py), or pass --data-root')
+    from beit_mm.fileio.outputs import OutputError, check_output
+    try:  # a folder of runs the study reuses: it may exist, never be a link or lie in the data
+        check_output(args.work_dir, overwrite=True, kind='dir', inputs=[args.data_root])
+    except OutputError as error:
+        raise SystemExit(f'head_study: {error}') from None
     os.makedirs(args.work_dir, exist_ok=True)
     base = baseline(args)
     results = {head: [run_head(args, head, s) for s in args.seeds] for head in args.heads}

@@ -152,8 +152,8 @@ def write_config(src: str, dst: str, edit) -> str:
     from mmengine.config import Config
     cfg = Config.fromfile(src)
     edit(cfg)
-    os.makedirs(osp.dirname(dst), exist_ok=True)
-    cfg.dump(dst)
+    with atomic_file(dst) as tmp, open(tmp, 'w', encoding='utf-8') as f:  # Config.dump of a .py file, atomically
+        f.write(cfg.pretty_text)
     return dst
 
 
@@ -287,7 +287,7 @@ def train(config: str, work_dir: str, options: list[str]) -> str:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     log = proc.stdout + proc.stderr
-    with open(osp.join(work_dir, 'train.log'), 'w') as f:
+    with atomic_file(osp.join(work_dir, 'train.log')) as tmp, open(tmp, 'w') as f:
         f.write(log)
     if proc.returncode != 0:
         raise RuntimeError(f'{" ".join(cmd)} failed (exit {proc.returncode}); log {work_dir}/train.log:\n'
@@ -390,7 +390,8 @@ def run_vqkd(args, configs, teacher_checkpoint: str, kind: str = 'vqkd') -> dict
         train(configs[kind], work, [f'randomness.seed={args.seeds[0]}',
                                     f'model.teacher.backbone.init_cfg.checkpoint={teacher_checkpoint}'])
         weights = {k: v for k, v in load_state_dict_file(last_checkpoint(work)).items() if not k.startswith('teacher.')}
-        torch.save(weights, osp.join(args.pretrain_dir, TOKENIZER_FILES[kind]))
+        with atomic_file(osp.join(args.pretrain_dir, TOKENIZER_FILES[kind])) as tmp:  # a kill leaves no half file
+            torch.save(weights, tmp)
         return dict(last_tokenizer_eval(work), teacher_checkpoint=teacher_checkpoint)
 
     return cached(work, run, vqkd_settings(args, kind))
@@ -661,7 +662,8 @@ def plot_probe_curves(curves: dict, path: str) -> str | None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, format='png')
     plt.close(fig)
     return path
 
@@ -764,9 +766,22 @@ def _short(metrics: dict) -> str:
     return ' '.join(f'{k} {v:.4g}' for k, v in metrics.items() if isinstance(v, float))
 
 
+def check_work_dirs(args) -> None:
+    """The work dir and the pretraining dir, before anything is written (:func:`beit_mm.fileio.outputs.check_output`):
+    folders the study adds runs to and reuses (so they may exist), never a link, a data root or a folder inside one."""
+    from beit_mm.fileio.outputs import OutputError, check_output
+    inputs = [args.labeled_root, args.unlabeled_root, args.teacher_labeled_root]
+    try:
+        for folder in dict.fromkeys((args.work_dir, args.pretrain_dir)):
+            check_output(folder, overwrite=True, kind='dir', inputs=inputs)
+    except OutputError as error:
+        raise SystemExit(f'mim_study: {error}') from None
+
+
 def main() -> None:
     args = parse_args()
     start = time.time()
+    check_work_dirs(args)
     configs = study_configs(args)
     from mmengine.config import Config
 

@@ -85,9 +85,11 @@ def run(args: argparse.Namespace) -> None:
     from mmengine.config import Config
     from mmengine.logging import MMLogger
     MMLogger.get_instance('probe', log_level='WARNING')  # the models' per-parameter init reports stay quiet
+    from beit_mm.apis import resolve_checkpoint
     from beit_mm.fileio.outputs import check_output
-    if args.out:
-        check_output(args.out, overwrite=args.overwrite)  # at start, not after minutes of probing
+    if args.out:  # at start, not after minutes of probing; never into what the probe reads
+        check_output(args.out, overwrite=args.overwrite,
+                     inputs=[args.config, resolve_checkpoint(args.checkpoint), args.labeled_root, args.imagenet_root])
     cfg = Config.fromfile(args.config)
     model = probe_model(args.config, args.checkpoint, args.seed)
     random_model = probe_model(args.config, None, args.seed)

@@ -78,11 +78,11 @@ def run_study(name: str, roots: dict[str, tuple[str, str]], args, extra: list[st
         other = args.datasets[(args.datasets.index(name) + 1) % len(args.datasets)]
         cmd += ['--teacher-labeled-root', roots[other][0], '--teacher-num-classes',
                 str(DATASETS[other]['num_classes'])]
-    os.makedirs(work, exist_ok=True)
+    from beit_mm.fileio.outputs import atomic_file
     log_path = osp.join(work, 'study.log')
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
     start = time.time()
-    with open(log_path, 'w') as log:
+    with atomic_file(log_path) as tmp, open(tmp, 'w') as log:  # .study.log.<pid>.part while the study runs
         proc = subprocess.run(cmd + extra, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     if proc.returncode != 0:
         with open(log_path) as f:
@@ -172,10 +172,14 @@ def main() -> None:
     args, extra = parse_args()
     sys.path.insert(0, osp.join(ROOT, 'tools', 'analysis'))
     from beit_mm.fileio.demo_root import NotADemoRootError
+    from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
     start = time.time()
-    try:
+    data_roots = [osp.join(args.data_dir, DATASETS[n]['folder'] + suffix) for n in args.datasets
+                  for suffix in ('', '_unlabeled')]
+    try:  # a folder of studies it reuses: it may exist, never be a link or lie in the data
+        check_output(args.work_dir, overwrite=True, kind='dir', inputs=data_roots)
         roots = {name: make_data(name, args) for name in args.datasets}
-    except NotADemoRootError as error:
+    except (NotADemoRootError, OutputError) as error:
         raise SystemExit(f'transfer_study: {error}')
     reports = {name: run_study(name, roots, args, extra) for name in args.datasets}
     text = [f'# MIM study on {len(reports)} datasets: {", ".join(reports)}', '',
@@ -188,11 +192,8 @@ def main() -> None:
         with open(osp.join(args.work_dir, DATASETS[name]['folder'], 'report.md')) as f:
             text += [f'## {name}', '', f.read().replace('\n# ', '\n### ').removeprefix('# ')]
     out = '\n'.join(text)
-    os.makedirs(args.work_dir, exist_ok=True)
-    tmp = osp.join(args.work_dir, 'report.md.part')
-    with open(tmp, 'w') as f:
+    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
         f.write(out)
-    os.replace(tmp, osp.join(args.work_dir, 'report.md'))
     print(out)
 
 

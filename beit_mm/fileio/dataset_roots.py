@@ -1,0 +1,44 @@
+"""What counts as a dataset root, so that no output ever lands inside one (:func:`beit_mm.fileio.outputs.check_output`).
+
+A tool passes the data roots it reads as inputs; this rule is the backstop for the datasets it does not name (another
+config's data, a root given by a path through a link). A folder is a dataset root when it is laid out as mmseg's
+datasets are, or carries the marker of a beit_mm demo generator:
+
+- it holds both an ``images/`` and an ``annotations/`` folder (ADE20K's ``ADEChallengeData2016``, Cityscapes-style
+  ``leftImg8bit``/``gtFine`` aside, every mmseg ``BaseSegDataset`` layout this project uses and the demo sets);
+- it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.fileio.demo_root`), which also
+  covers the demo ImageNet folders (``train/<wnid>/``, ``val/<wnid>/``).
+"""
+from __future__ import annotations
+
+import os.path as osp
+
+#: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.fileio.demo_root.MARKER`).
+DEMO_MARKER = '.beit_mm_demo.json'
+#: The folders that make a folder an mmseg dataset root when both are present.
+DATASET_FOLDERS = ('images', 'annotations')
+
+
+def is_dataset_root(folder: str) -> bool:
+    """Whether ``folder`` holds ``images/`` and ``annotations/`` folders, or the demo marker."""
+    return all(osp.isdir(osp.join(folder, name)) for name in DATASET_FOLDERS) or osp.lexists(
+        osp.join(folder, DEMO_MARKER))
+
+
+def enclosing_dataset_root(path: str, include_self: bool = True) -> str | None:
+    """The nearest dataset root that ``path`` (links resolved) is, or lies in; None when there is none.
+
+    Args:
+        path: a file or folder, which need not exist (its existing ancestors are checked).
+        include_self: whether ``path`` itself counts (False: only the folders above it).
+    """
+    current = osp.realpath(path)
+    if not include_self:
+        current = osp.dirname(current)
+    while True:
+        if osp.isdir(current) and is_dataset_root(current):
+            return current
+        parent = osp.dirname(current)
+        if parent == current:
+            return None
+        current = parent
