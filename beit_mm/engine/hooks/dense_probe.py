@@ -19,6 +19,7 @@ from mmengine.hooks import Hook
 from mmengine.logging import print_log
 
 from beit_mm.evaluation.probe import KNN_K, KNN_TEMPERATURE, PROBE_STEPS, PROBE_WEIGHT_DECAY, DenseProbe
+from beit_mm.fileio.outputs import atomic_file
 from beit_mm.registry import HOOKS
 
 # the scalars logged per check (``train/<name>``; LoggerHook prints them and writes them to TensorBoard)
@@ -169,7 +170,7 @@ class DenseProbeHook(Hook):
     def _dump(self, runner) -> None:
         """The curve so far in ``work_dir/dense_probe.json`` (main process)."""
         if is_main_process():
-            with open(osp.join(runner.work_dir, 'dense_probe.json'), 'w') as f:
+            with atomic_file(osp.join(runner.work_dir, 'dense_probe.json')) as tmp, open(tmp, 'w') as f:
                 json.dump(dict(init=self.init_metrics, history=self.history, data_root=self.data_root,
                                num_classes=self.num_classes, layers=self.layers, probe_seconds=self.seconds), f,
                           indent=1)

@@ -11,6 +11,7 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 from PIL import Image
 
+from beit_mm.fileio.outputs import atomic_file
 from beit_mm.models.tokenizers.evaluation import evaluate_tokenizer, evaluate_vqkd, load_images, reconstruction_grid
 from beit_mm.models.tokenizers.vqkd import VQKD
 from beit_mm.registry import HOOKS
@@ -67,8 +68,9 @@ class TokenizerEvalHook(Hook):
         self._update_scalars(runner, stats)
         n = min(self.grid_images, images.shape[0])
         path = osp.join(out_dir, f'iter_{runner.iter + 1}.png')
-        Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(path)
-        with open(osp.join(out_dir, f'iter_{runner.iter + 1}.json'), 'w') as f:
+        with atomic_file(path) as tmp:
+            Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(tmp, format='PNG')
+        with atomic_file(osp.join(out_dir, f'iter_{runner.iter + 1}.json')) as tmp, open(tmp, 'w') as f:
             json.dump(dict(stats, iter=runner.iter + 1, grid=path, num_images=images.shape[0]), f, indent=1)
         print_log(f'tokenizer held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
                   f'usage {stats["usage"]:.4f} perplexity {stats["perplexity"]:.1f} '
@@ -84,7 +86,7 @@ class TokenizerEvalHook(Hook):
     def _log_vqkd(self, runner, model: VQKD, images, out_dir: str) -> dict[str, float]:
         stats = evaluate_vqkd(model, images)
         self._update_scalars(runner, stats)
-        with open(osp.join(out_dir, f'iter_{runner.iter + 1}.json'), 'w') as f:
+        with atomic_file(osp.join(out_dir, f'iter_{runner.iter + 1}.json')) as tmp, open(tmp, 'w') as f:
             json.dump(dict(stats, iter=runner.iter + 1, num_images=images.shape[0]), f, indent=1)
         cosine = f' teacher cosine {stats["teacher_cosine"]:.4f}' if 'teacher_cosine' in stats else ''
         print_log(f'VQ-KD held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
