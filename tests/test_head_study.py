@@ -31,3 +31,19 @@ def test_three_heads_with_baseline_and_reuse(tmp_path):
     assert tool.main(argv)['results'] == out['results']  # reused: metrics.json with the same settings
     with pytest.raises(Exception, match='iters'):  # the same work dir with another budget is refused, not mixed
         tool.main(argv[:3] + ['3'] + argv[4:])
+
+
+def test_iters_rescales_the_schedule_and_the_annealing():
+    """``--iters 30``: every config the study runs ends its lr schedule and EoMT's mask annealing within 30 iterations
+    and validates at the 30th (at f67fafc only max_iters and the intervals changed: the poly schedule still ended at
+    1000 and EoMT still masked at the end of training)."""
+    tool = _tool()
+    args = tool.parse_args(['--iters', '30'])
+    for head in tool.HEADS:
+        cfg = tool.run_config(args, head, seed=0)
+        assert cfg.train_cfg.max_iters == 30 and cfg.train_cfg.val_interval == 30, head
+        assert all(s.get('end', 30) <= 30 for s in cfg.param_scheduler), (head, cfg.param_scheduler)
+        annealing = cfg.model.get('mask_annealing')
+        if annealing:
+            assert max(annealing.end_steps) <= 30, (head, annealing)
+    assert tool.run_config(args, 'eomt', 0).model.mask_annealing  # the EoMT demo config anneals (the test bites)

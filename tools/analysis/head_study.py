@@ -29,7 +29,7 @@ ROOT = osp.dirname(osp.dirname(HERE))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
-from mim_study import cached, fmt, last_value, majority_baseline, train  # noqa: E402
+from mim_study import cached, fmt, last_value, majority_baseline, rescale_iterations, train  # noqa: E402
 
 HEADS = {
     'upernet': 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
@@ -55,10 +55,22 @@ def run_options(args: argparse.Namespace, seed: int) -> list[str]:
     opts = [f'randomness.seed={seed}']
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         opts.append(f'{loader}.dataset.data_root={osp.abspath(args.data_root)}')
-    if args.iters is not None:
-        opts += [f'train_cfg.max_iters={args.iters}', f'train_cfg.val_interval={args.iters}',
-                 f'default_hooks.checkpoint.interval={args.iters}']
     return opts
+
+
+def run_config(args: argparse.Namespace, head: str, seed: int):
+    """The head's demo config as its run trains it: ``run_options`` applied and, with ``--iters``, every iteration
+    count rescaled (``mim_study.rescale_iterations``: the poly schedule's end, EoMT's mask-annealing steps, validation,
+    checkpoint and logger intervals), so that a shorter run ends its lr decay and its annealing as the full one does."""
+    from mmengine.config import Config, DictAction
+    cfg = Config.fromfile(osp.join(ROOT, HEADS[head]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--opts', nargs='+', action=DictAction)
+    cfg.merge_from_dict(parser.parse_args(['--opts', *run_options(args, seed)]).opts)
+    if args.iters is not None:
+        rescale_iterations(cfg, args.iters)
+        cfg.train_cfg.val_interval = args.iters  # validation at the last iteration, whose metrics are reported
+    return cfg
 
 
 def run_head(args: argparse.Namespace, head: str, seed: int) -> dict:
@@ -66,7 +78,12 @@ def run_head(args: argparse.Namespace, head: str, seed: int) -> dict:
     settings = dict(config=HEADS[head], data_root=osp.abspath(args.data_root), iters=args.iters, seed=seed)
 
     def run() -> dict:
-        log = train(osp.join(ROOT, HEADS[head]), work, run_options(args, seed))
+        from beit_mm.fileio.outputs import atomic_file
+        os.makedirs(work, exist_ok=True)
+        config = osp.join(work, 'study_config.py')
+        with atomic_file(config) as tmp, open(tmp, 'w') as f:
+            f.write(run_config(args, head, seed).pretty_text)
+        log = train(config, work, [])
         return {k: last_value(log, k) for k in METRICS}
     return cached(work, run, settings)  # adds the run's 'seconds' and 'settings'
 
