@@ -6,9 +6,9 @@ same tiny BEiT (issue 28's head table; ``docs/heads.md``).
 Each head's demo config -- ``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``,
 ``configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py``,
 ``configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py``: the same backbone, data pipeline, optimizer, schedule
-and 1000 iterations at batch 8, from scratch -- runs through ``tools/train.py`` in a subprocess with ``--cfg-options
-randomness.seed=S`` (and ``train_dataloader.dataset.data_root`` etc. = ``--data-root``), one run at a time (each uses
-every core). Its metrics are those of its last validation (at the last iteration). A finished run (its
+and 1000 iterations at batch 8, from scratch -- runs through ``tools/train.py`` in a subprocess on the config written to
+the run's folder (``study_config.py``: ``randomness.seed=S``, the data roots = ``--data-root`` and, with ``--iters``,
+every iteration count rescaled: :func:`run_config`), one run at a time (each uses every core). Its metrics are those of its last validation (at the last iteration). A finished run (its
 ``metrics.json``, with the settings it ran with) is reused; one with other settings stops the study.
 
 Report (printed, ``report.md`` and ``report.json`` in the work dir): per head, mIoU / aAcc / mAcc as mean ± sample std
