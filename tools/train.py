@@ -47,18 +47,17 @@ from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
-from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
-from beit_mm.fileio.checkpoint import hand_over
-from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
-from beit_mm.fileio.work_dir import find_last_complete_checkpoint
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
+from beit_mm.fileio.checkpoint import hand_over
+from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.fileio.training_state import TrainingStateError
-from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir
+from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir, find_last_complete_checkpoint
 
 
 # --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
