@@ -13,6 +13,14 @@ import beit_mm  # noqa: E402,F401  (registers the plugin)
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+@pytest.fixture(scope='session')
+def data_root(tmp_path_factory) -> str:
+    """A tiny ADE20K-layout demo root (4 training, 2 validation images of 72 px), read-only, shared by the tests that
+    train the tiny segmentor on it (modules with their own ``data_root`` keep theirs)."""
+    from beit_mm.data.demo import make_demo_ade20k
+    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade'), num_train=4, num_val=2, size=72)
+
+
 @pytest.fixture
 def rng() -> torch.Generator:
     return torch.Generator().manual_seed(0)

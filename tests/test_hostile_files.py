@@ -23,7 +23,6 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
-from beit_mm.data.demo import make_demo_ade20k
 
 from .test_tools import CONFIG, ROOT, _cfg, _load_tool
 
@@ -45,11 +44,6 @@ def make_hostile(checkpoint: dict, marker: str, cfg: Config, path: str) -> str:
     checkpoint['message_hub'] = hub
     torch.save(checkpoint, path)
     return path
-
-
-@pytest.fixture(scope='module')
-def data_root(tmp_path_factory) -> str:
-    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade'), num_train=4, num_val=2, size=72)
 
 
 @pytest.fixture(scope='module')

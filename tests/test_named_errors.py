@@ -20,7 +20,7 @@ from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_fro
 from beit_mm.apis.checkpoint import check_resumable
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
-from .test_hostile_files import MIM, data_root, runner_checkpoint  # noqa: F401  (module fixtures)
+from .test_hostile_files import MIM, runner_checkpoint  # noqa: F401  (a module fixture; data_root: conftest)
 from .test_tools import CONFIG, _cfg, _load_tool
 
 

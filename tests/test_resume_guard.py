@@ -32,7 +32,6 @@ from contextlib import contextmanager, redirect_stderr
 import pytest
 import torch
 
-from beit_mm.data.demo import make_demo_ade20k
 
 from .test_tools import CONFIG, ROOT, _load_tool
 
@@ -74,11 +73,6 @@ def time_limit(seconds: int):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture(scope='module')
-def data_root(tmp_path_factory) -> str:
-    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade'), num_train=4, num_val=2, size=72)
 
 
 @pytest.fixture(scope='module')

@@ -68,17 +68,18 @@ def check_checkpoint_file(path: str) -> None:
     if head.startswith(_ZIP_MAGIC):
         try:
             with zipfile.ZipFile(path) as archive:
-                names = archive.namelist()
+                records = archive.infolist()
         except (zipfile.BadZipFile, OSError):
             raise CheckpointFileError(
                 f'checkpoint {path} is truncated or corrupt ({size} bytes, a zip archive without its central '
                 'directory): the download or copy was interrupted, or the process writing it was killed. Fix: '
                 'download/copy it again (compare its size or sha256 with the source), or resume from an earlier '
                 'checkpoint (tools/train.py --resume picks the last complete one)') from None
-        if not any(n.endswith('data.pkl') for n in names):
+        if not any(r.filename.endswith('data.pkl') for r in records):
             raise CheckpointFileError(f'{path} is a zip archive but not a torch.save file (no data.pkl among '
-                                      f'{names[:4]}). Fix: give the .pth/.bin file itself, not an archive of it')
-        check_zip_records(path, size)
+                                      f'{[r.filename for r in records[:4]]}). Fix: give the .pth/.bin file itself, '
+                                      'not an archive of it')
+        check_zip_records(path, size, records)
         return
     if not head.startswith(_PICKLE_PROTOCOL_2):
         raise CheckpointFileError(
@@ -90,28 +91,26 @@ def check_checkpoint_file(path: str) -> None:
 MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
 
 
-def check_zip_records(path: str, size: int) -> None:
-    """Bound what a ``torch.save`` archive declares before torch reads it: a bounded number of records, each stored
-    uncompressed (``torch.save`` never compresses; a compressed record could inflate to any size) and lying inside
-    the file.
+def check_zip_records(path: str, size: int, records: list[zipfile.ZipInfo]) -> None:
+    """Bound what a ``torch.save`` archive declares (its ``records``, from the central directory) before torch reads
+    it: a bounded number of records, each stored uncompressed (``torch.save`` never compresses; a compressed record
+    could inflate to any size) and lying inside the file of ``size`` bytes.
 
     Raises:
         CheckpointFileError: naming the record and the problem.
     """
-    with zipfile.ZipFile(path) as archive:
-        records = archive.infolist()
-        if len(records) > MAX_ZIP_RECORDS:
-            raise CheckpointFileError(f'{path} declares {len(records)} records, more than {MAX_ZIP_RECORDS}: not a '
-                                      'checkpoint torch.save wrote. Fix: check the file\'s origin')
-        for record in records:
-            if record.compress_type != zipfile.ZIP_STORED:
-                raise CheckpointFileError(
-                    f'{path}: record {record.filename} is compressed (method {record.compress_type}); torch.save '
-                    'stores records uncompressed, so the file was made or repacked by something else. Fix: save it '
-                    'again with torch.save')
-            if record.file_size > size or record.header_offset + record.file_size > size:
-                raise CheckpointFileError(f'{path}: record {record.filename} declares {record.file_size} bytes, beyond '
-                                          f'the file\'s {size}: truncated or crafted. Fix: download/copy it again')
+    if len(records) > MAX_ZIP_RECORDS:
+        raise CheckpointFileError(f'{path} declares {len(records)} records, more than {MAX_ZIP_RECORDS}: not a '
+                                  'checkpoint torch.save wrote. Fix: check the file\'s origin')
+    for record in records:
+        if record.compress_type != zipfile.ZIP_STORED:
+            raise CheckpointFileError(
+                f'{path}: record {record.filename} is compressed (method {record.compress_type}); torch.save stores '
+                'records uncompressed, so the file was made or repacked by something else. Fix: save it again with '
+                'torch.save')
+        if record.file_size > size or record.header_offset + record.file_size > size:
+            raise CheckpointFileError(f'{path}: record {record.filename} declares {record.file_size} bytes, beyond the '
+                                      f'file\'s {size}: truncated or crafted. Fix: download/copy it again')
 
 
 def drop_stored_configs(obj: Mapping) -> list[str]:

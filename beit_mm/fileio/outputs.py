@@ -33,6 +33,7 @@ from mmengine.fileio import LocalBackend
 from .dataset_roots import DATASET_FOLDERS, DEMO_MARKER, enclosing_dataset_root
 from .manifest import (MANIFEST, NotOwnedError, file_sha256, folder_entries, manifest_text, owned_files,
                        read_manifest)
+from .paths import inside
 
 #: What ``check_output`` is asked about: one file; a folder the tool adds new, uniquely named entries to and never
 #: empties (a work dir: MMEngine's ``<timestamp>/`` folders, checkpoints guarded by :mod:`.work_dir`; a study's run
@@ -42,11 +43,6 @@ KINDS = ('file', 'dir', 'folder')
 
 class OutputError(OSError):
     """A destination that cannot or must not be written; the message names it, the problem and the fix."""
-
-
-def _inside(path: str, folder: str) -> bool:
-    """Whether the resolved ``path`` lies strictly under the resolved ``folder``."""
-    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -79,10 +75,10 @@ def check_inputs(path: str, inputs: Iterable[str | None], kind: str = 'file') ->
         if real == other or _same_file(path, item):
             raise OutputError(f'output {path} is the input {item} (the tool reads it): writing would destroy it; '
                               'nothing was written. Fix: choose another output path')
-        if _inside(real, other):
+        if inside(real, other):
             raise OutputError(f'output {path} lies inside the input folder {item}: outputs never go among the files a '
                               'tool reads; nothing was written. Fix: choose an output outside it')
-        if kind != 'dir' and _inside(other, real):
+        if kind != 'dir' and inside(other, real):
             raise OutputError(f'output folder {path} holds the input {item}: writing there could replace or remove '
                               'what the tool reads; nothing was written. Fix: choose an output folder that holds no '
                               'input')

@@ -32,7 +32,7 @@ import torch
 from mmengine.optim import OptimWrapperDict
 from torch import Tensor
 
-from .work_dir import inside
+from .paths import inside
 
 #: ``np.random.seed`` takes seeds in [0, 2**32 - 1]; MMEngine seeds numpy with the run seed.
 MAX_SEED = 2**32 - 1

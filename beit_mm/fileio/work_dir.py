@@ -18,6 +18,7 @@ import re
 from mmengine.logging import print_log
 
 from .checkpoint import is_complete_checkpoint
+from .paths import inside
 
 #: What an earlier run of ``tools/train.py`` leaves in its work dir (MMEngine's ``CheckpointHook`` names).
 CHECKPOINT_PATTERNS = ('iter_*.pth', 'epoch_*.pth', 'best_*.pth', 'last_checkpoint')
@@ -67,12 +68,6 @@ def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -
 
 
 MAX_POINTER_BYTES = 4096  # a last_checkpoint file holds one path
-
-
-def inside(path: str, folder: str) -> bool:
-    """Whether ``path``, links resolved, is ``folder`` or lies under it (links resolved too)."""
-    path, folder = osp.realpath(path), osp.realpath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
