@@ -11,7 +11,7 @@ Writes one training checkpoint the size of a BEiT-L run's (the backbone's weight
 - ``after``: ``check_resumable``, the weights check on what it read, then ``hand_over`` and MMEngine's load taking it.
 
 Model building, data and training steps are the same in both and are left out. Prints seconds, peak RSS and the
-ratio; the checkpoint is written once and reused (``--work-dir``; a folder this script made, refused otherwise).
+ratio; the checkpoint is written once into ``--work-dir`` (checked as every output is) and reused.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import os
 import os.path as osp
 import subprocess
 import sys
-import time
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 ARCHS = {'base': (768, 12), 'large': (1024, 24)}
@@ -88,12 +87,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--work-dir', default='work_dirs/benchmark_resume')
     parser.add_argument('--repeats', type=int, default=2, help='runs of each mode (alternating); the best is shown')
     args = parser.parse_args(argv)
-    marker = osp.join(args.work_dir, '.benchmark_resume')
-    if osp.isdir(args.work_dir) and os.listdir(args.work_dir) and not osp.isfile(marker):
-        raise SystemExit(f'benchmark_resume: {args.work_dir} holds files this script did not write. Fix: pass a new '
-                         '--work-dir')
+    from beit_mm.fileio.outputs import OutputError, check_output
+    try:  # a folder the script only adds its checkpoint to: no link, nothing inside a dataset
+        check_output(args.work_dir, overwrite=True, kind='dir')
+    except OutputError as error:
+        raise SystemExit(f'benchmark_resume: {error}') from None
     os.makedirs(args.work_dir, exist_ok=True)
-    open(marker, 'a').close()
     path = osp.join(args.work_dir, f'beit-{args.arch}_adamw.pth')
     if not osp.isfile(path):
         print(f'writing {path} ...', flush=True)
