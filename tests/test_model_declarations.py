@@ -7,7 +7,9 @@ or unscoped registry name and a class given as the config's type all get what th
   classifier (HF ``BeitForImageClassification``, not a bare ``BeitModel``);
 - ``beit_mm.converters.hf_config``: a BEiT subclass as a segmentor's backbone gets the BEiT checks of
   ``BeitForSemanticSegmentation`` (the last block cannot be a feature level);
-- ``beit_mm.data.checks``: subclasses of mmcv's ``LoadImageFromFile`` and mmseg's ``LoadAnnotations`` are read.
+- ``beit_mm.data.checks``: subclasses of mmcv's ``LoadImageFromFile`` and mmseg's ``LoadAnnotations`` are read;
+- ``beit_mm.engine.hooks.atomic_checkpoint.use_atomic_checkpoint_hook``: MMEngine's ``CheckpointHook`` however the
+  config names it (unscoped, scoped, the class itself as MMEngine's pure-Python configs write it) becomes atomic.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pytest
 from mmcv.transforms import LoadImageFromFile
 from mmengine.config import Config
 from mmengine.dataset import Compose
+from mmengine.hooks import CheckpointHook
 from mmpretrain.models.classifiers import ImageClassifier
 from mmseg.datasets.transforms import LoadAnnotations
 
@@ -28,6 +31,7 @@ from beit_mm.apis.inference import (CLASSIFIER_INFERENCE_WEIGHTS, ENCODER_DECODE
                                     segmentor_inference_weights)
 from beit_mm.converters.hf_config import HFIncompatible, segmentation_hf_config
 from beit_mm.data.checks import pipeline_loader, split_info
+from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.models.backbones.beit import BEiT
 from beit_mm.models.segmentors.eomt import EoMT
 from beit_mm.registry import MODELS
@@ -56,7 +60,7 @@ def registered(cls: type):
     try:
         yield f'beit_mm.{cls.__name__}'
     finally:
-        MODELS._module_dict.pop(cls.__name__)  # noqa: SLF001  (no public unregister; leave the registry as found)
+        MODELS._module_dict.pop(cls.__name__)  # no public unregister: leave the registry as found
 
 
 def _config(model_type, default_scope: str = 'mmseg', **model) -> Config:
@@ -150,3 +154,22 @@ def test_subclasses_of_the_loaders_are_read_by_the_dataset_checks():
     assert info.rule.reduce_zero_label and not info.applies_orientation  # the pipeline's, not the dataset's
     plain = _Split([LoadImageFromFile(), LoadAnnotations()])
     assert pipeline_loader(plain) == ('color', 'cv2') and not split_info(plain, 'train').rule.reduce_zero_label
+
+
+class KeepBestHook(CheckpointHook):
+    """A user's checkpoint hook: kept as it is."""
+
+
+def _checkpoint_hook_after(hook_type, default_scope: str = 'mmseg'):
+    cfg = Config(dict(default_scope=default_scope, default_hooks=dict(checkpoint=dict(type=hook_type, interval=2))))
+    use_atomic_checkpoint_hook(cfg)
+    assert cfg.default_hooks.checkpoint.interval == 2
+    return cfg.default_hooks.checkpoint.type
+
+
+def test_mmengines_checkpoint_hook_under_any_spelling_is_made_atomic():
+    for hook_type, scope in (('CheckpointHook', 'mmseg'), ('mmengine.CheckpointHook', 'mmpretrain'),
+                             (CheckpointHook, 'mmseg')):
+        assert _checkpoint_hook_after(hook_type, scope) == 'beit_mm.AtomicCheckpointHook', hook_type
+    assert _checkpoint_hook_after(KeepBestHook) is KeepBestHook
+    assert _checkpoint_hook_after('beit_mm.AtomicCheckpointHook') == 'beit_mm.AtomicCheckpointHook'
