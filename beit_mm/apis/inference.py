@@ -12,7 +12,7 @@
   (an mmseg ``BaseSegmentor``: ``EncoderDecoder``, ``beit_mm.EoMT``) and which of its weights inference reads;
   :func:`inference_weights`: the same for any config (``tools/test.py``). A model class declares them
   (``inference_weights``, as ``beit_mm.EoMT`` does); mmseg's ``EncoderDecoder`` and mmpretrain's
-  ``ImageClassifier``, which declare nothing, have theirs here (:func:`declared_inference_weights`).
+  ``ImageClassifier``, which declare nothing, have theirs here (:data:`FOREIGN_INFERENCE_WEIGHTS`).
 - :func:`check_loaded_weights`: a checkpoint fits a model for inference (shapes, dtypes, finite values, the weights
   inference reads present).
 """
@@ -48,10 +48,10 @@ ENCODER_DECODER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'decode_head.')  # no
 CLASSIFIER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'head.')  # mmpretrain ImageClassifier
 
 
-def _foreign_inference_weights() -> tuple[tuple[type, tuple[str, ...]], ...]:
-    """(class, the weight prefixes its inference reads) of the mmseg/mmpretrain classes, which declare no
-    ``inference_weights`` of their own; their subclasses read the same unless they declare otherwise."""
-    return ((EncoderDecoder, ENCODER_DECODER_INFERENCE_WEIGHTS), (ImageClassifier, CLASSIFIER_INFERENCE_WEIGHTS))
+# (class, the weight prefixes its inference reads) of the mmseg/mmpretrain classes, which declare no
+# ``inference_weights`` of their own; their subclasses read the same unless they declare otherwise
+FOREIGN_INFERENCE_WEIGHTS = ((EncoderDecoder, ENCODER_DECODER_INFERENCE_WEIGHTS),
+                             (ImageClassifier, CLASSIFIER_INFERENCE_WEIGHTS))
 
 
 def model_class(cfg: Config) -> type:
@@ -81,12 +81,12 @@ def is_segmentor_config(cfg: Config) -> bool:
 
 def declared_inference_weights(cls: type) -> tuple[str, ...]:
     """The name prefixes of the weights inference reads in a model of class ``cls``: what the class declares
-    (``inference_weights``, e.g. ``beit_mm.EoMT``), else what :func:`_foreign_inference_weights` holds for its
+    (``inference_weights``, e.g. ``beit_mm.EoMT``), else what :data:`FOREIGN_INFERENCE_WEIGHTS` holds for its
     mmseg/mmpretrain base class, else every weight (``''``)."""
     declared = getattr(cls, 'inference_weights', None)
     if declared is not None:
         return tuple(declared)
-    for base, weights in _foreign_inference_weights():
+    for base, weights in FOREIGN_INFERENCE_WEIGHTS:
         if issubclass(cls, base):
             return weights
     return ('', )
