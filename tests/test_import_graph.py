@@ -5,7 +5,12 @@
   ``converters/io.py`` of f67fafc fails :func:`test_no_import_circle_between_modules` there);
 - models import nothing from ``converters/`` or ``apis/``: a backbone's checkpoint filter lives next to it (timm's
   ``checkpoint_filter_fn``); at f67fafc ``models/backbones/beit.py`` imported ``converters.beit.adapt_to_model``,
-  ``models/backbones/pretrained.py`` ``converters.io`` and ``models/tokenizers/teachers.py`` ``converters.vqkd``.
+  ``models/backbones/pretrained.py`` ``converters.io`` and ``models/tokenizers/teachers.py`` ``converters.vqkd``;
+- the tools in ``apis/``, ``converters/`` and ``data/`` ask a model or transform what it is by its class
+  (``isinstance``, a registry lookup, an attribute the class declares), never by a class-name string: a
+  ``__name__`` or a config's ``type`` compared with string literals (at f7d14e4: ``apis/inference.py`` 'EoMT',
+  ``apis/export.py`` and ``apis/hub.py`` 'ImageClassifier', ``converters/hf_config.py`` 'BEiT' and the HF heads,
+  ``data/checks.py`` 'LoadImageFromFile'/'LoadAnnotations'); a subclass or a scoped name fails such a test.
 
 Imports anywhere in a file count, also those inside functions.
 """
@@ -92,3 +97,64 @@ def test_models_import_nothing_from_converters_or_apis():
     upward = {m: sorted(t for t in ts if t.startswith(('beit_mm.converters', 'beit_mm.apis')))
               for m, ts in graph.items() if m.startswith('beit_mm.models')}
     assert not any(upward.values()), {m: t for m, t in upward.items() if t}
+
+
+# mmengine's own test for a pretrained init is this string (mmengine/model/base_module.py: init_cfg['type'] ==
+# 'Pretrained'); beit_mm.apis.inference.drop_pretrained_init matches exactly what mmengine would load
+SAME_STRING_AS_MMENGINE = {'Pretrained'}
+
+
+def _string_literals(node: ast.AST, constants: dict[str, set[str]]) -> set[str] | None:
+    """The strings of a literal (a str, or a tuple/list/set of them) or of a module-level name bound to one."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts:
+        parts = [_string_literals(e, constants) for e in node.elts]
+        return set().union(*parts) if all(p is not None for p in parts) else None
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    return None
+
+
+def _names_a_class(node: ast.AST) -> bool:
+    """``x.__name__`` (``type(x).__name__``, ``x.__class__.__name__``) or a config's type (``x.get('type')``,
+    ``x['type']``)."""
+    if isinstance(node, ast.Attribute) and node.attr == '__name__':
+        return True
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'get' and node.args
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == 'type'):
+        return True
+    return (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+            and node.slice.value == 'type')
+
+
+def class_name_dispatch(root: str, folders=('apis', 'converters', 'data')) -> list[str]:
+    """``path:line`` of every comparison (``==``, ``!=``, ``in``, ``not in``) of a class name or config type with
+    string literals in the source files under ``root/beit_mm/<folders>``."""
+    found = []
+    for top in folders:
+        for folder, _, files in os.walk(osp.join(root, 'beit_mm', top)):
+            for name in sorted(files):
+                if not name.endswith('.py'):
+                    continue
+                path = osp.join(folder, name)
+                tree = ast.parse(open(path).read())
+                constants = {}
+                for stmt in tree.body:
+                    target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+                    strings = _string_literals(stmt.value, {}) if isinstance(target, ast.Name) else None
+                    if strings is not None:
+                        constants[target.id] = strings
+                for node in ast.walk(tree):
+                    if not isinstance(node, ast.Compare) or not all(
+                            isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+                        continue
+                    operands = [node.left, *node.comparators]
+                    strings = set().union(*(_string_literals(o, constants) or set() for o in operands))
+                    if strings and not strings <= SAME_STRING_AS_MMENGINE and any(map(_names_a_class, operands)):
+                        found.append(f'{osp.relpath(path, root)}:{node.lineno}')
+    return found
+
+
+def test_tools_ask_the_class_not_its_name():
+    assert not class_name_dispatch(ROOT), class_name_dispatch(ROOT)

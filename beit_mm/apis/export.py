@@ -30,13 +30,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from mmengine.config import Config
+from mmpretrain.models.classifiers import ImageClassifier
 from torch import Tensor, nn
 
 from ..models.backbones.beit import BEiT
 from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
-from .inference import is_segmentor_config
+from .inference import is_segmentor_config, model_class
 
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
@@ -48,11 +49,12 @@ class ExportError(ValueError):
 
 
 def model_kind(cfg: Config) -> str:
-    """'segmentor' (mmseg EncoderDecoder: a ``decode_head``), 'classifier' (mmpretrain ``ImageClassifier``) or
-    'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is exported)."""
+    """'segmentor' (an mmseg segmentor: ``EncoderDecoder``, ``beit_mm.EoMT``), 'classifier' (mmpretrain
+    ``ImageClassifier``) or 'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is
+    exported); a subclass counts as its base class (:func:`beit_mm.apis.inference.model_class`)."""
     if is_segmentor_config(cfg):
         return 'segmentor'
-    if cfg.model.get('type') in ('ImageClassifier', 'mmpretrain.ImageClassifier'):
+    if issubclass(model_class(cfg), ImageClassifier):
         return 'classifier'
     return 'backbone'
 

@@ -20,6 +20,7 @@ import json
 import os.path as osp
 
 import torch
+from mmpretrain.models.classifiers import ImageClassifier
 from torch import Tensor, nn
 
 from ..converters.beit import beit_to_hf, beit_to_timm, convert_beit
@@ -36,11 +37,12 @@ from ..fileio.outputs import atomic_dir, atomic_file
 
 
 def model_parts(model: nn.Module) -> tuple[str, nn.Module]:
-    """('segmentor' | 'classifier' | 'backbone', the backbone) of a built beit_mm/mmseg/mmpretrain model."""
+    """('segmentor' | 'classifier' | 'backbone', the backbone) of a built beit_mm/mmseg/mmpretrain model; a
+    classifier is an mmpretrain ``ImageClassifier`` (or a subclass) with a neck and a head."""
     backbone = getattr(model, 'backbone', model)
     if hasattr(model, 'decode_head'):
         return 'segmentor', backbone
-    if hasattr(model, 'head') and hasattr(model, 'neck') and type(model).__name__ == 'ImageClassifier':
+    if isinstance(model, ImageClassifier) and hasattr(model, 'head') and hasattr(model, 'neck'):
         return 'classifier', backbone
     return 'backbone', backbone
 

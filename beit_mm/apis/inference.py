@@ -5,9 +5,14 @@
   weights are enough, as for counting FLOPs).
 - :func:`resolve_checkpoint`: a ``.pth`` file, or a ``tools/train.py`` work dir (its ``last_checkpoint``).
 - :func:`build_from_config` / :func:`load_model`: the config's model, random or from a training checkpoint.
+- :func:`model_class`: the class a config's model builds, its ``type`` looked up in the registry as
+  ``MODELS.build`` does (so ``'EoMT'`` in scope ``beit_mm``, ``'beit_mm.EoMT'`` and a subclass registered under
+  another name are all told apart by class, not by name).
 - :func:`is_segmentor_config` / :func:`segmentor_inference_weights`: whether a config is a semantic segmentor
-  (an mmseg ``EncoderDecoder`` with a decode head, or ``beit_mm.EoMT``) and which of its weights inference reads;
-  :func:`inference_weights`: the same for any config (``tools/test.py``).
+  (an mmseg ``BaseSegmentor``: ``EncoderDecoder``, ``beit_mm.EoMT``) and which of its weights inference reads;
+  :func:`inference_weights`: the same for any config (``tools/test.py``). A model class declares them
+  (``inference_weights``, as ``beit_mm.EoMT`` does); mmseg's ``EncoderDecoder`` and mmpretrain's
+  ``ImageClassifier``, which declare nothing, have theirs here (:data:`FOREIGN_INFERENCE_WEIGHTS`).
 - :func:`check_loaded_weights`: a checkpoint fits a model for inference (shapes, dtypes, finite values, the weights
   inference reads present).
 """
@@ -17,6 +22,8 @@ import os.path as osp
 
 from mmengine.config import Config, ConfigDict
 from mmengine.registry import init_default_scope
+from mmpretrain.models.classifiers import ImageClassifier
+from mmseg.models.segmentors import BaseSegmentor, EncoderDecoder
 from torch import nn
 
 from ..fileio.checkpoint import load_state_dict_file
@@ -37,34 +44,66 @@ def drop_pretrained_init(node) -> None:
             drop_pretrained_init(value)
 
 
-EOMT_TYPES = ('EoMT', 'beit_mm.EoMT')
-# EoMT: its masked blocks' annealing probabilities decide whether inference masks attention; not the loss's buffers
-EOMT_INFERENCE_WEIGHTS = ('backbone.', 'q.', 'class_head.', 'mask_head.', 'upscale.', 'attn_mask_probs')
 ENCODER_DECODER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'decode_head.')  # not the auxiliary head
-
-
-def is_segmentor_config(cfg: Config) -> bool:
-    """True for a semantic segmentor: an mmseg ``EncoderDecoder`` (a ``decode_head``) or a ``beit_mm.EoMT``."""
-    return 'decode_head' in cfg.model or cfg.model.get('type') in EOMT_TYPES
-
-
 CLASSIFIER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'head.')  # mmpretrain ImageClassifier
 
 
-def inference_weights(cfg: Config) -> tuple[str, ...]:
-    """The name prefixes of the weights a config's model reads at test time: a segmentor's
-    (:func:`segmentor_inference_weights`), a classifier's (:data:`CLASSIFIER_INFERENCE_WEIGHTS`), else every weight
-    (``''``)."""
-    if is_segmentor_config(cfg):
-        return segmentor_inference_weights(cfg)
-    if 'head' in cfg.model and 'target_generator' not in cfg.model:
-        return CLASSIFIER_INFERENCE_WEIGHTS
+# (class, the weight prefixes its inference reads) of the mmseg/mmpretrain classes, which declare no
+# ``inference_weights`` of their own; their subclasses read the same unless they declare otherwise
+FOREIGN_INFERENCE_WEIGHTS = ((EncoderDecoder, ENCODER_DECODER_INFERENCE_WEIGHTS),
+                             (ImageClassifier, CLASSIFIER_INFERENCE_WEIGHTS))
+
+
+def model_class(cfg: Config) -> type:
+    """The class ``cfg.model`` builds: its ``type`` (a registered name, scoped or not, or a class) looked up in
+    MMEngine's ``MODELS`` in the config's ``default_scope`` (``'mmseg'`` when unset, as :func:`build_from_config`),
+    the lookup ``MODELS.build`` makes. Raises ``KeyError`` naming the config and the fix when nothing is
+    registered under that name."""
+    from mmengine.registry import MODELS
+    model_type = cfg.model.get('type')
+    if isinstance(model_type, type):
+        return model_type
+    scope = cfg.get('default_scope', 'mmseg')
+    with MODELS.switch_scope_and_registry(scope) as registry:
+        cls = registry.get(model_type) if isinstance(model_type, str) else None
+    if cls is None:
+        raise KeyError(f'{cfg.filename or "the config"}: model type {model_type!r} is registered nowhere in scope '
+                       f'{scope!r}. Fix: spell it with its scope (\'beit_mm.EoMT\', \'mmpretrain.ImageClassifier\') or '
+                       "import its package (custom_imports=dict(imports=['beit_mm'], allow_failed_imports=False))")
+    return cls
+
+
+def is_segmentor_config(cfg: Config) -> bool:
+    """True for a semantic segmentor: the config's model is an mmseg ``BaseSegmentor`` (``EncoderDecoder``,
+    ``beit_mm.EoMT``, a subclass of either)."""
+    return issubclass(model_class(cfg), BaseSegmentor)
+
+
+def declared_inference_weights(cls: type) -> tuple[str, ...]:
+    """The name prefixes of the weights inference reads in a model of class ``cls``: what the class declares
+    (``inference_weights``, e.g. ``beit_mm.EoMT``), else what :data:`FOREIGN_INFERENCE_WEIGHTS` holds for its
+    mmseg/mmpretrain base class, else every weight (``''``)."""
+    declared = getattr(cls, 'inference_weights', None)
+    if declared is not None:
+        return tuple(declared)
+    for base, weights in FOREIGN_INFERENCE_WEIGHTS:
+        if issubclass(cls, base):
+            return weights
     return ('', )
 
 
+def inference_weights(cfg: Config) -> tuple[str, ...]:
+    """The name prefixes of the weights a config's model reads at test time (:func:`declared_inference_weights` of
+    :func:`model_class`): a segmentor's, a classifier's (:data:`CLASSIFIER_INFERENCE_WEIGHTS`), else every weight
+    (``''``, e.g. a MIM model)."""
+    return declared_inference_weights(model_class(cfg))
+
+
 def segmentor_inference_weights(cfg: Config) -> tuple[str, ...]:
-    """The name prefixes of the weights a segmentor's inference reads (a checkpoint lacking one is refused)."""
-    return EOMT_INFERENCE_WEIGHTS if cfg.model.get('type') in EOMT_TYPES else ENCODER_DECODER_INFERENCE_WEIGHTS
+    """The name prefixes of the weights a segmentor's inference reads (a checkpoint lacking one is refused):
+    :func:`inference_weights` (``beit_mm.EoMT.inference_weights``, an ``EncoderDecoder``'s
+    :data:`ENCODER_DECODER_INFERENCE_WEIGHTS`)."""
+    return inference_weights(cfg)
 
 
 def resolve_checkpoint(path: str) -> str:

@@ -23,7 +23,14 @@ What HF's ``BeitForSemanticSegmentation`` (transformers 4.46) can hold, from its
 """
 from __future__ import annotations
 
+from mmpretrain.models.heads import LinearClsHead
+from mmseg.models.decode_heads import FCNHead, UPerHead
+from mmseg.models.necks import Feature2Pyramid
 from torch import nn
+
+from ..models.backbones.beit import BEiT
+from ..models.backbones.cvt import PATCH_KERNELS, PATCH_PADDINGS, PATCH_STRIDES, QuickGELU
+from ..models.necks.mean_pool import MeanPoolNeck
 
 
 class HFIncompatible(ValueError):
@@ -50,7 +57,6 @@ def _layer_norm_eps(backbone: nn.Module, problems: list[str]) -> float | None:
 def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
     """``BeitConfig`` fields of a ``beit_mm.BEiT``. ``use_mean_pooling``: HF's switch between a final ``layernorm``
     on all tokens (False: beit_mm ``norm``) and a mean-pooled ``pooler.layernorm`` (True: beit_mm ``fc_norm``)."""
-    from ..models.backbones.beit import BEiT
     if not isinstance(backbone, BEiT):
         raise HFIncompatible(f'HF BEiT classes hold a beit_mm.BEiT backbone, not {type(backbone).__name__}')
     problems = []
@@ -99,7 +105,7 @@ def segmentation_hf_config(segmentor: nn.Module, classes: list[str] | None = Non
     except HFIncompatible as error:
         problems.append(str(error))
         cfg = {}
-    if backbone.__class__.__name__ == 'BEiT':
+    if isinstance(backbone, BEiT):
         if backbone.norm is not None:
             problems.append('final_norm=True (HF segmentation features skip the final norm)')
         blocks = list(backbone.out_indices)
@@ -112,9 +118,11 @@ def segmentation_hf_config(segmentor: nn.Module, classes: list[str] | None = Non
                             '(the last block cannot be a feature level)')
         cfg['out_indices'] = [b + 2 for b in blocks]
     neck, head, aux = segmentor.neck, segmentor.decode_head, getattr(segmentor, 'auxiliary_head', None)
-    if type(neck).__name__ != 'Feature2Pyramid' or list(neck.rescales) != [4, 2, 1, 0.5]:
+    # the neck and heads are compared by exact class: HF mirrors these classes' forward, which a subclass may change
+    # (mmseg's NLHead, CCHead, DepthwiseSeparableFCNHead, ... are FCNHeads with other modules)
+    if type(neck) is not Feature2Pyramid or list(neck.rescales) != [4, 2, 1, 0.5]:
         problems.append(f'neck {type(neck).__name__} (HF: Feature2Pyramid with rescales [4, 2, 1, 0.5])')
-    if type(head).__name__ != 'UPerHead':
+    if type(head) is not UPerHead:
         problems.append(f'decode head {type(head).__name__} (HF: UPerHead)')
     else:
         width = getattr(backbone, 'embed_dims', None)
@@ -130,7 +138,7 @@ def segmentation_hf_config(segmentor: nn.Module, classes: list[str] | None = Non
     cfg['use_auxiliary_head'] = aux is not None
     if aux is not None:
         convs = [m for m in aux.modules() if isinstance(m, nn.Conv2d) and m is not aux.conv_seg]
-        if (type(aux).__name__ != 'FCNHead' or aux.in_index != 2
+        if (type(aux) is not FCNHead or aux.in_index != 2
                 or any(c.kernel_size != (3, 3) or c.dilation != (1, 1) or c.padding != (1, 1) for c in convs)):
             problems.append(f'auxiliary head {type(aux).__name__} (HF: FCNHead on level 2, 3x3 convs, dilation 1)')
         else:
@@ -150,7 +158,7 @@ def classification_hf_config(classifier: nn.Module, classes: list[str] | None = 
     """``BeitConfig`` of an mmpretrain ``ImageClassifier`` (BEiT + ``MeanPoolNeck`` + ``LinearClsHead``) for
     ``BeitForImageClassification``."""
     neck, head = classifier.neck, classifier.head
-    if type(neck).__name__ != 'MeanPoolNeck' or type(head).__name__ != 'LinearClsHead':
+    if type(neck) is not MeanPoolNeck or type(head) is not LinearClsHead:
         raise HFIncompatible(f'HF BeitForImageClassification holds BEiT + MeanPoolNeck + LinearClsHead, not '
                              f'{type(neck).__name__} + {type(head).__name__}')
     if classifier.backbone.norm is not None:
@@ -162,7 +170,6 @@ def classification_hf_config(classifier: nn.Module, classes: list[str] | None = 
 
 def cvt_hf_config(backbone: nn.Module, num_classes: int | None = None, classes: list[str] | None = None) -> dict:
     """``CvtConfig`` of a ``beit_mm.CvT`` (``num_classes``: a ``CvtForImageClassification``, else ``CvtModel``)."""
-    from ..models.backbones.cvt import PATCH_KERNELS, PATCH_PADDINGS, PATCH_STRIDES, QuickGELU
     problems = []
     if any(isinstance(m, QuickGELU) for m in backbone.modules()):
         problems.append("act='quick_gelu' (HF CvT runs exact GELU; only act='gelu' models give identical outputs)")

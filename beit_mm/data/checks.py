@@ -60,7 +60,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from mmcv.transforms import LoadImageFromFile
 from mmengine.logging import print_log
+from mmseg.datasets.transforms import LoadAnnotations
 from PIL import Image
 
 # files named per problem in a message; the count is always complete
@@ -466,10 +468,10 @@ def check_split(split: SplitInfo,
 
 
 def pipeline_loader(dataset) -> tuple[str, str]:
-    """``(color_type, imdecode_backend)`` of the first ``LoadImageFromFile`` in a dataset's pipeline (mmcv's
-    defaults ``('color', 'cv2')`` when there is none)."""
+    """``(color_type, imdecode_backend)`` of the first mmcv ``LoadImageFromFile`` (or subclass) in a dataset's
+    pipeline (mmcv's defaults ``('color', 'cv2')`` when there is none)."""
     for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
-        if type(transform).__name__ == 'LoadImageFromFile':
+        if isinstance(transform, LoadImageFromFile):
             return (str(getattr(transform, 'color_type', 'color')),
                     str(getattr(transform, 'imdecode_backend', 'cv2')))
     return 'color', 'cv2'
@@ -478,12 +480,13 @@ def pipeline_loader(dataset) -> tuple[str, str]:
 def split_info(dataset, name: str) -> SplitInfo:
     """Describe an mmseg ``BaseSegDataset`` (after ``full_init``) for :func:`check_split`.
 
-    ``reduce_zero_label`` is the one ``LoadAnnotations`` in the pipeline uses (its own argument, else the
-    dataset's); the class count is ``len(dataset.metainfo['classes'])``; the ignore index ``dataset.ignore_index``.
+    ``reduce_zero_label`` is the one mmseg's ``LoadAnnotations`` (or a subclass) in the pipeline uses (its own
+    argument, else the dataset's); the class count is ``len(dataset.metainfo['classes'])``; the ignore index
+    ``dataset.ignore_index``.
     """
     reduce_zero_label = bool(getattr(dataset, 'reduce_zero_label', False))
     for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
-        if type(transform).__name__ == 'LoadAnnotations' and getattr(transform, 'reduce_zero_label', None) is not None:
+        if isinstance(transform, LoadAnnotations) and transform.reduce_zero_label is not None:
             reduce_zero_label = bool(transform.reduce_zero_label)
     rule = LabelRule(num_classes=len(dataset.metainfo['classes']), reduce_zero_label=reduce_zero_label,
                      ignore_index=int(getattr(dataset, 'ignore_index', 255)))

@@ -26,6 +26,7 @@ import string
 
 from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
+from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
 from beit_mm.registry import HOOKS
 
@@ -103,7 +104,15 @@ class AtomicCheckpointHook(CheckpointHook):
 
 def use_atomic_checkpoint_hook(cfg) -> None:
     """Replace MMEngine's ``CheckpointHook`` in ``cfg.default_hooks.checkpoint`` by ``beit_mm.AtomicCheckpointHook``
-    (same arguments; what ``tools/train.py`` does for every config). Other checkpoint hook types are kept."""
+    (same arguments; what ``tools/train.py`` does for every config). The hook's ``type`` is looked up as the Runner
+    builds it (MMEngine's ``HOOKS`` in the config's ``default_scope``; a class is taken as it is), so any spelling of
+    ``CheckpointHook`` is replaced; other checkpoint hook classes, subclasses included, are kept."""
     hook = cfg.get('default_hooks', {}).get('checkpoint')
-    if hook is not None and hook.get('type') in ('CheckpointHook', 'mmengine.CheckpointHook'):
+    if hook is None:
+        return
+    hook_type = hook.get('type')
+    if isinstance(hook_type, str):
+        with MMENGINE_HOOKS.switch_scope_and_registry(cfg.get('default_scope')) as registry:
+            hook_type = registry.get(hook_type)
+    if hook_type is CheckpointHook:
         hook['type'] = 'beit_mm.AtomicCheckpointHook'

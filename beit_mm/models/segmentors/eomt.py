@@ -98,6 +98,11 @@ class EoMT(EncoderDecoder):
         data_preprocessor, train_cfg, test_cfg, init_cfg: as mmseg's ``EncoderDecoder``.
     """
 
+    #: The weights inference reads (``beit_mm.apis.inference.inference_weights``: a checkpoint lacking one is refused),
+    #: as name prefixes: the queries and heads, and the masked blocks' annealing probabilities, which decide whether
+    #: inference masks attention; not the loss's buffers.
+    inference_weights = ('backbone.', 'q.', 'class_head.', 'mask_head.', 'upscale.', 'attn_mask_probs')
+
     def __init__(self,
                  backbone: dict,
                  num_classes: int,
