@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from mmengine.hooks import Hook
 from mmengine.optim import build_optim_wrapper
 
 from beit_mm.registry import MODELS, PARAM_SCHEDULERS
@@ -22,11 +23,11 @@ def tiny_eomt() -> torch.nn.Module:
     every kind of backbone parameter a BEiT can hold is present."""
     torch.manual_seed(0)
     return MODELS.build(
-        dict(type='EoMT', num_classes=5, num_queries=3, num_blocks=NUM_L2,
-             backbone=dict(type='BEiT', arch=dict(embed_dims=16, num_layers=DEPTH, num_heads=2, mlp_ratio=2.0),
+        dict(type='beit_mm.EoMT', num_classes=5, num_queries=3, num_blocks=NUM_L2,
+             backbone=dict(type='beit_mm.BEiT', arch=dict(embed_dims=16, num_layers=DEPTH, num_heads=2, mlp_ratio=2.0),
                            img_size=32, patch_size=8, use_abs_pos_emb=True, use_rel_pos_bias=False,
                            use_shared_rel_pos_bias=True, with_mask_token=True, final_norm=True, drop_path_rate=0.0),
-             loss=dict(type='MaskClassificationLoss', num_classes=5, num_points=64)))
+             loss=dict(type='beit_mm.MaskClassificationLoss', num_classes=5, num_points=64)))
 
 
 def optim_wrapper(model, **paramwise):
@@ -182,3 +183,101 @@ def test_scheduler_needs_tagged_groups():
     with pytest.raises(ValueError, match='EoMTLayerDecayOptimWrapperConstructor'):
         PARAM_SCHEDULERS.build(dict(type='TwoStageWarmupPolyLR', warmup_steps=(3, 5), by_epoch=False, end=20),
                                default_args=dict(optimizer=plain))
+
+
+# ---- schedules under gradient accumulation ----------------------------------------------------------------------
+UPDATES, ACC_WARMUP, ANNEAL_START, ANNEAL_END = 8, (2, 2), [1, 3], [3, 6]
+
+
+class _ScheduleRecorder(Hook):
+    """Records, through torch's own hooks, each group's lr when the optimizer really steps and the annealing
+    probabilities each forward of the model uses."""
+
+    def __init__(self) -> None:
+        self.steps, self.forwards = [], []
+
+    def before_train(self, runner) -> None:
+        optimizer = runner.optim_wrapper.optimizer
+        optimizer.register_step_pre_hook(
+            lambda opt, args, kwargs: self.steps.append([(g['lr'], g['is_backbone']) for g in opt.param_groups]))
+        runner.model.register_forward_pre_hook(
+            lambda module, args: self.forwards.append(module.attn_mask_probs.tolist()))
+
+
+def _train_and_record(tmp_path, batch_size: int, counts: int) -> _ScheduleRecorder:
+    """``tiny_eomt`` trained by MMEngine's Runner for ``UPDATES`` optimizer updates of ``batch_size`` images x
+    ``counts`` accumulated iterations, with the official schedule's structure: warmup ``ACC_WARMUP`` and annealing
+    ``ANNEAL_START``/``ANNEAL_END`` in optimizer updates, as the official configs give them, ``end = max_iters``."""
+    from mmengine.dataset import pseudo_collate
+    from mmengine.runner import Runner
+    from mmengine.structures import PixelData
+    from mmseg.structures import SegDataSample
+
+    g = torch.Generator().manual_seed(0)
+    samples = []
+    for _ in range(16 * UPDATES):  # one pass: MMEngine sleeps 2 s each time a finite loader restarts
+        sample = SegDataSample()
+        sample.gt_sem_seg = PixelData(data=torch.randint(0, 2, (1, 32, 32), generator=g))
+        sample.set_metainfo(dict(img_shape=(32, 32), ori_shape=(32, 32), pad_shape=(32, 32)))
+        samples.append(dict(inputs=torch.randint(0, 256, (3, 32, 32), generator=g, dtype=torch.uint8),
+                            data_samples=sample))
+    model = tiny_eomt()
+    model.mask_annealing = dict(start_steps=ANNEAL_START, end_steps=ANNEAL_END, poly_power=0.9)
+    model.data_preprocessor = MODELS.build(dict(type='mmseg.SegDataPreProcessor', mean=[0.0] * 3, std=[255.0] * 3, size=(32, 32)))
+    max_iters = UPDATES * counts
+    recorder = _ScheduleRecorder()
+    runner = Runner(
+        model=model, work_dir=str(tmp_path / f'b{batch_size}x{counts}'), experiment_name=f'acc_{batch_size}x{counts}',
+        train_dataloader=torch.utils.data.DataLoader(samples, batch_size=batch_size, shuffle=False,
+                                                     collate_fn=pseudo_collate),
+        optim_wrapper=dict(type='OptimWrapper', optimizer=dict(type='AdamW', lr=BASE_LR, weight_decay=WD),
+                           accumulative_counts=counts, constructor='beit_mm.EoMTLayerDecayOptimWrapperConstructor',
+                           paramwise_cfg=dict(layer_decay_rate=LLRD)),
+        param_scheduler=[dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=ACC_WARMUP, poly_power=0.9,
+                              by_epoch=False, begin=0, end=max_iters)],
+        train_cfg=dict(by_epoch=False, max_iters=max_iters),
+        default_hooks=dict(checkpoint=None, logger=dict(type='LoggerHook', interval=max_iters)),
+        custom_hooks=[dict(type='beit_mm.EoMTMaskAnnealingHook'), recorder], default_scope='mmseg')
+    runner.train()
+    return recorder
+
+
+def test_accumulated_run_follows_the_batch_16_schedules_update_by_update(tmp_path):
+    """Issue 41 (tue-mps/eomt#72): a total batch of 16 as 4 images x 4 accumulated iterations. At every optimizer
+    step each group's lr equals the batch-16 run's at the same update, and every forward of the update's 4
+    micro-batches uses the annealing probabilities of the batch-16 run's forward of that update: the whole curves,
+    warmups, poly decay to the last update and annealing included. The batch-16 run itself is checked against the
+    official rules (``official_schedule``; ``lightning_module.py:199-209`` as ``official_probability``), and each
+    batch-16 step/forward is one update of the official run (``global_step``)."""
+    from .test_mask_annealing import official_probability
+    whole = _train_and_record(tmp_path, batch_size=16, counts=1)
+    accumulated = _train_and_record(tmp_path, batch_size=4, counts=4)
+    assert len(whole.steps) == len(accumulated.steps) == UPDATES
+    assert len(whole.forwards) == UPDATES and len(accumulated.forwards) == 4 * UPDATES
+    base = [lr for lr, _ in whole.steps[-1]]  # poly decays every group to base * (1 / T') ** 0.9 > 0 at the last
+    for k in range(UPDATES):
+        assert accumulated.steps[k] == whole.steps[k], k
+        assert accumulated.forwards[4 * k:4 * k + 4] == [whole.forwards[k]] * 4, k
+        for j, (start, end) in enumerate(zip(ANNEAL_START, ANNEAL_END)):
+            assert whole.forwards[k][j] == pytest.approx(official_probability(start, k, end), abs=1e-6), (k, j)
+    model = tiny_eomt()
+    wrapper = optim_wrapper(model)
+    names = {id(p): n for n, p in model.named_parameters()}
+    want_base = official_lrs(model, BASE_LR, LLRD, True)
+    for i, group in enumerate(wrapper.optimizer.param_groups):
+        for k in range(UPDATES):
+            lr, is_backbone = whole.steps[k][i]
+            want = official_schedule(k, want_base[names[id(group['params'][0])]], is_backbone, ACC_WARMUP, UPDATES,
+                                     0.9)
+            assert math.isclose(lr, want, rel_tol=1e-12, abs_tol=1e-20), (k, i, lr, want, base[i])
+    seen = {(j, 0.0 < f[j] < 1.0) for f in whole.forwards for j in range(2)}
+    assert seen == {(0, True), (0, False), (1, True), (1, False)}  # each block seen annealing and not
+
+
+def test_scheduler_refuses_a_begin_inside_an_update():
+    wrapper = build_optim_wrapper(tiny_eomt(), dict(
+        type='OptimWrapper', optimizer=dict(type='AdamW', lr=BASE_LR, weight_decay=WD), accumulative_counts=4,
+        constructor='beit_mm.EoMTLayerDecayOptimWrapperConstructor', paramwise_cfg=dict(layer_decay_rate=LLRD)))
+    with pytest.raises(ValueError, match='multiple of optim_wrapper.accumulative_counts'):
+        PARAM_SCHEDULERS.build(dict(type='TwoStageWarmupPolyLR', warmup_steps=(3, 5), by_epoch=False, begin=2,
+                                    end=20), default_args=dict(optimizer=wrapper))

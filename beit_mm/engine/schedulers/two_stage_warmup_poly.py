@@ -1,8 +1,9 @@
-"""EoMT's learning-rate schedule: a two-stage linear warmup, then polynomial decay, per optimizer step.
+"""EoMT's learning-rate schedule: a two-stage linear warmup, then polynomial decay, per optimizer update.
 
 The official rule (github.com/tue-mps/eomt at ``7bd19dd``, ``training/two_stage_warmup_poly_schedule.py:26-49``),
-with ``W0, W1 = warmup_steps``, ``T`` the total number of steps, ``p`` the poly power and ``t`` the step (0 for the
-first update):
+with ``W0, W1 = warmup_steps``, ``T`` the total number of optimizer updates, ``p`` the poly power and ``t`` the
+updates done (0 for the first update; Lightning's ``global_step``, which gradient accumulation does not advance
+between updates: :mod:`beit_mm.engine.optim_updates`):
 
 - groups outside the backbone (queries, heads): ``base * t / W0`` while ``t < W0`` (when ``W0 > 0``), then
   ``base * (1 - (t - W0) / max(1, T - W0)) ** p``;
@@ -18,6 +19,8 @@ from mmengine.optim.scheduler.lr_scheduler import LRSchedulerMixin
 from mmengine.optim.scheduler.param_scheduler import INF, _ParamScheduler
 
 from beit_mm.registry import PARAM_SCHEDULERS
+
+from ..optim_updates import accumulative_counts, total_updates, updates_done
 
 #: Param-group key: True for groups of backbone parameters (two-stage warmup), False for the rest (one-stage warmup).
 BACKBONE_GROUP_KEY = 'is_backbone'
@@ -42,24 +45,27 @@ def two_stage_warmup_poly_factor(step: int, is_backbone: bool, warmup_steps: tup
 
 @PARAM_SCHEDULERS.register_module()
 class TwoStageWarmupPolyLR(LRSchedulerMixin, _ParamScheduler):
-    """EoMT's two-stage warmup + poly learning-rate schedule, stepped every iteration.
+    """EoMT's two-stage warmup + poly learning-rate schedule, counted in optimizer updates.
 
     Config::
 
         param_scheduler = [dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=(500, 1000), poly_power=0.9,
                                 by_epoch=False, begin=0, end=max_iters)]
 
-    The total ``T`` of the poly decay is ``end - begin``; the step ``t`` counts iterations from ``begin``, so the
-    iteration after ``t`` optimizer steps trains with the rule at ``t`` (the official scheduler is stepped after each
-    optimizer step, Lightning's ``interval: 'step'``, ``lightning_module.py:162-168``). With gradient accumulation
-    MMEngine still steps schedulers every iteration: give ``warmup_steps`` and ``end`` in iterations.
+    MMEngine steps it every iteration; with the optim wrapper's ``accumulative_counts = A`` (read from the wrapper it
+    is built on) iteration ``i`` from ``begin`` trains with the rule at ``t = i // A`` updates, and ``T`` is
+    ``ceil((end - begin) / A)`` updates, so the optimizer step that ends update ``t`` uses the lr the official
+    scheduler gives after ``t`` optimizer steps (stepped after each, Lightning's ``interval: 'step'``,
+    ``lightning_module.py:162-168``): a 4-image x 4-accumulation run follows the batch-16 run's curve update by
+    update. ``warmup_steps`` are optimizer updates (the official values hold at any ``A``); ``begin`` and ``end`` are
+    iterations, as for every MMEngine scheduler (``end=max_iters``).
 
     Args:
         optimizer: the optim wrapper (or optimizer) whose param groups all carry :data:`BACKBONE_GROUP_KEY`.
-        warmup_steps: ``(W0, W1)``: the heads' warmup, then the backbone's (official default ``[500, 1000]``,
-            ``training/mask_classification_semantic.py:34``).
+        warmup_steps: ``(W0, W1)`` optimizer updates: the heads' warmup, then the backbone's (official default
+            ``[500, 1000]``, ``training/mask_classification_semantic.py:34``).
         poly_power: ``p`` (official default 0.9, ``mask_classification_semantic.py:33``).
-        begin, end: iterations where the schedule starts and ends; ``end`` is required.
+        begin, end: iterations where the schedule starts and ends; ``end`` is required, ``begin`` a multiple of ``A``.
         last_step, by_epoch, verbose: as MMEngine's schedulers; only ``by_epoch=False`` is accepted.
     """
 
@@ -74,7 +80,7 @@ class TwoStageWarmupPolyLR(LRSchedulerMixin, _ParamScheduler):
                  verbose: bool = False) -> None:
         if by_epoch:
             raise ValueError('TwoStageWarmupPolyLR is iteration based (the official schedule steps every optimizer '
-                             'step); set by_epoch=False and give warmup_steps and end in iterations')
+                             'step); set by_epoch=False, warmup_steps in optimizer updates and end in iterations')
         if end >= INF:
             raise ValueError('TwoStageWarmupPolyLR needs end (the last iteration, e.g. end=max_iters): its poly decay '
                              'reaches 0 there')
@@ -90,14 +96,20 @@ class TwoStageWarmupPolyLR(LRSchedulerMixin, _ParamScheduler):
             raise ValueError(f'param groups {untagged} have no {BACKBONE_GROUP_KEY!r} key, so TwoStageWarmupPolyLR '
                              'cannot tell backbone groups from the rest; build the optimizer with '
                              "constructor='beit_mm.EoMTLayerDecayOptimWrapperConstructor'")
+        self.accumulative_counts = accumulative_counts(optimizer)
+        if begin % self.accumulative_counts:
+            raise ValueError(f'TwoStageWarmupPolyLR begins at iteration {begin}, inside an optimizer update of '
+                             f'{self.accumulative_counts} accumulated iterations; give a begin that is a multiple of '
+                             'optim_wrapper.accumulative_counts')
         self.warmup_steps = (int(warmup_steps[0]), int(warmup_steps[1]))
         self.poly_power = float(poly_power)
-        self.total_steps = end - begin
+        self.total_steps = total_updates(end - begin, self.accumulative_counts)
         super().__init__(optimizer, begin=begin, end=end, last_step=last_step, by_epoch=False, verbose=verbose)
 
     def _get_value(self) -> list[float]:
+        step = updates_done(self.last_step, self.accumulative_counts)
         return [
-            base * two_stage_warmup_poly_factor(self.last_step, group.get(BACKBONE_GROUP_KEY, False),
+            base * two_stage_warmup_poly_factor(step, group.get(BACKBONE_GROUP_KEY, False),
                                                 self.warmup_steps, self.total_steps, self.poly_power)
             for base, group in zip(self.base_values, self.optimizer.param_groups)
         ]
