@@ -11,6 +11,9 @@ Examples:
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
     python tools/convert_checkpoint.py --model eomt --source hf model.safetensors eomt-large-512_ade20k.pth
+    python tools/convert_checkpoint.py --model eomt --source hf --drop-class-head model.safetensors eomt-l_no-head.pth
+    python tools/convert_checkpoint.py --model eomt --source beit_mm --drop-class-head work_dirs/RUN/iter_1000.pth \
+        eomt_no-head.pth
     python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
         vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
 
@@ -52,7 +55,7 @@ MODELS = {
     'clip': ('openai', 'hf'),
     'vqkd': ('unilm', 'mmpretrain'),
     'dino': ('official', ),
-    'eomt': ('hf', ),
+    'eomt': ('hf', 'beit_mm'),
     'dinov2': ('timm', ),
 }
 
@@ -71,6 +74,9 @@ def read_source(path: str, model: str, source: str, trust_code: bool = False) ->
 
 
 def convert(args: argparse.Namespace) -> dict:
+    if args.drop_class_head and args.model != 'eomt':
+        raise SystemExit(f'--drop-class-head applies to --model eomt only, not {args.model} (BEiT/CvT files keep their '
+                         'classifier only with --keep-head)')
     src = read_source(args.src, args.model, args.source, args.trust_code)
     if args.model == 'clip':  # the vision tower, as CLIPTeacher loads it
         return {k: v for k, v in src.items() if k.startswith('visual.')}
@@ -94,9 +100,10 @@ def convert(args: argparse.Namespace) -> dict:
     if args.model == 'vqkd':  # the tokenizer without its teacher; mmpretrain files have no decoder
         from beit_mm.converters.vqkd import convert_vqkd
         return convert_vqkd(src, args.source)
-    if args.model == 'eomt':  # HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT
-        from beit_mm.converters.eomt import hf_eomt_to_beit_mm
-        return hf_eomt_to_beit_mm(src)
+    if args.model == 'eomt':  # HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT; or beit_mm's
+        from beit_mm.converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm
+        out = hf_eomt_to_beit_mm(src) if args.source == 'hf' else check_beit_mm_eomt(src)
+        return drop_class_head(out) if args.drop_class_head else out
     if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
         from beit_mm.converters.vqkd import convert_dino_vit
         return convert_dino_vit(src)
@@ -172,6 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
                         help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
+    parser.add_argument('--drop-class-head', action='store_true',
+                        help='EoMT: leave out class_head.* to fine-tune on a new class set (load_from=DST with the new '
+                        'num_classes; the class head keeps its init, everything else loads; official '
+                        'load_ckpt_class_head=False)')
     parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
     parser.add_argument('--to', choices=['hf', 'timm'], default=None,

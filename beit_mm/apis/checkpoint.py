@@ -66,17 +66,19 @@ def _bad_values(own: Mapping[str, Tensor], state_dict: Mapping[str, Tensor]) -> 
     return non_float, non_finite
 
 
-def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], source: str, strict: bool = True) -> None:
+def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], source: str, strict: bool = True,
+                        may_lack: tuple[str, ...] = ()) -> None:
     """Raise :class:`CheckpointMismatchError` when ``state_dict`` does not fit ``model`` (before loading it).
 
     Shape mismatches are always errors (PyTorch would leave those weights random, or a fused optimizer resumed on
     them would corrupt memory), and so are weights that would load into a float tensor of the model as something else:
     a non-floating dtype (int8, bool: cast without a word, e.g. a quantized file) or NaN/inf values (a diverged run).
-    With ``strict``, any model weight missing from the file or any file weight the model lacks is an error too. The
-    message names the keys, shapes, what the file looks like and the fix.
+    With ``strict``, any model weight missing from the file or any file weight the model lacks is an error too, except
+    model weights whose names start with one of ``may_lack`` (a fine-tuning start without the class head: the model's
+    ``CLASS_SET_WEIGHTS``). The message names the keys, shapes, what the file looks like and the fix.
     """
     own = model.state_dict()
-    missing = [k for k in own if k not in state_dict]
+    missing = [k for k in own if k not in state_dict and not (may_lack and k.startswith(may_lack))]
     unexpected = [k for k in state_dict if k not in own]
     wrong = [f'{k} {tuple(state_dict[k].shape)} vs {tuple(own[k].shape)}' for k in own
              if k in state_dict and tuple(getattr(state_dict[k], 'shape', ())) != tuple(own[k].shape)]
@@ -100,6 +102,11 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
     if mismatch and unexpected:
         parts.append(f'file weights the model lacks: {_describe_keys(unexpected)}')
     fixes = []
+    class_set = getattr(model, 'CLASS_SET_WEIGHTS', ())
+    if wrong and class_set and all(w.startswith(class_set) for w in wrong):
+        fixes.append(f'the file was trained on another class set ({", ".join(class_set)} differ); to fine-tune on this '
+                     'config\'s classes, drop them: tools/convert_checkpoint.py --model eomt --source beit_mm (or hf) '
+                     '--drop-class-head SRC DST, then load_from=DST')
     if mismatch:
         fixes.append('pass the config this checkpoint was trained with; official or other-toolkit weights go through '
                      'tools/convert_checkpoint.py --model ... --source ... first (docs/checkpoints.md)')

@@ -27,6 +27,11 @@ The key bias: a query's scores are ``q . (k_j + b_k) = q . k_j + q . b_k``; the 
 the key bias does not change the attention output. BEiT's attention has none (its qkv bias is ``[q_bias, 0,
 v_bias]``); converting drops it, and writing back gives HF a zero key bias. ``criterion.empty_weight`` (HF's loss
 buffer, ``no_object_weight`` of its config) is dropped: beit_mm's loss config holds it.
+
+Fine-tuning on a new class set (:func:`drop_class_head`): the official ``load_ckpt_class_head=False``
+(``training/lightning_module.py:81-98,881-905``) loads everything but the class head, which keeps the new model's own
+init; a beit_mm EoMT state dict without ``class_head.*`` does the same through ``load_from``
+(``beit_mm.EoMT.CLASS_SET_WEIGHTS``).
 """
 from __future__ import annotations
 
@@ -155,4 +160,29 @@ def beit_mm_to_hf_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     if sd:
         raise ValueError(f'{len(sd)} keys of the EoMT state dict have no HF EoMT counterpart (first: '
                          f'{sorted(sd)[:5]})')
+    return out
+
+
+#: beit_mm EoMT weights every EoMT state dict holds (what :func:`check_beit_mm_eomt` looks for).
+_EOMT_KEYS = ('q.weight', 'class_head.weight', 'mask_head.0.weight', 'backbone.norm.weight')
+
+
+def check_beit_mm_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """``state_dict`` itself (a copy) when it is a beit_mm ``EoMT`` state dict (a ``tools/train.py`` checkpoint's
+    weights); ValueError naming what it lacks otherwise (an HF file: ``--source hf``)."""
+    lacking = [k for k in _EOMT_KEYS if k not in state_dict]
+    if lacking:
+        hint = ('an HF EomtForUniversalSegmentation file: use --source hf' if 'query.weight' in state_dict
+                or 'eomt.query.weight' in state_dict else 'a beit_mm.EoMT checkpoint holds them')
+        raise ValueError(f'not a beit_mm EoMT state dict (no {", ".join(lacking)}); {hint}')
+    return dict(state_dict)
+
+
+def drop_class_head(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """A beit_mm ``EoMT`` state dict without ``class_head.*`` (the weights of ``EoMT.CLASS_SET_WEIGHTS``): the start
+    of a fine-tuning run on a new class set, whose class head keeps its init (official ``load_ckpt_class_head=False``).
+    Every other weight, ``attn_mask_probs`` included (the annealing hook resets it from step 0), is kept."""
+    out = {k: v for k, v in state_dict.items() if not k.startswith('class_head.')}
+    if len(out) == len(state_dict):
+        raise ValueError('the state dict has no class_head.* weights to drop (not a beit_mm EoMT state dict)')
     return out
