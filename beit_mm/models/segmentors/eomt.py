@@ -32,8 +32,9 @@ Choices of beit_mm (the official code has no BEiT):
 - the model steps through the backbone's own blocks (BEiT's q/v bias, layer scale and relative position bias
   included), so every BEiT checkpoint and layer decay (``get_layer_depth``) work unchanged; the queries and heads sit
   outside the backbone and get the undecayed learning rate, as the official ``llrd`` does for non-backbone parameters.
-- the annealing step comes from :class:`~beit_mm.engine.hooks.EoMTMaskAnnealingHook` (MMEngine's ``runner.iter``);
-  training without the hook is refused, since the masks would then never be annealed away.
+- the annealing step comes from :class:`~beit_mm.engine.hooks.EoMTMaskAnnealingHook` (the optimizer updates done,
+  ``runner.iter // accumulative_counts``); training without the hook is refused, since the masks would then never be
+  annealed away.
 """
 from __future__ import annotations
 
