@@ -122,7 +122,7 @@ def test_finetune_start_refuses_a_file_with_the_old_class_head_or_without_anothe
 def test_hf_weights_convert_without_the_class_head(tmp_path):
     """HF's EoMT names (``class_predictor``) -> beit_mm's without ``class_head``: the rest equals the plain conversion
     and fits a DINOv2-style EoMT with another class count (``check_weights_match`` with the model's
-    ``CLASS_SET_WEIGHTS``)."""
+    ``class_set_weights``)."""
     from beit_mm.apis import build_from_config
     from beit_mm.apis.checkpoint import check_weights_match
     from beit_mm.converters.eomt import beit_mm_to_hf_eomt, hf_eomt_to_beit_mm
@@ -137,7 +137,7 @@ def test_hf_weights_convert_without_the_class_head(tmp_path):
     assert set(full) - set(start) == HEAD and all(torch.equal(start[k], full[k]) for k in start)
     cfg.model.num_classes = 3
     model = build_from_config(cfg)
-    check_weights_match(model, start, 'start', strict=True, may_lack=model.CLASS_SET_WEIGHTS)
+    check_weights_match(model, start, 'start', strict=True, may_lack=model.class_set_weights)
     with pytest.raises(ValueError, match='class_head'):
         check_weights_match(model, start, 'start', strict=True)
 

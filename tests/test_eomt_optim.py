@@ -223,7 +223,8 @@ def _train_and_record(tmp_path, batch_size: int, counts: int) -> _ScheduleRecord
                             data_samples=sample))
     model = tiny_eomt()
     model.mask_annealing = dict(start_steps=ANNEAL_START, end_steps=ANNEAL_END, poly_power=0.9)
-    model.data_preprocessor = MODELS.build(dict(type='mmseg.SegDataPreProcessor', mean=[0.0] * 3, std=[255.0] * 3, size=(32, 32)))
+    model.data_preprocessor = MODELS.build(
+        dict(type='mmseg.SegDataPreProcessor', mean=[0.0] * 3, std=[255.0] * 3, size=(32, 32)))
     max_iters = UPDATES * counts
     recorder = _ScheduleRecorder()
     runner = Runner(

@@ -233,11 +233,12 @@ def check_start_checkpoint(runner: Runner, cfg: Config, opened: dict | None = No
     """Before training: the ``--resume``/``load_from`` checkpoint fits the model, as a named error listing the keys and
     shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from`` only
     refuses other shapes, MMEngine then names the keys it ignores, except for a model that declares
-    ``CLASS_SET_WEIGHTS`` (EoMT): its ``load_from`` must hold every weight but those, which keep their init). Without it, other shapes leave weights random or,
-    resumed into a fused optimizer, corrupt memory. ``opened``: the checkpoint :func:`set_resume` already read (else
-    the file is read here). Where the runner builds its model only in ``train()`` (MMEngine's ``FlexibleRunner``, the
-    FSDP path of BEiT-L), the check runs on the config's model built for it (:func:`model_for_checks`). Skipped
-    for remote files. The checkpoint is then handed to MMEngine's load (read once)."""
+    ``class_set_weights`` (EoMT): its ``load_from`` must hold every weight but those, which keep their init). Without
+    it, other shapes leave weights random or, resumed into a fused optimizer, corrupt memory. ``opened``: the
+    checkpoint :func:`set_resume` already read (else the file is read here). Where the runner builds its model only in
+    ``train()`` (MMEngine's ``FlexibleRunner``, the FSDP path of BEiT-L), the check runs on the config's model built
+    for it (:func:`model_for_checks`). Skipped for remote files. The checkpoint is then handed to MMEngine's load (read
+    once)."""
     path = cfg.get('load_from')
     if not path or '://' in str(path):
         return
@@ -248,7 +249,7 @@ def check_start_checkpoint(runner: Runner, cfg: Config, opened: dict | None = No
     try:
         state_dict = unwrap_state_dict(opened) if opened is not None else load_state_dict_file(path)
         # a model that declares its class-set weights (EoMT) starts from load_from strictly but for those
-        class_set = () if cfg.get('resume') else getattr(model, 'CLASS_SET_WEIGHTS', ())
+        class_set = () if cfg.get('resume') else getattr(model, 'class_set_weights', ())
         check_weights_match(model, state_dict, f'{path} ({how})', strict=bool(cfg.get('resume') or class_set),
                             may_lack=class_set)
     except (FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:

@@ -75,7 +75,7 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
     a non-floating dtype (int8, bool: cast without a word, e.g. a quantized file) or NaN/inf values (a diverged run).
     With ``strict``, any model weight missing from the file or any file weight the model lacks is an error too, except
     model weights whose names start with one of ``may_lack`` (a fine-tuning start without the class head: the model's
-    ``CLASS_SET_WEIGHTS``). The message names the keys, shapes, what the file looks like and the fix.
+    ``class_set_weights``). The message names the keys, shapes, what the file looks like and the fix.
     """
     own = model.state_dict()
     missing = [k for k in own if k not in state_dict and not (may_lack and k.startswith(may_lack))]
@@ -102,7 +102,7 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
     if mismatch and unexpected:
         parts.append(f'file weights the model lacks: {_describe_keys(unexpected)}')
     fixes = []
-    class_set = getattr(model, 'CLASS_SET_WEIGHTS', ())
+    class_set = getattr(model, 'class_set_weights', ())
     if wrong and class_set and all(w.startswith(class_set) for w in wrong):
         fixes.append(f'the file was trained on another class set ({", ".join(class_set)} differ); to fine-tune on this '
                      'config\'s classes, drop them: tools/convert_checkpoint.py --model eomt --source beit_mm (or hf) '

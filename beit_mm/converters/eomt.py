@@ -31,7 +31,7 @@ buffer, ``no_object_weight`` of its config) is dropped: beit_mm's loss config ho
 Fine-tuning on a new class set (:func:`drop_class_head`): the official ``load_ckpt_class_head=False``
 (``training/lightning_module.py:81-98,881-905``) loads everything but the class head, which keeps the new model's own
 init; a beit_mm EoMT state dict without ``class_head.*`` does the same through ``load_from``
-(``beit_mm.EoMT.CLASS_SET_WEIGHTS``).
+(``beit_mm.EoMT.class_set_weights``).
 """
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ def check_beit_mm_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def drop_class_head(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A beit_mm ``EoMT`` state dict without ``class_head.*`` (the weights of ``EoMT.CLASS_SET_WEIGHTS``): the start
+    """A beit_mm ``EoMT`` state dict without ``class_head.*`` (the weights of ``EoMT.class_set_weights``): the start
     of a fine-tuning run on a new class set, whose class head keeps its init (official ``load_ckpt_class_head=False``).
     Every other weight, ``attn_mask_probs`` included (the annealing hook resets it from step 0), is kept."""
     out = {k: v for k, v in state_dict.items() if not k.startswith('class_head.')}

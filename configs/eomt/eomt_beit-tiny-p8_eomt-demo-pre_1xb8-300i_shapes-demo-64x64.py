@@ -10,10 +10,11 @@
 #       work_dirs/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64/iter_1000.pth checkpoints/eomt-demo_no-class-head.pth
 #   python tools/make_demo_data.py --dataset shapes
 #   python tools/train.py configs/eomt/eomt_beit-tiny-p8_eomt-demo-pre_1xb8-300i_shapes-demo-64x64.py
-# HF's trained EoMT weights start the same way (tools/convert_checkpoint.py --model eomt --source hf --drop-class-head,
-# with an EoMT config on a DINOv2-style ViT: docs/heads.md). The run is the demo's at 300 iterations: the same optimizer,
-# a 50-iteration warmup then linear decay, and the whole mask annealing again (the official fine-tuning re-runs its
-# schedule; the demo's structure, block j of 2 annealed from (j + 1) U to (j + 2) U, with U = 300 x 0.83 / 3 = 83).
+# HF's trained EoMT weights start the same way (tools/convert_checkpoint.py --model eomt --source hf
+# --drop-class-head, with an EoMT config on a DINOv2-style ViT: docs/heads.md). The run is the demo's at 300
+# iterations: the same optimizer, a 50-iteration warmup then linear decay, and the whole mask annealing again (the
+# official fine-tuning re-runs its schedule; the demo's structure, block j of 2 annealed from (j + 1) U to (j + 2) U,
+# with U = 300 x 0.83 / 3 = 83).
 _base_ = ['./eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py']
 load_from = 'checkpoints/eomt-demo_no-class-head.pth'
 data_root = 'data/shapes'

@@ -104,11 +104,11 @@ class EoMT(EncoderDecoder):
     #: inference masks attention; not the loss's buffers.
     inference_weights = ('backbone.', 'q.', 'class_head.', 'mask_head.', 'upscale.', 'attn_mask_probs')
 
-    #: The weights that depend on the class set (``class_head``: ``C + 1`` outputs). A trained EoMT fine-tunes on a
-    #: new class set from a checkpoint without them (``tools/convert_checkpoint.py --model eomt --drop-class-head``,
-    #: the official ``load_ckpt_class_head=False``, ``training/lightning_module.py:81-98``): ``load_from`` must then
-    #: hold every other weight (``tools/train.py``), and these keep the model's own init.
-    CLASS_SET_WEIGHTS = ('class_head.', )
+    #: The weights that depend on the class set (``class_head``: ``C + 1`` outputs), as name prefixes. A trained EoMT
+    #: fine-tunes on a new class set from a checkpoint without them (``tools/convert_checkpoint.py --model eomt
+    #: --drop-class-head``, the official ``load_ckpt_class_head=False``, ``training/lightning_module.py:81-98``):
+    #: ``load_from`` must then hold every other weight (``tools/train.py``), and these keep the model's own init.
+    class_set_weights = ('class_head.', )
 
     def __init__(self,
                  backbone: dict,
