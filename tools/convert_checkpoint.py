@@ -11,6 +11,8 @@ Examples:
     python tools/convert_checkpoint.py --model vqkd --source mmpretrain vqkd_encoder.pth vqkd_tokenize_only.pth
     python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth dino_vitb16.pth
     python tools/convert_checkpoint.py --model eomt --source hf model.safetensors eomt-large-512_ade20k.pth
+    python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head \
+        upernet_beit_adapter_large_640_160k_ade20k.pth.tar upernet_beit-adapter-large_ade20k.pth
     python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
         vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
 
@@ -54,6 +56,7 @@ MODELS = {
     'dino': ('official', ),
     'eomt': ('hf', ),
     'dinov2': ('timm', ),
+    'vit_adapter': ('official', ),
 }
 
 
@@ -97,6 +100,9 @@ def convert(args: argparse.Namespace) -> dict:
     if args.model == 'eomt':  # HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT
         from beit_mm.converters.eomt import hf_eomt_to_beit_mm
         return hf_eomt_to_beit_mm(src)
+    if args.model == 'vit_adapter':  # czczup/ViT-Adapter BEiT segmentor -> beit_mm.BEiTAdapter (+ UPerNet heads)
+        from beit_mm.converters.vit_adapter import convert_vit_adapter
+        return convert_vit_adapter(src, keep_heads=args.keep_head)
     if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
         from beit_mm.converters.vqkd import convert_dino_vit
         return convert_dino_vit(src)
@@ -171,7 +177,8 @@ def main(argv: list[str] | None = None) -> None:
                         'runs code the file carries (only for a file you trust)')
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
-                        help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
+                        help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*); vit_adapter: keep the '
+                        'UPerNet decode_head.*/auxiliary_head.* (a whole segmentor)')
     parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
     parser.add_argument('--to', choices=['hf', 'timm'], default=None,
