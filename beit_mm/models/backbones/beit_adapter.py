@@ -9,7 +9,7 @@ Names equal the official (``blocks.*``, ``cls_token``, ``patch_embed.proj``, ``l
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -150,7 +150,7 @@ class BEiTAdapter(BEiT):
         tokens, _ = self.embed(x)  # [cls, patches]; no position embedding (relative bias only)
         cls, x = tokens[:, :1], tokens[:, 1:]
 
-        def run_blocks(first: int, last: int):
+        def run_blocks(first: int, last: int) -> Callable[[Tensor], Tensor]:
             def run(t: Tensor) -> Tensor:
                 for blk in self.blocks[first:last + 1]:
                     t = self._run_block(blk, t, grid, None)

@@ -14,6 +14,8 @@ row-major, concatenated (h, w: the ViT's patch grid; both even).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
@@ -172,8 +174,8 @@ class InteractionBlock(nn.Module):
         self.extra_extractors = nn.Sequential(*[Extractor(**extractor) for _ in range(2)]) if extra_extractor \
             else None
 
-    def forward(self, x: Tensor, c: Tensor, cls: Tensor, run_blocks, inputs: tuple, grid: tuple[int, int]
-                ) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, x: Tensor, c: Tensor, cls: Tensor, run_blocks: Callable[[Tensor], Tensor], inputs: tuple,
+                grid: tuple[int, int]) -> tuple[Tensor, Tensor, Tensor]:
         """x (B, hw, C) patch tokens, c (B, N_c, C) prior, cls (B, 1, C); ``inputs`` = :func:`deform_inputs`."""
         inj, ext = inputs
         x = self.injector(x, c, *inj)
