@@ -14,6 +14,8 @@ Examples:
     python tools/convert_checkpoint.py --model eomt --source hf --drop-class-head model.safetensors eomt-l_no-head.pth
     python tools/convert_checkpoint.py --model eomt --source beit_mm --drop-class-head work_dirs/RUN/iter_1000.pth \
         eomt_no-head.pth
+    python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head \
+        upernet_beit_adapter_large_640_160k_ade20k.pth.tar upernet_beit-adapter-large_ade20k.pth
     python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
         vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
 
@@ -57,6 +59,7 @@ MODELS = {
     'dino': ('official', ),
     'eomt': ('hf', 'beit_mm'),
     'dinov2': ('timm', ),
+    'vit_adapter': ('official', ),
 }
 
 
@@ -104,6 +107,9 @@ def convert(args: argparse.Namespace) -> dict:
         from beit_mm.converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm
         out = hf_eomt_to_beit_mm(src) if args.source == 'hf' else check_beit_mm_eomt(src)
         return drop_class_head(out) if args.drop_class_head else out
+    if args.model == 'vit_adapter':  # czczup/ViT-Adapter BEiT segmentor -> beit_mm.BEiTAdapter (+ UPerNet heads)
+        from beit_mm.converters.vit_adapter import convert_vit_adapter
+        return convert_vit_adapter(src, keep_heads=args.keep_head)
     if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
         from beit_mm.converters.vqkd import convert_dino_vit
         return convert_dino_vit(src)
@@ -178,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
                         'runs code the file carries (only for a file you trust)')
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
-                        help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*)')
+                        help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*); vit_adapter: keep the '
+                        'UPerNet decode_head.*/auxiliary_head.* (a whole segmentor)')
     parser.add_argument('--drop-class-head', action='store_true',
                         help='EoMT: leave out class_head.* to fine-tune on a new class set (load_from=DST with the new '
                         'num_classes; the class head keeps its init, everything else loads; official '
