@@ -11,11 +11,9 @@ from mmengine.config import Config
 
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine.hooks import DenseProbeHook
+from beit_mm.studies.configs import rescale_iterations
 
 from .conftest import ROOT
-
-sys.path.insert(0, os.path.join(ROOT, 'tools', 'analysis'))
-import mim_study  # noqa: E402
 
 PIXELS = os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py')
 LINEAR = os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py')
@@ -52,7 +50,7 @@ def test_training_lifts_the_probe_above_random_init(tmp_path):
     cfg.model.decode_head.num_classes = 22  # the demo's ADE20K ids go up to 22 (car 21, water 22)
     for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
         loader.dataset.metainfo = dict(classes=ADE20KDataset.METAINFO['classes'][:22])
-    mim_study.rescale_iterations(cfg, 60)
+    rescale_iterations(cfg, 60)
     cfg.model.backbone.init_cfg = None
     for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
         loader.update(num_workers=0, persistent_workers=False)
@@ -74,7 +72,7 @@ def test_learning_rate_zero_triggers_the_warning(data, tmp_path):
     says, once, that pretraining is not working."""
     labeled, pool = data
     cfg = Config.fromfile(PIXELS)
-    mim_study.rescale_iterations(cfg, 3)
+    rescale_iterations(cfg, 3)
     cfg.train_dataloader.update(num_workers=0, persistent_workers=False, batch_size=8)
     cfg.train_dataloader.dataset.data_root = pool
     cfg.optim_wrapper.optimizer.lr = 0.0

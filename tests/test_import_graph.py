@@ -11,6 +11,9 @@
   ``__name__`` or a config's ``type`` compared with string literals (at f7d14e4: ``apis/inference.py`` 'EoMT',
   ``apis/export.py`` and ``apis/hub.py`` 'ImageClassifier', ``converters/hf_config.py`` 'BEiT' and the HF heads,
   ``data/checks.py`` 'LoadImageFromFile'/'LoadAnnotations'); a subclass or a scoped name fails such a test.
+- the studies (``beit_mm.studies``) sit on top: they import models, evaluation, data and the file room, nothing of
+  beit_mm imports them (before issue 40 this library was ``tools/analysis/mim_study.py``, imported by other tools
+  through ``sys.path`` edits).
 
 Imports anywhere in a file count, also those inside functions.
 """
@@ -158,3 +161,17 @@ def class_name_dispatch(root: str, folders=('apis', 'converters', 'data')) -> li
 
 def test_tools_ask_the_class_not_its_name():
     assert not class_name_dispatch(ROOT), class_name_dispatch(ROOT)
+
+
+def test_nothing_in_the_package_imports_the_studies():
+    """``beit_mm.studies`` (the study machinery behind tools/analysis/*_study.py) sits on top: it imports the models,
+    evaluation, data and the file room; nothing else of beit_mm imports it, and ``import beit_mm`` does not load it."""
+    graph = _module_graph()
+    assert any(m.startswith('beit_mm.studies.') for m in graph), 'no beit_mm.studies modules found'
+    inward = {m: sorted(t for t in ts if t.startswith('beit_mm.studies'))
+              for m, ts in graph.items() if not m.startswith('beit_mm.studies')}
+    assert not any(inward.values()), {m: t for m, t in inward.items() if t}
+    allowed = ('beit_mm.studies', 'beit_mm.fileio', 'beit_mm.evaluation', 'beit_mm.data', 'beit_mm.models')
+    outward = {m: sorted(t for t in ts if not t.startswith(allowed))
+               for m, ts in graph.items() if m.startswith('beit_mm.studies')}
+    assert not any(outward.values()), {m: t for m, t in outward.items() if t}

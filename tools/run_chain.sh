@@ -9,8 +9,9 @@
 #     VQ-KD's teacher), then a VQ-KD tokenizer distilled from that teacher and MIM on its ids (vqkd-blockwise)
 #   4 segmentation fine-tuning on the labeled set from each MIM checkpoint and, with the same budget, from scratch,
 #     with a linear decoder (the backbone does the spatial work) and with UPerNet
-# and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline, and per decoder
-# every arm's difference to scratch next to the majority-class mIoU.
+# and prints one line per stage ("[chain] <stage>: ..."), each metric next to its trivial baseline, per decoder
+# every arm's difference to scratch next to the majority-class mIoU, and the study's recommendation ("[chain]
+# recommendation: start from scratch: ..." when no pretrained arm's frozen probe beats random init by 1 mIoU point).
 # Logs, checkpoints, configs and report.md: $CHAIN_WORK_DIR.
 #
 #   bash tools/run_chain.sh
@@ -61,27 +62,9 @@ read -r -a heads <<< "${CHAIN_HEADS:-linear upernet}"
     --workers "${CHAIN_WORKERS:-2}" > "$work/study.log" 2>&1 || {
     tail -n 40 "$work/study.log" >&2; echo "[chain] failed; full log: $work/study.log" >&2; exit 1; }
 
-"$py" - "$work/report.json" <<'EOF'
-import json
-import sys
-r = json.load(open(sys.argv[1]))
-a, t, v, b, res = r['args'], r['tokenizer'], r['vqkd'], r['baseline'], r['results']
-if t:
-    print(f"[chain] dvae: iters={a['dvae_iters']} usage={t['usage']:.4f} perplexity={t['perplexity']:.1f} "
-          f"psnr={t['psnr']:.2f} (held-out; mean-colour psnr {t['psnr_mean_colour']:.2f})")
-if v:
-    print(f"[chain] vqkd: iters={a['vqkd_iters']} usage={v['usage']:.4f} perplexity={v['perplexity']:.1f} "
-          f"teacher_cosine={v['teacher_cosine']:.3f} (held-out; teacher = {a['vqkd_teacher']})")
-for arm in (x for x in res if x != 'scratch'):
-    pre = res[arm]['pretrain'][0]
-    target = (f"mim_acc={pre['mim_acc']:.4f} (most frequent token {pre['mim_acc_baseline']:.4f})" if 'mim_acc' in pre
-              else f"(predict-the-mean loss {pre['loss_baseline']:.4f})")
-    print(f"[chain] mim {arm}: iters={a['mim_iters']} loss={pre['loss']:.4f} {target}")
-for head in a['heads']:
-    scratch = res['scratch']['finetune'][head][0]['mIoU']
-    for arm in (x for x in res if x != 'scratch'):
-        ft = res[arm]['finetune'][head][0]['mIoU']
-        print(f"[chain] seg ({head} decoder) {arm}: iters={a['ft_iters']} mIoU={ft:.2f} from MIM vs {scratch:.2f} "
-              f"from scratch, {ft - scratch:+.2f} (majority class {b['mIoU']:.2f})")
-EOF
+# one line per stage, each with its baseline, and the study's recommendation (beit_mm.studies.report.chain_lines)
+"$py" -c 'import sys
+from beit_mm.fileio.json_file import read_json
+from beit_mm.studies.report import chain_lines
+print("\n".join(chain_lines(read_json(sys.argv[1]))))' "$work/report.json"
 echo "[chain] done in $(( SECONDS - start )) s; logs, checkpoints and report.md in $work"

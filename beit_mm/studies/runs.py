@@ -1,0 +1,113 @@
+"""The study's runs: ``tools/train.py`` in a subprocess (:func:`train`, which resumes a run that was cut short) and the
+run cache (:func:`cached`: a finished run's metrics with the settings that produced them, reused, never mixed with
+other settings), plus what a finished run leaves (its log values, last checkpoint, tokenizer statistics, probe curve).
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import os.path as osp
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from beit_mm.fileio.outputs import atomic_file
+
+from .configs import ROOT
+
+
+def study_env() -> dict[str, str]:
+    """The environment of a study subprocess: this one's, with the checkout first on ``PYTHONPATH``."""
+    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+
+
+def train(config: str, work_dir: str, options: list[str]) -> str:
+    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``, this process's part).
+
+    :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
+    that was cut short (a killed job, the end of a session). The run records what it was started with (the config
+    text and ``options``) in ``work_dir/run.json``; a later call with the same ones continues the cut run from its last
+    complete checkpoint (``tools/train.py --resume``, bit-identical to an uncut run in tests/test_kill_resume.py; the
+    pretraining configs save every 500 iterations, the dVAE's every 250); with other ones, or none recorded, it starts
+    again over them (``--overwrite``)."""
+    os.makedirs(work_dir, exist_ok=True)
+    with open(config) as f:
+        started = dict(config=f.read(), options=list(options))
+    record = osp.join(work_dir, 'run.json')
+    same = False
+    if osp.isfile(record):
+        with open(record) as f:
+            same = json.load(f) == started
+    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir,
+           '--resume' if same else '--overwrite']
+    if not same:
+        with atomic_file(record) as tmp, open(tmp, 'w') as f:
+            json.dump(started, f)
+    if options:
+        cmd += ['--cfg-options', *options]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=study_env())
+    log = proc.stdout + proc.stderr
+    with atomic_file(osp.join(work_dir, 'train.log')) as tmp, open(tmp, 'w') as f:
+        f.write(log)
+    if proc.returncode != 0:
+        raise RuntimeError(f'{" ".join(cmd)} failed (exit {proc.returncode}); log {work_dir}/train.log:\n'
+                           f'{log[-3000:]}')
+    return log
+
+
+def last_value(log: str, key: str) -> float:
+    """The last ``key: <number>`` of a training log (MMEngine's logger lines)."""
+    found = re.findall(rf'(?<![\w/]){re.escape(key)}: (-?[0-9.]+(?:e-?\d+)?)', log)
+    if not found:
+        raise RuntimeError(f'no "{key}: <number>" in the training log')
+    return float(found[-1])
+
+
+def cached(work_dir: str, run: Callable[[], dict], settings: dict) -> dict:
+    """``run()``'s metrics, stored with the ``settings`` that produced them in ``work_dir/metrics.json`` and reused
+    when that file exists. A finished run with other settings (e.g. another ``--num-labeled`` in the same work dir)
+    stops the study with an error: its results are neither overwritten nor reported as this study's."""
+    path = osp.join(work_dir, 'metrics.json')
+    if osp.isfile(path):
+        with open(path) as f:
+            metrics = json.load(f)
+        stored = metrics.get('settings', settings)  # runs finished before settings were recorded are reused
+        if stored != settings:
+            changed = '; '.join(f'{k}: {stored.get(k)!r} there, {v!r} now' for k, v in settings.items()
+                                if stored.get(k) != v)
+            raise RuntimeError(f'{work_dir} holds a finished run with other settings ({changed}). Fix: start the '
+                               'study with another --work-dir, or delete that folder to redo the run.')
+        return metrics
+    start = time.time()
+    metrics = run()
+    metrics['seconds'] = round(time.time() - start, 1)
+    metrics['settings'] = settings
+    with atomic_file(path) as tmp, open(tmp, 'w') as f:  # a kill leaves no half-written metrics.json
+        json.dump(metrics, f, indent=1)
+    return metrics
+
+
+def last_checkpoint(work_dir: str) -> str:
+    """The checkpoint MMEngine's ``last_checkpoint`` pointer of ``work_dir`` names, in ``work_dir``."""
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:
+        return osp.join(work_dir, osp.basename(f.read().strip()))
+
+
+def last_tokenizer_eval(work_dir: str) -> dict:
+    """The held-out statistics ``TokenizerEvalHook`` wrote last (``tokenizer_eval/iter_N.json``, largest N)."""
+    evals = glob.glob(osp.join(work_dir, 'tokenizer_eval', 'iter_*.json'))
+    with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
+        return json.load(f)
+
+
+
+def probe_curve(checkpoint: str) -> dict | None:
+    """The ``DenseProbeHook`` curve a MIM run left next to its checkpoint (``dense_probe.json``), if any."""
+    path = osp.join(osp.dirname(checkpoint), 'dense_probe.json')
+    if not osp.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
