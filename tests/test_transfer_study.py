@@ -109,13 +109,10 @@ def test_digits_dark_is_written_in_its_own_folder(tmp_path):
     assert transfer.DATASETS['digits-dark']['num_classes'] == 10
 
 
-@pytest.mark.parametrize('argv, message', [
-    (['--arms', 'vqkd-blockwise'], '--arms needs scratch: every result is a difference to it'),
-    (['--datasets', 'shapes', '--arms', 'scratch', 'vqkd-supervised'],
-     "the vqkd-supervised arm needs two datasets or more: its teacher learns the next one's labels")])
-def test_cli_checks_its_arguments(tmp_path, argv, message):
+def test_cli_checks_its_arguments(tmp_path):
     proc = subprocess.run([sys.executable, 'tools/analysis/transfer_study.py', '--work-dir', str(tmp_path / 'w'),
-                           '--data-dir', str(tmp_path / 'd'), *argv], cwd=ROOT, capture_output=True, text=True,
-                          env=study_env(), timeout=300)
-    assert proc.returncode == 2 and proc.stderr.strip().endswith(message), proc.stderr
+                           '--data-dir', str(tmp_path / 'd'), '--arms', 'vqkd-blockwise'], cwd=ROOT,
+                          capture_output=True, text=True, env=study_env(), timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().endswith('--arms needs scratch: every result is a difference to it'), proc.stderr
     assert not os.listdir(tmp_path)  # nothing written
