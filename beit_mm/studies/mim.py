@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from beit_mm.fileio.outputs import atomic_file, check_output
 
@@ -25,6 +26,9 @@ from .configs import ROOT, TOKENIZER_FILES, TOKENIZER_OF, pretrained_arms, study
 from .graph import run_graph
 from .report import FEATURE_IMAGES, majority_baseline, mim_report, plot_probe_curves, recommendation
 from .runs import cached, last_checkpoint, last_tokenizer_eval, last_value, probe_curve, study_env, train
+
+if TYPE_CHECKING:
+    from beit_mm.evaluation.probe import DenseProbe
 
 
 def run_tokenizer(args: argparse.Namespace, configs: dict[str, str]) -> dict:
@@ -164,7 +168,7 @@ def check_unlabeled(args: argparse.Namespace, configs: dict[str, str]) -> int:
     return found
 
 
-def frozen_probe(args: argparse.Namespace, configs: dict[str, str], probe, checkpoint: str | None,
+def frozen_probe(args: argparse.Namespace, configs: dict[str, str], probe: DenseProbe, checkpoint: str | None,
                  seed: int) -> dict:
     """The dense probe (``beit_mm.evaluation.probe.DenseProbe`` of the labeled set) of the fine-tuning config's
     backbone with the pretrained weights (random ones drawn with ``seed`` for ``checkpoint=None``): probe mIoU / mAcc
@@ -239,7 +243,7 @@ def run_study(args: argparse.Namespace) -> str:
 
 
 def study_tasks(args: argparse.Namespace, configs: dict[str, str],
-                probe) -> dict[str, tuple[list[str], Callable[[dict], dict]]]:
+                probe: DenseProbe | None) -> dict[str, tuple[list[str], Callable[[dict], dict]]]:
     """The study's job graph (:func:`beit_mm.studies.graph.run_graph`): ``{name: (dependencies, fn(done))}`` with the
     names ``tokenizer``, ``vqkd``, ``teacher``, ``vqkd_supervised``, ``pretrain/<arm>/<run>``, ``probe/<arm>/<run>``
     and ``finetune/<head>/<arm>/<seed>``; ``probe``: the labeled set's ``DenseProbe``."""
