@@ -1,24 +1,50 @@
+import importlib.util
 import itertools
 import os
 import sys
+from types import ModuleType
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import beit_mm  # noqa: F401  (registers the plugin; the checkout is on sys.path by pytest.ini's ``pythonpath``)
 
-import beit_mm  # noqa: E402,F401  (registers the plugin)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture(scope='session')
-def data_root(tmp_path_factory) -> str:
-    """A tiny ADE20K-layout demo root (4 training, 2 validation images of 72 px), read-only, shared by the tests that
-    train the tiny segmentor on it (modules with their own ``data_root`` keep theirs)."""
+def ade_demo_root(tmp_path_factory) -> str:
+    """The one ADE20K-layout demo root of the session (``make_demo_ade20k``: 4 training, 2 validation images of 96
+    px, seed 0, in a folder named ``ADEChallengeData2016``), for every test that trains, evaluates or infers on "some
+    ADE20K" data. Read-only: a test that changes data makes its own root (``make_demo_ade20k(tmp_path / ...)``)."""
     from beit_mm.data.demo import make_demo_ade20k
-    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade'), num_train=4, num_val=2, size=72)
+    root = tmp_path_factory.mktemp('ade_demo') / 'ADEChallengeData2016'
+    return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
+
+
+_TOOLS: dict[str, ModuleType] = {}
+
+
+def load_tool(path: str) -> ModuleType:
+    """The script ``path`` (relative to the checkout, e.g. ``'tools/convert_checkpoint.py'``) as a module, so a test
+    calls its ``main(argv)`` or helpers in this process. Loaded once per session and registered in ``sys.modules`` as
+    ``beit_mm_<path's stem, / as _>`` (e.g. ``beit_mm_tools_analysis_probe``: a script's dataclasses look their
+    module up there). Scripts are not a package and nothing in beit_mm imports one: the tests are their only
+    importer, through this function."""
+    if path not in _TOOLS:
+        name = 'beit_mm_' + os.path.splitext(os.path.normpath(path))[0].replace(os.sep, '_')
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        _TOOLS[path] = module
+    return _TOOLS[path]
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 from mmengine.config import Config
 from PIL import Image
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
 from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_imagenet_loaders, shrink_seg_config
@@ -62,12 +62,11 @@ def test_full_size_model_runs(config):
 
 
 @pytest.fixture(scope='module')
-def data(tmp_path_factory):
-    """ADE20K-layout demo data, and the same images as an ImageNet folder (2 classes, meta/{train,val}.txt)."""
-    base = tmp_path_factory.mktemp('beit2data')
-    ade = base / 'ade'
-    make_demo_ade20k(str(ade), num_train=4, num_val=2, size=96, seed=0)
-    imnet = base / 'imagenet'
+def data(tmp_path_factory, ade_demo_root):
+    """The session's ADE20K-layout demo data, and its training images as an ImageNet folder (2 classes,
+    meta/{train,val}.txt)."""
+    ade = Path(ade_demo_root)
+    imnet = tmp_path_factory.mktemp('beit2data') / 'imagenet'
     (imnet / 'meta').mkdir(parents=True)
     (imnet / 'val').mkdir()
     train_lines, val_lines = [], []

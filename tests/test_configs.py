@@ -12,7 +12,6 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
 from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_seg_config
@@ -24,13 +23,6 @@ SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade2
 CROP = 64
 
 
-@pytest.fixture(scope='module')
-def ade_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
-    make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
-    return root
-
-
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
 def test_full_size_model_runs(config):
     """The config's own BEiT-B/L + UPerNet (no narrowing): builds, and a 64 px image gives 150-class logits."""
@@ -40,7 +32,7 @@ def test_full_size_model_runs(config):
 
 
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
-def test_full_size_config_trains(config, ade_root, tmp_path):
+def test_full_size_config_trains(config, ade_demo_root, tmp_path):
     cfg = Config.fromfile(config)
     narrow_beit(cfg)
     arch = cfg.model.backbone.arch
@@ -50,7 +42,7 @@ def test_full_size_config_trains(config, ade_root, tmp_path):
     ckpt = tmp_path / 'converted.pth'
     subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
                     str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT)
-    cfg = shrink_seg_config(cfg, str(ade_root), str(ckpt), str(tmp_path / 'work'), crop=CROP)
+    cfg = shrink_seg_config(cfg, ade_demo_root, str(ckpt), str(tmp_path / 'work'), crop=CROP)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg_path = tmp_path / os.path.basename(config)
     cfg.dump(str(cfg_path))

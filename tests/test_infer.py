@@ -1,6 +1,5 @@
 """tools/infer.py (mmseg's MMSegInferencer on a beit_mm config): overlays and label maps for a folder and a file,
 and the label maps equal the segmentor's own prediction through mmseg.apis.inference_model."""
-import importlib.util
 import os
 import os.path as osp
 
@@ -12,16 +11,9 @@ from PIL import Image
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.apis import build_from_config
 
-from .conftest import ROOT
+from .conftest import ROOT, load_tool
 
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
-
-
-def _load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_infer_folder_and_file(tmp_path):
@@ -40,7 +32,7 @@ def test_infer_folder_and_file(tmp_path):
     (work_dir / 'last_checkpoint').write_text(str(work_dir / 'iter_4.pth'))
 
     out = tmp_path / 'out'
-    preds = _load_tool('infer').infer(CONFIG, str(work_dir), [val, osp.join(val, images[0])], str(out))
+    preds = load_tool('tools/infer.py').infer(CONFIG, str(work_dir), [val, osp.join(val, images[0])], str(out))
     assert len(preds) == len(images)  # keyed by path: the file given on its own as well is predicted once
     assert sorted(os.listdir(out / 'vis')) == images
     assert sorted(os.listdir(out / 'pred')) == sorted(osp.splitext(n)[0] + '.png' for n in images)
