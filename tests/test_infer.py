@@ -9,7 +9,7 @@ from mmengine.config import Config, ConfigDict
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.apis import build_from_config
+from beit_mm.apis import build_from_config, drop_pretrained_init
 
 from .conftest import ROOT, load_tool
 
@@ -50,3 +50,19 @@ def test_infer_folder_and_file(tmp_path):
         ref = inference_model(model, path).pred_sem_seg.data[0].numpy()
         assert np.array_equal(label, ref)
         assert np.array_equal(preds[path], ref)
+
+
+def test_build_from_config_reads_no_pretrained_path(tmp_path):
+    """mmseg's own BEiT configs name their weights as ``model.pretrained`` (``EncoderDecoder`` hands the path to the
+    backbone, whose ``init_weights`` loads it): ``build_from_config`` drops that path as it drops ``Pretrained``
+    init_cfgs, and keeps a boolean ``pretrained`` flag."""
+    missing = str(tmp_path / 'beit_base_patch16_224_pt22k_ft22k.pth')
+    cfg = Config(dict(default_scope='mmseg', model=dict(
+        type='EncoderDecoder', pretrained=missing,
+        backbone=dict(type='BEiT', img_size=(32, 32), embed_dims=32, num_layers=2, num_heads=2, out_indices=(1, )),
+        decode_head=dict(type='FCNHead', in_channels=32, channels=16, num_convs=1, num_classes=3, in_index=0))))
+    model = build_from_config(cfg)  # was: FileNotFoundError for the missing file, from BEiT.init_weights
+    assert model.backbone.init_cfg is None
+    node = dict(backbone=dict(pretrained=False, init_cfg=dict(type='Pretrained', checkpoint=missing)), pretrained=missing)
+    drop_pretrained_init(node)
+    assert node == dict(backbone=dict(pretrained=False, init_cfg=None), pretrained=None)
