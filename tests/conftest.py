@@ -24,6 +24,42 @@ def ade_demo_root(tmp_path_factory) -> str:
     return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
 
 
+def imagenet_from_ade(ade_root: str, root: str) -> str:
+    """An ImageNet-layout folder at ``root`` made of ``ade_root``'s training images: ``train/n0000000{label}/img_{i}
+    .JPEG`` with labels alternating 0, 1, the first two images also as ``val/val_{i}.JPEG``, and ``meta/{train,val}
+    .txt``. Returns ``root``."""
+    from pathlib import Path
+
+    from PIL import Image
+    imnet = Path(root)
+    (imnet / 'meta').mkdir(parents=True)
+    (imnet / 'val').mkdir()
+    train_lines, val_lines = [], []
+    for i, src in enumerate(sorted((Path(ade_root) / 'images' / 'training').glob('*.jpg'))):
+        label = i % 2
+        rel = f'n0000000{label}/img_{i}.JPEG'
+        (imnet / 'train' / rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.open(src).save(imnet / 'train' / rel, format='JPEG')
+        train_lines.append(f'{rel} {label}')
+        if i < 2:
+            Image.open(src).save(imnet / 'val' / f'val_{i}.JPEG', format='JPEG')
+            val_lines.append(f'val_{i}.JPEG {label}')
+    (imnet / 'meta' / 'train.txt').write_text('\n'.join(train_lines) + '\n')
+    (imnet / 'meta' / 'val.txt').write_text('\n'.join(val_lines) + '\n')
+    return str(imnet)
+
+
+def run_train(cfg, path) -> str:
+    """``cfg`` dumped to ``path`` and run by ``python tools/train.py <path>`` from the checkout; the run must exit 0.
+    Returns its log (stdout + stderr)."""
+    import subprocess
+    cfg.dump(str(path))
+    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    return log
+
+
 _TOOLS: dict[str, ModuleType] = {}
 
 

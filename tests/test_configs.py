@@ -14,7 +14,7 @@ from mmengine.config import Config
 
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_full_size_model, run_train, shrink_seg_config
 
 # (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes; the FSDP variant needs
 # a process group: see tests/test_fsdp.py)
@@ -45,10 +45,7 @@ def test_full_size_config_trains(config, ade_demo_root, tmp_path):
     cfg = shrink_seg_config(cfg, ade_demo_root, str(ckpt), str(tmp_path / 'work'), crop=CROP)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg_path = tmp_path / os.path.basename(config)
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert 'loaded' in log and '0 missing' in log  # the backbone checkpoint really loaded
     assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

@@ -14,8 +14,6 @@
 import glob
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -26,7 +24,7 @@ from beit_mm.fileio import CheckpointFileError
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
-from .conftest import ROOT, load_tool, shrink_seg_config
+from .conftest import ROOT, load_tool, run_train, shrink_seg_config
 from .reference_recipes import RECIPES
 
 # MIM configs (*-mim.py) are tested in test_cvt_mim.py
@@ -64,15 +62,6 @@ def convert(src: str, dst: str, *extra: str) -> str:
     """``python tools/convert_checkpoint.py --model cvt --source official [extra] src dst`` (its main(), in process)."""
     load_tool('tools/convert_checkpoint.py').main(['--model', 'cvt', '--source', 'official', *extra, src, dst])
     return dst
-
-
-def train(cfg: Config, tmp_path) -> str:
-    cfg_path = tmp_path / 'config.py'
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    return log
 
 
 def shrink_cls(cfg: Config, data_root: str, work_dir: str) -> Config:
@@ -120,7 +109,7 @@ def run_cls_config(config: str, imagenet_root: str, tmp_path_factory) -> tuple:
                            str(tmp_path / 'converted.pth'))
             cfg.model.backbone.init_cfg.checkpoint = ckpt
         cfg = shrink_cls(cfg, imagenet_root, str(tmp_path / 'work'))
-        _CLS_LOGS[config] = (train(cfg, tmp_path), str(tmp_path / 'work'))
+        _CLS_LOGS[config] = (run_train(cfg, tmp_path / 'config.py'), str(tmp_path / 'work'))
     return _CLS_LOGS[config]
 
 
@@ -140,7 +129,7 @@ def test_full_size_segmentation_config_trains(config, ade_demo_root, tmp_path):
     ckpt = convert(official_cvt_file(cfg.model.backbone.arch, str(tmp_path / 'official.pth')),
                    str(tmp_path / 'converted.pth'))
     shrink_seg_config(cfg, ade_demo_root, ckpt, str(tmp_path / 'work'), crop=CROP)
-    log = train(cfg, tmp_path)
+    log = run_train(cfg, tmp_path / 'config.py')
     assert re.search(r'loaded \d+ backbone weights .*\(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

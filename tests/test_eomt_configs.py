@@ -20,7 +20,7 @@ from mmengine.config import Config
 
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, load_tool, narrow_beit, shrink_seg_config
+from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 
 CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*.py')) if 'demo' not in p)
 BASE, LARGE = 'eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py', 'eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py'
@@ -219,10 +219,7 @@ def test_full_size_config_trains(name, ade_demo_root, converted, tmp_path):
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)  # the schedule's length
     cfg.model.loss.num_points = 256  # the 16x16 mask logits of a 64 px crop (12544 points: seconds per step on CPU)
     cfg_path = tmp_path / name
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, 0 unexpected\)', log), log[-3000:]
     assert 'EoMTLayerDecayOptimWrapperConstructor: llrd=0.8' in log, log[-3000:]
     # the two-stage schedule: heads at 0 then the full lr (warmup 1), backbone held at 0 for 1 step
@@ -252,9 +249,6 @@ def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_demo_root, tmp_pa
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)
     cfg.model.loss.num_points = 256
     cfg_path = tmp_path / DINO
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

@@ -20,8 +20,6 @@ import glob
 import math
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -32,7 +30,7 @@ from torch import nn
 
 from beit_mm.models.backbones import BEiT, CvT
 
-from .conftest import ROOT, load_tool, narrow_beit, shrink_seg_config
+from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 from .reference_recipes import RECIPES_M2F
 from .test_recipes import CHECK_UPDATES, _warmup_updates, mmcv_run, simulate
 
@@ -332,10 +330,7 @@ def test_full_size_config_trains_and_validates(name, ade_demo_root, tmp_path):
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg.model.decode_head.train_cfg.num_points = 256  # the 16x16 mask logits of a 64 px crop
     cfg_path = tmp_path / name
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert 'dataset check passed' in log, log[-3000:]
     # (a BEiT file's final norm is unused: the segmentors read blocks 3, 5, 7, 11 without it)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, (0|2) unexpected\)', log), log[-3000:]
@@ -358,11 +353,7 @@ def test_demo_config_trains_and_evaluates(ade_demo_root, tmp_path):
     cfg.default_hooks.logger.interval = 1
     cfg.default_hooks.checkpoint.interval = 4
     cfg.work_dir = str(tmp_path / 'work')
-    path = tmp_path / os.path.basename(DEMO)
-    cfg.dump(str(path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, tmp_path / os.path.basename(DEMO))
     assert 'dataset check passed' in log
     assert 'LayerDecayOptimWrapperConstructor: layer_decay_rate=0.9' in log
     assert re.search(r'Iter\(train\) \[4/4\]', log), log[-2000:]
