@@ -1,24 +1,86 @@
+import importlib.util
 import itertools
 import os
 import sys
+from types import ModuleType
 
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+import beit_mm  # noqa: F401  (registers the plugin; the checkout is on sys.path by pytest.ini's ``pythonpath``)
 
-import beit_mm  # noqa: E402,F401  (registers the plugin)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture(scope='session')
-def data_root(tmp_path_factory) -> str:
-    """A tiny ADE20K-layout demo root (4 training, 2 validation images of 72 px), read-only, shared by the tests that
-    train the tiny segmentor on it (modules with their own ``data_root`` keep theirs)."""
+def ade_demo_root(tmp_path_factory) -> str:
+    """The one ADE20K-layout demo root of the session (``make_demo_ade20k``: 4 training, 2 validation images of 96
+    px, seed 0, in a folder named ``ADEChallengeData2016``), for every test that trains, evaluates or infers on "some
+    ADE20K" data. Read-only: a test that changes data makes its own root (``make_demo_ade20k(tmp_path / ...)``)."""
     from beit_mm.data.demo import make_demo_ade20k
-    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade'), num_train=4, num_val=2, size=72)
+    root = tmp_path_factory.mktemp('ade_demo') / 'ADEChallengeData2016'
+    return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
+
+
+def imagenet_from_ade(ade_root: str, root: str) -> str:
+    """An ImageNet-layout folder at ``root`` made of ``ade_root``'s training images: ``train/n0000000{label}/img_{i}
+    .JPEG`` with labels alternating 0, 1, the first two images also as ``val/val_{i}.JPEG``, and ``meta/{train,val}
+    .txt``. Returns ``root``."""
+    from pathlib import Path
+
+    from PIL import Image
+    imnet = Path(root)
+    (imnet / 'meta').mkdir(parents=True)
+    (imnet / 'val').mkdir()
+    train_lines, val_lines = [], []
+    for i, src in enumerate(sorted((Path(ade_root) / 'images' / 'training').glob('*.jpg'))):
+        label = i % 2
+        rel = f'n0000000{label}/img_{i}.JPEG'
+        (imnet / 'train' / rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.open(src).save(imnet / 'train' / rel, format='JPEG')
+        train_lines.append(f'{rel} {label}')
+        if i < 2:
+            Image.open(src).save(imnet / 'val' / f'val_{i}.JPEG', format='JPEG')
+            val_lines.append(f'val_{i}.JPEG {label}')
+    (imnet / 'meta' / 'train.txt').write_text('\n'.join(train_lines) + '\n')
+    (imnet / 'meta' / 'val.txt').write_text('\n'.join(val_lines) + '\n')
+    return str(imnet)
+
+
+def run_train(cfg, path) -> str:
+    """``cfg`` dumped to ``path`` and run by ``python tools/train.py <path>`` from the checkout; the run must exit 0.
+    Returns its log (stdout + stderr)."""
+    import subprocess
+    cfg.dump(str(path))
+    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-4000:]
+    return log
+
+
+_TOOLS: dict[str, ModuleType] = {}
+
+
+def load_tool(path: str) -> ModuleType:
+    """The script ``path`` (relative to the checkout, e.g. ``'tools/convert_checkpoint.py'``) as a module, so a test
+    calls its ``main(argv)`` or helpers in this process. Loaded once per session and registered in ``sys.modules`` as
+    ``beit_mm_<path's stem, / as _>`` (e.g. ``beit_mm_tools_analysis_probe``: a script's dataclasses look their
+    module up there). Scripts are not a package and nothing in beit_mm imports one: the tests are their only
+    importer, through this function."""
+    if path not in _TOOLS:
+        name = 'beit_mm_' + os.path.splitext(os.path.normpath(path))[0].replace(os.sep, '_')
+        spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        _TOOLS[path] = module
+    return _TOOLS[path]
 
 
 @pytest.fixture

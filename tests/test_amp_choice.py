@@ -1,7 +1,5 @@
 """``tools/train.py --amp`` picks the precision that is faster on the device (capability checks mocked), and AdamW
 is fused where torch has the kernel."""
-import importlib.util
-import os.path as osp
 
 import pytest
 import torch
@@ -9,7 +7,8 @@ from mmengine.config import Config
 
 from beit_mm.engine import amp_optim_wrapper
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+from .conftest import load_tool
+
 AVX2_ONLY = 'flags\t\t: fpu sse sse2 avx avx2 fma f16c\n'  # e.g. a Haswell-Zen 3 CPU
 AVX512_BF16 = 'flags\t\t: fpu sse avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni\n'  # Cooper Lake, Zen 4/5
 AMX = 'flags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n'  # Sapphire Rapids
@@ -17,10 +16,7 @@ AMX = 'flags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n'  # Sapphire Rap
 
 @pytest.fixture(scope='module')
 def train_tool():
-    spec = importlib.util.spec_from_file_location('beit_mm_tools_train_amp', osp.join(ROOT, 'tools', 'train.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool('tools/train.py')
 
 
 def fake_cpuinfo(monkeypatch, text: str) -> None:

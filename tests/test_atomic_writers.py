@@ -30,7 +30,8 @@ from mmengine.config import Config
 from beit_mm.apis import build_from_config
 from beit_mm.models.backbones.beit import BEiT
 
-from .test_tools import CONFIG, ROOT, _load_tool
+from .conftest import ROOT, load_tool
+from .test_tools import CONFIG
 
 MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
 TRIALS = 20
@@ -189,7 +190,7 @@ def _one_thread():
 
 
 def test_convert_checkpoint_killed(tmp_path):
-    convert = _load_tool('convert_checkpoint')
+    convert = load_tool('tools/convert_checkpoint.py')
     sources = {}
     for version, seed in (('old', 0), ('new', 1)):
         torch.manual_seed(seed)
@@ -205,7 +206,7 @@ def test_convert_checkpoint_killed(tmp_path):
 
 
 def test_export_onnx_killed(tmp_path):
-    export = _load_tool('export')
+    export = load_tool('tools/export.py')
     cfg = Config.fromfile(CONFIG)  # the tiny segmentor, widened so that its file (~20 MB) takes a while to write
     cfg.model.backbone.arch = dict(embed_dims=256, num_layers=6, num_heads=4, mlp_ratio=4.0)
     cfg.model.neck.embed_dim = 256
@@ -224,7 +225,7 @@ def test_export_onnx_killed(tmp_path):
 
 @pytest.mark.parametrize('to', ['hf', 'timm'])
 def test_hub_writers_killed(tmp_path, to):
-    convert = _load_tool('convert_checkpoint')
+    convert = load_tool('tools/convert_checkpoint.py')
     cfg = Config.fromfile(MIM)
     config = str(tmp_path / 'config.py')
     cfg.dump(config)

@@ -19,12 +19,11 @@ import sys
 import pytest
 import torch
 from mmengine.config import Config
-from PIL import Image
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_imagenet_loaders, shrink_seg_config
+from .conftest import (ROOT, imagenet_from_ade, narrow_beit, run_full_size_model, run_train, shrink_imagenet_loaders,
+                       shrink_seg_config)
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
 PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
@@ -32,14 +31,6 @@ FT_IN1K = sorted(glob.glob(os.path.join(CFG, '*_vqkd-*pre_*_in1k.py')))
 FT_FROM_PRETRAINING = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py')
 SEG = sorted(glob.glob(os.path.join(CFG, '*ade20k*.py')))
 SIZE = 64
-
-
-def run_train(cfg: Config, path) -> str:
-    cfg.dump(str(path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    return log
 
 
 def test_every_config_is_run():
@@ -62,27 +53,11 @@ def test_full_size_model_runs(config):
 
 
 @pytest.fixture(scope='module')
-def data(tmp_path_factory):
-    """ADE20K-layout demo data, and the same images as an ImageNet folder (2 classes, meta/{train,val}.txt)."""
-    base = tmp_path_factory.mktemp('beit2data')
-    ade = base / 'ade'
-    make_demo_ade20k(str(ade), num_train=4, num_val=2, size=96, seed=0)
-    imnet = base / 'imagenet'
-    (imnet / 'meta').mkdir(parents=True)
-    (imnet / 'val').mkdir()
-    train_lines, val_lines = [], []
-    for i, src in enumerate(sorted((ade / 'images' / 'training').glob('*.jpg'))):
-        label = i % 2
-        rel = f'n0000000{label}/img_{i}.JPEG'
-        (imnet / 'train' / rel).parent.mkdir(parents=True, exist_ok=True)
-        Image.open(src).save(imnet / 'train' / rel, format='JPEG')
-        train_lines.append(f'{rel} {label}')
-        if i < 2:
-            Image.open(src).save(imnet / 'val' / f'val_{i}.JPEG', format='JPEG')
-            val_lines.append(f'val_{i}.JPEG {label}')
-    (imnet / 'meta' / 'train.txt').write_text('\n'.join(train_lines) + '\n')
-    (imnet / 'meta' / 'val.txt').write_text('\n'.join(val_lines) + '\n')
-    return dict(ade=str(ade), imagenet=str(imnet))
+def data(tmp_path_factory, ade_demo_root):
+    """The session's ADE20K-layout demo data, and its training images as an ImageNet folder (2 classes,
+    meta/{train,val}.txt)."""
+    return dict(ade=ade_demo_root,
+                imagenet=imagenet_from_ade(ade_demo_root, str(tmp_path_factory.mktemp('beit2data') / 'imagenet')))
 
 
 TINY_BLOCK = dict(embed_dims=32, num_layers=1, num_heads=2, mlp_ratio=2.0)

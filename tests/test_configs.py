@@ -12,23 +12,15 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, narrow_beit, run_full_size_model, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_full_size_model, run_train, shrink_seg_config
 
 # (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes; the FSDP variant needs
 # a process group: see tests/test_fsdp.py)
 SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade20k*.py'))
                      if 'demo' not in p and 'mim-pre' not in p and 'fsdp' not in p)
 CROP = 64
-
-
-@pytest.fixture(scope='module')
-def ade_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
-    make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
-    return root
 
 
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
@@ -40,7 +32,7 @@ def test_full_size_model_runs(config):
 
 
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
-def test_full_size_config_trains(config, ade_root, tmp_path):
+def test_full_size_config_trains(config, ade_demo_root, tmp_path):
     cfg = Config.fromfile(config)
     narrow_beit(cfg)
     arch = cfg.model.backbone.arch
@@ -50,13 +42,10 @@ def test_full_size_config_trains(config, ade_root, tmp_path):
     ckpt = tmp_path / 'converted.pth'
     subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
                     str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT)
-    cfg = shrink_seg_config(cfg, str(ade_root), str(ckpt), str(tmp_path / 'work'), crop=CROP)
+    cfg = shrink_seg_config(cfg, ade_demo_root, str(ckpt), str(tmp_path / 'work'), crop=CROP)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg_path = tmp_path / os.path.basename(config)
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert 'loaded' in log and '0 missing' in log  # the backbone checkpoint really loaded
     assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

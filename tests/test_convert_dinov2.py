@@ -7,8 +7,6 @@ Reference: timm 1.0.31 itself: a random ``VisionTransformer`` of the DINOv2-reg4
 loaded by timm into a patch-16, 64-px model through its own ``checkpoint_filter_fn`` (PI-resized patch embedding,
 antialiased bicubic position embedding): final-normed tokens, fp32 max |diff| <= 1e-4.
 """
-import importlib.util
-import os
 
 import pytest
 import torch
@@ -18,7 +16,7 @@ from timm.models.vision_transformer import VisionTransformer, checkpoint_filter_
 from beit_mm.converters.dinov2 import convert_dinov2, pi_resize_patch_embed
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT
+from .conftest import load_tool
 
 TIMM_KW = dict(embed_dim=64, depth=2, num_heads=4, init_values=1e-5, reg_tokens=4, no_embed_class=True, num_classes=0)
 
@@ -49,11 +47,8 @@ def test_converted_dinov2_gives_timms_tokens(tmp_path):
     src = timm_dinov2_reg4()
     path, dst = tmp_path / 'dinov2.pth', tmp_path / 'beit.pth'
     torch.save(src.state_dict(), path)
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', os.path.join(ROOT, 'tools',
-                                                                                   'convert_checkpoint.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    tool.main(['--model', 'dinov2', '--source', 'timm', '--img-size', '64', '--patch-size', '16', str(path), str(dst)])
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'dinov2', '--source', 'timm', '--img-size', '64',
+                                                   '--patch-size', '16', str(path), str(dst)])
     ref = VisionTransformer(img_size=64, patch_size=16, **TIMM_KW).eval()
     ref.load_state_dict(checkpoint_filter_fn(src.state_dict(), ref), strict=True)
     ours = dinov2_style_beit()

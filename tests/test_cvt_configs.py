@@ -12,11 +12,8 @@
 - The optimizer settings the configs promise (values computed by hand from the recipe).
 """
 import glob
-import importlib.util
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -24,11 +21,10 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
 from beit_mm.fileio import CheckpointFileError
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
-from .conftest import ROOT, shrink_seg_config
+from .conftest import ROOT, load_tool, run_train, shrink_seg_config
 from .reference_recipes import RECIPES
 
 # MIM configs (*-mim.py) are tested in test_cvt_mim.py
@@ -48,12 +44,6 @@ def imagenet_root(tmp_path_factory):
     return str(make_demo_imagenet(str(root), num_classes=1000, per_class_train=1, per_class_val=1, size=32))
 
 
-@pytest.fixture(scope='module')
-def ade_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
-    return str(make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0))
-
-
 def official_cvt_file(arch, path: str, num_classes: int = 1000) -> str:
     """A random checkpoint in the official microsoft/CvT layout (flat state dict, BN stats, norm.*, head.*)."""
     model = CvT(arch=arch)
@@ -68,29 +58,10 @@ def official_cvt_file(arch, path: str, num_classes: int = 1000) -> str:
     return path
 
 
-def _load_convert_tool():
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', os.path.join(ROOT, 'tools/convert_checkpoint.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT_TOOL = _load_convert_tool()
-
-
 def convert(src: str, dst: str, *extra: str) -> str:
     """``python tools/convert_checkpoint.py --model cvt --source official [extra] src dst`` (its main(), in process)."""
-    CONVERT_TOOL.main(['--model', 'cvt', '--source', 'official', *extra, src, dst])
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'cvt', '--source', 'official', *extra, src, dst])
     return dst
-
-
-def train(cfg: Config, tmp_path) -> str:
-    cfg_path = tmp_path / 'config.py'
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    return log
 
 
 def shrink_cls(cfg: Config, data_root: str, work_dir: str) -> Config:
@@ -138,7 +109,7 @@ def run_cls_config(config: str, imagenet_root: str, tmp_path_factory) -> tuple:
                            str(tmp_path / 'converted.pth'))
             cfg.model.backbone.init_cfg.checkpoint = ckpt
         cfg = shrink_cls(cfg, imagenet_root, str(tmp_path / 'work'))
-        _CLS_LOGS[config] = (train(cfg, tmp_path), str(tmp_path / 'work'))
+        _CLS_LOGS[config] = (run_train(cfg, tmp_path / 'config.py'), str(tmp_path / 'work'))
     return _CLS_LOGS[config]
 
 
@@ -153,12 +124,12 @@ def test_full_size_classification_config_trains(config, imagenet_root, tmp_path_
 
 
 @pytest.mark.parametrize('config', SEG_CONFIGS, ids=os.path.basename)
-def test_full_size_segmentation_config_trains(config, ade_root, tmp_path):
+def test_full_size_segmentation_config_trains(config, ade_demo_root, tmp_path):
     cfg = Config.fromfile(config)
     ckpt = convert(official_cvt_file(cfg.model.backbone.arch, str(tmp_path / 'official.pth')),
                    str(tmp_path / 'converted.pth'))
-    shrink_seg_config(cfg, str(ade_root), ckpt, str(tmp_path / 'work'), crop=CROP)
-    log = train(cfg, tmp_path)
+    shrink_seg_config(cfg, ade_demo_root, ckpt, str(tmp_path / 'work'), crop=CROP)
+    log = run_train(cfg, tmp_path / 'config.py')
     assert re.search(r'loaded \d+ backbone weights .*\(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'Iter\(train\) \[2/2\]', log), log[-2000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

@@ -12,8 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from .conftest import ROOT
-from .test_tools import _load_tool
+from .conftest import ROOT, load_tool
 
 DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 
@@ -27,7 +26,7 @@ def demo_state_dict(cfg: Config, seed: int = 0) -> dict:
     return model.state_dict()
 
 
-def test_tools_test_refuses_eomt_checkpoint_without_annealing_state(data_root, tmp_path, capsys):
+def test_tools_test_refuses_eomt_checkpoint_without_annealing_state(ade_demo_root, tmp_path, capsys):
     """Without ``attn_mask_probs`` the model would keep its init (all 1): every masked block masks at test time, a
     model that was never trained. ``tools/test.py`` refuses it with exit 2 and one line naming the buffer and the fix,
     before any runner is built or anything is written."""
@@ -38,9 +37,9 @@ def test_tools_test_refuses_eomt_checkpoint_without_annealing_state(data_root, t
     torch.save({'state_dict': state_dict}, path)
     work = tmp_path / 'work'
     argv = [DEMO, path, '--work-dir', str(work), '--cfg-options',
-            *[f'{loader}.dataset.data_root={data_root}' for loader in ('val_dataloader', 'test_dataloader')]]
+            *[f'{loader}.dataset.data_root={ade_demo_root}' for loader in ('val_dataloader', 'test_dataloader')]]
     with pytest.raises(SystemExit) as exit_info:
-        _load_tool('test').main(argv)
+        load_tool('tools/test.py').main(argv)
     assert exit_info.value.code == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith('test.py: error: ')]
     assert len(lines) == 1, lines
@@ -61,15 +60,16 @@ def trained_demo(tmp_path_factory):
     weights = demo_state_dict(Config.fromfile(DEMO), seed=1)
     src, dst = str(tmp / 'iter_1000.pth'), str(tmp / 'eomt-demo_no-class-head.pth')
     torch.save({'state_dict': weights, 'meta': dict(iter=1000)}, src)
-    _load_tool('convert_checkpoint').main(['--model', 'eomt', '--source', 'beit_mm', '--drop-class-head', src, dst])
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'beit_mm', '--drop-class-head', src,
+                                                   dst])
     return weights, src, dst
 
 
-def _finetune_runner(data_root: str, work_dir: str, load_from: str):
+def _finetune_runner(ade_demo_root: str, work_dir: str, load_from: str):
     from mmengine.runner import Runner
     cfg = Config.fromfile(FINETUNE)
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = data_root
+        cfg[loader].dataset.data_root = ade_demo_root
     cfg.work_dir, cfg.load_from = work_dir, load_from
     cfg.visualizer.pop('name')  # named after the runner: default_runtime's one name would be shared by two runners
     return Runner.from_cfg(cfg), cfg
@@ -82,14 +82,14 @@ def test_drop_class_head_keeps_every_other_weight(trained_demo):
     assert all(torch.equal(start[k], weights[k]) for k in start)
 
 
-def test_finetune_config_loads_everything_but_the_class_head(trained_demo, data_root, tmp_path):
+def test_finetune_config_loads_everything_but_the_class_head(trained_demo, ade_demo_root, tmp_path):
     """The fine-tuning config (7 classes) from the 150-class demo model: after tools/train.py's check and MMEngine's
     ``load_from``, every model weight but the class head equals the checkpoint's, and the class head has the new
     7 + 1 outputs with the values the model was built with (its own init, as the official)."""
     weights, _, dst = trained_demo
-    runner, cfg = _finetune_runner(data_root, str(tmp_path / 'work'), dst)
+    runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), dst)
     built_head = {k: v.clone() for k, v in runner.model.state_dict().items() if k in HEAD}
-    _load_tool('train').check_start_checkpoint(runner, cfg)
+    load_tool('tools/train.py').check_start_checkpoint(runner, cfg)
     runner.load_or_resume()
     own = runner.model.state_dict()
     assert set(own) - set(weights) == set() and {k for k in own if not torch.equal(own[k], weights[k])
@@ -101,13 +101,13 @@ def test_finetune_config_loads_everything_but_the_class_head(trained_demo, data_
     assert all(torch.equal(own[k], built_head[k]) for k in HEAD)
 
 
-def test_finetune_start_refuses_a_file_with_the_old_class_head_or_without_another_weight(trained_demo, data_root,
+def test_finetune_start_refuses_a_file_with_the_old_class_head_or_without_another_weight(trained_demo, ade_demo_root,
                                                                                          tmp_path):
     """The 150-class file itself: refused, naming the class head and --drop-class-head. A start lacking any weight
     but the class head (here one backbone weight): refused, naming it, instead of training it from its init."""
     weights, src, dst = trained_demo
-    train = _load_tool('train')
-    runner, cfg = _finetune_runner(data_root, str(tmp_path / 'work'), src)
+    train = load_tool('tools/train.py')
+    runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), src)
     with pytest.raises(SystemExit, match=r'class_head\.weight \(151, 96\) vs \(8, 96\).*--drop-class-head'):
         train.check_start_checkpoint(runner, cfg)
     start = torch.load(dst, map_location='cpu', weights_only=True)['state_dict']
@@ -131,7 +131,7 @@ def test_hf_weights_convert_without_the_class_head(tmp_path):
     hf = beit_mm_to_hf_eomt(build_from_config(cfg).state_dict())
     src, dst = str(tmp_path / 'hf.pth'), str(tmp_path / 'no_head.pth')
     torch.save(hf, src)
-    _load_tool('convert_checkpoint').main(['--model', 'eomt', '--source', 'hf', '--drop-class-head', src, dst])
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf', '--drop-class-head', src, dst])
     start = torch.load(dst, map_location='cpu', weights_only=True)['state_dict']
     full = hf_eomt_to_beit_mm(hf)
     assert set(full) - set(start) == HEAD and all(torch.equal(start[k], full[k]) for k in start)
@@ -144,5 +144,5 @@ def test_hf_weights_convert_without_the_class_head(tmp_path):
 
 def test_drop_class_head_only_for_eomt(tmp_path):
     with pytest.raises(SystemExit, match='--drop-class-head applies to --model eomt only'):
-        _load_tool('convert_checkpoint').main(['--model', 'beit', '--source', 'unilm', '--drop-class-head',
+        load_tool('tools/convert_checkpoint.py').main(['--model', 'beit', '--source', 'unilm', '--drop-class-head',
                                                str(tmp_path / 'a.pth'), str(tmp_path / 'b.pth')])

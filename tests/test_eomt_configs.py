@@ -8,7 +8,6 @@ The official values are written here with their source, github.com/tue-mps/eomt 
 7bd19ddd621c5c6adedcd260458a34783cd4a45f (path:line), never read from the configs under test.
 """
 import glob
-import importlib.util
 import math
 import os
 import re
@@ -19,10 +18,9 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, narrow_beit, shrink_seg_config
+from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 
 CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*.py')) if 'demo' not in p)
 BASE, LARGE = 'eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py', 'eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py'
@@ -192,20 +190,10 @@ def test_dinov2_backbone_is_the_official_vit_large_with_registers():
 
 
 @pytest.fixture(scope='module')
-def ade_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
-    make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
-    return root
-
-
-@pytest.fixture(scope='module')
 def converted(tmp_path_factory):
     """``arch -> path``: a random BEiT of that (narrowed) arch in unilm's pretrained-only layout (shared table, mask
     token, final norm), converted by tools/convert_checkpoint.py (in this process), once per depth."""
-    tool_path = os.path.join(ROOT, 'tools', 'convert_checkpoint.py')
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', tool_path)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_tool('tools/convert_checkpoint.py')
     folder, paths = tmp_path_factory.mktemp('ckpt'), {}
 
     def get(arch: dict) -> str:
@@ -222,19 +210,16 @@ def converted(tmp_path_factory):
 
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE])
-def test_full_size_config_trains(name, ade_root, converted, tmp_path):
+def test_full_size_config_trains(name, ade_demo_root, converted, tmp_path):
     """2 iterations and a validation through tools/train.py, the narrowed BEiT loaded from a converted checkpoint,
     its param groups from the EoMT constructor and the lr from the two-stage schedule."""
     cfg = load(name)
     narrow_beit(cfg)
-    cfg = shrink_seg_config(cfg, str(ade_root), converted(cfg.model.backbone.arch), str(tmp_path / 'work'), crop=64)
+    cfg = shrink_seg_config(cfg, ade_demo_root, converted(cfg.model.backbone.arch), str(tmp_path / 'work'), crop=64)
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)  # the schedule's length
     cfg.model.loss.num_points = 256  # the 16x16 mask logits of a 64 px crop (12544 points: seconds per step on CPU)
     cfg_path = tmp_path / name
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, 0 unexpected\)', log), log[-3000:]
     assert 'EoMTLayerDecayOptimWrapperConstructor: llrd=0.8' in log, log[-3000:]
     # the two-stage schedule: heads at 0 then the full lr (warmup 1), backbone held at 0 for 1 step
@@ -244,7 +229,7 @@ def test_full_size_config_trains(name, ade_root, converted, tmp_path):
     assert os.path.exists(tmp_path / 'work' / 'iter_2.pth')
 
 
-def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_root, tmp_path):
+def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_demo_root, tmp_path):
     """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from
     a random timm DINOv2-reg4 file (patch 14) converted by ``--model dinov2 --source timm`` to patch 16, as the
     official run starts (tests/test_convert_dinov2.py compares that conversion with timm's own)."""
@@ -260,13 +245,10 @@ def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_root, tmp_path):
                            '--img-size', '64', '--patch-size', '16', str(src), str(dst)], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    cfg = shrink_seg_config(cfg, str(ade_root), str(dst), str(tmp_path / 'work'), crop=64)
+    cfg = shrink_seg_config(cfg, ade_demo_root, str(dst), str(tmp_path / 'work'), crop=64)
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)
     cfg.model.loss.num_points = 256
     cfg_path = tmp_path / DINO
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, 0 unexpected\)', log), log[-3000:]
     assert re.search(r'mIoU: \d', log), log[-2000:]

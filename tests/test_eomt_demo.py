@@ -17,7 +17,6 @@ import sys
 import pytest
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
 
 from .conftest import ROOT
 from .test_mask_annealing import official_probability
@@ -30,13 +29,12 @@ STARTS, ENDS = [1, 3], [3, 5]
 
 
 @pytest.fixture(scope='module')
-def demo_run(tmp_path_factory):
+def demo_run(tmp_path_factory, ade_demo_root):
     tmp = tmp_path_factory.mktemp('eomt_demo')
-    root = make_demo_ade20k(str(tmp / 'ADEChallengeData2016'), num_train=4, num_val=2, size=96, seed=0)
     cfg = Config.fromfile(DEMO)
     cfg.model.mask_annealing = dict(cfg.model.mask_annealing, start_steps=STARTS, end_steps=ENDS)
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = root
+        cfg[loader].dataset.data_root = ade_demo_root
     cfg.train_dataloader.batch_size = 2
     cfg.train_cfg.max_iters = ITERS
     cfg.train_cfg.val_interval = ITERS

@@ -22,7 +22,7 @@ from mmengine.config import Config
 from beit_mm.apis import build_from_config
 from beit_mm.apis.hub import load_hf_state_dict
 
-from .conftest import ROOT
+from .conftest import ROOT, load_tool
 
 REFERENCE = os.path.join(sys.prefix, 'reference', 'transformers-4.57.6')
 SCRIPT = os.path.join(ROOT, 'tests', 'support', 'eomt_hf_reference.py')
@@ -75,21 +75,12 @@ def hf_reference(tmp_path_factory):
     return out
 
 
-def convert_tool():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', os.path.join(ROOT, 'tools',
-                                                                                   'convert_checkpoint.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
 def test_hf_weights_give_hf_logits(hf_reference, tmp_path):
     ref = torch.load(hf_reference / 'ref.pt')
     assert ref['version'] == '4.57.6'
     dst = tmp_path / 'eomt.pth'
-    convert_tool().main(['--model', 'eomt', '--source', 'hf', str(hf_reference / 'hf' / 'model.safetensors'),
-                         str(dst)])
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf',
+                                                   str(hf_reference / 'hf' / 'model.safetensors'), str(dst)])
     model = build_from_config(tiny_config())
     model.load_state_dict(torch.load(dst)['state_dict'], strict=True)
     assert_logits_close(our_logits(model, ref['x']), ref['logits'])
@@ -110,7 +101,8 @@ def test_to_hf_loads_strictly_in_hf_with_the_same_logits(hf_reference, tmp_path)
     ckpt = tmp_path / 'ckpt.pth'
     torch.save({'state_dict': model.state_dict(), 'meta': {}}, ckpt)
     hf_dir = tmp_path / 'hf'
-    convert_tool().main(['--to', 'hf', str(ckpt), str(hf_dir), '--config', str(cfg_path)])
+    load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', str(ckpt), str(hf_dir), '--config',
+                                                   str(cfg_path)])
     reference('run', str(hf_dir), str(hf_reference / 'ours_in_hf.pt'))
     ref = torch.load(hf_reference / 'ref.pt')
     assert_logits_close(our_logits(model, ref['x']), torch.load(hf_reference / 'ours_in_hf.pt'))

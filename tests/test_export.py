@@ -11,7 +11,6 @@ equals PyTorch's on-the-fly resampling at that size), a CvT classifier, a bare B
 segmentor's own ``encode_decode``, the function mmseg's inference calls).
 The full-size BEiT-B UPerNet 512 numbers and the latency come from ``tools/analysis/benchmark_onnx.py``.
 """
-import importlib.util
 import json
 import os
 import os.path as osp
@@ -28,7 +27,7 @@ from beit_mm.apis.export import (MatrixAdaptiveAvgPool2d, compare_outputs, descr
                                 fix_input_grid, onnx_metadata)
 from beit_mm.data.demo import make_demo_ade20k
 
-from .conftest import ROOT, assert_close_to_scale
+from .conftest import ROOT, assert_close_to_scale, load_tool
 
 TINY_SEG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 BEIT_B_512 = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py')
@@ -36,13 +35,6 @@ CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px
 BEIT_MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
 EOMT_DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 TOL = 1e-4
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _checkpoint(cfg: Config, path, seed: int = 0, meta: dict | None = None):
@@ -62,8 +54,8 @@ def _checkpoint(cfg: Config, path, seed: int = 0, meta: dict | None = None):
 
 def _export(tmp_path, config, checkpoint, shape, *extra) -> tuple[str, str]:
     out = str(tmp_path / 'model.onnx')
-    _tool('export').main([config, str(checkpoint), '--format', 'onnx', '--shape', str(shape[0]), str(shape[1]),
-                          '--out', out, *extra])
+    load_tool('tools/export.py').main([config, str(checkpoint), '--format', 'onnx', '--shape', str(shape[0]),
+                                       str(shape[1]), '--out', out, *extra])
     return out
 
 
@@ -196,7 +188,7 @@ def test_infer_onnx_equals_infer_with_checkpoint(tmp_path):
     meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
     _checkpoint(Config.fromfile(TINY_SEG), tmp_path / 'seg.pth', meta=meta)
     path = _export(tmp_path, TINY_SEG, tmp_path / 'seg.pth', (64, 64), '--no-check')
-    infer = _tool('infer')
+    infer = load_tool('tools/infer.py')
     ref = infer.infer(TINY_SEG, str(tmp_path / 'seg.pth'), [val], str(tmp_path / 'ref'))
     got = infer.infer_onnx(TINY_SEG, path, [val], str(tmp_path / 'onnx'))
     assert ref.keys() == got.keys() and len(got) == 2
@@ -255,7 +247,7 @@ def test_eomt_infer_onnx_equals_infer_with_checkpoint(tmp_path):
     meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
     _eomt_checkpoint(tmp_path, [0.0, 0.0], meta=meta)
     path = _export(tmp_path, EOMT_DEMO, tmp_path / 'eomt.pth', (64, 64), '--no-check')
-    infer = _tool('infer')
+    infer = load_tool('tools/infer.py')
     ref = infer.infer(EOMT_DEMO, str(tmp_path / 'eomt.pth'), [val], str(tmp_path / 'ref'))
     got = infer.infer_onnx(EOMT_DEMO, path, [val], str(tmp_path / 'onnx'))
     assert ref.keys() == got.keys() and len(got) == 2

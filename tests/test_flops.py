@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from .conftest import ROOT
+from .conftest import ROOT, load_tool
 
 
 def _readme_cvt(arch: str) -> tuple[str, str]:
@@ -43,11 +43,7 @@ def test_cvt_flops_and_params_match_readme(arch, config):
 
 
 def _tool():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('get_flops', osp.join(ROOT, 'tools/analysis/get_flops.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_tool('tools/analysis/get_flops.py')
 
 
 def test_segmentor_and_mim_counts():

@@ -13,7 +13,6 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.apis import build_from_config
 
 from .conftest import ROOT, shrink_seg_config
@@ -63,16 +62,15 @@ def _probe(out: str) -> dict:
 
 
 @pytest.fixture(scope='module')
-def setup(tmp_path_factory):
+def setup(tmp_path_factory, ade_demo_root):
     tmp = tmp_path_factory.mktemp('fsdp')
-    data_root = make_demo_ade20k(str(tmp / 'ade'), num_train=4, num_val=2, size=96, seed=0)
     cfg = Config.fromfile(FSDP_CONFIG)
     backbone_cfg = Config(dict(model=dict(type='beit_mm.BEiT', arch=dict(embed_dims=DIM, num_layers=4, num_heads=2,
                                                                           mlp_ratio=2.0),
                                           img_size=64, patch_size=16)))
     ckpt = str(tmp / 'backbone.pth')
     torch.save({'state_dict': build_from_config(backbone_cfg).state_dict()}, ckpt)
-    return tmp, data_root, ckpt
+    return tmp, ade_demo_root, ckpt
 
 
 def _dump(cfg: Config, path) -> str:

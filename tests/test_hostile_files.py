@@ -24,7 +24,8 @@ from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
 
-from .test_tools import CONFIG, ROOT, _cfg, _load_tool
+from .conftest import ROOT, load_tool
+from .test_tools import CONFIG, _cfg
 
 MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
 
@@ -47,10 +48,10 @@ def make_hostile(checkpoint: dict, marker: str, cfg: Config, path: str) -> str:
 
 
 @pytest.fixture(scope='module')
-def runner_checkpoint(tmp_path_factory, data_root) -> dict:
+def runner_checkpoint(tmp_path_factory, ade_demo_root) -> dict:
     """A real training checkpoint of the tiny segmentor (2 iterations), as MMEngine's runner saves it."""
     work_dir = str(tmp_path_factory.mktemp('run'))
-    cfg = _cfg(data_root, work_dir, experiment_name='hostile_source', val_cfg=None, val_dataloader=None,
+    cfg = _cfg(ade_demo_root, work_dir, experiment_name='hostile_source', val_cfg=None, val_dataloader=None,
                val_evaluator=None)
     cfg.train_cfg.update(max_iters=2, val_interval=100)
     cfg.default_hooks.checkpoint.update(interval=2)
@@ -76,7 +77,7 @@ def _mim_checkpoint(tmp_path, marker) -> tuple[str, str]:
 @pytest.mark.parametrize('to', ['hf', 'timm'])
 def test_convert_to_hub_refuses_without_config_and_works_with_it(tmp_path, marker, to):
     config, hostile = _mim_checkpoint(tmp_path, marker)
-    convert = _load_tool('convert_checkpoint')
+    convert = load_tool('tools/convert_checkpoint.py')
     out = str(tmp_path / ('hf' if to == 'hf' else 'beit.pth'))
     with pytest.raises(SystemExit, match=r'--to needs --config CONFIG.*does not build a model from the config stored '
                        r'inside a checkpoint.*Nothing was written'):
@@ -86,9 +87,9 @@ def test_convert_to_hub_refuses_without_config_and_works_with_it(tmp_path, marke
     assert osp.exists(osp.join(out, 'model.safetensors') if to == 'hf' else out)
 
 
-def test_resume_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, data_root):
-    train = _load_tool('train')
-    cfg = _cfg(data_root, str(tmp_path / 'work'), experiment_name='hostile_resume', val_cfg=None,
+def test_resume_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
+    train = load_tool('tools/train.py')
+    cfg = _cfg(ade_demo_root, str(tmp_path / 'work'), experiment_name='hostile_resume', val_cfg=None,
                val_dataloader=None, val_evaluator=None)
     hostile = make_hostile(runner_checkpoint, marker, cfg, str(tmp_path / 'iter_2.pth'))
     train.set_resume(cfg, hostile)
@@ -98,26 +99,26 @@ def test_resume_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoi
     assert runner.iter == 4
 
 
-def test_load_from_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, data_root):
-    cfg = _cfg(data_root, str(tmp_path / 'work'), experiment_name='hostile_load_from')
+def test_load_from_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
+    cfg = _cfg(ade_demo_root, str(tmp_path / 'work'), experiment_name='hostile_load_from')
     cfg.load_from = make_hostile(runner_checkpoint, marker, cfg, str(tmp_path / 'hostile.pth'))
     runner = Runner.from_cfg(cfg)
-    _load_tool('train').check_start_checkpoint(runner, cfg)
+    load_tool('tools/train.py').check_start_checkpoint(runner, cfg)
     runner.load_or_resume()
     assert torch.equal(runner.model.state_dict()['backbone.cls_token'],
                        runner_checkpoint['state_dict']['backbone.cls_token'])
 
 
-def test_infer_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, data_root):
+def test_infer_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
-    images = osp.join(data_root, 'images', 'validation')
-    preds = _load_tool('infer').infer(CONFIG, hostile, [images], str(tmp_path / 'out'))
+    images = osp.join(ade_demo_root, 'images', 'validation')
+    preds = load_tool('tools/infer.py').infer(CONFIG, hostile, [images], str(tmp_path / 'out'))
     assert len(preds) == 2
 
 
-def test_tools_test_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, data_root):
+def test_tools_test_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
-    options = [f'{loader}.dataset.data_root={data_root}' for loader in ('val_dataloader', 'test_dataloader')]
+    options = [f'{loader}.dataset.data_root={ade_demo_root}' for loader in ('val_dataloader', 'test_dataloader')]
     env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
     proc = subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'test.py'), CONFIG, hostile, '--work-dir',
                            str(tmp_path / 'test'), '--cfg-options', *options], cwd=str(tmp_path), env=env,
@@ -129,7 +130,7 @@ def test_tools_test_does_not_run_the_stored_config(tmp_path, marker, runner_chec
 def test_export_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint):
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
     out = str(tmp_path / 'model.onnx')
-    _load_tool('export').main([CONFIG, hostile, '--shape', '64', '64', '--out', out, '--no-check'])
+    load_tool('tools/export.py').main([CONFIG, hostile, '--shape', '64', '64', '--out', out, '--no-check'])
     assert osp.getsize(out) > 0
 
 

@@ -18,7 +18,6 @@ sizes shrunk from the named configs to keep the tests cheap, nothing else change
   ``CvtForImageClassification`` and ``CvtModel``; the QuickGELU default and the demo's depths 1/1/2 (HF's CvT fails
   on them) are refused.
 """
-import importlib.util
 import json
 import os.path as osp
 
@@ -30,7 +29,7 @@ from beit_mm.apis import build_from_config
 from beit_mm.apis.hub import hf_model_and_state_dict, load_hf_state_dict
 from beit_mm.converters.hf_config import HFIncompatible
 
-from .conftest import ROOT
+from .conftest import ROOT, load_tool
 
 MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
 BEIT_CLS = osp.join(ROOT, 'configs', 'beit', 'beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
@@ -38,13 +37,6 @@ BEIT_SEG = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k
 CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px.py')
 TOL = 1e-4
 SMALL_BEIT = dict(_delete_=True, embed_dims=64, num_layers=6, num_heads=2, mlp_ratio=4.0)
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _randomized(cfg: Config, seed: int = 0):
@@ -76,7 +68,7 @@ def _save(tmp_path, cfg: Config, model, classes=None) -> tuple[str, str]:
 
 def _to_hf(tmp_path, ckpt: str, *extra) -> str:
     out = str(tmp_path / 'hf')
-    _tool('convert_checkpoint').main(['--to', 'hf', ckpt, out, *extra])
+    load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', ckpt, out, *extra])
     return out
 
 
@@ -126,7 +118,7 @@ def test_mim_backbone_to_hf_beit_model_and_timm(tmp_path):
     _assert_round_trip({k: v for k, v in backbone.state_dict().items()}, folder)
 
     out = str(tmp_path / 'timm' / 'beit.pth')
-    _tool('convert_checkpoint').main(['--to', 'timm', ckpt, out, '--config', config])
+    load_tool('tools/convert_checkpoint.py').main(['--to', 'timm', ckpt, out, '--config', config])
     args = json.load(open(osp.join(tmp_path, 'timm', 'beit.json')))
     assert args['model_name'].startswith('beit_') and args['pretrained_cfg_overlay']['file'] == osp.abspath(out)
     tm = timm.create_model(**args).eval()  # pretrained=True: timm's strict load of the file
@@ -165,7 +157,7 @@ def test_beit_classifier_to_hf_and_timm(tmp_path):
     _assert_round_trip(ours_sd, folder)
 
     out = str(tmp_path / 'timm' / 'beit_cls.pth')
-    _tool('convert_checkpoint').main(['--to', 'timm', ckpt, out, '--config', config, '--beitv2'])
+    load_tool('tools/convert_checkpoint.py').main(['--to', 'timm', ckpt, out, '--config', config, '--beitv2'])
     args = json.load(open(osp.join(tmp_path, 'timm', 'beit_cls.json')))
     assert args['model_name'].startswith('beitv2_')
     tm = timm.create_model(**args).eval()

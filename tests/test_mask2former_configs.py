@@ -17,12 +17,9 @@
 """
 import copy
 import glob
-import importlib.util
 import math
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -31,10 +28,9 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from torch import nn
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.backbones import BEiT, CvT
 
-from .conftest import ROOT, narrow_beit, shrink_seg_config
+from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 from .reference_recipes import RECIPES_M2F
 from .test_recipes import CHECK_UPDATES, _warmup_updates, mmcv_run, simulate
 
@@ -295,18 +291,8 @@ def test_cvt_param_groups_follow_the_swin_rule():
 
 
 # ---------------------------------------------------------------------------------------------- training runs
-@pytest.fixture(scope='module')
-def ade_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp('ade') / 'ADEChallengeData2016'
-    return str(make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0))
-
-
 def _convert(args: list) -> None:
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', os.path.join(ROOT, 'tools',
-                                                                                     'convert_checkpoint.py'))
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    tool.main(args)
+    load_tool('tools/convert_checkpoint.py').main(args)
 
 
 def _official_checkpoint(cfg: Config, tmp_path) -> str:
@@ -328,7 +314,7 @@ def _official_checkpoint(cfg: Config, tmp_path) -> str:
 
 
 @pytest.mark.parametrize('name', [BEIT_B, CVT13])
-def test_full_size_config_trains_and_validates(name, ade_root, tmp_path):
+def test_full_size_config_trains_and_validates(name, ade_demo_root, tmp_path):
     """2 iterations and a validation (IoUMetric, slide windows) through tools/train.py, the backbone from a converted
     official file, the dataset checks on; the decode head's 30 losses (3 for each of the 9 decoder layers' and the
     final prediction) all logged."""
@@ -336,7 +322,7 @@ def test_full_size_config_trains_and_validates(name, ade_root, tmp_path):
     if 'beit' in name:
         narrow_beit(cfg)
     ckpt = _official_checkpoint(cfg, tmp_path)
-    cfg = shrink_seg_config(cfg, ade_root, ckpt, str(tmp_path / 'work'), crop=CROP)
+    cfg = shrink_seg_config(cfg, ade_demo_root, ckpt, str(tmp_path / 'work'), crop=CROP)
     for t in _train(cfg):
         if t.type == 'RandomChoiceResize':  # shorter side 256..1024 for 512 crops -> the same ratios of 64
             t.scales = [s * CROP // 512 for s in t.scales]
@@ -344,10 +330,7 @@ def test_full_size_config_trains_and_validates(name, ade_root, tmp_path):
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg.model.decode_head.train_cfg.num_points = 256  # the 16x16 mask logits of a 64 px crop
     cfg_path = tmp_path / name
-    cfg.dump(str(cfg_path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(cfg_path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, cfg_path)
     assert 'dataset check passed' in log, log[-3000:]
     # (a BEiT file's final norm is unused: the segmentors read blocks 3, 5, 7, 11 without it)
     assert re.search(r'loaded \d+ backbone weights .* \(0 missing, (0|2) unexpected\)', log), log[-3000:]
@@ -358,12 +341,11 @@ def test_full_size_config_trains_and_validates(name, ade_root, tmp_path):
     assert os.path.exists(tmp_path / 'work' / 'iter_2.pth')
 
 
-def test_demo_config_trains_and_evaluates(tmp_path):
+def test_demo_config_trains_and_evaluates(ade_demo_root, tmp_path):
     """The demo config through tools/train.py, 4 iterations of 2 images, validation on the tiny set."""
-    root = make_demo_ade20k(str(tmp_path / 'ADEChallengeData2016'), num_train=4, num_val=2, size=96, seed=0)
     cfg = Config.fromfile(DEMO)
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = root
+        cfg[loader].dataset.data_root = ade_demo_root
         cfg[loader].num_workers = 0
         cfg[loader].persistent_workers = False
     cfg.train_dataloader.batch_size = 2
@@ -371,11 +353,7 @@ def test_demo_config_trains_and_evaluates(tmp_path):
     cfg.default_hooks.logger.interval = 1
     cfg.default_hooks.checkpoint.interval = 4
     cfg.work_dir = str(tmp_path / 'work')
-    path = tmp_path / os.path.basename(DEMO)
-    cfg.dump(str(path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
+    log = run_train(cfg, tmp_path / os.path.basename(DEMO))
     assert 'dataset check passed' in log
     assert 'LayerDecayOptimWrapperConstructor: layer_decay_rate=0.9' in log
     assert re.search(r'Iter\(train\) \[4/4\]', log), log[-2000:]

@@ -7,19 +7,16 @@ block and resampled from the 6x6 to the 4x4 grid) and train 2 iterations each, w
 """
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
-from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.models.tokenizers import DALLEEncoder
 
-from .conftest import ROOT, shrink_imagenet_loaders
+from .conftest import ROOT, imagenet_from_ade, run_train, shrink_imagenet_loaders
 
 CFG = os.path.join(ROOT, 'configs/beit')
 MIM_800 = os.path.join(CFG, 'beit-base-p16_8xb256-amp-coslr-800e_in1k.py')
@@ -28,14 +25,6 @@ MIM_DEMO = os.path.join(CFG, 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
 FT_IN1K = os.path.join(CFG, 'beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
 FT_ADE = os.path.join(CFG, 'beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py')
 FT_SIZE = 64
-
-
-def run_train(cfg: Config, path) -> str:
-    cfg.dump(str(path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    return log
 
 
 def test_pretraining_config_structure():
@@ -91,25 +80,8 @@ def test_configs_build_models():
 def data(tmp_path_factory):
     """ADE20K-layout demo data, and the same images as an ImageNet folder (2 classes, meta/{train,val}.txt)."""
     base = tmp_path_factory.mktemp('mimdata')
-    ade = base / 'ade'
-    make_demo_ade20k(str(ade), num_train=4, num_val=2, size=FT_SIZE, seed=0)
-    imnet = base / 'imagenet'
-    images = sorted((ade / 'images' / 'training').glob('*.jpg'))
-    (imnet / 'meta').mkdir(parents=True)
-    train_lines, val_lines = [], []
-    for i, src in enumerate(images):
-        label = i % 2
-        rel = f'n0000000{label}/img_{i}.JPEG'
-        (imnet / 'train' / rel).parent.mkdir(parents=True, exist_ok=True)
-        Image.open(src).save(imnet / 'train' / rel, format='JPEG')
-        train_lines.append(f'{rel} {label}')
-        if i < 2:
-            (imnet / 'val').mkdir(exist_ok=True)
-            Image.open(src).save(imnet / 'val' / f'val_{i}.JPEG', format='JPEG')
-            val_lines.append(f'val_{i}.JPEG {label}')
-    (imnet / 'meta' / 'train.txt').write_text('\n'.join(train_lines) + '\n')
-    (imnet / 'meta' / 'val.txt').write_text('\n'.join(val_lines) + '\n')
-    return dict(ade=str(ade), imagenet=str(imnet))
+    ade = make_demo_ade20k(str(base / 'ade'), num_train=4, num_val=2, size=FT_SIZE, seed=0)
+    return dict(ade=ade, imagenet=imagenet_from_ade(ade, str(base / 'imagenet')))
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,6 @@ file is the checkpoint the config reads (``pretrained`` / ``tokenizer_checkpoint
 metafile equal docs/cvt.md's table.
 """
 import glob
-import importlib.util
 import os
 import os.path as osp
 import re
@@ -18,7 +17,8 @@ import pytest
 import yaml
 from mmengine.config import Config
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+from .conftest import ROOT, load_tool
+
 TASKS = {'Semantic Segmentation': {'mIoU'}, 'Image Classification': {'Top 1 Accuracy'}}
 
 
@@ -58,13 +58,6 @@ def test_every_full_size_config_is_listed_and_every_listed_config_exists():
         assert c['Paper']['URL'].startswith('https://') and c['Code']['URL'].startswith('https://')
 
 
-def _convert_parser_choices() -> dict:
-    spec = importlib.util.spec_from_file_location('convert_checkpoint', osp.join(ROOT, 'tools/convert_checkpoint.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.MODELS
-
-
 @pytest.mark.parametrize('name', sorted(BY_NAME))
 def test_entry_has_task_metric_source_and_checkpoint(name):
     m = BY_NAME[name]
@@ -92,7 +85,7 @@ def test_entry_has_task_metric_source_and_checkpoint(name):
         return
     argv = shlex.split(conv['Command'])
     assert argv[:2] == ['python', 'tools/convert_checkpoint.py']
-    choices = _convert_parser_choices()
+    choices = load_tool('tools/convert_checkpoint.py').MODELS
     model, source = argv[argv.index('--model') + 1], argv[argv.index('--source') + 1]
     assert source in choices[model], (model, source)
     dst = [a for a in argv[2:] if not a.startswith('--') and a not in (model, source)][-1]

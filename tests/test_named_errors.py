@@ -20,8 +20,9 @@ from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_fro
 from beit_mm.apis.checkpoint import check_resumable
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
-from .test_hostile_files import MIM, runner_checkpoint  # noqa: F401  (a module fixture; data_root: conftest)
-from .test_tools import CONFIG, _cfg, _load_tool
+from .conftest import load_tool
+from .test_hostile_files import MIM, runner_checkpoint  # noqa: F401  (a module fixture; ade_demo_root: conftest)
+from .test_tools import CONFIG, _cfg
 
 
 @pytest.fixture(scope='module')
@@ -45,22 +46,23 @@ def files(tmp_path_factory) -> dict:
 
 def test_truncated_checkpoint_to_convert_and_infer(files, tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match=r'truncated\.pth is truncated or corrupt.*Fix: download/copy it again'):
-        _load_tool('convert_checkpoint').main(['--to', 'hf', files['truncated'], str(tmp_path / 'hf'), '--config',
-                                               CONFIG, '--part', 'backbone'])
+        load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', files['truncated'], str(tmp_path / 'hf'),
+                                                       '--config', CONFIG, '--part', 'backbone'])
     image = str(tmp_path / 'x.png')
     from PIL import Image
     Image.new('RGB', (64, 64)).save(image)
     monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, files['truncated'], image, '--out-dir',
                                       str(tmp_path / 'out')])
     with pytest.raises(SystemExit, match=r'infer: checkpoint .*truncated\.pth is truncated or corrupt'):
-        _load_tool('infer').main()
+        load_tool('tools/infer.py').main()
 
 
 def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, monkeypatch):
     from beit_mm.evaluation.probe import probe_model
     shapes = r'does not fit the model .*shapes differ for .*backbone\.cls_token \(1, 1, 64\) vs \(1, 1, 32\)'
     with pytest.raises(SystemExit, match=r'export: .*other\.pth.*' + shapes):
-        _load_tool('export').main([CONFIG, files['other'], '--shape', '64', '64', '--out', str(tmp_path / 'm.onnx')])
+        load_tool('tools/export.py').main([CONFIG, files['other'], '--shape', '64', '64', '--out',
+                                           str(tmp_path / 'm.onnx')])
     assert not osp.exists(tmp_path / 'm.onnx')
     with pytest.raises(CheckpointMismatchError, match=shapes):
         probe_model(CONFIG, files['other'])
@@ -69,14 +71,14 @@ def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, mo
     Image.new('RGB', (64, 64)).save(image)
     monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, files['other'], image, '--out-dir', str(tmp_path / 'o')])
     with pytest.raises(SystemExit, match=r'infer: .*' + shapes):
-        _load_tool('infer').main()
+        load_tool('tools/infer.py').main()
     assert not osp.exists(tmp_path / 'o' / 'pred')
 
 
-def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runner_checkpoint, data_root,  # noqa: F811
-                                                                     tmp_path):
-    train = _load_tool('train')
-    cfg = _cfg(data_root, str(tmp_path / 'work'))
+def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runner_checkpoint,  # noqa: F811
+                                                                     ade_demo_root, tmp_path):
+    train = load_tool('tools/train.py')
+    cfg = _cfg(ade_demo_root, str(tmp_path / 'work'))
     with pytest.raises(SystemExit, match=r'--resume: .*weights\.pth holds weights but no training state.*Fix: to '
                        r'start a new run from these weights pass --cfg-options load_from='):
         train.set_resume(cfg, files['weights'])
@@ -94,12 +96,13 @@ def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runne
         train.check_start_checkpoint(runner, cfg)  # ... refused once the model is built, before runner.train()
 
 
-def test_resume_reads_a_pre_1_6_checkpoint(runner_checkpoint, data_root, tmp_path):  # noqa: F811
+def test_resume_reads_a_pre_1_6_checkpoint(runner_checkpoint, ade_demo_root, tmp_path):  # noqa: F811
     from beit_mm.engine.hooks.rng_state import checkpoint_seed
     legacy = str(tmp_path / 'legacy.pth')
     torch.save(dict(runner_checkpoint, meta=dict(runner_checkpoint['meta'], seed=7)), legacy,
                _use_new_zipfile_serialization=False)
-    _load_tool('train').set_resume(_cfg(data_root, str(tmp_path / 'w')), legacy)  # was: "mmap can only be used..."
+    # was: "mmap can only be used..."
+    load_tool('tools/train.py').set_resume(_cfg(ade_demo_root, str(tmp_path / 'w')), legacy)
     assert checkpoint_seed(legacy) == 7
 
 
@@ -116,16 +119,17 @@ def test_truncated_safetensors_and_non_image_input(tmp_path, monkeypatch):
     cut = str(tmp_path / 'cut.safetensors')
     open(cut, 'wb').write(open(full, 'rb').read()[:40])
     with pytest.raises(SystemExit, match=r'cut\.safetensors is not a whole safetensors file.*download/copy it again'):
-        _load_tool('convert_checkpoint').main(['--model', 'beit', '--source', 'hf', cut, str(tmp_path / 'o.pth')])
+        load_tool('tools/convert_checkpoint.py').main(['--model', 'beit', '--source', 'hf', cut,
+                                                       str(tmp_path / 'o.pth')])
     text = tmp_path / 'notes.jpg'
     text.write_text('not an image')
     monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, str(tmp_path), str(text)])
     with pytest.raises(SystemExit, match=r'infer: input .*notes\.jpg is not an image PIL can read'):
-        _load_tool('infer').main()
+        load_tool('tools/infer.py').main()
 
 
 def test_outputs_checked_at_start(files, tmp_path, monkeypatch):
-    convert = _load_tool('convert_checkpoint')
+    convert = load_tool('tools/convert_checkpoint.py')
     folder = tmp_path / 'a_folder'
     folder.mkdir()
     with pytest.raises(SystemExit, match=r'output .*a_folder is a folder; the output is a file'):
@@ -139,7 +143,7 @@ def test_outputs_checked_at_start(files, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, 'argv', ['probe.py', CONFIG, files['whole'], '--imagenet-root', str(tmp_path / 'in'),
                                       '--out', str(existing)])
     with pytest.raises(SystemExit, match=r'probe: output .*probe\.json exists; nothing was written.*--overwrite'):
-        _load_tool('analysis/probe').main()  # before any model is built or image read
+        load_tool('tools/analysis/probe.py').main()  # before any model is built or image read
     assert existing.read_text() == '{}'
 
 

@@ -13,7 +13,6 @@ map, and ``tools/test.py`` scored another model's checkpoint with exit code 0.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 import os.path as osp
@@ -30,23 +29,15 @@ from beit_mm.apis import build_from_config
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.fileio.outputs import OutputError
 
-from .test_tools import CONFIG, ROOT
+from .conftest import ROOT, load_tool
+from .test_tools import CONFIG
 
-TOOLS = {}
 MANIFEST = '.beit_mm_output.json'  # an output folder's manifest (beit_mm.fileio.manifest.MANIFEST)
 
 
 def tool(name: str):
-    """The tool module ``tools/<name>.py``, loaded once (registered in ``sys.modules``: the dataclasses of
-    ``benchmark.py`` look their module up there)."""
-    if name not in TOOLS:
-        spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name.replace("/", "_")}',
-                                                      osp.join(ROOT, 'tools', f'{name}.py'))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        TOOLS[name] = module
-    return TOOLS[name]
+    """The tool module ``tools/<name>.py`` (:func:`conftest.load_tool`)."""
+    return load_tool(f'tools/{name}.py')
 
 
 def run_tool(name: str, argv: list[str], monkeypatch) -> None:

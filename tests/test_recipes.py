@@ -23,7 +23,6 @@ Reference code re-implemented here from its source (read, not copied; cited per 
 """
 import copy
 import glob
-import importlib.util
 import math
 import os
 import types
@@ -40,7 +39,7 @@ from torch import nn
 from beit_mm.engine.hooks import BatchSizeCheckHook, batch_size_warning
 from beit_mm.models.layers import gather_relative_position_bias, resize_rel_pos_bias_table
 
-from .conftest import ROOT
+from .conftest import ROOT, load_tool
 from .reference_recipes import RECIPES, find
 
 IMAGENET_MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]  # timm IMAGENET_DEFAULT_MEAN (unilm datasets.py)
@@ -599,13 +598,6 @@ def test_imagenet_pretraining_and_ade20k_use_imagenet_mean_std():
 # Multi-scale TTA and relative position bias shrinking
 # --------------------------------------------------------------------------------------------------------------------
 
-def _tools_test():
-    spec = importlib.util.spec_from_file_location('beit_mm_tools_test', os.path.join(ROOT, 'tools/test.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def setr_resize_shape(h: int, w: int, scale: Tuple[int, int], crop: int) -> Tuple[int, int]:
     """unilm SETR_Resize._resize_img (setr_multi_scale, keep_ratio) then mmcv 1.x imrescale/rescale_size."""
     new_short = crop if min(scale) < crop else min(scale)
@@ -622,7 +614,7 @@ def test_tta_resizes_like_unilm_multiscale(name):
     from mmengine.dataset import Compose
     cfg = Config.fromfile(_cfg_path(name))
     init_default_scope('mmseg')
-    pipeline = _tools_test().slide_tta_pipeline(cfg)
+    pipeline = load_tool('tools/test.py').slide_tta_pipeline(cfg)
     tta = next(t for t in pipeline if t['type'] == 'TestTimeAug')
     resizes = Compose(tta['transforms'][0]).transforms
     crop = cfg.model.test_cfg.crop_size[0]
@@ -654,7 +646,7 @@ def test_tta_feeds_only_full_windows_to_the_backbone(tmp_path):
     for t in cfg.test_pipeline:
         if t['type'] == 'Resize':
             t['scale'] = (4 * crop, crop)
-    pipeline = _tools_test().slide_tta_pipeline(cfg)
+    pipeline = load_tool('tools/test.py').slide_tta_pipeline(cfg)
     tta = next(t for t in pipeline if t['type'] == 'TestTimeAug')
     tta['transforms'] = [tta['transforms'][0], tta['transforms'][1], [dict(type='PackSegInputs')]]
     init_default_scope('mmseg')

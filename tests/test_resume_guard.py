@@ -33,13 +33,14 @@ import pytest
 import torch
 
 
-from .test_tools import CONFIG, ROOT, _load_tool
+from .conftest import ROOT, load_tool
+from .test_tools import CONFIG
 
-TRAIN = _load_tool('train')
+TRAIN = load_tool('tools/train.py')
 
 
-def _options(data_root: str, *extra: str) -> list[str]:
-    return ['--cfg-options', *[f'{loader}.dataset.data_root={data_root}' for loader in
+def _options(ade_demo_root: str, *extra: str) -> list[str]:
+    return ['--cfg-options', *[f'{loader}.dataset.data_root={ade_demo_root}' for loader in
                                ('train_dataloader', 'val_dataloader', 'test_dataloader')], *extra]
 
 
@@ -76,11 +77,11 @@ def time_limit(seconds: int):
 
 
 @pytest.fixture(scope='module')
-def trained(tmp_path_factory, data_root) -> str:
+def trained(tmp_path_factory, ade_demo_root) -> str:
     """``iter_2.pth`` of a 2-iteration ``tools/train.py`` run (RNG states, optimizer, message hub as saved)."""
     work_dir = str(tmp_path_factory.mktemp('run'))
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _train(monkeypatch, work_dir, *_options(data_root, 'train_cfg.max_iters=2', 'val_cfg=None',
+        _train(monkeypatch, work_dir, *_options(ade_demo_root, 'train_cfg.max_iters=2', 'val_cfg=None',
                                                 'val_dataloader=None', 'val_evaluator=None',
                                                 'experiment_name=resume_guard_fixture'))
     return osp.join(work_dir, 'iter_2.pth')
@@ -98,7 +99,7 @@ def _runtime_info(checkpoint: dict) -> dict:
     return checkpoint['message_hub']['runtime_info']
 
 
-def test_best_ckpt_outside_the_work_dir_is_never_removed(tmp_path, monkeypatch, trained, data_root):
+def test_best_ckpt_outside_the_work_dir_is_never_removed(tmp_path, monkeypatch, trained, ade_demo_root):
     victim = tmp_path / 'victim'
     victim.mkdir()
     (victim / 'thesis.tex').write_text('years of work')
@@ -109,13 +110,13 @@ def test_best_ckpt_outside_the_work_dir_is_never_removed(tmp_path, monkeypatch, 
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), edit)
     work_dir = str(tmp_path / 'work')
     _train(monkeypatch, work_dir, '--resume', hostile,
-           *_options(data_root, 'train_cfg.max_iters=3', 'train_cfg.val_interval=1',
+           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'train_cfg.val_interval=1',
                      'default_hooks.checkpoint.save_best=mIoU'))
     assert (victim / 'thesis.tex').read_text() == 'years of work'
     assert osp.isfile(osp.join(work_dir, 'best_mIoU_iter_3.pth'))  # the run validated and saved its own best
 
 
-def test_keep_ckpt_ids_never_delete_files_of_the_work_dir(tmp_path, monkeypatch, trained, data_root):
+def test_keep_ckpt_ids_never_delete_files_of_the_work_dir(tmp_path, monkeypatch, trained, ade_demo_root):
     work_dir = tmp_path / 'work'
     work_dir.mkdir()
     (work_dir / 'iter_1.pth').write_bytes(b'a checkpoint of an earlier run')
@@ -124,13 +125,13 @@ def test_keep_ckpt_ids_never_delete_files_of_the_work_dir(tmp_path, monkeypatch,
         _runtime_info(checkpoint)['keep_ckpt_ids'] = [1, 2]  # one more than max_keep_ckpts: MMEngine deleted iter_1
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), edit)
     _train(monkeypatch, str(work_dir), '--resume', hostile, '--overwrite',
-           *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
-                     'default_hooks.checkpoint.max_keep_ckpts=1'))
+           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                     'val_evaluator=None', 'default_hooks.checkpoint.max_keep_ckpts=1'))
     assert (work_dir / 'iter_1.pth').read_bytes() == b'a checkpoint of an earlier run'
     assert (work_dir / 'iter_3.pth').is_file()
 
 
-def test_optimizer_state_of_the_wrong_size_is_refused_not_a_segfault(tmp_path, trained, data_root):
+def test_optimizer_state_of_the_wrong_size_is_refused_not_a_segfault(tmp_path, trained, ade_demo_root):
     """In a subprocess: on the old code the fused AdamW step crashed the interpreter (SIGSEGV)."""
     def edit(checkpoint):
         state = checkpoint['optimizer']['state']
@@ -140,7 +141,7 @@ def test_optimizer_state_of_the_wrong_size_is_refused_not_a_segfault(tmp_path, t
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
     proc = subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'train.py'), CONFIG, '--work-dir',
                            str(tmp_path / 'work'), '--resume', hostile,
-                           *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
                                      'val_evaluator=None')],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, f'exit {proc.returncode}:\n{proc.stderr[-3000:]}'
@@ -149,19 +150,19 @@ def test_optimizer_state_of_the_wrong_size_is_refused_not_a_segfault(tmp_path, t
     assert "exp_avg" in last and '(4,)' in last and 'evil.pth' in last and 'Fix:' in last
 
 
-def test_a_billion_iterations_are_refused_at_once(tmp_path, monkeypatch, trained, data_root):
+def test_a_billion_iterations_are_refused_at_once(tmp_path, monkeypatch, trained, ade_demo_root):
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), lambda c: c['meta'].update(iter=10**9))
     with time_limit(60):  # the old code replayed 10**9 batches
         message = _refused(monkeypatch, str(tmp_path / 'work'), '--resume', hostile,
-                           *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
                                      'val_evaluator=None'))
     assert 'meta.iter = 1000000000' in message and 'max_iters 3' in message and 'Fix:' in message
 
 
-def test_a_huge_seed_is_refused_by_name(tmp_path, monkeypatch, trained, data_root):
+def test_a_huge_seed_is_refused_by_name(tmp_path, monkeypatch, trained, ade_demo_root):
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), lambda c: c['meta'].update(seed=2**40))
     message = _refused(monkeypatch, str(tmp_path / 'work'), '--resume', hostile,
-                       *_options(data_root, 'train_cfg.max_iters=3'))
+                       *_options(ade_demo_root, 'train_cfg.max_iters=3'))
     assert 'evil.pth' in message and f'meta.seed = {2**40}' in message and '2**32' in message and 'Fix:' in message
 
 
@@ -169,7 +170,7 @@ def test_a_huge_seed_is_refused_by_name(tmp_path, monkeypatch, trained, data_roo
     (('torch',), torch.zeros(10, dtype=torch.uint8), r"rng_states\[0\]\['torch'\]"),
     (('python', 'state'), torch.arange(625, dtype=torch.int64) * 10**6, r"rng_states\[0\]\['python'\]\['state'\]"),
 ])
-def test_hostile_rng_states_are_refused_by_name(tmp_path, monkeypatch, trained, data_root, where, value,
+def test_hostile_rng_states_are_refused_by_name(tmp_path, monkeypatch, trained, ade_demo_root, where, value,
                                                 named):
     def edit(checkpoint):
         node = checkpoint['rng_states'][0]
@@ -178,31 +179,31 @@ def test_hostile_rng_states_are_refused_by_name(tmp_path, monkeypatch, trained, 
         node[where[-1]] = value
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), edit)
     message = _refused(monkeypatch, str(tmp_path / 'work'), '--resume', hostile,
-                       *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                       *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
                                  'val_evaluator=None'))
     assert 'evil.pth' in message and 'Fix:' in message
     assert __import__('re').search(named, message), message
 
 
-def test_resume_into_another_runs_work_dir_is_refused(tmp_path, monkeypatch, trained, data_root):
+def test_resume_into_another_runs_work_dir_is_refused(tmp_path, monkeypatch, trained, ade_demo_root):
     other = tmp_path / 'other_run'
     other.mkdir()
     shutil.copy(trained, other / 'iter_4.pth')  # that run's checkpoint, which a resumed run to 4 would save over
     before = (other / 'iter_4.pth').read_bytes()
     message = _refused(monkeypatch, str(other), '--resume', trained,
-                       *_options(data_root, 'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None'))
+                       *_options(ade_demo_root, 'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None'))
     assert (other / 'iter_4.pth').read_bytes() == before
     assert 'iter_4.pth' in message and '--overwrite' in message and '--work-dir' in message
 
 
 @pytest.mark.parametrize('damage', ['truncated', 'missing'])
-def test_config_resume_with_a_bad_load_from_is_refused_by_name(tmp_path, monkeypatch, trained, data_root,
+def test_config_resume_with_a_bad_load_from_is_refused_by_name(tmp_path, monkeypatch, trained, ade_demo_root,
                                                                 damage):
     path = tmp_path / 'iter_2.pth'
     if damage == 'truncated':
         path.write_bytes(open(trained, 'rb').read()[:-1000])
     message = _refused(monkeypatch, str(tmp_path / 'work'),
-                       *_options(data_root, 'resume=True', f'load_from={path}'))
+                       *_options(ade_demo_root, 'resume=True', f'load_from={path}'))
     assert 'iter_2.pth' in message and 'Fix:' in message
     assert ('truncated' if damage == 'truncated' else 'does not exist') in message
 
@@ -313,7 +314,7 @@ def test_the_guard_leaves_a_load_from_start_alone():
     assert checkpoint == dict(meta=dict(iter=10**6, seed=2**40))
 
 
-def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, data_root):
+def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, ade_demo_root):
     """``--resume CKPT`` opens the file once: the checks before the run (training state, weights vs model) and
     MMEngine's load in ``Runner.resume`` share one read (``beit_mm.fileio.checkpoint.hand_over``); the seed is read
     from a memory map (no tensor data). Before: three full ``torch.load`` of the file (GBs for BEiT-L)."""
@@ -330,7 +331,7 @@ def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, data_r
 
     monkeypatch.setattr(torch, 'load', counting)
     _train(monkeypatch, work_dir, '--resume', checkpoint,
-           *_options(data_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None', 'val_evaluator=None',
-                     'experiment_name=resume_once'))
+           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                     'val_evaluator=None', 'experiment_name=resume_once'))
     assert len(reads) == 1, reads
     assert osp.isfile(osp.join(work_dir, 'iter_3.pth')) and not opener._handed_over

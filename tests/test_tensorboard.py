@@ -6,17 +6,9 @@ import os.path as osp
 import subprocess
 import sys
 
-import pytest
 import torch
 
-from beit_mm.data.demo import make_demo_ade20k
-
 from .conftest import ROOT
-
-
-@pytest.fixture(scope='module')
-def demo_root(tmp_path_factory) -> str:
-    return make_demo_ade20k(str(tmp_path_factory.mktemp('data') / 'ade_demo'), num_train=4, num_val=2, size=96)
 
 
 def _train_scalars(config: str, work_dir: str, options: list[str]) -> dict[str, list[float]]:
@@ -32,19 +24,19 @@ def _train_scalars(config: str, work_dir: str, options: list[str]) -> dict[str, 
     return {tag: [e.value for e in acc.Scalars(tag)] for tag in acc.Tags()['scalars']}
 
 
-def test_segmentation_run_logs_loss_lr_and_metrics(demo_root, tmp_path):
+def test_segmentation_run_logs_loss_lr_and_metrics(ade_demo_root, tmp_path):
     scalars = _train_scalars(
         'tests/configs/tiny_beit_upernet_ade_demo.py', str(tmp_path / 'seg'),
         ['train_cfg.max_iters=2', 'train_cfg.val_interval=2', 'default_hooks.checkpoint.interval=2',
          'default_hooks.visualization.interval=100'] +
-        [f'{dl}.dataset.data_root={demo_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')])
+        [f'{dl}.dataset.data_root={ade_demo_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')])
     for tag in ('loss', 'lr', 'decode.loss_ce', 'aAcc', 'mIoU', 'mAcc'):
         assert tag in scalars, sorted(scalars)
     assert len(scalars['loss']) == 2 and all(v > 0 for v in scalars['loss'])
     assert len(scalars['mIoU']) == 1 and 0 <= scalars['mIoU'][0] <= 100
 
 
-def test_mim_run_logs_mim_acc(demo_root, tmp_path):
+def test_mim_run_logs_mim_acc(ade_demo_root, tmp_path):
     from beit_mm.models.tokenizers.dalle import DALLEEncoder
     tokenizer = tmp_path / 'tokenizer.pth'
     torch.save({'state_dict': DALLEEncoder(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=512).state_dict()},
@@ -53,16 +45,16 @@ def test_mim_run_logs_mim_acc(demo_root, tmp_path):
         'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py', str(tmp_path / 'mim'),
         ['train_cfg.max_iters=2', 'default_hooks.logger.interval=1', 'train_dataloader.batch_size=2',
          'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
-         f'train_dataloader.dataset.data_root={demo_root}', f'model.target_generator.init_cfg.checkpoint={tokenizer}'])
+         f'train_dataloader.dataset.data_root={ade_demo_root}', f'model.target_generator.init_cfg.checkpoint={tokenizer}'])
     assert {'loss', 'lr', 'mim_acc'} <= set(scalars), sorted(scalars)
     assert all(0 <= v <= 1 for v in scalars['mim_acc'])
 
 
-def test_dvae_run_logs_codebook_usage(demo_root, tmp_path):
+def test_dvae_run_logs_codebook_usage(ade_demo_root, tmp_path):
     scalars = _train_scalars(
         'configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py', str(tmp_path / 'dvae'),
         ['train_cfg.max_iters=2', 'default_hooks.logger.interval=1', 'train_dataloader.batch_size=2',
          'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
-         f'train_dataloader.dataset.data_root={demo_root}'])
+         f'train_dataloader.dataset.data_root={ade_demo_root}'])
     assert {'loss', 'loss_rec', 'lr', 'codebook_usage', 'perplexity'} <= set(scalars), sorted(scalars)
     assert all(0 < v <= 1 for v in scalars['codebook_usage'])

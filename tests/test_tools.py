@@ -14,7 +14,6 @@ train / 2 val images of 96x96), on CPU. References and tolerances:
   (forward dtype bf16; updated weights within 2e-2 of fp32's, bf16's 8-bit mantissa).
 """
 import copy
-import importlib.util
 import os
 import os.path as osp
 import pickle
@@ -39,16 +38,10 @@ from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
 from beit_mm.fileio.safe_globals import checkpoint_safe_globals, register_checkpoint_safe_globals
 from beit_mm.engine.launch import adapt_cfg_to_launcher
 
-ROOT = osp.dirname(osp.dirname(osp.abspath(__file__)))
+from .conftest import ROOT, load_tool
+
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 METRICS = re.compile(r'Iter\((val|test)\).*?aAcc: ([\d.]+)\s+mIoU: ([\d.]+)\s+mAcc: ([\d.]+)')
-
-
-def _load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(f'beit_mm_tools_{name}', osp.join(ROOT, 'tools', f'{name}.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _data_options(data_root: str) -> list:
@@ -196,7 +189,7 @@ class _StateRecorder(Hook):
 def test_resume_continues_from_saved_state(trained, demo_root, tmp_path):
     """``--resume iter_2.pth`` (tools/train.py's set_resume, then the Runner): starts at iteration 2 with exactly the
     saved weights and optimizer state, and ends at 4."""
-    train_tool = _load_tool('train')
+    train_tool = load_tool('tools/train.py')
     ckpt_path = osp.join(trained[0], 'iter_2.pth')
     cfg = _cfg(demo_root, str(tmp_path), experiment_name='resume_test', val_cfg=None, val_dataloader=None,
                val_evaluator=None)
@@ -223,7 +216,7 @@ def test_resume_continues_from_saved_state(trained, demo_root, tmp_path):
 def test_auto_resume_and_load_from(trained, demo_root, tmp_path):
     """``--resume`` without a value picks work_dir/last_checkpoint (or starts fresh, keeping ``load_from``);
     ``load_from`` loads the weights exactly with the iteration counter at 0."""
-    train_tool = _load_tool('train')
+    train_tool = load_tool('tools/train.py')
     cfg = _cfg(demo_root, trained[0])
     train_tool.set_resume(cfg, 'auto')
     assert cfg.resume and cfg.load_from == osp.join(trained[0], 'iter_4.pth')
@@ -241,7 +234,7 @@ def test_auto_resume_and_load_from(trained, demo_root, tmp_path):
 
 
 def test_parse_args_local_rank_spellings(monkeypatch):
-    train_tool = _load_tool('train')
+    train_tool = load_tool('tools/train.py')
     for flag in ('--local-rank', '--local_rank'):
         monkeypatch.delenv('LOCAL_RANK', raising=False)
         monkeypatch.setattr(sys, 'argv', ['train.py', CONFIG, flag, '3', '--resume'])
@@ -292,7 +285,7 @@ def test_two_process_gloo_training(demo_root, tmp_path):
 
 
 def test_amp_bf16_step_on_cpu(monkeypatch):
-    train_tool = _load_tool('train')
+    train_tool = load_tool('tools/train.py')
     cfg = Config(dict(optim_wrapper=dict(type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     monkeypatch.setattr(amp_optim_wrapper, 'cpu_has_native_bf16', lambda: True)  # fp32 otherwise: test_amp_choice
     train_tool.enable_amp(cfg)

@@ -39,16 +39,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from beit_mm.converters import beit as beit_conv  # noqa: E402
-from beit_mm.apis.checkpoint import CheckpointMismatchError  # noqa: E402
-from beit_mm.fileio import CheckpointFileError, load_state_dict_file  # noqa: E402
+from beit_mm.converters import beit as beit_conv
+from beit_mm.apis.checkpoint import CheckpointMismatchError
+from beit_mm.fileio import CheckpointFileError, load_state_dict_file
 
 MODELS = {
     'beit': beit_conv.SOURCES,

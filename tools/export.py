@@ -22,17 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os.path as osp
-import sys
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.abspath(__file__))))
-
-import beit_mm  # noqa: E402,F401  (registrations, checkpoint safe globals)
-from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights  # noqa: E402
-from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, describe_comparison,  # noqa: E402
-                                 export_module, export_onnx, model_kind, preprocess_metadata)
-from beit_mm.apis.checkpoint import CheckpointMismatchError, check_weights_match  # noqa: E402
+import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
+from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights
+from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, describe_comparison, export_module,
+                                 export_onnx, model_kind, preprocess_metadata)
+from beit_mm.apis.checkpoint import CheckpointMismatchError, check_weights_match
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file, open_checkpoint  # noqa: E402
 from beit_mm.fileio.outputs import OutputError, check_output  # noqa: E402
 

@@ -1,8 +1,8 @@
 """Build a config's model for analysis (pictures, FLOPs, inference): no pretrained files read, checkpoints checked.
 
-- :func:`drop_pretrained_init`: remove every ``init_cfg=dict(type='Pretrained', ...)`` from a model config, so the
-  model builds without the official files it would otherwise load (their weights come from a checkpoint, or random
-  weights are enough, as for counting FLOPs).
+- :func:`drop_pretrained_init`: remove every ``init_cfg=dict(type='Pretrained', ...)`` and ``pretrained='<path>'``
+  from a model config, so the model builds without the official files it would otherwise load (their weights come
+  from a checkpoint, or random weights are enough, as for counting FLOPs or timing a step).
 - :func:`resolve_checkpoint`: a ``.pth`` file, or a ``tools/train.py`` work dir (its ``last_checkpoint``).
 - :func:`build_from_config` / :func:`load_model`: the config's model, random or from a training checkpoint.
 - :func:`model_class`: the class a config's model builds, its ``type`` looked up in the registry as
@@ -32,11 +32,15 @@ from .checkpoint import CheckpointMismatchError, check_weights_match
 
 
 def drop_pretrained_init(node) -> None:
-    """Set every ``init_cfg`` of type ``Pretrained`` under ``node`` (a config dict/list) to None, in place."""
+    """Set every ``init_cfg`` of type ``Pretrained`` and every ``pretrained`` path (a string: mmseg's
+    ``EncoderDecoder`` hands one to its backbone, which loads it in ``init_weights``, as in mmseg's own BEiT configs)
+    under ``node`` (a config dict/list) to None, in place. A boolean ``pretrained`` (timm-style flags) is kept."""
     if isinstance(node, dict):
         init_cfg = node.get('init_cfg')
         if isinstance(init_cfg, dict) and init_cfg.get('type') == 'Pretrained':
             node['init_cfg'] = None
+        if isinstance(node.get('pretrained'), str):
+            node['pretrained'] = None
         for value in node.values():
             drop_pretrained_init(value)
     elif isinstance(node, (list, tuple)):

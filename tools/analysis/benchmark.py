@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import ctypes
 import ctypes.util
 import gc
@@ -77,7 +76,6 @@ import torch
 from torch import nn
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-sys.path.insert(0, ROOT)
 
 SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
                'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head', 'mask_head', 'upscale', 'class_head')}
@@ -209,38 +207,19 @@ def peer_config(package: str, rel_path: str) -> str:
     return path
 
 
-def strip_pretrained(cfg):
-    """Drop every ``init_cfg=dict(type='Pretrained', ...)`` and ``pretrained=`` path: random weights only."""
-    if isinstance(cfg, dict):
-        if isinstance(cfg.get('init_cfg'), dict) and cfg['init_cfg'].get('type') == 'Pretrained':
-            cfg['init_cfg'] = None
-        if 'pretrained' in cfg:
-            cfg['pretrained'] = None
-        for v in cfg.values():
-            strip_pretrained(v)
-    elif isinstance(cfg, list):
-        for v in cfg:
-            strip_pretrained(v)
-    return cfg
-
-
-def build_from_config(path: str, scope: str, overrides: Callable[[dict], None] | None = None) -> nn.Module:
+def build_model(path: str, overrides: Callable[[dict], None] | None = None) -> nn.Module:
+    """``path``'s model by :func:`beit_mm.apis.build_from_config` (random init, no ``Pretrained`` file or
+    ``pretrained`` path read, the config's ``default_scope``, SyncBN as BN), ``overrides`` applied to its model dict
+    first. Train/eval mode: :func:`build_part_model`."""
     from mmengine.config import Config
-    from mmengine.model import revert_sync_batchnorm
-    from mmengine.registry import DefaultScope
 
+    from beit_mm.apis import build_from_config
     cfg = Config.fromfile(path)
-    model_cfg = strip_pretrained(copy.deepcopy(cfg.model))
     if overrides is not None:
+        model_cfg = cfg.model.to_dict()
         overrides(model_cfg)
-    with DefaultScope.overwrite_default_scope(scope):
-        if scope == 'mmseg':
-            from mmseg.registry import MODELS
-        else:
-            from mmpretrain.registry import MODELS
-        model = MODELS.build(model_cfg)
-    model.init_weights()
-    return revert_sync_batchnorm(model)
+        cfg.model = model_cfg
+    return build_from_config(cfg)
 
 
 @dataclass
@@ -293,9 +272,8 @@ def mim_part(args, tokenizer_like_peer: bool = False) -> Part:
     if tokenizer_like_peer:
         title = f"(a') MIM step, BEiT-B 224 + DALL-E tokenizer in {amp} on both sides"
     return Part(title,
-                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain', tokenizer_amp if tokenizer_like_peer
-                                                      else None),
-                 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain')}, make_inputs, step)
+                {'beit_mm': lambda: build_model(ours_cfg, tokenizer_amp if tokenizer_like_peer else None),
+                 'mmpretrain': lambda: build_model(peer_cfg)}, make_inputs, step)
 
 
 class PeerVQKDTargets(nn.Module):
@@ -352,7 +330,7 @@ def mim2_part(args) -> Part:
         embedding.initted.fill_(1)
 
     def build_peer() -> nn.Module:
-        model = build_from_config(peer_cfg, 'mmpretrain')
+        model = build_model(peer_cfg)
         with torch.no_grad():
             random_codebook(model.target_generator.quantize.embedding)
         return model
@@ -362,7 +340,7 @@ def mim2_part(args) -> Part:
 
     def build_ours() -> nn.Module:
         if has_vqkd:
-            model = build_from_config(ours_cfg, 'mmpretrain', None if args.amp else fp32_tokenizer)
+            model = build_model(ours_cfg, None if args.amp else fp32_tokenizer)
             with torch.no_grad():
                 random_codebook(model.target_generator.quantize.embedding)
             return model
@@ -371,7 +349,7 @@ def mim2_part(args) -> Part:
             m['target_generator'] = dict(type='beit_mm.DALLEEncoder', group_count=5, n_hid=8, n_blk_per_group=1,
                                          vocab_size=m['head']['vocab_size'], channels_last=False)
 
-        model = build_from_config(ours_cfg, 'mmpretrain', stand_in)
+        model = build_model(ours_cfg, stand_in)
         model.target_generator = PeerVQKDTargets(build_peer().target_generator)
         return model
 
@@ -399,8 +377,8 @@ def finetune_part(args) -> Part:
         m.pop('train_cfg', None)  # Mixup/CutMix run in the data preprocessor, which the benchmark bypasses
 
     return Part('(b) ImageNet fine-tuning step, BEiT-B 224',
-                {'beit_mm': lambda: build_from_config(ours_cfg, 'mmpretrain', no_batch_augments),
-                 'mmpretrain': lambda: build_from_config(peer_cfg, 'mmpretrain', no_batch_augments)},
+                {'beit_mm': lambda: build_model(ours_cfg, no_batch_augments),
+                 'mmpretrain': lambda: build_model(peer_cfg, no_batch_augments)},
                 make_inputs, step)
 
 
@@ -413,8 +391,8 @@ def seg_builders(size: int) -> dict[str, Callable[[], nn.Module]]:
         m['data_preprocessor']['size'] = (size, size)
         m['test_cfg'] = dict(mode='slide', crop_size=(size, size), stride=(size * 2 // 3, ) * 2)  # 640 -> 426
 
-    return {'beit_mm': lambda: build_from_config(ours_cfg, 'mmseg', at_size),
-            'mmseg': lambda: build_from_config(peer_cfg, 'mmseg', at_size)}
+    return {'beit_mm': lambda: build_model(ours_cfg, at_size),
+            'mmseg': lambda: build_model(peer_cfg, at_size)}
 
 
 def seg_part(size: int) -> Part:
@@ -482,7 +460,7 @@ def heads_part(size: str, train: bool) -> Part:
         m['test_cfg'] = dict(mode='whole')
 
     def build_eomt() -> nn.Module:
-        model = build_from_config(eomt_cfg, 'mmseg', at_size)
+        model = build_model(eomt_cfg, at_size)
         model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed, inference)
         return model
 
@@ -513,8 +491,8 @@ def heads_part(size: str, train: bool) -> Part:
     what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
     name = {'-demo': 'tiny BEiT demo', '-study': "MIM study's tiny BEiT"}.get(size, 'BEiT-B')
     return Part(f'(h) EoMT, Mask2Former / UPerNet {what}, {name} {crop}',
-                {'EoMT': build_eomt, 'Mask2Former': lambda: build_from_config(m2f_cfg, 'mmseg', at_size),
-                 'UPerNet': lambda: build_from_config(upernet_cfg, 'mmseg', at_size)},
+                {'EoMT': build_eomt, 'Mask2Former': lambda: build_model(m2f_cfg, at_size),
+                 'UPerNet': lambda: build_model(upernet_cfg, at_size)},
                 make_inputs, step, train=train, bn_eval=True)
 
 
@@ -661,7 +639,7 @@ def bench(part: Part, name: str, args, device: torch.device, dtype: torch.dtype 
                 sync(device)
             key = 'self_cuda_time_total' if device.type == 'cuda' else 'self_cpu_time_total'
             result['profile'] = prof.key_averages().table(sort_by=key, row_limit=profile, max_name_column_width=48)
-        del model, opt, inputs
+        model = opt = inputs = None  # freed before the peak is read (rebound, not del: step() reads these names)
     result['mem'] = (torch.cuda.max_memory_allocated(device) if device.type == 'cuda' else rss.peak) / 2**20
     return result
 

@@ -14,14 +14,11 @@ by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
 from __future__ import annotations
 
 import argparse
-import os.path as osp
 import statistics
 import sys
 import time
 
 import torch
-
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
 
 TOLERANCE = {torch.float32: (1e-5, 1e-4)}  # (output, gradients), absolute
 LOW_PRECISION_REL_TOL = 2e-2

@@ -5,14 +5,11 @@ those of ``benchmark.py --parts seg<SIZE>`` (BatchNorm in eval mode, batch 1).
     python tools/analysis/benchmark_channels_last.py --size 512 [--amp] [--rounds 2]
 """
 import argparse
-import os.path as osp
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.abspath(__file__)))
-import benchmark  # noqa: E402  (tools/analysis/benchmark.py)
+import benchmark  # tools/analysis/benchmark.py: a script's own folder is sys.path[0]
 
 
 def main() -> None:

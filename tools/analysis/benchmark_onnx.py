@@ -16,18 +16,15 @@ import argparse
 import os
 import os.path as osp
 import statistics
-import sys
 import tempfile
 import time
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-
-import beit_mm  # noqa: E402,F401
-from beit_mm.apis import build_from_config, load_model  # noqa: E402
-from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module,  # noqa: E402
-                                 export_onnx, model_kind)
+import beit_mm  # noqa: F401  (registrations)
+from beit_mm.apis import build_from_config, load_model
+from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module, export_onnx,
+                                 model_kind)
 
 
 def parse_args() -> argparse.Namespace:

@@ -24,16 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import os.path as osp
-import sys
 
 import torch
 
-sys.path.insert(0, osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))))
-
-import beit_mm  # noqa: E402,F401  (registrations)
-from beit_mm.evaluation.probe import (DenseProbe, LabeledDataError, classification_probe,  # noqa: E402
-                                      load_image_folder, probe_model)
+import beit_mm  # noqa: F401  (registrations)
+from beit_mm.evaluation.probe import DenseProbe, LabeledDataError, classification_probe, load_image_folder, probe_model
 
 
 def default_img_size(cfg) -> int:

@@ -24,16 +24,13 @@ autocast supports it).
 import argparse
 import glob
 import os
-import sys
 
 import numpy as np
 import torch
 from PIL import Image
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from beit_mm.models.tokenizers import VQKD  # noqa: E402
-from beit_mm.models.tokenizers.quantizer import l2norm  # noqa: E402
+from beit_mm.models.tokenizers import VQKD
+from beit_mm.models.tokenizers.quantizer import l2norm
 
 STUDY_ARCH = dict(encoder=dict(embed_dims=128, num_layers=4, num_heads=4, mlp_ratio=4.0),
                   decoder=dict(embed_dims=128, num_layers=1, num_heads=4, mlp_ratio=4.0), img_size=64, patch_size=8,
