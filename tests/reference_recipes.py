@@ -388,16 +388,16 @@ _CVT13_MIM['model.depths'] = Ref([1, 2, 10], _src(CVT, Y13, 17))
 RECIPES: Dict[str, Dict[str, Ref]] = {
     'beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py': _B640,
     'beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py': _B512,
-    'beit/beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py': _B512,
+    'beit/beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py': _B512,
     'beit/beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py': _L640,
     'beit/beit-large_upernet_8xb1-amp-fsdp-160k_ade20k-640x640.py': _L640,
-    'beit/beit-base-p16_8xb256-amp-coslr-800e_in1k.py': _MIM800,
-    'beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py': _MIM300,
-    'beit/beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py': _FT100,
+    'beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py': _MIM800,
+    'beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py': _MIM300,
+    'beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py': _FT100,
     'cvt/cvt-13_8xb256-300e_in1k.py': _CVT13,
     'cvt/cvt-21_8xb128-300e_in1k.py': _CVT21,
     'cvt/cvt-w24_in22k-pre_8xb64-20k_in1k-384px.py': _CVTW24,
-    'cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py': _CVT13_MIM,
+    'cvt/beit_cvt-13_8xb256-amp-coslr-300e_in1k.py': _CVT13_MIM,
     'cvt/cvt-13_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 2, 10]),
     'cvt/cvt-21_upernet_8xb2-160k_ade20k-512x512.py': _cvt_seg([1, 4, 16]),
 }
@@ -605,12 +605,12 @@ def _vqkd(arch: str, model_line: str) -> Dict[str, Ref]:
 
 
 RECIPES_V2: Dict[str, Dict[str, Ref]] = {
-    'beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600,
-    'beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py': _V2_MIM300,
-    'beit2/beitv2-large-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600_L,
-    'beit2/beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT1600,
-    'beit2/beitv2-base-p16_vqkd-300e-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT300,
-    'beit2/beitv2-large-p16_vqkd-pre_8xb128-amp-coslr-50e_in1k.py': _V2_FT1600_L,
+    'beit2/beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600,
+    'beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py': _V2_MIM300,
+    'beit2/beitv2_beit-large-p16_8xb256-amp-coslr-1600e_in1k.py': _V2_MIM1600_L,
+    'beit2/beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT1600,
+    'beit2/beit-base-p16_beitv2-300e-pre_8xb128-amp-coslr-100e_in1k.py': _V2_FT300,
+    'beit2/beit-large-p16_beitv2-pre_8xb128-amp-coslr-50e_in1k.py': _V2_FT1600_L,
     'beit2/beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py':
         _beitv2_seg('upernet_beit_base_12_512_slide_160k_ade20k.py', False, 5e-5, 0.75),
     'beit2/beitv2-base_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py':
@@ -767,9 +767,9 @@ RECIPES_M2F: Dict[str, Dict[str, Ref]] = {
 
 # the published metric of each BEiT v2 fine-tuning config (its header states it): unilm's model zoo tables
 PUBLISHED_V2: Dict[str, Ref] = {
-    'beit2/beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.5, _v2('beit2/README.md', 67, 'top-1')),
-    'beit2/beitv2-base-p16_vqkd-300e-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.0, _v2(FT2, 9, 'top-1')),
-    'beit2/beitv2-large-p16_vqkd-pre_8xb128-amp-coslr-50e_in1k.py': Ref(87.3, _v2('beit2/README.md', 69, 'top-1')),
+    'beit2/beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.5, _v2('beit2/README.md', 67, 'top-1')),
+    'beit2/beit-base-p16_beitv2-300e-pre_8xb128-amp-coslr-100e_in1k.py': Ref(85.0, _v2(FT2, 9, 'top-1')),
+    'beit2/beit-large-p16_beitv2-pre_8xb128-amp-coslr-50e_in1k.py': Ref(87.3, _v2('beit2/README.md', 69, 'top-1')),
     'beit2/beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(53.1, _v2('beit2/README.md', 78, 'mIoU')),
     'beit2/beitv2-base_ft21k_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(53.5, _v2('beit2/README.md', 79, 'mIoU')),
     'beit2/beitv2-large_upernet_8xb2-amp-160k_ade20k-512x512.py': Ref(56.7, _v2('beit2/README.md', 80, 'mIoU')),

@@ -33,7 +33,7 @@ from beit_mm.models.backbones.beit import BEiT
 from .conftest import ROOT, load_tool
 from .test_tools import CONFIG
 
-MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
+MIM = osp.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
 TRIALS = 20
 pytestmark = pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
 

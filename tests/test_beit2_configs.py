@@ -26,9 +26,9 @@ from .conftest import (ROOT, imagenet_from_ade, narrow_beit, run_full_size_model
                        shrink_seg_config)
 
 CFG = os.path.join(ROOT, 'configs', 'beit2')
-PRETRAIN = sorted(glob.glob(os.path.join(CFG, '*_vqkd_*_in1k.py')))
-FT_IN1K = sorted(glob.glob(os.path.join(CFG, '*_vqkd-*pre_*_in1k.py')))
-FT_FROM_PRETRAINING = os.path.join(CFG, 'beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py')
+PRETRAIN = sorted(glob.glob(os.path.join(CFG, 'beitv2_*_in1k.py')))
+FT_IN1K = sorted(glob.glob(os.path.join(CFG, '*_beitv2-*pre_*_in1k.py')))
+FT_FROM_PRETRAINING = os.path.join(CFG, 'beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py')
 SEG = sorted(glob.glob(os.path.join(CFG, '*ade20k*.py')))
 SIZE = 64
 
@@ -104,7 +104,7 @@ def shrink_pretraining(cfg: Config, data_root: str, work_dir: str) -> Config:
 @pytest.fixture(scope='module')
 def base_pretraining_checkpoint(data, tmp_path_factory):
     tmp = tmp_path_factory.mktemp('beit2pt')
-    name = 'beitv2-base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py'
+    name = 'beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py'
     cfg = shrink_pretraining(Config.fromfile(os.path.join(CFG, name)), data['ade'], str(tmp / 'work'))
     log = run_train(cfg, tmp / name)
     return log, str(tmp / 'work' / 'epoch_1.pth')
@@ -112,7 +112,7 @@ def base_pretraining_checkpoint(data, tmp_path_factory):
 
 @pytest.mark.parametrize('config', PRETRAIN, ids=os.path.basename)
 def test_pretraining_config_trains(config, data, base_pretraining_checkpoint, tmp_path):
-    if config.endswith('base-p16_vqkd_8xb256-amp-coslr-1600e_in1k.py'):
+    if config.endswith('beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py'):
         log, ckpt = base_pretraining_checkpoint
     else:
         cfg = shrink_pretraining(Config.fromfile(config), data['ade'], str(tmp_path / 'work'))

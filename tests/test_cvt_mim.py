@@ -29,8 +29,8 @@ from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
 
 from .conftest import ROOT, randomize_
 
-CFG_FULL = os.path.join(ROOT, 'configs/cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py')
-CFG_DEMO = os.path.join(ROOT, 'configs/cvt/cvt-13-tiny_1xb16-coslr-300i_demo-mim.py')
+CFG_FULL = os.path.join(ROOT, 'configs/cvt/beit_cvt-13_8xb256-amp-coslr-300e_in1k.py')
+CFG_DEMO = os.path.join(ROOT, 'configs/demo/beit_cvt-13-tiny_1xb16-coslr-0.3k_ade20k-demo-96px.py')
 DIMS, VOCAB, SIZE, PATCH = [8, 16, 24], 16, 64, 16
 GRID = SIZE // PATCH  # 4x4 patch grid = stage-2 grid; stage-0 grid 16x16
 ARCH = dict(embed_dims=DIMS, depths=[1, 1, 1], num_heads=[1, 2, 2])

@@ -15,8 +15,8 @@ from beit_mm.studies.configs import rescale_iterations
 
 from .conftest import ROOT
 
-PIXELS = os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py')
-LINEAR = os.path.join(ROOT, 'configs', 'mim_study', 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py')
+PIXELS = os.path.join(ROOT, 'configs', 'studies', 'beit_beit-tiny-p8_pixels-blockwise_1xb32-coslr-3k_shapes-64px.py')
+LINEAR = os.path.join(ROOT, 'configs', 'studies', 'beit-tiny-p8_beit-pre_linear_1xb8-1.2k_shapes-64x64.py')
 
 
 @pytest.fixture(scope='module')

@@ -27,7 +27,7 @@ from beit_mm.models.tokenizers import (DVAE, DALLEDecoder, codebook_perplexity, 
 
 from .conftest import ROOT, randomize_
 
-DEMO = os.path.join(ROOT, 'configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py')
+DEMO = os.path.join(ROOT, 'configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py')
 FULL = os.path.join(ROOT, 'configs/dvae/dvae_8xb64-3000k_in1k-256px.py')
 TINY = dict(group_count=2, n_hid=16, n_blk_per_group=1, vocab_size=32)
 
@@ -154,7 +154,7 @@ def test_extract_encoder_loads_strictly_into_dalle_encoder():
 
 def test_configs_match_the_mim_demo_and_dall_e():
     demo, full = Config.fromfile(DEMO), Config.fromfile(FULL)
-    mim = Config.fromfile(os.path.join(ROOT, 'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py'))
+    mim = Config.fromfile(os.path.join(ROOT, 'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'))
     assert demo.tokenizer == mim.tokenizer
     assert {k: demo.model[k] for k in mim.tokenizer} == mim.tokenizer
     assert demo.train_dataloader.dataset.pipeline[1].scale == mim.img_size // 2 == 48

@@ -14,7 +14,7 @@ from mmengine.config import Config
 
 from .conftest import ROOT, load_tool
 
-DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
+DEMO = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 
 
 def demo_state_dict(cfg: Config, seed: int = 0) -> dict:
@@ -48,7 +48,7 @@ def test_tools_test_refuses_eomt_checkpoint_without_annealing_state(ade_demo_roo
 
 
 # ---- fine-tuning a trained EoMT on a new class set -----------------------------------------------------------------
-FINETUNE = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_eomt-demo-pre_1xb8-300i_shapes-demo-64x64.py')
+FINETUNE = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_ade20k-demo-pre_1xb8-0.3k_shapes-64x64.py')
 HEAD = {'class_head.weight', 'class_head.bias'}
 
 

@@ -1,4 +1,4 @@
-"""The EoMT demo config (``configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py``) trained through
+"""The EoMT demo config (``configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py``) trained through
 ``tools/train.py`` on tiny ADE20K-layout data, and the mask-annealing schedule the run applies at every step.
 
 Reference for the schedule: github.com/tue-mps/eomt @ 7bd19dd, ``training/lightning_module.py:199-209`` restated in
@@ -21,7 +21,7 @@ from mmengine.config import Config
 from .conftest import ROOT
 from .test_mask_annealing import official_probability
 
-DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
+DEMO = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 ITERS = 6
 # the demo's structure (block j starts where block j - 1 ends) on a 6-step run: each block is seen before its start
 # (probability 1), annealing (between 0 and 1) and after its end (0); the last end at step 5

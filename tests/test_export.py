@@ -31,9 +31,9 @@ from .conftest import ROOT, assert_close_to_scale, load_tool
 
 TINY_SEG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 BEIT_B_512 = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py')
-CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px.py')
-BEIT_MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
-EOMT_DEMO = osp.join(ROOT, 'configs', 'eomt', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
+CVT_CLS = osp.join(ROOT, 'configs', 'demo', 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py')
+BEIT_MIM = osp.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
+EOMT_DEMO = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 TOL = 1e-4
 
 

@@ -59,7 +59,7 @@ def test_segmentor_and_mim_counts():
     assert tool.model_kind(seg) == 'segmentor' and tool.default_shape(seg_cfg, 'segmentor') == (64, 64)
     assert tool.complexity(seg, (64, 64))['flops'] > 0
 
-    mim = build_from_config(Config.fromfile(osp.join(ROOT, 'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')))
+    mim = build_from_config(Config.fromfile(osp.join(ROOT, 'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')))
     result = tool.complexity(mim, (96, 96))
     assert result['kind'] == 'mim'
     images, target, mask = tool.mim_inputs(mim, 96, 96)
@@ -107,7 +107,7 @@ def test_mask2former_counts_its_head_and_masked_attention_products():
     from beit_mm.apis import build_from_config
     tool = _tool()
     model = build_from_config(Config.fromfile(osp.join(
-        ROOT, 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')))
+        ROOT, 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')))
     whole = tool.complexity(model, (64, 64))['flops']
 
     class Features(torch.nn.Module):

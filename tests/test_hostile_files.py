@@ -27,7 +27,7 @@ from beit_mm.apis import build_from_config
 from .conftest import ROOT, load_tool
 from .test_tools import CONFIG, _cfg
 
-MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
+MIM = osp.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
 
 
 def hostile_code(marker: str, cfg: Config) -> str:

@@ -7,14 +7,14 @@ beit_mm -> HF -> beit_mm bit-identical (``torch.equal`` on every tensor, same ke
 
 Models (random weights, with BatchNorm statistics, relative position biases and layer scales randomized so they matter;
 sizes shrunk from the named configs to keep the tests cheap, nothing else changed):
-- MIM backbone (``beit-tiny-p16_1xb16-coslr-300i_demo-mim.py``: shared relative position bias, mask token, final norm)
+- MIM backbone (``beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py``: shared relative position bias, mask token, final norm)
   -> ``BeitModel``; -> timm ``beit_base_patch16_224`` (``global_pool='token'``).
-- BEiT classifier (``beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py``: mean pooling + fc_norm + LinearClsHead) ->
+- BEiT classifier (``beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py``: mean pooling + fc_norm + LinearClsHead) ->
   ``BeitForImageClassification``; -> timm (``global_pool='avg'``).
 - BEiT + UPerNet (``beit-base_upernet_8xb2-160k_ade20k-512x512.py`` with feature blocks 1, 2, 3, 4 of 6, which HF can
   select) -> ``BeitForSemanticSegmentation`` (decode and auxiliary logits); the config as published (blocks 3, 5, 7,
   11 of 12) is refused with the reason.
-- CvT classifier (``cvt-13-tiny_1xb32-30e_demo-in1k-64px.py`` with ``act='gelu'`` and depths 1/2/3) ->
+- CvT classifier (``cvt-13-tiny_1xb32-30e_in1k-demo-64px.py`` with ``act='gelu'`` and depths 1/2/3) ->
   ``CvtForImageClassification`` and ``CvtModel``; the QuickGELU default and the demo's depths 1/1/2 (HF's CvT fails
   on them) are refused.
 """
@@ -31,10 +31,10 @@ from beit_mm.converters.hf_config import HFIncompatible
 
 from .conftest import ROOT, load_tool
 
-MIM = osp.join(ROOT, 'configs', 'beit', 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
-BEIT_CLS = osp.join(ROOT, 'configs', 'beit', 'beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
+MIM = osp.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
+BEIT_CLS = osp.join(ROOT, 'configs', 'beit', 'beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')
 BEIT_SEG = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py')
-CVT_CLS = osp.join(ROOT, 'configs', 'cvt', 'cvt-13-tiny_1xb32-30e_demo-in1k-64px.py')
+CVT_CLS = osp.join(ROOT, 'configs', 'demo', 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py')
 TOL = 1e-4
 SMALL_BEIT = dict(_delete_=True, embed_dims=64, num_layers=6, num_heads=2, mlp_ratio=4.0)
 

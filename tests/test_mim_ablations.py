@@ -22,10 +22,10 @@ from beit_mm.models.tokenizers import PatchPixelTarget, patchify
 from .conftest import ROOT, randomize_
 from .test_mim import DIM, make_inputs, tiny_cfg
 
-STUDY = os.path.join(ROOT, 'configs', 'mim_study')
-TOKENS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py')
-PIXELS = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py')
-RANDOM = os.path.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py')
+STUDY = os.path.join(ROOT, 'configs', 'studies')
+TOKENS = os.path.join(STUDY, 'beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py')
+PIXELS = os.path.join(STUDY, 'beit_beit-tiny-p8_pixels-blockwise_1xb32-coslr-3k_shapes-64px.py')
+RANDOM = os.path.join(STUDY, 'beit_beit-tiny-p8_tokens-random_1xb32-coslr-3k_shapes-64px.py')
 
 
 def pixel_cfg() -> dict:

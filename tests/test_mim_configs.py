@@ -19,11 +19,11 @@ from beit_mm.models.tokenizers import DALLEEncoder
 from .conftest import ROOT, imagenet_from_ade, run_train, shrink_imagenet_loaders
 
 CFG = os.path.join(ROOT, 'configs/beit')
-MIM_800 = os.path.join(CFG, 'beit-base-p16_8xb256-amp-coslr-800e_in1k.py')
-MIM_300 = os.path.join(CFG, 'beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
-MIM_DEMO = os.path.join(CFG, 'beit-tiny-p16_1xb16-coslr-300i_demo-mim.py')
-FT_IN1K = os.path.join(CFG, 'beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
-FT_ADE = os.path.join(CFG, 'beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py')
+MIM_800 = os.path.join(CFG, 'beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py')
+MIM_300 = os.path.join(CFG, 'beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
+MIM_DEMO = os.path.join(CFG, 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
+FT_IN1K = os.path.join(CFG, 'beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')
+FT_ADE = os.path.join(CFG, 'beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py')
 FT_SIZE = 64
 
 
@@ -47,7 +47,7 @@ def test_pretraining_config_structure():
 def test_finetuning_configs_load_the_mim_run():
     cfg = Config.fromfile(FT_IN1K)
     assert cfg.model.backbone.init_cfg == dict(type='Pretrained', checkpoint=cfg.mim_checkpoint, prefix='backbone.')
-    assert cfg.mim_checkpoint.endswith('beit-base-p16_8xb256-amp-coslr-800e_in1k/epoch_800.pth')
+    assert cfg.mim_checkpoint.endswith('beit_beit-base-p16_8xb256-amp-coslr-800e_in1k/epoch_800.pth')
     ade = Config.fromfile(FT_ADE)
     assert ade.model.backbone.init_cfg.prefix == 'backbone.' and ade.mim_checkpoint == cfg.mim_checkpoint
 

@@ -394,7 +394,7 @@ def test_mim_report_text():
         '8.16 ± 0.00 |' in lines
     warning = next(i for i, line in enumerate(lines) if line.startswith('- WARNING pixels-blockwise'))
     assert warning < lines.index('Fine-tuning with the linear decoder '
-                                 '(beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py):')
+                                 '(beit-tiny-p8_beit-pre_linear_1xb8-1.2k_shapes-64x64.py):')
     assert '| scratch | 30.50 ± 0.71 | 30.00, 31.00 | 70.50 ± 0.71 | 35.50 ± 0.71 |' in lines
     assert ('- upernet: pixels-blockwise - scratch = -2.00 mIoU; the sum of the two standard deviations is 1.41: the '
             'difference is more than the spread.') in lines

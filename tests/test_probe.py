@@ -98,8 +98,8 @@ def test_linear_probe_fits_separable_classes_deterministically():
 @pytest.mark.parametrize('depth,config', [
     (12, 'configs/_base_/models/upernet_beit.py'),
     (24, 'configs/beit/beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py'),
-    (6, 'configs/mim_study/beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
-    (4, 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'),
+    (6, 'configs/studies/beit-tiny-p8_beit-pre_upernet_1xb8-1.2k_shapes-64x64.py'),
+    (4, 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'),
 ])
 def test_beit_dense_features_are_the_segmentors_layers(depth, config):
     """Default layers = the UPerNet config's ``out_indices``; the maps equal ``forward``'s with them."""
@@ -153,7 +153,7 @@ def test_wrong_suffix_names_what_was_looked_for_and_found(tmp_path):
         err.value) and 'found 6 *.png' in str(err.value)
 
 
-DEMO = 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'
+DEMO = 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'
 
 
 def test_probe_tool_on_a_checkpoint_its_backbone_file_and_an_image_folder(tmp_path):

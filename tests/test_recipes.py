@@ -482,7 +482,7 @@ def _strip_init(cfg: Config) -> None:
 
 
 SEG_LAYER_DECAY = ['beit-base_upernet_8xb2-160k_ade20k-640x640.py', 'beit-base_upernet_8xb2-160k_ade20k-512x512.py',
-                   'beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py',
+                   'beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py',
                    'beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py']
 
 
@@ -512,11 +512,11 @@ def test_segmentation_param_groups_match_unilm_constructor(name):
 def test_imagenet_finetuning_param_groups_match_unilm():
     """BEiT-B ImageNet fine-tuning: unilm run_class_finetuning's LayerDecayValueAssigner + get_parameter_groups with
     skip_list no_weight_decay() = {pos_embed, cls_token}, for every parameter."""
-    cfg = Config.fromfile(_cfg_path('beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py'))
+    cfg = Config.fromfile(_cfg_path('beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py'))
     _strip_init(cfg)
     model = _build(cfg)
     num_layers = len(model.backbone.blocks)
-    published = RECIPES[_key('beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')]
+    published = RECIPES[_key('beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')]
     decay = published['layer_decay'].value
     values = [decay**(num_layers + 1 - i) for i in range(num_layers + 2)]  # run_class_finetuning.py line 467
     named = [(_unilm_name(n), p) for n, p in model.named_parameters()]
@@ -526,7 +526,7 @@ def test_imagenet_finetuning_param_groups_match_unilm():
     _assert_same(_ours(model, cfg.optim_wrapper), ref)
 
 
-@pytest.mark.parametrize('name', ['beit-base-p16_8xb256-amp-coslr-800e_in1k.py', 'beit-base-p16_8xb256-amp-coslr-300e_in1k.py'],
+@pytest.mark.parametrize('name', ['beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py', 'beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py'],
                          ids=str)
 def test_pretraining_param_groups_match_unilm(name):
     """BEiT-B MIM pretraining: unilm run_beit_pretraining's create_optimizer (get_parameter_groups, skip_list
@@ -570,10 +570,10 @@ MIM_PAIRS = _mim_pairs()
 
 def test_mim_pairs_found():
     names = {(os.path.basename(a), os.path.basename(b)) for a, b in MIM_PAIRS}
-    assert ('beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py', 'beit-base-p16_8xb256-amp-coslr-800e_in1k.py') in names
-    assert ('beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py',
-            'beit-base-p16_8xb256-amp-coslr-800e_in1k.py') in names
-    assert ('cvt-13_upernet_8xb2-160k_ade20k-512x512.py', 'cvt-13_8xb256-amp-coslr-300e_in1k-mim.py') in names
+    assert ('beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py', 'beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py') in names
+    assert ('beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py',
+            'beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py') in names
+    assert ('cvt-13_upernet_8xb2-160k_ade20k-512x512.py', 'beit_cvt-13_8xb256-amp-coslr-300e_in1k.py') in names
 
 
 @pytest.mark.parametrize('finetune,pretrain', MIM_PAIRS,
@@ -586,8 +586,8 @@ def test_finetuning_normalizes_like_its_pretraining(finetune, pretrain):
 def test_imagenet_pretraining_and_ade20k_use_imagenet_mean_std():
     """unilm beit/README.md: --imagenet_default_mean_and_std for ImageNet-1k pretraining; unilm/mmseg 0.x
     ade20k(_640x640).py img_norm_cfg: ImageNet mean/std for every ADE20K fine-tuning."""
-    names = ['beit-base-p16_8xb256-amp-coslr-800e_in1k.py', 'beit-base-p16_8xb256-amp-coslr-300e_in1k.py',
-             'cvt-13_8xb256-amp-coslr-300e_in1k-mim.py'] + SEG_LAYER_DECAY
+    names = ['beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py', 'beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py',
+             'beit_cvt-13_8xb256-amp-coslr-300e_in1k.py'] + SEG_LAYER_DECAY
     for name in names:
         pre = Config.fromfile(_cfg_path(name)).model.data_preprocessor
         np.testing.assert_allclose(pre.mean, IMAGENET_MEAN, rtol=1e-6, err_msg=name)

@@ -18,7 +18,7 @@ from beit_mm.data.demo_imagenet import make_demo_imagenet
 
 from .conftest import ROOT
 
-FINETUNE = osp.join(ROOT, 'configs', 'beit2', 'beitv2-base-p16_vqkd-pre_8xb128-amp-coslr-100e_in1k.py')
+FINETUNE = osp.join(ROOT, 'configs', 'beit2', 'beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py')
 IMAGES, BATCH = 16, 4
 
 TINY_FINETUNE = '''

@@ -42,7 +42,7 @@ def test_mim_run_logs_mim_acc(ade_demo_root, tmp_path):
     torch.save({'state_dict': DALLEEncoder(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=512).state_dict()},
                tokenizer)
     scalars = _train_scalars(
-        'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py', str(tmp_path / 'mim'),
+        'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py', str(tmp_path / 'mim'),
         ['train_cfg.max_iters=2', 'default_hooks.logger.interval=1', 'train_dataloader.batch_size=2',
          'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
          f'train_dataloader.dataset.data_root={ade_demo_root}', f'model.target_generator.init_cfg.checkpoint={tokenizer}'])
@@ -52,7 +52,7 @@ def test_mim_run_logs_mim_acc(ade_demo_root, tmp_path):
 
 def test_dvae_run_logs_codebook_usage(ade_demo_root, tmp_path):
     scalars = _train_scalars(
-        'configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py', str(tmp_path / 'dvae'),
+        'configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py', str(tmp_path / 'dvae'),
         ['train_cfg.max_iters=2', 'default_hooks.logger.interval=1', 'train_dataloader.batch_size=2',
          'train_dataloader.num_workers=0', 'train_dataloader.persistent_workers=False',
          f'train_dataloader.dataset.data_root={ade_demo_root}'])

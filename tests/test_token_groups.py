@@ -57,8 +57,8 @@ def test_token_maps_tool(tmp_path):
     labeled shapes set: the table for both tokenizers and the picture."""
     root = make_demo_ade20k(str(tmp_path / 'shapes'), 2, 4, 64, seed=0, style='shapes')
     torch.manual_seed(0)
-    dvae_cfg = osp.join(ROOT, 'configs/mim_study/dvae-tiny-v256_1xb32-1k_64px.py')
-    vqkd_cfg = osp.join(ROOT, 'configs/mim_study/vqkd-tiny-p8-dec1x_mim-teacher_1xb32-coslr-1500i_64px.py')
+    dvae_cfg = osp.join(ROOT, 'configs/studies/dvae-tiny-v256_1xb32-1k_shapes-64px.py')
+    vqkd_cfg = osp.join(ROOT, 'configs/studies/vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
     dvae, vqkd = build_from_config(Config.fromfile(dvae_cfg)), build_from_config(Config.fromfile(vqkd_cfg))
     with torch.no_grad():
         codes = vqkd.quantize.embedding

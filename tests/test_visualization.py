@@ -144,8 +144,8 @@ def test_square_cvt_attention_keeps_rows_stochastic():
 
 
 def _tiny_mim_and_dvae():
-    mim_cfg = Config.fromfile(osp.join(ROOT, 'configs/beit/beit-tiny-p16_1xb16-coslr-300i_demo-mim.py'))
-    dvae_cfg = Config.fromfile(osp.join(ROOT, 'configs/dvae/dvae-tiny_1xb16-200i_demo-48px.py'))
+    mim_cfg = Config.fromfile(osp.join(ROOT, 'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'))
+    dvae_cfg = Config.fromfile(osp.join(ROOT, 'configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py'))
     torch.manual_seed(0)
     mim, dvae = build_from_config(mim_cfg), build_from_config(dvae_cfg)
     # the MIM tokenizer is the dVAE's encoder (what tools/run_chain.sh exports)

@@ -93,13 +93,13 @@ def test_no_weight_decay_groups():
 
 
 def test_study_config_trains_from_a_backbone_teacher(tmp_path):
-    """configs/mim_study/vqkd-tiny-*: 2 iterations through tools/train.py on generated images, the teacher a random
+    """configs/studies/vqkd-tiny-*: 2 iterations through tools/train.py on generated images, the teacher a random
     study BEiT saved as a MIM checkpoint (backbone.* keys); held-out statistics are written."""
     from beit_mm.data.demo import make_demo_ade20k
     from beit_mm.models.backbones import BEiT
     root = tmp_path / 'data'
     make_demo_ade20k(str(root), num_train=8, num_val=4, size=64, seed=0)
-    config = osp.join(ROOT, 'configs/mim_study/vqkd-tiny-p8-dec1x_mim-teacher_1xb32-coslr-1500i_64px.py')
+    config = osp.join(ROOT, 'configs/studies/vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
     cfg = Config.fromfile(config)
     backbone = {k: v for k, v in cfg.model.teacher.backbone.items() if k not in ('type', 'init_cfg')}
     teacher = BEiT(**backbone, with_mask_token=True)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The offline chain on generated data, one command (CPU or GPU), following the MIM study's protocol
-# (tools/analysis/mim_study.py, configs/mim_study/) with one seed, the arms and decoders the study recommends on this
+# (tools/analysis/mim_study.py, configs/studies/) with one seed, the arms and decoders the study recommends on this
 # data (docs/pretraining.md: VQ-KD targets beat scratch under both decoders on 'shapes'; BEiT's dVAE targets only under
 # the linear one):
 #   1 data: the 'shapes' set in ADE20K layout (labeled: outline, not colour, names the class) + an unlabeled pool

@@ -9,7 +9,7 @@ venv="$(bash "$here/tools/setup_env.sh" | tail -n1)"
 cd "$here"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 py="$venv/bin/python"
-config="${CONFIG:-configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py}"
+config="${CONFIG:-configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py}"
 name="$(basename "$config" .py)"
 work_dir="work_dirs/$name"
 

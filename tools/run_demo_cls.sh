@@ -8,7 +8,7 @@ venv="$(bash "$here/tools/setup_env.sh" | tail -n1)"
 cd "$here"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 py="$venv/bin/python"
-config="${CONFIG:-configs/cvt/cvt-13-tiny_1xb32-30e_demo-in1k-64px.py}"
+config="${CONFIG:-configs/demo/cvt-13-tiny_1xb32-30e_in1k-demo-64px.py}"
 name="$(basename "$config" .py)"
 work_dir="work_dirs/$name"
 

@@ -1,4 +1,4 @@
-"""The MIM study's configs: the shipped files of ``configs/mim_study/`` and the edits that point them at a study's
+"""The MIM study's configs: the shipped files of ``configs/studies/`` and the edits that point them at a study's
 data roots, class count and iteration counts (:func:`study_configs`), written to ``<work dir>/configs/``.
 
 :func:`rescale_iterations` is the one rule for changing a config's length: every iteration-valued field moves with
@@ -19,27 +19,27 @@ if TYPE_CHECKING:
 
 # the checkout: the study runs tools/train.py and reads configs/ from it
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-STUDY = osp.join(ROOT, 'configs', 'mim_study')
-DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_64px.py')
+STUDY = osp.join(ROOT, 'configs', 'studies')
+DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_shapes-64px.py')
 MIM_CONFIGS = {
-    'tokens-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-blockwise.py'),
-    'pixels-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-pixels-blockwise.py'),
-    'tokens-random': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-tokens-random.py'),
-    'vqkd-blockwise': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-vqkd-blockwise.py'),
+    'tokens-blockwise': osp.join(STUDY, 'beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py'),
+    'pixels-blockwise': osp.join(STUDY, 'beit_beit-tiny-p8_pixels-blockwise_1xb32-coslr-3k_shapes-64px.py'),
+    'tokens-random': osp.join(STUDY, 'beit_beit-tiny-p8_tokens-random_1xb32-coslr-3k_shapes-64px.py'),
+    'vqkd-blockwise': osp.join(STUDY, 'beit_beit-tiny-p8_vqkd-blockwise_1xb32-coslr-3k_shapes-64px.py'),
     # the same MIM recipe; its VQ-KD tokenizer is distilled from a backbone trained with labels on another dataset
-    'vqkd-supervised': osp.join(STUDY, 'beit-tiny-p8_1xb32-coslr-3000i_64px_mim-vqkd-blockwise.py'),
+    'vqkd-supervised': osp.join(STUDY, 'beit_beit-tiny-p8_vqkd-blockwise_1xb32-coslr-3k_shapes-64px.py'),
 }
-VQKD_CONFIG = osp.join(STUDY, 'vqkd-tiny-p8-dec1x_mim-teacher_1xb32-coslr-1500i_64px.py')
+VQKD_CONFIG = osp.join(STUDY, 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
 # The arms with a tokenizer: the task that trains it and the file (in the pretraining dir) its MIM config reads.
 TOKENIZER_OF = {'tokens-blockwise': 'tokenizer', 'tokens-random': 'tokenizer', 'vqkd-blockwise': 'vqkd',
                 'vqkd-supervised': 'vqkd_supervised'}
 TOKENIZER_FILES = {'tokenizer': 'tokenizer.pth', 'vqkd': 'vqkd_tokenizer.pth',
                    'vqkd_supervised': 'vqkd_supervised_tokenizer.pth'}
 FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and schedule
-    'linear': osp.join(STUDY, 'beit-tiny-p8_mim-pre_linear_1xb8-1200i_ade20k-64x64.py'),
-    'upernet': osp.join(STUDY, 'beit-tiny-p8_mim-pre_upernet_1xb8-1200i_ade20k-64x64.py'),
-    'eomt': osp.join(STUDY, 'beit-tiny-p8_mim-pre_eomt_1xb8-1200i_ade20k-64x64.py'),
-    'mask2former': osp.join(STUDY, 'beit-tiny-p8_mim-pre_mask2former_1xb8-1200i_ade20k-64x64.py'),
+    'linear': osp.join(STUDY, 'beit-tiny-p8_beit-pre_linear_1xb8-1.2k_shapes-64x64.py'),
+    'upernet': osp.join(STUDY, 'beit-tiny-p8_beit-pre_upernet_1xb8-1.2k_shapes-64x64.py'),
+    'eomt': osp.join(STUDY, 'beit-tiny-p8_beit-pre_eomt_1xb8-1.2k_shapes-64x64.py'),
+    'mask2former': osp.join(STUDY, 'beit-tiny-p8_beit-pre_mask2former_1xb8-1.2k_shapes-64x64.py'),
 }
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
 

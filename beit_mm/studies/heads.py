@@ -23,9 +23,9 @@ from .report import fmt, majority_baseline
 from .runs import cached, last_value, train
 
 HEADS = {
-    'upernet': 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
-    'mask2former': 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
-    'eomt': 'configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
+    'upernet': 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
+    'mask2former': 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
+    'eomt': 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
 }
 METRICS = ('mIoU', 'aAcc', 'mAcc')
 DEMO_ITERS = 1000  # the demo configs' own max_iters (what the report says without --iters)

@@ -2,7 +2,7 @@
 # pretrained-only) ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k: the shared relative position bias is
 # copied into every block on load.
 # Published: none for this checkpoint. unilm's ADE20K table lists only the ft22k checkpoints at 640; the BEiT paper's
-# 45.6 (Table 3) is self-supervised on ImageNet-1k only, which beit-base_mim-pre_upernet_8xb2-160k_ade20k-512x512.py
+# 45.6 (Table 3) is self-supervised on ImageNet-1k only, which beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py
 # reproduces from a beit_mm ImageNet-1k MIM run.
 # Reference: unilm beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_512_slide_160k_ade20k_pt.py
 # (lines 54-62: AdamW 7e-4, wd 0.05, layer decay 0.65, poly + linear warmup 1500 iterations with warmup_ratio 1e-6,

@@ -4,8 +4,8 @@
 #       checkpoints/cvt-13_in1k.pth
 # A backbone trained with configs/cvt/cvt-13_8xb256-300e_in1k.py loads directly:
 #   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-300e_in1k/epoch_300.pth', prefix='backbone.'))
-# and so does one pretrained with configs/cvt/cvt-13_8xb256-amp-coslr-300e_in1k-mim.py (same ImageNet mean/std):
-#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-amp-coslr-300e_in1k-mim/epoch_300.pth',
+# and so does one pretrained with configs/cvt/beit_cvt-13_8xb256-amp-coslr-300e_in1k.py (same ImageNet mean/std):
+#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/beit_cvt-13_8xb256-amp-coslr-300e_in1k/epoch_300.pth',
 #                 prefix='backbone.')).
 # There is no published CvT UPerNet recipe. This follows mmseg's Swin UPerNet recipe (swin-tiny upernet 512x512
 # 160k): AdamW lr 6e-5, betas (0.9, 0.999), wd 0.01 (none on norms, biases, cls_token), linear warmup 1500

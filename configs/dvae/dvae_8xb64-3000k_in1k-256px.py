@@ -4,7 +4,7 @@
 # 150k updates, beta 0 -> 6.6 over 5k updates, logit-Laplace likelihood; verify against the paper before a long run).
 #   bash tools/dist_train.sh configs/dvae/dvae_8xb64-3000k_in1k-256px.py 8
 #   python -c "..extract_dvae_encoder.." -> checkpoints/dalle_encoder.pth  (see tools/run_chain.sh, stage 3)
-# The exported encoder is a drop-in `tokenizer_checkpoint` for configs/beit/beit-base-p16_8xb256-amp-coslr-800e_in1k.py
+# The exported encoder is a drop-in `tokenizer_checkpoint` for configs/beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py
 # (use 112x112 tokenizer views there: the encoder downsamples 8x to the 14x14 patch grid).
 _base_ = ['../_base_/datasets/image_folder_dvae.py']
 custom_imports = dict(imports=['beit_mm'], allow_failed_imports=False)

@@ -8,20 +8,20 @@
 Parts (random weights; every model is built from its repository's own config, pretrained-weight paths removed):
 
 - ``mim``: BEiT-B/16 masked image modeling step at 224 with the real-size DALL-E tokenizer on the 112 view,
-  ``configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
+  ``configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
   ``beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``.
 - ``mim-tokamp``: the same step with beit_mm's DALL-E encoder under the step's autocast dtype, as mmpretrain computes
   its targets (the recipe keeps unilm's fp32 targets: unilm ``beit/engine_for_pretraining.py`` tokenizes outside
   autocast), so both sides do the same work in the same dtype.
 - ``mim2``: BEiT v2 masked image modeling step (BEiT-B/16 at 224, cls-token pretraining, VQ-KD tokenizer on the 224
-  view), ``configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
+  view), ``configs/beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
   ``beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``. Where ``beit_mm.VQKD`` is not registered, beit_mm's
   model runs with mmpretrain's ``VQKD`` of that config (same size: ViT-B/16 encoder + 8192 x 32 codebook, frozen, in
   eval mode) as its target generator, so the tokenizer costs the same on both sides; the row's title says which.
   Both codebooks get the same random unit codes (a frozen tokenizer's all-zero codebook is refused by beit_mm). Both
   tokenize under the step's autocast, as unilm ``beit2/engine_for_pretraining.py`` lines 54-56 (the config's
   ``VQKD(autocast_dtype=...)``).
-- ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_mim-pre_8xb128-coslr-
+- ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_beit-pre_8xb128-coslr-
   100e_in1k.py`` vs mmpretrain's ``beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py`` (hard labels).
 - ``seg512`` / ``seg640``: BEiT-B UPerNet train step at 512 / 640, ``configs/beit/beit-base_upernet_8xb2-160k_ade20k-
   640x640.py`` vs mmseg 1.2.2's ``beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py`` (both with the image size
@@ -36,9 +36,9 @@ Parts (random weights; every model is built from its repository's own config, pr
   at the start of training, its most expensive phase) and whole-image inference at the crop (EoMT after mask
   annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching losses' cost grows
   with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the three 64 px demo configs
-  (``configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/eomt/eomt_beit-tiny-p8_...``,
-  ``configs/mask2former/mask2former_beit-tiny-p8_...``); ``heads-study`` / ``headsinf-study``: on the MIM study's
-  three fine-tuning configs (``configs/mim_study/beit-tiny-p8_mim-pre_{eomt,mask2former,upernet}_1xb8-1200i_...``,
+  (``configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/demo/eomt_beit-tiny-p8_...``,
+  ``configs/demo/mask2former_beit-tiny-p8_...``); ``heads-study`` / ``headsinf-study``: on the MIM study's
+  three fine-tuning configs (``configs/studies/beit-tiny-p8_beit-pre_{eomt,mask2former,upernet}_1xb8-1.2k_...``,
   7 classes, so up to 7 per image).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
@@ -256,7 +256,7 @@ def mim_part(args, tokenizer_like_peer: bool = False) -> Part:
             return model.loss(dict(images=x['images'], target_images=x['target_images'], mask=x['mask']))['loss']
         return model.loss([x['images'], x['target_images']], x['samples'])['loss']
 
-    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
+    ours_cfg = osp.join(ROOT, 'configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     peer_cfg = peer_config('mmpretrain', 'beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
     dtype = amp_dtype_for_device(torch.device(args.device).type) if args.amp else None
@@ -318,7 +318,7 @@ def mim2_part(args) -> Part:
         losses = model.loss([x['images'], x['peer_target_images']], x['samples'])
         return losses['loss_1'] + losses['loss_2']
 
-    ours_cfg = osp.join(ROOT, 'configs/beit2/beitv2-base-p16_vqkd_8xb256-amp-coslr-300e_in1k.py')
+    ours_cfg = osp.join(ROOT, 'configs/beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     peer_cfg = peer_config('mmpretrain', 'beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     has_vqkd = BEIT_MM_MODELS.get('VQKD') is not None
 
@@ -370,7 +370,7 @@ def finetune_part(args) -> Part:
     def step(model, ours, x):
         return model.loss(x['images'], x['samples'])['loss']
 
-    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_mim-pre_8xb128-coslr-100e_in1k.py')
+    ours_cfg = osp.join(ROOT, 'configs/beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')
     peer_cfg = peer_config('mmpretrain', 'beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py')
 
     def no_batch_augments(m: dict) -> None:
@@ -435,11 +435,11 @@ def heads_configs(size: str) -> tuple[str, str, str, int]:
     ``heads-demo`` / ``heads-study``."""
     import glob
     if size == '-demo':
-        return (osp.join(ROOT, 'configs/eomt/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
-                osp.join(ROOT, 'configs/mask2former/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
-                osp.join(ROOT, 'configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
+        return (osp.join(ROOT, 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                osp.join(ROOT, 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                osp.join(ROOT, 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
     if size == '-study':
-        return tuple(osp.join(ROOT, f'configs/mim_study/beit-tiny-p8_mim-pre_{head}_1xb8-1200i_ade20k-64x64.py')
+        return tuple(osp.join(ROOT, f'configs/studies/beit-tiny-p8_beit-pre_{head}_1xb8-1.2k_shapes-64x64.py')
                      for head in ('eomt', 'mask2former', 'upernet')) + (64, )
     eomt = sorted(glob.glob(osp.join(ROOT, 'configs/eomt/eomt_beit-base_*512x512.py')))
     m2f = sorted(glob.glob(osp.join(ROOT, 'configs/mask2former/mask2former_beit-base_*.py')))

@@ -14,7 +14,7 @@ with the same weights:
 - ``beit_mm``: encoder under autocast, task layer and quantizer fp32 (``VQKD.get_token_ids``);
 - ``unilm``: encoder and quantizer under autocast, task layer fp32.
 
-The tokenizer: with no trained VQ-KD on disk, the study's tokenizer arch (``configs/mim_study/vqkd-tiny-*``: BEiT 4 x
+The tokenizer: with no trained VQ-KD on disk, the study's tokenizer arch (``configs/studies/vqkd-tiny-*``: BEiT 4 x
 128, patch 8, 64 px) with BEiT v2's codebook (8192 x 32 unless ``--num-codes``), random encoder weights (unilm's
 init) and a trained-looking codebook: spherical k-means (the quantizer's own k-means init) on the encoder features of
 the first half of the images; the ids are measured on the second half. Prints one table row per image set and

@@ -1,5 +1,5 @@
 # The 64 px demos' optimizer and schedule, shared by the BEiT UPerNet, EoMT and Mask2Former demos
-# (configs/beit/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py and its EoMT / Mask2Former counterparts), so that
+# (configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py and its EoMT / Mask2Former counterparts), so that
 # tools/analysis/head_study.py compares heads under one budget: AdamW 2e-3 with layer decay 0.9, 50 warmup steps, then
 # linear decay to 0 at 1000 iterations; validation and a checkpoint every 500.
 _base_ = ['./schedule_160k.py']
