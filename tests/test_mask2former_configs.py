@@ -35,9 +35,9 @@ from .reference_recipes import RECIPES_M2F
 from .test_recipes import CHECK_UPDATES, _warmup_updates, mmcv_run, simulate
 
 CFG = os.path.join(ROOT, 'configs', 'mask2former')
-CONFIGS = sorted(p for p in glob.glob(os.path.join(CFG, '*.py')) if 'demo' not in p)
+CONFIGS = sorted(glob.glob(os.path.join(CFG, '*.py')))
 BEIT_B, CVT13 = 'mask2former_beit-base_8xb2-160k_ade20k-640x640.py', 'mask2former_cvt-13_8xb2-160k_ade20k-512x512.py'
-DEMO = os.path.join(CFG, 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
+DEMO = os.path.join(ROOT, 'configs', 'demo', 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
 CROP = 64
 
 

@@ -21,7 +21,7 @@ from .conftest import ROOT, imagenet_from_ade, run_train, shrink_imagenet_loader
 CFG = os.path.join(ROOT, 'configs/beit')
 MIM_800 = os.path.join(CFG, 'beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py')
 MIM_300 = os.path.join(CFG, 'beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
-MIM_DEMO = os.path.join(CFG, 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
+MIM_DEMO = os.path.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
 FT_IN1K = os.path.join(CFG, 'beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')
 FT_ADE = os.path.join(CFG, 'beit-base_beit-pre_upernet_8xb2-160k_ade20k-512x512.py')
 FT_SIZE = 64

@@ -36,10 +36,10 @@ def load_index() -> tuple[dict, list[dict]]:
 
 
 def full_size_configs() -> list[str]:
+    # configs/demo/ (CPU examples on generated data) and configs/studies/ (the CPU-scale study protocol) are not
+    # published recipes
     paths = glob.glob(osp.join(ROOT, 'configs', '*', '*.py'))
-    return sorted(osp.relpath(p, ROOT) for p in paths
-                  if '_base_' not in p.split(os.sep) and 'demo' not in osp.basename(p)
-                  and 'mim_study' not in p.split(os.sep))  # the CPU-scale study protocol, like the demos
+    return sorted(osp.relpath(p, ROOT) for p in paths if p.split(os.sep)[-2] not in ('_base_', 'demo', 'studies'))
 
 
 COLLECTIONS, MODELS = load_index()

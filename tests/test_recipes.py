@@ -53,7 +53,8 @@ def _key(name: str) -> str:
 
 
 def _cfg_path(name: str) -> str:
-    folder = 'cvt' if name.startswith('cvt') else 'beit'
+    """configs/cvt/ for a CvT backbone (``cvt-13_...``, ``beit_cvt-13_...``), else configs/beit/."""
+    folder = 'cvt' if name.split('_')[1 if name.startswith('beit_') else 0].startswith('cvt') else 'beit'
     return os.path.join(ROOT, 'configs', folder, name)
 
 
@@ -733,7 +734,7 @@ def test_batch_size_hook_warns_at_start(mm_warnings):
 # Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
 # --------------------------------------------------------------------------------------------------------------------
 
-DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'configs', '*', '*demo*.py')))
+DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'configs', 'demo', '*.py')))
 
 
 @pytest.mark.parametrize('path', DEMO_CONFIGS, ids=str)
