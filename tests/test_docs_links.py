@@ -60,7 +60,7 @@ def test_pages_found():
     found = pages()
     assert 'README.md' in found and 'docs/pretraining.md' in found, found
     assert any(p.startswith('docs/studies/') for p in found), found
-    for family in ('beit', 'beit2', 'cvt', 'eomt', 'mask2former', 'vqkd', 'dvae'):
+    for family in ('beit', 'beit2', 'cvt', 'eomt', 'mask2former', 'vqkd', 'dvae', 'vit_adapter', 'demo', 'studies'):
         assert f'configs/{family}/README.md' in found
 
 

@@ -7,8 +7,8 @@
 # (58.3 mIoU single scale, 640, 160k; ViT-Adapter segmentation/README.md:67); its BEiT-B Mask2Former runs are on
 # COCO-Stuff-10k and Pascal Context (README.md:81,97).
 #
-# NOT the ViT-Adapter model: the adapter (spatial prior module and injector/extractor interactions around the ViT) is
-# not built. The plain BEiT-B feeds mmseg 1.2.2's Mask2FormerHead through beit_mm's pyramid neck (blocks 3, 5, 7, 11
+# NOT the ViT-Adapter model: no adapter (spatial prior module and injector/extractor interactions around the ViT;
+# that model is configs/vit_adapter/). The plain BEiT-B feeds mmseg 1.2.2's Mask2FormerHead through beit_mm's pyramid neck (blocks 3, 5, 7, 11
 # -> Feature2Pyramid, as the UPerNet BEiT configs; configs/_base_/models/mask2former_beit.py). Expect less than the
 # adapter's numbers; this config follows ViT-Adapter's Mask2Former BEiT recipe where it applies.
 #

@@ -3,7 +3,7 @@
 # matching). The backbone is fed to the head as UPerNet's BEiT configs feed UPerHead (upernet_beit.py): blocks
 # (3, 5, 7, 11) -> Feature2Pyramid (4x ConvT-BN-GELU-ConvT, 2x ConvT, 1x, 0.5x max-pool) -> 4 levels at strides
 # 4, 8, 16, 32; the pixel decoder's deformable encoder reads the last 3, the mask features come from the first.
-# (ViT-Adapter's Mask2Former BEiT configs make the 4 levels with its adapter, which beit_mm does not build.)
+# (ViT-Adapter's Mask2Former BEiT configs make the 4 levels with its adapter: configs/vit_adapter/.)
 # Sources (path:line), the same values in both:
 # - M = open-mmlab/mmsegmentation v1.2.2 configs/mask2former/mask2former_r50_8xb2-160k_ade20k-512x512.py (as shipped
 #   in the mmsegmentation 1.2.2 wheel, mmseg/.mim/configs): the mmseg 1.x / mmdet 3.x field names;
