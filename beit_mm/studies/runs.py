@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from beit_mm.fileio.json_file import read_json
 from beit_mm.fileio.outputs import atomic_file
 
 from .configs import ROOT
@@ -39,8 +40,7 @@ def train(config: str, work_dir: str, options: list[str]) -> str:
     record = osp.join(work_dir, 'run.json')
     same = False
     if osp.isfile(record):
-        with open(record) as f:
-            same = json.load(f) == started
+        same = read_json(record) == started
     cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir,
            '--resume' if same else '--overwrite']
     if not same:
@@ -72,8 +72,7 @@ def cached(work_dir: str, run: Callable[[], dict], settings: dict) -> dict:
     stops the study with an error: its results are neither overwritten nor reported as this study's."""
     path = osp.join(work_dir, 'metrics.json')
     if osp.isfile(path):
-        with open(path) as f:
-            metrics = json.load(f)
+        metrics = read_json(path)
         stored = metrics.get('settings', settings)  # runs finished before settings were recorded are reused
         if stored != settings:
             changed = '; '.join(f'{k}: {stored.get(k)!r} there, {v!r} now' for k, v in settings.items()
@@ -92,15 +91,14 @@ def cached(work_dir: str, run: Callable[[], dict], settings: dict) -> dict:
 
 def last_checkpoint(work_dir: str) -> str:
     """The checkpoint MMEngine's ``last_checkpoint`` pointer of ``work_dir`` names, in ``work_dir``."""
-    with open(osp.join(work_dir, 'last_checkpoint')) as f:
-        return osp.join(work_dir, osp.basename(f.read().strip()))
+    with open(osp.join(work_dir, 'last_checkpoint')) as f:  # only its file name is used: the checkpoint stays in work_dir
+        return osp.join(work_dir, osp.basename(f.read(4096).strip()))
 
 
 def last_tokenizer_eval(work_dir: str) -> dict:
     """The held-out statistics ``TokenizerEvalHook`` wrote last (``tokenizer_eval/iter_N.json``, largest N)."""
     evals = glob.glob(osp.join(work_dir, 'tokenizer_eval', 'iter_*.json'))
-    with open(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1)))) as f:
-        return json.load(f)
+    return read_json(max(evals, key=lambda p: int(re.search(r'iter_(\d+)', p).group(1))))
 
 
 
@@ -109,5 +107,4 @@ def probe_curve(checkpoint: str) -> dict | None:
     path = osp.join(osp.dirname(checkpoint), 'dense_probe.json')
     if not osp.isfile(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    return read_json(path)

@@ -10,12 +10,12 @@ teacher learning the labels of the *next* dataset), and :func:`summary` compares
 from __future__ import annotations
 
 import argparse
-import json
 import os.path as osp
 import subprocess
 import sys
 import time
 
+from beit_mm.fileio.json_file import read_json
 from beit_mm.fileio.outputs import atomic_file
 
 from .configs import ROOT
@@ -70,8 +70,7 @@ def run_study(name: str, roots: dict[str, tuple[str, str]], args: argparse.Names
         raise SystemExit(f'{tail}\ntransfer_study: the study on {name} failed (exit {proc.returncode}); full log: '
                          f'{log_path}')
     print(f'[transfer_study] {name}: done in {(time.time() - start) / 60:.1f} min; {work}/report.md', flush=True)
-    with open(osp.join(work, 'report.json')) as f:
-        return json.load(f)
+    return read_json(osp.join(work, 'report.json'))
 
 
 def verdict(diff: float, spread: float) -> str:
