@@ -1,6 +1,7 @@
-"""The head study (``tools/analysis/head_study.py``, issue 28's head table, docs/heads.md): UPerNet, Mask2Former and
-EoMT on the same tiny BEiT, data, optimizer and schedule, from scratch, over seeds at the same iterations, next to the
-majority class.
+"""The head study (``tools/analysis/head_study.py``, the head tables of issues 28 and 41, docs/heads.md): UPerNet,
+ViT-Adapter + UPerNet, Mask2Former, ViT-Adapter + Mask2Former and EoMT on the same tiny BEiT (4 blocks, 96 wide; 8 px
+patches, 16 px under the adapter, whose prior levels are built around a stride-16 ViT), data, optimizer and schedule,
+from scratch, over seeds at the same iterations, next to the majority class.
 
 Each head's demo config runs through ``tools/train.py`` in a subprocess on the config written to its run's folder
 (``study_config.py``: :func:`run_config`), one run at a time (each uses every core); its metrics are those of its last
@@ -24,7 +25,9 @@ from .runs import cached, last_value, train
 
 HEADS = {
     'upernet': 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
+    'vit-adapter-upernet': 'configs/demo/beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py',
     'mask2former': 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
+    'vit-adapter-mask2former': 'configs/demo/mask2former_beit-adapter-tiny_1xb8-1k_ade20k-demo-64x64.py',
     'eomt': 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
 }
 METRICS = ('mIoU', 'aAcc', 'mAcc')
@@ -88,8 +91,8 @@ def head_report(args: argparse.Namespace, results: dict, base: dict) -> str:
     and the minutes per run (Markdown)."""
     iters = args.iters or DEMO_ITERS
     lines = [f'# Heads on {args.data_root}: {iters} iterations each, seeds {args.seeds}', '',
-             'Mean ± sample std over seeds of the last validation (tools/analysis/head_study.py); same tiny BEiT, '
-             'data, optimizer and schedule for every head, from scratch.', '',
+             'Mean ± sample std over seeds of the last validation (tools/analysis/head_study.py); same tiny BEiT '
+             '(8 px patches, 16 px under ViT-Adapter), data, optimizer and schedule for every head, from scratch.', '',
              '| head | mIoU | mIoU per seed | aAcc | mAcc | minutes per run |', '|---|---|---|---|---|---|',
              f'| trivial baseline (majority class) | {base["mIoU"]:.2f} | - | {base["aAcc"]:.2f} | {base["mAcc"]:.2f} '
              '| - |']

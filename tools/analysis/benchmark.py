@@ -29,17 +29,21 @@ Parts (random weights; every model is built from its repository's own config, pr
   map of one image has no batch statistics; 8-GPU training uses SyncBN).
 - ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
   ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
-- ``heads<SIZE>`` / ``headsinf<SIZE>``: three of beit_mm's segmentors on the same BEiT-B at ``SIZE``, EoMT
-  (``configs/eomt/eomt_beit-base_*512x512.py``) and Mask2Former (mmseg's Mask2FormerHead,
-  ``configs/mask2former/mask2former_beit-base_*.py`` at ``SIZE``), each a row with its ratio against UPerNet
-  (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): the train step (EoMT with masked attention on, as
-  at the start of training, its most expensive phase) and whole-image inference at the crop (EoMT after mask
-  annealing: no masks at inference), labels of 8 classes per image in 4 x 4 regions (the matching losses' cost grows
-  with the classes an image holds). ``heads-demo`` / ``headsinf-demo``: the same on the three 64 px demo configs
-  (``configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py``, ``configs/demo/eomt_beit-tiny-p8_...``,
-  ``configs/demo/mask2former_beit-tiny-p8_...``); ``heads-study`` / ``headsinf-study``: on the MIM study's
-  three fine-tuning configs (``configs/studies/beit-tiny-p8_beit-pre_{eomt,mask2former,upernet}_1xb8-1.2k_...``,
-  7 classes, so up to 7 per image).
+- ``heads<SIZE>`` / ``headsinf<SIZE>``: beit_mm's segmentors on the same BEiT-B at ``SIZE``, each a row with its
+  ratio against UPerNet (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): EoMT
+  (``configs/eomt/eomt_beit-base_*512x512.py``), Mask2Former (mmseg's Mask2FormerHead,
+  ``configs/mask2former/mask2former_beit-base_*.py``), and ViT-Adapter with each of the two heads
+  (``configs/vit_adapter/mask2former_beit-adapter-base_*.py``, ``configs/vit_adapter/beit-adapter-base_upernet_*.py``),
+  all built at ``SIZE``: the train step (EoMT with masked attention on, as at the start of training, its most expensive
+  phase) and whole-image inference at the crop (EoMT after mask annealing: no masks at inference), labels of 8 classes
+  per image in 4 x 4 regions (the matching losses' cost grows with the classes an image holds). ``headsinf`` also
+  prints each model's FLOPs and parameters (``get_flops.py``'s count, one image at the crop). ``heads-demo`` /
+  ``headsinf-demo``: the same on the five 64 px demo configs (``configs/demo/beit-tiny-p8_upernet_...``,
+  ``eomt_beit-tiny-p8_...``, ``mask2former_beit-tiny-p8_...``, ``beit-adapter-tiny_upernet_...``,
+  ``mask2former_beit-adapter-tiny_...``: the same 4 blocks, 96 wide, 16 px patches under the adapter, 8 px
+  otherwise); ``heads-study`` / ``headsinf-study``: on the MIM study's three fine-tuning configs
+  (``configs/studies/beit-tiny-p8_beit-pre_{eomt,mask2former,upernet}_1xb8-1.2k_...``, 7 classes, so up to 7 per
+  image).
 - ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
   HF ``CvtModel``).
 
@@ -79,7 +83,8 @@ ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
                'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head', 'mask_head', 'upscale', 'class_head')}
-OURS = ('beit_mm', 'EoMT', 'Mask2Former', 'UPerNet')  # rows of beit_mm models (fused AdamW where the device has it)
+# rows of beit_mm models (fused AdamW where the device has it)
+OURS = ('beit_mm', 'EoMT', 'Mask2Former', 'UPerNet', 'ViT-Adapter + Mask2Former', 'ViT-Adapter + UPerNet')
 
 
 # ----------------------------------------------------------------------------------------------------- measurement
@@ -231,6 +236,7 @@ class Part:
     step: Callable[[nn.Module, bool, dict], torch.Tensor]
     train: bool = True
     bn_eval: bool = False
+    flops_shape: tuple[int, int] | None = None  # FLOPs and parameters of each model at this input (get_flops.py's)
 
 
 def mim_part(args, tokenizer_like_peer: bool = False) -> Part:
@@ -430,44 +436,57 @@ def slide_part(size: int) -> Part:
                 make_inputs, step, train=False)
 
 
-def heads_configs(size: str) -> tuple[str, str, str, int]:
-    """(EoMT config, Mask2Former config, UPerNet config, crop) of ``heads<SIZE>`` (BEiT-B configs, built at SIZE) or
-    ``heads-demo`` / ``heads-study``."""
+def heads_configs(size: str) -> tuple[dict[str, str], int]:
+    """``({row: config}, crop)`` of ``heads<SIZE>`` (BEiT-B configs, built at SIZE) or ``heads-demo`` /
+    ``heads-study``; UPerNet last, the reference of the other rows' ratios."""
     import glob
+
+    def one(pattern: str) -> str:
+        found = sorted(glob.glob(osp.join(ROOT, 'configs', pattern)))
+        if not found:
+            raise SystemExit(f'no configs/{pattern} config; use heads-demo')
+        return found[0]
+
     if size == '-demo':
-        return (osp.join(ROOT, 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
-                osp.join(ROOT, 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
-                osp.join(ROOT, 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), 64)
+        demo = osp.join(ROOT, 'configs', 'demo')
+        return {'EoMT': osp.join(demo, 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                'ViT-Adapter + Mask2Former': osp.join(demo,
+                                                      'mask2former_beit-adapter-tiny_1xb8-1k_ade20k-demo-64x64.py'),
+                'Mask2Former': osp.join(demo, 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'),
+                'ViT-Adapter + UPerNet': osp.join(demo, 'beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py'),
+                'UPerNet': osp.join(demo, 'beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py')}, 64
     if size == '-study':
-        return tuple(osp.join(ROOT, f'configs/studies/beit-tiny-p8_beit-pre_{head}_1xb8-1.2k_shapes-64x64.py')
-                     for head in ('eomt', 'mask2former', 'upernet')) + (64, )
-    eomt = sorted(glob.glob(osp.join(ROOT, 'configs/eomt/eomt_beit-base_*512x512.py')))
-    m2f = sorted(glob.glob(osp.join(ROOT, 'configs/mask2former/mask2former_beit-base_*.py')))
-    if not eomt or not m2f:
-        raise SystemExit('no configs/eomt/eomt_beit-base_*512x512.py or configs/mask2former/mask2former_beit-base_*.py '
-                         'config; use heads-demo')
-    return eomt[0], m2f[0], osp.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py'), int(size)
+        return {head: osp.join(ROOT, f'configs/studies/beit-tiny-p8_beit-pre_{key}_1xb8-1.2k_shapes-64x64.py')
+                for head, key in (('EoMT', 'eomt'), ('Mask2Former', 'mask2former'), ('UPerNet', 'upernet'))}, 64
+    return {'EoMT': one('eomt/eomt_beit-base_*512x512.py'),
+            'ViT-Adapter + Mask2Former': one('vit_adapter/mask2former_beit-adapter-base_*.py'),
+            'Mask2Former': one('mask2former/mask2former_beit-base_*.py'),
+            'ViT-Adapter + UPerNet': one('vit_adapter/beit-adapter-base_upernet_*.py'),
+            'UPerNet': one('beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py')}, int(size)
 
 
 def heads_part(size: str, train: bool) -> Part:
-    """EoMT and Mask2Former vs UPerNet on the same BEiT: train step (EoMT masks on) or whole-image inference (EoMT
-    annealed)."""
-    eomt_cfg, m2f_cfg, upernet_cfg, crop = heads_configs(size)
+    """The segmentors of :func:`heads_configs` on the same BEiT: train step (EoMT masks on) or whole-image inference
+    (EoMT annealed; with the FLOPs and parameters of each model)."""
+    configs, crop = heads_configs(size)
 
     def at_size(m: dict) -> None:
         m['backbone']['img_size'] = crop
         m['data_preprocessor']['size'] = (crop, crop)
         m['test_cfg'] = dict(mode='whole')
 
-    def build_eomt() -> nn.Module:
-        model = build_model(eomt_cfg, at_size)
-        model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed, inference)
-        return model
+    def builder(row: str, path: str) -> Callable[[], nn.Module]:
+        def build() -> nn.Module:
+            model = build_model(path, at_size)
+            if row == 'EoMT':
+                model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed)
+            return model
+        return build
 
     from mmengine.config import Config
     seg = seg_part(crop)
     metas = [dict(img_shape=(crop, crop), pad_shape=(crop, crop), ori_shape=(crop, crop))]
-    num_classes = Config.fromfile(upernet_cfg).model.decode_head.num_classes
+    num_classes = Config.fromfile(configs['UPerNet']).model.decode_head.num_classes
 
     def make_inputs(batch: int, device: torch.device) -> dict:
         """Label maps as scenes have them (the matching loss's cost grows with the classes present; per-pixel
@@ -490,10 +509,9 @@ def heads_part(size: str, train: bool) -> Part:
 
     what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
     name = {'-demo': 'tiny BEiT demo', '-study': "MIM study's tiny BEiT"}.get(size, 'BEiT-B')
-    return Part(f'(h) EoMT, Mask2Former / UPerNet {what}, {name} {crop}',
-                {'EoMT': build_eomt, 'Mask2Former': lambda: build_model(m2f_cfg, at_size),
-                 'UPerNet': lambda: build_model(upernet_cfg, at_size)},
-                make_inputs, step, train=train, bn_eval=True)
+    return Part(f'(h) segmentors / UPerNet, {what}, {name} {crop}',
+                {row: builder(row, path) for row, path in configs.items()}, make_inputs, step, train=train,
+                bn_eval=True, flops_shape=None if train else (crop, crop))
 
 
 def backbone_part(model: str, img_size: int) -> Part:
@@ -662,6 +680,17 @@ def summarize_split(timer: PartTimer, times: dict, train: bool) -> dict[str, flo
     return split
 
 
+def complexity_of(part: Part, name: str) -> dict:
+    """FLOPs and parameters of one model of ``part`` at ``part.flops_shape``, counted as ``get_flops.py`` counts them:
+    one image, the inference forward, the training-only auxiliary head left out."""
+    import get_flops  # tools/analysis/get_flops.py: a script's own folder is sys.path[0]
+    torch.manual_seed(0)
+    model = part.builders[name]().eval()
+    if getattr(model, 'auxiliary_head', None) is not None:
+        model.auxiliary_head = None  # mmseg's EncoderDecoder.with_auxiliary_head: False
+    return get_flops.complexity(model, part.flops_shape)
+
+
 def run_part(part: Part, args, device: torch.device, dtype: torch.dtype | None) -> dict[str, dict]:
     runs: dict[str, list[dict]] = {name: [] for name in part.builders}
     for r in range(args.rounds):  # alternate so drift (other load on the machine) hits both alike
@@ -675,6 +704,8 @@ def run_part(part: Part, args, device: torch.device, dtype: torch.dtype | None) 
     for name, rs in runs.items():
         out[name] = dict(ips=statistics.median(r['ips'] for r in rs), mem=statistics.median(r['mem'] for r in rs),
                          all_ips=[r['ips'] for r in rs], split=rs[0].get('split'), profile=rs[0].get('profile'))
+        if part.flops_shape is not None:
+            out[name].update({k: v for k, v in complexity_of(part, name).items() if k in ('flops', 'params')})
     return out
 
 
@@ -688,6 +719,14 @@ def markdown(rows: list[tuple[str, dict[str, dict]]], header: str) -> str:
             mine = '' if name == 'beit_mm' else f' ({name})'  # heads rows: beit_mm models vs beit_mm's UPerNet
             lines.append(f'| {title} | {o["ips"]:.3f}{mine} | {p["ips"]:.3f} ({peer}) | x{o["ips"] / p["ips"]:.2f} | '
                          f'{o["mem"]:.0f} | {p["mem"]:.0f} | x{o["mem"] / max(p["mem"], 1e-9):.2f} |')
+    counts = [(title, name, r) for title, res in rows for name, r in res.items() if 'flops' in r]
+    if counts:
+        lines += ['', 'FLOPs and parameters (one image at the crop, the inference forward, as get_flops.py counts '
+                  'them: one multiply-add = 1 FLOP, the deformable attention\'s sampling not counted, its '
+                  'projections counted; no auxiliary head):', '', '| benchmark | model | GFLOPs | parameters (M) |',
+                  '|---|---|---|---|']
+        lines += [f'| {title} | {name} | {r["flops"] / 1e9:.4g} | {r["params"] / 1e6:.4g} |'
+                  for title, name, r in counts]
     splits = [(title, name, r['split']) for title, res in rows for name, r in res.items() if r.get('split')]
     if splits:
         lines += ['', 'Time per step by part, seconds (share of the step):', '',

@@ -1,12 +1,14 @@
-"""The three segmentation heads on one dataset, over seeds, at the same iterations: UPerNet, Mask2Former and EoMT on the
-same tiny BEiT (issue 28's head table; ``docs/heads.md``). A thin CLI over ``beit_mm.studies.heads``.
+"""The segmentation heads on one dataset, over seeds, at the same iterations: UPerNet, ViT-Adapter + UPerNet,
+Mask2Former, ViT-Adapter + Mask2Former and EoMT on the same tiny BEiT (the head tables of issues 28 and 41;
+``docs/heads.md``). A thin CLI over ``beit_mm.studies.heads``.
 
     python tools/analysis/head_study.py --data-root data/ade_demo --seeds 0 1 2 --work-dir work_dirs/head_demo
 
-Each head's demo config (``beit_mm.studies.heads.HEADS``: the same backbone, data pipeline, optimizer, schedule and
-1000 iterations at batch 8, from scratch) runs through ``tools/train.py`` on the config written to the run's folder
-(``study_config.py``: the seed, the data roots and, with ``--iters``, every iteration count rescaled), one run at a
-time. A finished run (its ``metrics.json``) is reused; one with other settings stops the study.
+Each head's demo config (``beit_mm.studies.heads.HEADS``: the same backbone (16 px patches under ViT-Adapter), data
+pipeline, optimizer, schedule and 1000 iterations at batch 8, from scratch) runs through ``tools/train.py`` on the
+config written to the run's folder (``study_config.py``: the seed, the data roots and, with ``--iters``, every
+iteration count rescaled), one run at a time. A finished run (its ``metrics.json``) is reused; one with other settings
+stops the study.
 
 Report (printed, ``report.md`` and ``report.json`` in the work dir): per head, mIoU / aAcc / mAcc as mean ± sample std
 over seeds and per seed, next to the majority class and the wall time of each run. Speed and FLOPs of the same models:
