@@ -285,3 +285,24 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     losses = model.train_step(data, wrapper)
     assert all(torch.isfinite(v).all() for v in losses.values())
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
+
+
+# The #Param column of ViT-Adapter's segmentation/README.md for the same model (BEiT-B adapter + its Mask2Former head at
+# C's 512; published on COCO-Stuff-10k, whose 171 classes add 21 x 257 class-embedding weights to ADE20K's 150, far
+# below the rounding). The BEiT-L configs' counts (451M, 568M: segmentation/README.md:66-67) are not built here: 0.5B
+# parameters take minutes to initialize on a CPU. The BEiT-B UPerNet config has no published count (UPerHead at 768).
+PUBLISHED_PARAMS = {M2F_B: (120, 'segmentation/README.md:81')}
+
+
+@pytest.mark.parametrize('name', sorted(PUBLISHED_PARAMS))
+def test_full_size_model_has_the_published_parameter_count(name):
+    import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
+    from mmseg.registry import MODELS
+    init_default_scope('mmseg')
+    cfg = Config.fromfile(os.path.join(CFG, name))
+    cfg.model.backbone.init_cfg = None
+    cfg.model.backbone.img_size = 512  # C:15, the counted model's (BEiT's relative position tables grow with it)
+    torch.manual_seed(0)
+    count = sum(p.numel() for p in MODELS.build(cfg.model).parameters())
+    millions, source = PUBLISHED_PARAMS[name]
+    assert round(count / 1e6) == millions, f'{name}: {count / 1e6:.1f}M parameters, ViT-Adapter {source}: {millions}M'
