@@ -5,9 +5,10 @@
 #       checkpoints/beit-base_pt22k-ft22k.pth
 # Published: none for ADE20K. ViT-Adapter publishes no UPerNet run of its BEiT-B adapter on any dataset; its BEiT-B
 # adapter runs are Mask2Former on COCO-Stuff-10k (50.0 mIoU ss / 50.5 ms, segmentation/README.md:81) and Pascal
-# Context 59 (64.0 / 64.4, README.md:97); on ADE20K its UPerNet BEiT run is BEiT-L (58.0 / 58.4, 640, 160k;
-# configs/ade20k/README.md:39, beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py here) and its UPerNet B runs
-# are ViT-Adapter-B on DeiT-B (48.8 / 49.7, 512; README.md:61) and AugReg-B (51.9 / 52.5, 512; README.md:63).
+# Context 59 (64.0 / 64.4, segmentation/README.md:97); on ADE20K its UPerNet BEiT run is BEiT-L (58.0 / 58.4, 640,
+# 160k; segmentation/README.md:66, beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py here) and its UPerNet B
+# runs are ViT-Adapter-B on DeiT-B (48.8 / 49.7, 512; segmentation/README.md:61) and AugReg-B (51.9 / 52.5, 512;
+# segmentation/README.md:63).
 #
 # The recipe: ViT-Adapter's ADE20K UPerNet BEiT-L recipe (U) with the BEiT-B values of C, at 640, not the ViT-B
 # adapter UPerNet recipe (D, 512). Why: D's values are tuned for a different backbone and checkpoint (DeiT-B from

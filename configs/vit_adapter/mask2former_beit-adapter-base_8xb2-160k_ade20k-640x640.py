@@ -5,7 +5,7 @@
 #       checkpoints/beit-base_pt22k-ft22k.pth
 # Published: none for ADE20K. ViT-Adapter publishes its BEiT-B adapter with Mask2Former on COCO-Stuff-10k (50.0 mIoU
 # single scale / 50.5 multi-scale, 512, 40k; segmentation/README.md:81) and Pascal Context 59 (64.0 / 64.4, 480, 40k;
-# README.md:97), and on ADE20K only BEiT-L (58.3 / 59.0, 640, 160k; README.md:67,
+# segmentation/README.md:97), and on ADE20K only BEiT-L (58.3 / 59.0, 640, 160k; segmentation/README.md:67,
 # mask2former_beit-adapter-large_8xb2-160k_ade20k-640x640.py here). This config is the closest recipe to those: the
 # ADE20K BEiT-L recipe (M) for data, crop and schedule with the BEiT-B values of C.
 #
@@ -21,7 +21,7 @@
 # this config inherits: the same head, data, schedule, lr and layer decay; only the backbone changes (BEiTAdapter
 # instead of BEiT + Feature2Pyramid). Differences from ViT-Adapter's runs as that config's header says (the head's
 # queries and embeddings at layer 0 in ViT-Adapter's constructor, at L + 1 here; mmdet 3.3.0's head).
-# Parameters: 120.6M (120.2M at C's 512, where ViT-Adapter's README.md:81 counts 120M; the test builds that).
+# Parameters: 120.6M (120.2M at C's 512, where ViT-Adapter's segmentation/README.md:81 counts 120M; tested).
 # Pinned value by value in tests/test_vit_adapter_configs.py.
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
 crop_size = (640, 640)  # M:8
