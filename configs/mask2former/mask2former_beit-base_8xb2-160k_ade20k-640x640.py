@@ -8,9 +8,11 @@
 # COCO-Stuff-10k and Pascal Context (README.md:81,97).
 #
 # NOT the ViT-Adapter model: no adapter (spatial prior module and injector/extractor interactions around the ViT;
-# that model is configs/vit_adapter/). The plain BEiT-B feeds mmseg 1.2.2's Mask2FormerHead through beit_mm's pyramid neck (blocks 3, 5, 7, 11
-# -> Feature2Pyramid, as the UPerNet BEiT configs; configs/_base_/models/mask2former_beit.py). Expect less than the
-# adapter's numbers; this config follows ViT-Adapter's Mask2Former BEiT recipe where it applies.
+# that model is configs/vit_adapter/, which inherits this recipe with the adapter in
+# mask2former_beit-adapter-base_8xb2-160k_ade20k-640x640.py). The plain BEiT-B feeds mmseg 1.2.2's Mask2FormerHead
+# through beit_mm's pyramid neck (blocks 3, 5, 7, 11 -> Feature2Pyramid, as the UPerNet BEiT configs;
+# configs/_base_/models/mask2former_beit.py). Expect less than the adapter's numbers; this config follows
+# ViT-Adapter's Mask2Former BEiT recipe where it applies.
 #
 # Sources, czczup/ViT-Adapter@fd64a51 segmentation/ (path:line):
 # - A = configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py (ViT-Adapter's ADE20K Mask2Former BEiT
