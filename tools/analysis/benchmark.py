@@ -475,11 +475,11 @@ def heads_part(size: str, train: bool) -> Part:
         m['data_preprocessor']['size'] = (crop, crop)
         m['test_cfg'] = dict(mode='whole')
 
-    def builder(row: str, path: str) -> Callable[[], nn.Module]:
+    def builder(path: str) -> Callable[[], nn.Module]:
         def build() -> nn.Module:
             model = build_model(path, at_size)
-            if row == 'EoMT':
-                model.set_annealing_step(0 if train else 10**9)  # probabilities 1 (masks on) / 0 (annealed)
+            if hasattr(model, 'set_annealing_step'):  # EoMT: mask probabilities 1 (masks on) / 0 (annealed)
+                model.set_annealing_step(0 if train else 10**9)
             return model
         return build
 
@@ -510,7 +510,7 @@ def heads_part(size: str, train: bool) -> Part:
     what = 'train step (EoMT masks on)' if train else 'whole-image inference (EoMT annealed)'
     name = {'-demo': 'tiny BEiT demo', '-study': "MIM study's tiny BEiT"}.get(size, 'BEiT-B')
     return Part(f'(h) segmentors / UPerNet, {what}, {name} {crop}',
-                {row: builder(row, path) for row, path in configs.items()}, make_inputs, step, train=train,
+                {row: builder(path) for row, path in configs.items()}, make_inputs, step, train=train,
                 bn_eval=True, flops_shape=None if train else (crop, crop))
 
 
