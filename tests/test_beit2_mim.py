@@ -157,7 +157,7 @@ def test_raw_tokenizer_view_for_vqkd():
     g = torch.Generator().manual_seed(0)
     views = [torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=g) for _ in range(2)]
     tok_views = [torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=g) for _ in range(2)]
-    masks = [torch.zeros(4, 4, dtype=torch.bool) for _ in range(2)]
+    masks = [torch.eye(4, dtype=torch.bool) for _ in range(2)]
     pre = MIMDataPreprocessor(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], target_pixels='raw')
     out = pre(dict(inputs=[[v, t] for v, t in zip(views, tok_views)],
                    data_samples=[DataSample().set_mask(m) for m in masks]))['inputs']

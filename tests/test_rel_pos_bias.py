@@ -91,14 +91,14 @@ def test_gather_index_is_cached_per_device_and_usable_by_autograd():
     """The gathered bias's index lives on the table's device once (not copied host-to-device in every block: 39% of
     an H100's slide-inference time at 640 px, docs/performance.md), and a first call under ``torch.inference_mode``
     does not leave an inference tensor in the cache that a later training step could not save for backward."""
-    from beit_mm.models.layers.rel_pos_bias import _flat_index, gather_relative_position_bias
+    from beit_mm.models.layers.rel_pos_bias import flat_relative_position_index, gather_relative_position_bias
     grid = (3, 5)  # a grid no other test gathers first
     table = torch.randn(num_rows := (2 * 3 - 1) * (2 * 5 - 1) + 3, 2)
     with torch.inference_mode():
         gather_relative_position_bias(table, grid, align=8)
     n, n_pad = 16, 16
-    index = _flat_index(grid, n_pad, table.device)
-    assert index is _flat_index(grid, n_pad, torch.device('cpu'))  # cached, not rebuilt
+    index = flat_relative_position_index(grid, n_pad, table.device)
+    assert index is flat_relative_position_index(grid, n_pad, torch.device('cpu'))  # cached, not rebuilt
     expected = relative_position_index(grid)
     assert torch.equal(index.view(n, n_pad)[:, :n], expected) and not index.is_inference()
     trained = table.clone().requires_grad_(True)

@@ -21,8 +21,10 @@
   MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`EMA_DEFAULTS` (unilm's decay 0.9999,
   i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints' ``state_dict`` are the EMA
   weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and ``--resume`` restores both.
-- ``--compile [BACKEND]``: ``torch.compile`` the train step through MMEngine's ``cfg.compile`` (backend inductor
-  unless named; ``aot_eager`` traces without generating code).
+- ``--compile [BACKEND]``: ``torch.compile(fullgraph=True)`` of the model on any device, with BACKEND (inductor
+  unless named; ``aot_eager`` traces without generating code). Without it the config's ``compile`` setting applies
+  (``configs/_base_/default_runtime*.py``: the whole model on CUDA): :mod:`beit_mm.engine.compile`, applied by
+  ``beit_mm.CompileHook`` instead of MMEngine's compilation of ``train_step``.
 - AdamW optimizers get ``fused=True`` where torch has a fused kernel for the device (CPU and CUDA in torch 2.13),
   unless the config sets ``fused`` or ``foreach`` itself.
 - SyncBN rule: configs use ``norm_cfg=dict(type='SyncBN')``. A single-process run gets BN because MMEngine's Runner
@@ -51,6 +53,7 @@ from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
+from beit_mm.engine.hooks.compile import use_compile_hook
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
@@ -101,7 +104,8 @@ def parse_args() -> argparse.Namespace:
         const='inductor',
         default=None,
         metavar='BACKEND',
-        help="torch.compile the train step (MMEngine's cfg.compile) with this backend (default inductor)")
+        help='torch.compile(fullgraph=True) the model on any device with this backend (default inductor); '
+             "without it the config's compile setting applies (CUDA only by default)")
     parser.add_argument(
         '--cfg-options',
         nargs='+',
@@ -160,15 +164,6 @@ def use_fused_adamw(cfg: Config) -> None:
         return
     optimizer['fused'] = True
     print_log(f'AdamW: fused=True on {train_device_type()}', logger='current')
-
-
-def set_compile(cfg: Config, backend: str) -> None:
-    """``--compile [BACKEND]``: MMEngine's ``cfg.compile`` (``torch.compile`` of ``model.train_step``), keeping any
-    other ``torch.compile`` options the config gives in a ``compile`` dict."""
-    options = cfg.get('compile')
-    options = dict(options) if isinstance(options, dict) else {}
-    cfg.compile = {**options, 'backend': backend}
-    print_log(f'--compile: torch.compile({cfg.compile})', logger='current')
 
 
 def enable_tensorboard(cfg: Config) -> None:
@@ -317,8 +312,7 @@ def main() -> None:
     use_fused_adamw(cfg)
     if args.ema:
         enable_ema(cfg)
-    if args.compile is not None:
-        set_compile(cfg, args.compile)
+    use_compile_hook(cfg, args.compile)  # the config's compile setting, or --compile's
     if args.tensorboard:
         enable_tensorboard(cfg)
     opened = set_resume(cfg, resume, how) if resume is not None else None

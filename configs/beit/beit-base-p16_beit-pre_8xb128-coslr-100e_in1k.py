@@ -38,7 +38,7 @@ model = dict(
         type='LinearClsHead',
         num_classes=1000,
         in_channels=768,
-        loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original'),
+        loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original', num_classes=1000),
         # unilm: trunc_normal_(std=0.02) then weight *= init_scale 0.001 -> std 2e-5; bias 0
         init_cfg=dict(type='TruncNormal', layer='Linear', std=0.02 * 0.001, bias=0.)),
     train_cfg=dict(augments=[dict(type='Mixup', alpha=0.8), dict(type='CutMix', alpha=1.0)]))
@@ -84,3 +84,5 @@ resume = False
 # unilm beit/run_class_finetuning.py line 228: seed = args.seed (0) + utils.get_rank(): every process draws its own Mixup/CutMix
 # choice and lambda, drop-path masks and augmentations; line 233: cudnn.benchmark = True.
 randomness = dict(seed=0, diff_rank_seed=True)
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+compile = dict(scope='model', devices=['cuda'])

@@ -25,3 +25,5 @@ strategy = dict(
         state_dict_type='FULL_STATE_DICT',
         state_dict_config=dict(type='FullStateDictConfig', offload_to_cpu=True, rank0_only=True),
         optim_state_dict_config=dict(type='FullOptimStateDictConfig', offload_to_cpu=True, rank0_only=True)))
+# under FSDP each transformer block is compiled (PyTorch's advice for FSDP + compile), not the whole model
+compile = dict(scope='blocks', devices=['cuda'])

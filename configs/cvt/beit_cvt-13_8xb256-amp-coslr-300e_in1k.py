@@ -29,3 +29,4 @@ model = dict(
     target_generator=dict(type='beit_mm.DALLEEncoder',
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)),
     zero_masked_pixels=True)
+# CvT MIM compiles whole too (tests/test_compile_models.py), with the BEiT MIM setting inherited

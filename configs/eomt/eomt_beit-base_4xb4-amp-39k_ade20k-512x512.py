@@ -42,7 +42,8 @@
 #   eomt.py); images normalized with ImageNet mean/std as the official ViT (models/vit.py:41-44) and unilm's BEiT
 #   ADE20K recipes;
 # - precision: bf16 autocast without loss scaling (the official trains in fp16 with a GradScaler, "16-mixed",
-#   main.py:169; on GPUs without bf16 use dtype='float16', loss_scale='dynamic'); no torch.compile (main.py:154-155);
+#   main.py:169; on GPUs without bf16 use dtype='float16', loss_scale='dynamic'); compiled as the official
+#   (main.py:154-155, torch.compile(model) unless --compile_disabled): the prediction network, on CUDA (below);
 # - colour jitter: mmseg's PhotoMetricDistortion, same probabilities and ranges, but brightness is +-32 added, not a
 #   factor 1 +- 32/255, contrast scales pixels rather than blending with the mean grey, saturation is HSV's S; hue 9
 #   OpenCV units = 18 degrees as the official 18/360 turns;
@@ -120,3 +121,5 @@ custom_hooks = [  # default_runtime's, and the annealing step
     dict(type='beit_mm.EoMTMaskAnnealingHook'),  # the annealing step; EoMT refuses to train without it
 ]
 randomness = dict(seed=0)
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+compile = dict(scope='model', devices=['cuda'])

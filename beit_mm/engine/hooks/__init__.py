@@ -8,3 +8,4 @@ from .rng_state import RNGStateHook, use_rng_state_hook  # noqa: F401
 from .tokenizer_eval import TokenizerEvalHook  # noqa: F401
 from .dense_probe import DenseProbeHook  # noqa: F401
 from .eomt_annealing import EoMTMaskAnnealingHook  # noqa: F401
+from .compile import CompileHook, use_compile_hook  # noqa: F401

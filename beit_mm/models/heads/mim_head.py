@@ -25,6 +25,9 @@ from ...fileio import load_state_dict_file
 from ..layers.weight_init import trunc_normal_within_std_
 from ..tokenizers.dalle import DALLE_VOCAB_SIZE
 
+# label of the unmasked positions, which the cross-entropy skips
+IGNORE_INDEX = -100
+
 
 @MODELS.register_module()
 class BEiTMIMHead(BaseModule):
@@ -108,13 +111,17 @@ class BEiTMIMHead(BaseModule):
             raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
                              f'{tuple(mask.shape)} disagree on (B, N); the tokenizer view must give one token per '
                              'patch (e.g. 112 px for DALL-E with 224 px / 16 px patches)')
-        if not mask.any():
-            raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
-                             'generator (BEiTMaskGenerator num_masking_patches)')
-        logits = self.lm_head(patch_tokens[mask])  # (M, vocab_size)
-        labels = target[mask]  # (M,)
-        loss = F.cross_entropy(logits.float(), labels)
+        # static shapes (torch.compile(fullgraph=True), no host sync): every position is classified and the
+        # unmasked ones are ignored, instead of gathering the M masked ones; M = 0 gives NaN (MIMDataPreprocessor
+        # refuses such a batch before it reaches the device)
+        logits = self.lm_head(patch_tokens)  # (B, N, vocab_size)
+        labels = torch.where(mask, target, IGNORE_INDEX)
+        num_masked = mask.sum()
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX,
+                               reduction='sum') / num_masked
         with torch.no_grad():
-            acc = (logits.argmax(-1) == labels).float().mean()
-            baseline = torch.bincount(labels).max().float() / labels.numel()
+            acc = ((logits.argmax(-1) == target) & mask).sum() / num_masked
+            counts = torch.zeros(self.vocab_size, device=target.device).index_add_(
+                0, target.flatten(), mask.flatten().float())
+            baseline = counts.max() / num_masked
         return dict(loss=loss, mim_acc=acc, mim_acc_baseline=baseline)

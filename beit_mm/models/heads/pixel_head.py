@@ -73,12 +73,12 @@ class PixelRegressionHead(BaseModule):
             raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
                              f'{tuple(mask.shape)} disagree; the target generator must give one '
                              f'{self.decoder.out_features}-value target per patch')
-        if not mask.any():
-            raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
-                             'generator (num_masking_patches / mask_ratio)')
-        pred = self.decoder(patch_tokens[mask]).float()  # (M, p * p * C)
-        labels = target[mask].float()
-        loss = (pred - labels).pow(2).mean(dim=-1).mean()
+        # static shapes (torch.compile(fullgraph=True), no host sync): every patch is decoded and the unmasked ones
+        # weigh 0, instead of gathering the M masked ones; M = 0 gives NaN (MIMDataPreprocessor refuses such a batch)
+        num_masked = mask.sum()
+        pred = self.decoder(patch_tokens).float()  # (B, N, p * p * C)
+        labels = target.float()
+        loss = torch.where(mask, (pred - labels).pow(2).mean(dim=-1), 0.0).sum() / num_masked
         with torch.no_grad():
-            baseline = labels.pow(2).mean(dim=-1).mean()
+            baseline = torch.where(mask, labels.pow(2).mean(dim=-1), 0.0).sum() / num_masked
         return dict(loss=loss, loss_baseline=baseline)

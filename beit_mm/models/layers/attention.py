@@ -21,8 +21,15 @@ kernel as fallback): flash attention takes no float mask, and cuDNN attention (t
 >= 9.15) has NaN-gradient and mask-dtype reports with masks (pytorch/pytorch#196678, #191612); ``tools/analysis/
 gpu_report.sh`` re-checks the chosen kernel against eager on the GPU. The bias is gathered once per
 forward per block, already in the compute dtype and with an 8-aligned row stride so that kernel uses it without a
-copy. FlexAttention was tried and dropped: torch 2.13 raises "FlexAttention does not support backward on CPU", and
-its compiled CPU forward (N=1601, 12 heads, bias as ``score_mod``) took 130-166 ms against SDPA's 112-142 ms.
+copy.
+
+Two more kernels are selectable for CUDA, where they are candidates for the default once measured
+(``tools/analysis/benchmark_attention.py --impls sdpa cudnn flex``, run by ``gpu_report.sh``): ``'flex'``,
+FlexAttention with the bias as a ``score_mod`` that reads the table through the relative position index inside the
+kernel (the (heads, N, N) bias is never materialized; the table's gradient is the captured buffer's), and
+``'cudnn'``, SDPA pinned to cuDNN attention with the gathered bias. On CPU torch 2.13 has no FlexAttention backward
+("FlexAttention does not support backward on CPU"), so there ``'flex'`` serves inference only (the equality tests check
+its forward on CPU, and forward and gradients on CUDA).
 """
 from __future__ import annotations
 
@@ -30,15 +37,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention.flex_attention import flex_attention
 
-from .rel_pos_bias import (gather_relative_position_bias, num_relative_distance, resize_rel_pos_bias_table,
-                           with_query_rows)
+from .rel_pos_bias import (flat_relative_position_index, gather_relative_position_bias, num_relative_distance,
+                           resize_rel_pos_bias_table, with_query_rows)
 
-ATTN_IMPLS = ('auto', 'sdpa', 'eager')
+ATTN_IMPLS = ('auto', 'sdpa', 'eager', 'flex', 'cudnn')
 # Row alignment (elements) of the gathered bias that CUDA's memory-efficient SDPA kernel takes without copying.
 SDPA_BIAS_ALIGN = 8
 # Biased attention on CUDA: memory-efficient kernel, math as the fallback (see the module docstring).
 BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+# attn_impl='cudnn': cuDNN attention, the memory-efficient kernel where cuDNN refuses the inputs.
+CUDNN_SDPA_BACKENDS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+# FlexAttention runs as generated kernels only when compiled; its eager form (the CPU path) is a reference loop.
+_compiled_flex_attention = torch.compile(flex_attention, dynamic=False)
 
 
 def select_attn_impl(device_type: str, needs_grad: bool) -> str:
@@ -80,6 +92,9 @@ class BEiTAttention(nn.Module):
             raise ValueError(f'embed_dims {embed_dims} is not divisible by num_heads {num_heads}')
         if attn_impl not in ATTN_IMPLS:
             raise ValueError(f'attn_impl={attn_impl!r} is not one of {ATTN_IMPLS}')
+        if attn_impl == 'flex' and attn_drop:
+            raise ValueError(f"attn_impl='flex' has no attention dropout (attn_drop={attn_drop}); use 'sdpa' or "
+                             "'eager', or attn_drop=0.0 (every BEiT recipe's)")
         self.num_heads = num_heads
         self.scale = (embed_dims // num_heads) ** -0.5
         self.attn_impl = attn_impl
@@ -125,19 +140,22 @@ class BEiTAttention(nn.Module):
         if impl == 'auto':
             impl = select_attn_impl(q.device.type, torch.is_grad_enabled() and q.requires_grad)
         table = self.bias_table(grid, shared_table)
+        if impl == 'flex':
+            x = flex_biased_attention(q, k, v, table, grid, num_queries, attn_mask, self.scale)
+            return self.proj_drop(self.proj(x.transpose(1, 2).reshape(b, n, c)))
         attn_bias = None
         if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
-            align = SDPA_BIAS_ALIGN if impl == 'sdpa' else 1
+            align = SDPA_BIAS_ALIGN if impl in ('sdpa', 'cudnn') else 1
             attn_bias = gather_relative_position_bias(table, grid, align, dtype=q.dtype)
             attn_bias = with_query_rows(attn_bias, num_queries).unsqueeze(0)
         if attn_mask is not None:  # (B, heads, T, T): the bias where allowed, -inf where not
             base = attn_bias if attn_bias is not None else q.new_zeros((1, 1, n, n))
             attn_bias = base.masked_fill(~attn_mask[:, None], float('-inf'))
 
-        if impl == 'sdpa':
+        if impl in ('sdpa', 'cudnn'):
             dropout_p = self.attn_drop.p if self.training else 0.0
-            if attn_bias is not None and q.device.type == 'cuda':
-                with sdpa_kernel(BIASED_SDPA_BACKENDS):
+            if q.device.type == 'cuda' and (attn_bias is not None or impl == 'cudnn'):
+                with sdpa_kernel(CUDNN_SDPA_BACKENDS if impl == 'cudnn' else BIASED_SDPA_BACKENDS):
                     x = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, dropout_p=dropout_p,
                                                        scale=self.scale)
             else:
@@ -151,3 +169,36 @@ class BEiTAttention(nn.Module):
             x = attn @ v
         x = x.transpose(1, 2).reshape(b, n, c)
         return self.proj_drop(self.proj(x))
+
+
+def flex_biased_attention(q: Tensor, k: Tensor, v: Tensor, table: Tensor | None, grid: tuple[int, int],
+                          num_queries: int, attn_mask: Tensor | None, scale: float) -> Tensor:
+    """softmax(scale * q k^T + bias, masked) v with FlexAttention: (B, heads, T, D) each -> (B, heads, T, D).
+
+    The bias is read inside the kernel: ``table[index[i', j'], h]`` with ``index = relative_position_index(grid)``
+    ((1 + N, 1 + N), cls first) and ``i' = max(i - K, 0)`` (the ``K = num_queries`` queries take the cls token's rows
+    and columns, :func:`with_query_rows`); ``attn_mask`` (B, T, T) bool, True = may attend, sets the others to -inf.
+    The same function as the SDPA and eager paths of :class:`BEiTAttention`."""
+    mods = []
+    if table is not None:
+        n = grid[0] * grid[1] + 1
+        index = flat_relative_position_index(tuple(grid), n, q.device).view(n, n)
+
+        def add_bias(score, b, h, i, j):
+            row = index[(i - num_queries).clamp(min=0), (j - num_queries).clamp(min=0)]
+            return score + table[row, h].to(score.dtype)
+
+        mods.append(add_bias)
+    if attn_mask is not None:
+        def apply_mask(score, b, h, i, j):
+            return torch.where(attn_mask[b, i, j], score, -float('inf'))
+
+        mods.append(apply_mask)
+
+    def score_mod(score, b, h, i, j):
+        for mod in mods:
+            score = mod(score, b, h, i, j)
+        return score
+
+    run = _compiled_flex_attention if q.device.type == 'cuda' and not torch.compiler.is_compiling() else flex_attention
+    return run(q, k, v, score_mod=score_mod if mods else None, scale=scale)

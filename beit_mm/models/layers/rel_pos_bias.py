@@ -32,24 +32,34 @@ def num_relative_distance(grid: tuple[int, int]) -> int:
     return (2 * grid[0] - 1) * (2 * grid[1] - 1) + NUM_CLS_ROWS
 
 
-@lru_cache(maxsize=32)
-@torch.inference_mode(False)  # a cached tensor made under inference_mode could never be used by autograd afterwards
 def relative_position_index(grid: tuple[int, int]) -> Tensor:
-    """Index into the bias table for every token pair, cls token first: LongTensor (Wh*Ww + 1, Wh*Ww + 1) on the CPU."""
+    """Index into the bias table for every token pair, cls token first: LongTensor (Wh*Ww + 1, Wh*Ww + 1) on the CPU.
+    Cached in eager code; compiled code builds it in the graph (Dynamo does not trace through caches)."""
+    if torch.compiler.is_compiling():
+        return _relative_position_index(tuple(grid))
+    return _cached_relative_position_index(tuple(grid))
+
+
+def _relative_position_index(grid: tuple[int, int], device: torch.device | None = None) -> Tensor:
     wh, ww = grid
-    coords = torch.stack(torch.meshgrid(torch.arange(wh), torch.arange(ww), indexing='ij')).flatten(1)  # (2, N)
+    coords = torch.stack(torch.meshgrid(torch.arange(wh, device=device), torch.arange(ww, device=device),
+                                        indexing='ij')).flatten(1)  # (2, N)
     rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0)  # (N, N, 2)
     rel[:, :, 0] += wh - 1
     rel[:, :, 1] += ww - 1
     rel[:, :, 0] *= 2 * ww - 1
     n = wh * ww
     total = num_relative_distance(grid)
-    index = torch.zeros((n + 1, n + 1), dtype=torch.long)
+    index = torch.zeros((n + 1, n + 1), dtype=torch.long, device=device)
     index[1:, 1:] = rel.sum(-1)
     index[0, 0:] = total - 3
     index[0:, 0] = total - 2
     index[0, 0] = total - 1
     return index
+
+
+# a cached tensor made under inference_mode could never be used by autograd afterwards
+_cached_relative_position_index = lru_cache(maxsize=32)(torch.inference_mode(False)(_relative_position_index))
 
 
 def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: int = 1,
@@ -70,7 +80,7 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     grid = tuple(grid)
     n = grid[0] * grid[1] + 1
     n_pad = -(-n // align) * align
-    index = _flat_index(grid, n_pad, table.device)
+    index = flat_relative_position_index(grid, n_pad, table.device)
     # index_select, not table[index]: its backward (index_add_) is ~2x faster on CPU than advanced indexing's
     # (index_put_ with accumulate), which ran once per block in every MIM step (shared table, 12 gathers)
     bias = table.index_select(0, index).view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
@@ -95,18 +105,30 @@ def with_query_rows(bias: Tensor, num_queries: int) -> Tensor:
     return bias.index_select(1, rows).index_select(2, rows)
 
 
-@lru_cache(maxsize=32)
-@torch.inference_mode(False)
-def _flat_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
+def flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
+    """:func:`_flat_relative_position_index`, cached per grid and device in eager code, built in the graph when
+    compiled."""
+    if torch.compiler.is_compiling():
+        return _flat_relative_position_index(tuple(grid), n_pad, device)
+    return _cached_flat_relative_position_index(tuple(grid), n_pad, device)
+
+
+def _flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
     """``relative_position_index(grid)`` with its rows padded to ``n_pad`` columns (padding reads row 0; it is sliced
     away and gets no gradient), flattened, on ``device``: (N * n_pad,). Cached per device: copying the CPU index to
     the GPU in every block cost 3.9 ms of each block's forward at 640 px (1601 tokens) on an H100, 0.25 vs 0.15 s
     for mmseg's backbone in slide inference (``benchmark.py --parts slide640 --profile``: ``Memcpy HtoD`` 39%)."""
-    index = relative_position_index(grid).to(device)
+    if torch.compiler.is_compiling():  # built on the device inside the graph, no host-to-device copy
+        index = _relative_position_index(grid, device)
+    else:
+        index = relative_position_index(grid).to(device)
     n = index.shape[0]
     if n_pad != n:
         index = F.pad(index, (0, n_pad - n))
     return index.reshape(-1)
+
+
+_cached_flat_relative_position_index = lru_cache(maxsize=32)(torch.inference_mode(False)(_flat_relative_position_index))
 
 
 def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:

@@ -182,14 +182,34 @@ class EoMT(EncoderDecoder):
         mask_logits = torch.einsum('bqc,bchw->bqhw', self.mask_head(q), self.upscale(patches))
         return mask_logits, self.class_head(q)
 
-    def _attn_mask(self, mask_logits: Tensor, grid: tuple[int, int], num_tokens: int, prob: float) -> Tensor:
-        """(B, T, T) bool, True = may attend: queries see only the patches inside their predicted masks."""
+    def _attn_mask(self, mask_logits: Tensor, grid: tuple[int, int], num_tokens: int, prob: Tensor | None) -> Tensor:
+        """(B, T, T) bool, True = may attend: queries see only the patches inside their predicted masks; with a
+        probability ``prob`` (0-d tensor) each query keeps its mask, None = all keep (nothing drawn)."""
         b, k = mask_logits.shape[:2]
         attn_mask = torch.ones(b, num_tokens, num_tokens, dtype=torch.bool, device=mask_logits.device)
         inside = F.interpolate(mask_logits, grid, mode='bilinear').flatten(2) > 0
         prefix = self.backbone.num_prefix_tokens
         attn_mask[:, :k, k + prefix:] = inside
+        if prob is None:
+            return attn_mask
         return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=prefix)
+
+    def mask_phases(self) -> tuple[str, ...]:
+        """What each masked block does in this forward, from ``attn_mask_probs``: ``'keep'`` (probability 1: masks,
+        nothing drawn, as the official ``_disable_attn_mask`` skips its draw), ``'draw'`` (each query keeps its mask
+        with the probability; in training also at 0, where the official code still predicts and draws) or ``'off'``
+        (eval at probability 0: no prediction, no mask). Read on the host, once per forward, so that the compiled
+        network (:meth:`compile_units`) sees plain values: it is re-traced when a phase changes (a few times per
+        training), never between batches."""
+        if not self.masked_attn:
+            return ('off', ) * self.num_blocks
+        return tuple('keep' if p >= 1.0 else 'draw' if self.training or p > 0.0 else 'off'
+                     for p in self.attn_mask_probs.tolist())
+
+    def compile_units(self) -> list:
+        """What ``beit_mm.CompileHook`` compiles: the prediction network (the official ``main.py:154-155`` compiles
+        the LightningModule, whose ``forward`` is the network); the loss's Hungarian matching (SciPy) stays eager."""
+        return [self.predictions]
 
     def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
         """Images (B, 3, H, W) -> per prediction, first the masked blocks' then the output, mask logits
@@ -198,6 +218,10 @@ class EoMT(EncoderDecoder):
         In eval mode a masked block whose probability is 0 (annealing done: no masks at inference) is run unmasked
         and makes no prediction, so only the output's is returned: the official code computes and drops that mask
         (every query's row is cleared when ``U[0, 1) > 0``), the same function up to a draw of exactly 0."""
+        return self.predictions(inputs, self.mask_phases())
+
+    def predictions(self, inputs: Tensor, phases: tuple[str, ...]) -> tuple[list[Tensor], list[Tensor]]:
+        """:meth:`forward_predictions` with the masked blocks' :meth:`mask_phases` given (tensor compute only)."""
         backbone = self.backbone
         x, grid = backbone.embed(inputs)
         shared_table = backbone.rel_pos_bias(grid) if backbone.rel_pos_bias is not None else None
@@ -207,11 +231,12 @@ class EoMT(EncoderDecoder):
             if i == first:
                 x = torch.cat([self.q.weight[None].expand(x.shape[0], -1, -1), x], dim=1)
             attn_mask = None
-            prob = float(self.attn_mask_probs[i - first]) if i >= first else 1.0
-            if self.masked_attn and i >= first and (self.training or prob > 0.0):
+            phase = phases[i - first] if i >= first else 'off'
+            if phase != 'off':
                 mask_logits, class_logits = self._predict(backbone.norm(x), grid)
                 masks.append(mask_logits)
                 classes.append(class_logits)
+                prob = self.attn_mask_probs[i - first] if phase == 'draw' else None
                 attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], prob)
             x = blk(x, grid, shared_table, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
         mask_logits, class_logits = self._predict(backbone.norm(x), grid)

@@ -50,7 +50,7 @@ def mask_probabilities(step: int, start_steps: Sequence[int], end_steps: Sequenc
     return [_block_probability(step, start, end, power) for start, end in zip(start_steps, end_steps)]
 
 
-def anneal_attention_mask(attn_mask: Tensor, prob: float, num_queries: int, num_prefix_tokens: int,
+def anneal_attention_mask(attn_mask: Tensor, prob: float | Tensor, num_queries: int, num_prefix_tokens: int,
                           generator: torch.Generator | None = None) -> Tensor:
     """Drop each query's mask with probability ``1 - prob``, one draw per (image, query) (``models/eomt.py:71-82``).
 
@@ -58,7 +58,8 @@ def anneal_attention_mask(attn_mask: Tensor, prob: float, num_queries: int, num_
         attn_mask: ``(B, T, T)`` bool, ``T = num_queries + num_prefix_tokens + N``, tokens in that order,
             True = may attend; the query-to-patch block ``[:, :num_queries, num_queries + num_prefix_tokens:]``
             holds the predicted masks. Not modified.
-        prob: this block's probability of keeping a query's mask (from :func:`mask_probabilities`).
+        prob: this block's probability of keeping a query's mask (from :func:`mask_probabilities`); a 0-d tensor
+            (EoMT's ``attn_mask_probs`` entry, read without a host sync) is drawn against even at 1.
         num_queries: ``K``, the queries at the front of the sequence.
         num_prefix_tokens: ``P``, class and register tokens between the queries and the patches (never masked).
         generator: where the ``(B, K)`` uniform draw comes from; None = the global RNG, as the official code.
@@ -67,12 +68,12 @@ def anneal_attention_mask(attn_mask: Tensor, prob: float, num_queries: int, num_
         ``attn_mask`` itself when ``prob >= 1`` (nothing drawn), else a new ``(B, T, T)`` bool tensor equal to
         ``attn_mask`` except that the patch columns of the rows of the queries with ``U[0, 1) > prob`` are all True.
     """
-    if not 0.0 <= prob <= 1.0:
+    if not isinstance(prob, Tensor) and not 0.0 <= prob <= 1.0:
         raise ValueError(f'mask probability {prob} is outside [0, 1]; take it from mask_probabilities')
     if attn_mask.dtype != torch.bool or attn_mask.dim() != 3 or attn_mask.shape[1] != attn_mask.shape[2]:
         raise ValueError(f'attention mask must be (B, T, T) bool (True = may attend), got {tuple(attn_mask.shape)} '
                          f'{attn_mask.dtype}; expand it over heads after annealing')
-    if prob >= 1.0:
+    if not isinstance(prob, Tensor) and prob >= 1.0:
         return attn_mask
     drop = torch.rand((attn_mask.shape[0], num_queries), generator=generator, device=attn_mask.device) > prob
     out = attn_mask.clone()

@@ -87,12 +87,16 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
 
     def forward(self, data: dict, training: bool = False) -> dict:
         """See the module docstring for the layouts. ``training`` is unused: both modes normalize the same way."""
-        data = self.cast_data(data)
-        views, tokenizer_views = self._batch_views(data['inputs'])
         samples = data.get('data_samples')
         if not samples or any(not hasattr(s, 'mask') for s in samples):
             raise ValueError('MIMDataPreprocessor needs data_samples with a .mask each; add beit_mm.BEiTMaskGenerator '
                              'before PackInputs in the pipeline')
+        if not any(bool(torch.as_tensor(s.mask).any()) for s in samples):  # before the copy: no device sync
+            raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
+                             'generator (BEiTMaskGenerator num_masking_patches, or mask_ratio)')
+        data = self.cast_data(data)
+        views, tokenizer_views = self._batch_views(data['inputs'])
+        samples = data['data_samples']
         mask = _stack([torch.as_tensor(s.mask, device=views.device) for s in samples], 'masks').bool()
         if self.to_rgb:
             views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)

@@ -81,7 +81,7 @@ def spherical_kmeans(samples: Tensor, num_clusters: int, num_iters: int = KMEANS
     bins = torch.zeros(num_clusters, dtype=torch.long, device=samples.device)
     for _ in range(num_iters):
         buckets = (samples @ means.t()).max(dim=-1).indices
-        bins = torch.bincount(buckets, minlength=num_clusters)
+        bins = count_ids(buckets, num_clusters).long()
         empty = bins == 0
         sums = samples.new_zeros(num_clusters, samples.shape[1]).index_add_(0, buckets, samples)
         new_means = l2norm(sums / bins.masked_fill(empty, 1)[:, None])
@@ -89,9 +89,21 @@ def spherical_kmeans(samples: Tensor, num_clusters: int, num_iters: int = KMEANS
     return means, bins
 
 
+def count_ids(ids: Tensor, num: int) -> Tensor:
+    """How often each of ``num`` ids occurs in ``ids`` (any shape): float (num,). ``bincount(ids, minlength=num)``
+    in a static shape (ids >= num raise), so ``torch.compile(fullgraph=True)`` traces it."""
+    ids = ids.flatten()
+    return torch.zeros(num, device=ids.device).index_add_(0, ids, torch.ones(ids.shape, device=ids.device))
+
+
 class Codebook(nn.Module):
     """The code vectors (buffers, not trained by gradients): ``weight`` (K, D) unit rows and ``initted`` (1,) float,
-    1 once the codebook holds codes (after k-means or from a checkpoint)."""
+    1 once the codebook holds codes (after k-means or from a checkpoint).
+
+    :meth:`ready` says whether ``initted`` is set. Compiled code cannot read a tensor's value into a branch, so it
+    reads ``initted_host``, the value last seen on the host: by an eager call, a state-dict load, the k-means init or
+    :meth:`refresh_host_state` (which :func:`beit_mm.engine.compile.compile_model` calls before compiling); a compiled
+    model is re-traced once when it changes."""
 
     def __init__(self, num_codes: int, code_dims: int, kmeans_init: bool) -> None:
         super().__init__()
@@ -99,6 +111,21 @@ class Codebook(nn.Module):
         weight = torch.zeros(num_codes, code_dims) if kmeans_init else l2norm(torch.randn(num_codes, code_dims))
         self.register_buffer('weight', weight)
         self.register_buffer('initted', torch.tensor([float(not kmeans_init)]))
+        self.initted_host = not kmeans_init
+
+    def ready(self) -> bool:
+        """Whether the codebook holds codes (``initted``)."""
+        if not torch.compiler.is_compiling():
+            self.refresh_host_state()
+        return self.initted_host
+
+    def refresh_host_state(self) -> None:
+        """Read ``initted`` into ``initted_host``."""
+        self.initted_host = bool(self.initted.item())
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        self.refresh_host_state()
 
     def forward(self, ids: Tensor) -> Tensor:
         """Code vectors of int ids of any shape -> (*ids.shape, D)."""
@@ -151,17 +178,18 @@ class NormEMAQuantizer(nn.Module):
     def init_codebook(self, z: Tensor) -> None:
         """Spherical k-means on unit vectors ``z`` (N, D) (process 0's result on every process); no-op once
         ``initted``."""
-        if self.embedding.initted.item():
+        if self.embedding.ready():
             return
         means, _ = spherical_kmeans(z, self.num_codes)
         self.embedding.weight.copy_(broadcast_from_rank0(means))
         self.embedding.initted.fill_(1.0)
+        self.embedding.initted_host = True
 
     @torch.no_grad()
     def ema_update(self, z: Tensor, ids: Tensor) -> None:
         """One codebook update from unit vectors ``z`` (N, D) and their ids (N,) (norm_ema_quantizer.py, training
         branch of ``NormEMAVectorQuantizer.forward``)."""
-        bins = torch.bincount(ids, minlength=self.num_codes).to(z.dtype)
+        bins = count_ids(ids, self.num_codes).to(z.dtype)
         all_reduce_sum(bins)
         self.cluster_size.mul_(self.decay).add_(bins, alpha=1 - self.decay)
         empty = bins == 0
@@ -181,35 +209,36 @@ class NormEMAQuantizer(nn.Module):
         returns the bool mask (K,) of re-seeded codes (the same on every process)."""
         mean = self.cluster_size.mean()
         dead = self.cluster_size < self.dead_code_ratio * mean
-        num_dead = int(dead.sum())
-        if num_dead:
-            new = broadcast_from_rank0(sample_rows(z, num_dead).contiguous())
-            self.embedding.weight[dead] = new
-            self.cluster_size[dead] = mean
+        # static shapes: a row of z drawn for every code (distinct rows where z has enough), kept where dead
+        new = broadcast_from_rank0(sample_rows(z, self.num_codes).contiguous())
+        self.embedding.weight.copy_(torch.where(dead[:, None], new, self.embedding.weight))
+        self.cluster_size.copy_(torch.where(dead, mean, self.cluster_size))
         return dead
 
-    def forward(self, z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, z: Tensor, update: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Quantize features.
 
-        In training mode the codebook is k-means initialized on the first call and EMA-updated after the codes are
-        looked up (the returned codes are the pre-update ones, as in unilm).
+        With ``update`` (default: in training mode) the codebook is k-means initialized on the first call and
+        EMA-updated after the codes are looked up (the returned codes are the pre-update ones, as in unilm).
 
         Args:
             z: (B, N, D) encoder features (any norm; they are l2-normalized here).
+            update: whether to initialize and update the codebook (None: ``self.training``).
         Returns:
             ``z_q`` (B, N, D): the codes with the straight-through gradient ``z + sg(z_q - z)`` of the normalized
             features; ``loss``: ``beta * mse(sg(z_q), z)``, a scalar; ``ids`` (B, N) int64.
         """
+        update = self.training if update is None else update
         z = l2norm(z.float())
         flat = z.reshape(-1, self.code_dims)
-        if self.training:
+        if update:
             self.init_codebook(flat.detach())
-        elif not self.embedding.initted.item():
+        elif not self.embedding.ready():
             raise RuntimeError('the VQ-KD codebook is uninitialized (all zeros): load a trained tokenizer '
                                '(init_cfg=dict(type="Pretrained", checkpoint=...)) or train it first')
         ids = self.nearest(flat.detach())
         z_q = self.embedding(ids).view_as(z)
-        if self.training:
+        if update:
             self.ema_update(flat.detach(), ids)
         loss = self.beta * F.mse_loss(z_q.detach(), z)
         z_q = z + (z_q - z).detach()

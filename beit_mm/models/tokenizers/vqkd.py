@@ -37,7 +37,7 @@ from beit_mm.registry import MODELS
 
 from ..backbones.beit import BEiT
 from ..layers.weight_init import trunc_normal_timm_
-from .quantizer import NormEMAQuantizer
+from .quantizer import NormEMAQuantizer, count_ids
 
 # unilm beit2/modeling_vqkd.py get_model_default_params + vqkd_encoder_base_decoder_{1x,3x}768x12_{clip,dino}
 _BASE = dict(embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4.0)
@@ -210,9 +210,10 @@ class VQKD(BaseModel):
         return torch.autocast(device_type, dtype=_AUTOCAST_DTYPES.get(self.autocast_dtype, torch.bfloat16),
                               enabled=self.autocast_dtype is not None)
 
-    def encode(self, images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def encode(self, images: Tensor, update: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """(B, 3, H, W) RGB 0..255 -> (codes (B, N, D) with straight-through gradient, commitment loss, ids (B, N)),
-        N = H/p * W/p row-major. Training mode k-means-initializes and EMA-updates the codebook."""
+        N = H/p * W/p row-major. ``update`` (default: the quantizer's training mode) k-means-initializes and
+        EMA-updates the codebook."""
         if images.dim() != 4 or images.shape[1] != 3:
             raise ValueError(f'VQKD takes RGB images (B, 3, H, W) in 0..255, got shape {tuple(images.shape)}')
         x = images.float() / 127.5 - 1.0  # unilm VQKD.pre_process, process_type='default'
@@ -222,7 +223,7 @@ class VQKD(BaseModel):
             # as unilm (modeling_vqkd.py lines 155-156); unilm's quantizer, below, runs under the step's autocast:
             # fp32 here is beit_mm's choice (module docstring)
             z = self.encode_task_layer(feats.float())
-            return self.quantize(z)
+            return self.quantize(z, update)
 
     def decode(self, codes: Tensor, grid: tuple[int, int]) -> Tensor:
         """Codes (B, h*w, D) -> reconstructed teacher features (B, h*w, out_dims)."""
@@ -238,12 +239,7 @@ class VQKD(BaseModel):
     def get_token_ids(self, images: Tensor) -> Tensor:
         """Token ids as unilm's ``get_codebook_indices``: (B, 3, H, W) float RGB 0..255 -> int64 (B, H/p * W/p),
         row-major. Reads the codebook only (no update, whatever the mode)."""
-        was_training = self.quantize.training
-        self.quantize.eval()
-        try:
-            return self.encode(images)[2]
-        finally:
-            self.quantize.train(was_training)
+        return self.encode(images, update=False)[2]
 
     def get_targets(self, inputs: dict[str, Tensor]) -> Tensor:
         """The MIM target interface (``beit_mm.models.tokenizers``): token ids of ``inputs['target_images']``
@@ -271,7 +267,7 @@ class VQKD(BaseModel):
         codes, loss_quant, ids = self.encode(images)
         grid = (images.shape[2] // self.patch_size, images.shape[3] // self.patch_size)
         rec = self.decode(codes, grid)
-        usage = torch.bincount(ids.flatten(), minlength=self.num_codes).gt(0).float().mean()
+        usage = count_ids(ids, self.num_codes).gt(0).float().mean()
         return dict(loss_quant=loss_quant, loss_rec=cosine_loss(rec, target.float()), codebook_usage=usage)
 
     def forward(self, inputs: Tensor, data_samples: list | None = None, mode: str = 'tensor'):
