@@ -41,7 +41,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--impls', nargs='+', choices=['eager', 'sdpa', 'flex', 'cudnn'], default=None,
                         help='kernels to time and check (default: eager sdpa flex, plus cudnn on CUDA)')
     parser.add_argument('--compile', action='store_true', help='torch.compile each attention module first')
-    parser.add_argument('--check', action='store_true', help='also compare each kernel with eager (exit 1 on a mismatch)')
+    parser.add_argument('--check', action='store_true',
+                        help='also compare each kernel with eager (exit 1 on a mismatch)')
     parser.add_argument('--no-timing', dest='timing', action='store_false', help='only --check')
     return parser.parse_args()
 

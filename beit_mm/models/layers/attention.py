@@ -29,7 +29,7 @@ FlexAttention with the bias as a ``score_mod`` that reads the table through the 
 kernel (the (heads, N, N) bias is never materialized; the table's gradient is the captured buffer's), and
 ``'cudnn'``, SDPA pinned to cuDNN attention with the gathered bias. On CPU torch 2.13 has no FlexAttention backward
 ("FlexAttention does not support backward on CPU"), so there ``'flex'`` serves inference only (the equality tests check
-its forward on CPU, and forward and gradients on CUDA).
+its forward on CPU, and forward and gradients on CUDA); CPU times of all three: docs/studies/compile-and-attention.md.
 """
 from __future__ import annotations
 
