@@ -38,6 +38,7 @@ def test_train_with_compile(tmp_path, backend):
     compiled = _train(str(tmp_path / 'compiled'), data_root, '--compile', backend)
     assert "compile: torch.compile({'fullgraph': True, 'dynamic': False, 'backend': 'aot_eager'})" in compiled
     assert 'torch.compile(' not in plain and 'Model has been "compiled"' not in compiled  # not MMEngine's too
+    assert 'mIoU' in compiled  # the validation after the last iteration ran (eagerly, CompileHook's stance)
     losses = [dict(LOSS.findall(out)) for out in (plain, compiled)]
     assert set(losses[0]) == set(losses[1]) == {'1', '2'}, compiled[-3000:]
     for it in ('1', '2'):
