@@ -150,6 +150,15 @@ def test_class_files_are_checked_when_the_dataset_is_built(root, case, content, 
     assert root in str(info.value)  # the file is named by its path
 
 
+def test_class_file_that_is_not_text(root):
+    """Read through the file room's bounded text reader: a Latin-1 file is named, not decoded into wrong names."""
+    with open(osp.join(root, 'classes.txt'), 'wb') as f:
+        f.write('sky\ngr\u00e4s\ncar\n'.encode('latin-1'))
+    with pytest.raises(DatasetCheckError, match=r'classes\.txt is not UTF-8 text \(invalid continuation byte at byte '
+                       r'6\)\. Fix: save it as UTF-8 text \(the class names of the dataset\)'):
+        _dataset(root)
+
+
 def test_clean_custom_data_passes(clean_root):
     assert check_seg_dataset(_dataset(clean_root), 'train') == NUM_TRAIN
     assert check_seg_dataset(_dataset(clean_root, 'val'), 'val') == NUM_VAL

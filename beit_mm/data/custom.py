@@ -94,7 +94,7 @@ def read_palette(path: str, num_classes: int) -> list[list[int]] | None:
     palette, bad = [], []
     for i, line in enumerate(lines):
         parts = line.replace(',', ' ').split()
-        if len(parts) != 3 or not all(p.isdigit() and int(p) <= 255 for p in parts):
+        if len(parts) != 3 or not all(p.isascii() and p.isdigit() and int(p) <= 255 for p in parts):
             bad.append(f'line {i + 1}: {line!r}')
             continue
         palette.append([int(p) for p in parts])
