@@ -1,7 +1,7 @@
 """No tool destroys data it did not write (issue 25).
 
-- Demo-data generators (``tools/make_demo_data.py`` with every ``--dataset``, ``make_demo_ade20k``,
-  ``make_demo_imagenet``) pointed at a folder laid out like a real ADE20K root or a real ImageNet root refuse before
+- Demo-data generators (``tools/make_demo_data.py`` with every ``--dataset`` and ``--layout custom``,
+  ``make_demo_ade20k``, ``make_demo_imagenet``, ``make_demo_custom``) pointed at a folder laid out like a real ADE20K root or a real ImageNet root refuse before
   writing anything: every file and folder keeps its bytes (sha256), its mtime, and no path appears or disappears; the
   CLI exits 2 with one line that names the root and the refusal. In a new or empty folder they write a demo root
   (marked by ``.beit_mm_demo.json``), reuse it when complete, and regenerate it (it is theirs) for other arguments.
@@ -25,6 +25,7 @@ from mmengine.logging import MessageHub, MMLogger
 from PIL import Image
 
 from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo_custom import make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 
@@ -121,6 +122,7 @@ CLI_CALLS = {
     'ade20k': ['--dataset', 'ade20k', '--num-train', '2', '--num-val', '1', '--size', '32'],
     'shapes': ['--dataset', 'shapes', '--num-train', '2', '--num-val', '1', '--size', '32'],
     'imagenet': ['--dataset', 'imagenet', '--num-classes', '2', '--num-train', '1', '--num-val', '1', '--size', '16'],
+    'custom': ['--layout', 'custom', '--num-train', '2', '--num-val', '1', '--size', '32'],
 }
 PYTHON_CALLS = {
     'ade20k-other-counts': lambda root: make_demo_ade20k(root, 2, 1, 32),
@@ -128,6 +130,7 @@ PYTHON_CALLS = {
     'shapes-unlabeled': lambda root: make_demo_ade20k(root, 2, 0, 32, style='shapes', with_annotations=False),
     'imagenet': lambda root: make_demo_imagenet(root, 2, 1, 1, 16),
     'imagenet-ann-files': lambda root: make_demo_imagenet(root, 2, 1, 1, 16, ann_files=True),
+    'custom': lambda root: make_demo_custom(root, 2, 1, 32),
 }
 
 
@@ -239,6 +242,15 @@ def test_marked_root_is_regenerated_for_other_arguments(tmp_path):
     assert contents(root) == contents(make_demo_ade20k(str(tmp_path / 'new'), 2, 1, 32, style='shapes'))
     with open(osp.join(root, MARKER)) as f:
         assert json.load(f)['arguments']['style'] == 'shapes'
+
+
+def test_custom_demo_root_is_regenerated_for_other_arguments(tmp_path):
+    """The custom layout's random stems change with the seed: the files of the old arguments go, and the root holds what
+    a new root made with the new arguments holds."""
+    root = str(tmp_path / 'custom')
+    make_demo_custom(root, 3, 1, 32, seed=0)
+    make_demo_custom(root, 2, 1, 32, seed=1)
+    assert contents(root) == contents(make_demo_custom(str(tmp_path / 'new'), 2, 1, 32, seed=1))
 
 
 def test_unmarked_complete_demo_root_is_reused_read_only(tmp_path):

@@ -8,6 +8,8 @@
     python tools/make_demo_data.py --dataset imagenet [--root data/imagenet_demo] [--num-classes 5] [--size 64]
     python tools/make_demo_data.py --dataset shapes [--root data/shapes] [--num-train 300] [--num-val 300]
                                    [--size 64] [--seed 0] [--no-annotations]
+    python tools/make_demo_data.py --layout custom [--root data/custom_demo] [--num-train 200] [--num-val 40]
+                                   [--size 128] [--seed 0]
 
 ``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
 ``shapes``: the same layout with ``style='shapes'`` (7 classes named by outline, not colour: the MIM study's data;
@@ -20,6 +22,9 @@ from glyphs training never uses; the MIM study's second dataset; the unlabeled p
 ``digits-dark``: the same digits in dark ink on light paper (``style='digits-dark'``, default root data/digits_dark;
 the digits a from-scratch study model learns within the study's budget);
 ``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
+``--layout custom``: ``beit_mm.data.demo_custom.make_demo_custom``, the ``ade20k`` demo's drawings with three of its
+classes in the custom layout of ``beit_mm.CustomSegDataset`` (``classes.txt`` = sky, grass, car; ``palette.txt``;
+``images/{train,val}/<random stem>.jpg|.png``, ``masks/{train,val}/<stem>.png`` with values 0..2 and 255 ignored).
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
 real dataset), a link, or a folder inside another dataset root is refused before anything is written, with one line
@@ -30,6 +35,7 @@ import argparse
 import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.fileio.demo_root import NotADemoRootError
 
@@ -38,6 +44,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
     parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'digits-dark', 'imagenet'),
                         default='ade20k')
+    parser.add_argument('--layout', choices=('ade20k', 'custom'), default='ade20k',
+                        help='custom: the three-class demo in the layout of beit_mm.CustomSegDataset (classes.txt, '
+                        'images/, masks/; default root data/custom_demo); only with --dataset ade20k')
     parser.add_argument('--root', default=None,
                         help='dataset root (default data/ade_demo, data/shapes, data/digits, data/digits_dark or '
                         'data/imagenet_demo)')
@@ -50,11 +59,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--num-classes', type=int, default=5, help='imagenet: number of classes')
     parser.add_argument('--size', type=int, default=None, help='image side in pixels (default 128 / 64)')
     parser.add_argument('--seed', type=int, default=0, help='random seed')
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.layout == 'custom' and (args.dataset != 'ade20k' or args.no_annotations):
+        parser.error('--layout custom writes the labeled three-class set: leave out --dataset and --no-annotations')
+    return args
 
 
 def make(args: argparse.Namespace) -> None:
     """Write (or reuse) the demo set that ``args`` describe and print one summary line."""
+    if args.layout == 'custom':
+        root = make_demo_custom(args.root or 'data/custom_demo', 200 if args.num_train is None else args.num_train,
+                                40 if args.num_val is None else args.num_val, args.size or 128, args.seed)
+        names = {value: name for value, (name, _, _) in CUSTOM_DEMO_CLASSES.items()}
+        share = ', '.join(f'{value} {names.get(value, "ignored")}: {s:.1%}' for value, s in label_share(root).items())
+        print(f'{root}: custom layout, classes {", ".join(names.values())}; label share {share}')
+        return
     if args.dataset == 'imagenet':
         root = make_demo_imagenet(args.root or 'data/imagenet_demo', num_classes=args.num_classes,
                                   per_class_train=args.num_train or 40, per_class_val=args.num_val or 10,

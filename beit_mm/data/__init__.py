@@ -1,3 +1,4 @@
 
+from .custom import CustomSegDataset  # noqa: F401
 from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401
 from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401

@@ -9,6 +9,8 @@ problem                    how it is found                                      
 empty split                no image matched ``img_path/**/*<img_suffix>``         free (mmseg's own file list)
 image without annotation   ``seg_map_path`` of a data-list entry does not exist   one directory listing
 annotation without image   an annotation file whose stem no image has             one directory listing
+shared annotation          two images of one stem (``a.jpg``, ``a.png``) read     the file list
+                           one annotation
 unreadable / truncated     PIL fails to decode the whole file                     decode, sampled
 size mismatch              image (W, H) as mmcv's loader returns it (after its    decode, sampled
                            EXIF orientation, see below) != annotation (W, H)
@@ -64,6 +66,7 @@ from mmcv.transforms import LoadImageFromFile
 from mmengine.logging import print_log
 from mmseg.datasets.transforms import LoadAnnotations
 from PIL import Image
+from torch import nn
 
 # files named per problem in a message; the count is always complete
 MAX_NAMED_FILES = 5
@@ -95,10 +98,13 @@ class LabelRule:
         num_classes: classes the model predicts (after ``reduce_zero_label``).
         reduce_zero_label: whether the loader maps 0 -> ignore and k -> k - 1.
         ignore_index: the ignored value after loading (255 in mmseg).
+        classes_source: where the class names come from, for the fixes (``beit_mm.CustomSegDataset``: its
+            ``classes.txt``).
     """
     num_classes: int
     reduce_zero_label: bool
     ignore_index: int = 255
+    classes_source: str = 'the dataset metainfo'
 
     def valid_raw_range(self) -> str:
         if self.reduce_zero_label:
@@ -139,6 +145,9 @@ def file_problems() -> dict[str, Problem]:
         orphan_annotation=Problem(
             'annotation file(s) without an image',
             'add the images, delete the annotations, or correct data_prefix.img_path / img_suffix'),
+        shared_annotation=Problem(
+            'image(s) sharing their annotation with another image of the same name and another suffix',
+            'keep one image per name (delete or rename the other one: every image needs its own mask)'),
         unreadable=Problem(
             'file(s) that cannot be decoded (not an image, or truncated)',
             're-download or re-encode them, or delete the image/annotation pair'),
@@ -182,7 +191,7 @@ def label_problems(rule: LabelRule) -> dict[str, Problem]:
             'use the raw masks, or set reduce_zero_label=False in the dataset and in LoadAnnotations'),
         out_of_range=Problem(
             f'annotation(s) with label values outside {rule.valid_raw_range()}',
-            f'check the annotation conversion, the class count ({rule.num_classes} in the dataset metainfo and '
+            f'check the annotation conversion, the class count ({rule.num_classes} in {rule.classes_source} and '
             'decode_head.num_classes) and reduce_zero_label'),
     )
 
@@ -385,8 +394,22 @@ def _list_files(directory: str, suffix: str) -> list[str]:
     return found
 
 
-def _stem(path: str, suffix: str) -> str:
-    return path[:-len(suffix)] if suffix and path.endswith(suffix) else osp.splitext(path)[0]
+def _suffixes(suffix: str | Sequence[str]) -> tuple[str, ...]:
+    """A dataset's ``img_suffix`` as a tuple (``beit_mm.CustomSegDataset`` lists several, mmseg's datasets one)."""
+    return (suffix, ) if isinstance(suffix, str) else tuple(suffix)
+
+
+def _suffix_text(suffix: str | Sequence[str]) -> str:
+    """``'.jpg'``, or ``'{.jpg,.png}'`` for several suffixes (a shell-like pattern for messages)."""
+    suffixes = _suffixes(suffix)
+    return suffixes[0] if len(suffixes) == 1 else '{' + ','.join(suffixes) + '}'
+
+
+def _stem(path: str, suffix: str | Sequence[str]) -> str:
+    for one in _suffixes(suffix):
+        if one and path.endswith(one):
+            return path[:-len(one)]
+    return osp.splitext(path)[0]
 
 
 @dataclass
@@ -397,7 +420,7 @@ class SplitInfo:
     rule: LabelRule
     img_dir: str = ''
     seg_dir: str = ''
-    img_suffix: str = ''
+    img_suffix: str | Sequence[str] = ''
     seg_suffix: str = ''
     from_ann_file: bool = False  # the pair list comes from an annotation file: no directory pairing check
     subset: bool = False  # the dataset keeps some of its samples (``indices``): no check for orphan annotations
@@ -419,14 +442,19 @@ def check_split(split: SplitInfo,
         warnings (at most one, about 255 beside class values: :func:`void_verdict`).
     """
     if not split.pairs:
-        where = (f'{split.img_dir}/**/*{split.img_suffix}' if not split.from_ann_file else 'the annotation file')
+        where = (f'{split.img_dir}/**/*{_suffix_text(split.img_suffix)}' if not split.from_ann_file
+                 else 'the annotation file')
         return [f'[{split.name}] the split is empty: no image matched {where}. Fix: check data_root, '
                 f'data_prefix.img_path and img_suffix (ADE20K: images/training, .jpg)'], []
     problems = label_problems(split.rule)
     seg_files = None
     if split.seg_dir and osp.isdir(split.seg_dir):
         seg_files = set(_list_files(split.seg_dir, split.seg_suffix))
+    first_image: dict[str, str] = {}
     for img_path, seg_path in split.pairs:
+        if seg_path in first_image:
+            problems['shared_annotation'].add(img_path, f'and {osp.basename(first_image[seg_path])} -> {seg_path}')
+        first_image.setdefault(seg_path, img_path)
         exists = (osp.relpath(seg_path, split.seg_dir) in seg_files) if seg_files is not None else osp.isfile(
             seg_path)
         if not exists:
@@ -488,8 +516,10 @@ def split_info(dataset, name: str) -> SplitInfo:
     for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
         if isinstance(transform, LoadAnnotations) and transform.reduce_zero_label is not None:
             reduce_zero_label = bool(transform.reduce_zero_label)
+    classes_path = getattr(dataset, 'classes_path', None)  # declared by datasets that read their names from a file
     rule = LabelRule(num_classes=len(dataset.metainfo['classes']), reduce_zero_label=reduce_zero_label,
-                     ignore_index=int(getattr(dataset, 'ignore_index', 255)))
+                     ignore_index=int(getattr(dataset, 'ignore_index', 255)),
+                     **({'classes_source': classes_path} if classes_path else {}))
     pairs = [(info['img_path'], info['seg_map_path']) for info in
              (dataset.get_data_info(i) for i in range(len(dataset)))]
     prefix = getattr(dataset, 'data_prefix', {}) or {}
@@ -499,6 +529,57 @@ def split_info(dataset, name: str) -> SplitInfo:
         from_ann_file=bool(getattr(dataset, 'ann_file', '')),
         subset=getattr(dataset, '_indices', None) is not None,
         applies_orientation=loader_applies_orientation(*pipeline_loader(dataset)))
+
+
+def model_head_classes(model) -> list[tuple[str, int]]:
+    """``(where, num_classes)`` of every head of a built segmentor that predicts classes: ``decode_head`` and each
+    ``auxiliary_head`` (mmseg's ``EncoderDecoder``; a list of auxiliary heads as ``auxiliary_head.<i>``), or the
+    segmentor's own ``num_classes`` when it has no decode head (``beit_mm.EoMT``)."""
+    decode_head = getattr(model, 'decode_head', None)
+    if decode_head is None:
+        n = getattr(model, 'num_classes', None)
+        return [] if n is None else [('num_classes', int(n))]
+    found = [('decode_head.num_classes', int(decode_head.num_classes))] if hasattr(decode_head, 'num_classes') else []
+    aux = getattr(model, 'auxiliary_head', None)
+    aux = [] if aux is None else [(f'auxiliary_head.{i}', h) for i, h in enumerate(aux)] if isinstance(
+        aux, (list, tuple, nn.ModuleList)) else [('auxiliary_head', aux)]
+    return found + [(f'{where}.num_classes', int(h.num_classes)) for where, h in aux if hasattr(h, 'num_classes')]
+
+
+def config_head_classes(model_cfg) -> list[tuple[str, int]]:
+    """:func:`model_head_classes` read from a model config (``cfg.model``) without building it."""
+    decode_head = model_cfg.get('decode_head')
+    if not decode_head:
+        n = model_cfg.get('num_classes')
+        return [] if n is None else [('num_classes', int(n))]
+    found = [('decode_head.num_classes', int(decode_head['num_classes']))] if 'num_classes' in decode_head else []
+    aux = model_cfg.get('auxiliary_head')
+    aux = [] if not aux else [(f'auxiliary_head.{i}', h) for i, h in enumerate(aux)] if isinstance(
+        aux, (list, tuple)) else [('auxiliary_head', aux)]
+    return found + [(f'{where}.num_classes', int(h['num_classes'])) for where, h in aux if 'num_classes' in h]
+
+
+def head_classes_problem(heads: Sequence[tuple[str, int]], num_classes: int,
+                         classes_path: str | None = None) -> str | None:
+    """The message when a head predicts another number of classes than the training set has, else None.
+
+    A decode head with too few classes fails in the loss only on a label it lacks ("Target 3 is out of bounds"), one
+    with too many, and any auxiliary head, trains silently on classes that never occur.
+
+    Args:
+        heads: ``(where, num_classes)`` (:func:`model_head_classes`, :func:`config_head_classes`).
+        num_classes: the training set's class count.
+        classes_path: the file the dataset read its names from (``beit_mm.CustomSegDataset``), if any.
+    """
+    wrong = [(where, n) for where, n in heads if n != num_classes]
+    if not wrong:
+        return None
+    source = f'{classes_path} lists {num_classes}' if classes_path else 'metainfo classes'
+    options = ' '.join(f'model.{where}={num_classes}' for where, _ in heads)
+    other = (f'or list the {wrong[0][1]} classes the model predicts in {classes_path}' if classes_path else
+             "or set the dataset's metainfo to the classes the model predicts")
+    return (f'{", ".join(f"{where}={n}" for where, n in wrong)} but the training set has {num_classes} classes '
+            f'({source}). Fix: --cfg-options {options} (or set them in the config), {other}')
 
 
 def leaf_datasets(dataset) -> list:
@@ -578,11 +659,29 @@ def _default_argument(dataset_type: str, name: str, scope: str | None):
     return None if parameter is None else parameter.default
 
 
-def _has_file(directory: str, suffix: str) -> bool:
+def _has_file(directory: str, suffix: tuple[str, ...]) -> bool:
     for _, _, files in os.walk(directory):
         if any(name.endswith(suffix) for name in files):
             return True
     return False
+
+
+def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> str | None:
+    """Log (and return) a warning when the config's top-level ``data_root`` is read by none of the ``loaders``'
+    datasets: ``--cfg-options data_root=X`` sets that variable after the config has copied it into the datasets, so
+    the run would read the old root (silently, when it exists)."""
+    top = cfg.get('data_root')
+    roots = sorted({str(ds.get('data_root')) for loader in loaders if (cfg.get(loader) or {}).get('dataset')
+                    for ds in _dataset_cfgs(cfg[loader]['dataset']) if ds.get('data_root')})
+    if not isinstance(top, str) or not roots or top in roots:
+        return None
+    options = ' '.join(f'{name}.dataset.data_root={top}' for name in ('train_dataloader', 'val_dataloader',
+                                                                      'test_dataloader'))
+    message = (f"the config's data_root={top!r} is read by none of its datasets, which read {roots}: "
+               '--cfg-options data_root=... only sets that variable, after the config copied it into the datasets. '
+               f'Fix: set the datasets\' roots, --cfg-options {options}')
+    print_log(message, logger='current', level=logging.WARNING)
+    return message
 
 
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
@@ -595,6 +694,7 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
     Raises:
         DatasetCheckError: names the folder, the suffix looked for and the fix.
     """
+    warn_unread_data_root(cfg, loaders)
     scope = cfg.get('default_scope')
     for loader in loaders:
         dataloader = cfg.get(loader)
@@ -605,12 +705,13 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             if 'seg_map_path' not in prefix or ds.get('ann_file'):
                 continue
             img_dir = osp.join(ds.get('data_root') or '', prefix.get('img_path', ''))
-            suffix = ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or ''
+            suffix = _suffixes(ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or '')
             fix = (f'Fix: check data_root ({ds.get("data_root")!r}) and data_prefix.img_path '
                    f'({prefix.get("img_path")!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); '
                    'for the demo data run python tools/make_demo_data.py')
             if not osp.isdir(img_dir):
                 raise DatasetCheckError(f'[{loader}] the image folder {img_dir} does not exist. {fix}')
             if not _has_file(img_dir, suffix):
-                raise DatasetCheckError(f'[{loader}] the split is empty: no image matched {img_dir}/**/*{suffix}. '
-                                        f'{fix}, and img_suffix ({suffix!r})')
+                raise DatasetCheckError(f'[{loader}] the split is empty: no image matched '
+                                        f'{img_dir}/**/*{_suffix_text(suffix)}. {fix}, and img_suffix '
+                                        f'({suffix[0] if len(suffix) == 1 else suffix!r})')

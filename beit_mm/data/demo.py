@@ -87,11 +87,13 @@ def _texture(kind: str, size: int, rng: np.random.Generator) -> np.ndarray:
                      'diagonal')
 
 
-def _class_appearance(label: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """The RGB appearance of a class over the whole canvas, float32 (size, size, 3) in [0, 255]."""
-    if label == 0:  # "other": a random colour, no texture
+def _class_appearance(label: int, size: int, rng: np.random.Generator,
+                      classes: Dict[int, Tuple[str, Tuple[int, int, int], str]] = DEMO_CLASSES) -> np.ndarray:
+    """The RGB appearance of a class over the whole canvas, float32 (size, size, 3) in [0, 255]; a label outside
+    ``classes`` (the void label: ADE20K's 0 = "other") gets a random colour, no texture."""
+    if label not in classes:
         return np.broadcast_to(rng.uniform(0, 255, 3).astype(np.float32), (size, size, 3)).copy()
-    _, colour, kind = DEMO_CLASSES[label]
+    _, colour, kind = classes[label]
     return np.asarray(colour, np.float32) + 30.0 * _texture(kind, size, rng)[..., None]
 
 
@@ -116,19 +118,24 @@ def _random_region(size: int, rng: np.random.Generator) -> np.ndarray:
     return field > 0.5
 
 
-def _make_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
-    """One image (size, size, 3) uint8 RGB and its raw ADE20K label map (size, size) uint8."""
-    labels = list(DEMO_CLASSES)
+def make_classes_sample(size: int, rng: np.random.Generator,
+                 classes: Dict[int, Tuple[str, Tuple[int, int, int], str]] = DEMO_CLASSES,
+                 void: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+    """One image (size, size, 3) uint8 RGB and its label map (size, size) uint8: a background class with 2-4 regions
+    of other ``classes`` (as many as there are), sometimes over a region of the ``void`` label (random colour).
+    Defaults: the raw ADE20K demo (0 = "other"); the custom-layout demo passes its own classes and 255."""
+    labels = list(classes)
     background = int(rng.choice(labels))
     label_map = np.full((size, size), background, np.uint8)
-    image = _class_appearance(background, size, rng)
+    image = _class_appearance(background, size, rng, classes)
     others = [c for c in labels if c != background]
-    regions = [(int(c), _random_region(size, rng)) for c in rng.choice(others, rng.integers(2, 5), replace=False)]
-    if rng.random() < 0.4:  # an "other" region, partly covered by the class regions drawn after it
-        regions.insert(0, (0, _random_region(size, rng)))
+    count = rng.integers(2, min(5, len(others) + 1))  # (2, 5) for ADE20K's 8 classes, as before
+    regions = [(int(c), _random_region(size, rng)) for c in rng.choice(others, count, replace=False)]
+    if rng.random() < 0.4:  # a void region, partly covered by the class regions drawn after it
+        regions.insert(0, (void, _random_region(size, rng)))
     for label, region in regions:
         label_map[region] = label
-        image[region] = _class_appearance(label, size, rng)[region]
+        image[region] = _class_appearance(label, size, rng, classes)[region]
     image += rng.normal(0.0, 6.0, image.shape)
     return np.clip(image, 0, 255).astype(np.uint8), label_map
 
@@ -174,7 +181,7 @@ def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray
 
 
 SAMPLERS = {
-    'classes': _make_sample,
+    'classes': make_classes_sample,
     'shapes': _make_shapes_sample,
     'digits': make_digits_sample,
     'digits-dark': partial(make_digits_sample, ink='dark'),

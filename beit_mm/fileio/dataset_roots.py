@@ -5,7 +5,8 @@ config's data, a root given by a path through a link). A folder is a dataset roo
 datasets are, or carries the marker of a beit_mm demo generator:
 
 - it holds both an ``images/`` and an ``annotations/`` folder (ADE20K's ``ADEChallengeData2016``, Cityscapes-style
-  ``leftImg8bit``/``gtFine`` aside, every mmseg ``BaseSegDataset`` layout this project uses and the demo sets);
+  ``leftImg8bit``/``gtFine`` aside, every mmseg ``BaseSegDataset`` layout this project uses and the demo sets), or an
+  ``images/`` and a ``masks/`` folder (the custom layout of ``beit_mm.CustomSegDataset``);
 - it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.fileio.demo_root`), which also
   covers the demo ImageNet folders (``train/<wnid>/``, ``val/<wnid>/``).
 """
@@ -15,14 +16,21 @@ import os.path as osp
 
 #: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.fileio.demo_root.MARKER`).
 DEMO_MARKER = '.beit_mm_demo.json'
-#: The folders that make a folder an mmseg dataset root when both are present.
-DATASET_FOLDERS = ('images', 'annotations')
+#: The folder pairs that make a folder a dataset root when both are present: mmseg's layouts, the custom layout.
+DATASET_LAYOUTS = (('images', 'annotations'), ('images', 'masks'))
+
+
+def dataset_layout(folder: str) -> tuple[str, ...] | None:
+    """The first of :data:`DATASET_LAYOUTS` whose folders ``folder`` holds, or None."""
+    for layout in DATASET_LAYOUTS:
+        if all(osp.isdir(osp.join(folder, name)) for name in layout):
+            return layout
+    return None
 
 
 def is_dataset_root(folder: str) -> bool:
-    """Whether ``folder`` holds ``images/`` and ``annotations/`` folders, or the demo marker."""
-    return all(osp.isdir(osp.join(folder, name)) for name in DATASET_FOLDERS) or osp.lexists(
-        osp.join(folder, DEMO_MARKER))
+    """Whether ``folder`` holds ``images/`` and ``annotations/`` (or ``masks/``) folders, or the demo marker."""
+    return dataset_layout(folder) is not None or osp.lexists(osp.join(folder, DEMO_MARKER))
 
 
 def enclosing_dataset_root(path: str, include_self: bool = True) -> str | None:

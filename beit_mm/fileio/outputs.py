@@ -30,7 +30,7 @@ from typing import BinaryIO, Callable
 
 from mmengine.fileio import LocalBackend
 
-from .dataset_roots import DATASET_FOLDERS, DEMO_MARKER, enclosing_dataset_root
+from .dataset_roots import DEMO_MARKER, dataset_layout, enclosing_dataset_root
 from .manifest import (MANIFEST, NotOwnedError, file_sha256, folder_entries, manifest_text, owned_files,
                        read_manifest)
 from .paths import inside
@@ -90,7 +90,7 @@ def check_dataset_root(path: str, include_self: bool = True) -> None:
     root = enclosing_dataset_root(path, include_self=include_self)
     if root is not None:
         why = (f'it holds the demo marker {DEMO_MARKER}' if osp.lexists(osp.join(root, DEMO_MARKER)) else
-               f'it holds {" and ".join(f"{name}/" for name in DATASET_FOLDERS)}')
+               f'it holds {" and ".join(f"{name}/" for name in dataset_layout(root) or ())}')
         raise OutputError(f'output {path} lies inside the dataset root {root} ({why}): outputs never go into a '
                           'dataset, where they would replace or join its files; nothing was written. Fix: choose a '
                           'path outside it, e.g. under work_dirs/')

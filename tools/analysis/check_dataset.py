@@ -6,8 +6,11 @@ Checks (``beit_mm.data.checks``): images without annotations and the reverse, un
 image/annotation size mismatches (sizes as mmcv's loader returns the image, after its EXIF orientation tag), EXIF tags
 that turn an image to another size than its annotation or turn a square image, annotations holding JPEG data, colour
 masks, label values outside the classes and the ignore index after ``reduce_zero_label``, 0/255 masks, masks reduced
-twice, an empty split. Prints one line per problem (files, count, fix) and exits with status 1, or prints ``OK``; 255
-beside raw class values that may mark void pixels gives a warning. Training runs the same check on a sample at start
+twice, an empty split, two images sharing one annotation (one stem, two suffixes); for ``beit_mm.CustomSegDataset``
+also its ``classes.txt`` (missing, empty, blank lines, duplicate names) and ``palette.txt``; and the config's heads
+against the training set's class count (``decode_head`` and ``auxiliary_head`` ``num_classes``). Prints one line per
+problem (files, count, fix) and exits with status 1, or prints ``OK``; 255 beside raw class values that may mark void
+pixels gives a warning. Training runs the same check on a sample at start
 (``beit_mm.SegDatasetCheckHook``); this tool decodes everything (``--num-samples`` to sample instead).
 """
 import argparse
@@ -19,7 +22,8 @@ from mmengine.registry import init_default_scope
 from mmengine.utils import ProgressBar
 
 import beit_mm  # noqa: F401  (registrations)
-from beit_mm.data.checks import DatasetCheckError, check_seg_dataset, check_split_folders
+from beit_mm.data.checks import (DatasetCheckError, check_seg_dataset, check_split_folders, config_head_classes,
+                                 head_classes_problem)
 
 SPLITS = {'train': 'train_dataloader', 'val': 'val_dataloader', 'test': 'test_dataloader'}
 
@@ -66,6 +70,11 @@ def main() -> int:
             check_split_folders(cfg, [SPLITS[split]])
             dataset = build_dataset(cfg, SPLITS[split])
             print(f'{split}: {len(dataset)} images under {osp.dirname(dataset.data_prefix.get("img_path", ""))}')
+            if split == 'train' and cfg.get('model') and 'classes' in dataset.metainfo:
+                problem = head_classes_problem(config_head_classes(cfg.model), len(dataset.metainfo['classes']),
+                                               getattr(dataset, 'classes_path', None))
+                if problem is not None:
+                    failed.append(problem)
             check_seg_dataset(dataset, split, args.num_samples, progress=progress_bar)
         except DatasetCheckError as error:
             failed.append(str(error))

@@ -9,7 +9,8 @@ from mmengine.hooks import Hook
 from mmengine.model import is_model_wrapper
 
 from beit_mm.data.checks import (DEFAULT_NUM_SAMPLES, DatasetCheckError, check_loaded_pair, check_seg_dataset,
-                                 file_problems, leaf_datasets, loader_applies_orientation, pipeline_loader)
+                                 file_problems, head_classes_problem, leaf_datasets, loader_applies_orientation,
+                                 model_head_classes, pipeline_loader)
 from beit_mm.registry import HOOKS
 
 
@@ -65,16 +66,13 @@ class SegDatasetCheckHook(Hook):
         if leaves:
             self._applies_orientation = loader_applies_orientation(*pipeline_loader(leaves[0]))
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-        decode_head = getattr(model, 'decode_head', None)
-        # a segmentor without a decode head (beit_mm.EoMT) holds num_classes itself
-        where = 'decode_head.num_classes' if decode_head is not None else 'num_classes'
-        head_classes = getattr(decode_head if decode_head is not None else model, 'num_classes', None)
-        if head_classes is not None and self._num_classes is not None and head_classes != self._num_classes:
-            also = ' (and auxiliary_head.num_classes)' if decode_head is not None else ''
-            raise DatasetCheckError(
-                f'{where}={head_classes} but the training set has {self._num_classes} classes '
-                f'(metainfo classes). Fix: set model.{where}{also} to '
-                f'{self._num_classes}, or the dataset\'s metainfo to the classes the model predicts.')
+        if self._num_classes is not None:
+            # every head that predicts classes: the decode head and each auxiliary head (a wrong auxiliary head
+            # trains silently), or the segmentor's own num_classes (beit_mm.EoMT has no decode head)
+            problem = head_classes_problem(model_head_classes(model), self._num_classes,
+                                           getattr(leaves[0], 'classes_path', None))
+            if problem is not None:
+                raise DatasetCheckError(problem)
         runner.logger.info(f'dataset check passed: {", ".join(n for n, _ in sets)} ({decoded} image/annotation '
                            f'pairs decoded, file lists complete) in {time.perf_counter() - start:.1f} s')
 

@@ -1,0 +1,37 @@
+"""Small text files from strangers (a dataset's ``classes.txt`` and ``palette.txt``): size bounded before reading, the
+encoding checked, a named error instead of a traceback or a silently mangled line."""
+from __future__ import annotations
+
+import os.path as osp
+
+MAX_TEXT_BYTES = 1 * 2**20  # a class list of 10k names is ~100 KB
+
+
+class TextFileError(ValueError):
+    """A text file that cannot be read as one; the message names it, the problem and the fix."""
+
+
+def read_text_lines(path: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
+    """The lines of the UTF-8 text file ``path`` (a BOM and the line ends dropped, each line's trailing whitespace
+    stripped; blank lines kept, so line ``i`` stays at index ``i``).
+
+    Raises:
+        FileNotFoundError: no such file (or it is a folder).
+        TextFileError: larger than ``max_bytes``, or not UTF-8 text.
+    """
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
+    size = osp.getsize(path)
+    if size > max_bytes:
+        raise TextFileError(f'{path} is {size} bytes, more than the {max_bytes} a text file of this kind can hold. '
+                            'Fix: check that it is the right file')
+    with open(path, 'rb') as f:
+        data = f.read(max_bytes + 1)
+    try:
+        text = data.decode('utf-8-sig')
+    except UnicodeDecodeError as error:
+        raise TextFileError(f'{path} is not UTF-8 text ({error.reason} at byte {error.start}). Fix: save it as UTF-8 '
+                            'text') from None
+    if '\0' in text:
+        raise TextFileError(f'{path} holds NUL bytes: not a text file. Fix: check that it is the right file')
+    return [line.rstrip() for line in text.splitlines()]
