@@ -130,11 +130,11 @@ def baddbmm_flop_jit(inputs: list, outputs: list) -> int:
     return b1[0] * b1[1] * b1[2] * b2[2]
 
 
-def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = False) -> dict:
+def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = False, warnings: bool = True) -> dict:
     """FLOPs (MMEngine's ``FlopAnalyzer`` plus :func:`sdpa_flop_jit`, one multiply-add = 1) and parameters of the
     forward described in the module docstring, on one ``shape`` image: ``dict(kind, flops, flops_str, params,
     params_str, tokenizer_flops, out_table)``; ``tokenizer_flops`` is the MIM tokenizer's part of ``flops`` (0 for
-    other kinds)."""
+    other kinds). ``warnings=False`` silences MMEngine's lists of uncounted operators and uncalled modules."""
     kind = model_kind(model)
     if getattr(model, 'attn_mask_probs', None) is not None:  # beit_mm.EoMT: inference after mask annealing
         model.attn_mask_probs.zero_()
@@ -145,6 +145,7 @@ def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = Fals
     with torch.no_grad():
         analyzer = FlopAnalyzer(wrapper, inputs).set_op_handle('aten::scaled_dot_product_attention', sdpa_flop_jit,
                                                                'aten::baddbmm', baddbmm_flop_jit)
+        analyzer.unsupported_ops_warnings(warnings).uncalled_modules_warnings(warnings)
         flops = analyzer.total()
         tokenizer = analyzer.by_module().get('model.target_generator', 0) if kind == 'mim' else 0
         table = complexity_stats_table(flops=analyzer, max_depth=3) if show_table else ''
