@@ -207,8 +207,8 @@ def mim2_part(root: str, amp_dtype: torch.dtype | None) -> Part:
                 {'beit_mm': build_ours, 'mmpretrain': build_peer}, make_inputs, step)
 
 
-TIMM_MISSING = ('timm is not installed (not among the pins of tools/setup_env.sh; carry a timm wheel, pure Python, to '
-                'add this row)')
+TIMM_MISSING = ('timm is not installed (tools/setup_env.sh pins timm 1.0.31; on a GPU machine carry its wheel and '
+                "safetensors': docs/performance.md)")
 
 
 class TimmClassifier(nn.Module):
