@@ -1,5 +1,6 @@
-"""tools/analysis/get_flops.py: docs/cvt.md's CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test
-time), and one segmentor, classifier and MIM model counted end to end."""
+"""The FLOP counter (``beit_mm.evaluation.flops``) and its CLI ``tools/analysis/get_flops.py``: docs/cvt.md's
+CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test time), and one segmentor, classifier and MIM
+model counted end to end."""
 import os.path as osp
 import re
 import subprocess
@@ -8,7 +9,9 @@ import sys
 import pytest
 import torch
 
-from .conftest import ROOT, load_tool
+from beit_mm.evaluation import flops
+
+from .conftest import ROOT
 
 
 def _readme_cvt(arch: str) -> tuple[str, str]:
@@ -42,10 +45,6 @@ def test_cvt_flops_and_params_match_readme(arch, config):
     assert f'{int(out["Params (exact)"]) / 1e6:.2f}M' == params
 
 
-def _tool():
-    return load_tool('tools/analysis/get_flops.py')
-
-
 def test_segmentor_and_mim_counts():
     """A segmentor at its crop (the default shape) and the MIM training forward, whose count is the tokenizer's plus
     the masked backbone's plus the head's at the masked patches (each counted alone here)."""
@@ -53,16 +52,15 @@ def test_segmentor_and_mim_counts():
     from mmengine.config import Config
 
     from beit_mm.apis import build_from_config
-    tool = _tool()
     seg_cfg = Config.fromfile(osp.join(ROOT, 'tests/configs/tiny_beit_upernet_ade_demo.py'))
     seg = build_from_config(seg_cfg, drop_auxiliary_head=True)
-    assert tool.model_kind(seg) == 'segmentor' and tool.default_shape(seg_cfg, 'segmentor') == (64, 64)
-    assert tool.complexity(seg, (64, 64))['flops'] > 0
+    assert flops.model_kind(seg) == 'segmentor' and flops.default_shape(seg_cfg, 'segmentor') == (64, 64)
+    assert flops.complexity(seg, (64, 64))['flops'] > 0
 
     mim = build_from_config(Config.fromfile(osp.join(ROOT, 'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')))
-    result = tool.complexity(mim, (96, 96))
+    result = flops.complexity(mim, (96, 96))
     assert result['kind'] == 'mim'
-    images, target, mask = tool.mim_inputs(mim, 96, 96)
+    images, target, mask = flops.mim_inputs(mim, 96, 96)
     assert int(mask.sum()) == round(0.4 * 36) and target.shape[-1] == 48
 
     def count(module, method, *inputs):
@@ -74,13 +72,15 @@ def test_segmentor_and_mim_counts():
             def forward(self, *x):
                 return getattr(self.inner, method)(*x)
         return FlopAnalyzer(Wrap(), inputs).set_op_handle('aten::scaled_dot_product_attention',
-                                                          tool.sdpa_flop_jit).total()
+                                                          flops.sdpa_flop_jit).total()
 
     with torch.no_grad():
         parts = (count(mim.target_generator, 'get_token_ids', target) +
                  count(mim, 'extract_feat', images, mask) +
                  count(mim.head.lm_head, 'forward', torch.zeros(int(mask.sum()), mim.head.embed_dims)))
     assert result['flops'] == parts
+    with torch.no_grad():
+        assert result['tokenizer_flops'] == count(mim.target_generator, 'get_token_ids', target) > 0
 
 
 def test_sdpa_handle_counts_what_the_eager_path_counts():
@@ -88,12 +88,11 @@ def test_sdpa_handle_counts_what_the_eager_path_counts():
     from mmengine.config import Config
 
     from beit_mm.apis import build_from_config
-    tool = _tool()
     totals = []
     for fused in (True, False):
         cfg = Config.fromfile(osp.join(ROOT, 'configs/cvt/cvt-13_8xb256-300e_in1k.py'))
         cfg.model.backbone.fused_attn = fused
-        totals.append(tool.complexity(build_from_config(cfg), (64, 64))['flops'])
+        totals.append(flops.complexity(build_from_config(cfg), (64, 64))['flops'])
     assert totals[0] == totals[1] > 0
 
 
@@ -105,10 +104,9 @@ def test_mask2former_counts_its_head_and_masked_attention_products():
     from mmengine.config import Config
 
     from beit_mm.apis import build_from_config
-    tool = _tool()
     model = build_from_config(Config.fromfile(osp.join(
         ROOT, 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')))
-    whole = tool.complexity(model, (64, 64))['flops']
+    whole = flops.complexity(model, (64, 64))['flops']
 
     class Features(torch.nn.Module):
         def __init__(self):
@@ -119,7 +117,7 @@ def test_mask2former_counts_its_head_and_masked_attention_products():
             return self.inner.extract_feat(x)
     with torch.no_grad():
         features = FlopAnalyzer(Features(), (torch.randn(1, 3, 64, 64), )).set_op_handle(
-            'aten::scaled_dot_product_attention', tool.sdpa_flop_jit).total()
+            'aten::scaled_dot_product_attention', flops.sdpa_flop_jit).total()
     assert whole > 2 * features > 0
 
     class Baddbmm(torch.nn.Module):
@@ -127,5 +125,5 @@ def test_mask2former_counts_its_head_and_masked_attention_products():
             return torch.baddbmm(x, a, b)
     with torch.no_grad():
         got = FlopAnalyzer(Baddbmm(), (torch.zeros(3, 5, 7), torch.randn(3, 5, 4), torch.randn(3, 4, 7))).set_op_handle(
-            'aten::baddbmm', tool.baddbmm_flop_jit).total()
+            'aten::baddbmm', flops.baddbmm_flop_jit).total()
     assert got == 3 * 5 * 4 * 7

@@ -5,11 +5,16 @@ those of ``benchmark.py --parts seg<SIZE>`` (BatchNorm in eval mode, batch 1).
     python tools/analysis/benchmark_channels_last.py --size 512 [--amp] [--rounds 2]
 """
 import argparse
+import os.path as osp
 import time
 
 import torch
 
-import benchmark  # tools/analysis/benchmark.py: a script's own folder is sys.path[0]
+import beit_mm  # noqa: F401  (registers the plugin)
+from beit_mm.benchmarks.measure import build_part_model
+from beit_mm.benchmarks.parts import seg_part
+
+ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
 def main() -> None:
@@ -19,8 +24,8 @@ def main() -> None:
     parser.add_argument('--rounds', type=int, default=2)
     args = parser.parse_args()
 
-    part = benchmark.seg_part(args.size)
-    model = benchmark.build_part_model(part, 'beit_mm', torch.device('cpu'))
+    part = seg_part(ROOT, args.size)
+    model = build_part_model(part, 'beit_mm', torch.device('cpu'))
     inputs = part.make_inputs(1, torch.device('cpu'))
 
     def step() -> float:

@@ -28,7 +28,8 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=128,
-    num_workers=8,
+    num_workers=7,  # docs/performance.md#data-loading: 166 img/s per worker, 800 per GPU
+    pin_memory=True,
     persistent_workers=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),

@@ -20,7 +20,8 @@ train_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=8,
+    num_workers=11,  # docs/performance.md#data-loading: 70 img/s per worker, 600 per GPU
+    pin_memory=True,
     persistent_workers=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
