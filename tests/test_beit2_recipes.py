@@ -61,10 +61,11 @@ V2_READERS = {
     'optimizer.eps': lambda c: c.optim_wrapper.optimizer.eps,
     'mim.min_aspect': lambda c: _mask_generator(c).min_aspect,
     'mim.exact_count': lambda c: _mask_generator(c).get('exact_count', False),
+    # reduced precision for the ids where the step is mixed precision (the tokenizer's own autocast dtype, chosen by
+    # its measured id agreement with fp32: docs/studies/tokenizer-precision.md)
     'tokenizer.under_step_autocast': lambda c: (c.model.target_generator.get('autocast_dtype') is not None and
-                                                c.model.target_generator.autocast_dtype == c.optim_wrapper.dtype),
+                                                READERS['precision.amp'](c)),
     'tokenizer.with_decoder': lambda c: c.model.target_generator.get('with_decoder', True),
-    'precision.amp': lambda c: c.optim_wrapper.type.split('.')[-1] == 'AmpOptimWrapper',
     'eval.save_best': lambda c: c.default_hooks.checkpoint.get('save_best'),
     'vqkd.arch': lambda c: c.model.arch,
     'vqkd.decay': lambda c: c.model.decay,

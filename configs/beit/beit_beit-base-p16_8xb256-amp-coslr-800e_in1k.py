@@ -1,4 +1,4 @@
-# BEiT-B/16 masked image modeling on ImageNet-1k, 800 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP (BEiT paper
+# BEiT-B/16 masked image modeling on ImageNet-1k, 800 epochs, 8 GPUs x 256 = 2048 images/step, AMP (BEiT paper
 # recipe, unilm beit/README: 83.2 top-1 after 100 epochs of fine-tuning).
 # Reference: unilm beit/README.md "Pre-training BEiT-base on ImageNet-1k" (16 GPUs x 128, --lr 1.5e-3 --warmup_epochs
 # 10 --epochs 800 --clip_grad 3.0 --imagenet_default_mean_and_std); run_beit_pretraining.py create_optimizer(args,
@@ -43,7 +43,7 @@ model = dict(
 base_lr = 1.5e-3  # for 2048 images per step
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
     # layer_decay_rate=1.0: no lr decay; unilm get_parameter_groups' weight-decay rule with skip_list
@@ -73,7 +73,8 @@ default_hooks = dict(
     visualization=dict(type='VisualizationHook', enable=False))
 # Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size.
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+# cudnn.benchmark = True: unilm run_beit_pretraining.py line 163
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))  # tools/train.py uses gloo without CUDA
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)

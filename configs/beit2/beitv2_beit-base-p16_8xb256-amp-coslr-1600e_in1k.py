@@ -1,5 +1,5 @@
 # BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k with VQ-KD (CLIP) visual tokens and cls-token pretraining,
-# 1600 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP. Published downstream: 85.5 top-1 after 100 epochs of
+# 1600 epochs, 8 GPUs x 256 = 2048 images/step, mixed precision. Published downstream: 85.5 top-1 after 100 epochs of
 # ImageNet fine-tuning, 53.1 mIoU ADE20K UPerNet 512 (unilm beit2/README.md; the fine-tuning configs are
 # beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py and beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py).
 # Reference: unilm beit2/PRETRAINING.md "Base-size" (16 GPUs x 128; --model beit_base_patch16_224_8k_vocab_cls_pt
@@ -59,7 +59,7 @@ model = dict(
 base_lr = 1.5e-3  # for 2048 images per step
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
     # layer_decay_rate=1.0: no lr decay; unilm get_parameter_groups' weight-decay rule with skip_list
@@ -87,7 +87,8 @@ default_hooks = dict(
     visualization=dict(type='VisualizationHook', enable=False))
 # Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size.
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+# cudnn.benchmark = True: unilm beit2/run_beitv2_pretraining.py line 213
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))  # tools/train.py uses gloo without CUDA
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)

@@ -1,5 +1,5 @@
 # CvT-13 masked image modeling on ImageNet-1k (BEiT's recipe, beit_mm.BEiTPretrain with a CvT backbone; design note docs/cvt_mim.md):
-# 300 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP, AdamW lr 1.5e-3, warmup 10, cosine to 1e-5, clip 3.0;
+# 300 epochs, 8 GPUs x 256 = 2048 images/step, AMP, AdamW lr 1.5e-3, warmup 10, cosine to 1e-5, clip 3.0;
 # 224 px backbone view / 112 px DALL-E tokenizer view (14x14 ids), blockwise mask of 75 of the 14x14 16 px patches,
 # upsampled x4 to the 56x56 stage-0 tokens (mask token there), predicted from the 14x14 stage-2 map.
 #   python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl checkpoints/dalle_encoder.pth
