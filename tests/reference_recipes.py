@@ -263,6 +263,10 @@ GET_STARTED = 'beit/get_started_for_image_classification.md'
 DATASETS = 'beit/datasets.py'
 
 
+DALL_E_FP16 = ('openai/DALL-E (dall-e 0.1) dall_e/utils.py:32-36 (Conv2d use_float16: fp16 on CUDA; encoder.py:81: '
+               'not the output conv)')
+
+
 def _beit_mim(epochs: int, epochs_source: str) -> Dict[str, Ref]:
     """unilm 'Pre-training BEiT-base on ImageNet-1k' (beit/README.md lines 136-141) with run_beit_pretraining.py's
     defaults."""
@@ -296,6 +300,9 @@ def _beit_mim(epochs: int, epochs_source: str) -> Dict[str, Ref]:
         **_amp(_src(UNILM, 'beit/engine_for_pretraining.py', 54, 'torch.cuda.amp.autocast') + '; '
                + _src(UNILM, PRETRAIN, 225, 'NativeScaler: GradScaler')),
         'cudnn.benchmark': Ref(True, _src(UNILM, PRETRAIN, 163, 'cudnn.benchmark = True')),
+        # the DALL-E ids in reduced precision: the released dall_e encoder unilm loads runs its convs in fp16 on CUDA
+        'tokenizer.reduced_precision': Ref(True, _src(UNILM, 'beit/modeling_discrete_vae.py', '203, 214, 223-225',
+                                                      'dall_e.load_model(encoder.pkl)') + '; ' + DALL_E_FP16),
     }
 
 
@@ -505,8 +512,6 @@ def _beitv2_mim(arch: str, lines: Dict[str, Any], layer_scale: float, early_laye
         'mim.max_num_patches': Ref(None, _v2(RUN_PT2, 58)),
         'mim.min_aspect': Ref(0.3, _v2(MASKING2, 32)),
         'mim.exact_count': Ref(True, _v2(MASKING2, '92-105', 'fill up to num_masking_patches, assert')),
-        # the ids are computed under the step's autocast (engine_for_pretraining.py lines 54-56)
-        'tokenizer.under_step_autocast': Ref(True, _v2('beit2/engine_for_pretraining.py', 55)),
         # get_codebook_indices -> get_tokens -> encode (modeling_vqkd.py lines 142-176): the decoder is never run
         'tokenizer.with_decoder': Ref(False, _v2('beit2/modeling_vqkd.py', '142-176', 'tokenizing runs no decoder')),
         **_amp(_v2('beit2/engine_for_pretraining.py', 60, 'torch.cuda.amp.autocast') + '; '

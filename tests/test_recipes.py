@@ -268,6 +268,9 @@ READERS: Dict[str, Callable[[Config], object]] = {
     'precision.amp': lambda c: _is_amp(c),
     'precision.dtype': lambda c: c.optim_wrapper.get('dtype'),
     'precision.loss_scale': lambda c: c.optim_wrapper.get('loss_scale', 'dynamic') if _is_amp(c) else None,
+    # the MIM tokenizer computes its ids in reduced precision (its own autocast dtype; docs/studies/
+    # tokenizer-precision.md)
+    'tokenizer.reduced_precision': lambda c: c.model.target_generator.get('autocast_dtype') is not None,
     # model
     'model.img_size': lambda c: c.model.backbone.img_size,
     'model.layer_scale': lambda c: c.model.backbone.layer_scale_init_value,

@@ -36,8 +36,11 @@ model = dict(
         with_mask_token=True,
         init_mode='pretrain'),  # unilm modeling_pretrain.py init (trunc normal cut at +-0.02, patch embed included)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
-    # fp32 tokenizer outside autocast, as unilm (engine_for_pretraining.py) computes the targets
-    target_generator=dict(type='beit_mm.DALLEEncoder',
+    # The ids in bf16 (input conv and groups; the output conv in fp32): unilm tokenizes with the released dall_e
+    # encoder (beit/modeling_discrete_vae.py lines 203-227), whose convs run in fp16 on CUDA (dall-e 0.1
+    # dall_e/utils.py lines 32-36; not the output conv, encoder.py line 81). bf16 ids agree with fp32 on 99.5% of the
+    # tokens (real-size encoder, random weights: docs/studies/tokenizer-precision.md), above the 99% the configs ask.
+    target_generator=dict(type='beit_mm.DALLEEncoder', autocast_dtype='bfloat16',
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
 base_lr = 1.5e-3  # for 2048 images per step
