@@ -22,7 +22,10 @@ accumulation), accumulate, schedule (max_iters / max_epochs, warmup, warmup_star
 (drop_path, drop_path_per_stage, layer_scale, out_indices, depths, img_size, neck_rescales, decode/aux head channels,
 in_index, num_convs, loss weights, pool_scales, num_classes), data (mean, std, train resize scale/ratio, crop,
 cat_max_ratio, flip, RandAugment, random erasing, colour jitter, drop_last, sampler, MIM views and masks, mixup,
-cutmix, label smoothing), evaluation (test resize, slide crop/stride, test-time padding, metric).
+cutmix, label smoothing), evaluation (test resize, slide crop/stride, test-time padding, metric), precision
+(``precision.amp``: mixed precision or fp32; ``precision.dtype``/``precision.loss_scale``: how beit_mm realises the
+source's fp16 + dynamic loss scaling: ``beit_mm.AmpOptimWrapper(dtype='auto')``, bf16 where the GPU has it, fp16
+with ``loss_scale='dynamic'`` where it does not), cuDNN (``cudnn.benchmark``, ``cudnn.deterministic``) and seeding.
 """
 from typing import Any, Dict, NamedTuple, Optional
 
@@ -43,6 +46,28 @@ class Ref(NamedTuple):
 
 def _src(repo: str, path: str, line: Any, note: str = '') -> str:
     return f'{repo} {path}:{line}' + (f' ({note})' if note else '')
+
+
+AUTO_NOTE = "fp16 with dynamic loss scaling there; dtype='auto' here: bf16 where the GPU has it, else that"
+
+
+def _amp(source: str) -> Dict[str, Ref]:
+    """The source trains in mixed precision (fp16 autocast with dynamic loss scaling, ``source``): beit_mm's
+    ``AmpOptimWrapper(dtype='auto')`` with the default ``loss_scale='dynamic'`` (used where 'auto' resolves to fp16)."""
+    return {
+        'precision.amp': Ref(True, source),
+        'precision.dtype': Ref('auto', source + f' ({AUTO_NOTE})'),
+        'precision.loss_scale': Ref('dynamic', source),
+    }
+
+
+def _fp32(source: str) -> Dict[str, Ref]:
+    """The source trains in fp32 (``source``): a plain ``OptimWrapper``, no autocast dtype, no loss scaler."""
+    return {
+        'precision.amp': Ref(False, source),
+        'precision.dtype': Ref(None, source),
+        'precision.loss_scale': Ref(None, source),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ unilm ADE20K
@@ -152,6 +177,10 @@ def _unilm_seg(config: str, *, img_size: int, layer_scale: float, drop_path: flo
         'eval.crop': Ref((img_size, img_size), at('slide')),
         'eval.stride': Ref((stride, stride), at('slide')),
         'eval.metric': Ref('mIoU', _src(UNILM, root + '_base_/schedules/' + schedule_file, 9)),
+        # runner IterBasedRunnerAmp + DistOptimizerHook(use_fp16=True): apex amp O1 (dynamic loss scaling)
+        **_amp(at('amp_runner') + ', ' + str(lines['use_fp16']) + '; ' + _src(UNILM, root[:-len('configs/')]
+                                                                            + 'mmcv_custom/train_api.py', '67-68',
+                                                                            'apex.amp.initialize O1')),
         **_seg_seeding(root),
     }
 
@@ -160,7 +189,7 @@ _B640 = _unilm_seg(B640, img_size=640, layer_scale=0.1, drop_path=0.1, out_indic
                    lines=dict(img_size=23, embed_dim=25, depth=26, init_values=32, drop_path_rate=33, out_indices=34,
                               decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=54,
                               layer_decay=56, warmup_iters=60, warmup_ratio=61, power=62, samples_per_gpu=65,
-                              update_interval=73, grad_clip=74),
+                              update_interval=73, grad_clip=74, amp_runner=67, use_fp16=77),
                    lr=3e-5, layer_decay=0.9, num_layers=12, warmup=1500, images_per_gpu=2, update_interval=1,
                    max_iters=160000, schedule_file='schedule_160k.py', stride=426)
 _B640.update(_ade_data(ADE640, 640))
@@ -169,7 +198,7 @@ _B512 = _unilm_seg(B512, img_size=512, layer_scale=0.1, drop_path=0.1, out_indic
                    lines=dict(img_size=23, embed_dim=25, depth=26, init_values=32, drop_path_rate=33, out_indices=34,
                               decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=54,
                               layer_decay=56, warmup_iters=60, warmup_ratio=61, power=62, samples_per_gpu=65,
-                              update_interval=73, grad_clip=74),
+                              update_interval=73, grad_clip=74, amp_runner=67, use_fp16=77),
                    lr=7e-4, layer_decay=0.65, num_layers=12, warmup=1500, images_per_gpu=2, update_interval=1,
                    max_iters=160000, schedule_file='schedule_160k.py', stride=341)
 _B512.update(_ade_data(ADE512, 512))
@@ -179,7 +208,7 @@ _L640 = _unilm_seg(L640, img_size=640, layer_scale=1e-6, drop_path=0.2, out_indi
                    lines=dict(img_size=24, embed_dim=26, depth=27, init_values=33, drop_path_rate=34, out_indices=35,
                               decode_in=38, num_classes=39, decode_channels=40, aux_in=43, slide=46, optimizer=55,
                               layer_decay=57, warmup_iters=61, warmup_ratio=62, power=63, samples_per_gpu=66,
-                              update_interval=75, grad_clip=76),
+                              update_interval=75, grad_clip=76, amp_runner=68, use_fp16=79),
                    lr=2e-5, layer_decay=0.95, num_layers=24, warmup=3000, images_per_gpu=1, update_interval=2,
                    max_iters=320000, schedule_file='schedule_320k.py', stride=426)
 _L640.update(_ade_data(ADE640, 640))
@@ -220,6 +249,7 @@ def _cvt_seg(depths: list) -> Dict[str, Ref]:
         'eval.mode': Ref('slide', _src(UNILM, B512, 45, 'the 512 slide setting of unilm')),
         'eval.crop': Ref((512, 512), _src(UNILM, B512, 45)),
         'eval.stride': Ref((341, 341), _src(UNILM, B512, 45)),
+        **_fp32(_src(MMSEG0, SWIN, '1-45', 'no fp16 = dict(): fp32; optimizer_config = dict() in schedule_160k.py:3')),
     }
     refs.update(_ade_data(ADE512, 512))
     return refs
@@ -231,6 +261,10 @@ PRETRAIN = 'beit/run_beit_pretraining.py'
 FINETUNE = 'beit/run_class_finetuning.py'
 GET_STARTED = 'beit/get_started_for_image_classification.md'
 DATASETS = 'beit/datasets.py'
+
+
+DALL_E_FP16 = ('openai/DALL-E (dall-e 0.1) dall_e/utils.py:32-36 (Conv2d use_float16: fp16 on CUDA; encoder.py:81: '
+               'not the output conv)')
 
 
 def _beit_mim(epochs: int, epochs_source: str) -> Dict[str, Ref]:
@@ -263,6 +297,12 @@ def _beit_mim(epochs: int, epochs_source: str) -> Dict[str, Ref]:
         'mim.min_num_patches': Ref(16, _src(UNILM, PRETRAIN, 54)),
         'mim.max_num_patches': Ref(None, _src(UNILM, PRETRAIN, 53)),
         'data.drop_last': Ref(True, _src(UNILM, PRETRAIN, 203)),
+        **_amp(_src(UNILM, 'beit/engine_for_pretraining.py', 54, 'torch.cuda.amp.autocast') + '; '
+               + _src(UNILM, PRETRAIN, 225, 'NativeScaler: GradScaler')),
+        'cudnn.benchmark': Ref(True, _src(UNILM, PRETRAIN, 163, 'cudnn.benchmark = True')),
+        # the DALL-E ids in reduced precision: the released dall_e encoder unilm loads runs its convs in fp16 on CUDA
+        'tokenizer.reduced_precision': Ref(True, _src(UNILM, 'beit/modeling_discrete_vae.py', '203, 214, 223-225',
+                                                      'dall_e.load_model(encoder.pkl)') + '; ' + DALL_E_FP16),
     }
 
 
@@ -332,6 +372,16 @@ def _cvt_common(yaml: str, o: int) -> Dict[str, Ref]:
         'eval.resize_short': Ref(256, _src(CVT, 'lib/dataset/transformas/build.py', 107, 'int(224 / 0.875)')),
         'eval.center_crop': Ref(224, _src(CVT, DEFAULT, 131, 'TEST.CENTER_CROP True')),
         'eval.interpolation': Ref('bicubic', _src(CVT, yaml, 62, 'TEST.INTERPOLATION 3')),
+        **_cvt_amp_cudnn(yaml),
+    }
+
+
+def _cvt_amp_cudnn(yaml: str) -> Dict[str, Ref]:
+    """AMP.ENABLED true (fp16 autocast, lib/core/function.py:47, with tools/train.py:123's GradScaler) and
+    CUDNN.BENCHMARK true (lib/utils/utils.py:72) in every CvT ImageNet yaml."""
+    return {
+        **_amp(_src(CVT, yaml, 5, 'AMP.ENABLED true') + '; ' + _src(CVT, 'tools/train.py', 123, 'GradScaler')),
+        'cudnn.benchmark': Ref(True, _src(CVT, yaml, 49, 'CUDNN.BENCHMARK true')),
     }
 
 
@@ -378,6 +428,7 @@ _CVTW24 = {
     'eval.resize': Ref((384, 384), _src(CVT, YW24, 60)),
     'eval.center_crop': Ref(None, _src(CVT, YW24, 63, 'CENTER_CROP False')),
     'eval.interpolation': Ref('bicubic', _src(CVT, YW24, 62, 'TEST.INTERPOLATION 3')),
+    **_cvt_amp_cudnn(YW24),
 }
 
 # CvT-13 MIM: BEiT's pretraining recipe (300 epochs) on a CvT-13 with CvT-13's drop path
@@ -461,11 +512,11 @@ def _beitv2_mim(arch: str, lines: Dict[str, Any], layer_scale: float, early_laye
         'mim.max_num_patches': Ref(None, _v2(RUN_PT2, 58)),
         'mim.min_aspect': Ref(0.3, _v2(MASKING2, 32)),
         'mim.exact_count': Ref(True, _v2(MASKING2, '92-105', 'fill up to num_masking_patches, assert')),
-        # the ids are computed under the step's autocast (engine_for_pretraining.py lines 54-56)
-        'tokenizer.under_step_autocast': Ref(True, _v2('beit2/engine_for_pretraining.py', 55)),
         # get_codebook_indices -> get_tokens -> encode (modeling_vqkd.py lines 142-176): the decoder is never run
         'tokenizer.with_decoder': Ref(False, _v2('beit2/modeling_vqkd.py', '142-176', 'tokenizing runs no decoder')),
-        'precision.amp': Ref(True, _v2('beit2/engine_for_pretraining.py', 60, 'fp16 autocast; bf16 here')),
+        **_amp(_v2('beit2/engine_for_pretraining.py', 60, 'torch.cuda.amp.autocast') + '; '
+               + _v2(RUN_PT2, 274, 'NativeScaler: GradScaler')),
+        'cudnn.benchmark': Ref(True, _v2(RUN_PT2, 213, 'cudnn.benchmark = True')),
     }
 
 
@@ -496,6 +547,8 @@ def _finetune_seeding(run: str, seed_default: int, seed_rank: int, benchmark: in
 
 
 _FT100.update(_finetune_seeding(FINETUNE, 167, 228, 233))
+_FT100.update(_amp(_src(UNILM, GET_STARTED, 69, '--enable_deepspeed') + '; '
+                   + _src(UNILM, 'beit/utils.py', '581-586', 'DeepSpeed fp16, loss_scale 0: dynamic')))
 
 
 def _beitv2_ft(arch: str, lr: Ref, epochs: Ref, warmup: Ref, layer_decay: Ref, drop_path: Ref,
@@ -534,7 +587,8 @@ def _beitv2_ft(arch: str, lr: Ref, epochs: Ref, warmup: Ref, layer_decay: Ref, d
         'data.reprob': Ref(0.25, _v2(RUN_FT2, 126)),
         'data.remode_pixel_normal': Ref(True, _v2(RUN_FT2, 128, "remode 'pixel'")),
         'data.drop_last': Ref(True, _v2(RUN_FT2, 304)),
-        'precision.amp': Ref(True, _v2('beit2/utils.py', '667-672', 'DeepSpeed fp16; bf16 here')),
+        **_amp(_v2(FT2, 44 if arch == 'base' else 82, '--enable_deepspeed') + '; '
+               + _v2('beit2/utils.py', '667-672', 'DeepSpeed fp16, loss_scale 0: dynamic')),
         **_finetune_seeding(RUN_FT2, 180, 260, 265),
     }
 
@@ -552,11 +606,11 @@ _V2_FT1600_L = _beitv2_ft('large', lr=Ref(2e-4, _v2(FT2, 86, '2e-4 for 1600 epoc
 _V2_SEG_BASE_LINES = dict(img_size=22, embed_dim=24, depth=25, init_values=31, drop_path_rate=32, out_indices=34,
                           decode_in=37, num_classes=38, decode_channels=39, aux_in=42, slide=45, optimizer=48,
                           layer_decay=50, warmup_iters=54, warmup_ratio=55, power=56, samples_per_gpu=59,
-                          update_interval=67, grad_clip=68, use_fp16=71)
+                          update_interval=67, grad_clip=68, amp_runner=61, use_fp16=71)
 _V2_SEG_LARGE_LINES = dict(img_size=22, embed_dim=24, depth=25, init_values=31, drop_path_rate=32, out_indices=33,
                            decode_in=36, num_classes=37, decode_channels=38, aux_in=41, slide=44, optimizer=47,
                            layer_decay=49, warmup_iters=53, warmup_ratio=54, power=55, samples_per_gpu=58,
-                           update_interval=66, grad_clip=67, use_fp16=70)
+                           update_interval=66, grad_clip=67, amp_runner=60, use_fp16=70)
 
 
 def _beitv2_seg(name: str, large: bool, lr: float, layer_decay: float) -> Dict[str, Ref]:
@@ -571,7 +625,6 @@ def _beitv2_seg(name: str, large: bool, lr: float, layer_decay: float) -> Dict[s
     refs.update(_ade_data(ADE2, 512))
     refs['eval.test_pad_size_divisor'] = Ref(None, _v2(ADE2, '19-33', 'no Pad in the test pipeline'))
     refs['eval.save_best'] = Ref(None, _v2(SEG2 + '_base_/schedules/schedule_160k.py', '8-9', 'no save_best'))
-    refs['precision.amp'] = Ref(True, _v2(config, lines['use_fp16'], 'use_fp16=True; bf16 here'))
     return refs
 
 
@@ -601,6 +654,7 @@ def _vqkd(arch: str, model_line: str) -> Dict[str, Ref]:
         'data.drop_last': Ref(True, _v2(RUN_VQKD, 222)),
         # the whole step under fp16 autocast; here the two transformers in bf16 (VQKD.autocast_dtype)
         'vqkd.autocast': Ref(True, _v2('beit2/engine_for_vqkd.py', 59, 'fp16 autocast; bf16 here')),
+        'cudnn.benchmark': Ref(True, _v2(RUN_VQKD, 177, 'cudnn.benchmark = True')),
     }
 
 
@@ -718,6 +772,14 @@ _M2F_BEIT_B640 = {
     'eval.test_scale': Ref((2048, 640), _va(M2F_A, 125)),
     'eval.size_divisor': Ref(32, _va(M2F_A, 130, 'ResizeToMultiple')),
     'eval.interval': Ref(16000, _va(M2F_A, 152)),
+    **_fp32(_va(M2F_A, 150, 'runner IterBasedRunner') + '; '
+            + _va(M2F_SCHEDULE, 3, 'optimizer_config = dict(): no fp16')),
+    # segmentation/dist_train.sh:9 passes --deterministic: train.py:167 (mmseg 0.x set_random_seed) sets
+    # cudnn.deterministic = True, cudnn.benchmark = False after train.py:107-108 set the config's True
+    'cudnn.benchmark': Ref(False, _va('segmentation/dist_train.sh', 9, '--deterministic') + '; '
+                           + _va('segmentation/train.py', '107-108, 167')),
+    'cudnn.deterministic': Ref(True, _va('segmentation/dist_train.sh', 9, '--deterministic') + '; '
+                               + _va('segmentation/train.py', 167)),
 }
 
 
@@ -758,6 +820,10 @@ _M2F_CVT13 = {
     'data.flip': Ref(0.5, _mm(M2F_M, 148)),
     'eval.test_scale': Ref((2048, 512), _mm(M2F_D, 20)),
     'eval.interval': Ref(5000, _mm(M2F_M, 183)),
+    **_fp32(_mm(M2F_M, 159, 'plain OptimWrapper, no AmpOptimWrapper')),
+    # M:1 inherits _base_/default_runtime.py; mmseg 1.x tools/train.py sets no --deterministic
+    'cudnn.benchmark': Ref(True, _mm('configs/_base_/default_runtime.py', 3, 'env_cfg cudnn_benchmark=True')),
+    'cudnn.deterministic': Ref(False, _mm(M2F_M, 1, 'no randomness / deterministic setting')),
 }
 
 RECIPES_M2F: Dict[str, Dict[str, Ref]] = {

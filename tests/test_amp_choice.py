@@ -109,3 +109,62 @@ def test_fused_adamw_where_supported(monkeypatch, train_tool):
             p.grad = torch.ones_like(p) * p.detach().sum()
             opt.step()
     assert torch.allclose(params[0], params[1], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ dtype='auto' (the full-size configs)
+@pytest.mark.parametrize('device, cpuinfo, bf16_gpu, dtype, scaled', [
+    ('cuda', AVX2_ONLY, True, torch.bfloat16, False),  # Ampere and later: bf16, no loss scaling
+    ('cuda', AVX2_ONLY, False, torch.float16, True),  # V100, T4: fp16 with dynamic loss scaling
+    ('cpu', AVX512_BF16, False, torch.bfloat16, False),  # native bf16 (Cooper Lake, Zen 4/5)
+    ('cpu', AMX, False, torch.bfloat16, False),  # AMX-BF16 (Sapphire Rapids)
+    ('cpu', AVX2_ONLY, False, None, False),  # bf16 would be emulated (~70x slower): fp32, no autocast
+], ids=['cuda-bf16', 'cuda-no-bf16', 'cpu-avx512-bf16', 'cpu-amx', 'cpu-avx2'])
+def test_auto_dtype_resolves_per_device(monkeypatch, device, cpuinfo, bf16_gpu, dtype, scaled):
+    """``AmpOptimWrapper(dtype='auto')`` takes the dtype of :func:`amp_dtype_for_device` (the one that ``tools/train.py
+    --amp`` takes) and scales the loss exactly where that dtype is fp16 (device queries mocked)."""
+    fake_cpuinfo(monkeypatch, cpuinfo)
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: device == 'cuda')
+    monkeypatch.setattr(torch.cuda, 'is_bf16_supported', lambda *a, **k: bf16_gpu)
+    monkeypatch.setattr(amp_optim_wrapper, 'get_device', lambda: device)
+    assert amp_optim_wrapper.amp_dtype_for_device(device) == dtype
+    model = torch.nn.Linear(2, 2)
+    wrapper = amp_optim_wrapper.AmpOptimWrapper(dtype='auto', optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    assert wrapper.cast_dtype == dtype
+    assert wrapper.loss_scaler.is_enabled() is scaled
+    if scaled:  # 'dynamic' (the default): GradScaler's growing scale from 2 ** 16
+        assert (wrapper.loss_scaler._init_scale, wrapper.loss_scaler._growth_interval) == (2.0**16, 2000)
+
+
+def test_auto_dtype_on_cpu_without_bf16_trains_as_fp32(monkeypatch):
+    """Where 'auto' resolves to fp32, the step runs without autocast and equals a plain ``OptimWrapper`` step; where it
+    resolves to bf16, the forward runs under bf16 autocast."""
+    from mmengine.optim import OptimWrapper
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+    x = torch.randn(4, 8)
+    results = {}
+    for name, cpuinfo in (('avx2', AVX2_ONLY), ('avx512', AVX512_BF16)):
+        fake_cpuinfo(monkeypatch, cpuinfo)
+        torch.manual_seed(0)
+        model = torch.nn.Linear(8, 3)
+        wrapper = amp_optim_wrapper.AmpOptimWrapper(dtype='auto', optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+        with wrapper.optim_context(model):
+            results[name, 'autocast'] = torch.is_autocast_enabled('cpu')
+            out = model(x)
+        results[name, 'dtype'] = out.dtype
+        wrapper.update_params(out.float().square().mean())
+        results[name, 'weight'] = model.weight.detach().clone()
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 3)
+    plain = OptimWrapper(optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    with plain.optim_context(model):
+        plain.update_params(model(x).square().mean())
+    assert (results['avx2', 'autocast'], results['avx2', 'dtype']) == (False, torch.float32)
+    assert torch.equal(results['avx2', 'weight'], model.weight)
+    assert (results['avx512', 'autocast'], results['avx512', 'dtype']) == (True, torch.bfloat16)
+
+
+def test_auto_dtype_names_are_checked():
+    with pytest.raises(ValueError, match="'auto' or one of"):
+        amp_optim_wrapper.resolve_amp_dtype('fp16', 'cpu')
+    assert amp_optim_wrapper.resolve_amp_dtype('float16', 'cuda') == torch.float16
+    assert amp_optim_wrapper.resolve_amp_dtype(None, 'cpu') == torch.bfloat16

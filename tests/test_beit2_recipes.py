@@ -61,10 +61,7 @@ V2_READERS = {
     'optimizer.eps': lambda c: c.optim_wrapper.optimizer.eps,
     'mim.min_aspect': lambda c: _mask_generator(c).min_aspect,
     'mim.exact_count': lambda c: _mask_generator(c).get('exact_count', False),
-    'tokenizer.under_step_autocast': lambda c: (c.model.target_generator.get('autocast_dtype') is not None and
-                                                c.model.target_generator.autocast_dtype == c.optim_wrapper.dtype),
     'tokenizer.with_decoder': lambda c: c.model.target_generator.get('with_decoder', True),
-    'precision.amp': lambda c: c.optim_wrapper.type.split('.')[-1] == 'AmpOptimWrapper',
     'eval.save_best': lambda c: c.default_hooks.checkpoint.get('save_best'),
     'vqkd.arch': lambda c: c.model.arch,
     'vqkd.decay': lambda c: c.model.decay,
@@ -98,6 +95,16 @@ def test_config_has_the_published_values(key):
     tests/reference_recipes.py RECIPES_V2 pins for it (unilm file and line); the failures list them all."""
     wrong = differences(load(key), RECIPES_V2[key], V2_READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES_V2[key])} values differ:\n' + '\n'.join(wrong)
+
+
+@pytest.mark.parametrize('key', PRETRAIN, ids=str)
+def test_pretraining_tokenizes_in_fp32_as_measured(key):
+    """beit_mm's choice, not unilm's (which computes the ids under the step's fp16 autocast,
+    ``engine_for_pretraining.py`` lines 54-56): the VQ-KD tokenizer of the MIM configs runs in fp32, because its bf16
+    ids agreed with fp32 on 93.5% of the tokens only, below the configs' 99% (docs/studies/tokenizer-precision.md)."""
+    cfg = load(key)
+    assert cfg.model.target_generator.type == 'beit_mm.VQKD'
+    assert cfg.model.target_generator.get('autocast_dtype') is None, 'see docs/studies/tokenizer-precision.md'
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -40,6 +40,12 @@ NO_OBJECT, MASK, DICE, CLASS = 0.1, 5.0, 5.0, 2.0  # SEM:35-38
 ADAMW_BETAS, ADAMW_EPS = (0.9, 0.999), 1e-8  # lightning_module.py:152 AdamW(param_groups, weight_decay=...): torch's
 GRAD_CLIP = 0.01  # main.py:176 gradient_clip_val, :177 gradient_clip_algorithm 'norm'
 SEED = 0  # main.py:167 seed_everything_default
+# main.py:169 trainer precision "16-mixed": fp16 autocast with Lightning's GradScaler (dynamic loss scaling);
+# beit_mm: AmpOptimWrapper(dtype='auto'), bf16 where the GPU has it, else fp16 with loss_scale 'dynamic'
+PRECISION = dict(amp=True, dtype='auto', loss_scale='dynamic')
+# main.py:168-178 trainer_defaults set no `benchmark` (nor does any config): Lightning 2.5.1 (requirements.txt:6)
+# then leaves torch's default, cudnn.benchmark = False; no `deterministic` either
+CUDNN_BENCHMARK, CUDNN_DETERMINISTIC = False, False
 TOTAL_BATCH, GPUS = 16, 4  # README.md:124-125 (--trainer.devices 4, --data.batch_size 4), :131 "= 16"
 MAX_EPOCHS = 31  # configs/dinov2/ade20k/semantic/eomt_large_512.yaml:2
 NUM_QUERIES = 100  # eomt_large_512.yaml:18
@@ -108,6 +114,18 @@ def test_optimizer_schedule_and_batch_are_the_official(name):
     assert cfg.train_dataloader.batch_size * GPUS == TOTAL_BATCH == cfg.auto_scale_lr.base_batch_size
     assert 'beit_mm.BatchSizeCheckHook' in [h['type'] for h in cfg.custom_hooks]
     assert cfg.randomness.seed == SEED
+
+
+@pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
+def test_precision_and_cudnn_are_the_official(name):
+    """Mixed precision and cuDNN flags as the official run (main.py:168-178), read through tests/test_recipes.py's
+    readers."""
+    from .test_recipes import READERS
+    cfg = load(name)
+    got = {key: READERS[f'precision.{key}'](cfg) for key in PRECISION}
+    assert got == PRECISION, f'{name}: precision {got}, official "16-mixed" (main.py:169): {PRECISION}'
+    assert (READERS['cudnn.benchmark'](cfg), READERS['cudnn.deterministic'](cfg)) == (CUDNN_BENCHMARK,
+                                                                                      CUDNN_DETERMINISTIC)
 
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])

@@ -32,6 +32,7 @@ from beit_mm.models.backbones import BEiT, CvT
 
 from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 from .reference_recipes import RECIPES_M2F
+from .test_recipes import READERS as RECIPE_READERS
 from .test_recipes import CHECK_UPDATES, _warmup_updates, mmcv_run, simulate
 
 CFG = os.path.join(ROOT, 'configs', 'mask2former')
@@ -83,6 +84,8 @@ def _same(values: list):
 
 
 READERS = {
+    **{key: RECIPE_READERS[key] for key in ('precision.amp', 'precision.dtype', 'precision.loss_scale',
+                                            'cudnn.benchmark', 'cudnn.deterministic')},
     'head.feat_channels': lambda c: _head(c).feat_channels,
     'head.out_channels': lambda c: _head(c).out_channels,
     'head.num_queries': lambda c: _head(c).num_queries,

@@ -249,6 +249,11 @@ def _min_lr(cfg: Config) -> float:
     return decay.eta_min if 'eta_min_ratio' not in decay else decay.eta_min_ratio * cfg.optim_wrapper.optimizer.lr
 
 
+def _is_amp(cfg: Config) -> bool:
+    """Whether the config trains in mixed precision: beit_mm's AmpOptimWrapper (MMEngine's asserts CUDA)."""
+    return cfg.optim_wrapper.get('type', 'OptimWrapper') == 'beit_mm.AmpOptimWrapper'
+
+
 READERS: Dict[str, Callable[[Config], object]] = {
     # randomness and cuDNN as the run sets them (MMEngine's randomness.deterministic forces cudnn.benchmark off and
     # calls torch.use_deterministic_algorithms; env_cfg.cudnn_deterministic is tools/train.py's cudnn-only flag)
@@ -259,6 +264,13 @@ READERS: Dict[str, Callable[[Config], object]] = {
                                           or (c.get('randomness') or {}).get('deterministic', False)),
     'cudnn.benchmark': lambda c: bool(c.env_cfg.get('cudnn_benchmark', False)
                                       and not (c.get('randomness') or {}).get('deterministic', False)),
+    # precision: mixed (beit_mm.AmpOptimWrapper) or fp32, and the dtype / loss scaling the wrapper is given
+    'precision.amp': lambda c: _is_amp(c),
+    'precision.dtype': lambda c: c.optim_wrapper.get('dtype'),
+    'precision.loss_scale': lambda c: c.optim_wrapper.get('loss_scale', 'dynamic') if _is_amp(c) else None,
+    # the MIM tokenizer computes its ids in reduced precision (its own autocast dtype; docs/studies/
+    # tokenizer-precision.md)
+    'tokenizer.reduced_precision': lambda c: c.model.target_generator.get('autocast_dtype') is not None,
     # model
     'model.img_size': lambda c: c.model.backbone.img_size,
     'model.layer_scale': lambda c: c.model.backbone.layer_scale_init_value,

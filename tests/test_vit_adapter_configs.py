@@ -14,6 +14,7 @@ from mmseg.structures import SegDataSample
 from beit_mm.models.backbones.beit_adapter import ADAPTER_WEIGHTS
 
 from .conftest import ROOT, narrow_beit
+from .test_recipes import READERS as RECIPE_READERS
 
 CFG = os.path.join(ROOT, 'configs', 'vit_adapter')
 UPERNET = 'beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py'
@@ -62,8 +63,20 @@ BACKBONE = {
     'schedule.max_iters': (160000, 'S:7'),
     'total_batch': (16, 'U:83, M:146 (2 per GPU) x 8 GPUs (README.md:39-40 "8x2")'),
 }
+# Precision and cuDNN as ViT-Adapter trains (every config: U, M, C): fp32, its runner is mmcv's IterBasedRunner (U:87,
+# M:150, C:147), not unilm's IterBasedRunnerAmp, and S:3's optimizer_config = dict() has no fp16 hook; its launcher
+# (segmentation/dist_train.sh:9) passes --deterministic, so train.py:167 (mmseg 0.x set_random_seed) sets
+# cudnn.deterministic = True and cudnn.benchmark = False after train.py:107-108 set the config's cudnn_benchmark = True.
+PRECISION = {
+    'precision.amp': (False, 'U:87, M:150, C:147 IterBasedRunner; S:3 optimizer_config = dict()'),
+    'precision.dtype': (None, 'U:87, M:150, C:147: fp32'),
+    'precision.loss_scale': (None, 'U:87, M:150, C:147: fp32'),
+    'cudnn.benchmark': (False, 'dist_train.sh:9 --deterministic -> train.py:167'),
+    'cudnn.deterministic': (True, 'dist_train.sh:9 --deterministic -> train.py:167'),
+}
+BACKBONE.update(PRECISION)
 # The BEiT-B adapter (C's sizes, lr, layer decay and drop path) at U's and M's ADE20K 640 crop.
-BACKBONE_B = {
+BACKBONE_B = {**PRECISION,
     'backbone.img_size': (640, 'U:15, M:15 (the ADE20K crop; C:15 is its 512)'),
     'backbone.patch_size': (16, 'C:16'),
     'backbone.arch': ('base', 'C:17-20 (768 wide, 12 blocks, 12 heads, mlp 4)'),
@@ -168,6 +181,7 @@ def _sched(c, kind):
 
 
 READERS = {
+    **{key: RECIPE_READERS[key] for key in PRECISION},
     'crop': lambda c: tuple(_find(c.train_dataloader.dataset.pipeline, 'RandomCrop').crop_size),
     'data.mean': lambda c: list(c.model.data_preprocessor.mean),
     'data.std': lambda c: list(c.model.data_preprocessor.std),

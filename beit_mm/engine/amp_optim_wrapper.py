@@ -7,7 +7,11 @@ deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``o
 - the scaler is ``torch.amp.GradScaler(<current device>)``;
 - bfloat16 has float32's exponent range, so loss scaling is off (``GradScaler(enabled=False)`` passes the loss and
   the step through unchanged);
-- float16 is refused on CPU (MMEngine's CPU autocast supports bfloat16 only).
+- float16 is refused on CPU (MMEngine's CPU autocast supports bfloat16 only);
+- ``dtype='auto'`` (the full-size configs) resolves at construction with :func:`amp_dtype_for_device`: bfloat16 where
+  the device has it (CUDA: ``torch.cuda.is_bf16_supported()``; CPU: AVX512-BF16/AMX), float16 with the loss scaler
+  (``loss_scale``, ``'dynamic'`` by default) on GPUs without bf16 (V100, T4), and no autocast (fp32) on a CPU that
+  would only emulate bf16.
 
 :func:`amp_dtype_for_device` is the one place that decides what mixed precision means on a device (``tools/train.py
 --amp`` and ``tools/analysis/benchmark.py --amp`` use it), and :func:`fused_adamw_supported` whether torch has a fused
@@ -15,6 +19,7 @@ AdamW kernel there.
 """
 import logging
 import os
+from contextlib import contextmanager
 from typing import Optional, Union
 
 import torch
@@ -93,6 +98,27 @@ def fused_adamw_supported(device_type: str) -> bool:
     return device_type in torch.utils._foreach_utils._get_fused_kernels_supported_devices()
 
 
+AUTO_DTYPE = 'auto'
+
+
+def resolve_amp_dtype(dtype: Optional[Union[str, torch.dtype]], device_type: str) -> Optional[torch.dtype]:
+    """The autocast dtype ``beit_mm.AmpOptimWrapper(dtype=...)`` trains in on ``device_type``; None = no autocast.
+
+    ``'auto'``: :func:`amp_dtype_for_device` (bf16 where the device computes it natively, fp16 on CUDA GPUs without
+    bf16, None on a CPU without AVX512-BF16/AMX). ``'bfloat16'``/``'float16'`` or a ``torch.dtype``: that dtype.
+    ``None``: the device's autocast default (float16 on CUDA, bfloat16 on CPU).
+    """
+    if isinstance(dtype, str):
+        if dtype == AUTO_DTYPE:
+            return amp_dtype_for_device(device_type)
+        if dtype not in AmpOptimWrapper.valid_dtypes:
+            raise ValueError(f"dtype must be 'auto' or one of {AmpOptimWrapper.valid_dtypes}, got {dtype!r}")
+        return getattr(torch, dtype)
+    if dtype is None:
+        return torch.bfloat16 if device_type == 'cpu' else torch.get_autocast_dtype(device_type)
+    return dtype
+
+
 @OPTIM_WRAPPERS.register_module()
 class AmpOptimWrapper(MMEngineAmpOptimWrapper):
     """``mmengine.optim.AmpOptimWrapper`` for CUDA and CPU.
@@ -100,8 +126,10 @@ class AmpOptimWrapper(MMEngineAmpOptimWrapper):
     Args:
         loss_scale (float | str | dict): ``'dynamic'``, a static initial scale, or ``torch.amp.GradScaler`` kwargs;
             used for float16 only.
-        dtype (str | torch.dtype, optional): autocast dtype, ``'float16'`` or ``'bfloat16'``; ``None`` uses the
-            device's autocast default (float16 on CUDA, bfloat16 on CPU).
+        dtype (str | torch.dtype, optional): autocast dtype, ``'auto'``, ``'float16'`` or ``'bfloat16'``
+            (:func:`resolve_amp_dtype`); ``'auto'`` picks bf16 or fp16 + loss scaling for the device, and fp32 (no
+            autocast) on a CPU without native bf16; ``None`` uses the device's autocast default (float16 on CUDA,
+            bfloat16 on CPU). The resolved dtype is ``cast_dtype`` (None: fp32).
         **kwargs: ``OptimWrapper`` arguments (``optimizer``, ``clip_grad``, ``accumulative_counts``).
     """
 
@@ -111,20 +139,22 @@ class AmpOptimWrapper(MMEngineAmpOptimWrapper):
                  **kwargs) -> None:
         OptimWrapper.__init__(self, **kwargs)
         device = get_device()
-        if isinstance(dtype, str):
-            if dtype not in self.valid_dtypes:
-                raise ValueError(f'dtype must be one of {self.valid_dtypes}, got {dtype!r}')
-            dtype = getattr(torch, dtype)
-        if dtype is None:
-            dtype = torch.bfloat16 if device == 'cpu' else torch.get_autocast_dtype(device)
-        if device == 'cpu' and dtype != torch.bfloat16:
+        auto = dtype == AUTO_DTYPE
+        dtype = resolve_amp_dtype(dtype, device)
+        if device == 'cpu' and dtype not in (torch.bfloat16, None):
             raise ValueError(f'CPU autocast supports bfloat16 only, got {dtype}: set optim_wrapper.dtype='
-                             "'bfloat16' (or train on a GPU for float16).")
-        if device == 'cpu' and not cpu_has_native_bf16():
+                             "'bfloat16' or 'auto' (or train on a GPU for float16).")
+        if auto:
+            print_log(f"beit_mm.AmpOptimWrapper: dtype='auto' on {device}: "
+                      + (f'{str(dtype).replace("torch.", "")} autocast' if dtype is not None else
+                         f'fp32, no autocast ({describe_cpu()}: bf16 would be emulated)')
+                      + (', dynamic loss scaling' if dtype == torch.float16 and loss_scale == 'dynamic' else ''),
+                      logger='current')
+        elif device == 'cpu' and not cpu_has_native_bf16():
             print_log(f'beit_mm.AmpOptimWrapper: bf16 autocast on {describe_cpu()}: bf16 is emulated here, about 70x '
                       'slower than fp32 for matmuls; for speed use a GPU, a CPU with AVX512-BF16/AMX, or fp32 '
-                      "(optim_wrapper type='OptimWrapper' without dtype; tools/train.py --amp keeps fp32 on such a CPU)",
-                      logger='current', level=logging.WARNING)
+                      "(optim_wrapper type='OptimWrapper' without dtype, or dtype='auto'; tools/train.py --amp keeps "
+                      'fp32 on such a CPU)', logger='current', level=logging.WARNING)
         self.cast_dtype = dtype
         self._scale_update_param = None
         use_scaler = dtype == torch.float16
@@ -137,3 +167,13 @@ class AmpOptimWrapper(MMEngineAmpOptimWrapper):
             self.loss_scaler = torch.amp.GradScaler(device, **{'enabled': use_scaler, **loss_scale})
         else:
             raise TypeError(f"loss_scale must be 'dynamic', a float or a dict of GradScaler kwargs, got {loss_scale!r}")
+
+    @contextmanager
+    def optim_context(self, model: torch.nn.Module):
+        """MMEngine's context (autocast to ``cast_dtype``); without autocast where ``dtype='auto'`` resolved to fp32."""
+        if self.cast_dtype is None:
+            with OptimWrapper.optim_context(self, model):
+                yield
+        else:
+            with super().optim_context(model):
+                yield

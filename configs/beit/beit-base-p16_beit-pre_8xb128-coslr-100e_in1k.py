@@ -9,6 +9,10 @@
 # get_parameter_groups line 65: also no weight decay on 1-D parameters and biases; relative position tables decay
 # without --disable_weight_decay_on_rel_pos_bias); utils.py cosine_scheduler (warmup from 0, cosine to --min_lr 1e-6,
 # both scaled by each group's lr_scale). Normalization: the MIM run's (pretraining config, ImageNet mean/std).
+# Precision: mixed, as unilm (get_started_for_image_classification.md line 69: --enable_deepspeed, i.e. utils.py
+# lines 581-586: DeepSpeed fp16 with dynamic loss scaling; without it engine_for_finetuning.py line 78: torch.cuda.amp
+# autocast with NativeScaler, run_class_finetuning.py line 500): beit_mm.AmpOptimWrapper dtype='auto', bf16 where the
+# GPU has it, fp16 with dynamic loss scaling where it does not.
 _base_ = ['../_base_/datasets/imagenet_bs128_beit_ft.py']
 mim_checkpoint = 'work_dirs/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k/epoch_800.pth'
 
@@ -46,7 +50,8 @@ model = dict(
 base_lr = 4e-3  # for 1024 images per step
 min_lr = 1e-6
 optim_wrapper = dict(
-    type='OptimWrapper',
+    type='beit_mm.AmpOptimWrapper',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # unilm get_parameter_groups with skip_list no_weight_decay() = ('cls_token', 'pos_embed'): the 'unilm' rule

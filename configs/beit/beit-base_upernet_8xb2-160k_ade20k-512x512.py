@@ -9,6 +9,11 @@
 # 2 images x 8 GPUs) and _base_/datasets/ade20k.py (ImageNet mean/std).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth \
 #       checkpoints/beit-base_pt22k.pth
+# Precision: mixed, as unilm (upernet_beit_base_12_512_slide_160k_ade20k_pt.py line 67:
+# runner IterBasedRunnerAmp; lines 71-77: DistOptimizerHook use_fp16=True, i.e. mmcv_custom/train_api.py
+# lines 67-68: apex amp O1, fp16 with dynamic loss scaling):
+# beit_mm.AmpOptimWrapper dtype='auto' trains in bf16 where the GPU has it and in fp16 with dynamic loss scaling
+# where it does not (V100); on a CPU, bf16 with AVX512-BF16/AMX, else fp32.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
@@ -25,7 +30,8 @@ model = dict(
     test_cfg=dict(mode='slide', crop_size=crop_size, stride=(341, 341)))
 base_lr = 7e-4
 optim_wrapper = dict(
-    type='OptimWrapper',
+    type='beit_mm.AmpOptimWrapper',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # unilm mmcv_custom/layer_decay_optimizer_constructor.py line 43: no weight decay on 1-D parameters and biases

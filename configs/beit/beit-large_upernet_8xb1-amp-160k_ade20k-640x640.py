@@ -9,6 +9,8 @@
 # configs/beit/upernet_beit-large_fp16_8x1_640x640_160k_ade20k.py (schedule_320k, GradientCumulativeFp16OptimizerHook
 # cumulative_iters=2). mmcv's lr hook steps every iteration, not every update: the poly decay runs over 320k
 # iterations and the 3000 warmup iterations are 1500 updates. MMEngine's schedulers also step every iteration.
+# Precision: mixed, as unilm (line 68: runner IterBasedRunnerAmp; lines 73-80: DistOptimizerHook use_fp16=True, i.e.
+# mmcv_custom/train_api.py lines 67-68: apex amp O1, fp16 with dynamic loss scaling): dtype='auto' below.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'
@@ -35,7 +37,7 @@ model = dict(
 base_lr = 2e-5
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',  # bf16 needs no loss scaling; on GPUs without bf16 (V100) use dtype='float16', loss_scale='dynamic'
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     accumulative_counts=2,
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',

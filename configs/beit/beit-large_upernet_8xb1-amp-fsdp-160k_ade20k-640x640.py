@@ -1,5 +1,5 @@
 # BEiT-L + UPerNet, ADE20K 640x640: the recipe of beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py (8 GPUs x 1
-# image, 2-step accumulation, bf16, lr 2e-5, layer decay 0.95) with parameters, gradients and optimizer state sharded
+# image, 2-step accumulation, AMP, lr 2e-5, layer decay 0.95) with parameters, gradients and optimizer state sharded
 # over the GPUs by PyTorch FSDP (MMEngine FlexibleRunner + FSDPStrategy) instead of replicated by DDP.
 #   bash tools/dist_train.sh configs/beit/beit-large_upernet_8xb1-amp-fsdp-160k_ade20k-640x640.py 8
 # - one FSDP unit per BEiT block (beit_mm.engine.fsdp.transformer_block_wrap_policy) + the root unit;
@@ -14,6 +14,9 @@
 # (FSDP without CUDA needs an explicit CPU device; with torch 2.13 on CPU, gathering a full state dict with
 # offload_to_cpu=True crashes rank 0 with SIGSEGV, tests/test_fsdp.py).
 # Published (the DDP recipe): 56.7 mIoU (unilm), 56.33 (mmseg).
+# Precision: the base's dtype='auto'. Where it resolves to fp16 (GPUs without bf16) the loss scaler is
+# torch.amp.GradScaler, whose inf/NaN check sees only this process's gradient shards (torch's ShardedGradScaler
+# all-reduces it); that combination is untested here: prefer bf16 GPUs for this config.
 _base_ = ['./beit-large_upernet_8xb1-amp-160k_ade20k-640x640.py']
 custom_imports = dict(imports=['beit_mm', 'beit_mm.engine.fsdp'], allow_failed_imports=False)
 runner_type = 'FlexibleRunner'

@@ -1,4 +1,4 @@
-# BEiT-B/16 masked image modeling on ImageNet-1k, 800 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP (BEiT paper
+# BEiT-B/16 masked image modeling on ImageNet-1k, 800 epochs, 8 GPUs x 256 = 2048 images/step, AMP (BEiT paper
 # recipe, unilm beit/README: 83.2 top-1 after 100 epochs of fine-tuning).
 # Reference: unilm beit/README.md "Pre-training BEiT-base on ImageNet-1k" (16 GPUs x 128, --lr 1.5e-3 --warmup_epochs
 # 10 --epochs 800 --clip_grad 3.0 --imagenet_default_mean_and_std); run_beit_pretraining.py create_optimizer(args,
@@ -36,14 +36,17 @@ model = dict(
         with_mask_token=True,
         init_mode='pretrain'),  # unilm modeling_pretrain.py init (trunc normal cut at +-0.02, patch embed included)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
-    # fp32 tokenizer outside autocast, as unilm (engine_for_pretraining.py) computes the targets
-    target_generator=dict(type='beit_mm.DALLEEncoder',
+    # The ids in bf16 (input conv and groups; the output conv in fp32): unilm tokenizes with the released dall_e
+    # encoder (beit/modeling_discrete_vae.py lines 203-227), whose convs run in fp16 on CUDA (dall-e 0.1
+    # dall_e/utils.py lines 32-36; not the output conv, encoder.py line 81). bf16 ids agree with fp32 on 99.5% of the
+    # tokens (real-size encoder, random weights: docs/studies/tokenizer-precision.md), above the 99% the configs ask.
+    target_generator=dict(type='beit_mm.DALLEEncoder', autocast_dtype='bfloat16',
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
 base_lr = 1.5e-3  # for 2048 images per step
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
     # layer_decay_rate=1.0: no lr decay; unilm get_parameter_groups' weight-decay rule with skip_list
@@ -73,7 +76,8 @@ default_hooks = dict(
     visualization=dict(type='VisualizationHook', enable=False))
 # Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size.
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+# cudnn.benchmark = True: unilm run_beit_pretraining.py line 163
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))  # tools/train.py uses gloo without CUDA
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)

@@ -1,5 +1,5 @@
 # ImageNet-1k fine-tuning of BEiT v2 BEiT-B/16 from its 300-epoch VQ-KD pretraining (the short schedule,
-# beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py), 100 epochs, 8 GPUs x 128 = 1024 images/step, bf16 AMP.
+# beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py), 100 epochs, 8 GPUs x 128 = 1024 images/step, mixed precision.
 # Published: 85.0 top-1 (unilm beit2/get_started_for_image_classification.md line 9, beitv2_base_patch16_224_pt1k_300e
 # -> beitv2_base_patch16_224_pt1k_300e_ft1k).
 # Reference: unilm beit2/get_started_for_image_classification.md "--layer_decay: ... 0.65 for 300 epochs" (line 52),

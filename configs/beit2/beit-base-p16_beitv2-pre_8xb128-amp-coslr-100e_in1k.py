@@ -1,5 +1,5 @@
 # ImageNet-1k fine-tuning of BEiT v2 BEiT-B/16 from its 1600-epoch VQ-KD pretraining, 100 epochs, 8 GPUs x 128 =
-# 1024 images/step, bf16 AMP. Published: 85.5 top-1 (unilm beit2/README.md and get_started_for_image_classification.md,
+# 1024 images/step, AMP. Published: 85.5 top-1 (unilm beit2/README.md and get_started_for_image_classification.md,
 # beitv2_base_patch16_224_pt1k -> beitv2_base_patch16_224_pt1k_ft1k).
 # Reference: unilm beit2/get_started_for_image_classification.md "Fine-tuning BEiT v2 on ImageNet-1k" (8 GPUs x 128,
 # --weight_decay 0.05 --warmup_epochs 20 --imagenet_default_mean_and_std; for pretrained (not intermediate
@@ -11,8 +11,8 @@
 # decay on 1-D parameters and biases); lines 372-379 copy the shared relative position bias into every block;
 # utils.py cosine_scheduler (warmup from 0, cosine to min_lr, both scaled by each group's lr_scale).
 # Precision: unilm fine-tunes in fp16 with dynamic loss scaling (--enable_deepspeed: utils.py lines 667-672; without
-# it, engine_for_finetuning.py's torch.cuda.amp autocast + NativeScaler); here bf16 autocast without loss scaling
-# (beit_mm.AmpOptimWrapper; on GPUs without bf16: dtype='float16', loss_scale='dynamic').
+# it, engine_for_finetuning.py's torch.cuda.amp autocast + NativeScaler); here beit_mm.AmpOptimWrapper dtype='auto':
+# bf16 without loss scaling where the GPU has bf16, fp16 with dynamic loss scaling where it does not.
 # The pretrained checkpoint (cls_pt_layers, lm_head and mask_token are dropped, the shared table copied per block):
 #   python tools/convert_checkpoint.py --model beit --source unilm beitv2_base_patch16_224_pt1k.pth \
 #       checkpoints/beitv2-base_pt1k.pth
@@ -72,7 +72,7 @@ base_lr = 5e-4  # for 1024 images per step
 min_lr = 1e-6
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # unilm get_parameter_groups with skip_list no_weight_decay() = ('cls_token', 'pos_embed'): the 'unilm' rule

@@ -1,5 +1,5 @@
 # ImageNet-1k fine-tuning of BEiT v2 BEiT-L/16 from its 1600-epoch VQ-KD pretraining, 50 epochs, 1024 images/step
-# (8 GPUs x 128 here; unilm 8 GPUs x 64 x --update_freq 2), bf16 AMP. Published: 87.3 top-1 (unilm beit2/README.md
+# (8 GPUs x 128 here; unilm 8 GPUs x 64 x --update_freq 2), AMP. Published: 87.3 top-1 (unilm beit2/README.md
 # and get_started_for_image_classification.md line 13, beitv2_large_patch16_224_pt1k ->
 # beitv2_large_patch16_224_pt1k_ft1k).
 # Reference: unilm beit2/get_started_for_image_classification.md "Fine-tuning ... large" (lines 57-91): --weight_decay

@@ -8,7 +8,7 @@
 # layer decay 0.75 over 12 layers; lines 52-56: poly power 1.0 to 0 with linear warmup 1500 iterations,
 # warmup_ratio 1e-6; line 59: 2 images per GPU, 8 GPUs (README); lines 61-72: IterBasedRunnerAmp, use_fp16) and
 # _base_/datasets/ade20k.py (ImageNet mean/std, Resize (2048, 512) ratio 0.5-2.0, RandomCrop 512 cat_max_ratio 0.75).
-# AMP runs in bf16 here (no loss scaling); on GPUs without bf16 use dtype='float16', loss_scale='dynamic'.
+# AMP (dtype='auto'): bf16 without loss scaling where the GPU has bf16, else fp16 with dynamic loss scaling as unilm.
 #   python tools/convert_checkpoint.py --model beit --source unilm beitv2_base_patch16_224_pt1k.pth \
 #       checkpoints/beitv2-base_pt1k.pth
 _base_ = [
@@ -29,7 +29,7 @@ model = dict(
 base_lr = 5e-5
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # unilm mmcv_custom/layer_decay_optimizer_constructor.py line 43: no weight decay on 1-D parameters and biases

@@ -1,5 +1,5 @@
 # BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k with VQ-KD (CLIP) visual tokens and cls-token pretraining,
-# 1600 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP. Published downstream: 85.5 top-1 after 100 epochs of
+# 1600 epochs, 8 GPUs x 256 = 2048 images/step, mixed precision. Published downstream: 85.5 top-1 after 100 epochs of
 # ImageNet fine-tuning, 53.1 mIoU ADE20K UPerNet 512 (unilm beit2/README.md; the fine-tuning configs are
 # beit-base-p16_beitv2-pre_8xb128-amp-coslr-100e_in1k.py and beitv2-base_upernet_8xb2-amp-160k_ade20k-512x512.py).
 # Reference: unilm beit2/PRETRAINING.md "Base-size" (16 GPUs x 128; --model beit_base_patch16_224_8k_vocab_cls_pt
@@ -48,18 +48,18 @@ model = dict(
         init_mode='pretrain'),  # unilm modeling_pretrain.py init (trunc normal cut at +-0.02, patch embed included)
     # shared lm_head over the 8192 VQ-KD codes for both token sets (--shared_lm_head True)
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=768, vocab_size=8192),
-    # unilm engine_for_pretraining.py lines 54-56 compute the ids under the step's autocast (fp16 there, bf16 here:
-    # the AMP dtype below): the encoder runs in it, the encode task layer does not (modeling_vqkd.py lines 155-156).
-    # unilm's quantizer distances run under fp16 autocast too; here they stay fp32 (beit_mm's choice: under bf16 they
-    # would be rounded 8x coarser than unilm's fp16; the ids that change are measured in docs/recipes.md).
+    # The ids in fp32 (beit_mm's choice, measured): unilm engine_for_pretraining.py lines 54-56 compute them under the
+    # step's fp16 autocast (the encoder and the quantizer's distances; not the encode task layer, modeling_vqkd.py
+    # lines 155-156). Under bf16 the real-size encoder's ids agree with fp32 on 93.5% of the tokens (random weights and
+    # a k-means codebook: docs/studies/tokenizer-precision.md), below the 99% the configs ask, so no autocast_dtype.
     # Tokenizing needs no decoder: with_decoder=False (the file's decoder weights are dropped on load).
-    target_generator=dict(type='beit_mm.VQKD', autocast_dtype='bfloat16', with_decoder=False,
+    target_generator=dict(type='beit_mm.VQKD', with_decoder=False,
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
 base_lr = 1.5e-3  # for 2048 images per step
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
     clip_grad=dict(max_norm=3.0),
     # layer_decay_rate=1.0: no lr decay; unilm get_parameter_groups' weight-decay rule with skip_list
@@ -87,7 +87,8 @@ default_hooks = dict(
     visualization=dict(type='VisualizationHook', enable=False))
 # Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size.
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+# cudnn.benchmark = True: unilm beit2/run_beitv2_pretraining.py line 213
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))  # tools/train.py uses gloo without CUDA
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)

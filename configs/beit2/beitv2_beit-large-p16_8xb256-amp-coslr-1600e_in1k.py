@@ -1,5 +1,5 @@
 # BEiT v2 BEiT-L/16 masked image modeling on ImageNet-1k with VQ-KD (CLIP) visual tokens and cls-token pretraining,
-# 1600 epochs, 2048 images/step (8 GPUs x 256 here; unilm: 64 GPUs x 32), bf16 AMP. Published downstream: 87.3 top-1
+# 1600 epochs, 2048 images/step (8 GPUs x 256 here; unilm: 64 GPUs x 32), AMP. Published downstream: 87.3 top-1
 # after 50 epochs of ImageNet fine-tuning, 56.7 mIoU ADE20K UPerNet 512 (unilm beit2/README.md; the segmentation
 # config is beitv2-large_upernet_8xb2-amp-160k_ade20k-512x512.py).
 # Reference: unilm beit2/PRETRAINING.md "Large-size" (--model beit_large_patch16_224_8k_vocab_cls_pt --early_layers 21

@@ -1,5 +1,5 @@
 # CvT-13 masked image modeling on ImageNet-1k (BEiT's recipe, beit_mm.BEiTPretrain with a CvT backbone; design note docs/cvt_mim.md):
-# 300 epochs, 8 GPUs x 256 = 2048 images/step, bf16 AMP, AdamW lr 1.5e-3, warmup 10, cosine to 1e-5, clip 3.0;
+# 300 epochs, 8 GPUs x 256 = 2048 images/step, AMP, AdamW lr 1.5e-3, warmup 10, cosine to 1e-5, clip 3.0;
 # 224 px backbone view / 112 px DALL-E tokenizer view (14x14 ids), blockwise mask of 75 of the 14x14 16 px patches,
 # upsampled x4 to the 56x56 stage-0 tokens (mask token there), predicted from the 14x14 stage-2 map.
 #   python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl checkpoints/dalle_encoder.pth
@@ -25,8 +25,11 @@ model = dict(
         final_norm=True,
         with_mask_token=True),
     head=dict(type='beit_mm.BEiTMIMHead', embed_dims=384, vocab_size=8192),
-    # fp32 tokenizer outside autocast, as unilm (engine_for_pretraining.py) computes the targets
-    target_generator=dict(type='beit_mm.DALLEEncoder',
+    # The ids in bf16 (input conv and groups; the output conv in fp32): unilm tokenizes with the released dall_e
+    # encoder (beit/modeling_discrete_vae.py lines 203-227), whose convs run in fp16 on CUDA (dall-e 0.1
+    # dall_e/utils.py lines 32-36; not the output conv, encoder.py line 81). bf16 ids agree with fp32 on 99.5% of the
+    # tokens (real-size encoder, random weights: docs/studies/tokenizer-precision.md), above the 99% the configs ask.
+    target_generator=dict(type='beit_mm.DALLEEncoder', autocast_dtype='bfloat16',
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)),
     zero_masked_pixels=True)
 # CvT MIM compiles whole too (tests/test_compile_models.py), with the BEiT MIM setting inherited

@@ -13,8 +13,8 @@
 #   probability 0), no RandAugment, no random erasing; mixup 0.8 / cutmix 1.0 and label smoothing 0.1 as CvT-13;
 #   the train loader drops the last incomplete batch (lib/dataset/build.py line 112);
 # - test: short side 256 (224 / 0.875) bicubic, centre crop 224 (TEST.CENTER_CROP, TEST.INTERPOLATION 3).
-# Differences to the official run: per-iteration warmup/cosine (official: per epoch, timm scheduler); AMP via
-# tools/train.py --amp (bf16 where supported; official: fp16).
+# - mixed precision (lines 4-5: AMP.ENABLED true) and cudnn.benchmark (line 49): as CvT-13, from its config.
+# Differences to the official run: per-iteration warmup/cosine (official: per epoch, timm scheduler).
 _base_ = ['./cvt-13_8xb256-300e_in1k.py']
 model = dict(backbone=dict(arch='cvt-21', drop_path_rate=(0.0, 0.0, 0.1)))
 train_pipeline = [

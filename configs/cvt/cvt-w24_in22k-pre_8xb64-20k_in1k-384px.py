@@ -12,7 +12,9 @@
 # Convert the pretrained backbone first (head.* is dropped unless --keep-head):
 #   python tools/convert_checkpoint.py --model cvt --source official CvT-w24-224x224-IN-22k.pth \
 #       checkpoints/cvt-w24_in22k.pth
-# Memory: 193 GFLOPs per 384 image; add model.backbone.with_cp=True and/or --amp if 64 images per GPU do not fit.
+# Mixed precision as the official code runs it (cvt-w24-384x384.yaml lines 4-5: AMP.ENABLED true; tools/train.py line
+# 123: GradScaler) and cudnn.benchmark (line 49) as CvT-13's config. Memory: 193 GFLOPs per 384 image; add
+# model.backbone.with_cp=True if 64 images per GPU do not fit.
 _base_ = ['./cvt-13_8xb256-300e_in1k.py']
 pretrained = 'checkpoints/cvt-w24_in22k.pth'
 img_size = 384
@@ -40,7 +42,8 @@ max_iters = 20000
 warmup_iters = 500
 optim_wrapper = dict(
     _delete_=True,
-    type='OptimWrapper',
+    type='beit_mm.AmpOptimWrapper',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='SGD', lr=base_lr, momentum=0.9, weight_decay=0.0),
     clip_grad=dict(max_norm=1.0))
 param_scheduler = [

@@ -6,6 +6,8 @@
 #   python -c "..extract_dvae_encoder.." -> checkpoints/dalle_encoder.pth  (see tools/run_chain.sh, stage 3)
 # The exported encoder is a drop-in `tokenizer_checkpoint` for configs/beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py
 # (use 112x112 tokenizer views there: the encoder downsamples 8x to the 14x14 patch grid).
+# Precision and cuDNN: fp32, cudnn.benchmark off, unpinned: OpenAI released the dVAE's inference modules only
+# (openai/DALL-E dall_e/; its encoder runs fp16 convs on CUDA, utils.py:32-36), no training code to follow.
 _base_ = ['../_base_/datasets/image_folder_dvae.py']
 custom_imports = dict(imports=['beit_mm'], allow_failed_imports=False)
 default_scope = 'mmpretrain'

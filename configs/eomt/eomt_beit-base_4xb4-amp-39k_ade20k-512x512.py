@@ -41,9 +41,11 @@
 #   embedding); the queries take the cls token's rows of the relative position bias (beit_mm/models/segmentors/
 #   eomt.py); images normalized with ImageNet mean/std as the official ViT (models/vit.py:41-44) and unilm's BEiT
 #   ADE20K recipes;
-# - precision: bf16 autocast without loss scaling (the official trains in fp16 with a GradScaler, "16-mixed",
-#   main.py:169; on GPUs without bf16 use dtype='float16', loss_scale='dynamic'); compiled as the official
-#   (main.py:154-155, torch.compile(model) unless --compile_disabled): the prediction network, on CUDA (below);
+# - precision: mixed as the official ("16-mixed", main.py:169: fp16 autocast with a GradScaler): dtype='auto' trains
+#   in bf16 without loss scaling where the GPU has bf16 and in fp16 with dynamic loss scaling where it does not;
+#   main.py:88's torch.set_float32_matmul_precision('medium') (TF32 for fp32 matmuls) is not set here; compiled as
+#   the official (main.py:154-155, torch.compile(model) unless --compile_disabled): the prediction network, on CUDA
+#   (below);
 # - colour jitter: mmseg's PhotoMetricDistortion, same probabilities and ranges, but brightness is +-32 added, not a
 #   factor 1 +- 32/255, contrast scales pixels rather than blending with the mean grey, saturation is HSV's S; hue 9
 #   OpenCV units = 18 degrees as the official 18/360 turns;
@@ -103,7 +105,7 @@ max_iters = 39153  # 31 epochs x 1263 steps
 iters_per_epoch = 1263
 optim_wrapper = dict(
     type='beit_mm.AmpOptimWrapper',
-    dtype='bfloat16',
+    dtype='auto',  # bf16 where the GPU has it, else fp16 with dynamic loss scaling (CPU: bf16 if native, else fp32)
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
     clip_grad=dict(max_norm=0.01, norm_type=2),
     constructor='beit_mm.EoMTLayerDecayOptimWrapperConstructor',
@@ -121,5 +123,8 @@ custom_hooks = [  # default_runtime's, and the annealing step
     dict(type='beit_mm.EoMTMaskAnnealingHook'),  # the annealing step; EoMT refuses to train without it
 ]
 randomness = dict(seed=0)
+# cuDNN as the official run leaves it: main.py:168-178 passes no `benchmark` to Lightning's Trainer (lightning 2.5.1,
+# requirements.txt:6), which then keeps torch's default cudnn.benchmark = False (not default_runtime.py's True).
+env_cfg = dict(cudnn_benchmark=False)
 # the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
 compile = dict(scope='model', devices=['cuda'])

@@ -71,7 +71,9 @@ test_dataloader = val_dataloader
 auto_scale_lr = dict(enable=False, base_batch_size=16)
 base_lr = 3e-5  # C:134
 optim_wrapper = dict(
-    type='OptimWrapper',  # no gradient clipping: optimizer_config = dict() (_base_/schedules/schedule_160k.py:3)
+    # fp32 as ViT-Adapter (A:150 runner IterBasedRunner; optimizer_config = dict(), _base_/schedules/schedule_160k.py:3:
+    # no fp16 hook, no gradient clipping)
+    type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),  # C:134, A:137
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # layer decay 0.95 over 12 blocks (C:136); no weight decay on 1-D parameters and biases only
@@ -86,3 +88,8 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=0, end=160000 + 1),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=160000, val_interval=16000)  # schedule_160k.py:7, A:152
+# cuDNN as ViT-Adapter's launcher sets it: segmentation/dist_train.sh:9 passes --deterministic, so train.py:167
+# (mmseg 0.x set_random_seed) sets cudnn.deterministic = True and cudnn.benchmark = False after train.py:107-108 set
+# benchmark from the config's cudnn_benchmark = True (_base_/default_runtime.py:14); env_cfg.cudnn_deterministic is
+# tools/train.py's cuDNN-only flag (not MMEngine's randomness.deterministic, see configs/beit/*640x640.py).
+env_cfg = dict(cudnn_benchmark=False, cudnn_deterministic=True)

@@ -69,7 +69,9 @@ test_dataloader = val_dataloader
 auto_scale_lr = dict(enable=False, base_batch_size=16)
 base_lr = 2e-5  # U:75
 optim_wrapper = dict(
-    type='OptimWrapper',  # fp32, no gradient clipping (schedule_160k.py:3 optimizer_config = dict())
+    # fp32 as ViT-Adapter (U:87 runner IterBasedRunner, not unilm's IterBasedRunnerAmp; schedule_160k.py:3
+    # optimizer_config = dict(): no fp16 hook), no gradient clipping
+    type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), weight_decay=0.05),  # U:75
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     # layer decay 0.90 over 24 blocks (U:76-77); no weight decay on 1-D parameters and biases only
@@ -85,3 +87,8 @@ param_scheduler = [
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=16000)  # U:89
 default_hooks = dict(checkpoint=dict(interval=1000, max_keep_ckpts=1, save_best='mIoU'))  # U:88-89
+# cuDNN as ViT-Adapter's launcher sets it: segmentation/dist_train.sh:9 passes --deterministic, so train.py:167
+# (mmseg 0.x set_random_seed) sets cudnn.deterministic = True and cudnn.benchmark = False after train.py:107-108 set
+# benchmark from the config's cudnn_benchmark = True (_base_/default_runtime.py:14); env_cfg.cudnn_deterministic is
+# tools/train.py's cuDNN-only flag (not MMEngine's randomness.deterministic, see configs/beit/*640x640.py).
+env_cfg = dict(cudnn_benchmark=False, cudnn_deterministic=True)

@@ -75,7 +75,8 @@ default_hooks = dict(
     checkpoint=dict(type='CheckpointHook', interval=20, max_keep_ckpts=3),  # --save_ckpt_freq 20
     sampler_seed=dict(type='DistSamplerSeedHook'))
 log_processor = dict(by_epoch=True)
-env_cfg = dict(cudnn_benchmark=False, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
+# cudnn.benchmark = True: unilm beit2/run_vqkd_training.py line 177
+env_cfg = dict(cudnn_benchmark=True, mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
                dist_cfg=dict(backend='nccl'))
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='Visualizer', vis_backends=vis_backends)
