@@ -53,9 +53,9 @@ def _step(model, call):
     return [v.detach().clone() for v in values], _grads(model)
 
 
-def check_compiles_whole(model, calls, scope='model'):
-    """Eager vs compiled copy on each call of ``calls``: equal outputs and gradients; the second and later calls
-    (another batch, another mask, the same shapes) must not recompile."""
+def check_compiles_whole(model, calls, scope='model', stable_from=1):
+    """Eager vs compiled copy on each call of ``calls``: equal outputs and gradients; the calls from ``stable_from``
+    on (another batch, another mask, the same shapes) must not recompile."""
     compiled = copy.deepcopy(model)
     units = compile_model(compiled, scope, backend=BACKEND)
     assert units
@@ -63,7 +63,7 @@ def check_compiles_whole(model, calls, scope='model'):
         torch.manual_seed(i)
         ref_out, ref_grads = _step(model, call)
         torch.manual_seed(i)
-        with torch._dynamo.config.patch(error_on_recompile=i > 0):
+        with torch._dynamo.config.patch(error_on_recompile=i >= stable_from):
             out, grads = _step(compiled, call)
         assert len(out) == len(ref_out)
         for j, (a, b) in enumerate(zip(out, ref_out)):
@@ -249,7 +249,9 @@ def test_cvt_mim_step():
 
 def test_image_classifier_fine_tuning_step():
     """mmpretrain's ImageClassifier with BEiT (per-block bias, drop path), the mean-pool neck and LinearClsHead with
-    label smoothing on the soft labels that Mixup/CutMix give (as the fine-tuning recipe)."""
+    label smoothing on the soft labels that Mixup/CutMix give, as the fine-tuning recipe. mmpretrain's LabelSmoothLoss
+    sets its ``num_classes`` at its first call, so the second call re-traces once (the configs leave it unset: a
+    config that derives from them may change the head's classes); none after."""
     from mmpretrain.structures import DataSample
     init_default_scope('mmpretrain')
     torch.manual_seed(0)
@@ -259,8 +261,7 @@ def test_image_classifier_fine_tuning_step():
                       img_size=32, patch_size=8, drop_path_rate=0.1, out_indices=(-1, )),
         neck=dict(type='beit_mm.MeanPoolNeck', in_channels=32),
         head=dict(type='LinearClsHead', num_classes=10, in_channels=32,
-                  # num_classes given (as in the configs): mmpretrain sets it at the first call otherwise, a re-trace
-                  loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original', num_classes=10))))
+                  loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original'))))
     model.init_weights()
     g = torch.Generator().manual_seed(1)
 
@@ -268,5 +269,5 @@ def test_image_classifier_fine_tuning_step():
         samples = [DataSample().set_gt_score(torch.rand(10, generator=g).softmax(0)) for _ in range(2)]
         return torch.randn(2, 3, 32, 32, generator=g), samples
 
-    batches = [batch(), batch()]
-    check_compiles_whole(model.train(), [lambda m, b=b: m(*b, mode='loss') for b in batches])
+    batches = [batch(), batch(), batch()]
+    check_compiles_whole(model.train(), [lambda m, b=b: m(*b, mode='loss') for b in batches], stable_from=2)

@@ -47,7 +47,8 @@ def test_cvt_flops_and_params_match_readme(arch, config):
 
 def test_segmentor_and_mim_counts():
     """A segmentor at its crop (the default shape) and the MIM training forward, whose count is the tokenizer's plus
-    the masked backbone's plus the head's at the masked patches (each counted alone here)."""
+    the masked backbone's plus the head's at every patch (the static-shape loss classifies all and ignores the unmasked
+    ones: beit_mm/models/heads/mim_head.py), each counted alone here."""
     from mmengine.analysis import FlopAnalyzer
     from mmengine.config import Config
 
@@ -77,7 +78,7 @@ def test_segmentor_and_mim_counts():
     with torch.no_grad():
         parts = (count(mim.target_generator, 'get_token_ids', target) +
                  count(mim, 'extract_feat', images, mask) +
-                 count(mim.head.lm_head, 'forward', torch.zeros(int(mask.sum()), mim.head.embed_dims)))
+                 count(mim.head.lm_head, 'forward', torch.zeros(mask.numel(), mim.head.embed_dims)))
     assert result['flops'] == parts
     with torch.no_grad():
         assert result['tokenizer_flops'] == count(mim.target_generator, 'get_token_ids', target) > 0

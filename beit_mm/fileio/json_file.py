@@ -7,7 +7,8 @@ and reads a file of any size; :func:`parse_json` checks both first.
 from __future__ import annotations
 
 import json
-import os.path as osp
+
+from .text_file import read_bounded
 
 MAX_JSON_BYTES = 16 * 2**20  # configs and records are kilobytes; a tokenizer vocabulary a few MB
 MAX_JSON_DEPTH = 64  # HF configs nest 3-4 levels
@@ -67,11 +68,4 @@ def read_json(path: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_J
         FileNotFoundError: no such file.
         JSONFileError: too large, too deep, or not JSON.
     """
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
-    size = osp.getsize(path)
-    if size > max_bytes:
-        raise JSONFileError(f'{path} is {size} bytes, more than the {max_bytes} a JSON file of this kind can hold. '
-                            'Fix: check that it is the right file')
-    with open(path, 'rb') as f:
-        return parse_json(f.read(max_bytes + 1), path, max_bytes, max_depth)
+    return parse_json(read_bounded(path, max_bytes, JSONFileError, 'JSON'), path, max_bytes, max_depth)

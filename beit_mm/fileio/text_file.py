@@ -11,6 +11,24 @@ class TextFileError(ValueError):
     """A text file that cannot be read as one; the message names it, the problem and the fix."""
 
 
+def read_bounded(path: str, max_bytes: int, error: type[Exception], kind: str) -> bytes:
+    """The bytes of the file ``path`` (one read of at most ``max_bytes`` + 1), its size checked first: the one bounded
+    read of the small-file readers (text, JSON).
+
+    Raises:
+        FileNotFoundError: no such file (or it is a folder).
+        error: larger than ``max_bytes`` (the message says a ``kind`` file cannot be that large).
+    """
+    if not osp.isfile(path):
+        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
+    size = osp.getsize(path)
+    if size > max_bytes:
+        raise error(f'{path} is {size} bytes, more than the {max_bytes} a {kind} file of this kind can hold. '
+                    'Fix: check that it is the right file')
+    with open(path, 'rb') as f:
+        return f.read(max_bytes + 1)
+
+
 def read_text_lines(path: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     """The lines of the UTF-8 text file ``path`` (a BOM and the line ends dropped, each line's trailing whitespace
     stripped; blank lines kept, so line ``i`` stays at index ``i``).
@@ -19,14 +37,7 @@ def read_text_lines(path: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
         FileNotFoundError: no such file (or it is a folder).
         TextFileError: larger than ``max_bytes``, or not UTF-8 text.
     """
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
-    size = osp.getsize(path)
-    if size > max_bytes:
-        raise TextFileError(f'{path} is {size} bytes, more than the {max_bytes} a text file of this kind can hold. '
-                            'Fix: check that it is the right file')
-    with open(path, 'rb') as f:
-        data = f.read(max_bytes + 1)
+    data = read_bounded(path, max_bytes, TextFileError, 'text')
     try:
         text = data.decode('utf-8-sig')
     except UnicodeDecodeError as error:

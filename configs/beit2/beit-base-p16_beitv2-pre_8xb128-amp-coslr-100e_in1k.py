@@ -63,7 +63,7 @@ model = dict(
         type='LinearClsHead',
         num_classes=1000,
         in_channels=768,
-        loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original', num_classes=1000),
+        loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original'),
         # unilm: trunc_normal_(std=0.02) then weight *= init_scale 0.001 -> std 2e-5; bias 0
         init_cfg=dict(type='TruncNormal', layer='Linear', std=0.02 * 0.001, bias=0.)),
     train_cfg=dict(augments=[dict(type='Mixup', alpha=0.8), dict(type='CutMix', alpha=1.0)]))

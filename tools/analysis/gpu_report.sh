@@ -6,9 +6,10 @@
 #        [--iters N]
 #
 # On a CUDA machine:
-#   1. attention kernels: SDPA (memory-efficient backend, 8-aligned bias) vs eager in fp32 (1e-5 / 1e-4 absolute) and
-#      in the --amp dtype (2e-2 relative), forward and gradients, at N=197 and N=1601, plus their timings
-#      (tools/analysis/benchmark_attention.py --check);
+#   1. attention kernels: SDPA (memory-efficient backend, 8-aligned bias), cuDNN attention and FlexAttention (the
+#      bias read from the table in score_mod) vs eager in fp32 (1e-5 / 1e-4 absolute) and in the --amp dtype (2e-2
+#      relative), forward and gradients, at N=197 and N=1601, plus their timings: the measurement that picks
+#      attn_impl='auto' on CUDA (tools/analysis/benchmark_attention.py --check);
 #   2. fp32 parity tests on CUDA: tests/test_attention_paths.py with BEIT_MM_TEST_DEVICE=cuda;
 #   3. tools/analysis/benchmark.py --parts PARTS at the recipes' batch per GPU (an out-of-memory step halves it),
 #      eager and compiled (--compile), in fp32 and with --amp (bf16): img/s, peak memory, ratios against the peers,
@@ -79,7 +80,7 @@ print(f'{dev}; torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torc
 EOF
   echo
   if step attention; then
-    echo "## 1. Attention kernels: SDPA vs eager"
+    echo "## 1. Attention kernels against eager: SDPA, FlexAttention (and cuDNN attention on CUDA)"
     echo
     if [[ $DRY -eq 1 ]]; then
       "$PYTHON" "$ROOT/tools/analysis/benchmark_attention.py" --device cpu --check --tokens 17 --batch 2 \
