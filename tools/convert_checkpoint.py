@@ -76,6 +76,12 @@ def convert(args: argparse.Namespace) -> dict:
     if args.drop_class_head and args.model != 'eomt':
         raise SystemExit(f'--drop-class-head applies to --model eomt only, not {args.model} (BEiT/CvT files keep their '
                          'classifier only with --keep-head)')
+    if args.model == 'vit_adapter':  # czczup/ViT-Adapter BEiT segmentor -> BEiTAdapter (+ UPerNet heads, class meta)
+        from beit_mm.converters.vit_adapter import convert_vit_adapter_checkpoint
+        from beit_mm.fileio.checkpoint import open_checkpoint
+        if args.img_size is not None:
+            raise SystemExit('--img-size applies to --model beit and dinov2 only, not vit_adapter')
+        return convert_vit_adapter_checkpoint(open_checkpoint(args.src), keep_heads=args.keep_head)
     src = read_source(args.src, args.model, args.source, args.trust_code)
     if args.model == 'clip':  # the vision tower, as CLIPTeacher loads it
         return {k: v for k, v in src.items() if k.startswith('visual.')}
@@ -103,9 +109,6 @@ def convert(args: argparse.Namespace) -> dict:
         from beit_mm.converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm
         out = hf_eomt_to_beit_mm(src) if args.source == 'hf' else check_beit_mm_eomt(src)
         return drop_class_head(out) if args.drop_class_head else out
-    if args.model == 'vit_adapter':  # czczup/ViT-Adapter BEiT segmentor -> beit_mm.BEiTAdapter (+ UPerNet heads)
-        from beit_mm.converters.vit_adapter import convert_vit_adapter
-        return convert_vit_adapter(src, keep_heads=args.keep_head)
     if args.model == 'dino':  # DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)
         from beit_mm.converters.vqkd import convert_dino_vit
         return convert_dino_vit(src)
@@ -181,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--keep-mim-head', action='store_true', help='BEiT: keep mask_token and lm_head.*')
     parser.add_argument('--keep-head', action='store_true',
                         help='BEiT/CvT: keep the classifier head.* (and BEiT\'s fc_norm.*); vit_adapter: keep the '
-                        'UPerNet decode_head.*/auxiliary_head.* (a whole segmentor)')
+                        'UPerNet decode_head.*/auxiliary_head.* (a whole segmentor, for tools/infer.py and test.py; '
+                        'a Mask2Former head is refused)')
     parser.add_argument('--drop-class-head', action='store_true',
                         help='EoMT: leave out class_head.* to fine-tune on a new class set (load_from=DST with the new '
                         'num_classes; the class head keeps its init, everything else loads; official '
@@ -231,9 +235,11 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.source not in MODELS[args.model]:
         parser.error(f'--source {args.source} is not a {args.model} layout; choose one of {MODELS[args.model]}')
     check_output(args.dst, args.overwrite, inputs=[args.src])
-    state_dict = convert(args)
+    converted = convert(args)  # a state dict; vit_adapter: the whole file (state_dict + the source's class meta)
+    checkpoint = converted if args.model == 'vit_adapter' else {'state_dict': converted}
+    state_dict = checkpoint['state_dict']
     with atomic_file(args.dst) as tmp:
-        torch.save({'state_dict': state_dict}, tmp)
+        torch.save(checkpoint, tmp)
     with open(args.dst, 'rb') as f:
         digest = hashlib.sha256(f.read()).hexdigest()
     print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '

@@ -156,10 +156,18 @@ def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], sou
     missing = [k for k in own if k not in state_dict]
     needed = [k for k in missing if k.startswith(need)]
     if needed:
+        heads = tuple(p for p in need if p not in ('backbone.', 'neck.', ''))
+        no_head = bool(heads) and any(k.startswith(heads) for k in needed) and \
+            not any(k.startswith(heads) for k in state_dict)
+        hint = (' It holds no head weights (' + ', '.join(f'{p}*' for p in heads) + '): a backbone-only file (what '
+                'tools/convert_checkpoint.py writes without --keep-head) cannot segment or classify. Fix: convert the '
+                'official whole model with --keep-head (e.g. tools/convert_checkpoint.py --model vit_adapter --source '
+                'official --keep-head SRC DST; docs/checkpoints.md), or train the head from this file first'
+                if no_head else ' Fix: pass a checkpoint that tools/train.py wrote with this config (official weights: '
+                'tools/convert_checkpoint.py first, with --keep-head to keep their heads)')
         raise CheckpointMismatchError(
             f'{source} lacks {len(needed)} of the model\'s weights ({", ".join(needed[:3])}, ...): the file looks like '
-            f'{checkpoint_kind(state_dict) or "an unknown model"}. Fix: pass a checkpoint that tools/train.py wrote '
-            'with this config (official weights: tools/convert_checkpoint.py first)')
+            f'{checkpoint_kind(state_dict) or "an unknown model"}.{hint}')
     unexpected = [k for k in state_dict if k not in own]
     if missing or unexpected:
         print_log(f'{path}: not used: {len(unexpected)} file weights the model lacks {unexpected[:4]}; kept at '

@@ -4,9 +4,16 @@
 segmentor's ``backbone.`` and dropping the ``relative_position_index`` buffers (beit_mm computes them); every other
 key must be one of the official BEiTAdapter's (:data:`KNOWN_KEY`, from ``beit_adapter.py``, ``adapter_modules.py`` and
 ``base/beit.py``), or the file is refused with the keys named. ``keep_heads=True`` keeps a UPerNet segmentor's
-``decode_head.*``/``auxiliary_head.*`` (mmseg 0.x's UPerHead and FCNHead, whose names mmseg 1.x kept) under a
-``backbone.``-prefixed whole-segmentor dict; ViT-Adapter's Mask2Former head (mmdet 2.x parts in ``mmseg_custom``) has
-other names than mmseg 1.x's ``Mask2FormerHead`` and is refused.
+``decode_head.*``/``auxiliary_head.*`` (mmseg 0.x's UPerHead and FCNHead, whose names mmseg 1.x kept: every head key
+must match :data:`UPERNET_HEAD_KEY`) under a ``backbone.``-prefixed whole-segmentor dict. ViT-Adapter's Mask2Former
+head also sits under ``decode_head.`` but is built from mmdet 2.x / mmcv 1.x parts (``mmseg_custom``:
+``transformer_decoder.layers.N.attentions.0``, ``ffns.0``, ``pixel_decoder.encoder.layers.N.attentions.0``, ...),
+whose names and layout are not mmseg 1.x's ``Mask2FormerHead``'s (mmdet 3.x ``self_attn``/``cross_attn``/``ffn``):
+loaded as is, most of its tensors would stay at random init. It is refused with the backbone-only conversion offered.
+
+:func:`convert_vit_adapter_checkpoint` converts a whole checkpoint file's content and carries its class names and
+palette (mmseg 0.x ``meta.CLASSES``/``meta.PALETTE``, or ``meta.dataset_meta``) into ``meta.dataset_meta``, where
+mmseg 1.x's ``MMSegInferencer`` reads them (without them it paints ADE20K's colours).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from collections.abc import Mapping
 
 from torch import Tensor
 
-from ..fileio.checkpoint import strip_prefix
+from ..fileio.checkpoint import strip_prefix, unwrap_state_dict
 
 _BLOCK = r'blocks\.\d+\.(norm[12]\.(weight|bias)|attn\.(qkv\.weight|q_bias|v_bias|relative_position_bias_table|' \
          r'proj\.(weight|bias))|mlp\.fc[12]\.(weight|bias)|gamma_[12])'
@@ -29,6 +36,13 @@ KNOWN_KEY = re.compile(
     rf'interactions\.\d+\.(extractor|extra_extractors\.[01])\.({_EXTRACTOR})|'
     rf'up\.(weight|bias)|norm[1-4]\.{_BN})$')
 UPERNET_HEADS = ('decode_head.', 'auxiliary_head.')
+_CONV_MODULE = r'(conv\.(weight|bias)|bn\.' + _BN + ')'
+UPERNET_HEAD_KEY = re.compile(  # mmseg 0.x UPerHead (decode_head) and FCNHead (auxiliary_head) state dict names
+    r'^(decode_head|auxiliary_head)\.(conv_seg\.(weight|bias)|'
+    rf'(psp_modules\.\d+\.1|bottleneck|lateral_convs\.\d+|fpn_convs\.\d+|fpn_bottleneck|convs\.\d+|conv_cat)\.'
+    rf'{_CONV_MODULE})$')
+MASK2FORMER_HEAD_KEY = re.compile(r'^decode_head\.(pixel_decoder|transformer_decoder|query_embed|query_feat|cls_embed|'
+                                  r'mask_embed)\.')
 
 
 def convert_vit_adapter(state_dict: Mapping[str, Tensor], keep_heads: bool = False) -> dict[str, Tensor]:
@@ -46,10 +60,52 @@ def convert_vit_adapter(state_dict: Mapping[str, Tensor], keep_heads: bool = Fal
     if not keep_heads:
         return backbone
     heads = {k: v for k, v in state_dict.items() if not k.startswith('backbone.')}
-    other = [k for k in heads if not k.startswith(UPERNET_HEADS)]
+    mask2former = [k for k in heads if MASK2FORMER_HEAD_KEY.match(k)]
+    if mask2former:
+        raise ValueError(
+            f'this file holds ViT-Adapter\'s Mask2Former head ({len(heads)} head tensors under decode_head., e.g. '
+            f'{mask2former[0]}): mmdet 2.x / mmcv 1.x names (attentions.N, ffns.0, ...) that beit_mm does not map '
+            'onto mmseg 1.x\'s Mask2FormerHead; loaded as they are, most of them would stay at random init. Fix: '
+            f'convert the backbone only (the same command without --keep-head: {len(backbone)} BEiTAdapter tensors) '
+            'and train the Mask2Former head (configs/vit_adapter/mask2former_beit-adapter-*.py)')
+    other = [k for k in heads if not UPERNET_HEAD_KEY.match(k)]
     if other or not heads:
-        raise ValueError(f'keep_heads converts UPerNet segmentors only (decode_head.*, auxiliary_head.*); this file '
-                         f'has {len(other)} other keys (first: {other[:5]}) or no heads. ViT-Adapter\'s Mask2Former '
-                         'head (mmdet 2.x names) does not map onto mmseg 1.x Mask2FormerHead: convert the backbone '
-                         'only (without --keep-head) and train the head')
+        raise ValueError(f'keep_heads converts UPerNet segmentors only (mmseg 0.x UPerHead decode_head.*, FCNHead '
+                         f'auxiliary_head.*); this file has {len(other)} other keys (first: {other[:5]}) or no heads. '
+                         'Fix: convert the backbone only (without --keep-head) and train the head')
     return {**{f'backbone.{k}': v for k, v in backbone.items()}, **heads}
+
+
+def dataset_meta(checkpoint: Mapping) -> dict | None:
+    """``{'classes': ..., 'palette': ...}`` of a loaded checkpoint's ``meta``: mmseg 1.x ``meta.dataset_meta`` or
+    mmseg 0.x / mmcv 1.x ``meta.CLASSES`` and ``meta.PALETTE`` (what ViT-Adapter's releases carry); None without
+    class names."""
+    meta = checkpoint.get('meta')
+    if not isinstance(meta, Mapping):
+        return None
+    if isinstance(meta.get('dataset_meta'), Mapping) and meta['dataset_meta'].get('classes'):
+        found = meta['dataset_meta']
+        classes, palette = found['classes'], found.get('palette')
+    elif meta.get('CLASSES'):
+        classes, palette = meta['CLASSES'], meta.get('PALETTE')
+    else:
+        return None
+    out = {'classes': tuple(str(c) for c in classes)}
+    if palette is not None:
+        palette = [[int(c) for c in colour] for colour in palette]
+        if len(palette) != len(out['classes']) or any(len(colour) != 3 for colour in palette):
+            raise ValueError(f'the checkpoint\'s palette has {len(palette)} colours for {len(out["classes"])} classes '
+                             '(or a colour without 3 values). Fix: correct meta.PALETTE / meta.dataset_meta.palette')
+        out['palette'] = palette
+    return out
+
+
+def convert_vit_adapter_checkpoint(checkpoint: Mapping, keep_heads: bool = False) -> dict:
+    """A loaded official ViT-Adapter checkpoint (``state_dict`` + ``meta``) -> the beit_mm file's content:
+    ``{'state_dict': convert_vit_adapter(...)}``, plus ``meta.dataset_meta`` (:func:`dataset_meta`) when the source
+    names its classes."""
+    out = {'state_dict': convert_vit_adapter(unwrap_state_dict(checkpoint), keep_heads=keep_heads)}
+    found = dataset_meta(checkpoint)
+    if found is not None:
+        out['meta'] = {'dataset_meta': found}
+    return out
