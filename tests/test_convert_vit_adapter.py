@@ -178,6 +178,19 @@ def test_infer_names_keep_head_for_a_backbone_only_file(segmentor_state, tmp_pat
         load_tool('tools/infer.py').infer(CONFIG, dst, [image], str(tmp_path / 'out'), device='cpu')
 
 
+def test_a_released_zip_package_is_refused_with_the_unzip_fix(segmentor_state, tmp_path):
+    """ViT-Adapter's Mask2Former releases are .zip packages holding the .pth (segmentation/configs/ade20k/README.md:53:
+    "Please **unzip** them before load into model")."""
+    import zipfile
+    pth = official_file(segmentor_state, str(tmp_path / 'mask2former_beit_adapter_large_640_160k_ade20k.pth'),
+                        head='mask2former')
+    package = str(tmp_path / 'mask2former_beit_adapter_large_640_160k_ade20k.zip')
+    with zipfile.ZipFile(package, 'w') as archive:
+        archive.write(pth, osp.basename(pth))
+    with pytest.raises(SystemExit, match=r'zip archive but not a torch\.save file.*not an archive of it'):
+        convert(package, str(tmp_path / 'out.pth'))
+
+
 def test_checkpoints_page_documents_the_model_and_the_unzip_step():
     text = open(osp.join(ROOT, 'docs', 'checkpoints.md')).read()
     assert '--model vit_adapter --source official' in text

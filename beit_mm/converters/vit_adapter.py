@@ -104,6 +104,8 @@ def convert_vit_adapter_checkpoint(checkpoint: Mapping, keep_heads: bool = False
     """A loaded official ViT-Adapter checkpoint (``state_dict`` + ``meta``) -> the beit_mm file's content:
     ``{'state_dict': convert_vit_adapter(...)}``, plus ``meta.dataset_meta`` (:func:`dataset_meta`) when the source
     names its classes."""
+    if not isinstance(checkpoint, Mapping):
+        raise ValueError(f'the file holds a {type(checkpoint).__name__}, not a checkpoint dict (state_dict + meta)')
     out = {'state_dict': convert_vit_adapter(unwrap_state_dict(checkpoint), keep_heads=keep_heads)}
     found = dataset_meta(checkpoint)
     if found is not None:
