@@ -5,8 +5,8 @@
     bash tools/dist_test.sh CONFIG CHECKPOINT GPUS [args]
 
 - ``--show``/``--show-dir``: turn on drawing of ``default_hooks.visualization`` (``SegVisualizationHook``);
-  ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one every
-  ``default_hooks.visualization.interval`` test iterations).
+  ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one for every
+  test image).
 - ``--out DIR``: ``test_evaluator.output_dir`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
 - Outputs (:mod:`beit_mm.fileio.outputs`), checked before anything is built: ``--out`` and ``--show-dir`` are output
   folders (new, empty, or written by an earlier run, whose files ``--overwrite`` replaces, only those); mmseg and
@@ -76,14 +76,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def trigger_visualization_hook(cfg: Config, args: argparse.Namespace, save_dir: Optional[str] = None) -> Config:
-    """Turn on ``default_hooks.visualization`` drawing for ``--show``/``--show-dir``; the visualizer writes into
-    ``save_dir`` (``--show-dir``'s stage)."""
+    """Turn on ``default_hooks.visualization`` drawing for ``--show``/``--show-dir``, of every test image (interval 1,
+    as mmdet's test hook draws each image: with the configs' training-time interval of 50, a 40-image test set drew
+    none); the visualizer writes into ``save_dir`` (``--show-dir``'s stage)."""
     default_hooks = cfg.default_hooks
     if 'visualization' not in default_hooks:
         raise RuntimeError("--show/--show-dir need a visualization hook: add default_hooks.visualization="
                            "dict(type='SegVisualizationHook') to the config.")
     visualization_hook = default_hooks['visualization']
     visualization_hook['draw'] = True
+    visualization_hook['interval'] = 1
     if args.show:
         visualization_hook['show'] = True
         visualization_hook['wait_time'] = args.wait_time

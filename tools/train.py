@@ -49,6 +49,7 @@ from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
+from beit_mm.apis.pretrained import MissingPretrainedError, check_pretrained_files
 from beit_mm.data.checks import check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
@@ -316,6 +317,10 @@ def main() -> None:
     if args.tensorboard:
         enable_tensorboard(cfg)
     opened = set_resume(cfg, resume, how) if resume is not None else None
+    try:  # converted official weights the config starts from: named with their source and converter command
+        check_pretrained_files(cfg, args.config)
+    except MissingPretrainedError as error:
+        refuse(error)
     check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
     # a resumed checkpoint's training state and batch are checked before MMEngine uses it
