@@ -176,3 +176,25 @@ def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monk
             'beit; once downloaded, run: python tools/convert_checkpoint.py --model beit --source unilm '
             'beit_base_patch16_224_pt22k_ft22k.pth checkpoints/beit-base_pt22k-ft22k.pth') in err
     assert 'Traceback' not in err and not osp.exists(tmp_path / 'work' / 'vis_data')
+
+
+def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch, capsys):
+    """The VQ-KD study config without its data ended in mmpretrain's raw ``FileNotFoundError`` from ``os.scandir``
+    (issue 49): an unlabeled pool (``data_prefix`` a string, no ``ann_file``) was not among the checked splits. Now
+    tools/train.py names the missing teacher run first, then the missing pool, each in one line, exit 2."""
+    config = osp.join(ROOT, 'configs', 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, 'argv', ['train.py', config, '--work-dir', str(tmp_path / 'work')])
+    train = load_tool('tools/train.py')
+    with pytest.raises(SystemExit) as stopped:
+        train.main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and 'model.teacher.backbone.init_cfg.checkpoint = ' \
+        'work_dirs/vqkd_teacher/iter_3000.pth does not exist' in err and "config's header" in err, err
+    (tmp_path / 'work_dirs' / 'vqkd_teacher').mkdir(parents=True)
+    (tmp_path / 'work_dirs' / 'vqkd_teacher' / 'iter_3000.pth').write_bytes(b'')  # present; its content is not read
+    with pytest.raises(SystemExit) as stopped:
+        train.main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/training '
+                                        'does not exist') in err and 'FileNotFoundError' not in err, err

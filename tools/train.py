@@ -50,7 +50,7 @@ from mmengine.runner import Runner
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
 from beit_mm.apis.pretrained import MissingPretrainedError, check_pretrained_files
-from beit_mm.data.checks import check_split_folders
+from beit_mm.data.checks import DatasetCheckError, check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
@@ -317,11 +317,11 @@ def main() -> None:
     if args.tensorboard:
         enable_tensorboard(cfg)
     opened = set_resume(cfg, resume, how) if resume is not None else None
-    try:  # converted official weights the config starts from: named with their source and converter command
-        check_pretrained_files(cfg, args.config)
-    except MissingPretrainedError as error:
+    try:
+        check_pretrained_files(cfg, args.config)  # converted official weights: named with source and converter command
+        check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
+    except (MissingPretrainedError, DatasetCheckError) as error:
         refuse(error)
-    check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
     # a resumed checkpoint's training state and batch are checked before MMEngine uses it
     use_checkpoint_guard_hook(cfg, schedule_in_samples=args.resume_schedule_in_samples)

@@ -82,8 +82,10 @@ def check_pretrained_files(cfg: Mapping, config_file: str) -> None:
     for where, path in missing:
         source = sources.get(osp.normpath(path))
         if source is None:
-            fix = ('convert the official file with tools/convert_checkpoint.py (docs/checkpoints.md lists the '
-                   f'sources), or point {where} at your own file')
+            fix = ('no model index entry beside the config names its source: make it as the config\'s header says '
+                   '(a study config names the run that writes it), convert an official file with '
+                   f'tools/convert_checkpoint.py (docs/checkpoints.md lists the sources), or point {where} at your '
+                   'own file')
         else:
             fix = (f"it is converted from {source.get('Weights')}, published at {source.get('Code')}; once "
                    f"downloaded, run: {source['Command']}")
