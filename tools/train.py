@@ -41,10 +41,11 @@ import os.path as osp
 import sys
 
 import torch
+from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
-from mmengine.registry import RUNNERS
+from mmengine.registry import OPTIMIZERS, RUNNERS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
@@ -62,6 +63,7 @@ from beit_mm.fileio.checkpoint import hand_over
 from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.fileio.training_state import TrainingStateError
 from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir, find_last_complete_checkpoint
+from beit_mm.registry import config_type_is
 
 
 # --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
@@ -159,7 +161,7 @@ def enable_amp(cfg: Config) -> None:
 def use_fused_adamw(cfg: Config) -> None:
     """``optimizer.fused=True`` for AdamW where torch has a fused kernel for the device, unless the config chose."""
     optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
-    if not optimizer or optimizer.get('type') not in ('AdamW', 'torch.optim.AdamW'):
+    if not optimizer or not config_type_is(optimizer.get('type'), torch.optim.AdamW, OPTIMIZERS):
         return
     if 'fused' in optimizer or 'foreach' in optimizer or not fused_adamw_supported(train_device_type()):
         return
@@ -239,7 +241,7 @@ def check_start_checkpoint(runner: Runner, cfg: Config, opened: dict | None = No
     if not path or '://' in str(path):
         return
     model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-    if not isinstance(model, torch.nn.Module) or 'FullyShard' in type(model).__name__:
+    if not isinstance(model, torch.nn.Module) or isinstance(model, (FullyShardedDataParallel, FSDPModule)):
         model = model_for_checks(cfg)
     how = '--resume' if cfg.get('resume') else 'load_from'
     try:

@@ -19,14 +19,19 @@ from typing import Any
 
 import torch
 import torch.distributed as torch_dist
+from mmcv.ops import SyncBatchNorm as MMSyncBatchNorm
 from mmengine.config import Config
 from mmengine.logging import print_log
+from mmengine.registry import MODELS
 
-_SYNC_BN_TYPES = ('SyncBN', 'MMSyncBN')
+from ..registry import config_type_is
+
+# the classes of mmcv's 'SyncBN' and 'MMSyncBN' norm layers (any name registered for them, or a subclass)
+_SYNC_BN_CLASSES = (torch.nn.SyncBatchNorm, MMSyncBatchNorm)
 
 
 def _sync_bn_to_bn(node: Any) -> int:
-    """Replace ``type='SyncBN'``/``'MMSyncBN'`` by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
+    """Replace ``type='SyncBN'``/``'MMSyncBN'`` (or another name of those classes) by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
 
     Returns:
         int: the number of norm configs changed.
@@ -34,7 +39,7 @@ def _sync_bn_to_bn(node: Any) -> int:
     changed = 0
     if isinstance(node, dict):
         norm_cfg = node.get('norm_cfg')
-        if isinstance(norm_cfg, dict) and norm_cfg.get('type') in _SYNC_BN_TYPES:
+        if isinstance(norm_cfg, dict) and config_type_is(norm_cfg.get('type'), _SYNC_BN_CLASSES, MODELS):
             norm_cfg['type'] = 'BN'
             changed += 1
         for key, value in node.items():
