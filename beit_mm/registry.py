@@ -4,6 +4,8 @@ Each is a child of MMEngine's root registry, so configs of any OpenMMLab scope r
 ``type='beit_mm.<ClassName>'`` (registry name = class name), and beit_mm's own configs (``default_scope='beit_mm'``)
 still find mmseg/mmpretrain/mmengine classes through the parent chain when they are spelled with their scope.
 """
+from __future__ import annotations
+
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
 from mmengine.registry import MODELS as MMENGINE_MODELS
@@ -26,3 +28,23 @@ OPTIM_WRAPPERS = Registry(
     'optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])
 PARAM_SCHEDULERS = Registry(
     'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope='beit_mm', locations=['beit_mm.engine'])
+
+
+def config_type_is(type_name, classes, registry: Registry, scope: str | None = None) -> bool:
+    """Whether a config's ``type`` names one of ``classes`` or a subclass: the name is looked up in ``registry``
+    (``scope``, else the current default scope; scoped names such as ``'mmseg.LoadAnnotations'`` too), or ``type``
+    is the class itself. What a config entry is, asked of the class it builds, never of its name string.
+
+    Args:
+        type_name: ``cfg['type']``: a registered name or a class.
+        classes: a class or a tuple of classes.
+        registry: the registry the entry is built from (``MODELS``, ``TRANSFORMS``, ``OPTIMIZERS``, ...).
+        scope: the scope to look the name up in.
+    """
+    if isinstance(type_name, type):
+        return issubclass(type_name, classes)
+    if not isinstance(type_name, str):
+        return False
+    with registry.switch_scope_and_registry(scope) as scoped:
+        found = scoped.get(type_name)
+    return isinstance(found, type) and issubclass(found, classes)

@@ -126,3 +126,22 @@ def test_models_hf_cannot_hold_are_refused(tmp_path):
         hf_model_and_state_dict(dinov2_style, part='backbone')
     with pytest.raises(HFIncompatible, match='timm Beit has no register tokens'):
         timm_arguments(dinov2_style, str(tmp_path / 'x.pth'))
+
+
+def test_to_hf_of_a_beit_eomt_names_the_reason(tmp_path):
+    """``--to hf`` of a BEiT EoMT (relative position bias, no absolute position embedding) leaked the converter's
+    ``--model None --source None: 'backbone.pos_embed'`` (issue 49): the weights were renamed before the model was
+    checked. Now the tool names what HF's EoMT cannot hold and writes nothing."""
+    cfg = tiny_config()
+    cfg.model.backbone.update(use_abs_pos_emb=False, use_rel_pos_bias=True, no_embed_class=False,
+                              num_register_tokens=0)
+    cfg_path = tmp_path / 'beit_eomt.py'
+    cfg.dump(str(cfg_path))
+    ckpt = tmp_path / 'ckpt.pth'
+    torch.save({'state_dict': build_from_config(cfg).state_dict(), 'meta': {}}, ckpt)
+    with pytest.raises(SystemExit) as stopped:
+        load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', str(ckpt), str(tmp_path / 'hf'), '--config',
+                                                       str(cfg_path)])
+    message = str(stopped.value.code)
+    assert 'relative position bias (HF EoMT has absolute position embeddings only)' in message, message
+    assert 'None' not in message and 'pos_embed' not in message and not os.path.exists(tmp_path / 'hf')

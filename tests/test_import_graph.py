@@ -131,12 +131,14 @@ def _names_a_class(node: ast.AST) -> bool:
             and node.slice.value == 'type')
 
 
-def class_name_dispatch(root: str, folders=('apis', 'converters', 'data')) -> list[str]:
+def class_name_dispatch(root: str, folders=('beit_mm', 'tools')) -> list[str]:
     """``path:line`` of every comparison (``==``, ``!=``, ``in``, ``not in``) of a class name or config type with
-    string literals in the source files under ``root/beit_mm/<folders>``."""
+    string literals in the source files under ``root/<folders>`` (every folder of the package and the tools; at
+    58420c0 only ``apis``, ``converters`` and ``data`` were scanned, and ``tools/train.py`` asked
+    ``'FullyShard' in type(model).__name__``, ``engine/hooks/checkpoint_guard.py`` and ``rng_state.py`` likewise)."""
     found = []
     for top in folders:
-        for folder, _, files in os.walk(osp.join(root, 'beit_mm', top)):
+        for folder, _, files in os.walk(osp.join(root, top)):
             for name in sorted(files):
                 if not name.endswith('.py'):
                     continue

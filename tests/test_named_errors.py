@@ -20,7 +20,7 @@ from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_fro
 from beit_mm.apis.checkpoint import check_resumable
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
-from .conftest import load_tool
+from .conftest import ROOT, load_tool
 from .test_hostile_files import MIM, runner_checkpoint  # noqa: F401  (a module fixture; ade_demo_root: conftest)
 from .test_tools import CONFIG, _cfg
 
@@ -156,3 +156,45 @@ def test_a_full_disk_leaves_the_old_file(tmp_path):
             open(tmp, 'w').write('half')
             raise OSError(errno.ENOSPC, 'No space left on device')
     assert path.read_text() == 'old' and sorted(p.name for p in tmp_path.iterdir()) == ['model.pth']
+
+
+def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monkeypatch, capsys):
+    """A full-size config whose converted official weights are missing stopped inside MMEngine's model init with a
+    traceback and "convert official weights first with tools/convert_checkpoint.py" (issue 49). Now tools/train.py
+    refuses before building anything, naming the official file, where it is published and the exact converter command,
+    read from the config's model index entry (configs/beit/metafile.yml: Converted From)."""
+    config = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-640x640.py')
+    monkeypatch.chdir(tmp_path)  # no checkpoints/ here
+    monkeypatch.setattr(sys, 'argv', ['train.py', config, '--work-dir', str(tmp_path / 'work')])
+    with pytest.raises(SystemExit) as stopped:
+        load_tool('tools/train.py').main()
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert 'model.backbone.init_cfg.checkpoint = checkpoints/beit-base_pt22k-ft22k.pth does not exist' in err
+    assert ('it is converted from beit_base_patch16_224_pt22k_ft22k.pth (unilm); HF '
+            'microsoft/beit-base-patch16-224-pt22k-ft22k, published at https://github.com/microsoft/unilm/tree/master/'
+            'beit; once downloaded, run: python tools/convert_checkpoint.py --model beit --source unilm '
+            'beit_base_patch16_224_pt22k_ft22k.pth checkpoints/beit-base_pt22k-ft22k.pth') in err
+    assert 'Traceback' not in err and not osp.exists(tmp_path / 'work' / 'vis_data')
+
+
+def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch, capsys):
+    """The VQ-KD study config without its data ended in mmpretrain's raw ``FileNotFoundError`` from ``os.scandir``
+    (issue 49): an unlabeled pool (``data_prefix`` a string, no ``ann_file``) was not among the checked splits. Now
+    tools/train.py names the missing teacher run first, then the missing pool, each in one line, exit 2."""
+    config = osp.join(ROOT, 'configs', 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, 'argv', ['train.py', config, '--work-dir', str(tmp_path / 'work')])
+    train = load_tool('tools/train.py')
+    with pytest.raises(SystemExit) as stopped:
+        train.main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and 'model.teacher.backbone.init_cfg.checkpoint = ' \
+        'work_dirs/vqkd_teacher/iter_3000.pth does not exist' in err and "config's header" in err, err
+    (tmp_path / 'work_dirs' / 'vqkd_teacher').mkdir(parents=True)
+    (tmp_path / 'work_dirs' / 'vqkd_teacher' / 'iter_3000.pth').write_bytes(b'')  # present; its content is not read
+    with pytest.raises(SystemExit) as stopped:
+        train.main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/training '
+                                        'does not exist') in err and 'FileNotFoundError' not in err, err

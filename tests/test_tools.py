@@ -250,6 +250,7 @@ def test_tools_test_matches_validation_and_draws(trained, demo_root, tmp_path):
     show_dir, out_dir = str(tmp_path / 'show'), str(tmp_path / 'out')
     output = _run([sys.executable, osp.join(ROOT, 'tools', 'test.py'), CONFIG, osp.join(work_dir, 'iter_4.pth'),
                    '--work-dir', str(tmp_path / 'test'), '--show-dir', show_dir, '--out', out_dir, '--cfg-options',
+                   'default_hooks.visualization.interval=50',  # the configs' value: --show-dir still draws each image
                    *_data_options(demo_root)], cwd=str(tmp_path))
     val, test = _metrics(train_output, 'val'), _metrics(output, 'test')
     assert all(abs(a - b) <= 0.01 for a, b in zip(val, test)), (val, test)
@@ -282,6 +283,21 @@ def test_two_process_gloo_training(demo_root, tmp_path):
     assert re.search(r'world_size:\s*2', output) or 'Distributed launcher: pytorch' in output, output[-3000:]
     assert 'Iter(train) [2/2]' in output
     assert torch.load(osp.join(work_dir, 'iter_2.pth'), map_location='cpu', weights_only=True)['meta']['iter'] == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason='the check is for nodes without CUDA')
+def test_dist_train_refuses_more_cpu_processes_than_cores(tmp_path):
+    """``bash tools/dist_train.sh CONFIG 8`` on a 2-core machine without CUDA started 8 processes sharing 2 cores
+    (eta 2.5 hours for the demo), without a word; now it is refused before torchrun starts (issue 49)."""
+    cores = len(os.sched_getaffinity(0))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), PYTHON=sys.executable)
+    proc = subprocess.run(['bash', osp.join(ROOT, 'tools', 'dist_train.sh'), CONFIG, str(cores + 6),
+                           '--work-dir', str(tmp_path / 'never')], cwd=str(tmp_path), env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f'{cores + 6} processes asked for on a node without CUDA, which has {cores} usable CPU core(s)' in proc.stderr
+    assert f'bash tools/dist_train.sh CONFIG {cores}' in proc.stderr and 'torch.distributed' not in proc.stderr
+    assert not osp.exists(tmp_path / 'never')
 
 
 def test_amp_bf16_step_on_cpu(monkeypatch):

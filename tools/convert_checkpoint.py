@@ -210,6 +210,10 @@ def main(argv: list[str] | None = None) -> None:
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
         raise SystemExit(f'convert_checkpoint: {error}') from None
     except (ValueError, KeyError) as error:  # a converter meeting keys or shapes of another layout
+        if args.to is not None:
+            raise SystemExit(f'convert_checkpoint: {args.src} (with --config {args.config}) cannot be written --to '
+                             f'{args.to}: {type(error).__name__}: {error}. Nothing was written (docs/export.md lists '
+                             'what HF and timm can hold; --part backbone converts only the backbone)') from None
         raise SystemExit(f'convert_checkpoint: {args.src} cannot be converted as --model {args.model} --source '
                          f'{args.source}: {error}{describe_source(args.src)}. Fix: choose the --model/--source of the '
                          'file\'s origin (tools/convert_checkpoint.py --help lists them; docs/checkpoints.md)') from None

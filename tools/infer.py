@@ -249,7 +249,10 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     import torch.nn.functional as F
     from mmcv.transforms import Compose
     from mmengine.config import Config
-    from mmengine.registry import init_default_scope
+    from mmcv.transforms import LoadAnnotations
+    from mmengine.registry import TRANSFORMS, init_default_scope
+
+    from beit_mm.registry import config_type_is
     from mmseg.registry import MODELS
     from mmseg.structures import SegDataSample
     from mmengine.structures import PixelData
@@ -268,7 +271,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
     if batch != 1:
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
-    pipeline = Compose([t for t in cfg.test_pipeline if t['type'] != 'LoadAnnotations'])
+    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
     session = ort.InferenceSession(onnx_file, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg

@@ -5,8 +5,8 @@
     bash tools/dist_test.sh CONFIG CHECKPOINT GPUS [args]
 
 - ``--show``/``--show-dir``: turn on drawing of ``default_hooks.visualization`` (``SegVisualizationHook``);
-  ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one every
-  ``default_hooks.visualization.interval`` test iterations).
+  ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one for every
+  test image).
 - ``--out DIR``: ``test_evaluator.output_dir`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
 - Outputs (:mod:`beit_mm.fileio.outputs`), checked before anything is built: ``--out`` and ``--show-dir`` are output
   folders (new, empty, or written by an earlier run, whose files ``--overwrite`` replaces, only those); mmseg and
@@ -33,9 +33,10 @@ import os.path as osp
 import sys
 from typing import List, Optional, Sequence, Tuple
 
+from mmcv.transforms import Resize, TestTimeAug
 from mmengine.config import Config, DictAction
 from mmengine.dist import is_main_process
-from mmengine.registry import RUNNERS
+from mmengine.registry import RUNNERS, TRANSFORMS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
@@ -45,6 +46,7 @@ from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, 
 from beit_mm.fileio import CheckpointFileError
 from beit_mm.fileio.output_folder import OutputFolder
 from beit_mm.fileio.outputs import OutputError, check_inputs, check_output
+from beit_mm.registry import config_type_is
 
 TOOL = 'tools/test.py'
 
@@ -76,14 +78,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def trigger_visualization_hook(cfg: Config, args: argparse.Namespace, save_dir: Optional[str] = None) -> Config:
-    """Turn on ``default_hooks.visualization`` drawing for ``--show``/``--show-dir``; the visualizer writes into
-    ``save_dir`` (``--show-dir``'s stage)."""
+    """Turn on ``default_hooks.visualization`` drawing for ``--show``/``--show-dir``, of every test image (interval 1,
+    as mmdet's test hook draws each image: with the configs' training-time interval of 50, a 40-image test set drew
+    none); the visualizer writes into ``save_dir`` (``--show-dir``'s stage)."""
     default_hooks = cfg.default_hooks
     if 'visualization' not in default_hooks:
         raise RuntimeError("--show/--show-dir need a visualization hook: add default_hooks.visualization="
                            "dict(type='SegVisualizationHook') to the config.")
     visualization_hook = default_hooks['visualization']
     visualization_hook['draw'] = True
+    visualization_hook['interval'] = 1
     if args.show:
         visualization_hook['show'] = True
         visualization_hook['wait_time'] = args.wait_time
@@ -132,9 +136,10 @@ def _ratio_resizes(tta_pipeline: list) -> Tuple[list, int, List[float]]:
     """``(transforms, index, ratios)``: the ``TestTimeAug`` choice lists of ``tta_pipeline``, the index of the list of
     ``Resize(scale_factor=r)`` choices and those ratios."""
     for step in tta_pipeline:
-        if step.get('type') == 'TestTimeAug':
+        if config_type_is(step.get('type'), TestTimeAug, TRANSFORMS):
             for index, choices in enumerate(step['transforms']):
-                if choices and all(t.get('type') == 'Resize' and 'scale_factor' in t for t in choices):
+                if choices and all(config_type_is(t.get('type'), Resize, TRANSFORMS) and 'scale_factor' in t
+                                   for t in choices):
                     return step['transforms'], index, [float(t['scale_factor']) for t in choices]
     raise RuntimeError('--tta with slide inference needs a TestTimeAug step whose first choice list is '
                        "[dict(type='Resize', scale_factor=r, keep_ratio=True) for r in ratios] (as mmseg's "
@@ -152,7 +157,7 @@ def slide_tta_pipeline(cfg: Config) -> list:
     test_cfg = cfg.model.get('test_cfg') or {}
     if test_cfg.get('mode') != 'slide':
         return pipeline
-    resizes = [t for t in cfg.test_pipeline if t.get('type') == 'Resize' and 'scale' in t]
+    resizes = [t for t in cfg.test_pipeline if config_type_is(t.get('type'), Resize, TRANSFORMS) and 'scale' in t]
     if len(resizes) != 1:
         raise RuntimeError('--tta with slide inference needs exactly one Resize(scale=...) in cfg.test_pipeline (the '
                            f'single-scale test scale, e.g. (2560, 640)); found {len(resizes)}')

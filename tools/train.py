@@ -41,15 +41,17 @@ import os.path as osp
 import sys
 
 import torch
+from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
 from mmengine.config import Config, DictAction
 from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
-from mmengine.registry import RUNNERS
+from mmengine.registry import OPTIMIZERS, RUNNERS
 from mmengine.runner import Runner
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
-from beit_mm.data.checks import check_split_folders
+from beit_mm.apis.pretrained import MissingPretrainedError, check_pretrained_files
+from beit_mm.data.checks import DatasetCheckError, check_split_folders
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
@@ -61,6 +63,7 @@ from beit_mm.fileio.checkpoint import hand_over
 from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.fileio.training_state import TrainingStateError
 from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir, find_last_complete_checkpoint
+from beit_mm.registry import config_type_is
 
 
 # --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
@@ -158,7 +161,7 @@ def enable_amp(cfg: Config) -> None:
 def use_fused_adamw(cfg: Config) -> None:
     """``optimizer.fused=True`` for AdamW where torch has a fused kernel for the device, unless the config chose."""
     optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
-    if not optimizer or optimizer.get('type') not in ('AdamW', 'torch.optim.AdamW'):
+    if not optimizer or not config_type_is(optimizer.get('type'), torch.optim.AdamW, OPTIMIZERS):
         return
     if 'fused' in optimizer or 'foreach' in optimizer or not fused_adamw_supported(train_device_type()):
         return
@@ -238,7 +241,7 @@ def check_start_checkpoint(runner: Runner, cfg: Config, opened: dict | None = No
     if not path or '://' in str(path):
         return
     model = runner.model.module if is_model_wrapper(runner.model) else runner.model
-    if not isinstance(model, torch.nn.Module) or 'FullyShard' in type(model).__name__:
+    if not isinstance(model, torch.nn.Module) or isinstance(model, (FullyShardedDataParallel, FSDPModule)):
         model = model_for_checks(cfg)
     how = '--resume' if cfg.get('resume') else 'load_from'
     try:
@@ -316,7 +319,11 @@ def main() -> None:
     if args.tensorboard:
         enable_tensorboard(cfg)
     opened = set_resume(cfg, resume, how) if resume is not None else None
-    check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
+    try:
+        check_pretrained_files(cfg, args.config)  # converted official weights: named with source and converter command
+        check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
+    except (MissingPretrainedError, DatasetCheckError) as error:
+        refuse(error)
     use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
     # a resumed checkpoint's training state and batch are checked before MMEngine uses it
     use_checkpoint_guard_hook(cfg, schedule_in_samples=args.resume_schedule_in_samples)

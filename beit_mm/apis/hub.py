@@ -64,10 +64,11 @@ def hf_model_and_state_dict(model: nn.Module, classes: list[str] | None = None,
     bsd = {k: v.detach() for k, v in backbone.state_dict().items()}
     if isinstance(backbone, BEiT):
         if kind == 'segmentor' and isinstance(model, EoMT):
+            cfg = eomt_hf_config(model, classes)  # first: names what HF cannot hold (a BEiT's relative bias, ...)
             sd = {k: v.detach() for k, v in model.state_dict().items()}
             hf_sd = beit_mm_to_hf_eomt(sd)
             hf_sd['criterion.empty_weight'] = model.criterion.class_weights.detach().clone()  # HF's loss buffer
-            return eomt_hf_config(model, classes), hf_sd
+            return cfg, hf_sd
         if kind == 'segmentor':
             sd = {k: v.detach() for k, v in model.state_dict().items()}
             return segmentation_hf_config(model, classes), segmentor_to_hf(sd)

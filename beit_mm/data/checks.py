@@ -58,7 +58,7 @@ from __future__ import annotations
 import logging
 import os
 import os.path as osp
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -684,6 +684,20 @@ def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'va
     return message
 
 
+def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
+    """A classification or unlabeled dataset without ``ann_file`` (mmpretrain's ``CustomDataset``/``ImageNet``: class
+    folders or a flat pool under ``data_root/data_prefix``) needs its folder; mmpretrain lists it with a bare
+    ``FileNotFoundError`` from ``os.scandir``."""
+    if img_path is None:
+        return
+    img_dir = osp.join(ds.get('data_root') or '', img_path)
+    if not osp.isdir(img_dir):
+        raise DatasetCheckError(
+            f'[{loader}] the image folder {img_dir} does not exist. Fix: check data_root ({ds.get("data_root")!r}) '
+            f'and data_prefix ({img_path!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for '
+            'demo data run python tools/make_demo_data.py (the config\'s header names the command of its data)')
+
+
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
     """Before the datasets are built: every segmentation split's image folder exists and holds an image.
 
@@ -702,7 +716,10 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             continue
         for ds in _dataset_cfgs(dataloader['dataset']):
             prefix = ds.get('data_prefix') or {}
-            if 'seg_map_path' not in prefix or ds.get('ann_file'):
+            if ds.get('ann_file'):
+                continue
+            if isinstance(prefix, str) or 'seg_map_path' not in prefix:  # mmpretrain: class folders, unlabeled pools
+                _check_image_folder(loader, ds, prefix if isinstance(prefix, str) else prefix.get('img_path'))
                 continue
             img_dir = osp.join(ds.get('data_root') or '', prefix.get('img_path', ''))
             suffix = _suffixes(ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or '')

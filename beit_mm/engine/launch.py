@@ -19,14 +19,19 @@ from typing import Any
 
 import torch
 import torch.distributed as torch_dist
+from mmcv.ops import SyncBatchNorm as MMSyncBatchNorm
 from mmengine.config import Config
 from mmengine.logging import print_log
+from mmengine.registry import MODELS
 
-_SYNC_BN_TYPES = ('SyncBN', 'MMSyncBN')
+from ..registry import config_type_is
+
+# the classes of mmcv's 'SyncBN' and 'MMSyncBN' norm layers (any name registered for them, or a subclass)
+_SYNC_BN_CLASSES = (torch.nn.SyncBatchNorm, MMSyncBatchNorm)
 
 
 def _sync_bn_to_bn(node: Any) -> int:
-    """Replace ``type='SyncBN'``/``'MMSyncBN'`` by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
+    """Replace ``type='SyncBN'``/``'MMSyncBN'`` (or another name of those classes) by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
 
     Returns:
         int: the number of norm configs changed.
@@ -34,7 +39,7 @@ def _sync_bn_to_bn(node: Any) -> int:
     changed = 0
     if isinstance(node, dict):
         norm_cfg = node.get('norm_cfg')
-        if isinstance(norm_cfg, dict) and norm_cfg.get('type') in _SYNC_BN_TYPES:
+        if isinstance(norm_cfg, dict) and config_type_is(norm_cfg.get('type'), _SYNC_BN_CLASSES, MODELS):
             norm_cfg['type'] = 'BN'
             changed += 1
         for key, value in node.items():
@@ -75,6 +80,32 @@ def adapt_cfg_to_launcher(cfg: Config, launcher: str) -> Config:
     wrapper_cfg.setdefault('device_ids', None)
     cfg.model_wrapper_cfg = wrapper_cfg
     return cfg
+
+
+class TooManyCPUProcessesError(RuntimeError):
+    """A run without CUDA asked for more processes on one node than the CPU cores this process may use."""
+
+
+def check_cpu_processes(nproc_per_node: int) -> None:
+    """Refuse ``nproc_per_node`` CPU processes on a node without CUDA that has fewer usable cores than that.
+
+    ``tools/dist_train.sh CONFIG 8`` on a 2-core machine started 8 gloo processes that share 2 cores: each step is
+    several times slower than one process, and nothing said so (the demo's eta became 2.5 hours). The count of usable
+    cores is the process's CPU affinity (``os.sched_getaffinity``; what a container or ``taskset`` leaves), not the
+    machine's. A no-op when CUDA is available: there the number is GPUs.
+
+    Raises:
+        TooManyCPUProcessesError: with the counts and the command that fits.
+    """
+    if torch.cuda.is_available():
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    if nproc_per_node > cores:
+        raise TooManyCPUProcessesError(
+            f'{nproc_per_node} processes asked for on a node without CUDA, which has {cores} usable CPU core(s): '
+            f'the processes would share {cores} core(s) and each step would run several times slower than one '
+            f'process; nothing was started. Fix: ask for at most {cores} (bash tools/dist_train.sh CONFIG {cores}), '
+            'or run on a node with GPUs.')
 
 
 def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:

@@ -1,0 +1,94 @@
+"""The starting weights a config names: present before a run starts, or a named error saying where they come from.
+
+A full-size config starts from converted official weights (``init_cfg=dict(type='Pretrained',
+checkpoint='checkpoints/beit-base_pt22k-ft22k.pth')``, a tokenizer's checkpoint, ``load_from``). When such a file is
+missing, the run used to stop inside MMEngine's model initialisation with a traceback and "convert official weights
+first". :func:`check_pretrained_files` names every missing file before anything is built, and for each one the
+official file it is converted from, where that is published and the exact converter command: facts read from the
+model index entry of the config (the ``metafile.yml`` beside the config file, ``Converted From``), the one place they
+are written.
+"""
+from __future__ import annotations
+
+import os.path as osp
+from collections.abc import Iterator, Mapping
+
+import yaml
+
+from ..fileio.remote import is_remote
+from ..fileio.text_file import TextFileError, read_bounded
+
+METAFILE = 'metafile.yml'
+MAX_METAFILE_BYTES = 4 * 2**20
+
+
+class MissingPretrainedError(FileNotFoundError):
+    """Starting weights a config names do not exist; the message says where they come from."""
+
+
+def pretrained_paths(cfg: Mapping) -> list[tuple[str, str]]:
+    """The local starting-weight files a config names, as ``(where in the config, path)``: every
+    ``init_cfg=dict(type='Pretrained', checkpoint=...)`` under ``cfg.model`` and ``load_from``. Remote names (URLs,
+    MMEngine prefixes) are left to the loaders that fetch them."""
+    found = [(where, path) for where, path in _init_checkpoints(cfg.get('model'), 'model')]
+    if cfg.get('load_from') and not cfg.get('resume'):
+        found.append(('load_from', cfg['load_from']))
+    return [(where, path) for where, path in found if isinstance(path, str) and not is_remote(path)]
+
+
+def _init_checkpoints(node, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(node, Mapping):
+        init_cfg = node.get('init_cfg')
+        for cfg in init_cfg if isinstance(init_cfg, (list, tuple)) else [init_cfg]:
+            if isinstance(cfg, Mapping) and cfg.get('type') == 'Pretrained' and cfg.get('checkpoint'):
+                yield f'{where}.init_cfg.checkpoint', cfg['checkpoint']
+        for key, value in node.items():
+            if key != 'init_cfg':
+                yield from _init_checkpoints(value, f'{where}.{key}')
+    elif isinstance(node, (list, tuple)):
+        for i, value in enumerate(node):
+            yield from _init_checkpoints(value, f'{where}[{i}]')
+
+
+def conversion_sources(config_file: str) -> dict[str, dict]:
+    """``{converted path: Converted From}`` of the model index entries in the ``metafile.yml`` beside
+    ``config_file`` (the last word of each entry's ``Command`` is the file it writes); empty without a metafile."""
+    metafile = osp.join(osp.dirname(osp.abspath(config_file)), METAFILE)
+    if not osp.isfile(metafile):
+        return {}
+    index = yaml.safe_load(read_bounded(metafile, MAX_METAFILE_BYTES, TextFileError, 'model index'))
+    sources = {}
+    for model in (index or {}).get('Models') or []:
+        source = model.get('Converted From') or {}
+        command = str(source.get('Command') or '')
+        if command.startswith('python tools/convert_checkpoint.py'):
+            sources.setdefault(osp.normpath(command.split()[-1]), source)
+    return sources
+
+
+def check_pretrained_files(cfg: Mapping, config_file: str) -> None:
+    """Raise :class:`MissingPretrainedError` naming every starting-weight file of ``cfg`` that does not exist, each
+    with its official source and converter command where the config's model index has them.
+
+    Args:
+        cfg: the run's config (after ``--cfg-options``).
+        config_file: the config's path (its ``metafile.yml`` is looked up beside it).
+    """
+    missing = [(where, path) for where, path in pretrained_paths(cfg) if not osp.isfile(path)]
+    if not missing:
+        return
+    sources = conversion_sources(config_file)
+    lines = []
+    for where, path in missing:
+        source = sources.get(osp.normpath(path))
+        if source is None:
+            fix = ('no model index entry beside the config names its source: make it as the config\'s header says '
+                   '(a study config names the run that writes it), convert an official file with '
+                   f'tools/convert_checkpoint.py (docs/checkpoints.md lists the sources), or point {where} at your '
+                   'own file')
+        else:
+            fix = (f"it is converted from {source.get('Weights')}, published at {source.get('Code')}; once "
+                   f"downloaded, run: {source['Command']}")
+        lines.append(f'{where} = {path} does not exist (working directory {osp.abspath(".")}): {fix}')
+    raise MissingPretrainedError(f'{len(missing)} starting-weight file(s) of {config_file} are missing; nothing was '
+                                 'built. ' + ' | '.join(lines))
