@@ -163,6 +163,15 @@ def test_generators_own_their_roots(demo_roots, tmp_path):
     assert os.listdir(foreign) == ['notes.txt']
 
 
+def test_a_generator_root_is_regenerated_for_other_arguments(tmp_path):
+    """Fewer images: the files of the old arguments go, the dataset lists only the new ones."""
+    root = make_demo_pascal_context(str(tmp_path / 'voc'), 4, 2, 32, seed=0)
+    make_demo_pascal_context(root, 2, 1, 32, seed=1)
+    assert [len(_dataset('pascal-context', root, loader)) for loader in ('train_dataloader', 'val_dataloader')] == [2, 1]
+    assert len(os.listdir(osp.join(root, 'JPEGImages'))) == 2 + 1 + 1  # and one unlisted image
+    assert len(os.listdir(osp.join(root, 'SegmentationClassContext'))) == 3
+
+
 def test_make_demo_data_layouts(tmp_path, monkeypatch, capsys):
     tool = load_tool('tools/make_demo_data.py')
     assert set(LAYOUTS) <= set(tool.LAYOUTS)
