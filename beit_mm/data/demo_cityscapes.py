@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os.path as osp
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, label_values, write_seg_demo
+from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> the Cityscapes train id (CityscapesDataset.METAINFO['classes'] index; mmseg 1.2.2) it is drawn as
 CITYSCAPES_TRAIN_ID = {'road': 0, 'wall': 3, 'tree': 8, 'grass': 9, 'sky': 10, 'car': 13}
@@ -49,7 +49,3 @@ def make_demo_cityscapes(root: str, num_train: int = 200, num_val: int = 40, siz
                           cityscapes_layout(num_train, num_val), demo_classes(CITYSCAPES_TRAIN_ID),
                           void=IGNORE_INDEX, size=size, seed=seed, width_factor=2)
 
-
-def cityscapes_label_values(root: str, num_train: int, num_val: int) -> dict[int, int]:
-    """``{stored value: pixels}`` of a demo root written with these counts."""
-    return label_values(root, cityscapes_layout(num_train, num_val))

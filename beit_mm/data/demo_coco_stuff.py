@@ -21,7 +21,7 @@ import os.path as osp
 
 import numpy as np
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, label_values, write_seg_demo
+from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> its index in COCOStuffDataset.METAINFO['classes'] (mmseg 1.2.2; tests/test_dataset_configs.py reads
 # them there): the 164k label maps store the index, the 10k ones index + 1
@@ -44,8 +44,8 @@ def coco_stuff164k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLay
     pairs = {}
     for split, count in zip(SPLITS_164K, (num_train, num_val)):
         stems = [f'{next(ids):012d}' for _ in range(count)]
-        pairs[split] = [(osp.join('images', split, s + '.jpg'), osp.join('annotations', split, s + '_labelTrainIds.png'))
-                        for s in stems]
+        pairs[split] = [(osp.join('images', split, s + '.jpg'),
+                         osp.join('annotations', split, s + '_labelTrainIds.png')) for s in stems]
     return SegDemoLayout(pairs)
 
 
@@ -54,8 +54,8 @@ def coco_stuff10k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLayo
     pairs = {}
     for split, count in zip(SPLITS_10K, (num_train, num_val)):
         stems = [f'COCO_train2014_{next(ids):012d}' for _ in range(count)]
-        pairs[split] = [(osp.join('images', split, s + '.jpg'), osp.join('annotations', split, s + '_labelTrainIds.png'))
-                        for s in stems]
+        pairs[split] = [(osp.join('images', split, s + '.jpg'),
+                         osp.join('annotations', split, s + '_labelTrainIds.png')) for s in stems]
     return SegDemoLayout(pairs)
 
 
@@ -85,8 +85,3 @@ def make_demo_coco_stuff10k(root: str, num_train: int = 200, num_val: int = 40, 
                           coco_stuff10k_layout(num_train, num_val, seed), demo_classes(stored), void=0, size=size,
                           seed=seed)
 
-
-def coco_stuff_label_values(root: str, variant: str, num_train: int, num_val: int, seed: int) -> dict[int, int]:
-    """``{stored value: pixels}`` of a demo root written with these arguments (``variant`` '164k' or '10k')."""
-    layout = (coco_stuff164k_layout if variant == '164k' else coco_stuff10k_layout)(num_train, num_val, seed)
-    return label_values(root, layout)

@@ -15,7 +15,7 @@ import os.path as osp
 
 import numpy as np
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, label_values, write_seg_demo
+from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2; tests/test_dataset_configs.py
 # reads them there); the label maps store index + 1 (0 is background)
@@ -60,7 +60,3 @@ def make_demo_pascal_context(root: str, num_train: int = 200, num_val: int = 40,
                           pascal_context_layout(num_train, num_val, seed), demo_classes(stored), void=BACKGROUND,
                           size=size, seed=seed)
 
-
-def pascal_context_label_values(root: str, num_train: int, num_val: int, seed: int) -> dict[int, int]:
-    """``{stored value: pixels}`` of a demo root written with these arguments."""
-    return label_values(root, pascal_context_layout(num_train, num_val, seed))

@@ -95,14 +95,3 @@ def write_seg_demo(root: str, generator: str, arguments: dict, layout: SegDemoLa
         _write_text(osp.join(root, path), text)
     return root
 
-
-def label_values(root: str, layout: SegDemoLayout) -> dict[int, int]:
-    """``{mask value: pixel count}`` over every label map of ``layout`` under ``root``."""
-    counts: dict[int, int] = {}
-    for pairs in layout.pairs.values():
-        for _, seg_path in pairs:
-            with Image.open(osp.join(root, seg_path)) as mask:
-                values, n = np.unique(np.asarray(mask), return_counts=True)
-            for value, count in zip(values.tolist(), n.tolist()):
-                counts[value] = counts.get(value, 0) + count
-    return dict(sorted(counts.items()))
