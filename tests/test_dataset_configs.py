@@ -223,7 +223,9 @@ def test_tiny_model_trains_and_evaluates_on_each_dataset_config(layout, demo_roo
 # S10 = coco_stuff10k/upernet_beit_adapter_large_512_80k_cocostuff10k_ss.py,
 # SP = pascal_context/upernet_beit_adapter_large_480_80k_pascal_context_59_ss.py,
 # C10 = coco_stuff10k/mask2former_beit_adapter_base_512_40k_cocostuff10k_ss.py,
-# CP = pascal_context/mask2former_beit_adapter_base_480_40k_pascal_context_59_ss.py;
+# CP = pascal_context/mask2former_beit_adapter_base_480_40k_pascal_context_59_ss.py,
+# L10 = coco_stuff10k/mask2former_beit_adapter_large_512_40k_cocostuff10k_ss.py,
+# LP = pascal_context/mask2former_beit_adapter_large_480_40k_pascal_context_59_ss.py;
 # the schedules _base_/schedules/schedule_{40k,80k}.py:7; the class counts of the Mask2Former models
 # _base_/models/mask2former_beit_{cocostuff,pascal}.py:2-4 (80 + 91, 29 + 30).
 CFG = osp.join(ROOT, 'configs', 'vit_adapter')
@@ -232,11 +234,13 @@ U10 = 'beit-adapter-large_upernet_8xb2-80k_coco-stuff10k-512x512.py'
 UP = 'beit-adapter-large_upernet_8xb2-80k_pascal-context-59-480x480.py'
 M10 = 'mask2former_beit-adapter-base_8xb2-40k_coco-stuff10k-512x512.py'
 MP = 'mask2former_beit-adapter-base_8xb2-40k_pascal-context-59-480x480.py'
+ML10 = 'mask2former_beit-adapter-large_8xb2-40k_coco-stuff10k-512x512.py'
+MLP = 'mask2former_beit-adapter-large_8xb2-40k_pascal-context-59-480x480.py'
 
 
-def _large(f: str, o: int = 0) -> dict:
-    """The BEiT-L adapter of ViT-Adapter's UPerNet files (``f`` their tag, ``o`` their line offset: SP has one more
-    line, img_scale at SP:9)."""
+def _large_adapter(f: str, o: int = 0) -> dict:
+    """The BEiT-L adapter of ViT-Adapter's BEiT-L files (``f`` their tag, ``o`` their line offset: the Pascal Context
+    files have one more line, img_scale at :9), UPerNet and Mask2Former alike (lines 16-32)."""
     return {
         'backbone.patch_size': (16, f'{f}:{16 + o}'),
         'backbone.arch': ('large', f'{f}:{17 + o}-{20 + o} (1024 wide, 24 blocks, 16 heads, mlp 4)'),
@@ -251,6 +255,13 @@ def _large(f: str, o: int = 0) -> dict:
         'backbone.deform_ratio': (0.5, f'{f}:{30 + o}'),
         'backbone.with_cp': (True, f'{f}:{31 + o}'),
         'backbone.interaction_indexes': ([[0, 5], [6, 11], [12, 17], [18, 23]], f'{f}:{32 + o}'),
+    }
+
+
+def _large(f: str, o: int = 0) -> dict:
+    """ViT-Adapter's UPerNet BEiT-L files: the adapter, UPerHead at 1024, data, optimizer and schedule."""
+    return {
+        **_large_adapter(f, o),
         'head.in_channels': ([1024] * 4, f'{f}:{35 + o}'),
         'head.channels': (1024, f'{f}:{37 + o}'),
         'aux.in_channels': (1024, f'{f}:{40 + o}'),
@@ -271,6 +282,41 @@ def _large(f: str, o: int = 0) -> dict:
         'schedule.min_lr': (0.0, f'{f}:{82 + o}'),
         'schedule.max_iters': (80000, 'schedule_80k.py:7'),
         'eval.interval': (8000, f'{f}:89' if f == 'S164' else f'{f}:90'),
+    }
+
+
+def _large_m2f(f: str, o: int = 0) -> dict:
+    """ViT-Adapter's Mask2Former BEiT-L files of COCO-Stuff-10k / Pascal Context: the adapter, the 1024-wide head
+    (32 attention heads, 4096-wide FFNs), data, optimizer and schedule."""
+    return {
+        **_large_adapter(f, o),
+        'head.in_channels': ([1024] * 4, f'{f}:{35 + o}'),
+        'head.feat_channels': (1024, f'{f}:{36 + o}'),
+        'head.out_channels': (1024, f'{f}:{37 + o}'),
+        'head.num_queries': (100, f'{f}:{38 + o}'),
+        'head.enc_heads': (32, f'{f}:{52 + o}'),
+        'head.enc_ffn': (4096, f'{f}:{63 + o}'),
+        'head.pos_feats': (512, f'{f}:{71 + o}, {74 + o}'),
+        'head.dec_heads': (32, f'{f}:{84 + o}'),
+        'head.dec_ffn': (4096, f'{f}:{91 + o}'),
+        'data.mean': ([123.675, 116.28, 103.53], f'{f}:{107 + o}'),
+        'data.std': ([58.395, 57.12, 57.375], f'{f}:{107 + o}'),
+        'data.ratio_range': ((0.5, 2.0), f'{f}:{111 + o}'),
+        'data.cat_max_ratio': (0.75, f'{f}:{112 + o}'),
+        'data.flip': (0.5, f'{f}:{113 + o}'),
+        'eval.size_divisor': (32, f'{f}:{130 + o}'),
+        'eval.mode': ('slide', f'{f}:{103 + o}'),
+        'optimizer.lr': (2e-5, f'{f}:{137 + o}'),
+        'optimizer.betas': ((0.9, 0.999), f'{f}:{137 + o}'),
+        'optimizer.weight_decay': (0.05, f'{f}:{137 + o}'),
+        'layer_decay': (0.90, f'{f}:{139 + o}'),
+        'schedule.warmup': (1500, f'{f}:{143 + o}'),
+        'schedule.warmup_start': (1e-6, f'{f}:{144 + o}'),
+        'schedule.poly_power': (1.0, f'{f}:{145 + o}'),
+        'schedule.min_lr': (0.0, f'{f}:{145 + o}'),
+        'schedule.max_iters': (40000, 'schedule_40k.py:7'),
+        'eval.interval': (4000, f'{f}:{152 + o}'),
+        'total_batch': (16, f'{f}:{146 + o} (2 per GPU) x 8 GPUs (README.md:15 "8x2")'),
     }
 
 
@@ -364,10 +410,27 @@ RECIPES = {
          'data.train_scale': ((520, 520), 'CP:9, 109'),
          'eval.test_scale': ((4096, 520), 'CP:123'),
          'eval.stride': ((320, 320), 'CP:101')},
+    ML10: {**PRECISION, **_large_m2f('L10'),
+           'backbone.img_size': (512, 'L10:15'),
+           'crop': ((512, 512), 'L10:8'),
+           'classes': (171, 'mask2former_beit_cocostuff.py:2-4'),
+           'data.reduce_zero_label': (True, 'L10:110'),
+           'data.train_scale': ((2048, 512), 'L10:111'),
+           'eval.test_scale': ((2048, 512), 'L10:125'),
+           'eval.stride': ((341, 341), 'L10:103')},
+    MLP: {**PRECISION, **_large_m2f('LP', 1),
+          'backbone.img_size': (480, 'LP:16'),
+          'crop': ((480, 480), 'LP:8'),
+          'classes': (59, 'mask2former_beit_pascal.py:2-4'),
+          'data.reduce_zero_label': (True, 'LP:111'),
+          'data.train_scale': ((520, 520), 'LP:9, 112'),
+          'eval.test_scale': ((4096, 520), 'LP:126'),
+          'eval.stride': ((320, 320), 'LP:104')},
 }
 # the dataset each config's published number is on, and the mmseg dataset class that reads it
 DATASET_TYPES = {U164: 'COCOStuffDataset', U10: 'COCOStuffDataset', UP: 'PascalContextDataset59',
-                 M10: 'COCOStuffDataset', MP: 'PascalContextDataset59'}
+                 M10: 'COCOStuffDataset', MP: 'PascalContextDataset59', ML10: 'COCOStuffDataset',
+                 MLP: 'PascalContextDataset59'}
 
 
 def _heads_classes(c) -> int:
@@ -423,7 +486,8 @@ def test_config_reads_its_dataset_through_the_base_config(name):
 
 
 # One config of each model family (U164 and UP build the model of U10 with another class count and size, both pinned
-# above; MP the model of M10 with 59 classes): the steps take 10-40 s each on a loaded 2-core machine.
+# above; MP the model of M10 with 59 classes; ML10 and MLP the model of test_vit_adapter_configs.py's ADE20K BEiT-L
+# Mask2Former step at other sizes): the steps take 10-40 s each on a loaded 2-core machine.
 STEPPED = (U10, MP)
 
 
