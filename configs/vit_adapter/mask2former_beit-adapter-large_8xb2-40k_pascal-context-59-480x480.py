@@ -43,4 +43,4 @@ model = dict(
 base_lr = 2e-5  # L:138
 optim_wrapper = dict(
     optimizer=dict(lr=base_lr),
-    paramwise_cfg=dict(layer_decay_rate=0.95))  # L:140 (24 blocks)
+    paramwise_cfg=dict(layer_decay_rate=0.90))  # L:140 (24 blocks)
