@@ -47,8 +47,8 @@ from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
 from beit_mm.data.demo_cityscapes import make_demo_cityscapes
 from beit_mm.data.demo_coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
 from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
-from beit_mm.data.demo_pascal_context import make_demo_pascal_context
 from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo_pascal_context import make_demo_pascal_context
 from beit_mm.fileio.demo_root import NotADemoRootError
 
 # --layout of mmseg's datasets: (generator, default root)
