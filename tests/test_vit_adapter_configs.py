@@ -231,7 +231,7 @@ PINNED = [(name, key) for name in sorted(RECIPES) for key in sorted(RECIPES[name
 
 
 def test_every_full_size_config_is_pinned():
-    names = sorted(f for f in os.listdir(CFG) if f.endswith('.py') and 'demo' not in f)
+    names = sorted(f for f in os.listdir(CFG) if f.endswith('.py') and 'demo' not in f and 'ade20k' in f)  # others: test_dataset_configs.py
     assert names == sorted(RECIPES)
 
 

@@ -10,6 +10,8 @@
                                    [--size 64] [--seed 0] [--no-annotations]
     python tools/make_demo_data.py --layout custom [--root data/custom_demo] [--num-train 200] [--num-val 40]
                                    [--size 128] [--seed 0]
+    python tools/make_demo_data.py --layout {coco-stuff164k,coco-stuff10k,pascal-context,cityscapes} [--root ...]
+                                   [--num-train 200] [--num-val 40] [--size 128] [--seed 0]
 
 ``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
 ``shapes``: the same layout with ``style='shapes'`` (7 classes named by outline, not colour: the MIM study's data;
@@ -25,6 +27,13 @@ the digits a from-scratch study model learns within the study's budget);
 ``--layout custom``: ``beit_mm.data.demo_custom.make_demo_custom``, the ``ade20k`` demo's drawings with three of its
 classes in the custom layout of ``beit_mm.CustomSegDataset`` (``classes.txt`` = sky, grass, car; ``palette.txt``;
 ``images/{train,val}/<random stem>.jpg|.png``, ``masks/{train,val}/<stem>.png`` with values 0..2 and 255 ignored).
+``--layout coco-stuff164k|coco-stuff10k|pascal-context|cityscapes``: the same drawings in the exact layouts of
+mmseg's ``COCOStuffDataset`` (``images/train2017``, ``annotations/train2017/<id>_labelTrainIds.png``; the 10k set's
+``train2014``/``test2014`` with 0 = unlabeled), ``PascalContextDataset59`` (``JPEGImages``,
+``SegmentationClassContext``, ``ImageSets/SegmentationContext/{train,val}.txt``) and ``CityscapesDataset``
+(``leftImg8bit/<split>/<city>/*_leftImg8bit.png``, ``gtFine/<split>/<city>/*_gtFine_labelTrainIds.png``), for
+``configs/_base_/datasets/{coco-stuff164k,coco-stuff10k,pascal_context_59,cityscapes}.py``
+(:mod:`beit_mm.data.demo_coco_stuff`, :mod:`beit_mm.data.demo_pascal_context`, :mod:`beit_mm.data.demo_cityscapes`).
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
 real dataset), a link, or a folder inside another dataset root is refused before anything is written, with one line
@@ -35,18 +44,31 @@ import argparse
 import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo_cityscapes import make_demo_cityscapes
+from beit_mm.data.demo_coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
 from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo_pascal_context import make_demo_pascal_context
 from beit_mm.fileio.demo_root import NotADemoRootError
+
+# --layout of mmseg's datasets: (generator, default root)
+LAYOUTS = {
+    'coco-stuff164k': (make_demo_coco_stuff164k, 'data/coco_stuff164k_demo'),
+    'coco-stuff10k': (make_demo_coco_stuff10k, 'data/coco_stuff10k_demo'),
+    'pascal-context': (make_demo_pascal_context, 'data/pascal_context_demo'),
+    'cityscapes': (make_demo_cityscapes, 'data/cityscapes_demo'),
+}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
     parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'digits-dark', 'imagenet'),
                         default='ade20k')
-    parser.add_argument('--layout', choices=('ade20k', 'custom'), default='ade20k',
+    parser.add_argument('--layout', choices=('ade20k', 'custom') + tuple(LAYOUTS), default='ade20k',
                         help='custom: the three-class demo in the layout of beit_mm.CustomSegDataset (classes.txt, '
-                        'images/, masks/; default root data/custom_demo); only with --dataset ade20k')
+                        'images/, masks/; default root data/custom_demo); coco-stuff164k, coco-stuff10k, '
+                        'pascal-context, cityscapes: the layouts of mmseg\'s datasets (default roots '
+                        'data/<name>_demo); only with --dataset ade20k')
     parser.add_argument('--root', default=None,
                         help='dataset root (default data/ade_demo, data/shapes, data/digits, data/digits_dark or '
                         'data/imagenet_demo)')
@@ -60,13 +82,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--size', type=int, default=None, help='image side in pixels (default 128 / 64)')
     parser.add_argument('--seed', type=int, default=0, help='random seed')
     args = parser.parse_args()
-    if args.layout == 'custom' and (args.dataset != 'ade20k' or args.no_annotations):
-        parser.error('--layout custom writes the labeled three-class set: leave out --dataset and --no-annotations')
+    if args.layout != 'ade20k' and (args.dataset != 'ade20k' or args.no_annotations):
+        parser.error(f'--layout {args.layout} writes a labeled set: leave out --dataset and --no-annotations')
     return args
 
 
 def make(args: argparse.Namespace) -> None:
     """Write (or reuse) the demo set that ``args`` describe and print one summary line."""
+    if args.layout in LAYOUTS:
+        make_layout, default_root = LAYOUTS[args.layout]
+        num_train = 200 if args.num_train is None else args.num_train
+        num_val = 40 if args.num_val is None else args.num_val
+        root = make_layout(args.root or default_root, num_train, num_val, args.size or 128, args.seed)
+        print(f'{root}: {args.layout} layout, {num_train} train + {num_val} val images')
+        return
     if args.layout == 'custom':
         root = make_demo_custom(args.root or 'data/custom_demo', 200 if args.num_train is None else args.num_train,
                                 40 if args.num_val is None else args.num_val, args.size or 128, args.seed)
