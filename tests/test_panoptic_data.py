@@ -123,6 +123,15 @@ def test_panoptic_quality_perfect_and_void_predictions(tmp_path):
     assert all(v == 0.0 for v in nothing.values())
 
 
+def test_predicted_void_never_excuses_a_false_negative(tmp_path):
+    """The car left void in the prediction is a car FN (panopticapi's rule; torchmetrics' own void handling would drop
+    it and report PQ_th = 5/6 over the person alone)."""
+    pred = np.where(PRED == 2000, 3, PRED)  # 3 = VOID (number of classes)
+    got = _evaluate([_sample(tmp_path, pred)])
+    assert got['coco_panoptic/PQ_th'] == pytest.approx(100 * (5 / 6) / 2, abs=1e-5)  # person 5/6 x RQ 1, car 0
+    assert got['coco_panoptic/RQ_th'] == pytest.approx(100 * 1 / 2, abs=1e-5)
+
+
 def test_panoptic_quality_names_missing_inputs(tmp_path):
     sample = _sample(tmp_path, PRED)
     del sample['segments_info']

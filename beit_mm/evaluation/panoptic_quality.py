@@ -9,7 +9,10 @@ the categories with at least one true positive, false positive or false negative
 The rules (torchmetrics 1.9 ``functional/detection/_panoptic_quality_common.py``, the same as panopticapi's
 ``evaluation.py``): a predicted and a ground-truth segment of one category match when their IoU, void pixels left out of
 the union, exceeds 0.5; unmatched segments are false positives (negatives) unless more than half of them is void in
-the other map. One difference from panopticapi: a crowd region (``iscrowd``, mmdet's ``is_thing=False`` on a thing
+the other map. As the official EoMT does (``training/lightning_module.py:251-262`` @ 7bd19dd), predicted void is
+declared to torchmetrics as one more stuff category (``C``, left out of the averages) and ground-truth void as an
+unknown category (torchmetrics' void): torchmetrics' own void in a *prediction* would excuse the ground-truth segments
+under it from being false negatives, which panopticapi never does. One difference from panopticapi: a crowd region (``iscrowd``, mmdet's ``is_thing=False`` on a thing
 class) is void here for every category, while panopticapi forgives only predictions of the crowd's own category there.
 """
 from __future__ import annotations
@@ -28,13 +31,14 @@ from torchmetrics.detection import PanopticQuality
 from beit_mm.data.coco_panoptic import rgb2id
 from beit_mm.registry import METRICS
 
+GT_VOID = -1  # ground-truth void: a category torchmetrics does not know
 STATES = ('iou_sum', 'true_positives', 'false_positives', 'false_negatives')
 
 
 def panoptic_pairs(panoptic: np.ndarray | torch.Tensor, num_classes: int) -> torch.Tensor:
     """mmdet's panoptic map (H, W), ``label + instance x INSTANCE_OFFSET`` (a label >= ``num_classes``, e.g. mmdet's
     VOID ``num_classes`` or 255, is void) -> torchmetrics' (H, W, 2) ``(category, instance)``, void as category
-    ``num_classes``."""
+    ``num_classes`` (declared a stuff category: see the module docstring)."""
     panoptic = torch.as_tensor(panoptic, dtype=torch.int64)
     label, instance = panoptic % INSTANCE_OFFSET, panoptic // INSTANCE_OFFSET
     void = label >= num_classes
@@ -45,9 +49,9 @@ def ground_truth_pairs(segment_ids: np.ndarray, segments_info: Sequence[dict], n
                        thing_labels: set[int]) -> torch.Tensor:
     """A ground-truth segment-id map (H, W) and mmdet's ``segments_info`` (``id``, contiguous ``category``,
     ``is_thing``) -> (H, W, 2) ``(category, instance)``; pixels of no segment and crowd regions (a thing category with
-    ``is_thing`` False) are void (category ``num_classes``)."""
+    ``is_thing`` False) are void (category -1: unknown to torchmetrics, its void)."""
     out = torch.zeros(*segment_ids.shape, 2, dtype=torch.int64)
-    out[..., 0] = num_classes
+    out[..., 0] = GT_VOID
     ids = torch.as_tensor(segment_ids, dtype=torch.int64)
     for index, info in enumerate(segments_info, start=1):
         if info['category'] in thing_labels and not info['is_thing']:
@@ -89,8 +93,9 @@ class PanopticQualityMetric(BaseMetric):
     def _metric(self) -> PanopticQuality:
         if self._pq is None:
             _, things, stuffs = self._categories()
-            self._pq = PanopticQuality(things=things, stuffs=stuffs, allow_unknown_preds_category=True,
-                                       return_sq_and_rq=True, return_per_class=True)
+            num_classes = len(self.dataset_meta['classes'])  # predicted void: one more stuff category
+            self._pq = PanopticQuality(things=things, stuffs=stuffs + [num_classes], return_sq_and_rq=True,
+                                       return_per_class=True)
         return self._pq
 
     def process(self, data_batch: dict, data_samples: Sequence[dict]) -> None:
@@ -121,8 +126,8 @@ class PanopticQualityMetric(BaseMetric):
         metric = self._metric()
         for name in STATES:
             setattr(metric, name, sum(r[name] for r in results))
-        per_class = metric.compute()  # (C, 3): pq, sq, rq; torchmetrics orders things then stuff, each ascending
-        order = sorted(things) + sorted(stuffs)
+        per_class = metric.compute()  # (C + 1, 3): pq, sq, rq; torchmetrics orders things, then stuff and void
+        order = sorted(things) + sorted(stuffs)  # the void category, last, is in no average
         counted = (metric.true_positives + metric.false_positives + metric.false_negatives) > 0
         pq_results = {}
         for name, labels in (('All', order), ('Things', things), ('Stuff', stuffs)):
