@@ -6,6 +6,7 @@ panoptic one, MMEngine's Runner in-process printing mask AP for the instance one
 Reference: github.com/tue-mps/eomt @ 7bd19dd, ``training/lightning_module.py:747-813`` (panoptic) and
 ``training/mask_classification_instance.py:107-136`` (instance); exact values (the rules are discrete).
 """
+import os
 import os.path as osp
 import re
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from mmdet.structures import DetDataSample
 from mmdet.structures.mask import BitmapMasks
 from mmengine.config import Config
@@ -22,7 +24,7 @@ from mmengine.structures import InstanceData, PixelData
 
 from beit_mm.data.demo_coco import make_demo_coco
 from beit_mm.models.losses.mask_classification import panoptic_targets
-from beit_mm.models.segmentors.mask_postprocess import instance_results, panoptic_segments
+from beit_mm.models.segmentors.mask_postprocess import instance_results, panoptic_segments, to_original_size
 
 from .conftest import ROOT, run_train
 
@@ -102,6 +104,46 @@ def test_eomt_predicts_mmdet_results_at_the_original_size():
     with torch.no_grad():
         out = model.predict(torch.randn(1, 3, 64, 64), [DetDataSample(metainfo=sample.metainfo)])[0]
     assert out.pred_instances.masks.shape == (100, 64, 96) and out.pred_instances.bboxes.shape == (100, 4)
+
+
+REFERENCE = osp.join(sys.prefix, 'reference', 'transformers-4.57.6')
+HF_SCRIPT = osp.join(ROOT, 'tests', 'support', 'eomt_hf_panoptic_reference.py')
+
+
+def test_panoptic_segments_equal_transformers_post_processing(tmp_path):
+    """Random logits of 2 images (20 queries, each mask a region of a random partition plus noise, 6 classes of which 3 stuff; masks at 16 x 16 for a 64 x 64 input; the
+    images 96 x 128 and 64 x 48 before resizing) through transformers 4.57.6's ``post_process_panoptic_segmentation``
+    and through :func:`to_original_size` + :func:`panoptic_segments`: the same pixels in the same segments with the
+    same classes (transformers drops a segment at an area ratio of exactly 0.8, the official code keeps it: random
+    logits never hit it)."""
+    if not osp.isdir(REFERENCE):
+        pytest.fail(f'{REFERENCE} is missing: tools/setup_env.sh installs the HF EoMT reference there')
+    gen = torch.Generator().manual_seed(0)
+    num_classes, num_things, side = 6, 3, 64
+    class_logits = 4 * torch.randn(2, 20, num_classes + 1, generator=gen)
+    # each query's mask: a region of a random 4 x 4 partition (logit +3 inside, -3 outside) plus noise, so that some
+    # kept queries' area ratios fall under the 0.8 threshold (0.52-0.78) and others just above it (0.82-0.90)
+    regions = torch.randint(0, 20, (2, 1, 4, 4), generator=gen).float()
+    regions = F.interpolate(regions, (16, 16), mode='nearest')
+    inside = regions == torch.arange(20).view(1, 20, 1, 1)
+    mask_logits = torch.where(inside, 3.0, -3.0) + 3.5 * torch.randn(2, 20, 16, 16, generator=gen)
+    ori_shapes, img_shapes = [(96, 128), (64, 48)], [(48, 64), (64, 48)]
+    torch.save(dict(class_logits=class_logits, mask_logits=mask_logits, size=side, target_sizes=ori_shapes,
+                    stuff_classes=list(range(num_things, num_classes))), tmp_path / 'in.pt')
+    proc = subprocess.run([sys.executable, HF_SCRIPT, str(tmp_path / 'in.pt'), str(tmp_path / 'out.pt')], cwd=ROOT,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=REFERENCE))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    reference = torch.load(tmp_path / 'out.pt')
+    for i, ref in enumerate(reference):
+        logits = to_original_size(mask_logits[i], (side, side), img_shapes[i], ori_shapes[i])
+        ours = panoptic_segments(logits, class_logits[i], num_things)
+        hf_class = torch.full_like(ref['segmentation'], num_classes)
+        for segment, label in ref['labels'].items():
+            hf_class[ref['segmentation'] == segment] = label
+        torch.testing.assert_close(ours % 1000, hf_class, rtol=0, atol=0)  # classes per pixel, void included
+        pairs = torch.stack([ours.flatten(), ref['segmentation'].flatten()]).unique(dim=1)
+        assert len(pairs[0].unique()) == len(pairs[1].unique()) == pairs.shape[1]  # a one-to-one segment map
+        assert len(ref['labels']) >= 3, 'the example should make several segments'
 
 
 @pytest.fixture(scope='module')

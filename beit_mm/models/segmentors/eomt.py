@@ -58,7 +58,7 @@ from torch import Tensor, nn
 from beit_mm.registry import MODELS
 
 from .mask_annealing import anneal_attention_mask, mask_probabilities
-from .mask_postprocess import instance_results, panoptic_segments
+from .mask_postprocess import instance_results, panoptic_segments, to_original_size
 from ..losses.mask_classification import panoptic_targets, semantic_targets
 
 TASKS = ('semantic', 'panoptic', 'instance')
@@ -322,10 +322,8 @@ class EoMT(EncoderDecoder):
         if self.task == 'semantic':
             return super().predict(inputs, data_samples)
         masks, classes = self.forward_predictions(inputs)
-        mask_logits = F.interpolate(masks[-1], inputs.shape[-2:], mode='bilinear')
-        for logits, class_logits, sample in zip(mask_logits, classes[-1], data_samples):
-            height, width = sample.img_shape
-            logits = F.interpolate(logits[None, :, :height, :width], sample.ori_shape, mode='bilinear')[0]
+        for mask_logits, class_logits, sample in zip(masks[-1], classes[-1], data_samples):
+            logits = to_original_size(mask_logits, inputs.shape[-2:], sample.img_shape, sample.ori_shape)
             if self.task == 'panoptic':
                 panoptic = panoptic_segments(logits, class_logits, self.num_things_classes, self.mask_thresh,
                                              self.overlap_thresh)

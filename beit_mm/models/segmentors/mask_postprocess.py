@@ -10,13 +10,24 @@ github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f``:
 - instance (``training/mask_classification_instance.py:107-136``): the top ``top_k`` (100) of all query x class
   probabilities (no-object dropped), masks ``logit > 0``, score ``class probability x mean sigmoid inside the mask``.
 
-Both read mask logits already at the output size (``(Q, H, W)``, one image) and class logits ``(Q, C + 1)``.
+Both read mask logits already at the output size (``(Q, H, W)``, one image: :func:`to_original_size`) and class
+logits ``(Q, C + 1)``.
 """
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 from torch import Tensor
+
+
+def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape: tuple[int, int],
+                     ori_shape: tuple[int, int]) -> Tensor:
+    """One image's mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized to the padded input ``input_size``, cropped
+    to the resized image ``img_shape`` (padding is at the bottom and right) and resized to ``ori_shape``, each bilinear
+    (official ``lightning_module.py:731-745``)."""
+    logits = F.interpolate(mask_logits[None], input_size, mode='bilinear')
+    return F.interpolate(logits[:, :, :img_shape[0], :img_shape[1]], ori_shape, mode='bilinear')[0]
 
 
 def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int, mask_thresh: float = 0.8,
