@@ -11,7 +11,7 @@ from mmengine.registry import init_default_scope
 from PIL import Image
 
 from beit_mm.data.coco_panoptic import id2rgb, rgb2id
-from beit_mm.data.demo_coco import COCO_DEMO_CATEGORIES, COCO_DEMO_METAINFO, make_demo_coco
+from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
 from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
 from beit_mm.fileio.demo_root import NotADemoRootError
 
@@ -141,3 +141,20 @@ def test_panoptic_quality_names_missing_inputs(tmp_path):
     metric.dataset_meta = dict(classes=('a', ))
     with pytest.raises(ValueError, match='thing_classes and stuff_classes'):
         metric.process({}, [_sample(tmp_path, PRED)])
+
+
+def test_make_demo_data_tool_writes_the_coco_layout(tmp_path, monkeypatch, capsys):
+    from .conftest import load_tool
+    tool = load_tool('tools/make_demo_data.py')
+    root = str(tmp_path / 'coco_demo')
+    monkeypatch.setattr('sys.argv', ['make_demo_data.py', '--layout', 'coco', '--root', root, '--num-train', '2',
+                                     '--num-val', '1', '--size', '32'])
+    tool.main()
+    assert 'COCO panoptic + instance layout, things person, car, stuff road' in capsys.readouterr().out
+    assert sorted(os.listdir(osp.join(root, 'annotations'))) == [
+        'instances_train2017.json', 'instances_val2017.json', 'panoptic_train2017', 'panoptic_train2017.json',
+        'panoptic_val2017', 'panoptic_val2017.json']
+    monkeypatch.setattr('sys.argv', ['make_demo_data.py', '--layout', 'coco', '--dataset', 'shapes'])
+    with pytest.raises(SystemExit):
+        tool.main()
+    assert '--layout coco writes a labeled set of its own' in capsys.readouterr().err

@@ -12,15 +12,12 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from mmdet.structures import DetDataSample
-from mmdet.structures.mask import BitmapMasks
 from mmengine.config import Config
 from mmengine.runner import Runner
-from mmengine.structures import InstanceData, PixelData
 
 from beit_mm.data.demo_coco import make_demo_coco
 from beit_mm.models.losses.mask_classification import panoptic_targets
@@ -87,7 +84,8 @@ def test_panoptic_targets_from_mmdet_samples():
     things = torch.tensor([[[0, 0, 0], [0, 1, 0]]], dtype=torch.bool)
     masks, labels = panoptic_targets(things, torch.tensor([0]), seg, num_things=2)
     assert labels.tolist() == [0, 2]
-    assert masks.tolist() == [[[False, False, False], [False, True, False]], [[True, True, False], [False, False, True]]]
+    assert masks.tolist() == [[[False, False, False], [False, True, False]],
+                              [[True, True, False], [False, False, True]]]
     inst_masks, inst_labels = panoptic_targets(things, torch.tensor([0]), None, num_things=2)
     assert inst_labels.tolist() == [0] and torch.equal(inst_masks, things)
 
@@ -111,10 +109,10 @@ HF_SCRIPT = osp.join(ROOT, 'tests', 'support', 'eomt_hf_panoptic_reference.py')
 
 
 def test_panoptic_segments_equal_transformers_post_processing(tmp_path):
-    """Random logits of 2 images (20 queries, each mask a region of a random partition plus noise, 6 classes of which 3 stuff; masks at 16 x 16 for a 64 x 64 input; the
-    images 96 x 128 and 64 x 48 before resizing) through transformers 4.57.6's ``post_process_panoptic_segmentation``
-    and through :func:`to_original_size` + :func:`panoptic_segments`: the same pixels in the same segments with the
-    same classes (transformers drops a segment at an area ratio of exactly 0.8, the official code keeps it: random
+    """Random logits of 2 images (20 queries, each mask a region of a random partition plus noise; 6 classes of which
+    3 stuff; masks at 16 x 16 for a 64 x 64 input; the images 96 x 128 and 64 x 48 before resizing) through
+    transformers 4.57.6's ``post_process_panoptic_segmentation`` and through :func:`to_original_size` +
+    :func:`panoptic_segments`: the same pixels in the same segments with the same classes (transformers drops a segment at an area ratio of exactly 0.8, the official code keeps it: random
     logits never hit it)."""
     if not osp.isdir(REFERENCE):
         pytest.fail(f'{REFERENCE} is missing: tools/setup_env.sh installs the HF EoMT reference there')

@@ -1,19 +1,20 @@
 """Panoptic quality (Kirillov et al., CVPR 2019) as an MMEngine metric, counted by torchmetrics' ``PanopticQuality``.
 
 mmdet's ``CocoPanopticMetric`` needs ``panopticapi``, which is not on PyPI; :class:`PanopticQualityMetric` reads the
-same inputs (mmdet's data samples: ``pred_panoptic_seg.sem_seg`` with ``label + instance x INSTANCE_OFFSET``, the
-ground truth PNG at ``seg_map_path`` with its ``segments_info``) and reports mmdet's names and table: ``PQ``, ``SQ``,
-``RQ``, ``PQ_th``, ``SQ_th``, ``RQ_th``, ``PQ_st``, ``SQ_st``, ``RQ_st`` in percent, averaged as panopticapi does over
-the categories with at least one true positive, false positive or false negative.
+same inputs (mmdet's data samples: ``pred_panoptic_seg.sem_seg`` with ``label + instance x INSTANCE_OFFSET``, the ground
+truth PNG at ``seg_map_path`` with its ``segments_info``) and reports mmdet's names and table: ``PQ``, ``SQ``, ``RQ``,
+``PQ_th``, ``SQ_th``, ``RQ_th``, ``PQ_st``, ``SQ_st``, ``RQ_st`` in percent, averaged as panopticapi does over the
+categories with at least one true positive, false positive or false negative.
 
 The rules (torchmetrics 1.9 ``functional/detection/_panoptic_quality_common.py``, the same as panopticapi's
 ``evaluation.py``): a predicted and a ground-truth segment of one category match when their IoU, void pixels left out of
-the union, exceeds 0.5; unmatched segments are false positives (negatives) unless more than half of them is void in
-the other map. As the official EoMT does (``training/lightning_module.py:251-262`` @ 7bd19dd), predicted void is
-declared to torchmetrics as one more stuff category (``C``, left out of the averages) and ground-truth void as an
-unknown category (torchmetrics' void): torchmetrics' own void in a *prediction* would excuse the ground-truth segments
-under it from being false negatives, which panopticapi never does. One difference from panopticapi: a crowd region (``iscrowd``, mmdet's ``is_thing=False`` on a thing
-class) is void here for every category, while panopticapi forgives only predictions of the crowd's own category there.
+the union, exceeds 0.5; an unmatched predicted segment is a false positive unless more than half of it is ground-truth
+void, an unmatched ground-truth segment a false negative. As the official EoMT does (``training/lightning_module.py:251-262`` @ 7bd19dd), predicted void is declared to
+torchmetrics as one more stuff category (``C``, left out of the averages) and ground-truth void as an unknown category
+(torchmetrics' void): torchmetrics' own void in a *prediction* would excuse the ground-truth segments under it from
+being false negatives, which panopticapi never does. One difference from panopticapi: a crowd region (``iscrowd``,
+mmdet's ``is_thing=False`` on a thing class) is void here for every category, while panopticapi forgives only
+predictions of the crowd's own category there.
 """
 from __future__ import annotations
 
