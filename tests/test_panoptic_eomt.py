@@ -112,8 +112,8 @@ def test_panoptic_segments_equal_transformers_post_processing(tmp_path):
     """Random logits of 2 images (20 queries, each mask a region of a random partition plus noise; 6 classes of which
     3 stuff; masks at 16 x 16 for a 64 x 64 input; the images 96 x 128 and 64 x 48 before resizing) through
     transformers 4.57.6's ``post_process_panoptic_segmentation`` and through :func:`to_original_size` +
-    :func:`panoptic_segments`: the same pixels in the same segments with the same classes (transformers drops a segment at an area ratio of exactly 0.8, the official code keeps it: random
-    logits never hit it)."""
+    :func:`panoptic_segments`: the same pixels in the same segments with the same classes (transformers drops a
+    segment at an area ratio of exactly 0.8, the official code keeps it: random logits never hit it)."""
     if not osp.isdir(REFERENCE):
         pytest.fail(f'{REFERENCE} is missing: tools/setup_env.sh installs the HF EoMT reference there')
     gen = torch.Generator().manual_seed(0)
