@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
+from mmengine.registry import METRICS as MMENGINE_METRICS
 from mmengine.registry import MODELS as MMENGINE_MODELS
 from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPPER_CONSTRUCTORS
 from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
@@ -18,6 +19,7 @@ from mmengine.registry import Registry
 MODELS = Registry('model', parent=MMENGINE_MODELS, scope='beit_mm', locations=['beit_mm.models'])
 TRANSFORMS = Registry('transform', parent=MMENGINE_TRANSFORMS, scope='beit_mm', locations=['beit_mm.data'])
 DATASETS = Registry('dataset', parent=MMENGINE_DATASETS, scope='beit_mm', locations=['beit_mm.data'])
+METRICS = Registry('metric', parent=MMENGINE_METRICS, scope='beit_mm', locations=['beit_mm.evaluation'])
 HOOKS = Registry('hook', parent=MMENGINE_HOOKS, scope='beit_mm', locations=['beit_mm.engine'])
 OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     'optimizer wrapper constructor',

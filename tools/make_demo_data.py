@@ -12,6 +12,8 @@
                                    [--size 128] [--seed 0]
     python tools/make_demo_data.py --layout {coco-stuff164k,coco-stuff10k,pascal-context,cityscapes} [--root ...]
                                    [--num-train 200] [--num-val 40] [--size 128] [--seed 0]
+    python tools/make_demo_data.py --layout coco [--root data/coco_demo] [--num-train 40] [--num-val 10]
+                                   [--size 64] [--seed 0]
 
 ``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
 ``shapes``: the same layout with ``style='shapes'`` (7 classes named by outline, not colour: the MIM study's data;
@@ -34,6 +36,9 @@ mmseg's ``COCOStuffDataset`` (``images/train2017``, ``annotations/train2017/<id>
 (``leftImg8bit/<split>/<city>/*_leftImg8bit.png``, ``gtFine/<split>/<city>/*_gtFine_labelTrainIds.png``), for
 ``configs/_base_/datasets/{coco-stuff164k,coco-stuff10k,pascal_context_59,cityscapes}.py``
 (:mod:`beit_mm.data.demo_coco_stuff`, :mod:`beit_mm.data.demo_pascal_context`, :mod:`beit_mm.data.demo_cityscapes`).
+``--layout coco``: ``beit_mm.data.demo_coco.make_demo_coco``, COCO's panoptic and instance layout (things person, car;
+stuff road, sky, grass): ``{train,val}2017/*.jpg``, ``annotations/panoptic_{train,val}2017.json`` and ``.../*.png``,
+``annotations/instances_{train,val}2017.json``, for mmdet's ``CocoPanopticDataset`` and ``CocoDataset``.
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
 real dataset), a link, or a folder inside another dataset root is refused before anything is written, with one line
@@ -45,6 +50,7 @@ import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
 from beit_mm.data.demo_cityscapes import make_demo_cityscapes
+from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
 from beit_mm.data.demo_coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
 from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
@@ -64,11 +70,11 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
     parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'digits-dark', 'imagenet'),
                         default='ade20k')
-    parser.add_argument('--layout', choices=('ade20k', 'custom') + tuple(LAYOUTS), default='ade20k',
+    parser.add_argument('--layout', choices=('ade20k', 'custom', 'coco') + tuple(LAYOUTS), default='ade20k',
                         help='custom: the three-class demo in the layout of beit_mm.CustomSegDataset (classes.txt, '
-                        'images/, masks/; default root data/custom_demo); coco-stuff164k, coco-stuff10k, '
-                        'pascal-context, cityscapes: the layouts of mmseg\'s datasets (default roots '
-                        'data/<name>_demo); only with --dataset ade20k')
+                        'images/, masks/; default root data/custom_demo); coco: COCO panoptic + instance files '
+                        '(default root data/coco_demo); coco-stuff164k, coco-stuff10k, pascal-context, cityscapes: '
+                        'the layouts of mmseg\'s datasets (default roots data/<name>_demo); only with --dataset ade20k')
     parser.add_argument('--root', default=None,
                         help='dataset root (default data/ade_demo, data/shapes, data/digits, data/digits_dark or '
                         'data/imagenet_demo)')
@@ -83,7 +89,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--seed', type=int, default=0, help='random seed')
     args = parser.parse_args()
     if args.layout != 'ade20k' and (args.dataset != 'ade20k' or args.no_annotations):
-        parser.error(f'--layout {args.layout} writes a labeled set: leave out --dataset and --no-annotations')
+        parser.error(f'--layout {args.layout} writes a labeled set of its own: leave out --dataset and '
+                     '--no-annotations')
     return args
 
 
@@ -102,6 +109,12 @@ def make(args: argparse.Namespace) -> None:
         names = {value: name for value, (name, _, _) in CUSTOM_DEMO_CLASSES.items()}
         share = ', '.join(f'{value} {names.get(value, "ignored")}: {s:.1%}' for value, s in label_share(root).items())
         print(f'{root}: custom layout, classes {", ".join(names.values())}; label share {share}')
+        return
+    if args.layout == 'coco':
+        root = make_demo_coco(args.root or 'data/coco_demo', 40 if args.num_train is None else args.num_train,
+                              10 if args.num_val is None else args.num_val, args.size or 64, args.seed)
+        print(f'{root}: COCO panoptic + instance layout, things {", ".join(COCO_DEMO_METAINFO["thing_classes"])}, '
+              f'stuff {", ".join(COCO_DEMO_METAINFO["stuff_classes"])}')
         return
     if args.dataset == 'imagenet':
         root = make_demo_imagenet(args.root or 'data/imagenet_demo', num_classes=args.num_classes,

@@ -71,8 +71,10 @@ pip install -q "$mmcv_whl" >&2
 # The OpenMMLab stack (mmseg imports ftfy/regex without declaring them) and the test references. beit_mm itself is
 # not installed into the shared venv: the run scripts put the checkout on PYTHONPATH.
 # mmdet 3.3.0 (pure Python, accepts mmcv < 2.2.0) is what mmseg 1.2.2's Mask2FormerHead is built on.
+# torchmetrics 1.9.0 (with lightning-utilities): beit_mm.PanopticQualityMetric counts PQ with its PanopticQuality
+# (mmdet's CocoPanopticMetric needs panopticapi, not on PyPI).
 pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" "mmdet==3.3.0" ftfy regex \
-  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" >&2
+  "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" "torchmetrics==1.9.0" >&2
 # EoMT's parity reference, transformers' EomtForUniversalSegmentation (added in 4.56), in a folder of its own that only
 # the reference subprocess of tests/test_eomt_hf.py puts first on sys.path: mmpretrain 1.2.0 (imported by mmseg via
 # mmdet) fails to import beside transformers >= 4.49 (apply_chunking_to_forward left transformers.modeling_utils), so
@@ -85,7 +87,7 @@ pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
 # scikit-learn ships the UCI handwritten digits that the MIM study's second dataset is drawn from (offline).
 pip install -q "numpy<2" "scikit-learn==1.6.1" >&2
-"$venv/bin/python" -c "import mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn" >&2
+"$venv/bin/python" -c "import mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn, torchmetrics" >&2
 PYTHONPATH="$venv/reference/transformers-4.57.6" "$venv/bin/python" -c "from transformers import EomtForUniversalSegmentation" >&2
 touch "$venv/.beit_mm_ready"
 echo "$venv"

@@ -1,3 +1,4 @@
+from .coco_panoptic import LoadPanopticAnnotations  # noqa: F401
 
 from .custom import CustomSegDataset  # noqa: F401
 from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401

@@ -43,6 +43,22 @@ def semantic_targets(seg: Tensor, ignore_index: int = 255) -> tuple[Tensor, Tens
     return seg[None] == labels[:, None, None], labels
 
 
+def panoptic_targets(masks: Tensor, labels: Tensor, seg: Tensor | None, num_things: int,
+                     ignore_index: int = 255) -> tuple[Tensor, Tensor]:
+    """mmdet's panoptic/instance ground truth of one image -> EoMT's targets: one binary mask per thing instance
+    (``masks`` ``(N, H, W)``, ``labels`` ``(N,)`` in ``[0, num_things)``: mmdet's ``gt_instances``, crowd regions
+    already left out as the official training does, ``datasets/transforms.py:104``), then one per stuff class present
+    in the semantic map ``seg`` ``(H, W)`` (labels ``>= num_things``, ``ignore_index`` none; mmdet's ``gt_sem_seg``;
+    None for instance segmentation) -> ``(M, H, W)`` bool and ``(M,)`` int64."""
+    masks, labels = masks.bool(), labels.long()
+    if seg is None:
+        return masks, labels
+    stuff_masks, stuff_labels = semantic_targets(seg, ignore_index)
+    keep = stuff_labels >= num_things
+    return (torch.cat([masks, stuff_masks[keep].to(masks.device)]),
+            torch.cat([labels, stuff_labels[keep].to(labels.device)]))
+
+
 def point_sample(maps: Tensor, points: Tensor) -> Tensor:
     """Bilinear values of ``maps`` ``(R, 1, H, W)`` at ``points`` ``(R, P, 2)`` (x, y in [0, 1]) -> ``(R, P)``."""
     return F.grid_sample(maps, 2.0 * points[:, :, None] - 1.0, align_corners=False)[:, 0, :, 0]

@@ -22,7 +22,13 @@ Rules follow the official code, github.com/tue-mps/eomt at ``7bd19ddd621c5c6aded
   ones' keys end in ``_block_<j>``, ``j = -L2 .. -1`` counting back from the output (``lightning_module.py:181-194,
   386-393``);
 - semantic inference: mask logits resized to the input bilinearly, then the per-pixel sum (``mask_classification_
-  semantic.py:99-103``, ``lightning_module.py:668-675``).
+  semantic.py:99-103``, ``lightning_module.py:668-675``);
+- panoptic and instance segmentation (``task``): the same network and loss on mmdet's data samples (targets: one mask
+  per thing instance, then one per stuff class, :func:`~beit_mm.models.losses.mask_classification.panoptic_targets`);
+  inference resizes the mask logits to the padded input, crops the resized image and resizes that to the original
+  size (``lightning_module.py:731-745``), then the official post-processing (:mod:`.mask_postprocess`): mmdet's
+  ``pred_panoptic_seg`` (``CocoPanopticMetric``, ``beit_mm.PanopticQualityMetric``) or ``pred_instances``
+  (``CocoMetric``).
 
 Choices of beit_mm (the official code has no BEiT):
 
@@ -42,7 +48,9 @@ import math
 
 import torch
 import torch.nn.functional as F
+from mmdet.structures.mask import mask2bbox
 from mmengine.config import ConfigDict
+from mmengine.structures import InstanceData, PixelData
 from mmseg.models.segmentors import EncoderDecoder
 from mmseg.models.segmentors.base import BaseSegmentor
 from torch import Tensor, nn
@@ -50,7 +58,10 @@ from torch import Tensor, nn
 from beit_mm.registry import MODELS
 
 from .mask_annealing import anneal_attention_mask, mask_probabilities
-from ..losses.mask_classification import semantic_targets
+from .mask_postprocess import instance_results, panoptic_segments, to_original_size
+from ..losses.mask_classification import panoptic_targets, semantic_targets
+
+TASKS = ('semantic', 'panoptic', 'instance')
 
 
 class LayerNorm2d(nn.LayerNorm):
@@ -96,6 +107,14 @@ class EoMT(EncoderDecoder):
             ``attn_mask_annealing_enabled: False``.
         loss: the matching loss config (``MaskClassificationLoss``; ``num_classes`` is filled in).
         ignore_index: label of ignored pixels in ``gt_sem_seg`` (part of no target mask).
+        task: ``'semantic'`` (mmseg's data samples and results), ``'panoptic'`` or ``'instance'`` (mmdet's: a
+            ``DetDataPreprocessor`` padding images to the backbone's size, ``gt_instances`` and for panoptic
+            ``gt_sem_seg``; results ``pred_panoptic_seg`` or ``pred_instances``).
+        num_things_classes: panoptic: the thing classes, labels ``[0, T)``; stuff ``[T, C)`` (mmdet's order).
+        mask_thresh, overlap_thresh: panoptic post-processing (official defaults 0.8, 0.8,
+            ``training/mask_classification_panoptic.py:40-41``).
+        top_k_instances: instance post-processing: instances kept per image (official 100,
+            ``training/mask_classification_instance.py:44``).
         data_preprocessor, train_cfg, test_cfg, init_cfg: as mmseg's ``EncoderDecoder``.
     """
 
@@ -119,6 +138,11 @@ class EoMT(EncoderDecoder):
                  mask_annealing: dict | None = None,
                  loss: dict | None = None,
                  ignore_index: int = 255,
+                 task: str = 'semantic',
+                 num_things_classes: int | None = None,
+                 mask_thresh: float = 0.8,
+                 overlap_thresh: float = 0.8,
+                 top_k_instances: int = 100,
                  data_preprocessor: dict | None = None,
                  train_cfg: dict | None = None,
                  test_cfg: dict | None = None,
@@ -137,6 +161,15 @@ class EoMT(EncoderDecoder):
         self.num_classes = self.out_channels = num_classes
         self.num_queries, self.num_blocks, self.masked_attn = num_queries, num_blocks, masked_attn
         self.ignore_index = ignore_index
+        if task not in TASKS:
+            raise ValueError(f'task={task!r}: EoMT does {", ".join(TASKS)}')
+        if task == 'panoptic' and not (num_things_classes is not None and 0 <= num_things_classes <= num_classes):
+            raise ValueError(f'panoptic EoMT needs num_things_classes in [0, {num_classes}] (labels [0, T) are '
+                             f'things, [T, {num_classes}) stuff, as mmdet\'s CocoPanopticDataset), got '
+                             f'{num_things_classes}')
+        self.task = task
+        self.num_things_classes = num_classes if task == 'instance' else num_things_classes
+        self.mask_thresh, self.overlap_thresh, self.top_k_instances = mask_thresh, overlap_thresh, top_k_instances
         self.align_corners = False
         self.train_cfg = train_cfg
         self.test_cfg = ConfigDict(test_cfg if test_cfg is not None else dict(mode='whole'))
@@ -261,7 +294,7 @@ class EoMT(EncoderDecoder):
             raise RuntimeError('EoMT with mask_annealing needs the training step: add custom_hooks=[dict('
                                'type=\'EoMTMaskAnnealingHook\')] to the config (without it the masks would never be '
                                'annealed away and inference would keep masking)')
-        targets = [semantic_targets(s.gt_sem_seg.data[0], self.ignore_index) for s in data_samples]
+        targets = [self._targets(s) for s in data_samples]
         masks, labels = [t[0] for t in targets], [t[1] for t in targets]
         mask_preds, class_preds = self.forward_predictions(inputs)
         losses = {}
@@ -271,3 +304,32 @@ class EoMT(EncoderDecoder):
                 losses[key + suffix] = value
         return losses
 
+    def _targets(self, sample) -> tuple[Tensor, Tensor]:
+        """One data sample's target masks ``(N, H, W)`` bool and classes ``(N,)`` for the task."""
+        if self.task == 'semantic':
+            return semantic_targets(sample.gt_sem_seg.data[0], self.ignore_index)
+        instances = sample.gt_instances
+        masks = instances.masks.to_tensor(torch.bool, instances.labels.device)
+        seg = sample.gt_sem_seg.sem_seg[0] if self.task == 'panoptic' else None
+        return panoptic_targets(masks, instances.labels, seg, self.num_things_classes, self.ignore_index)
+
+    def predict(self, inputs: Tensor, data_samples: list | None = None) -> list:
+        """Semantic: mmseg's ``predict`` (whole or slide inference). Panoptic/instance: the output prediction's mask
+        logits resized to the padded input, cropped to each image's ``img_shape`` and resized to its ``ori_shape``,
+        then :func:`.mask_postprocess.panoptic_segments` -> ``pred_panoptic_seg`` (``sem_seg`` ``(1, H, W)``) or
+        :func:`.mask_postprocess.instance_results` -> ``pred_instances`` (``masks``, ``labels``, ``scores``,
+        ``bboxes`` from the masks)."""
+        if self.task == 'semantic':
+            return super().predict(inputs, data_samples)
+        masks, classes = self.forward_predictions(inputs)
+        for mask_logits, class_logits, sample in zip(masks[-1], classes[-1], data_samples):
+            logits = to_original_size(mask_logits, inputs.shape[-2:], sample.img_shape, sample.ori_shape)
+            if self.task == 'panoptic':
+                panoptic = panoptic_segments(logits, class_logits, self.num_things_classes, self.mask_thresh,
+                                             self.overlap_thresh)
+                sample.pred_panoptic_seg = PixelData(sem_seg=panoptic[None])
+            else:
+                pred_masks, labels, scores = instance_results(logits, class_logits, self.top_k_instances)
+                sample.pred_instances = InstanceData(masks=pred_masks, labels=labels, scores=scores,
+                                                     bboxes=mask2bbox(pred_masks))
+        return data_samples

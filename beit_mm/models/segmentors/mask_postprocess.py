@@ -1,0 +1,78 @@
+"""Panoptic and instance results from mask-classification predictions (EoMT, Mask2Former): the official EoMT rules.
+
+github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f``:
+
+- panoptic (``training/lightning_module.py:747-813``, ``to_per_pixel_preds_panoptic``): a query is kept when its most
+  likely class is not "no object" and that probability exceeds ``mask_thresh`` (0.8); each pixel goes to the kept
+  query with the largest ``score x sigmoid(mask)``; a query's segment is its pixels there with ``sigmoid >= 0.5``,
+  dropped when empty or when its pixels there are under ``overlap_thresh`` (0.8) of its own ``sigmoid >= 0.5`` area;
+  segments of one stuff class merge; other pixels are void;
+- instance (``training/mask_classification_instance.py:107-136``): the top ``top_k`` (100) of all query x class
+  probabilities (no-object dropped), masks ``logit > 0``, score ``class probability x mean sigmoid inside the mask``.
+
+Both read mask logits already at the output size (``(Q, H, W)``, one image: :func:`to_original_size`) and class
+logits ``(Q, C + 1)``.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from mmdet.evaluation.functional import INSTANCE_OFFSET
+from torch import Tensor
+
+
+def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape: tuple[int, int],
+                     ori_shape: tuple[int, int]) -> Tensor:
+    """One image's mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized to the padded input ``input_size``, cropped
+    to the resized image ``img_shape`` (padding is at the bottom and right) and resized to ``ori_shape``, each bilinear
+    (official ``lightning_module.py:731-745``)."""
+    logits = F.interpolate(mask_logits[None], input_size, mode='bilinear')
+    return F.interpolate(logits[:, :, :img_shape[0], :img_shape[1]], ori_shape, mode='bilinear')[0]
+
+
+def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int, mask_thresh: float = 0.8,
+                      overlap_thresh: float = 0.8) -> Tensor:
+    """One image's panoptic map ``(H, W)`` int64 in mmdet's encoding: ``label`` for stuff, ``label + k x
+    INSTANCE_OFFSET`` (k = 1, 2, ...) for thing segments, ``C`` (the number of classes) for void."""
+    num_classes = class_logits.shape[-1] - 1
+    scores, classes = class_logits.softmax(-1).max(-1)
+    panoptic = torch.full(mask_logits.shape[-2:], num_classes, dtype=torch.int64, device=mask_logits.device)
+    keep = classes.ne(num_classes) & (scores > mask_thresh)
+    if not keep.any():
+        return panoptic
+    masks = mask_logits[keep].sigmoid()
+    owner = (scores[keep][:, None, None] * masks).argmax(0)
+    stuff_ids: dict[int, int] = {}
+    segments = torch.full_like(panoptic, -1)
+    segment_classes = []
+    for k, class_id in enumerate(classes[keep].tolist()):
+        own = masks[k] >= 0.5
+        won = owner == k
+        final = own & won
+        own_area, won_area = own.sum().item(), won.sum().item()
+        if own_area == 0 or won_area == 0 or final.sum().item() == 0 or won_area / own_area < overlap_thresh:
+            continue
+        if class_id >= num_things:  # stuff: one segment per class
+            if class_id in stuff_ids:
+                segments[final] = stuff_ids[class_id]
+                continue
+            stuff_ids[class_id] = len(segment_classes)
+        segments[final] = len(segment_classes)
+        segment_classes.append(class_id)
+    for segment, class_id in enumerate(segment_classes):
+        inside = segments == segment
+        panoptic[inside] = class_id if class_id >= num_things else class_id + (segment + 1) * INSTANCE_OFFSET
+    return panoptic
+
+
+def instance_results(mask_logits: Tensor, class_logits: Tensor, top_k: int = 100) -> tuple[Tensor, Tensor, Tensor]:
+    """One image's instances: masks ``(K, H, W)`` bool, labels ``(K,)`` int64, scores ``(K,)``, ``K = min(top_k,
+    Q x C)``, in the official (unsorted ``topk``) order."""
+    probs = class_logits.softmax(-1)[:, :-1]
+    num_classes = probs.shape[-1]
+    top_scores, top = probs.flatten().topk(min(top_k, probs.numel()), sorted=False)
+    labels, queries = top % num_classes, top // num_classes
+    logits = mask_logits[queries]
+    masks = logits > 0
+    mask_scores = (logits.sigmoid().flatten(1) * masks.flatten(1)).sum(1) / (masks.flatten(1).sum(1) + 1e-6)
+    return masks, labels, top_scores * mask_scores

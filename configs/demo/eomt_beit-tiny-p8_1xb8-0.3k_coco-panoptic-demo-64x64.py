@@ -1,0 +1,93 @@
+# Demo: EoMT panoptic segmentation (beit_mm.EoMT, task='panoptic') on a tiny BEiT (4 blocks, 96 wide, 8x8-pixel patches)
+# trained FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco ->
+# data/coco_demo: things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to
+# fit 64x64 (keeping their 3:2 aspect) and padded to it, as the official EoMT feeds COCO (training/lightning_module.py:
+# 699-745 @ 7bd19dd); mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), and PQ/SQ/RQ
+# from beit_mm.PanopticQualityMetric (torchmetrics). The EoMT demo's optimizer and annealing structure
+# (configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py) scaled to 300 iterations: U = 300 x 0.83 / 3 = 83.
+_base_ = [
+    '../_base_/models/eomt_beit.py', '../_base_/default_runtime.py', '../_base_/schedules/demo_adamw-layer-decay_1k.py'
+]
+data_root = 'data/coco_demo/'
+img_size = 64
+embed_dims = 96
+thing_classes = ('person', 'car')
+stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
+metainfo = dict(classes=thing_classes + stuff_classes, thing_classes=thing_classes, stuff_classes=stuff_classes)
+model = dict(
+    data_preprocessor=dict(
+        type='mmdet.DetDataPreprocessor',
+        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        std=[127.5, 127.5, 127.5],
+        bgr_to_rgb=True,
+        pad_size_divisor=img_size,  # every image fits img_size x img_size: padded to exactly that, bottom and right
+        pad_mask=True,
+        mask_pad_value=0,
+        pad_seg=True,
+        seg_pad_value=255),
+    backbone=dict(
+        arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0), img_size=img_size, patch_size=8),
+    task='panoptic',
+    num_classes=len(thing_classes) + len(stuff_classes),
+    num_things_classes=len(thing_classes),
+    num_queries=20,
+    num_blocks=2,
+    mask_annealing=dict(start_steps=[83, 166], end_steps=[166, 249], poly_power=0.9))
+train_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
+    dict(type='mmdet.RandomFlip', prob=0.5),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path', 'segments_info')),
+]
+train_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='InfiniteSampler', shuffle=True),
+    dataset=dict(
+        type='mmdet.CocoPanopticDataset',
+        data_root=data_root,
+        metainfo=metainfo,
+        ann_file='annotations/panoptic_train2017.json',
+        data_prefix=dict(img='train2017/', seg='annotations/panoptic_train2017/'),
+        filter_cfg=dict(filter_empty_gt=False),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=1,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(
+        type='mmdet.CocoPanopticDataset',
+        data_root=data_root,
+        metainfo=metainfo,
+        ann_file='annotations/panoptic_val2017.json',
+        data_prefix=dict(img='val2017/', seg='annotations/panoptic_val2017/'),
+        test_mode=True,
+        pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='beit_mm.PanopticQualityMetric', classwise=True)
+test_evaluator = val_evaluator
+max_iters = 300
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
+]
+default_hooks = dict(checkpoint=dict(interval=max_iters))
+custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check; the annealing step
+    dict(type='beit_mm.NonFiniteLossHook'),
+    dict(type='beit_mm.BatchSizeCheckHook'),
+    dict(type='beit_mm.EoMTMaskAnnealingHook'),
+]
+visualizer = dict(type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
+tta_model = None
+env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
+randomness = dict(seed=0, deterministic=True)
