@@ -64,12 +64,17 @@ def parse_args() -> argparse.Namespace:
 
 
 def list_images(inputs: list[str]) -> list[str]:
-    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped).
+    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped), each
+    a regular file whose header is an image's within the pixel limit
+    (:func:`beit_mm.fileio.images.check_image_file`), checked before the model is built.
 
     Raises:
-        FileNotFoundError: an input that does not exist, or a folder without images.
-        ValueError: a file given by name that is not an image PIL can read.
+        FileNotFoundError: an input that does not exist, or a folder without images; NotARegularFileError (one): an
+            input or a folder's image that is a FIFO, a device or a socket.
+        ImageTooLargeError (a ValueError): an image over the pixel limit.
+        ValueError: a file that is not an image.
     """
+    from beit_mm.fileio.images import check_image_file
     images = []
     for item in inputs:
         if osp.isdir(item):
@@ -77,16 +82,12 @@ def list_images(inputs: list[str]) -> list[str]:
             if not found:
                 raise FileNotFoundError(f'folder {item} has no images ({", ".join(IMAGE_SUFFIXES)})')
             images += found
-        elif osp.isfile(item):
-            try:
-                with Image.open(item) as image:
-                    image.verify()
-            except Exception as error:
-                raise ValueError(f'input {item} is not an image PIL can read ({type(error).__name__}). Fix: give '
-                                 f'image files ({", ".join(IMAGE_SUFFIXES)}) or folders of them') from None
+        elif osp.exists(item) or osp.islink(item):
             images.append(item)
         else:
             raise FileNotFoundError(f'input {item} is neither an image file nor a folder')
+    for image in images:
+        check_image_file(image)
     seen = set()
     return [p for p in images if not (osp.realpath(p) in seen or seen.add(osp.realpath(p)))]
 
@@ -256,6 +257,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
+    from beit_mm.fileio.images import open_image
     from beit_mm.fileio.json_file import JSONFileError, parse_json
     images = list_images(inputs)
     names = output_names(images)
@@ -294,7 +296,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)
         label = logits[0].argmax(0).numpy()
         sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
-        image = np.array(Image.open(path).convert('RGB'))
+        image = np.array(open_image(path).convert('RGB'))
         visualizer.add_datasample(name, image, sample, draw_gt=False)
         write_outputs(folder, name, label, visualizer.get_image())
         preds[path] = label
