@@ -243,3 +243,18 @@ def test_every_decoder_keeps_the_one_limit(tmp_path, monkeypatch, backend):
         load(dict(img_path=path))
     monkeypatch.setenv('BEIT_MM_MAX_IMAGE_PIXELS', '1024')
     assert np.array_equal(load(dict(img_path=path))['img'][0, 0], (30, 200, 10))  # BGR, as MMCV loads
+
+
+def test_dataset_meta_leaves_as_plain_values(tmp_path):
+    path = str(tmp_path / 'meta.pth')
+    meta = {'classes': ('sky', 'road'), 'palette': torch.tensor([[1, 2, 3], [4, 5, 6]]),
+            'reduce_zero_label': np.bool_(True), 'ignore': (np.int64(255), None)}
+    torch.save({'state_dict': {'w': torch.ones(2)}, 'meta': {'iter': 2, 'dataset_meta': meta}}, path)
+    opened = open_checkpoint(path)['meta']
+    assert opened['dataset_meta'] == {'classes': ('sky', 'road'), 'palette': [[1, 2, 3], [4, 5, 6]],
+                                      'reduce_zero_label': True, 'ignore': (255, None)}
+    assert type(opened['dataset_meta']['ignore'][0]) is int and opened['iter'] == 2
+    torch.save({'meta': {'dataset_meta': {'classes': torch.float32}}}, path)
+    with pytest.raises(CheckpointFileError, match=r'meta\.dataset_meta\.classes holds a dtype; metadata are '
+                       'plain values'):
+        open_checkpoint(path)

@@ -74,7 +74,7 @@ def list_images(inputs: list[str]) -> list[str]:
         ImageTooLargeError (a ValueError): an image over the pixel limit.
         ValueError: a file that is not an image.
     """
-    from beit_mm.fileio.images import check_image_file
+    from beit_mm.fileio.inputs import check_image_file
     images = []
     for item in inputs:
         if osp.isdir(item):
@@ -257,7 +257,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
-    from beit_mm.fileio.images import open_image
+    from beit_mm.fileio.inputs import open_image
     from beit_mm.fileio.json_file import JSONFileError, parse_json
     images = list_images(inputs)
     names = output_names(images)

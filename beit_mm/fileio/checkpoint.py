@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from .inputs import check_regular_file, open_input
-from .tensors import check_loaded
+from .tensors import check_loaded, plain_metadata
 
 # Keys under which checkpoint files of the supported toolkits keep their weights, in lookup order.
 STATE_DICT_KEYS = ('state_dict', 'model', 'module', 'model_state')
@@ -177,7 +177,8 @@ def _take_handed_over(path: str):
 def open_checkpoint(path: str, map_location='cpu'):
     """Read a checkpoint file safely: opened as a regular file (:func:`.inputs.open_input`),
     :func:`check_checkpoint_stream`, ``torch.load(weights_only=True)`` of that open file, stored config source dropped
-    (:func:`drop_stored_configs`), every tensor and the whole structure checked (:func:`.tensors.check_loaded`).
+    (:func:`drop_stored_configs`), every tensor and the whole structure checked (:func:`.tensors.check_loaded`),
+    ``meta.dataset_meta`` made plain Python values (:func:`.tensors.plain_metadata`).
     Returns what the file holds (usually a dict).
 
     Raises:
@@ -203,12 +204,16 @@ def open_checkpoint(path: str, map_location='cpu'):
             message = str(error).splitlines()[0][:200]
             if 'not resizable' in message or 'out of bounds for storage' in message:
                 raise CheckpointFileError(f'{path}: a tensor lies outside its storage (torch: {message}): crafted or '
-                                          'corrupt. Fix: check the file\'s origin, save it again from its source') from None
+                                          'corrupt. Fix: check the file\'s origin, save it again from its '
+                                          'source') from None
             raise CheckpointFileError(f'cannot read checkpoint {path}: {message}. Fix: download/copy it again; it is '
                                       'probably truncated or corrupt') from None
     if isinstance(obj, dict):
         drop_stored_configs(obj)
     check_loaded(obj, path, size, CheckpointFileError)
+    meta = obj.get('meta') if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and 'dataset_meta' in meta:
+        meta['dataset_meta'] = plain_metadata(meta['dataset_meta'], path, 'meta.dataset_meta', CheckpointFileError)
     return obj
 
 

@@ -6,7 +6,7 @@ gigapixels), but OpenCV, MMCV's default ``imdecode_backend='cv2'``, decodes up t
 3-channel float copy downstream), and turbojpeg/tifffile have no limit. So the file room reads the width and height
 from the header (Pillow's format parsers, without decoding: :func:`image_header`) and refuses an image over
 :func:`max_image_pixels` in the one place every decoder's bytes pass: :class:`.inputs.InputLocalBackend.get` (MMCV's
-``LoadImageFromFile``, mmseg's ``LoadAnnotations``), and :func:`open_image` for beit_mm's own readers.
+``LoadImageFromFile``, mmseg's ``LoadAnnotations``), and :func:`.inputs.open_image` for beit_mm's own readers.
 
 The limit is Pillow's (89,478,485 pixels, about 9459 x 9459). To read larger images on purpose, set
 ``BEIT_MM_MAX_IMAGE_PIXELS`` (pixels) in the environment: it applies to every decoder, Pillow's own limit included.
@@ -103,41 +103,3 @@ def check_image_bytes(data: bytes | BinaryIO, source: str) -> tuple[str, int, in
         if width * height > limit:
             raise _refuse(source, fmt, width, height, limit)
     return header
-
-
-def _check_image(f: BinaryIO, path: str) -> tuple[str, int, int]:
-    header = check_image_bytes(f, path)
-    if header is None:
-        raise ValueError(f'input {path} is not an image PIL can read (its header is none of '
-                         f'{", ".join(HEADER_FORMATS)}). Fix: give image files or folders of them')
-    return header
-
-
-def check_image_file(path: str) -> tuple[str, int, int]:
-    """``(format, width, height)`` of the image file ``path``: a regular file (:func:`.inputs.open_input`) whose
-    header (only the header is read) is an image's, within the pixel limit.
-
-    Raises:
-        FileNotFoundError, NotARegularFileError: no regular file.
-        ImageTooLargeError: over the limit.
-        ValueError: not an image Pillow can read the header of.
-    """
-    from .inputs import open_input
-    with open_input(path, 'image') as f:
-        return _check_image(f, path)
-
-
-def open_image(path: str) -> Image.Image:
-    """The image file ``path`` opened with Pillow (loaded, the file closed), after :func:`check_image_file`'s checks
-    on the same open file: the way beit_mm's own readers open an image.
-
-    Raises:
-        FileNotFoundError, NotARegularFileError, ImageTooLargeError, ValueError: as :func:`check_image_file`.
-    """
-    from .inputs import open_input
-    with open_input(path, 'image') as f:
-        _check_image(f, path)
-        f.seek(0)
-        image = Image.open(f)
-        image.load()
-    return image

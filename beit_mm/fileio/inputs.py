@@ -6,7 +6,7 @@ socket: ``open()`` of a FIFO blocks until some process writes to it (forever), a
 reader of the file room opens with :func:`open_input`: ``os.open(O_RDONLY | O_NONBLOCK)`` (which never blocks, not
 even on a FIFO), then ``fstat`` of that same descriptor must say a regular file, and only then is anything read
 (``O_NONBLOCK`` is cleared first). There is no window between the check and the read: what is read is the file that
-was checked.
+was checked. :func:`check_image_file` and :func:`open_image` add the pixel limit (:mod:`.images`) for image inputs.
 
 :class:`InputLocalBackend` is MMEngine's ``LocalBackend`` whose reads (``get``, ``get_text``, ``get_local_path``) go
 through here and whose ``get`` bounds an image's pixels (:func:`.images.check_image_bytes`) before any decoder sees
@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mmengine.fileio import LocalBackend
+from PIL import Image
+
+from .images import HEADER_FORMATS, check_image_bytes
 
 _KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a FIFO (named pipe)'), (stat.S_ISCHR, 'a character device'),
           (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
@@ -77,7 +80,7 @@ def open_input(path: str | os.PathLike, what: str = 'input') -> BinaryIO:
     Raises:
         FileNotFoundError, NotARegularFileError: as :func:`open_input_fd`.
     """
-    return os.fdopen(open_input_fd(path, what), 'rb')
+    return open(path, 'rb', opener=lambda name, flags: open_input_fd(name, what))  # .name: the path
 
 
 def check_regular_file(path: str | os.PathLike, what: str = 'input') -> int:
@@ -100,13 +103,48 @@ def read_input(path: str | os.PathLike, what: str = 'input') -> bytes:
         return f.read()
 
 
+def _check_image(f: BinaryIO, path: str) -> tuple[str, int, int]:
+    header = check_image_bytes(f, path)
+    if header is None:
+        raise ValueError(f'input {path} is not an image PIL can read (its header is none of '
+                         f'{", ".join(HEADER_FORMATS)}). Fix: give image files or folders of them')
+    return header
+
+
+def check_image_file(path: str) -> tuple[str, int, int]:
+    """``(format, width, height)`` of the image file ``path``: a regular file (:func:`open_input`) whose
+    header (only the header is read) is an image's, within the pixel limit.
+
+    Raises:
+        FileNotFoundError, NotARegularFileError: no regular file.
+        ImageTooLargeError: over the limit.
+        ValueError: not an image Pillow can read the header of.
+    """
+    with open_input(path, 'image') as f:
+        return _check_image(f, path)
+
+
+def open_image(path: str) -> Image.Image:
+    """The image file ``path`` opened with Pillow (loaded, the file closed), after :func:`check_image_file`'s checks
+    on the same open file: the way beit_mm's own readers open an image.
+
+    Raises:
+        FileNotFoundError, NotARegularFileError, ImageTooLargeError, ValueError: as :func:`check_image_file`.
+    """
+    with open_input(path, 'image') as f:
+        _check_image(f, path)
+        f.seek(0)
+        image = Image.open(f)
+        image.load()
+    return image
+
+
 class InputLocalBackend(LocalBackend):
     """MMEngine's ``LocalBackend`` whose reads open regular files only (:func:`open_input`) and whose ``get`` refuses
     an image over the pixel limit before any decoder (OpenCV, Pillow, turbojpeg, tifffile) sees it
     (:func:`.images.check_image_bytes`). Registered for local paths by :func:`register_input_backend`."""
 
     def get(self, filepath: str | Path) -> bytes:
-        from .images import check_image_bytes
         data = read_input(filepath)
         check_image_bytes(data, str(filepath))
         return data

@@ -16,6 +16,8 @@ dicts, lists, tuples and the objects the safe unpickler allows) and refuses, nam
 - a structure larger than the file can honestly describe: more entries (containers, keys, values, walked as
   consumers walk them, shared ones again each time they are reached) or text than :func:`structure_budget`
   allows (a pickle can reference one list a million times in a few bytes: a JSON dump of it would not end).
+
+Metadata (``meta.dataset_meta``: class names, palette) leaves as plain Python values (:func:`plain_metadata`).
 """
 from __future__ import annotations
 
@@ -142,3 +144,37 @@ def _check_overlap(geometries: dict, source: str, error: type[Exception]) -> Non
                         'file\'s origin, save it again from its source')
         if end > reach:
             reach, owner = end, name
+
+
+#: The deepest nesting of metadata (``dataset_meta``: a dict of lists of lists is 3 levels).
+MAX_METADATA_DEPTH = 16
+
+
+def plain_metadata(value, source: str, where: str, error: type[Exception] = ValueError, depth: int = 0):
+    """``value`` (a file's metadata, e.g. ``meta.dataset_meta``: class names, palette) as plain Python values: dicts
+    with str/int keys, lists, tuples, str, int, float, bool, None; tensors, numpy arrays and numpy scalars become
+    (nested lists of) Python numbers. Its size is already bounded by :func:`check_loaded`.
+
+    Raises:
+        error: any other object, or nesting deeper than :data:`MAX_METADATA_DEPTH`, naming ``source`` and ``where``.
+    """
+    if depth > MAX_METADATA_DEPTH:
+        raise error(f'{source}: {where} nests deeper than {MAX_METADATA_DEPTH} levels: not metadata any toolkit writes. '
+                    'Fix: check the file\'s origin')
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (Tensor, np.ndarray, np.generic)):
+        return value.tolist() if not isinstance(value, np.generic) else value.item()
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                raise error(f'{source}: {where} has a key of type {type(key).__name__}; metadata keys are str. Fix: '
+                            'check the file\'s origin')
+            out[key] = plain_metadata(item, source, f'{where}.{key}', error, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain_metadata(item, source, f'{where}[{i}]', error, depth + 1)
+                           for i, item in enumerate(value))
+    raise error(f'{source}: {where} holds a {type(value).__name__}; metadata are plain values (str, numbers, lists, '
+                'dicts). Fix: check the file\'s origin')
