@@ -1,12 +1,14 @@
 """Inputs by invariant (issue 48 items 1, 4 and the images of 5): every tensor a file declares is dense, inside its
 storage and overlaps no other (identical tied views aside), a file declares no more bytes than it holds, inputs are
-opened only as regular files, and every image decoder is held to one pixel limit read from the header.
+opened only as regular files, every image decoder is held to one pixel limit read from the header, and a
+checkpoint's ``dataset_meta`` leaves as plain Python values.
 
 Each test was seen failing at 58420c0 (before ``beit_mm.fileio.{tensors,inputs,images}``): the stride-0 ``exp_avg``,
 the overlapping views, the shared zip records and the expanding structure loaded without a word; the tensor outside
 its storage was called "truncated or corrupt"; a FIFO hung ``fileio.get``, ``LoadImageFromFile``, ``tools/infer.py``
-on a folder and ``tools/convert_checkpoint.py --model dalle --source openai`` (the guard below or the subprocess
-timeout ended them), and the other openers called it "does not exist"; an image over the limit reached OpenCV.
+on a folder, the dataset check's ``check_pair`` and ``tools/convert_checkpoint.py --model dalle --source openai`` (the
+guard below or the subprocess timeout ended them), and the other openers called it "does not exist"; an image over
+the limit reached OpenCV and the variable was ignored; a tensor palette stayed a tensor.
 """
 from __future__ import annotations
 
@@ -258,3 +260,16 @@ def test_dataset_meta_leaves_as_plain_values(tmp_path):
     with pytest.raises(CheckpointFileError, match=r'meta\.dataset_meta\.classes holds a dtype; metadata are '
                        'plain values'):
         open_checkpoint(path)
+
+
+def test_a_fifo_among_a_training_sets_images_is_named_by_the_dataset_check(tmp_path):
+    """The check before training (``beit_mm.DatasetCheckHook`` -> ``check_pair``) decodes sampled pairs: a FIFO among
+    the images is an unreadable file it names, not a wait."""
+    from beit_mm.data.checks import LabelRule, check_pair
+    seg = str(tmp_path / 'a.png')
+    Image.new('L', (32, 32)).save(seg)
+    image = str(tmp_path / 'a.jpg')
+    os.mkfifo(image)
+    problems, _ = within(20, image, lambda: check_pair(image, seg, LabelRule(num_classes=2, reduce_zero_label=False)))
+    assert [(kind, path) for kind, path, _ in problems] == [('unreadable', image)]
+    assert 'is a FIFO (named pipe), not a regular file' in problems[0][2]
