@@ -5,7 +5,9 @@
     python tools/infer.py CONFIG --onnx FILE INPUT [INPUT ...] [--out-dir DIR] [--opacity A]
 
 - ``CHECKPOINT``: a ``.pth`` file, or a work dir (its ``last_checkpoint``, i.e. what ``tools/train.py`` wrote last).
-- ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name).
+- ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name); each image must be a
+  regular file (a FIFO or device is refused, never waited on) within the pixel limit (``BEIT_MM_MAX_IMAGE_PIXELS``,
+  Pillow's by default), checked from its header before the model is built (docs/faults.md).
 - Writes ``DIR/vis/<image path>``: the image with the predicted classes painted over it (``--opacity``, mmseg's
   ``SegLocalVisualizer``, class names and palette from the checkpoint's ``meta.dataset_meta``), and
   ``DIR/pred/<image path without suffix>.png``: the predicted label map (uint8 class indices, the config's label

@@ -125,14 +125,17 @@ def check_image_file(path: str) -> tuple[str, int, int]:
 
 
 def open_image(path: str) -> Image.Image:
-    """The image file ``path`` opened with Pillow (loaded, the file closed), after :func:`check_image_file`'s checks
-    on the same open file: the way beit_mm's own readers open an image.
+    """The image file ``path`` opened with Pillow (loaded, the file closed), after the checks of
+    :func:`check_image_file` on the same open file: the way beit_mm's own readers open an image. A file whose header
+    is none of :data:`.images.HEADER_FORMATS` is left to Pillow, whose own limit is the same
+    (:func:`.images.apply_pixel_limit`).
 
     Raises:
-        FileNotFoundError, NotARegularFileError, ImageTooLargeError, ValueError: as :func:`check_image_file`.
+        FileNotFoundError, NotARegularFileError, ImageTooLargeError: as :func:`check_image_file`.
+        PIL.UnidentifiedImageError, OSError: not an image, or truncated (Pillow's errors).
     """
     with open_input(path, 'image') as f:
-        _check_image(f, path)
+        check_image_bytes(f, path)
         f.seek(0)
         image = Image.open(f)
         image.load()
