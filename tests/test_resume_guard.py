@@ -325,7 +325,7 @@ def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, ade_de
     reads, load = [], torch.load
 
     def counting(path, *args, **kwargs):
-        if not kwargs.get('mmap') and osp.realpath(str(path)) == osp.realpath(checkpoint):
+        if not kwargs.get('mmap') and osp.realpath(str(getattr(path, 'name', path))) == osp.realpath(checkpoint):
             reads.append(path)
         return load(path, *args, **kwargs)
 

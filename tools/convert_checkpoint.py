@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os.path as osp
 
 import torch
 
@@ -60,6 +61,9 @@ MODELS = {
 
 
 def read_source(path: str, model: str, source: str, trust_code: bool = False) -> dict:
+    if not osp.isdir(path):  # a FIFO or a device: named before any reader opens it (and waits forever)
+        from beit_mm.fileio.inputs import check_regular_file
+        check_regular_file(path, 'checkpoint')
     if model == 'clip':  # OpenAI's TorchScript file (trusted by name) or an HF folder -> OpenAI names
         from beit_mm.models.tokenizers.teachers import load_clip_state_dict
         return load_clip_state_dict(path, trust_code=trust_code)

@@ -5,7 +5,9 @@
     python tools/infer.py CONFIG --onnx FILE INPUT [INPUT ...] [--out-dir DIR] [--opacity A]
 
 - ``CHECKPOINT``: a ``.pth`` file, or a work dir (its ``last_checkpoint``, i.e. what ``tools/train.py`` wrote last).
-- ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name).
+- ``INPUT``: image files and/or folders (every image directly inside a folder, sorted by name); each image must be a
+  regular file (a FIFO or device is refused, never waited on) within the pixel limit (``BEIT_MM_MAX_IMAGE_PIXELS``,
+  Pillow's by default), checked from its header before the model is built (docs/faults.md).
 - Writes ``DIR/vis/<image path>``: the image with the predicted classes painted over it (``--opacity``, mmseg's
   ``SegLocalVisualizer``, class names and palette from the checkpoint's ``meta.dataset_meta``), and
   ``DIR/pred/<image path without suffix>.png``: the predicted label map (uint8 class indices, the config's label
@@ -64,12 +66,17 @@ def parse_args() -> argparse.Namespace:
 
 
 def list_images(inputs: list[str]) -> list[str]:
-    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped).
+    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped), each
+    a regular file whose header is an image's within the pixel limit
+    (:func:`beit_mm.fileio.images.check_image_file`), checked before the model is built.
 
     Raises:
-        FileNotFoundError: an input that does not exist, or a folder without images.
-        ValueError: a file given by name that is not an image PIL can read.
+        FileNotFoundError: an input that does not exist, or a folder without images; NotARegularFileError (one): an
+            input or a folder's image that is a FIFO, a device or a socket.
+        ImageTooLargeError (a ValueError): an image over the pixel limit.
+        ValueError: a file that is not an image.
     """
+    from beit_mm.fileio.inputs import check_image_file
     images = []
     for item in inputs:
         if osp.isdir(item):
@@ -77,16 +84,12 @@ def list_images(inputs: list[str]) -> list[str]:
             if not found:
                 raise FileNotFoundError(f'folder {item} has no images ({", ".join(IMAGE_SUFFIXES)})')
             images += found
-        elif osp.isfile(item):
-            try:
-                with Image.open(item) as image:
-                    image.verify()
-            except Exception as error:
-                raise ValueError(f'input {item} is not an image PIL can read ({type(error).__name__}). Fix: give '
-                                 f'image files ({", ".join(IMAGE_SUFFIXES)}) or folders of them') from None
+        elif osp.exists(item) or osp.islink(item):
             images.append(item)
         else:
             raise FileNotFoundError(f'input {item} is neither an image file nor a folder')
+    for image in images:
+        check_image_file(image)
     seen = set()
     return [p for p in images if not (osp.realpath(p) in seen or seen.add(osp.realpath(p)))]
 
@@ -259,6 +262,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     from mmseg.visualization import SegLocalVisualizer
 
     from beit_mm.apis.export import INPUT_NAME, onnx_metadata
+    from beit_mm.fileio.inputs import open_image
     from beit_mm.fileio.json_file import JSONFileError, parse_json
     images = list_images(inputs)
     names = output_names(images)
@@ -297,7 +301,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)
         label = logits[0].argmax(0).numpy()
         sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
-        image = np.array(Image.open(path).convert('RGB'))
+        image = np.array(open_image(path).convert('RGB'))
         visualizer.add_datasample(name, image, sample, draw_gt=False)
         write_outputs(folder, name, label, visualizer.get_image())
         preds[path] = label

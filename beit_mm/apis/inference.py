@@ -27,6 +27,7 @@ from mmseg.models.segmentors import BaseSegmentor, EncoderDecoder
 from torch import nn
 
 from ..fileio.checkpoint import load_state_dict_file
+from ..fileio.inputs import check_regular_file
 from ..fileio.work_dir import read_last_checkpoint
 from .checkpoint import CheckpointMismatchError, check_weights_match
 
@@ -119,8 +120,9 @@ def resolve_checkpoint(path: str) -> str:
             raise FileNotFoundError(f'{why or f"{path} is a folder without a last_checkpoint file"}. Fix: pass a .pth '
                                     'file or the work dir of a tools/train.py run')
         return latest
-    if not osp.isfile(path):
+    if not osp.exists(path) and not osp.islink(path):
         raise FileNotFoundError(f'checkpoint {path} does not exist; pass a .pth file or a work dir')
+    check_regular_file(path, 'checkpoint')  # a FIFO or a device: named, never opened for reading
     return path
 
 

@@ -268,10 +268,10 @@ def loaded_size(stored: tuple[int, int], orientation: int, applies_orientation: 
 
 
 def _decode(path: str) -> Image.Image:
-    """Open and fully decode ``path`` (PIL raises on a truncated or non-image file)."""
-    with Image.open(path) as image:
-        image.load()
-        return image
+    """Open and fully decode ``path`` through the file room (a regular file within the pixel limit:
+    :func:`beit_mm.fileio.inputs.open_image`; PIL raises on a truncated or non-image file)."""
+    from ..fileio.inputs import open_image
+    return open_image(path)
 
 
 def _size(size: tuple[int, int]) -> str:

@@ -19,9 +19,13 @@ import pickle
 import re
 import zipfile
 from collections.abc import Mapping
+from typing import BinaryIO
 
 import torch
 from torch import Tensor
+
+from .inputs import check_regular_file, open_input
+from .tensors import check_loaded, plain_metadata
 
 # Keys under which checkpoint files of the supported toolkits keep their weights, in lookup order.
 STATE_DICT_KEYS = ('state_dict', 'model', 'module', 'model_state')
@@ -48,26 +52,35 @@ def _describe_head(head: bytes) -> str:
 
 
 def check_checkpoint_file(path: str) -> None:
-    """Raise with the cause and the fix unless ``path`` looks like a whole ``torch.save`` file (no unpickling).
+    """Raise with the cause and the fix unless ``path`` is a regular file that looks like a whole ``torch.save`` file
+    (no unpickling; :func:`check_checkpoint_stream` on the opened file).
 
     Raises:
-        FileNotFoundError: no such file (or a folder).
-        CheckpointFileError: empty, truncated (a zip without its central directory: an interrupted download/copy or
-            a killed writer) or not a PyTorch file (an image, an HTML error page, a Git LFS pointer, safetensors,
-            ONNX, ...).
+        FileNotFoundError: no such file; NotARegularFileError (a FileNotFoundError): a folder, FIFO or device.
+        CheckpointFileError: as :func:`check_checkpoint_stream`.
     """
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'checkpoint {path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}. '
-                                'Fix: check the path (init_cfg.checkpoint, load_from, --resume); convert official '
-                                'weights first with tools/convert_checkpoint.py')
-    size = osp.getsize(path)
-    with open(path, 'rb') as f:
-        head = f.read(32)
+    with open_input(path, 'checkpoint') as f:
+        check_checkpoint_stream(f, path)
+
+
+def check_checkpoint_stream(f: BinaryIO, path: str) -> int:
+    """Raise with the cause and the fix unless the open regular file ``f`` (named ``path``) looks like a whole
+    ``torch.save`` file; returns its size in bytes. Leaves ``f`` at its start.
+
+    Raises:
+        CheckpointFileError: empty, truncated (a zip without its central directory: an interrupted download/copy or
+            a killed writer), records declaring more than the file (:func:`check_zip_records`) or not a PyTorch file
+            (an image, an HTML error page, a Git LFS pointer, safetensors, ONNX, ...).
+    """
+    size = os.fstat(f.fileno()).st_size
+    f.seek(0)
+    head = f.read(32)
+    f.seek(0)
     if size == 0:
         raise CheckpointFileError(f'checkpoint {path} is empty (0 bytes). Fix: download/copy it again')
     if head.startswith(_ZIP_MAGIC):
         try:
-            with zipfile.ZipFile(path) as archive:
+            with zipfile.ZipFile(f) as archive:
                 records = archive.infolist()
         except (zipfile.BadZipFile, OSError):
             raise CheckpointFileError(
@@ -75,17 +88,20 @@ def check_checkpoint_file(path: str) -> None:
                 'directory): the download or copy was interrupted, or the process writing it was killed. Fix: '
                 'download/copy it again (compare its size or sha256 with the source), or resume from an earlier '
                 'checkpoint (tools/train.py --resume picks the last complete one)') from None
+        finally:
+            f.seek(0)
         if not any(r.filename.endswith('data.pkl') for r in records):
             raise CheckpointFileError(f'{path} is a zip archive but not a torch.save file (no data.pkl among '
                                       f'{[r.filename for r in records[:4]]}). Fix: give the .pth/.bin file itself, '
                                       'not an archive of it')
         check_zip_records(path, size, records)
-        return
+        return size
     if not head.startswith(_PICKLE_PROTOCOL_2):
         raise CheckpointFileError(
             f'{path} is not a PyTorch checkpoint ({size} bytes, {_describe_head(head)}). Fix: point to the .pth/.bin '
             'weights file (a failed download often saves an HTML page; a Git LFS pointer needs `git lfs pull`; '
             'safetensors files need safetensors.torch.load_file and torch.save first)')
+    return size
 
 
 MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
@@ -94,7 +110,8 @@ MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
 def check_zip_records(path: str, size: int, records: list[zipfile.ZipInfo]) -> None:
     """Bound what a ``torch.save`` archive declares (its ``records``, from the central directory) before torch reads
     it: a bounded number of records, each stored uncompressed (``torch.save`` never compresses; a compressed record
-    could inflate to any size) and lying inside the file of ``size`` bytes.
+    could inflate to any size) and lying inside the file of ``size`` bytes, and all together declaring at most
+    ``size`` bytes (records that share bytes would each become their own storage: the memory of many files).
 
     Raises:
         CheckpointFileError: naming the record and the problem.
@@ -111,6 +128,12 @@ def check_zip_records(path: str, size: int, records: list[zipfile.ZipInfo]) -> N
         if record.file_size > size or record.header_offset + record.file_size > size:
             raise CheckpointFileError(f'{path}: record {record.filename} declares {record.file_size} bytes, beyond the '
                                       f'file\'s {size}: truncated or crafted. Fix: download/copy it again')
+    declared = sum(record.file_size for record in records)
+    if declared > size:
+        raise CheckpointFileError(
+            f'{path}: its {len(records)} records declare {declared} bytes in all, more than the file\'s {size}: '
+            'records share bytes (torch.save never writes that), so loading would allocate more than the file holds. '
+            'Crafted or corrupt. Fix: check the file\'s origin, save it again with torch.save')
 
 
 def drop_stored_configs(obj: Mapping) -> list[str]:
@@ -152,30 +175,45 @@ def _take_handed_over(path: str):
 
 
 def open_checkpoint(path: str, map_location='cpu'):
-    """Read a checkpoint file safely: :func:`check_checkpoint_file`, ``torch.load(weights_only=True)``, stored config
-    source dropped (:func:`drop_stored_configs`). Returns what the file holds (usually a dict).
+    """Read a checkpoint file safely: opened as a regular file (:func:`.inputs.open_input`),
+    :func:`check_checkpoint_stream`, ``torch.load(weights_only=True)`` of that open file, stored config source dropped
+    (:func:`drop_stored_configs`), every tensor and the whole structure checked (:func:`.tensors.check_loaded`),
+    ``meta.dataset_meta`` made plain Python values (:func:`.tensors.plain_metadata`).
+    Returns what the file holds (usually a dict).
 
     Raises:
-        FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, or one that holds pickled
-            Python objects beyond tensors and MMEngine's training state (a whole ``nn.Module``).
+        FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, a FIFO or device
+            (NotARegularFileError), one that holds pickled Python objects beyond tensors and MMEngine's training state
+            (a whole ``nn.Module``), or tensors that are not dense, lie outside their storage, overlap, or declare
+            more bytes than the file holds.
     """
     handed_over = _take_handed_over(path)
     if handed_over is not None:  # opened and checked by the tool a moment ago (CPU tensors; loading moves them)
         return handed_over
-    check_checkpoint_file(path)
-    try:
-        obj = torch.load(path, map_location=map_location, weights_only=True)
-    except pickle.UnpicklingError as error:
-        raise CheckpointFileError(
-            f'{path} holds pickled Python objects that safe loading (weights_only=True) refuses, e.g. a whole '
-            f'nn.Module instead of a state dict ({str(error).splitlines()[0][:200]}). Fix: convert it once with '
-            'tools/convert_checkpoint.py (DALL-E encoder.pkl: --model dalle --source openai), or save '
-            'model.state_dict() instead of the model') from None
-    except (RuntimeError, EOFError, OSError) as error:
-        raise CheckpointFileError(f'cannot read checkpoint {path}: {str(error).splitlines()[0][:200]}. Fix: '
-                                  'download/copy it again; it is probably truncated or corrupt') from None
+    with open_input(path, 'checkpoint') as f:
+        size = check_checkpoint_stream(f, path)
+        try:
+            obj = torch.load(f, map_location=map_location, weights_only=True)
+        except pickle.UnpicklingError as error:
+            raise CheckpointFileError(
+                f'{path} holds pickled Python objects that safe loading (weights_only=True) refuses, e.g. a whole '
+                f'nn.Module instead of a state dict ({str(error).splitlines()[0][:200]}). Fix: convert it once with '
+                'tools/convert_checkpoint.py (DALL-E encoder.pkl: --model dalle --source openai), or save '
+                'model.state_dict() instead of the model') from None
+        except (RuntimeError, EOFError, OSError) as error:
+            message = str(error).splitlines()[0][:200]
+            if 'not resizable' in message or 'out of bounds for storage' in message:
+                raise CheckpointFileError(f'{path}: a tensor lies outside its storage (torch: {message}): crafted or '
+                                          'corrupt. Fix: check the file\'s origin, save it again from its '
+                                          'source') from None
+            raise CheckpointFileError(f'cannot read checkpoint {path}: {message}. Fix: download/copy it again; it is '
+                                      'probably truncated or corrupt') from None
     if isinstance(obj, dict):
         drop_stored_configs(obj)
+    check_loaded(obj, path, size, CheckpointFileError)
+    meta = obj.get('meta') if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and 'dataset_meta' in meta:
+        meta['dataset_meta'] = plain_metadata(meta['dataset_meta'], path, 'meta.dataset_meta', CheckpointFileError)
     return obj
 
 
@@ -219,14 +257,12 @@ def is_complete_checkpoint(path: str) -> bool:
     record is present (``torch.load(mmap=True, weights_only=True)``: the records are located, no tensor data is read,
     no code is run). A write interrupted by an exception (Ctrl-C) inside ``torch.save`` still closes the archive and
     leaves ``data.pkl``, but lacks the records it did not reach: refused here."""
-    if not osp.isfile(path):
-        return False
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_input(path, 'checkpoint') as f, zipfile.ZipFile(f) as archive:
             if not any(name.endswith('data.pkl') for name in archive.namelist()):
                 return False
         torch.load(path, map_location='cpu', weights_only=True, mmap=True)
-    except Exception:  # noqa: BLE001  (BadZipFile, a missing record, an unreadable pickle: not complete)
+    except Exception:  # noqa: BLE001  (no regular file, BadZipFile, a missing record, an unreadable pickle)
         return False
     return True
 
@@ -255,21 +291,29 @@ def checkpoint_kind(keys) -> str | None:
 
 def is_torchscript(path: str) -> bool:
     """Whether ``path`` is a TorchScript archive (``torch.jit.save``; OpenAI's released CLIP ``ViT-B-16.pt``): a zip
-    with ``constants.pkl``. Read from the zip's table of contents only."""
-    if not zipfile.is_zipfile(path):
+    with ``constants.pkl``. Read from the zip's table of contents only (a FIFO or device: False, unread)."""
+    try:
+        with open_input(path, 'checkpoint') as f:
+            if not zipfile.is_zipfile(f):
+                return False
+            with zipfile.ZipFile(f) as archive:
+                return any(n.endswith('constants.pkl') for n in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
         return False
-    with zipfile.ZipFile(path) as archive:
-        return any(n.endswith('constants.pkl') for n in archive.namelist())
 
 
 def open_torchscript_trusted(path: str) -> dict[str, Tensor]:
     """The ``state_dict()`` of a TorchScript archive: ``torch.jit.load``, which runs the code the archive carries
     (its ``__setstate__`` methods). Only for a file the user named as trusted (``tools/convert_checkpoint.py
-    --trust-code``, ``CLIPTeacher(trust_code=True)``); everything else refuses TorchScript (:func:`refuse_code`)."""
-    if not osp.isfile(path) or not is_torchscript(path):
+    --trust-code``, ``CLIPTeacher(trust_code=True)``); everything else refuses TorchScript (:func:`refuse_code`). The
+    tensors are checked as every file's (:func:`.tensors.check_loaded`)."""
+    size = check_regular_file(path, 'checkpoint')
+    if not is_torchscript(path):
         raise CheckpointFileError(f'{path} is not a TorchScript archive (a zip with constants.pkl). Fix: without '
                                   '--trust-code, plain state dict files are read safely')
-    return {k: v.detach().clone() for k, v in torch.jit.load(path, map_location='cpu').state_dict().items()}
+    state_dict = {k: v.detach().clone() for k, v in torch.jit.load(path, map_location='cpu').state_dict().items()}
+    check_loaded(state_dict, path, size, CheckpointFileError)
+    return state_dict
 
 
 def refuse_code(path: str, what: str, convert: str) -> CheckpointFileError:
@@ -293,11 +337,11 @@ def load_safetensors(path: str) -> dict[str, Tensor]:
     """
     import struct
 
+    from safetensors.torch import load as load_bytes
+
     from .json_file import JSONFileError, parse_json
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
-    size = osp.getsize(path)
-    with open(path, 'rb') as f:
+    with open_input(path, 'checkpoint') as f:
+        size = os.fstat(f.fileno()).st_size
         head = f.read(8)
         length = struct.unpack('<Q', head)[0] if len(head) == 8 else -1
         if not 0 < length <= min(MAX_SAFETENSORS_HEADER, size - 8):
@@ -307,18 +351,21 @@ def load_safetensors(path: str) -> dict[str, Tensor]:
             header = parse_json(f.read(length), f'{path} (safetensors header)')
         except JSONFileError as error:
             raise CheckpointFileError(str(error)) from None
-    data = size - 8 - length
-    for name, entry in (header.items() if isinstance(header, dict) else ()):
-        if name == '__metadata__':
-            continue
-        offsets = entry.get('data_offsets') if isinstance(entry, dict) else None
-        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
-                or not 0 <= offsets[0] <= offsets[1] <= data):
-            raise CheckpointFileError(f'{path}: tensor {name} declares bytes {offsets} outside the file\'s {data} data '
-                                      'bytes: truncated or crafted. Fix: download/copy it again')
-    from safetensors.torch import load_file
+        data = size - 8 - length
+        for name, entry in (header.items() if isinstance(header, dict) else ()):
+            if name == '__metadata__':
+                continue
+            offsets = entry.get('data_offsets') if isinstance(entry, dict) else None
+            if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
+                    or not 0 <= offsets[0] <= offsets[1] <= data):
+                raise CheckpointFileError(f'{path}: tensor {name} declares bytes {offsets} outside the file\'s {data} '
+                                          'data bytes: truncated or crafted. Fix: download/copy it again')
+        f.seek(0)
+        content = f.read()
     try:
-        return load_file(path)
+        tensors = load_bytes(content)
     except Exception as error:  # safetensors_rust.SafetensorError: an inconsistent header
         raise CheckpointFileError(f'{path} is not a whole safetensors file ({str(error)[:160]}). Fix: download/copy '
                                   'it again (compare its size with the source)') from None
+    check_loaded(tensors, path, size, CheckpointFileError)
+    return tensors

@@ -28,9 +28,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from mmengine.fileio import LocalBackend
-
 from .dataset_roots import DEMO_MARKER, dataset_layout, enclosing_dataset_root
+from .inputs import InputLocalBackend
 from .manifest import (MANIFEST, NotOwnedError, file_sha256, folder_entries, manifest_text, owned_files,
                        read_manifest)
 from .paths import inside
@@ -288,8 +287,9 @@ def _write_all(f: BinaryIO, data: bytes) -> None:
     f.write(data)
 
 
-class AtomicLocalBackend(LocalBackend):
-    """MMEngine's ``LocalBackend`` whose ``put``/``put_text`` write atomically (:func:`atomic_write_bytes`).
+class AtomicLocalBackend(InputLocalBackend):
+    """MMEngine's ``LocalBackend`` whose ``put``/``put_text`` write atomically (:func:`atomic_write_bytes`) and whose
+    reads are the file room's (:class:`.inputs.InputLocalBackend`).
 
     Registered as ``'beit_mm_atomic_local'``: ``CheckpointHook(backend_args=dict(backend='beit_mm_atomic_local'))``
     makes every checkpoint (periodic and best) go through it, because the hook passes its ``backend_args`` to

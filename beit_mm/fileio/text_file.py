@@ -2,7 +2,9 @@
 encoding checked, a named error instead of a traceback or a silently mangled line."""
 from __future__ import annotations
 
-import os.path as osp
+import os
+
+from .inputs import open_input
 
 MAX_TEXT_BYTES = 1 * 2**20  # a class list of 10k names is ~100 KB
 
@@ -12,20 +14,18 @@ class TextFileError(ValueError):
 
 
 def read_bounded(path: str, max_bytes: int, error: type[Exception], kind: str) -> bytes:
-    """The bytes of the file ``path`` (one read of at most ``max_bytes`` + 1), its size checked first: the one bounded
-    read of the small-file readers (text, JSON).
+    """The bytes of the regular file ``path`` (:func:`.inputs.open_input`; one read of at most ``max_bytes`` + 1),
+    its size checked first: the one bounded read of the small-file readers (text, JSON).
 
     Raises:
-        FileNotFoundError: no such file (or it is a folder).
+        FileNotFoundError: no such file; NotARegularFileError (a FileNotFoundError): a folder, FIFO or device, unread.
         error: larger than ``max_bytes`` (the message says a ``kind`` file cannot be that large).
     """
-    if not osp.isfile(path):
-        raise FileNotFoundError(f'{path} does not exist{" (it is a folder)" if osp.isdir(path) else ""}')
-    size = osp.getsize(path)
-    if size > max_bytes:
-        raise error(f'{path} is {size} bytes, more than the {max_bytes} a {kind} file of this kind can hold. '
-                    'Fix: check that it is the right file')
-    with open(path, 'rb') as f:
+    with open_input(path, kind) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > max_bytes:
+            raise error(f'{path} is {size} bytes, more than the {max_bytes} a {kind} file of this kind can hold. '
+                        'Fix: check that it is the right file')
         return f.read(max_bytes + 1)
 
 

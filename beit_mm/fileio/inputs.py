@@ -1,0 +1,171 @@
+"""Opening inputs: only regular files, checked before the first byte is read, and MMEngine's local reads through the
+same door.
+
+A path given as an input (a checkpoint, an image, an annotation, a JSON or text file) may name a FIFO, a device or a
+socket: ``open()`` of a FIFO blocks until some process writes to it (forever), a device streams without end. So every
+reader of the file room opens with :func:`open_input`: ``os.open(O_RDONLY | O_NONBLOCK)`` (which never blocks, not
+even on a FIFO), then ``fstat`` of that same descriptor must say a regular file, and only then is anything read
+(``O_NONBLOCK`` is cleared first). There is no window between the check and the read: what is read is the file that
+was checked. :func:`check_image_file` and :func:`open_image` add the pixel limit (:mod:`.images`) for image inputs.
+
+:class:`InputLocalBackend` is MMEngine's ``LocalBackend`` whose reads (``get``, ``get_text``, ``get_local_path``) go
+through here and whose ``get`` bounds an image's pixels (:func:`.images.check_image_bytes`) before any decoder sees
+the bytes. Registered for local paths (name ``'local'``, prefix ``''``) on ``import beit_mm``, it is what
+``mmengine.fileio.get`` returns for every local path: MMCV's ``LoadImageFromFile``, mmseg's ``LoadAnnotations``,
+``mmengine.load`` of annotation files.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from mmengine.fileio import LocalBackend
+from PIL import Image
+
+from .images import HEADER_FORMATS, check_image_bytes
+
+_KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a FIFO (named pipe)'), (stat.S_ISCHR, 'a character device'),
+          (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
+
+
+class NotARegularFileError(FileNotFoundError):
+    """An input path that names no regular file (a FIFO, a device, a socket, a folder); the message says what it is
+    and the fix. A ``FileNotFoundError``, so every tool that names a missing input names this one too."""
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), f'not a regular file (mode {oct(mode)})')
+
+
+def refusal(path: str, mode: int, what: str = 'input') -> NotARegularFileError:
+    return NotARegularFileError(
+        f'{what} {path} is {_kind(mode)}, not a regular file: beit_mm reads inputs only from regular files (opening a '
+        'FIFO or a device could wait forever or never end); nothing was read. Fix: give the path of the file itself '
+        '(copy the data into a file first)')
+
+
+def open_input_fd(path: str | os.PathLike, what: str = 'input') -> int:
+    """A descriptor open for reading on the regular file ``path``, blocking mode restored; the caller closes it.
+
+    Raises:
+        FileNotFoundError: no such file.
+        NotARegularFileError: a FIFO, device, socket or folder (the descriptor is closed again, nothing read).
+    """
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, 'O_NOCTTY', 0))
+    except IsADirectoryError:
+        raise refusal(path, stat.S_IFDIR, what) from None
+    except FileNotFoundError:
+        raise FileNotFoundError(f'{what} {path} does not exist. Fix: check the path') from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise refusal(path, mode, what)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_input(path: str | os.PathLike, what: str = 'input') -> BinaryIO:
+    """``open(path, 'rb')`` for a regular file only (:func:`open_input_fd`): the one way the file room opens an input.
+
+    Raises:
+        FileNotFoundError, NotARegularFileError: as :func:`open_input_fd`.
+    """
+    return open(path, 'rb', opener=lambda name, flags: open_input_fd(name, what))  # .name: the path
+
+
+def check_regular_file(path: str | os.PathLike, what: str = 'input') -> int:
+    """The size of the regular file ``path`` (opened as :func:`open_input` does, nothing read), for readers that must
+    hand a path to a library that opens it itself (a small race remains there: prefer :func:`open_input`).
+
+    Raises:
+        FileNotFoundError, NotARegularFileError: as :func:`open_input_fd`.
+    """
+    fd = open_input_fd(path, what)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def read_input(path: str | os.PathLike, what: str = 'input') -> bytes:
+    """All bytes of the regular file ``path`` (:func:`open_input`)."""
+    with open_input(path, what) as f:
+        return f.read()
+
+
+def _check_image(f: BinaryIO, path: str) -> tuple[str, int, int]:
+    header = check_image_bytes(f, path)
+    if header is None:
+        raise ValueError(f'input {path} is not an image PIL can read (its header is none of '
+                         f'{", ".join(HEADER_FORMATS)}). Fix: give image files or folders of them')
+    return header
+
+
+def check_image_file(path: str) -> tuple[str, int, int]:
+    """``(format, width, height)`` of the image file ``path``: a regular file (:func:`open_input`) whose
+    header (only the header is read) is an image's, within the pixel limit.
+
+    Raises:
+        FileNotFoundError, NotARegularFileError: no regular file.
+        ImageTooLargeError: over the limit.
+        ValueError: not an image Pillow can read the header of.
+    """
+    with open_input(path, 'image') as f:
+        return _check_image(f, path)
+
+
+def open_image(path: str) -> Image.Image:
+    """The image file ``path`` opened with Pillow (loaded, the file closed), after the checks of
+    :func:`check_image_file` on the same open file: the way beit_mm's own readers open an image. A file whose header
+    is none of :data:`.images.HEADER_FORMATS` is left to Pillow, whose own limit is the same
+    (:func:`.images.apply_pixel_limit`).
+
+    Raises:
+        FileNotFoundError, NotARegularFileError, ImageTooLargeError: as :func:`check_image_file`.
+        PIL.UnidentifiedImageError, OSError: not an image, or truncated (Pillow's errors).
+    """
+    with open_input(path, 'image') as f:
+        check_image_bytes(f, path)
+        f.seek(0)
+        image = Image.open(f)
+        image.load()
+    return image
+
+
+class InputLocalBackend(LocalBackend):
+    """MMEngine's ``LocalBackend`` whose reads open regular files only (:func:`open_input`) and whose ``get`` refuses
+    an image over the pixel limit before any decoder (OpenCV, Pillow, turbojpeg, tifffile) sees it
+    (:func:`.images.check_image_bytes`). Registered for local paths by :func:`register_input_backend`."""
+
+    def get(self, filepath: str | Path) -> bytes:
+        data = read_input(filepath)
+        check_image_bytes(data, str(filepath))
+        return data
+
+    def get_text(self, filepath: str | Path, encoding: str = 'utf-8') -> str:
+        return read_input(filepath).decode(encoding)
+
+    @contextlib.contextmanager
+    def get_local_path(self, filepath: str | Path) -> Iterator[str | Path]:
+        check_regular_file(filepath)
+        yield filepath
+
+
+def register_input_backend() -> None:
+    """Make :class:`InputLocalBackend` MMEngine's backend of local paths (name ``'local'``, prefix ``''``), dropping a
+    plain ``LocalBackend`` MMEngine may have cached already (idempotent; on ``import beit_mm``)."""
+    from mmengine.fileio import io, register_backend
+    register_backend('local', InputLocalBackend, force=True, prefixes='')
+    for key, backend in list(io.backend_instances.items()):
+        if type(backend) is LocalBackend:
+            del io.backend_instances[key]

@@ -1,0 +1,180 @@
+"""What every object that leaves the file room satisfies, checked once on the loaded object, whatever the format.
+
+A file declares each tensor's storage, offset, shape and strides, and loaders rebuild exactly that: an ``exp_avg`` of
+its parameter's shape with strides 0 over a 4-byte storage is a valid tensor to torch, and the fused AdamW kernel then
+writes past the storage (a segmentation fault from a file). :func:`check_loaded` walks what was loaded (any nesting of
+dicts, lists, tuples and the objects the safe unpickler allows) and refuses, naming the first offending entry:
+
+- a tensor that is not dense: not strided (sparse, quantized, nested), without data (``meta``), or whose strides
+  make elements overlap or leave gaps (stride 0, a broadcast view, a transposed gap): every element at its own
+  bytes, all bytes used (``torch.Tensor.is_contiguous`` in some dimension order);
+- a tensor not inside its storage: ``offset + extent`` beyond the storage's bytes;
+- two tensors whose bytes overlap in one storage, unless they are the same view (``torch.save`` of tied weights
+  stores one storage on purpose: identical views are allowed, any other overlap is not);
+- more bytes declared than the file holds: the distinct tensors' and arrays' bytes (identical views counted once)
+  and the distinct storages' bytes, each at most ``file_bytes``;
+- a structure larger than the file can honestly describe: more entries (containers, keys, values, walked as
+  consumers walk them, shared ones again each time they are reached) or text than :func:`structure_budget`
+  allows (a pickle can reference one list a million times in a few bytes: a JSON dump of it would not end).
+
+Metadata (``meta.dataset_meta``: class names, palette) leaves as plain Python values (:func:`plain_metadata`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+from torch import Tensor
+
+#: Expanded entries (and characters of text) allowed per byte of the file, and in any case: honest checkpoints hold
+#: fewer entries than bytes (each costs at least one pickle opcode) and repeat short key strings only.
+STRUCTURE_PER_BYTE = 16
+STRUCTURE_MIN = 2**20
+
+
+def structure_budget(file_bytes: int) -> int:
+    """How many entries plus characters of text a file of ``file_bytes`` may expand to (:data:`STRUCTURE_PER_BYTE`
+    per byte, at least :data:`STRUCTURE_MIN`)."""
+    return STRUCTURE_PER_BYTE * file_bytes + STRUCTURE_MIN
+
+
+def is_dense(t: Tensor) -> bool:
+    """Whether every element of ``t`` has its own bytes and no byte between them is skipped: its strides, in some
+    order of its dimensions, are those of a contiguous tensor (dimensions of size 1 have no stride that matters)."""
+    if t.numel() == 0:
+        return True
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _name(where: tuple) -> str:
+    keys = []
+    while where:
+        where, key = where
+        keys.append(str(key))
+    return '.'.join(reversed(keys)) or '(the whole object)'
+
+
+def _children(node, where: tuple):
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield key, where
+            yield value, (where, key)
+    elif isinstance(node, (list, tuple, set, frozenset)):
+        for i, value in enumerate(node):
+            yield value, (where, i)
+    elif not isinstance(node, (str, bytes, bytearray, int, float, complex, type(None), np.ndarray, np.generic,
+                               torch.dtype, torch.device, torch.Size)) and hasattr(node, '__dict__'):
+        for key, value in vars(node).items():  # an allow-listed object's state (MMEngine's HistoryBuffer)
+            yield value, (where, key)
+
+
+def check_loaded(obj, source: str, file_bytes: int, error: type[Exception] = ValueError) -> None:
+    """Refuse ``obj``, what a file of ``file_bytes`` bytes named ``source`` holds, unless every tensor in it is dense,
+    inside its storage, overlapping no other (identical views aside), and the whole declares no more bytes and no more
+    structure than the file holds (module docstring).
+
+    Raises:
+        error: naming ``source``, the entry (dotted keys) and the problem.
+    """
+    budget = structure_budget(file_bytes)
+    spent = 0
+    storages: dict[int, tuple[int, dict]] = {}  # data_ptr -> (bytes, {view geometry: (start, end, name)})
+    arrays: dict[int, int] = {}  # id -> bytes of numpy arrays
+    stack = [(obj, ())]
+    while stack:
+        node, where = stack.pop()
+        spent += 1 + (len(node) if isinstance(node, (str, bytes, bytearray)) else 0)
+        if spent > budget:
+            raise error(f'{source} expands to more than {budget} entries and characters of text, far more than a file '
+                        f'of {file_bytes} bytes describes (one object referenced again and again?): crafted. Fix: '
+                        'check the file\'s origin, save it again from its source')
+        if isinstance(node, Tensor):
+            _check_tensor(node, source, where, storages, error)
+        elif isinstance(node, np.ndarray):
+            arrays[id(node)] = node.nbytes
+        else:
+            stack.extend(_children(node, where))
+    views = sum(end - start for _, geometries in storages.values() for start, end, _ in geometries.values())
+    held = sum(nbytes for nbytes, _ in storages.values())
+    declared = max(views, held) + sum(arrays.values())
+    if declared > file_bytes:
+        raise error(f'{source} declares {declared} bytes of tensors and arrays, more than the file\'s {file_bytes}: '
+                    'crafted (storages or records shared to multiply the data). Fix: check the file\'s origin, save '
+                    'it again from its source')
+    for _, geometries in storages.values():
+        _check_overlap(geometries, source, error)
+
+
+def _check_tensor(t: Tensor, source: str, where: tuple, storages: dict, error: type[Exception]) -> None:
+    name = _name(where)
+    if t.layout != torch.strided or t.is_quantized or t.is_nested:
+        raise error(f'{source}: tensor {name} has layout {t.layout}{" (quantized)" if t.is_quantized else ""}; '
+                    'beit_mm reads dense tensors only. Fix: save it as a dense tensor (tensor.to_dense())')
+    if t.device.type == 'meta':
+        raise error(f'{source}: tensor {name} has no data (device meta). Fix: save the tensor with its values')
+    if not is_dense(t):
+        raise error(f'{source}: tensor {name} of shape {tuple(t.shape)} has strides {t.stride()}: its elements '
+                    'overlap or skip bytes (not dense), which no saved weight or optimizer state has and which '
+                    'in-place kernels write past. Fix: save tensor.contiguous() (or check the file\'s origin)')
+    storage = t.untyped_storage()
+    nbytes = storage.nbytes()
+    start = t.storage_offset() * t.element_size()
+    end = start + t.numel() * t.element_size()
+    if end > nbytes or start < 0:
+        raise error(f'{source}: tensor {name} spans bytes {start}..{end} of a storage of {nbytes} bytes: outside its '
+                    'storage. Fix: check the file\'s origin, save it again from its source')
+    if t.numel() == 0:
+        return
+    _, geometries = storages.setdefault(storage.data_ptr(), (nbytes, {}))
+    geometries.setdefault((t.dtype, tuple(t.shape), t.stride(), t.storage_offset()), (start, end, name))
+
+
+def _check_overlap(geometries: dict, source: str, error: type[Exception]) -> None:
+    reach, owner = -1, None
+    for start, end, name in sorted(geometries.values()):
+        if start < reach:
+            raise error(f'{source}: tensors {owner} and {name} share bytes of one storage without being the same view '
+                        '(torch.save shares a storage only between identical tied weights): crafted. Fix: check the '
+                        'file\'s origin, save it again from its source')
+        if end > reach:
+            reach, owner = end, name
+
+
+#: The deepest nesting of metadata (``dataset_meta``: a dict of lists of lists is 3 levels).
+MAX_METADATA_DEPTH = 16
+
+
+def plain_metadata(value, source: str, where: str, error: type[Exception] = ValueError, depth: int = 0):
+    """``value`` (a file's metadata, e.g. ``meta.dataset_meta``: class names, palette) as plain Python values: dicts
+    with str/int keys, lists, tuples, str, int, float, bool, None; tensors, numpy arrays and numpy scalars become
+    (nested lists of) Python numbers. Its size is already bounded by :func:`check_loaded`.
+
+    Raises:
+        error: any other object, or nesting deeper than :data:`MAX_METADATA_DEPTH`, naming ``source`` and ``where``.
+    """
+    if depth > MAX_METADATA_DEPTH:
+        raise error(f'{source}: {where} nests deeper than {MAX_METADATA_DEPTH} levels: not metadata any toolkit writes. '
+                    'Fix: check the file\'s origin')
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (Tensor, np.ndarray, np.generic)):
+        return value.tolist() if not isinstance(value, np.generic) else value.item()
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                raise error(f'{source}: {where} has a key of type {type(key).__name__}; metadata keys are str. Fix: '
+                            'check the file\'s origin')
+            out[key] = plain_metadata(item, source, f'{where}.{key}', error, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain_metadata(item, source, f'{where}[{i}]', error, depth + 1)
+                           for i, item in enumerate(value))
+    raise error(f'{source}: {where} holds a {type(value).__name__}; metadata are plain values (str, numbers, lists, '
+                'dicts). Fix: check the file\'s origin')
