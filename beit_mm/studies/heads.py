@@ -18,6 +18,7 @@ import os.path as osp
 from mmengine.config import Config, DictAction
 
 from beit_mm.fileio.outputs import atomic_file
+from beit_mm.fileio.work_dir import record_config_dump
 
 from .configs import ROOT, rescale_iterations
 from .report import fmt, majority_baseline
@@ -67,6 +68,7 @@ def run_head(args: argparse.Namespace, head: str, seed: int) -> dict:
         config = osp.join(work, 'study_config.py')
         with atomic_file(config) as tmp, open(tmp, 'w') as f:
             f.write(run_config(args, head, seed).pretty_text)
+        record_config_dump(work, config)  # the study's file: MMEngine's config dump may replace it (the same text)
         log = train(config, work, [])
         return {k: last_value(log, k) for k in METRICS}
     return cached(work, run, settings)
