@@ -283,8 +283,8 @@ class GeneratedTree:
             if osp.lexists(path) and not osp.islink(path) and osp.isfile(path):
                 os.remove(path)
         self._parts.clear()
-        for folder, dirs, files in sorted(os.walk(self.root), key=lambda item: -len(item[0])):
-            if folder != self.root and not dirs and not files and not osp.islink(folder):
+        for folder, _, _ in os.walk(self.root, topdown=False):  # deepest first; links are not walked into
+            if folder != self.root and not osp.islink(folder) and not os.listdir(folder):
                 os.rmdir(folder)
         return stale
 
