@@ -559,3 +559,17 @@ def test_planted_study_records_are_neither_reported_nor_used(tmp_path):
     with pytest.raises(runs.UntrustedRecordError, match='is not the file the study recorded'):
         runs.cached(str(own), lambda: calls.append(1) or {}, settings)
     assert calls == []
+
+
+def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypatch):
+    """The studies' files in a work dir (``run.json``, ``train.log``, the reports) are written only over files the
+    work dir's manifest lists with their content: a user's ``train.log`` stops the run before it starts."""
+    from beit_mm.studies import runs
+    work = tmp_path / 'run'
+    work.mkdir()
+    (work / 'train.log').write_text('my own log\n')
+    (tmp_path / 'c.py').write_text('x = 1\n')
+    monkeypatch.setattr(runs.subprocess, 'run', lambda *a, **k: pytest.fail('the run started'))
+    with pytest.raises(OutputError, match=r'train.log is not a file a beit_mm tool recorded writing there'):
+        runs.train(str(tmp_path / 'c.py'), str(work), [])
+    assert sorted(os.listdir(work)) == ['train.log'] and (work / 'train.log').read_text() == 'my own log\n'

@@ -112,11 +112,40 @@ def check_config_dump(work_dir: str, config: str) -> None:
 def record_config_dump(work_dir: str, config: str) -> None:
     """List the config dump MMEngine wrote (``<work_dir>/<config file name>``) in the work dir's manifest, with its
     sha256 (other entries kept), so that a later run may replace it."""
-    path = _config_dump_path(work_dir, config)
+    record_written(work_dir, osp.basename(config))
+
+
+def check_replaceable(work_dir: str, name: str) -> None:
+    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) to write the file ``name`` of ``work_dir`` over an
+    existing entry that the work dir's manifest does not list with its present content (a user's file, a link)."""
+    path = osp.join(work_dir, name)
+    if not osp.lexists(path):
+        return
+    listed = (read_manifest(work_dir) or {}).get('files', {})
+    if not osp.islink(path) and osp.isfile(path) and listed.get(name) == file_sha256(path):
+        return
+    what = 'a link' if osp.islink(path) else 'not a file a beit_mm tool recorded writing there' if name not in \
+        listed else 'a file changed since a beit_mm tool wrote it'
+    raise OutputError(f'{path} is {what}: it is not replaced; nothing was written. Fix: move it away, or choose '
+                      'another work dir')
+
+
+def write_work_dir_file(work_dir: str, name: str, data: str | bytes) -> None:
+    """Write the file ``name`` into ``work_dir`` (text in UTF-8) atomically, only over a file the work dir's manifest
+    lists with its content (:func:`check_replaceable`), and list it there."""
+    check_replaceable(work_dir, name)
+    with atomic_file(osp.join(work_dir, name)) as tmp, open(tmp, 'wb') as f:
+        f.write(data.encode('utf-8') if isinstance(data, str) else data)
+    record_written(work_dir, name)
+
+
+def record_written(work_dir: str, name: str) -> None:
+    """List the file ``name`` of ``work_dir`` in the work dir's manifest with its sha256 (other entries kept)."""
+    path = osp.join(work_dir, name)
     if osp.islink(path) or not osp.isfile(path):
         return
     manifest = read_manifest(work_dir) or dict(written_by=WORK_DIR_WRITER, files={}, pending=[])
-    files = dict(manifest['files'], **{osp.basename(path): file_sha256(path)})
+    files = dict(manifest['files'], **{name: file_sha256(path)})
     if files == manifest['files'] and osp.isfile(osp.join(work_dir, MANIFEST)):
         return
     with atomic_file(osp.join(work_dir, MANIFEST)) as tmp, open(tmp, 'w') as f:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from beit_mm.fileio.json_file import read_json
 from beit_mm.fileio.outputs import atomic_file
 from beit_mm.fileio.paths import inside
+from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
 
 from .configs import ROOT
 
@@ -41,19 +42,19 @@ def train(config: str, work_dir: str, options: list[str]) -> str:
         started = dict(config=f.read(), options=list(options))
     record = osp.join(work_dir, 'run.json')
     same = False
+    for name in ('run.json', 'train.log'):  # files of the study's own runs only (the work dir's manifest lists them)
+        check_replaceable(work_dir, name)
     if osp.isfile(record):
         same = read_json(record) == started
     cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir,
            '--resume' if same else '--overwrite']
     if not same:
-        with atomic_file(record) as tmp, open(tmp, 'w') as f:
-            json.dump(started, f)
+        write_work_dir_file(work_dir, 'run.json', json.dumps(started))
     if options:
         cmd += ['--cfg-options', *options]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=study_env())
     log = proc.stdout + proc.stderr
-    with atomic_file(osp.join(work_dir, 'train.log')) as tmp, open(tmp, 'w') as f:
-        f.write(log)
+    write_work_dir_file(work_dir, 'train.log', log)
     if proc.returncode != 0:
         raise RuntimeError(f'{" ".join(cmd)} failed (exit {proc.returncode}); log {work_dir}/train.log:\n'
                            f'{log[-3000:]}')
