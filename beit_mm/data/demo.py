@@ -190,6 +190,10 @@ SAMPLERS = {
 SPLIT_STYLES = ('digits', 'digits-dark')
 
 
+def _has_files(directory: str, pattern: str, count: int) -> bool:
+    return len(glob.glob(osp.join(directory, pattern))) == count
+
+
 def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = True) -> List[str]:
     """Relative paths of the files :func:`make_demo_ade20k` writes under its root (its marker aside)."""
     files = []

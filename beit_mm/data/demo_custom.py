@@ -21,7 +21,7 @@ import os.path as osp
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
 from .custom import CLASSES_FILE, PALETTE_FILE
 from .demo import DEMO_CLASSES, make_classes_sample
 
@@ -49,6 +49,12 @@ def custom_demo_files(num_train: int, num_val: int, seed: int) -> dict[str, list
             pairs.append((osp.join('images', split, stem + suffix), osp.join('masks', split, stem + '.png')))
         layout[split] = pairs
     return layout
+
+
+def _write_text(path: str, text: str) -> None:
+    """Write ``text`` at ``path`` in a claimed demo root (:func:`beit_mm.fileio.demo_root.write_demo_file`: journaled,
+    atomic, never over a file the generator did not write)."""
+    write_demo_file(path, text)
 
 
 def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:

@@ -27,7 +27,7 @@ from typing import List, Tuple
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -116,6 +116,12 @@ def demo_imagenet_files(wnids: List[str], per_class_train: int, per_class_val: i
     files = [osp.join(split, name) for split, per_class in zip(_SPLITS, (per_class_train, per_class_val))
              for class_files in _split_files(split, wnids, per_class) for name in class_files]
     return files + ([osp.join('meta', f'{split}.txt') for split in _SPLITS] if ann_files else [])
+
+
+def _write_text_if_changed(path: str, text: str) -> None:
+    """Write ``text`` at ``path`` in a claimed demo root unless it holds it already
+    (:func:`beit_mm.fileio.demo_root.write_demo_file` skips equal content)."""
+    write_demo_file(path, text)
 
 
 def make_demo_imagenet(root: str,
