@@ -268,6 +268,114 @@ def test_unmarked_complete_demo_root_is_reused_read_only(tmp_path):
     assert changes(before, snapshot(root)) == []
 
 
+# ------------------------------------------------------------------ demo data: ownership by journal (issue 48)
+def _real_folder(path: str, count: int = 11) -> str:
+    """A real folder of ``count`` images named like the demo's validation images (what a pattern would match)."""
+    for i in range(1, count + 1):
+        _write_image(osp.join(path, f'ADE_val_{i:08d}.jpg'), seed=i)
+    return path
+
+
+def _refused(call, *paths, match: str) -> None:
+    """``call()`` raises NotADemoRootError matching ``match``, and no file under ``paths`` changes (bytes, mtime)."""
+    from beit_mm.fileio.demo_root import NotADemoRootError
+    before = [snapshot(p) for p in paths]
+    with pytest.raises(NotADemoRootError, match=match):
+        call()
+    assert [changes(b, snapshot(p)) for b, p in zip(before, paths)] == [[]] * len(paths)
+
+
+def test_a_link_inside_the_demo_root_is_never_followed(tmp_path, monkeypatch, capsys):
+    """Probe of issue 48: a demo root whose ``images/validation`` became a link to a real folder (11 images named
+    like the demo's); at 58420c0 a second run deleted 10 of the 11 (glob through the link), exit 0. Now every
+    generator refuses a root holding a link at any depth, naming it; the real folder keeps every byte and mtime."""
+    from .conftest import load_tool
+    real = _real_folder(str(tmp_path / 'real_images'))
+    root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
+    import shutil
+    shutil.rmtree(osp.join(root, 'images', 'validation'))
+    os.symlink(real, osp.join(root, 'images', 'validation'))
+    tool = load_tool('tools/make_demo_data.py')
+    monkeypatch.setattr(sys, 'argv', ['make_demo_data.py', '--root', root, '--num-train', '2', '--num-val', '1',
+                                      '--size', '32', '--seed', '1'])
+    before = snapshot(real)
+    with pytest.raises(SystemExit) as stop:
+        tool.main()
+    assert stop.value.code == 2 and changes(before, snapshot(real)) == []
+    line = capsys.readouterr().err.strip()
+    assert 'images/validation (a link or not a plain file)' in line and len(line.splitlines()) == 1, line
+    _refused(lambda: make_demo_ade20k(root, 2, 1, 32), real, match=r'images/validation \(a link')
+    # deeper: a class folder of the ImageNet demo, a split folder of the custom demo
+    imagenet = make_demo_imagenet(str(tmp_path / 'in'), 2, 1, 1, 16)
+    wnid = sorted(os.listdir(osp.join(imagenet, 'train')))[0]
+    shutil.rmtree(osp.join(imagenet, 'train', wnid))
+    os.symlink(real, osp.join(imagenet, 'train', wnid))
+    _refused(lambda: make_demo_imagenet(imagenet, 3, 1, 1, 16), real, match=f'train/{wnid} \\(a link')
+    custom = make_demo_custom(str(tmp_path / 'custom'), 2, 1, 32)
+    os.symlink(osp.join(real, 'ADE_val_00000001.jpg'), osp.join(custom, 'images', 'val', 'x.jpg'))
+    _refused(lambda: make_demo_custom(custom, 2, 1, 32, seed=5), real, match=r'images/val/x.jpg \(a link')
+
+
+@pytest.mark.parametrize('same_arguments', [True, False])
+def test_images_a_user_added_to_a_demo_root_are_not_deleted(tmp_path, same_arguments):
+    """Probe of issue 48: images a user copied into a demo root (one named like the demo's own) were deleted by the
+    next run (at 58420c0: the ADE20K demo by name pattern, the custom demo everything not of this call). Now the next
+    run refuses, naming them, and changes nothing; a generated file the user edited counts as theirs too."""
+    ade = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
+    _write_image(osp.join(ade, 'images', 'training', 'ADE_train_00000009.jpg'), seed=9)
+    _refused(lambda: make_demo_ade20k(ade, 2, 1, 32, seed=0 if same_arguments else 1), ade,
+             match=r'images/training/ADE_train_00000009.jpg \(not written by the generator\).*move those entries')
+    custom = make_demo_custom(str(tmp_path / 'custom'), 2, 1, 32)
+    _write_image(osp.join(custom, 'images', 'train', 'my_photo.jpg'), seed=3)
+    _write_image(osp.join(custom, 'masks', 'train', 'my_photo.png'), mask=True, seed=3)
+    _refused(lambda: make_demo_custom(custom, 2, 1, 32, seed=0 if same_arguments else 1), custom,
+             match=r'my_photo')
+    imagenet = make_demo_imagenet(str(tmp_path / 'in'), 2, 1, 1, 16)
+    edited = osp.join(imagenet, 'val', sorted(os.listdir(osp.join(imagenet, 'val')))[0])
+    edited = osp.join(edited, os.listdir(edited)[0])
+    _write_image(edited, seed=11)
+    _refused(lambda: make_demo_imagenet(imagenet, 2, 1, 1, 16, seed=0 if same_arguments else 1), imagenet,
+             match=r'changed since the generator wrote it')
+
+
+def test_a_forged_marker_opens_no_real_root(real_roots):
+    """Probe of issue 48: a ``.beit_mm_demo.json`` naming the generator and the very arguments of the call, planted in
+    a real ADE20K root, opened it at 58420c0 (its files deleted and rewritten). A marker proves nothing by itself: with
+    no journal, a journal that does not list the files with their content, or one that calls real files temporary
+    ones, the root is refused and keeps every byte."""
+    root = real_roots['ade20k']
+    arguments = dict(num_train=2, num_val=1, size=32, seed=0, style='classes', with_annotations=True)
+    _write_text(osp.join(root, MARKER), json.dumps(dict(generator='beit_mm.data.demo.make_demo_ade20k',
+                                                        arguments=arguments)))
+    _refused(lambda: make_demo_ade20k(root, 2, 1, 32), root, match='a marker proves nothing by itself')
+    real = sorted(p for p, v in snapshot(root).items() if v[0] not in ('dir', 'link') and p != MARKER)
+    for journal in (''.join(f'{"0" * 64} {p}\n' for p in real),  # listed, another content
+                    ''.join(f'part {p}\n' for p in real)):  # "temporary files"
+        _write_text(osp.join(root, '.beit_mm_demo.files'), journal)
+        _refused(lambda: make_demo_ade20k(root, 2, 1, 32), root, match='refuse')
+
+
+def test_a_new_generator_gets_the_journal_through_the_shared_helpers(tmp_path):
+    """A generator written as the existing ones (``claim_demo_root`` + the file room's write helpers) journals every
+    file: its second call rewrites nothing, and a file a user added is refused, not deleted."""
+    from beit_mm.fileio.demo_root import KEEP, claim_demo_root, save_demo_image, write_demo_file
+
+    def make(root, n):
+        files = [f'img/{i}.png' for i in range(n)] + ['classes.txt']
+        if claim_demo_root(root, 'tests.make_demo_new', dict(n=n), files) != KEEP:
+            for i in range(n):
+                save_demo_image(Image.fromarray(np.full((4, 4), i, np.uint8), mode='L'), osp.join(root, files[i]))
+            write_demo_file(osp.join(root, 'classes.txt'), 'a\nb\n')
+        return root
+
+    root = make(str(tmp_path / 'new'), 3)
+    before = snapshot(root)
+    make(root, 3)
+    assert changes(before, snapshot(root)) == []
+    _write_image(osp.join(root, 'img', 'mine.jpg'))
+    _refused(lambda: make(root, 2), root, match=r'img/mine.jpg \(not written')
+
+
 # ---------------------------------------------------------------------------------------- checkpoint hook
 def _hook_runner(work_dir: str) -> types.SimpleNamespace:
     name = f'data_safety_{osp.basename(work_dir)}'

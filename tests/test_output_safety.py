@@ -448,3 +448,128 @@ def test_a_manifest_cannot_point_removal_outside_its_folder(tmp_path):
     json.dump(manifest, open(osp.join(out, MANIFEST), 'w'))
     with pytest.raises(OutputError, match=r'b\.txt \(changed since tools/x\.py wrote it\)'):
         OutputFolder(out, 'tools/x.py', overwrite=True)
+
+
+# ------------------------------------------------------------------------- one rule set for every tool (issue 48)
+def train_argv(world: dict, work_dir: str, data_root: str | None = None) -> list[str]:
+    data_root = data_root or world['data']
+    return [world['config'], '--work-dir', work_dir, '--cfg-options',
+            *[f'{loader}.dataset.data_root={data_root}' for loader in
+              ('train_dataloader', 'val_dataloader', 'test_dataloader')],
+            'train_cfg.max_iters=1', 'train_cfg.val_interval=1', 'experiment_name=train_outputs']
+
+
+def test_train_work_dir_inside_its_data_root_is_refused(world, tmp_path, monkeypatch, capsys):
+    """Probe of issue 48: ``tools/train.py --work-dir`` inside the config's data root was accepted (the layout
+    backstop knows only images/+annotations/ and the demo marker; tools/test.py refused the same path because it
+    passes the config's data roots as inputs). Now both go through one check with the same inputs."""
+    data = tmp_path / 'my_data'
+    (data / 'photos').mkdir(parents=True)
+    (data / 'photos' / 'a.jpg').write_bytes(b'not looked at')
+    before = snapshot(str(data))
+    monkeypatch.setattr(sys, 'argv', ['train.py', *train_argv(world, str(data / 'work'), str(data))])
+    with pytest.raises(SystemExit) as stop:
+        tool('train').main()
+    message = capsys.readouterr().err
+    assert stop.value.code == 2 and snapshot(str(data)) == before, message
+    assert_one_error_line(message, 'train.py: error: ', r'lies inside the input folder .*my_data')
+
+
+def test_train_config_dump_never_replaces_a_users_file(world, tmp_path, monkeypatch, capsys):
+    """Probe of issue 48: MMEngine dumps the config as ``<work_dir>/<config file name>``; a user's file of that name
+    in the work dir was replaced. Now refused unless the work dir's manifest lists it with its content (a dump a
+    beit_mm run wrote), before anything is built."""
+    work = tmp_path / 'work'
+    work.mkdir()
+    (work / 'tiny.py').write_text('# my notes, not a config dump\n')
+    before = snapshot(str(work))
+    monkeypatch.setattr(sys, 'argv', ['train.py', *train_argv(world, str(work))])
+    with pytest.raises(SystemExit) as stop:
+        tool('train').main()
+    message = capsys.readouterr().err
+    assert stop.value.code == 2 and snapshot(str(work)) == before, message
+    assert_one_error_line(message, 'train.py: error: ', r'tiny.py is a file no beit_mm run recorded writing there')
+
+
+def test_config_dump_is_replaced_only_when_listed_with_its_content(tmp_path):
+    """The manifest side of the rule: a recorded dump may be replaced; edited afterwards, or a link, it may not."""
+    from beit_mm.fileio.work_dir import check_config_dump, record_config_dump
+    work, config = tmp_path / 'work', str(tmp_path / 'cfg.py')
+    work.mkdir()
+    (work / 'cfg.py').write_text('x = 1\n')
+    record_config_dump(str(work), config)
+    check_config_dump(str(work), config)
+    (work / 'cfg.py').write_text('x = 2\n')
+    with pytest.raises(OutputError, match='changed since a beit_mm run wrote it'):
+        check_config_dump(str(work), config)
+    os.remove(work / 'cfg.py')
+    os.symlink(tmp_path / 'elsewhere.py', work / 'cfg.py')
+    with pytest.raises(OutputError, match='is a link'):
+        check_config_dump(str(work), config)
+
+
+def test_export_metadata_is_bounded_by_what_the_checkpoint_holds(world, tmp_path, monkeypatch):
+    """Probe of issue 48: a checkpoint whose ``dataset_meta`` lists one long class name 100000 times (pickle stores it
+    once: the file is small) made tools/export.py write ~25 MB of metadata. Now refused by name, nothing written."""
+    ckpt = torch.load(world['ckpt'], map_location='cpu', weights_only=False)
+    ckpt['meta'] = dict(dataset_meta=dict(classes=['c' * 256] * 100000, palette=[[1, 2, 3]] * 100000))
+    hostile = str(tmp_path / 'hostile.pth')
+    torch.save(ckpt, hostile)
+    assert osp.getsize(hostile) < 2 * osp.getsize(world['ckpt']) + 2**20
+    out = str(tmp_path / 'model.onnx')
+    monkeypatch.setattr(sys, 'argv', ['export.py', world['config'], hostile, '--out', out, '--shape', '32', '32',
+                                      '--no-check'])
+    with pytest.raises(SystemExit) as stop:
+        tool('export').main()
+    assert re.search(r'hostile.pth: meta.dataset_meta classes are not a list of at most 65536 names',
+                     str(stop.value.code)), stop.value.code
+    assert not osp.lexists(out)
+    from beit_mm.apis.export import ExportError, dataset_meta_json
+    with pytest.raises(ExportError, match='more than the 1048576'):
+        dataset_meta_json(dict(classes=['c' * 256] * 60000), 'x.pth')
+    assert json.loads(dataset_meta_json(dict(classes=('a', 'b'), palette=[(0, 0, 0), [1, 2, 255]]), 'x.pth')) == \
+        dict(classes=['a', 'b'], palette=[[0, 0, 0], [1, 2, 255]])
+
+
+def test_planted_study_records_are_neither_reported_nor_used(tmp_path):
+    """Probe of issue 48: a study's run folder with a planted ``metrics.json`` had its numbers reported as results and
+    its ``checkpoint`` (a URL) used as the next run's starting weights. Now a record is used only when the study's
+    own record vouches for it (settings and sha256 of the metrics and of the checkpoint inside the folder)."""
+    from beit_mm.studies import runs
+    settings = dict(unlabeled_root='/data', mim_iters=10, seed=0)
+    calls = []
+    work = tmp_path / 'run'
+    work.mkdir()
+    (work / 'metrics.json').write_text(json.dumps(dict(loss=0.01, checkpoint='https://example.com/w.pth',
+                                                       settings=settings)))
+    with pytest.raises(runs.UntrustedRecordError, match=r'cannot prove it wrote .*neither reported nor used'):
+        runs.cached(str(work), lambda: calls.append(1) or {}, settings)
+    # a planted record beside it, with the right sha256: the URL is still refused
+    sha = hashlib.sha256((work / 'metrics.json').read_bytes()).hexdigest()
+    (work / runs.RUN_RECORD).write_text(json.dumps(dict(settings=settings, files={'metrics.json': sha})))
+    with pytest.raises(runs.UntrustedRecordError, match='names a URL'):
+        runs.cached(str(work), lambda: calls.append(1) or {}, settings)
+    # the study's own run: reused; its checkpoint replaced afterwards: refused
+    own = tmp_path / 'own'
+    own.mkdir()
+    (own / 'iter_1.pth').write_bytes(b'weights')
+    first = runs.cached(str(own), lambda: dict(loss=0.5, checkpoint=str(own / 'iter_1.pth')), settings)
+    assert runs.cached(str(own), lambda: calls.append(1) or {}, settings) == first and calls == []
+    (own / 'iter_1.pth').write_bytes(b'other weights')
+    with pytest.raises(runs.UntrustedRecordError, match='is not the file the study recorded'):
+        runs.cached(str(own), lambda: calls.append(1) or {}, settings)
+    assert calls == []
+
+
+def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypatch):
+    """The studies' files in a work dir (``run.json``, ``train.log``, the reports) are written only over files the
+    work dir's manifest lists with their content: a user's ``train.log`` stops the run before it starts."""
+    from beit_mm.studies import runs
+    work = tmp_path / 'run'
+    work.mkdir()
+    (work / 'train.log').write_text('my own log\n')
+    (tmp_path / 'c.py').write_text('x = 1\n')
+    monkeypatch.setattr(runs.subprocess, 'run', lambda *a, **k: pytest.fail('the run started'))
+    with pytest.raises(OutputError, match=r'train.log is not a file a beit_mm tool recorded writing there'):
+        runs.train(str(tmp_path / 'c.py'), str(work), [])
+    assert sorted(os.listdir(work)) == ['train.log'] and (work / 'train.log').read_text() == 'my own log\n'

@@ -20,15 +20,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os.path as osp
 
 import torch
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights
-from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, describe_comparison, export_module,
-                                 export_onnx, model_kind, preprocess_metadata)
+from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, dataset_meta_json, describe_comparison,
+                                 export_module, export_onnx, model_kind, preprocess_metadata)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_weights_match
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file, open_checkpoint  # noqa: E402
 from beit_mm.fileio.outputs import OutputError, check_output  # noqa: E402
@@ -67,13 +66,12 @@ def load_for_export(config: str, checkpoint: str, kind: str):
     return load_model(config, checkpoint, need=need)
 
 
-def checkpoint_dataset_meta(checkpoint: str) -> dict | None:
-    """``meta.dataset_meta`` (classes, palette) of a training checkpoint, JSON-ready, or None."""
+def checkpoint_dataset_meta(checkpoint: str) -> str | None:
+    """``meta.dataset_meta`` (classes, palette) of a training checkpoint as bounded JSON text
+    (:func:`beit_mm.apis.export.dataset_meta_json`), or None."""
     obj = open_checkpoint(resolve_checkpoint(checkpoint))
     meta = (obj.get('meta') or {}).get('dataset_meta') if isinstance(obj, dict) else None
-    if not meta or 'classes' not in meta:
-        return None
-    return {'classes': list(meta['classes']), 'palette': [list(c) for c in meta.get('palette', [])] or None}
+    return dataset_meta_json(meta, checkpoint) if isinstance(meta, dict) and meta else None
 
 
 def check_onnx(module: torch.nn.Module, path: str, shape: tuple[int, int], batch: int = 1,
@@ -108,7 +106,7 @@ def export(args: argparse.Namespace) -> None:
     metadata = {**preprocess_metadata(cfg), 'beit_mm.config': osp.basename(args.config)}
     dataset_meta = checkpoint_dataset_meta(args.checkpoint)
     if dataset_meta:  # class names and palette for tools/infer.py --onnx
-        metadata['dataset_meta'] = json.dumps(dataset_meta)
+        metadata['dataset_meta'] = dataset_meta
     names = export_onnx(model, kind, shape, args.out, batch=args.batch, metadata=metadata)
     print(f'wrote {args.out}: {kind}, input {INPUT_NAME} ({args.batch}, 3, {shape[0]}, {shape[1]}) -> {", ".join(names)} '
           f'({osp.getsize(args.out) / 1e6:.1f} MB)')

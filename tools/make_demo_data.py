@@ -40,10 +40,12 @@ mmseg's ``COCOStuffDataset`` (``images/train2017``, ``annotations/train2017/<id>
 stuff road, sky, grass): ``{train,val}2017/*.jpg``, ``annotations/panoptic_{train,val}2017.json`` and ``.../*.png``,
 ``annotations/instances_{train,val}2017.json``, for mmdet's ``CocoPanopticDataset`` and ``CocoDataset``.
 
-The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json``): any other folder (a
-real dataset), a link, or a folder inside another dataset root is refused before anything is written, with one line
-and exit code 2 (:mod:`beit_mm.fileio.demo_root`). Each image is written through a temporary file and a rename, so a
-killed run leaves no truncated image.
+The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json`` and the journal
+``.beit_mm_demo.files`` listing every file it wrote with its sha256): any other folder (a real dataset), a link, a
+folder inside another dataset root, and a demo root holding anything its journal does not vouch for (images a user
+added, a file edited since, a link at any depth) are refused before anything is written, with one line and exit code
+2 (:mod:`beit_mm.fileio.demo_root`). Files are replaced and removed only when the journal lists them with their
+content; each is written through a temporary file and a rename, so a killed run leaves no truncated image.
 """
 import argparse
 import sys

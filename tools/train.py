@@ -51,7 +51,7 @@ from mmengine.runner import Runner
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.apis.checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
 from beit_mm.apis.pretrained import MissingPretrainedError, check_pretrained_files
-from beit_mm.data.checks import DatasetCheckError, check_split_folders
+from beit_mm.data.checks import DatasetCheckError, check_split_folders, config_data_roots
 from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 from beit_mm.engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
@@ -60,9 +60,10 @@ from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
 from beit_mm.fileio.checkpoint import hand_over
-from beit_mm.fileio.outputs import OutputError, check_output
+from beit_mm.fileio.outputs import OutputError
 from beit_mm.fileio.training_state import TrainingStateError
-from beit_mm.fileio.work_dir import WorkDirInUseError, check_new_run_work_dir, find_last_complete_checkpoint
+from beit_mm.fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
+                                     find_last_complete_checkpoint, record_config_dump)
 from beit_mm.registry import config_type_is
 
 
@@ -307,7 +308,9 @@ def main() -> None:
         resume, how = cfg.get('load_from') or 'auto', f'resume=True (load_from={cfg.get("load_from")})'
     try:  # another run's checkpoints: refused before anything is built (beit_mm.fileio.work_dir)
         check_new_run_work_dir(cfg.work_dir, resume, args.overwrite)
-        check_output(cfg.work_dir, overwrite=True, kind='dir')  # a file, or not writable: named before the run
+        # tools/test.py's check: not in a dataset root or an input, not a link, a file or unwritable
+        check_work_dir(cfg.work_dir, inputs=[args.config, *config_data_roots(cfg)])
+        check_config_dump(cfg.work_dir, args.config)  # MMEngine's config dump over a file no beit_mm run wrote
     except (WorkDirInUseError, OutputError) as error:
         refuse(error)
     if args.amp:
@@ -336,6 +339,8 @@ def main() -> None:
     init_cpu_process_group(args.launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    if is_rank_zero():  # the config dump (rank 0 writes it) is this run's: a later run may replace it
+        record_config_dump(cfg.work_dir, args.config)
     check_start_checkpoint(runner, cfg, opened)
     del opened  # held by the hand-over until MMEngine's load takes it
     try:

@@ -48,6 +48,45 @@ class ExportError(ValueError):
     """A model that cannot be exported as asked; the message names the fix."""
 
 
+#: Bounds of the metadata an export writes from a checkpoint's ``meta.dataset_meta`` (class names, palette): a
+#: checkpoint's records can share one object many times (pickle memo), so a small file can declare a list of a
+#: million long names; its size is checked element by element before anything is joined or written.
+MAX_CLASSES = 65536
+MAX_CLASS_NAME_CHARS = 256
+MAX_METADATA_BYTES = 2**20  # all metadata_props of one exported file together
+
+
+def dataset_meta_json(meta, source: str) -> str | None:
+    """The JSON text of a checkpoint's ``dataset_meta`` (``{"classes": [...], "palette": [[r, g, b], ...] | null}``)
+    as plain, bounded values, or None when it has no ``classes``.
+
+    Raises:
+        ExportError: classes that are not strings, more than :data:`MAX_CLASSES`, a name over
+            :data:`MAX_CLASS_NAME_CHARS`, a palette entry that is not three integers 0..255, more palette entries than
+            classes, or JSON over :data:`MAX_METADATA_BYTES`; the message names ``source`` and the bound.
+    """
+    if not isinstance(meta, dict) or 'classes' not in meta:
+        return None
+    classes, palette = meta['classes'], meta.get('palette') or []
+
+    def refuse(problem: str) -> ExportError:
+        return ExportError(f'{source}: meta.dataset_meta {problem}: not written into the exported file. Fix: export '
+                           'from a checkpoint whose dataset_meta lists the classes (and palette) of its dataset')
+
+    if not isinstance(classes, (list, tuple)) or len(classes) > MAX_CLASSES:
+        raise refuse(f'classes are not a list of at most {MAX_CLASSES} names')
+    if not all(type(c) is str and len(c) <= MAX_CLASS_NAME_CHARS for c in classes):
+        raise refuse(f'classes hold something other than names of at most {MAX_CLASS_NAME_CHARS} characters')
+    if not isinstance(palette, (list, tuple)) or len(palette) > len(classes) or not all(
+            isinstance(c, (list, tuple)) and len(c) == 3 and all(type(v) is int and 0 <= v <= 255 for v in c)
+            for c in palette):
+        raise refuse('palette is not one [r, g, b] of integers 0..255 per class')
+    size = sum(len(c.encode('utf-8', 'replace')) + 4 for c in classes) + 16 * len(palette)
+    if size > MAX_METADATA_BYTES:
+        raise refuse(f'takes about {size} bytes, more than the {MAX_METADATA_BYTES} an export writes')
+    return json.dumps({'classes': list(classes), 'palette': [list(c) for c in palette] or None})
+
+
 def model_kind(cfg: Config) -> str:
     """'segmentor' (an mmseg segmentor: ``EncoderDecoder``, ``beit_mm.EoMT``), 'classifier' (mmpretrain
     ``ImageClassifier``) or 'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is
@@ -246,6 +285,10 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
                           output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
     props = {'beit_mm.kind': kind, 'beit_mm.shape': json.dumps([batch, 3, *shape]), **(metadata or {})}
+    size = sum(len(str(k).encode('utf-8', 'replace')) + len(str(v).encode('utf-8', 'replace')) for k, v in props.items())
+    if size > MAX_METADATA_BYTES:
+        raise ExportError(f'the metadata for {out} takes {size} bytes, more than the {MAX_METADATA_BYTES} an export '
+                          'writes; nothing was written. Fix: pass smaller metadata')
     for key, value in props.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value

@@ -8,9 +8,10 @@
     root/annotations/validation/ADE_val_00000001.png ...  0 = "other" (ignored with reduce_zero_label=True),
                                                           1..150 = the ADE20K classes
 
-plus ``root/.beit_mm_demo.json``, the marker that makes ``root`` the generator's own: it writes, deletes and rewrites
-files only in a root that is new, empty or carries that marker, and refuses any other folder before writing
-(:mod:`beit_mm.fileio.demo_root`), so a real ADE20K root given by mistake is left as it is.
+plus ``root/.beit_mm_demo.json``, the marker, and ``root/.beit_mm_demo.files``, the journal of the files written with
+their sha256: the generator replaces and removes only files the journal lists with their present content, and refuses
+any other folder, a root holding a link or a file it did not write, before writing (:mod:`beit_mm.fileio.demo_root`),
+so a real ADE20K root given by mistake, or images a user added to a demo root, are left as they are.
 
 Three styles:
 
@@ -34,7 +35,6 @@ Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
 binary maps, masks that were already reduced (255 present), colour masks and values above 150.
 """
 import glob
-import os
 import os.path as osp
 from functools import partial
 from typing import Dict, List, Optional, Tuple
@@ -46,8 +46,8 @@ from PIL import Image
 
 from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
 from .digits import make_digits_sample
-from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
-from ..fileio.outputs import atomic_file
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
+from ..fileio.demo_root import save_demo_image as _save_in_tree
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -205,11 +205,10 @@ def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = Tru
 
 
 def save_demo_image(image: Image.Image, path: str, **kwargs) -> None:
-    """Save ``image`` at ``path`` in the format its suffix names, through a temporary file and a rename
-    (:func:`beit_mm.fileio.outputs.atomic_file`, without fsync: a killed generator leaves no truncated image that a
-    later call would count as complete)."""
-    with atomic_file(path, durable=False) as tmp:
-        image.save(tmp, format=Image.registered_extensions()[osp.splitext(path)[1].lower()], **kwargs)
+    """Save ``image`` at ``path`` (in a demo root claimed by :func:`beit_mm.fileio.demo_root.claim_demo_root`) in the
+    format its suffix names, through the root's journal, a temporary file and a rename
+    (:func:`beit_mm.fileio.demo_root.save_demo_image`: never over a file the generator did not write)."""
+    _save_in_tree(image, path, **kwargs)
 
 
 def make_demo_ade20k(root: str,
@@ -245,32 +244,25 @@ def make_demo_ade20k(root: str,
         raise ValueError(f'unknown demo style {style!r}; use one of {sorted(SAMPLERS)}')
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed, style=style,
                      with_annotations=with_annotations)
-    claim = claim_demo_root(root, f'{__name__}.make_demo_ade20k', arguments,
-                            demo_ade20k_files(num_train, num_val, with_annotations))
-    if claim == KEEP:
-        return root  # an old demo root (no marker) holding exactly these files: used as it is
+    expected = demo_ade20k_files(num_train, num_val, with_annotations)
+    tree = open_demo_root(root, f'{__name__}.make_demo_ade20k', arguments, expected)
+    if tree.mode == KEEP:
+        return root  # an old demo root holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
     for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
-        img_dir = osp.join(root, 'images', split)
-        ann_dir = osp.join(root, 'annotations', split)
         split_rng = np.random.default_rng(rng.integers(2**32))
-        complete = _has_files(img_dir, f'ADE_{prefix}_*.jpg', count) and (
-            not with_annotations or _has_files(ann_dir, f'ADE_{prefix}_*.png', count))
-        if complete and (claim == UPDATE or count == 0):  # other arguments: rewrite a split that has files
+        stems = [f'ADE_{prefix}_{index:08d}' for index in range(1, count + 1)]
+        images = [f'images/{split}/{stem}.jpg' for stem in stems]
+        labels = [f'annotations/{split}/{stem}.png' for stem in stems] if with_annotations else []
+        if tree.mode == UPDATE and tree.complete(images + labels):  # other arguments: every split is drawn again
             continue
-        os.makedirs(img_dir, exist_ok=True)
-        if with_annotations:
-            os.makedirs(ann_dir, exist_ok=True)
-        for stale in glob.glob(osp.join(img_dir, f'ADE_{prefix}_*.jpg')) + glob.glob(
-                osp.join(ann_dir, f'ADE_{prefix}_*.png')) + glob.glob(osp.join(img_dir, f'.ADE_{prefix}_*.part')) + \
-                glob.glob(osp.join(ann_dir, f'.ADE_{prefix}_*.part')):  # a killed run's temporary files too
-            os.remove(stale)
-        for index in range(1, count + 1):
+        for index in range(count):
             image, label_map = SAMPLERS[style](size, split_rng, *((split, ) if style in SPLIT_STYLES else ()))
-            stem = f'ADE_{prefix}_{index:08d}'
-            save_demo_image(Image.fromarray(image), osp.join(img_dir, stem + '.jpg'), quality=92)
+            tree.save_image(images[index], Image.fromarray(image), quality=92)
             if with_annotations:
-                save_demo_image(Image.fromarray(label_map, mode='L'), osp.join(ann_dir, stem + '.png'))
+                tree.save_image(labels[index], Image.fromarray(label_map, mode='L'))
+    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
+    tree.finish()
     return root
 
 

@@ -10,7 +10,8 @@ demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of i
 
 The stems are random hex strings (``3f9c0a51e2b7``), drawn from the seed: nothing in a name tells its split, index or
 class, as in a set exported from a labelling tool. Ownership as :func:`beit_mm.data.demo.make_demo_ade20k`: the root
-must be new, empty or carry this generator's marker (:func:`beit_mm.fileio.demo_root.claim_demo_root`).
+must be new, empty or this generator's, every file in it journaled with its content, and every write and removal goes
+through its :class:`beit_mm.fileio.demo_root.GeneratedTree`.
 """
 from __future__ import annotations
 
@@ -20,10 +21,9 @@ import os.path as osp
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
-from ..fileio.outputs import atomic_file
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
 from .custom import CLASSES_FILE, PALETTE_FILE
-from .demo import DEMO_CLASSES, make_classes_sample, save_demo_image
+from .demo import DEMO_CLASSES, make_classes_sample
 
 # mask value -> the ADE20K demo class drawn for it (its name, colour and texture): sky, grass, car
 CUSTOM_DEMO_CLASSES = {value: DEMO_CLASSES[ade_id] for value, ade_id in enumerate((3, 10, 21))}
@@ -52,8 +52,9 @@ def custom_demo_files(num_train: int, num_val: int, seed: int) -> dict[str, list
 
 
 def _write_text(path: str, text: str) -> None:
-    with atomic_file(path, durable=False) as tmp, open(tmp, 'w', encoding='utf-8') as f:
-        f.write(text)
+    """Write ``text`` at ``path`` in a claimed demo root (:func:`beit_mm.fileio.demo_root.write_demo_file`: journaled,
+    atomic, never over a file the generator did not write)."""
+    write_demo_file(path, text)
 
 
 def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:
@@ -66,28 +67,23 @@ def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: i
     layout = custom_demo_files(num_train, num_val, seed)
     expected = [CLASSES_FILE, PALETTE_FILE] + [path for pairs in layout.values() for pair in pairs for path in pair]
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed)
-    claim = claim_demo_root(root, f'{__name__}.make_demo_custom', arguments, expected)
-    if claim == KEEP or (claim == UPDATE and all(osp.isfile(osp.join(root, p)) for p in expected)):
+    tree = open_demo_root(root, f'{__name__}.make_demo_custom', arguments, expected)
+    if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     names = [CUSTOM_DEMO_CLASSES[v][0] for v in sorted(CUSTOM_DEMO_CLASSES)]
-    _write_text(osp.join(root, CLASSES_FILE), ''.join(f'{name}\n' for name in names))
+    tree.write_text(CLASSES_FILE, ''.join(f'{name}\n' for name in names))
     colours = [CUSTOM_DEMO_CLASSES[v][1] for v in sorted(CUSTOM_DEMO_CLASSES)]
-    _write_text(osp.join(root, PALETTE_FILE), ''.join(f'{r} {g} {b}\n' for r, g, b in colours))
-    keep = set(expected)
+    tree.write_text(PALETTE_FILE, ''.join(f'{r} {g} {b}\n' for r, g, b in colours))
+    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
     rng = np.random.default_rng(seed)
     for split in SPLITS:
-        for folder in (osp.join(root, 'images', split), osp.join(root, 'masks', split)):
-            os.makedirs(folder, exist_ok=True)
-            for name in os.listdir(folder):  # the root is this generator's: files of other arguments go
-                rel = osp.join(osp.relpath(folder, root), name)
-                if rel not in keep and osp.isfile(osp.join(folder, name)):
-                    os.remove(osp.join(folder, name))
         split_rng = np.random.default_rng(rng.integers(2**32))
         for img_path, mask_path in layout[split]:
             image, label_map = make_classes_sample(size, split_rng, CUSTOM_DEMO_CLASSES, void=IGNORE_INDEX)
             extra = dict(quality=92) if img_path.endswith('.jpg') else {}
-            save_demo_image(Image.fromarray(image), osp.join(root, img_path), **extra)
-            save_demo_image(Image.fromarray(label_map, mode='L'), osp.join(root, mask_path))
+            tree.save_image(img_path, Image.fromarray(image), **extra)
+            tree.save_image(mask_path, Image.fromarray(label_map, mode='L'))
+    tree.finish()
     return root
 
 

@@ -6,9 +6,10 @@ Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the u
     root/val/<wnid>/ILSVRC2012_val_<n>.JPEG       per_class_val images per class
     root/meta/{train,val}.txt                     only with ann_files=True: ImageNet's annotation-file layout,
                                                   lines "<wnid>/<file> <label>"
-    root/.beit_mm_demo.json                       the marker that makes ``root`` the generator's own: it deletes
-                                                  and rewrites only in a new, empty or marked root and refuses any
-                                                  other folder before writing (:mod:`beit_mm.fileio.demo_root`)
+    root/.beit_mm_demo.json, .beit_mm_demo.files  the marker and the journal of the files written (sha256): the
+                                                  generator replaces and removes only files the journal lists with
+                                                  their content, and refuses any other folder, a link or a file it
+                                                  did not write, before writing (:mod:`beit_mm.fileio.demo_root`)
 
 Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
 a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
@@ -20,17 +21,13 @@ position and scale on a noisy background of random grey level, plus JPEG artefac
 default classes in a few minutes on a CPU.
 """
 import colorsys
-import glob
-import os
 import os.path as osp
-import shutil
 from typing import List, Tuple
 
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
-from ..fileio.outputs import atomic_file
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -121,23 +118,10 @@ def demo_imagenet_files(wnids: List[str], per_class_train: int, per_class_val: i
     return files + ([osp.join('meta', f'{split}.txt') for split in _SPLITS] if ann_files else [])
 
 
-def _is_complete(root: str, split: str, wnids: List[str], files: List[List[str]]) -> bool:
-    """``root/split`` holds exactly the wnid folders and files of this call."""
-    split_dir = osp.join(root, split)
-    if not osp.isdir(split_dir) or sorted(os.listdir(split_dir)) != wnids:
-        return False
-    present = set(glob.glob(osp.join(split_dir, '*', '*')))
-    return present == {osp.join(split_dir, f) for class_files in files for f in class_files}
-
-
 def _write_text_if_changed(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` unless the file holds it already (a reused root keeps its mtimes)."""
-    if osp.isfile(path):
-        with open(path) as f:
-            if f.read() == text:
-                return
-    with atomic_file(path, durable=False) as tmp, open(tmp, 'w') as f:
-        f.write(text)
+    """Write ``text`` at ``path`` in a claimed demo root unless it holds it already
+    (:func:`beit_mm.fileio.demo_root.write_demo_file` skips equal content)."""
+    write_demo_file(path, text)
 
 
 def make_demo_imagenet(root: str,
@@ -174,26 +158,24 @@ def make_demo_imagenet(root: str,
     wnids = demo_wnids(num_classes)
     arguments = dict(num_classes=num_classes, per_class_train=per_class_train, per_class_val=per_class_val, size=size,
                      seed=seed, ann_files=ann_files)
-    claim = claim_demo_root(root, f'{__name__}.make_demo_imagenet', arguments,
-                            demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files))
-    if claim == KEEP:
-        return root  # an old demo root (no marker) holding exactly these files: used as it is
+    expected = demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files)
+    tree = open_demo_root(root, f'{__name__}.make_demo_imagenet', arguments, expected)
+    if tree.mode == KEEP:
+        return root  # an old demo root holding exactly these files: used as it is
+    # files of other arguments first: a stale class folder would shift the labels, a stale meta/*.txt override the
+    # folder layout (only the generator's own files go: the journal lists them)
+    tree.remove_stale(expected)
     rng = np.random.default_rng(seed)
     for split, per_class in zip(_SPLITS, (per_class_train, per_class_val)):
         split_rng = np.random.default_rng(rng.integers(2**32))
         files = _split_files(split, wnids, per_class)
-        if claim != UPDATE or not _is_complete(root, split, wnids, files):
-            shutil.rmtree(osp.join(root, split), ignore_errors=True)  # stale classes would shift the labels
+        if tree.mode != UPDATE or not tree.complete(f'{split}/{name}' for class_files in files for name in class_files):
             for index, class_files in enumerate(files):
-                os.makedirs(osp.join(root, split, wnids[index]), exist_ok=True)
                 for name in class_files:
                     image = make_demo_image(index, num_classes, size, split_rng)
-                    with atomic_file(osp.join(root, split, name), durable=False) as tmp:  # no truncated image
-                        Image.fromarray(image).save(tmp, format='JPEG', quality=90)
-        meta = osp.join(root, 'meta', f'{split}.txt')
+                    tree.save_image(f'{split}/{name}', Image.fromarray(image), quality=90)
         if ann_files:
-            _write_text_if_changed(meta, ''.join(f'{name} {index}\n' for index, class_files in enumerate(files)
-                                                 for name in class_files))
-        elif osp.exists(meta):
-            os.remove(meta)  # a stale annotation file would silently override the folder layout
+            tree.write_text(f'meta/{split}.txt', ''.join(f'{name} {index}\n' for index, class_files in enumerate(files)
+                                                        for name in class_files))
+    tree.finish()
     return root

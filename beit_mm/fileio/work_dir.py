@@ -6,6 +6,13 @@ A new run (no ``--resume``) saves under the same names as any earlier run in its
 a checkpoint outside the work dir (``--resume /elsewhere/iter_N.pth``): it continues another run, not the one whose
 checkpoints the work dir holds. :func:`check_new_run_work_dir` stops both before anything is built, unless the user
 asks to write over the earlier run (``--overwrite``); resuming from the work dir's own checkpoints is not a new run.
+
+The work dir is an output like any other: :func:`check_work_dir` applies :func:`beit_mm.fileio.outputs.check_output`'s
+rules (no link, not inside a dataset root or an input folder, writable) with the tool's inputs, the same call for
+``tools/train.py`` and ``tools/test.py``. MMEngine's ``Runner`` writes one file there under a name the user chose, the
+config dump ``<work_dir>/<config file name>``: :func:`check_config_dump` refuses it over a file that the work dir's
+manifest (:mod:`beit_mm.fileio.manifest`) does not list with its present content, and :func:`record_config_dump`
+lists the dump once written, so the next run (a resume) may replace it.
 """
 from __future__ import annotations
 
@@ -18,7 +25,12 @@ import re
 from mmengine.logging import print_log
 
 from .checkpoint import is_complete_checkpoint
+from .manifest import MANIFEST, file_sha256, manifest_text, read_manifest
+from .outputs import OutputError, atomic_file, check_output
 from .paths import inside
+
+#: The tool named in a work dir's manifest.
+WORK_DIR_WRITER = 'tools/train.py'
 
 #: What an earlier run of ``tools/train.py`` leaves in its work dir (MMEngine's ``CheckpointHook`` names).
 CHECKPOINT_PATTERNS = ('iter_*.pth', 'epoch_*.pth', 'best_*.pth', 'last_checkpoint')
@@ -65,6 +77,79 @@ def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -
             f'{resume} lies outside it: the resumed run would save over them (iter_N.pth, last_checkpoint, best_*). '
             'Fix: --work-dir with a new folder (or the checkpoint\'s own work dir), --resume without a path to '
             'continue the run of this work dir, or --overwrite to write over it.')
+
+
+def check_work_dir(work_dir: str, inputs=()) -> None:
+    """Raise :class:`beit_mm.fileio.outputs.OutputError` unless ``work_dir`` may be a run's work dir: not a link or a
+    file, not inside a dataset root or one of ``inputs`` (the config, the data roots, the checkpoint), writable. The
+    one check of every tool that writes into a work dir (it may hold inputs: a test reads its training's checkpoint)."""
+    check_output(work_dir, overwrite=True, kind='dir', inputs=inputs)
+
+
+def _config_dump_path(work_dir: str, config: str) -> str:
+    return osp.join(work_dir, osp.basename(config))  # MMEngine's Runner.dump_config: work_dir/<config file name>
+
+
+def check_config_dump(work_dir: str, config: str) -> None:
+    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) when MMEngine's config dump would replace a file that no
+    beit_mm run wrote: ``<work_dir>/<config file name>`` exists and the work dir's manifest does not list it with its
+    present content (a user's file, the config itself, a link, a file edited since)."""
+    path = _config_dump_path(work_dir, config)
+    if not osp.lexists(path):
+        return
+    listed = (read_manifest(work_dir) or {}).get('files', {})
+    name = osp.basename(path)
+    if not osp.islink(path) and osp.isfile(path) and name in listed and file_sha256(path) == listed[name]:
+        return
+    what = ('the config file this run reads' if osp.exists(config) and osp.samefile(path, config) else
+            'a link' if osp.islink(path) else 'a file no beit_mm run recorded writing there' if name not in listed
+            else 'a file changed since a beit_mm run wrote it')
+    raise OutputError(f'{path} is {what}, and MMEngine writes the config dump of this run under that name: it would '
+                      'be replaced; nothing was written. Fix: move it away, or choose another --work-dir (or give the '
+                      'config another file name)')
+
+
+def record_config_dump(work_dir: str, config: str) -> None:
+    """List the config dump MMEngine wrote (``<work_dir>/<config file name>``) in the work dir's manifest, with its
+    sha256 (other entries kept), so that a later run may replace it."""
+    record_written(work_dir, osp.basename(config))
+
+
+def check_replaceable(work_dir: str, name: str) -> None:
+    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) to write the file ``name`` of ``work_dir`` over an
+    existing entry that the work dir's manifest does not list with its present content (a user's file, a link)."""
+    path = osp.join(work_dir, name)
+    if not osp.lexists(path):
+        return
+    listed = (read_manifest(work_dir) or {}).get('files', {})
+    if not osp.islink(path) and osp.isfile(path) and listed.get(name) == file_sha256(path):
+        return
+    what = 'a link' if osp.islink(path) else 'not a file a beit_mm tool recorded writing there' if name not in \
+        listed else 'a file changed since a beit_mm tool wrote it'
+    raise OutputError(f'{path} is {what}: it is not replaced; nothing was written. Fix: move it away, or choose '
+                      'another work dir')
+
+
+def write_work_dir_file(work_dir: str, name: str, data: str | bytes) -> None:
+    """Write the file ``name`` into ``work_dir`` (text in UTF-8) atomically, only over a file the work dir's manifest
+    lists with its content (:func:`check_replaceable`), and list it there."""
+    check_replaceable(work_dir, name)
+    with atomic_file(osp.join(work_dir, name)) as tmp, open(tmp, 'wb') as f:
+        f.write(data.encode('utf-8') if isinstance(data, str) else data)
+    record_written(work_dir, name)
+
+
+def record_written(work_dir: str, name: str) -> None:
+    """List the file ``name`` of ``work_dir`` in the work dir's manifest with its sha256 (other entries kept)."""
+    path = osp.join(work_dir, name)
+    if osp.islink(path) or not osp.isfile(path):
+        return
+    manifest = read_manifest(work_dir) or dict(written_by=WORK_DIR_WRITER, files={}, pending=[])
+    files = dict(manifest['files'], **{name: file_sha256(path)})
+    if files == manifest['files'] and osp.isfile(osp.join(work_dir, MANIFEST)):
+        return
+    with atomic_file(osp.join(work_dir, MANIFEST)) as tmp, open(tmp, 'w') as f:
+        f.write(manifest_text(manifest['written_by'], files, manifest['pending']))
 
 
 MAX_POINTER_BYTES = 4096  # a last_checkpoint file holds one path

@@ -17,11 +17,13 @@ import os.path as osp
 
 from mmengine.config import Config, DictAction
 
-from beit_mm.fileio.outputs import atomic_file
+from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
 
 from .configs import ROOT, rescale_iterations
 from .report import fmt, majority_baseline
 from .runs import cached, last_value, train
+
+REPORTS = ('report.md', 'report.json')  # what a study writes into its work dir
 
 HEADS = {
     'upernet': 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
@@ -65,8 +67,8 @@ def run_head(args: argparse.Namespace, head: str, seed: int) -> dict:
     def run() -> dict:
         os.makedirs(work, exist_ok=True)
         config = osp.join(work, 'study_config.py')
-        with atomic_file(config) as tmp, open(tmp, 'w') as f:
-            f.write(run_config(args, head, seed).pretty_text)
+        # the study's file, listed in the work dir's manifest: MMEngine's config dump may replace it (the same text)
+        write_work_dir_file(work, osp.basename(config), run_config(args, head, seed).pretty_text)
         log = train(config, work, [])
         return {k: last_value(log, k) for k in METRICS}
     return cached(work, run, settings)
@@ -108,11 +110,12 @@ def run_study(args: argparse.Namespace) -> dict:
     caller), the baseline and the report (``report.md``, ``report.json`` in the work dir); returns
     ``dict(baseline, results={head: [run per seed]}, text)``."""
     os.makedirs(args.work_dir, exist_ok=True)
+    for name in REPORTS:  # before any run: a user's file of that name is never replaced
+        check_replaceable(args.work_dir, name)
     base = baseline(args)
     results = {head: [run_head(args, head, s) for s in args.seeds] for head in args.heads}
     text = head_report(args, results, base)
-    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
-        f.write(text)
-    with atomic_file(osp.join(args.work_dir, 'report.json')) as tmp, open(tmp, 'w') as f:
-        json.dump(dict(baseline=base, results=results, seeds=args.seeds, iters=args.iters), f, indent=1)
+    write_work_dir_file(args.work_dir, 'report.md', text)
+    write_work_dir_file(args.work_dir, 'report.json', json.dumps(
+        dict(baseline=base, results=results, seeds=args.seeds, iters=args.iters), indent=1))
     return dict(baseline=base, results=results, text=text)

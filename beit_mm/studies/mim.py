@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from beit_mm.fileio.outputs import atomic_file, check_output
+from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
 
 from .configs import ROOT, TOKENIZER_FILES, TOKENIZER_OF, pretrained_arms, study_configs
 from .graph import run_graph
@@ -190,6 +191,8 @@ def check_work_dirs(args: argparse.Namespace) -> None:
     inputs = [args.labeled_root, args.unlabeled_root, args.teacher_labeled_root]
     for folder in dict.fromkeys((args.work_dir, args.pretrain_dir)):
         check_output(folder, overwrite=True, kind='dir', inputs=inputs)
+    for name in ('report.md', 'report.json'):  # a user's file of that name is never replaced
+        check_replaceable(args.work_dir, name)
 
 
 def run_study(args: argparse.Namespace) -> str:
@@ -233,12 +236,11 @@ def run_study(args: argparse.Namespace) -> str:
     picture = plot_probe_curves(curves, osp.join(args.work_dir, 'probe_curves.png'))
     if picture:
         text += f'\nProbe curves over pretraining: {picture}\n'
-    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
-        f.write(text)
-    with atomic_file(osp.join(args.work_dir, 'report.json')) as tmp, open(tmp, 'w') as f:
-        json.dump(dict(args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'),
-                       teacher=done.get('teacher'), vqkd_supervised=done.get('vqkd_supervised'), results=results,
-                       recommendation=recommendation(results, args.heads), seconds=round(seconds, 1)), f, indent=1)
+    write_work_dir_file(args.work_dir, 'report.md', text)
+    write_work_dir_file(args.work_dir, 'report.json', json.dumps(dict(
+        args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'), teacher=done.get('teacher'),
+        vqkd_supervised=done.get('vqkd_supervised'), results=results,
+        recommendation=recommendation(results, args.heads), seconds=round(seconds, 1)), indent=1))
     return text
 
 
