@@ -20,22 +20,21 @@ grass (bottom); sometimes a random-colour region without a segment (void, id 0).
 things first (0 person, 1 car), then stuff (2 road, 3 sky, 4 grass).
 
 Ownership as :func:`beit_mm.data.demo_custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker (:func:`beit_mm.fileio.demo_root.claim_demo_root`); every file is written through a temporary file and a rename.
+marker and journal (:func:`beit_mm.fileio.demo_root.open_demo_root`); every file is journaled, then written through a
+temporary file and a rename, and only files the journal lists with their present content are replaced or removed.
 """
 from __future__ import annotations
 
 import json
-import os
 import os.path as osp
 
 import numpy as np
 import pycocotools.mask as mask_utils
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
-from ..fileio.outputs import atomic_file
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
 from .coco_panoptic import id2rgb
-from .demo import _texture, save_demo_image
+from .demo import _texture
 
 SPLITS = ('train', 'val')
 # COCO category id -> (name, isthing, base RGB colour, texture); thing ids first, ascending, so mmdet's contiguous
@@ -131,11 +130,6 @@ def _box(mask: np.ndarray) -> list[float]:
     return [float(xs.min()), float(ys.min()), float(xs.max() - xs.min() + 1), float(ys.max() - ys.min() + 1)]
 
 
-def _write_json(path: str, content: dict) -> None:
-    with atomic_file(path, durable=False) as tmp, open(tmp, 'w', encoding='utf-8') as f:
-        json.dump(content, f)
-
-
 def _categories(things_only: bool) -> list[dict]:
     return [dict(id=cat_id, name=name, supercategory='thing' if isthing else 'stuff', isthing=isthing,
                  color=list(colour))
@@ -154,25 +148,19 @@ def make_demo_coco(root: str, num_train: int = 40, num_val: int = 10, size: int 
                         for kind in ('panoptic', 'instances')]
     expected = annotation_files + [p for rows in layout.values() for _, image, png in rows for p in (image, png)]
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed)
-    claim = claim_demo_root(root, f'{__name__}.make_demo_coco', arguments, expected)
-    if claim == KEEP or (claim == UPDATE and all(osp.isfile(osp.join(root, p)) for p in expected)):
+    tree = open_demo_root(root, f'{__name__}.make_demo_coco', arguments, expected)
+    if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     height, width = size, size + size // 2
-    keep = set(expected)
+    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
     rng = np.random.default_rng(seed)
     for split in SPLITS:
-        for folder in (osp.join(root, f'{split}2017'), osp.join(root, 'annotations', f'panoptic_{split}2017')):
-            os.makedirs(folder, exist_ok=True)
-            for name in os.listdir(folder):  # the root is this generator's: files of other arguments go
-                rel = osp.join(osp.relpath(folder, root), name)
-                if rel not in keep and osp.isfile(osp.join(folder, name)):
-                    os.remove(osp.join(folder, name))
         split_rng = np.random.default_rng(rng.integers(2**32))
         images, panoptic, instances = [], [], []
         for image_id, image_path, png_path in layout[split]:
             image, segment_map, segments = make_coco_sample(height, width, split_rng)
-            save_demo_image(Image.fromarray(image), osp.join(root, image_path), quality=92)
-            save_demo_image(Image.fromarray(id2rgb(segment_map)), osp.join(root, png_path))
+            tree.save_image(image_path, Image.fromarray(image), quality=92)
+            tree.save_image(png_path, Image.fromarray(id2rgb(segment_map)))
             images.append(dict(id=image_id, file_name=osp.basename(image_path), height=height, width=width))
             infos = []
             for segment in segments:
@@ -187,8 +175,9 @@ def make_demo_coco(root: str, num_train: int = 40, num_val: int = 10, size: int 
                                           bbox=info['bbox'], iscrowd=0))
             panoptic.append(dict(image_id=image_id, file_name=osp.basename(png_path), segments_info=infos))
         info = dict(description='beit_mm COCO-layout demo (synthetic)', version='1.0')
-        _write_json(osp.join(root, 'annotations', f'panoptic_{split}2017.json'),
-                    dict(info=info, licenses=[], images=images, annotations=panoptic, categories=_categories(False)))
-        _write_json(osp.join(root, 'annotations', f'instances_{split}2017.json'),
-                    dict(info=info, licenses=[], images=images, annotations=instances, categories=_categories(True)))
+        tree.write_text(osp.join('annotations', f'panoptic_{split}2017.json'), json.dumps(
+            dict(info=info, licenses=[], images=images, annotations=panoptic, categories=_categories(False))))
+        tree.write_text(osp.join('annotations', f'instances_{split}2017.json'), json.dumps(
+            dict(info=info, licenses=[], images=images, annotations=instances, categories=_categories(True))))
+    tree.finish()
     return root

@@ -5,12 +5,12 @@ map) paths per split and a few text files (split lists); the pixels are the ADE2
 mask value each dataset stores for the demo's classes.
 
 Ownership as :func:`beit_mm.data.demo_custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker (:func:`beit_mm.fileio.demo_root.claim_demo_root`); a second call with the same arguments rewrites nothing;
-every image goes through a temporary file and a rename (:func:`beit_mm.data.demo.save_demo_image`).
+marker and journal (:func:`beit_mm.fileio.demo_root.open_demo_root`); a second call with the same arguments rewrites
+nothing; every file is journaled, then written through a temporary file and a rename, and only files the journal lists
+with their present content are replaced or removed (:class:`beit_mm.fileio.demo_root.GeneratedTree`).
 """
 from __future__ import annotations
 
-import os
 import os.path as osp
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, claim_demo_root
-from ..fileio.outputs import atomic_file
-from .demo import DEMO_CLASSES, make_classes_sample, save_demo_image
+from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
+from .demo import DEMO_CLASSES, make_classes_sample
 
 # the ADE20K demo's drawn classes by name (its colour and texture), for the layouts' own mask values
 DEMO_LOOKS = {name: (colour, texture) for name, colour, texture in DEMO_CLASSES.values()}
@@ -49,14 +48,6 @@ class SegDemoLayout:
         return ([p for pairs in self.pairs.values() for pair in pairs for p in pair] + list(self.unlisted) +
                 list(self.texts))
 
-    def folders(self) -> list[str]:
-        return sorted({osp.dirname(p) for p in self.files()})
-
-
-def _write_text(path: str, text: str) -> None:
-    with atomic_file(path, durable=False) as tmp, open(tmp, 'w', encoding='utf-8') as f:
-        f.write(text)
-
 
 def write_seg_demo(root: str, generator: str, arguments: dict, layout: SegDemoLayout,
                    classes: Mapping[int, tuple[str, tuple[int, int, int], str]], void: int, size: int, seed: int,
@@ -69,15 +60,10 @@ def write_seg_demo(root: str, generator: str, arguments: dict, layout: SegDemoLa
         NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
     expected = layout.files()
-    claim = claim_demo_root(root, generator, arguments, expected)
-    if claim == KEEP or (claim == UPDATE and all(osp.isfile(osp.join(root, p)) for p in expected)):
+    tree = open_demo_root(root, generator, arguments, expected)
+    if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
-    keep = set(expected)
-    for folder in layout.folders():  # the root is this generator's: files of other arguments go
-        os.makedirs(osp.join(root, folder), exist_ok=True)
-        for name in os.listdir(osp.join(root, folder)):
-            if osp.join(folder, name) not in keep and osp.isfile(osp.join(root, folder, name)):
-                os.remove(osp.join(root, folder, name))
+    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
     rng = np.random.default_rng(seed)
     images = [(split, pair) for split, pairs in layout.pairs.items() for pair in pairs]
     images += [('unlisted', (path, None)) for path in layout.unlisted]
@@ -88,10 +74,11 @@ def write_seg_demo(root: str, generator: str, arguments: dict, layout: SegDemoLa
         image = np.concatenate([d[0] for d in drawn], axis=1)
         label_map = np.concatenate([d[1] for d in drawn], axis=1)
         extra = dict(quality=92) if img_path.endswith('.jpg') else {}
-        save_demo_image(Image.fromarray(image), osp.join(root, img_path), **extra)
+        tree.save_image(img_path, Image.fromarray(image), **extra)
         if seg_path is not None:
-            save_demo_image(Image.fromarray(label_map, mode='L'), osp.join(root, seg_path))
+            tree.save_image(seg_path, Image.fromarray(label_map, mode='L'))
     for path, text in layout.texts.items():
-        _write_text(osp.join(root, path), text)
+        tree.write_text(path, text)
+    tree.finish()
     return root
 
