@@ -551,3 +551,16 @@ def test_full_size_mask2former_has_the_published_parameter_count():
     torch.manual_seed(0)
     count = sum(p.numel() for p in MODELS.build(cfg.model).parameters())
     assert round(count / 1e6) == 120, f'{M10}: {count / 1e6:.1f}M parameters, ViT-Adapter README.md:13: 120M'
+
+
+def test_each_layout_is_a_dataset_root_without_the_demo_marker(demo_roots, tmp_path):
+    """No output may land in a dataset root (beit_mm.fileio.outputs.check_output); a real COCO-Stuff, Pascal Context
+    or Cityscapes root carries no demo marker, so its own folders must make it one (at the merge of these layouts
+    only ``images/`` with ``annotations/`` or ``masks/`` did: a work dir inside a real Cityscapes root was accepted)."""
+    from beit_mm.fileio.dataset_roots import DEMO_MARKER, is_dataset_root
+    for layout, root in demo_roots.items():
+        real = tmp_path / layout
+        for top in os.listdir(root):
+            if top != DEMO_MARKER and os.path.isdir(os.path.join(root, top)):
+                (real / top).mkdir(parents=True)
+        assert is_dataset_root(str(real)), (layout, sorted(os.listdir(real)))

@@ -4,9 +4,11 @@ A tool passes the data roots it reads as inputs; this rule is the backstop for t
 config's data, a root given by a path through a link). A folder is a dataset root when it is laid out as mmseg's
 datasets are, or carries the marker of a beit_mm demo generator:
 
-- it holds both an ``images/`` and an ``annotations/`` folder (ADE20K's ``ADEChallengeData2016``, Cityscapes-style
-  ``leftImg8bit``/``gtFine`` aside, every mmseg ``BaseSegDataset`` layout this project uses and the demo sets), or an
-  ``images/`` and a ``masks/`` folder (the custom layout of ``beit_mm.CustomSegDataset``);
+- it holds both folders of one of :data:`DATASET_LAYOUTS`: ``images/`` and ``annotations/`` (ADE20K's
+  ``ADEChallengeData2016``, COCO-Stuff 164k/10k and the demo sets), ``images/`` and ``masks/`` (the custom layout of
+  ``beit_mm.CustomSegDataset``), ``leftImg8bit/`` and ``gtFine/`` (Cityscapes), ``JPEGImages/`` and
+  ``SegmentationClassContext/`` or ``SegmentationClass/`` (Pascal Context, VOC), ``train2017/`` or ``val2017/`` and
+  ``annotations/`` (COCO panoptic and instance), ``train/`` and ``meta/`` (ImageNet as mmpretrain reads it);
 - it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.fileio.demo_root`), which also
   covers the demo ImageNet folders (``train/<wnid>/``, ``val/<wnid>/``).
 """
@@ -16,8 +18,11 @@ import os.path as osp
 
 #: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.fileio.demo_root.MARKER`).
 DEMO_MARKER = '.beit_mm_demo.json'
-#: The folder pairs that make a folder a dataset root when both are present: mmseg's layouts, the custom layout.
-DATASET_LAYOUTS = (('images', 'annotations'), ('images', 'masks'))
+#: The folder pairs that make a folder a dataset root when both are present: the layouts of mmseg's, mmdet's and
+#: mmpretrain's datasets this project reads, and the custom layout.
+DATASET_LAYOUTS = (('images', 'annotations'), ('images', 'masks'), ('leftImg8bit', 'gtFine'),
+                   ('JPEGImages', 'SegmentationClassContext'), ('JPEGImages', 'SegmentationClass'),
+                   ('train2017', 'annotations'), ('val2017', 'annotations'), ('train', 'meta'))
 
 
 def dataset_layout(folder: str) -> tuple[str, ...] | None:
@@ -29,7 +34,7 @@ def dataset_layout(folder: str) -> tuple[str, ...] | None:
 
 
 def is_dataset_root(folder: str) -> bool:
-    """Whether ``folder`` holds ``images/`` and ``annotations/`` (or ``masks/``) folders, or the demo marker."""
+    """Whether ``folder`` holds the two folders of one of :data:`DATASET_LAYOUTS`, or the demo marker."""
     return dataset_layout(folder) is not None or osp.lexists(osp.join(folder, DEMO_MARKER))
 
 
