@@ -39,24 +39,24 @@ def _ids(count: int, seed: int) -> list[int]:
     return [int(i) + 1 for i in rng.choice(COCO_ID_RANGE, count, replace=False)]
 
 
-def coco_stuff164k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLayout:
+def _coco_stuff_layout(splits: tuple[str, str], stem: str, num_train: int, num_val: int, seed: int) -> SegDemoLayout:
+    """``images/<split>/<stem>.jpg`` and ``annotations/<split>/<stem>_labelTrainIds.png`` pairs, ``stem`` formatted with
+    distinct random COCO image ids."""
     ids = iter(_ids(num_train + num_val, seed))
     pairs = {}
-    for split, count in zip(SPLITS_164K, (num_train, num_val)):
-        stems = [f'{next(ids):012d}' for _ in range(count)]
+    for split, count in zip(splits, (num_train, num_val)):
+        stems = [stem.format(next(ids)) for _ in range(count)]
         pairs[split] = [(osp.join('images', split, s + '.jpg'),
                          osp.join('annotations', split, s + '_labelTrainIds.png')) for s in stems]
     return SegDemoLayout(pairs)
+
+
+def coco_stuff164k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLayout:
+    return _coco_stuff_layout(SPLITS_164K, '{:012d}', num_train, num_val, seed)
 
 
 def coco_stuff10k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLayout:
-    ids = iter(_ids(num_train + num_val, seed))
-    pairs = {}
-    for split, count in zip(SPLITS_10K, (num_train, num_val)):
-        stems = [f'COCO_train2014_{next(ids):012d}' for _ in range(count)]
-        pairs[split] = [(osp.join('images', split, s + '.jpg'),
-                         osp.join('annotations', split, s + '_labelTrainIds.png')) for s in stems]
-    return SegDemoLayout(pairs)
+    return _coco_stuff_layout(SPLITS_10K, 'COCO_train2014_{:012d}', num_train, num_val, seed)
 
 
 def make_demo_coco_stuff164k(root: str, num_train: int = 200, num_val: int = 40, size: int = 128,
