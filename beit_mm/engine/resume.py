@@ -1,4 +1,4 @@
-"""Resuming a training checkpoint: every field MMEngine and beit_mm read from it, validated against this run in one pass.
+"""Resuming a checkpoint: every field MMEngine and beit_mm read from it, validated against this run in one pass.
 
 MMEngine 0.10.7's ``Runner.resume`` trusts what a checkpoint carries, and a checkpoint is a file from whoever made it.
 ``Runner.load_checkpoint`` opens it and calls ``after_load_checkpoint`` first (``beit_mm.CheckpointGuardHook``,
@@ -63,6 +63,8 @@ META_FIELDS = ('epoch', 'iter', 'seed', 'dataset_meta', *BATCH_KEYS, 'dense_prob
 #: ``meta`` keys MMEngine reads that are dropped on purpose: config source ``Runner.resume`` would run
 #: (``Config.fromstring``); the file room drops them on opening already.
 META_DROPPED = ('config', 'cfg')
+#: ``meta`` keys ``Runner.save_checkpoint`` writes that nothing reads on resume: dropped without a word.
+META_UNREAD = ('experiment_name', 'time', 'mmengine_version')
 #: ``optimizer`` keys: OptimWrapper/AmpOptimWrapper.load_state_dict (loss_scaler, base_param_settings) and
 #: torch.optim.Optimizer.load_state_dict (state, param_groups).
 OPTIMIZER_FIELDS = ('state', 'param_groups', 'loss_scaler', 'base_param_settings')
@@ -173,12 +175,13 @@ def _plain(value, depth: int = 0, budget: list | None = None) -> bool:
     return False
 
 
-def _keep_only(mapping: dict, allowed, where: str, dropped: list, prefixes: tuple = ()) -> None:
-    """Remove, in place, the keys of ``mapping`` not in ``allowed`` (nor starting with one of ``prefixes``)."""
+def _keep_only(mapping: dict, allowed, where: str, dropped: list, quiet: tuple = ()) -> None:
+    """Remove, in place, the keys of ``mapping`` not in ``allowed``; each is listed in ``dropped`` unless ``quiet``."""
     for key in list(mapping):
-        if not (key in allowed or isinstance(key, str) and key.startswith(prefixes)):
+        if key not in allowed:
             del mapping[key]
-            dropped.append(f'{where}{key} (not on the allow-list)')
+            if key not in quiet:
+                dropped.append(f'{where}{key} (not on the allow-list)')
 
 
 # --- counters, seed, generator states -------------------------------------------------------------------------------
@@ -468,6 +471,11 @@ def _check_group(source: str, key: str, own: dict, saved) -> None:
             raise _refuse(source, f'{key}.{name}', value, 'not finite', _OPTIMIZER_FIX)
 
 
+def _strides(tensor: Tensor) -> tuple[int, ...]:
+    """The strides of the dimensions of size > 1 (a size-1 dimension's stride is never stepped over)."""
+    return tuple(s for s, n in zip(tensor.stride(), tensor.shape) if n != 1)
+
+
 def _check_param_state(source: str, key: str, param: Tensor, state) -> None:
     """One parameter's state: tensors of the parameter's shape, kind of dtype and strides (``ndim > 0``), dense inside
     their storage and finite; finite real scalars (``step``); finite numbers or None."""
@@ -480,7 +488,7 @@ def _check_param_state(source: str, key: str, param: Tensor, state) -> None:
                               '(a fused optimizer would read and write out of bounds)', _OPTIMIZER_FIX)
             if (value.is_floating_point(), value.is_complex()) != (param.is_floating_point(), param.is_complex()):
                 raise _refuse(source, f'{key}[{name!r}]', value, f'its parameter is {param.dtype}', _OPTIMIZER_FIX)
-            if not is_dense(value) or value.stride() != param.stride():
+            if not is_dense(value) or _strides(value) != _strides(param):
                 raise _refuse(source, f'{key}[{name!r}]', value, f'strides {value.stride()} at offset '
                               f'{value.storage_offset()} over {value.untyped_storage().nbytes()} storage bytes; its '
                               f'parameter\'s strides are {param.stride()} (a fused optimizer steps over the '
@@ -685,7 +693,8 @@ def check_batch_record(meta: Mapping, source: str) -> bool:
         if not ok:
             raise _refuse(source, f'meta.{key}', meta.get(key), 'the batch record holds ints, processes, images per '
                           f'process and accumulation in [1, {MAX_BATCH_RECORD}]', 'resume from a checkpoint '
-                          'tools/train.py wrote, or start a new run from its weights: --cfg-options load_from=CHECKPOINT')
+                          'tools/train.py wrote, or start a new run from its weights: --cfg-options '
+                          'load_from=CHECKPOINT')
     return True
 
 
@@ -811,7 +820,7 @@ def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: 
     if not isinstance(meta, dict):
         raise _refuse(source, 'meta', meta, 'a training checkpoint keeps its iteration and seed in a dict',
                       'resume from a checkpoint tools/train.py wrote')
-    _keep_only(meta, META_FIELDS, 'meta.', report.dropped)
+    _keep_only(meta, META_FIELDS, 'meta.', report.dropped, quiet=META_UNREAD)
     for key in ('dataset_meta', 'dense_probe'):
         if key in meta and not _plain(meta[key]):
             del meta[key]

@@ -31,7 +31,8 @@ from mmengine.logging import MessageHub
 from mmengine.model import BaseModel
 from mmengine.optim import AmpOptimWrapper, OptimWrapper
 from mmengine.optim.scheduler.param_scheduler import _ParamScheduler
-from mmengine.runner import LogProcessor, Runner
+from mmengine._strategy import SingleDeviceStrategy
+from mmengine.runner import FlexibleRunner, LogProcessor, Runner
 from mmengine.runner.checkpoint import _load_checkpoint_to_model
 from torch import nn
 
@@ -103,7 +104,7 @@ def trained(tmp_path_factory) -> tuple[str, dict]:
 
 
 def _resume(monkeypatch, work_dir: str, checkpoint: dict, schedule_in_samples: bool = False) -> Runner:
-    """Resume a new runner in ``work_dir`` from ``checkpoint`` (MMEngine's load handed the dict) and train to the end."""
+    """Resume a runner in ``work_dir`` from ``checkpoint`` (MMEngine's load handed the dict) and train to the end."""
     path = osp.join(work_dir, 'iter_2.pth')
     monkeypatch.setattr(mmengine.runner.runner, '_load_checkpoint', lambda *args, **kwargs: checkpoint)
     runner = _runner(work_dir, path, schedule_in_samples)
@@ -238,6 +239,8 @@ def test_every_field_mmengine_and_beit_mm_read_from_a_checkpoint_is_on_the_allow
         AmpOptimWrapper.load_state_dict: dict(state_dict=('optimizer',)),
         torch.optim.Optimizer.load_state_dict: dict(state_dict=('optimizer',)),
         _ParamScheduler.load_state_dict: dict(state_dict=('param_schedulers',)),
+        FlexibleRunner.resume: dict(checkpoint=()),
+        SingleDeviceStrategy.resume: dict(checkpoint=()),
     }
     for module in (mmengine.hooks, beit_mm.engine.hooks):
         readers.update({method: dict(checkpoint=()) for method in _hook_methods(module)})
@@ -292,7 +295,7 @@ def test_a_stride_0_optimizer_state_is_refused(monkeypatch, tmp_path, trained):
     (lambda ema: ema.pop('module.linear.bias'), r"1 of this run's keys missing \['module\.linear\.bias'\]"),
     (lambda ema: ema.update({'module.extra': torch.zeros(1)}), r"1 unexpected \['module\.extra'\]"),
     (lambda ema: ema.update(steps=torch.tensor(10**9)), r"ema_state_dict\['steps'\]"),
-])
+], ids=['shape', 'missing', 'unexpected', 'steps'])
 def test_an_ema_that_does_not_fit_the_model_is_refused_before_mmengine_swaps_it_in(monkeypatch, tmp_path, trained,
                                                                                     edit, match):
     """At 58420c0 MMEngine's EMAHook swapped the EMA of another shape into state_dict after the guard had checked it:
@@ -306,7 +309,7 @@ def test_an_ema_that_does_not_fit_the_model_is_refused_before_mmengine_swaps_it_
 @pytest.mark.parametrize('key, value', [('param_name', 'weight_decay'), ('by_epoch', True), ('start_factor', 10.0),
                                         ('last_step', 10**9), ('base_values', [float('nan')])])
 def test_a_scheduler_of_another_schedule_is_refused(monkeypatch, tmp_path, trained, key, value):
-    """At 58420c0 ``param_name='weight_decay'`` made the resumed LinearLR schedule the weight decay instead of the lr."""
+    """At 58420c0 ``param_name='weight_decay'`` made the resumed LinearLR schedule the weight decay, not the lr."""
     _, checkpoint = trained
     checkpoint = copy.deepcopy(checkpoint)
     checkpoint['param_schedulers'][0][key] = value
@@ -354,7 +357,8 @@ def test_a_best_ckpt_naming_a_folder_inside_the_work_dir_removes_nothing(monkeyp
     assert 'message_hub.runtime_info.best_ckpt (names no checkpoint file' in _log(tmp_path)
 
 
-@pytest.mark.parametrize('score', [float('nan'), float('inf'), '0.5', 1e300, 10**400, True, [1.0]])
+@pytest.mark.parametrize('score', [float('nan'), float('inf'), '0.5', 1e300, 10**400, True, [1.0]],
+                         ids=['nan', 'inf', 'str', '1e300', '10**400', 'bool', 'list'])
 def test_hostile_best_scores_are_refused(monkeypatch, tmp_path, trained, score):
     """At 58420c0 inf/huge/str scores were kept (no later validation ever saved a best checkpoint, or the comparison
     raised a TypeError mid-run)."""

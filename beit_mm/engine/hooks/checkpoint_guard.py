@@ -1,4 +1,4 @@
-"""A resumed checkpoint is validated as a whole before MMEngine acts on it (:func:`beit_mm.engine.resume.validate_resume`).
+"""A resumed checkpoint is validated as a whole before MMEngine acts on it (:mod:`beit_mm.engine.resume`).
 
 MMEngine 0.10.7's ``Runner.resume`` calls ``load_checkpoint``, whose first step after opening the file is
 ``call_hook('after_load_checkpoint', checkpoint=...)``; only then do ``EMAHook`` swap ``ema_state_dict`` in, the
