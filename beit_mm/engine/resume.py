@@ -60,8 +60,8 @@ CHECKPOINT_FIELDS = ('meta', 'state_dict', 'message_hub', 'optimizer', 'param_sc
 #: beit_mm.DenseProbeHook (dense_probe). ``meta.config``/``meta.cfg`` (config source MMEngine would run) are dropped.
 BATCH_KEYS = ('world_size', 'batch_size', 'accumulative_counts', 'samples_seen')
 META_FIELDS = ('epoch', 'iter', 'seed', 'dataset_meta', *BATCH_KEYS, 'dense_probe')
-#: ``meta`` keys MMEngine reads that are dropped on purpose: config source ``Runner.resume`` would run
-#: (``Config.fromstring``); the file room drops them on opening already.
+#: ``meta`` keys MMEngine reads that are dropped on purpose, without a word (every checkpoint has one): config source
+#: ``Runner.resume`` would run (``Config.fromstring``); the file room drops them on opening already.
 META_DROPPED = ('config', 'cfg')
 #: ``meta`` keys ``Runner.save_checkpoint`` writes that nothing reads on resume: dropped without a word.
 META_UNREAD = ('experiment_name', 'time', 'mmengine_version')
@@ -820,7 +820,7 @@ def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: 
     if not isinstance(meta, dict):
         raise _refuse(source, 'meta', meta, 'a training checkpoint keeps its iteration and seed in a dict',
                       'resume from a checkpoint tools/train.py wrote')
-    _keep_only(meta, META_FIELDS, 'meta.', report.dropped, quiet=META_UNREAD)
+    _keep_only(meta, META_FIELDS, 'meta.', report.dropped, quiet=META_UNREAD + META_DROPPED)
     for key in ('dataset_meta', 'dense_probe'):
         if key in meta and not _plain(meta[key]):
             del meta[key]

@@ -265,7 +265,7 @@ def test_an_own_checkpoint_resumes_and_fields_nobody_reads_are_dropped(monkeypat
     _, checkpoint = trained
     checkpoint = copy.deepcopy(checkpoint)
     checkpoint['payload'] = 'x' * 100
-    checkpoint['meta']['config'] = 'import os'
+    checkpoint['meta'].update(config='import os', unknown=1)
     checkpoint['message_hub']['runtime_info']['train/stale'] = 1.0
     checkpoint['param_schedulers'][0]['_get_value'] = 'not a method'
     runner = _resume(monkeypatch, str(tmp_path), checkpoint)
@@ -273,7 +273,8 @@ def test_an_own_checkpoint_resumes_and_fields_nobody_reads_are_dropped(monkeypat
     assert [s.param_name for s in runner.param_schedulers] == ['lr', 'lr']
     assert not hasattr(runner.param_schedulers[0], '_get_value') or callable(runner.param_schedulers[0]._get_value)
     dropped = [line for line in _log(tmp_path).splitlines() if 'dropped' in line]
-    assert dropped and all(k in dropped[0] for k in ('payload', 'meta.config', "param_schedulers[0]._get_value"))
+    assert dropped and all(k in dropped[0] for k in ('payload', 'meta.unknown', "param_schedulers[0]._get_value"))
+    assert not {'config', 'cfg', 'unknown'} & set(checkpoint['meta'])  # what MMEngine was handed
 
 
 # --- hostile fields ---------------------------------------------------------------------------------------------
@@ -379,3 +380,15 @@ def test_the_state_dict_and_log_history_are_checked_too(monkeypatch, tmp_path, t
     buffer._log_history = buffer._log_history[:0].astype(object)
     runner = _resume(monkeypatch, str(tmp_path / 'logs'), hostile)
     assert runner.iter == MAX_ITERS
+
+
+def test_a_resume_in_its_own_work_dir_keeps_what_the_run_reads(monkeypatch, trained):
+    """The run's own ``iter_2.pth`` resumed where it lies: nothing the run reads is dropped (only the best checkpoint
+    it names, which a better score of iteration 4 has replaced since)."""
+    work_dir, checkpoint = trained
+    runner = _resume(monkeypatch, work_dir, copy.deepcopy(checkpoint))
+    assert runner.iter == MAX_ITERS
+    assert runner.message_hub.get_info('keep_ckpt_ids') == [2, 4]
+    dropped = [line for line in _log(work_dir).splitlines() if 'dropped' in line]
+    assert len(dropped) == 1 and 'dropped message_hub.runtime_info.best_ckpt (names no checkpoint file' in dropped[0]
+    assert dropped[0].count('(') == 2, dropped  # that one entry, and the closing sentence's work dir
