@@ -219,7 +219,7 @@ def test_config_resume_with_a_bad_load_from_is_refused_by_name(tmp_path, monkeyp
 ])
 def test_generator_states_as_rng_state_hook_saves_them_pass_and_others_are_named(where, value, named):
     from beit_mm.engine.hooks.rng_state import capture_rng_state
-    from beit_mm.fileio.training_state import TrainingStateError, check_rng_states
+    from beit_mm.engine.resume import TrainingStateError, check_rng_states
     check_rng_states([capture_rng_state(), None], 'ok.pth')  # what RNGStateHook writes, one rank unknown
     state = capture_rng_state()
     node = state
@@ -231,21 +231,25 @@ def test_generator_states_as_rng_state_hook_saves_them_pass_and_others_are_named
 
 
 def test_file_naming_runtime_values_are_kept_only_for_the_work_dirs_own_checkpoints(tmp_path):
-    from beit_mm.fileio.training_state import drop_foreign_runtime_values
+    from beit_mm.engine.resume import clean_runtime_info
     work, outside = tmp_path / 'work', tmp_path / 'outside'
     work.mkdir()
     outside.mkdir()
-    (work / 'best_aAcc_link').symlink_to(outside)
+    (work / 'best_aAcc_link.pth').symlink_to(outside)
+    for name in ('best_mIoU_iter_2.pth', 'iter_2.pth'):
+        (work / name).write_bytes(b'checkpoint')
+    (work / 'best_folder.pth').mkdir()  # a folder named as a checkpoint: MMEngine would rmtree it
     own = dict(best_ckpt=str(work / 'best_mIoU_iter_2.pth'), last_ckpt=str(work / 'iter_2.pth'), keep_ckpt_ids=[1, 2],
-               best_score=0.5, experiment_name='x')
-    info = dict(own, best_ckpt_aAcc=str(work / 'best_aAcc_link'), best_score_aAcc=float('nan'))
-    dropped = drop_foreign_runtime_values(info, str(work), same_run=True, last_step=2)
-    assert info == own and len(dropped) == 2  # a link out of the work dir, a score that is not a number
+               best_score=0.5)
+    info = dict(own, best_ckpt_aAcc=str(work / 'best_aAcc_link.pth'), best_ckpt_folder=str(work / 'best_folder.pth'),
+                experiment_name='x', unknown='y')
+    dropped = clean_runtime_info(info, 'evil.pth', str(work), same_run=True, last_step=2)
+    assert info == own and len(dropped) == 3, dropped  # the link, the folder, the unknown key; experiment_name quietly
     hostile = dict(best_ckpt=str(work), last_ckpt=str(work / 'sub' / 'iter_2.pth'), keep_ckpt_ids=[1, 10**6])
-    assert len(drop_foreign_runtime_values(hostile, str(work), same_run=True, last_step=2)) == 3 and not hostile
+    assert len(clean_runtime_info(hostile, 'evil.pth', str(work), same_run=True, last_step=2)) == 3 and not hostile
     foreign = dict(own)  # the same values in a checkpoint from elsewhere steer no file of this work dir
-    drop_foreign_runtime_values(foreign, str(work), same_run=False, last_step=2)
-    assert foreign == dict(best_score=0.5, experiment_name='x')
+    clean_runtime_info(foreign, 'evil.pth', str(work), same_run=False, last_step=2)
+    assert foreign == dict(best_score=0.5)
 
 
 def test_optimizer_state_fits_its_parameters_and_groups():
@@ -253,7 +257,7 @@ def test_optimizer_state_fits_its_parameters_and_groups():
 
     from mmengine.optim import OptimWrapper, OptimWrapperDict
 
-    from beit_mm.fileio.training_state import TrainingStateError, check_optimizer_state
+    from beit_mm.engine.resume import TrainingStateError, check_optimizer_state
 
     model = torch.nn.Linear(3, 2)
 

@@ -10,9 +10,9 @@
 - ``--overwrite``: start a new run in a work dir that holds another run's checkpoints, or resume into it from a
   checkpoint outside it (both refused otherwise: :mod:`beit_mm.fileio.work_dir`).
 - A resumed checkpoint (``--resume``, or ``resume=True`` in the config, checked alike) steers training state only:
-  ``beit_mm.CheckpointGuardHook`` (added to every run) checks its counters, seed, generator states and optimizer state
-  and drops runtime values naming files outside its own work dir's checkpoints, before MMEngine uses any of it
-  (:mod:`beit_mm.fileio.training_state`); a refusal is one ``train.py: error: ...`` line.
+  ``beit_mm.CheckpointGuardHook`` (added to every run) validates every field MMEngine and beit_mm's hooks read from
+  it against this run and drops everything else, before MMEngine uses any of it (:mod:`beit_mm.engine.resume`); a
+  refusal is one ``train.py: error: ...`` line.
 - ``--amp``: ``optim_wrapper.type='beit_mm.AmpOptimWrapper'`` with the dtype that is faster on this device
   (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`): ``'bfloat16'`` on GPUs that support it and on CPUs
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
@@ -58,10 +58,10 @@ from beit_mm.engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from beit_mm.engine.hooks.compile import use_compile_hook
 from beit_mm.engine.hooks.rng_state import use_rng_state_hook
 from beit_mm.engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
+from beit_mm.engine.resume import TrainingStateError
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
 from beit_mm.fileio.checkpoint import hand_over
 from beit_mm.fileio.outputs import OutputError
-from beit_mm.fileio.training_state import TrainingStateError
 from beit_mm.fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
                                      find_last_complete_checkpoint, record_config_dump)
 from beit_mm.registry import config_type_is

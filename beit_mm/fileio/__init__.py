@@ -11,8 +11,6 @@ writes, goes through here. It imports nothing else of beit_mm, so every other pa
 - :mod:`.remote`: URLs and MMEngine's prefixes, fetched to the hub cache and opened as local files; registered as the
   loader of every prefix of MMEngine's ``CheckpointLoader``;
 - :mod:`.work_dir`: a run's work dir: another run's checkpoints, the ``last_checkpoint`` pointer;
-- :mod:`.training_state`: what a resumed training checkpoint may steer (counters, seed, generator states, optimizer
-  state, runtime values naming files), checked before MMEngine acts on it;
 - :mod:`.outputs`: the one guarded writer: destinations checked before any work (no link, no input, nothing inside a
   dataset root, nothing replaced without ``--overwrite``), files and folders written atomically;
 - :mod:`.output_folder` / :mod:`.manifest`: output folders whose manifest lists what a tool wrote, so ``--overwrite``

@@ -102,6 +102,22 @@ class AtomicCheckpointHook(CheckpointHook):
                 self.file_backend.rmtree(path)
 
 
+def hook_class(cfg, hook: dict) -> type | None:
+    """The class a hook config builds (``hook['type']``: a class as it is, a name looked up as the Runner looks it up,
+    in MMEngine's ``HOOKS`` under the config's ``default_scope``), or None when no hook class has that name."""
+    hook_type = hook.get('type')
+    if isinstance(hook_type, str):
+        with MMENGINE_HOOKS.switch_scope_and_registry(cfg.get('default_scope')) as registry:
+            hook_type = registry.get(hook_type)
+    return hook_type if isinstance(hook_type, type) else None
+
+
+def is_hook(cfg, hook: dict, cls: type) -> bool:
+    """Whether the hook config ``hook`` builds a ``cls`` (or a subclass): asked of the class, not of its name."""
+    built = hook_class(cfg, hook)
+    return built is not None and issubclass(built, cls)
+
+
 def use_atomic_checkpoint_hook(cfg) -> None:
     """Replace MMEngine's ``CheckpointHook`` in ``cfg.default_hooks.checkpoint`` by ``beit_mm.AtomicCheckpointHook``
     (same arguments; what ``tools/train.py`` does for every config). The hook's ``type`` is looked up as the Runner
@@ -110,9 +126,5 @@ def use_atomic_checkpoint_hook(cfg) -> None:
     hook = cfg.get('default_hooks', {}).get('checkpoint')
     if hook is None:
         return
-    hook_type = hook.get('type')
-    if isinstance(hook_type, str):
-        with MMENGINE_HOOKS.switch_scope_and_registry(cfg.get('default_scope')) as registry:
-            hook_type = registry.get(hook_type)
-    if hook_type is CheckpointHook:
+    if hook_class(cfg, hook) is CheckpointHook:
         hook['type'] = 'beit_mm.AtomicCheckpointHook'

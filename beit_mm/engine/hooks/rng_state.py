@@ -40,7 +40,6 @@ import logging
 import os
 import os.path as osp
 import random
-import zipfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -50,8 +49,11 @@ from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 
-from beit_mm.fileio.training_state import check_seed
+from beit_mm.engine.resume import check_seed
+from beit_mm.fileio import open_checkpoint
 from beit_mm.registry import HOOKS
+
+from .atomic_checkpoint import is_hook
 
 RNG_STATES_KEY = 'rng_states'
 
@@ -200,17 +202,17 @@ class RNGStateHook(Hook):
 
 
 def checkpoint_seed(path: str) -> int | None:
-    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file).
+    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file), read through
+    the file room (:func:`beit_mm.fileio.open_checkpoint`).
 
     Raises:
         TrainingStateError: a seed numpy would refuse (not an int in [0, 2**32 - 1]), named before the runner seeds
-            anything with it (:func:`beit_mm.fileio.training_state.check_seed`).
+            anything with it (:func:`beit_mm.engine.resume.check_seed`).
     """
     if not osp.isfile(path):
         return None
-    # mmap reads no tensor data, but only the zip format (torch >= 1.6) supports it; older files are read whole
-    checkpoint = torch.load(path, map_location='cpu', weights_only=True, mmap=zipfile.is_zipfile(path))
-    seed = (checkpoint.get('meta') or {}).get('seed')
+    checkpoint = open_checkpoint(path)
+    seed = (checkpoint.get('meta') or {}).get('seed') if isinstance(checkpoint, dict) else None
     check_seed(seed, path)
     return int(seed) if seed is not None else None
 
@@ -222,7 +224,7 @@ def use_rng_state_hook(cfg: Config, opened: dict | None = None) -> None:
     ``opened``: the resumed checkpoint as ``tools/train.py`` already read it (else its seed is read from the file);
     the warning is printed by rank 0 only."""
     hooks = list(cfg.get('custom_hooks') or [])
-    if not any(str(h.get('type', '')).split('.')[-1] == 'RNGStateHook' for h in hooks):
+    if not any(is_hook(cfg, h, RNGStateHook) for h in hooks):
         hooks.append(dict(type='beit_mm.RNGStateHook'))
     cfg.custom_hooks = hooks
     if not (cfg.get('resume') and cfg.get('load_from')):
