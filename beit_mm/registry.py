@@ -32,21 +32,25 @@ PARAM_SCHEDULERS = Registry(
     'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope='beit_mm', locations=['beit_mm.engine'])
 
 
+def config_class(type_name, registry: Registry, scope: str | None = None) -> type | None:
+    """The class a config's ``type`` builds: a class as it is, a name looked up as MMEngine's builders look it up (in
+    ``registry`` under ``scope``, else the current default scope; scoped names such as ``'mmseg.LoadAnnotations'``
+    too); None when nothing of that name is registered."""
+    if isinstance(type_name, str):
+        with registry.switch_scope_and_registry(scope) as scoped:
+            type_name = scoped.get(type_name)
+    return type_name if isinstance(type_name, type) else None
+
+
 def config_type_is(type_name, classes, registry: Registry, scope: str | None = None) -> bool:
-    """Whether a config's ``type`` names one of ``classes`` or a subclass: the name is looked up in ``registry``
-    (``scope``, else the current default scope; scoped names such as ``'mmseg.LoadAnnotations'`` too), or ``type``
-    is the class itself. What a config entry is, asked of the class it builds, never of its name string.
+    """Whether a config's ``type`` builds one of ``classes`` or a subclass (:func:`config_class`): what a config entry
+    is, asked of the class it builds, never of its name string.
 
     Args:
         type_name: ``cfg['type']``: a registered name or a class.
         classes: a class or a tuple of classes.
-        registry: the registry the entry is built from (``MODELS``, ``TRANSFORMS``, ``OPTIMIZERS``, ...).
+        registry: the registry the entry is built from (``MODELS``, ``TRANSFORMS``, ``OPTIMIZERS``, ``HOOKS``, ...).
         scope: the scope to look the name up in.
     """
-    if isinstance(type_name, type):
-        return issubclass(type_name, classes)
-    if not isinstance(type_name, str):
-        return False
-    with registry.switch_scope_and_registry(scope) as scoped:
-        found = scoped.get(type_name)
-    return isinstance(found, type) and issubclass(found, classes)
+    found = config_class(type_name, registry, scope)
+    return found is not None and issubclass(found, classes)

@@ -28,7 +28,7 @@ from mmengine.dist import is_main_process
 from mmengine.hooks import CheckpointHook
 from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
-from beit_mm.registry import HOOKS
+from beit_mm.registry import HOOKS, config_class, config_type_is
 
 from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
 
@@ -105,17 +105,12 @@ class AtomicCheckpointHook(CheckpointHook):
 def hook_class(cfg, hook: dict) -> type | None:
     """The class a hook config builds (``hook['type']``: a class as it is, a name looked up as the Runner looks it up,
     in MMEngine's ``HOOKS`` under the config's ``default_scope``), or None when no hook class has that name."""
-    hook_type = hook.get('type')
-    if isinstance(hook_type, str):
-        with MMENGINE_HOOKS.switch_scope_and_registry(cfg.get('default_scope')) as registry:
-            hook_type = registry.get(hook_type)
-    return hook_type if isinstance(hook_type, type) else None
+    return config_class(hook.get('type'), MMENGINE_HOOKS, cfg.get('default_scope'))
 
 
 def is_hook(cfg, hook: dict, cls: type) -> bool:
     """Whether the hook config ``hook`` builds a ``cls`` (or a subclass): asked of the class, not of its name."""
-    built = hook_class(cfg, hook)
-    return built is not None and issubclass(built, cls)
+    return config_type_is(hook.get('type'), cls, MMENGINE_HOOKS, cfg.get('default_scope'))
 
 
 def use_atomic_checkpoint_hook(cfg) -> None:
