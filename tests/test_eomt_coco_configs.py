@@ -29,8 +29,19 @@ def _train(cfg, name):
     return {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}[name]
 
 
+def _one_size(cfg):
+    """The size every part uses (the ViT's position grid, the padding, the jitter target, the crop and the test
+    resize), or all the sizes found when they differ."""
+    test = {t['type']: t for t in cfg.test_dataloader.dataset.pipeline}['mmdet.Resize']
+    sizes = {cfg.model.backbone.img_size, cfg.model.data_preprocessor.pad_size_divisor,
+             *_train(cfg, 'mmdet.RandomResize').scale, *_train(cfg, 'mmdet.RandomCrop').crop_size, *test.scale}
+    return sizes.pop() if len(sizes) == 1 else sorted(sizes)
+
+
 def _steps_per_epoch(cfg) -> int:
-    return cfg.train_cfg.max_iters // 12  # checked against max_epochs by the 'max_epochs' reader
+    """The config's epoch in iterations (its ``iters_per_epoch``, which the schedule, validation and checkpoint
+    intervals are written in)."""
+    return cfg.iters_per_epoch
 
 
 # what each key of RECIPES_EOMT_COCO means, read from a config
@@ -42,12 +53,7 @@ COCO_READERS = {
     'anneal_end': lambda c: c.model.mask_annealing.end_steps,
     'num_queries': lambda c: c.model.num_queries,
     'num_blocks': lambda c: c.model.num_blocks,
-    'img_size': lambda c: {c.model.backbone.img_size, c.model.data_preprocessor.pad_size_divisor,
-                           *_train(c, 'mmdet.RandomResize').scale, *_train(c, 'mmdet.RandomCrop').crop_size,
-                           *{t['type']: t for t in c.test_dataloader.dataset.pipeline}['mmdet.Resize'].scale}.pop()
-    if len({c.model.backbone.img_size, c.model.data_preprocessor.pad_size_divisor,
-            *_train(c, 'mmdet.RandomResize').scale, *_train(c, 'mmdet.RandomCrop').crop_size,
-            *{t['type']: t for t in c.test_dataloader.dataset.pipeline}['mmdet.Resize'].scale}) == 1 else 'mixed',
+    'img_size': lambda c: _one_size(c),
     'num_classes': lambda c: c.model.num_classes,
     'stuff_classes': lambda c: list(range(c.model.num_things_classes, c.model.num_classes)),
     'scale_range': lambda c: tuple(_train(c, 'mmdet.RandomResize').ratio_range)
@@ -184,3 +190,15 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
         assert 'coco_panoptic/PQ' in log, log[-3000:]
     else:
         assert 'coco/segm_mAP' in log, (log + out)[-3000:]
+
+
+def test_model_index_holds_the_published_numbers():
+    """configs/eomt/metafile.yml's result of each COCO config is the model zoo's number (PUBLISHED_EOMT_COCO, read
+    from tue-mps/eomt model_zoo/dinov2.md), its metric PQ (panoptic) or mask AP (instance)."""
+    import yaml
+    with open(os.path.join(ROOT, 'configs', 'eomt', 'metafile.yml')) as f:
+        entries = {m['Config']: m for m in yaml.safe_load(f)['Models']}
+    for config, want in PUBLISHED_EOMT_COCO.items():
+        (result, ) = entries['configs/' + config]['Results']
+        metric = 'PQ' if 'panoptic' in config else 'mask AP'
+        assert result['Metrics'] == {metric: want.value}, f'{config}: {result["Metrics"]}, published {want.source}'
