@@ -107,6 +107,10 @@ def test_task_data_and_schedule_structure(config):
     for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
         assert loader.dataset.type == ('mmdet.CocoPanopticDataset' if panoptic else 'mmdet.CocoDataset')
         assert loader.dataset.data_root == 'data/coco/'
+    # panoptic: stuff-only images train as in the official (datasets/dataset.py:135-139 drops single-value PNGs only;
+    # mmdet's filter_empty_gt drops images without a thing); instance: images without an annotation are not listed
+    # by the official (datasets/dataset.py:86-103, 125), mmdet's filter_empty_gt drops them
+    assert cfg.train_dataloader.dataset.filter_cfg.filter_empty_gt is (not panoptic)
     assert cfg.val_evaluator.type == ('beit_mm.PanopticQualityMetric' if panoptic else 'mmdet.CocoMetric')
     if not panoptic:
         assert cfg.val_evaluator.metric == 'segm'

@@ -35,7 +35,9 @@
 #
 # Differences from the official run: the backbone, precision and compile as the ADE20K DINOv2 config's header; padding
 # holds the mean colour (0 after normalization, the data preprocessor pads) instead of black; no re-draw of a crop
-# that lost every segment (transforms.py:112-114).
+# that lost every segment (transforms.py:112-114); the few training images whose panoptic PNG is all void are kept
+# (mmdet's CocoPanopticDataset filters on thing segments only, which would drop stuff-only images the official
+# trains on). Crowd segments: mmdet's PackDetInputs moves them to ignored_instances, out of the targets.
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py']
 data_root = 'data/coco/'
 img_size = 640
@@ -86,7 +88,9 @@ train_dataloader = dict(
         data_root=data_root,
         ann_file='annotations/panoptic_train2017.json',
         data_prefix=dict(img='train2017/', seg='annotations/panoptic_train2017/'),
-        filter_cfg=dict(filter_empty_gt=True),  # the official drops images without a segment
+        # the official keeps stuff-only images and drops only PNGs of a single value (datasets/dataset.py:135-139);
+        # mmdet's filter_empty_gt=True would drop every image without a thing segment
+        filter_cfg=dict(filter_empty_gt=False),
         pipeline=train_pipeline))
 val_dataloader = dict(
     batch_size=1,
