@@ -187,7 +187,8 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
     use_compile_hook(cfg)  # as tools/train.py: the config's compile setting (CUDA only) as a hook
     runner = Runner.from_cfg(cfg)
     runner.train()
-    out = capsys.readouterr().out + capsys.readouterr().err
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
     log = open(os.path.join(runner.log_dir, f'{runner.timestamp}.log')).read()
     assert 'Iter(train) [1/1]' in log, log[-3000:]
     if 'panoptic' in config:
