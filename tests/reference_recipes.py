@@ -852,3 +852,84 @@ def find(config_basename: str) -> Optional[str]:
     """The RECIPES key of a config file name."""
     matches = [k for k in RECIPES if k.endswith('/' + config_basename)]
     return matches[0] if matches else None
+
+
+# ---- EoMT COCO panoptic / instance (tests/test_eomt_coco_configs.py) ------------------------------------------------
+# tue-mps/eomt @ 7bd19ddd621c5c6adedcd260458a34783cd4a45f; the yaml files are the LightningCLI configs of the
+# published runs, the task modules' __init__ defaults fill what the yaml leaves out. COCO's own image counts (the
+# dataset, not the repository) are given with the file they are counted from.
+EOMT = 'tue-mps/eomt@7bd19dd'
+_PAN = 'configs/dinov2/coco/panoptic/eomt_large_{}.yaml'
+_INS = 'configs/dinov2/coco/instance/eomt_large_{}.yaml'
+_PAN_TASK = 'training/mask_classification_panoptic.py'
+_INS_TASK = 'training/mask_classification_instance.py'
+
+
+def _eo(path: str, line: Any, note: str = '') -> str:
+    return _src(EOMT, path, line, note)
+
+
+def _eomt_coco(task: str, size: int) -> Dict[str, Ref]:
+    yaml = (_PAN if task == 'panoptic' else _INS).format(size)
+    module = _PAN_TASK if task == 'panoptic' else _INS_TASK
+    data = f'datasets/coco_{task}.py'
+    off = 0 if task == 'panoptic' else 1  # the instance yaml has check_val_every_n_epoch on line 3
+    recipe = {
+        'max_epochs': Ref(12, _eo(yaml, 2)),
+        'val_every_epochs': Ref(1 if task == 'panoptic' else 2,
+                                _eo(yaml, 3, 'check_val_every_n_epoch') if task == 'instance' else
+                                _eo(yaml, '1-8', "no check_val_every_n_epoch: Lightning's 1")),
+        'anneal_start': Ref([14782, 29564, 44346, 59128], _eo(yaml, 13 + off)),
+        'anneal_end': Ref([29564, 44346, 59128, 73910], _eo(yaml, 14 + off)),
+        'num_queries': Ref(200, _eo(yaml, 18 + off)),
+        'num_blocks': Ref(4, _eo('models/eomt.py', 24, 'num_blocks default; the yaml sets none')),
+        'img_size': Ref(size, _eo(yaml, 24 if task == 'panoptic' else 25, 'img_size') if size != 640 else
+                        _eo(data, 159 if task == 'panoptic' else 108, 'img_size default')),
+        'num_classes': Ref(133 if task == 'panoptic' else 80, _eo(data, 160 if task == 'panoptic' else 109)),
+        'scale_range': Ref((0.1, 2.0), _eo(data, 162 if task == 'panoptic' else 111)),
+        'color_jitter': Ref(False, _eo(data, 161 if task == 'panoptic' else 110)),
+        'flip': Ref(0.5, _eo('datasets/transforms.py', 37, 'T.RandomHorizontalFlip(), p=0.5')),
+        'drop_last': Ref(True, _eo(data, 234 if task == 'panoptic' else 184)),
+        'lr': Ref(1e-4, _eo(module, 25 if task == 'panoptic' else 28)),
+        'llrd': Ref(0.8, _eo(module, 26 if task == 'panoptic' else 29)),
+        'llrd_l2_enabled': Ref(True, _eo(module, 27 if task == 'panoptic' else 30)),
+        'weight_decay': Ref(0.05, _eo(module, 29 if task == 'panoptic' else 32)),
+        'points': Ref((12544, 3.0, 0.75), _eo(module, '30-32' if task == 'panoptic' else '33-35')),
+        'poly_power': Ref(0.9, _eo(module, 33 if task == 'panoptic' else 36)),
+        'warmup_steps': Ref((500, 1000), _eo(module, 34 if task == 'panoptic' else 37)),
+        'loss_weights': Ref((0.1, 5.0, 5.0, 2.0), _eo(module, '35-38' if task == 'panoptic' else '38-41',
+                                                       'no-object, mask, dice, class')),
+        'mask_thresh': Ref(0.8, _eo(module, 39 if task == 'panoptic' else 42)),
+        'overlap_thresh': Ref(0.8, _eo(module, 40 if task == 'panoptic' else 43)),
+        'grad_clip': Ref(0.01, _eo('main.py', '176-177', 'gradient_clip_val, norm')),
+        'seed': Ref(0, _eo('main.py', 167)),
+        'total_batch': Ref(16, _eo('README.md', '124-131', '4 devices x batch_size 4 = 16')),
+    }
+    recipe.update(_amp(_eo('main.py', 169, 'trainer precision "16-mixed"')))
+    if task == 'panoptic':
+        recipe['stuff_classes'] = Ref(list(range(80, 133)), _eo(yaml, 24 if size == 640 else 25))
+        # the annealing unit U (the first start) is a sixth of the run in the official configs (ADE20K 6520 of 39153
+        # steps): 6 U = the run's steps; the panoptic train2017 images with a segment are not countable offline
+        recipe['steps_per_epoch'] = Ref(6 * 14782 // 12, _eo(yaml, 13, '6 U / 12 epochs'))
+    else:
+        recipe['top_k_instances'] = Ref(100, _eo(module, 44))
+        # instances_train2017.json: 118287 images, 117266 of them with an annotation (what datasets/dataset.py:86-103
+        # keeps); floor(117266 / 16) with drop_last
+        recipe['steps_per_epoch'] = Ref(117266 // 16, 'COCO instances_train2017.json (117266 annotated images) / 16')
+    return recipe
+
+
+_EOMT_COCO = 'eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-{}-{}x{}.py'
+RECIPES_EOMT_COCO: Dict[str, Dict[str, Ref]] = {
+    _EOMT_COCO.format(task, size, size): _eomt_coco(task, size)
+    for task in ('panoptic', 'instance') for size in (640, 1280)
+}
+
+# the published metric of each (model_zoo/dinov2.md rows; PQ on COCO panoptic val2017, mask AP via pycocotools)
+PUBLISHED_EOMT_COCO: Dict[str, Ref] = {
+    _EOMT_COCO.format('panoptic', 640, 640): Ref(56.0, _eo('model_zoo/dinov2.md', 50, 'PQ')),
+    _EOMT_COCO.format('panoptic', 1280, 1280): Ref(58.3, _eo('model_zoo/dinov2.md', 91, 'PQ')),
+    _EOMT_COCO.format('instance', 640, 640): Ref(45.2, _eo('model_zoo/dinov2.md', '216,239', 'mask AP, pycocotools')),
+    _EOMT_COCO.format('instance', 1280, 1280): Ref(48.8, _eo('model_zoo/dinov2.md', '234,239',
+                                                             'mask AP, pycocotools')),
+}

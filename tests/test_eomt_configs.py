@@ -22,7 +22,7 @@ from beit_mm.models.backbones import BEiT
 
 from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
 
-CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*.py')))
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*ade20k*.py')))  # COCO: test_eomt_coco_configs.py
 BASE, LARGE = 'eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py', 'eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py'
 V2 = 'eomt_beitv2-base_4xb4-amp-39k_ade20k-512x512.py'
 DINO = 'eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py'

@@ -25,7 +25,8 @@ from mmengine.config import Config
 
 from .conftest import ROOT, load_tool
 
-TASKS = {'Semantic Segmentation': {'mIoU'}, 'Image Classification': {'Top 1 Accuracy'}}
+TASKS = {'Semantic Segmentation': {'mIoU'}, 'Image Classification': {'Top 1 Accuracy'},
+         'Panoptic Segmentation': {'PQ'}, 'Instance Segmentation': {'mask AP'}}  # mmdet's metafile names
 
 
 def load_index() -> tuple[dict, list[dict]]:

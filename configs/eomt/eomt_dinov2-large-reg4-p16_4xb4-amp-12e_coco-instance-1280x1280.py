@@ -1,0 +1,32 @@
+# EoMT-L for COCO instance segmentation at 1280x1280: the official configs/dinov2/coco/instance/eomt_large_1280.yaml
+# (github.com/tue-mps/eomt @ 7bd19dd), which is eomt_large_640.yaml with img_size [1280, 1280] (eomt_large_1280.yaml:25;
+# the same 12 epochs, validation every 2, 200 queries and annealing steps, :2-3,14-15,19): everything as
+# eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py at 1280.
+# Published: 48.8 mask AP (COCO val2017, pycocotools; tue-mps/eomt model_zoo/dinov2.md:231-234,239; weights on HF:
+# tue-mps/coco_instance_eomt_large_1280). The README's "up to 49.9 mAP with EoMT-L at 1280x1280" (README.md:45) is the
+# DINOv3 run (model_zoo/dinov3.md:97-100), not this DINOv2 one.
+# Start: checkpoints/dinov2-large-reg4_p16-1280.pth, as the panoptic 1280 config.
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py']
+img_size = 1280
+pretrained = 'checkpoints/dinov2-large-reg4_p16-1280.pth'
+model = dict(
+    data_preprocessor=dict(pad_size_divisor=img_size),
+    backbone=dict(img_size=img_size, init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
+train_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='mmdet.RandomFlip', prob=0.5),
+    dict(type='mmdet.RandomResize', scale=(img_size, img_size), ratio_range=(0.1, 2.0), keep_ratio=True,
+         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+    dict(type='mmdet.RandomCrop', crop_size=(img_size, img_size), crop_type='absolute', recompute_bbox=True,
+         allow_negative_crop=True),
+    dict(type='mmdet.PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+test_dataloader = val_dataloader

@@ -1,0 +1,35 @@
+# EoMT-L for COCO panoptic segmentation at 1280x1280: the official configs/dinov2/coco/panoptic/eomt_large_1280.yaml
+# (github.com/tue-mps/eomt @ 7bd19dd), which is eomt_large_640.yaml with img_size [1280, 1280] (eomt_large_1280.yaml:24;
+# the same 12 epochs, 200 queries and annealing steps, :2,13-14,18): everything as
+# eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py at 1280 (jitter target, crop, test resize and pad,
+# the ViT's 80x80 position embedding).
+# Published: 58.3 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov2.md:88-91; weights on HF:
+# tue-mps/coco_panoptic_eomt_large_1280). The README's "up to 58.9 PQ with EoMT-L at 1280x1280" (README.md:44) is
+# the DINOv3 run (model_zoo/dinov3.md:42-45), not this DINOv2 one.
+#   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 1280 --patch-size 16 \
+#       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-1280.pth
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
+img_size = 1280
+pretrained = 'checkpoints/dinov2-large-reg4_p16-1280.pth'
+model = dict(
+    data_preprocessor=dict(pad_size_divisor=img_size),
+    backbone=dict(img_size=img_size, init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
+train_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
+    dict(type='mmdet.RandomFlip', prob=0.5),
+    dict(type='mmdet.RandomResize', scale=(img_size, img_size), ratio_range=(0.1, 2.0), keep_ratio=True,
+         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+    dict(type='mmdet.RandomCrop', crop_size=(img_size, img_size), crop_type='absolute', recompute_bbox=True,
+         allow_negative_crop=True),
+    dict(type='mmdet.PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path', 'segments_info')),
+]
+train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
+val_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+test_dataloader = val_dataloader
