@@ -37,6 +37,7 @@ import stat
 from collections.abc import Collection, Iterable, Iterator
 
 from .dataset_roots import DEMO_MARKER, enclosing_dataset_root
+from .inputs import open_input
 from .json_file import JSONFileError, read_json
 from .manifest import file_sha256
 from .outputs import atomic_file
@@ -300,8 +301,8 @@ def _rewrite_journal(root: str, hashes: dict[str, str]) -> None:
     """Write the journal as one sorted line per file of ``hashes`` (nothing when it holds that text already)."""
     path = osp.join(root, JOURNAL)
     if osp.isfile(path) and not osp.islink(path) and osp.getsize(path) <= MAX_JOURNAL_BYTES:
-        with open(path, encoding='utf-8', errors='replace') as f:
-            if f.read() == _journal_text(hashes):
+        with open_input(path, 'demo journal') as f:
+            if f.read().decode('utf-8', errors='replace') == _journal_text(hashes):
                 return
     with atomic_file(osp.join(root, JOURNAL), durable=False) as tmp, open(tmp, 'w') as f:
         f.write(_journal_text(hashes))

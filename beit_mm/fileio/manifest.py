@@ -20,6 +20,7 @@ import os
 import os.path as osp
 from collections.abc import Iterable
 
+from .inputs import open_input
 from .json_file import JSONFileError, read_json
 
 MANIFEST = '.beit_mm_output.json'
@@ -34,7 +35,7 @@ class NotOwnedError(OSError):
 def file_sha256(path: str) -> str:
     """The sha256 of a file's content, hex."""
     digest = hashlib.sha256()
-    with open(path, 'rb') as f:
+    with open_input(path, 'file') as f:  # a FIFO or device is refused, never waited on
         for block in iter(lambda: f.read(2**20), b''):
             digest.update(block)
     return digest.hexdigest()

@@ -25,6 +25,7 @@ import re
 from mmengine.logging import print_log
 
 from .checkpoint import is_complete_checkpoint
+from .inputs import open_input
 from .manifest import MANIFEST, file_sha256, manifest_text, read_manifest
 from .outputs import OutputError, atomic_file, check_output
 from .paths import inside
@@ -165,8 +166,8 @@ def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
         return None, None
     if osp.getsize(pointer) > MAX_POINTER_BYTES:
         return None, f'{pointer} is {osp.getsize(pointer)} bytes, not one path'
-    with open(pointer, 'rb') as f:
-        named = f.read().decode('utf-8', errors='replace').strip()
+    with open_input(pointer, 'checkpoint pointer') as f:
+        named = f.read(MAX_POINTER_BYTES).decode('utf-8', errors='replace').strip()
     if not named:
         return None, f'{pointer} is empty'
     if '://' in named or '\n' in named:
