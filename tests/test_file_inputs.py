@@ -166,16 +166,18 @@ def _openers():
 
     from beit_mm.fileio.checkpoint import load_safetensors
     from beit_mm.fileio.json_file import read_json
+    from beit_mm.fileio.inputs import open_image
     from beit_mm.fileio.manifest import file_sha256
     from beit_mm.fileio.text_file import read_text_lines
     return {'open_checkpoint': open_checkpoint, 'load_safetensors': load_safetensors, 'read_json': read_json,
             'read_text_lines': read_text_lines, 'mmengine.fileio.get': fileio.get,
             'LoadImageFromFile': lambda p: LoadImageFromFile()(dict(img_path=p)),
-            'file_sha256': file_sha256}  # the manifests' and demo journals' hashes
+            'file_sha256': file_sha256,  # the manifests' and demo journals' hashes
+            'open_image': open_image}  # beit_mm's own image readers (probe, tokenizer evaluation, PQ, visualize.py)
 
 
 @pytest.mark.parametrize('opener', ['open_checkpoint', 'load_safetensors', 'read_json', 'read_text_lines',
-                                    'mmengine.fileio.get', 'LoadImageFromFile', 'file_sha256'])
+                                    'mmengine.fileio.get', 'LoadImageFromFile', 'file_sha256', 'open_image'])
 def test_a_fifo_is_refused_by_every_opener(fifo, opener):
     with pytest.raises(FileNotFoundError, match=r'pipe\.jpg is a FIFO \(named pipe\), not a regular file'):
         within(20, fifo, lambda: _openers()[opener](fifo))

@@ -36,6 +36,7 @@ from PIL import Image
 
 import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
 from beit_mm.models.tokenizers.dalle import map_pixels
+from beit_mm.fileio.inputs import open_image
 from beit_mm.visualization.attention import record_attention
 from beit_mm.apis import load_model
 from beit_mm.visualization.figures import (attention_figure, mim_figure, save_png, to_uint8, token_map_figure,
@@ -59,7 +60,7 @@ def default_size(cfg: Config, args_size) -> tuple[int, int]:
 
 def read_image(path: str, size: tuple[int, int], resample=Image.BICUBIC) -> np.ndarray:
     """RGB uint8 (H, W, 3) resized to ``size`` (H, W)."""
-    return np.asarray(Image.open(path).convert('RGB').resize((size[1], size[0]), resample))
+    return np.asarray(open_image(path).convert('RGB').resize((size[1], size[0]), resample))
 
 
 def normalize(image: np.ndarray, cfg: Config) -> torch.Tensor:

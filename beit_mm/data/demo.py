@@ -48,6 +48,7 @@ from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
 from .digits import make_digits_sample
 from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
 from ..fileio.demo_root import save_demo_image as _save_in_tree
+from ..fileio.inputs import open_image
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -300,7 +301,7 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
         paths = sorted(glob.glob(osp.join(root, 'annotations', split, '*.png')))[:max_files]
         for path in paths:
             n_files += 1
-            mask = np.asarray(Image.open(path))  # palette PNGs give their indices
+            mask = np.asarray(open_image(path))  # palette PNGs give their indices
             values, value_counts = np.unique(mask, return_counts=True)
             problem = ('colour', f'shape {mask.shape}') if mask.ndim != 2 else check_label_values(values.tolist(),
                                                                                                   rule)

@@ -22,6 +22,7 @@ import numpy as np
 from PIL import Image
 
 from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
+from ..fileio.inputs import open_image
 from .custom import CLASSES_FILE, PALETTE_FILE
 from .demo import DEMO_CLASSES, make_classes_sample
 
@@ -93,7 +94,7 @@ def label_share(root: str) -> dict[int, float]:
     for split in SPLITS:
         folder = osp.join(root, 'masks', split)
         for name in sorted(os.listdir(folder)) if osp.isdir(folder) else []:
-            with Image.open(osp.join(folder, name)) as mask:
+            with open_image(osp.join(folder, name)) as mask:
                 values, n = np.unique(np.asarray(mask), return_counts=True)
             for value, count in zip(values.tolist(), n.tolist()):
                 counts[value] = counts.get(value, 0) + count

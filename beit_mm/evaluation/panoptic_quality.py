@@ -26,10 +26,10 @@ from mmdet.evaluation.metrics.coco_panoptic_metric import parse_pq_results, prin
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 from mmengine.evaluator import BaseMetric
 from mmengine.logging import MMLogger
-from PIL import Image
 from torchmetrics.detection import PanopticQuality
 
 from beit_mm.data.coco_panoptic import rgb2id
+from beit_mm.fileio.inputs import open_image
 from beit_mm.registry import METRICS
 
 GT_VOID = -1  # ground-truth void: a category torchmetrics does not know
@@ -110,7 +110,7 @@ class PanopticQualityMetric(BaseMetric):
                                f'{", ".join(missing)}. Fix: add \'seg_map_path\' and \'segments_info\' to the test '
                                'pipeline\'s PackDetInputs meta_keys, and use a panoptic model.')
             pred = panoptic_pairs(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), num_classes)
-            with Image.open(sample['seg_map_path']) as png:
+            with open_image(sample['seg_map_path']) as png:
                 segment_ids = rgb2id(np.asarray(png.convert('RGB')))
             target = ground_truth_pairs(segment_ids, sample['segments_info'], num_classes, set(things))
             if pred.shape != target.shape:

@@ -47,6 +47,8 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor, nn
 
+from ..fileio.inputs import open_image
+
 # mmseg's ignore index (``BaseSegDataset`` / ``IoUMetric`` default)
 IGNORE_INDEX = 255
 # DINO ``eval_knn.py`` defaults (``--nb_knn 20``, ``--temperature 0.07``)
@@ -140,7 +142,7 @@ def load_seg_split(dataset, img_size: int) -> LabeledSplit:
     images, labels = [], []
     for i in range(len(dataset)):
         info = dataset.get_data_info(i)
-        image = Image.open(info['img_path']).convert('RGB').resize((img_size, img_size), Image.BICUBIC)
+        image = open_image(info['img_path']).convert('RGB').resize((img_size, img_size), Image.BICUBIC)
         label = load(dict(info, seg_fields=[]))['gt_seg_map']
         label = Image.fromarray(label.astype(np.uint8)).resize((img_size, img_size), Image.NEAREST)
         images.append(np.asarray(image))
@@ -420,7 +422,7 @@ def load_image_folder(root: str, split: str, img_size: int, per_class: int | Non
         if per_class is not None and taken[label] >= per_class:
             continue
         taken[label] += 1
-        images.append(np.asarray(Image.open(info['img_path']).convert('RGB').resize((img_size, img_size),
+        images.append(np.asarray(open_image(info['img_path']).convert('RGB').resize((img_size, img_size),
                                                                                      Image.BICUBIC)))
         labels.append(label)
     return (torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float(), torch.tensor(labels),

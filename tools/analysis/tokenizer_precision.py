@@ -49,6 +49,7 @@ import torch
 from PIL import Image
 
 from beit_mm.engine.amp_optim_wrapper import describe_cpu
+from beit_mm.fileio.inputs import open_image
 from beit_mm.models.tokenizers import VQKD, BackboneTeacher, CLIPTeacher, DALLEEncoder
 from beit_mm.models.tokenizers.dalle import map_pixels
 from beit_mm.models.tokenizers.quantizer import l2norm, spherical_kmeans
@@ -89,7 +90,7 @@ def load_folder(folder: str, size: int, limit: int) -> torch.Tensor:
     if not paths:
         raise FileNotFoundError(f'no images under {folder}; generate the pool with tools/make_demo_data.py '
                                 '--dataset shapes (see the module docstring)')
-    arrays = [np.asarray(Image.open(p).convert('RGB').resize((size, size), Image.BICUBIC)) for p in paths]
+    arrays = [np.asarray(open_image(p).convert('RGB').resize((size, size), Image.BICUBIC)) for p in paths]
     return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float()
 
 

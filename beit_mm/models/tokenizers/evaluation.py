@@ -22,6 +22,8 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
+from ...fileio.inputs import open_image
+
 IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp')
 
 
@@ -33,7 +35,7 @@ def load_images(folder: str, size: int, limit: int) -> Tensor:
     if not files:
         raise FileNotFoundError(f'no images ({", ".join(IMAGE_SUFFIXES)}) under {folder}; point the held-out folder '
                                 'to images the tokenizer was not trained on (e.g. an ADE20K-layout images/validation)')
-    arrays = [np.asarray(Image.open(f).convert('RGB').resize((size, size), Image.LANCZOS)) for f in files]
+    arrays = [np.asarray(open_image(f).convert('RGB').resize((size, size), Image.LANCZOS)) for f in files]
     return torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).float() / 255
 
 
