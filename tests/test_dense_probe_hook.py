@@ -29,9 +29,8 @@ def data(tmp_path_factory):
 
 def train(cfg: Config, work_dir) -> tuple[dict, str]:
     """tools/train.py on ``cfg``; its dense_probe.json and log."""
-    config = os.path.join(work_dir, 'config.py')
-    os.makedirs(work_dir, exist_ok=True)
-    cfg.dump(config)
+    config = os.path.join(os.path.dirname(work_dir), 'probe_config.py')  # beside the work dir: MMEngine dumps
+    cfg.dump(config)  # the run's config into it as config.py, which must not be the file the run reads
     proc = subprocess.run([sys.executable, 'tools/train.py', config, '--work-dir', str(work_dir)], cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
     log = proc.stdout + proc.stderr
