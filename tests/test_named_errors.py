@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os.path as osp
+import sys
 
 import pytest
 import torch
@@ -79,8 +80,8 @@ def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runne
                                                                      ade_demo_root, tmp_path):
     from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint, set_resume
     cfg = _cfg(ade_demo_root, str(tmp_path / 'work'))
-    with pytest.raises(StartCheckpointError, match=r'--resume: .*weights\.pth holds weights but no training state.*Fix: to '
-                       r'start a new run from these weights pass --cfg-options load_from='):
+    with pytest.raises(StartCheckpointError, match=r'--resume: .*weights\.pth holds weights but no training state.*'
+                       r'Fix: to start a new run from these weights pass --cfg-options load_from='):
         set_resume(cfg, files['weights'])
     with_ema = dict(runner_checkpoint, ema_state_dict={})
     torch.save(with_ema, str(tmp_path / 'ema.pth'))
@@ -91,8 +92,8 @@ def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runne
     torch.save(other, str(tmp_path / 'other_run.pth'))
     set_resume(cfg, str(tmp_path / 'other_run.pth'))  # a whole training checkpoint: accepted here ...
     runner = Runner.from_cfg(cfg)
-    with pytest.raises(StartCheckpointError, match=r'train: .*other_run\.pth \(--resume\) does not fit the model.*shapes '
-                       r'differ'):
+    with pytest.raises(StartCheckpointError,
+                       match=r'train: .*other_run\.pth \(--resume\) does not fit the model.*shapes differ'):
         check_start_checkpoint(runner, cfg)  # ... refused once the model is built, before runner.train()
 
 
@@ -195,5 +196,5 @@ def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch):
     with pytest.raises(TrainingRefused) as stopped:
         train(config, work_dir=str(tmp_path / 'work'))
     err = str(stopped.value)
-    assert stopped.value.exit_status == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/training '
-                                        'does not exist') in err and 'FileNotFoundError' not in err, err
+    assert stopped.value.exit_status == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/'
+                                               'training does not exist') in err and 'FileNotFoundError' not in err, err

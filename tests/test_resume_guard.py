@@ -1,8 +1,9 @@
 """A resumed training checkpoint steers training state only: never files outside its run, memory, or the run's length.
 
 Each test resumes a run (:func:`beit_mm.apis.train` in-process, or ``tools/train.py`` in a subprocess where the old
-code crashed the interpreter) from a real checkpoint of the tiny BEiT + UPerNet config (2 iterations, saved by ``tools/train.py`` itself) with one value
-changed the way a stranger's file could, and asserts what MMEngine 0.10.7 did with it no longer happens:
+code crashed the interpreter) from a real checkpoint of the tiny BEiT + UPerNet config (2 iterations, saved by a run
+itself) with one value changed the way a stranger's file could, and asserts what MMEngine 0.10.7 did with it no
+longer happens:
 
 - ``message_hub.runtime_info.best_ckpt`` naming an outside folder: ``CheckpointHook`` removed it (``rmtree``) at the
   first better validation score; the folder must survive a resumed run that saves a best checkpoint;

@@ -5,8 +5,8 @@
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
-  with a path, from that file (opened safely and checked against the model first: :func:`beit_mm.apis.train.set_resume`,
-  :func:`beit_mm.apis.train.check_start_checkpoint`).
+  with a path, from that file (opened once, safely, and checked against the model first:
+  :mod:`beit_mm.apis.start_checkpoint`).
 - ``--overwrite``: start a new run in a work dir that holds another run's checkpoints, or resume into it from a
   checkpoint outside it (both refused otherwise: :mod:`beit_mm.fileio.work_dir`).
 - A resumed checkpoint (``--resume``, or ``resume=True`` in the config, checked alike) steers training state only:
@@ -18,9 +18,10 @@
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
   keeps fp32 and says so in one line (emulated bf16 is ~70x slower there).
 - ``--ema``: keep an exponential moving average of the weights (unilm's ``--model_ema``, mmpretrain's ``EMAHook``):
-  MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`beit_mm.apis.train.EMA_DEFAULTS` (unilm's decay 0.9999,
-  i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints' ``state_dict`` are the EMA
-  weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and ``--resume`` restores both.
+  MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`beit_mm.engine.hooks.ema.EMA_DEFAULTS`
+  (unilm's decay 0.9999, i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints'
+  ``state_dict`` are the EMA weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and
+  ``--resume`` restores both.
 - ``--compile [BACKEND]``: ``torch.compile(fullgraph=True)`` of the model on any device, with BACKEND (inductor
   unless named; ``aot_eager`` traces without generating code). Without it the config's ``compile`` setting applies
   (``configs/_base_/default_runtime*.py``: the whole model on CUDA): :mod:`beit_mm.engine.compile`, applied by

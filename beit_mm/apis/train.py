@@ -3,8 +3,8 @@
 :func:`train` is the entry point (``tools/train.py`` is its argparse front, one flag per keyword): the work-dir checks,
 ``--amp``, fused AdamW, ``--ema``, ``--compile``, ``--tensorboard``, ``--resume`` (the checkpoint opened once and
 checked before anything is built), the pretrained-file and dataset checks, the guard/RNG/atomic-checkpoint hooks,
-cuDNN determinism, the launcher and process group, the FSDP model check and the config dump record. A run refused before or
-during training raises :class:`TrainingRefused` with one line naming the problem and the fix.
+cuDNN determinism, the launcher and process group, the FSDP model check and the config dump record. A run refused
+before or during training raises :class:`TrainingRefused` with one line naming the problem and the fix.
 """
 from __future__ import annotations
 
