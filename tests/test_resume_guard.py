@@ -373,6 +373,7 @@ def test_the_opened_checkpoint_goes_to_its_runner_only(tmp_path, trained, ade_de
     assert runner.load_checkpoint(checkpoint) is read  # this runner's load takes what the checks read ...
     assert runner.load_checkpoint(checkpoint) is not read  # ... once
     opened = set_resume(cfg, checkpoint)
+    read = opened.checkpoint
     check_start_checkpoint(runner, cfg, opened)
     os.utime(checkpoint, ns=(0, 0))  # the file changed since it was read: read again
-    assert runner.load_checkpoint(checkpoint) is not opened.checkpoint
+    assert runner.load_checkpoint(checkpoint) is not read
