@@ -41,20 +41,17 @@ import sys
 
 from mmengine.config import DictAction
 
-from beit_mm.apis.train import TrainingRefused, is_rank_zero, train
+from beit_mm.apis.train import TrainingRefused, train
+from beit_mm.engine.launch import is_rank_zero
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Train a model with beit_mm')
     parser.add_argument('config', help='train config file path')
     parser.add_argument('--work-dir', help='the dir to save logs and models (default: work_dirs/<config stem>)')
-    parser.add_argument(
-        '--resume',
-        nargs='?',
-        const='auto',
-        default=None,
-        metavar='CKPT',
-        help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
+    parser.add_argument('--resume', nargs='?', const='auto', default=None, metavar='CKPT',
+                        help='resume training: without a value from the latest checkpoint in the work dir, else from '
+                        'CKPT')
     parser.add_argument('--resume-schedule-in-samples', action='store_true',
                         help='resume a checkpoint trained with another global batch (processes x batch x '
                         'accumulation): continue at this batch with the schedule counted in images seen '
@@ -68,19 +65,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         'decay 0.9999); validation and checkpoints use the EMA weights')
     parser.add_argument('--tensorboard', action='store_true',
                         help='also log scalars (losses, lr, metrics) to TensorBoard: <work_dir>/<timestamp>/vis_data')
-    parser.add_argument(
-        '--compile',
-        nargs='?',
-        const='inductor',
-        default=None,
-        metavar='BACKEND',
-        help='torch.compile(fullgraph=True) the model on any device with this backend (default inductor); '
-             "without it the config's compile setting applies (CUDA only by default)")
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, key=value pairs, e.g. train_cfg.max_iters=100')
+    parser.add_argument('--compile', nargs='?', const='inductor', default=None, metavar='BACKEND',
+                        help='torch.compile(fullgraph=True) the model on any device with this backend (default '
+                        "inductor); without it the config's compile setting applies (CUDA only by default)")
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override settings of the config, key=value pairs, e.g. train_cfg.max_iters=100')
     parser.add_argument('--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none', help='job launcher')
     # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank; torchrun sets LOCAL_RANK.
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)
