@@ -7,7 +7,9 @@
   evaluates it, in process.
 - The full-size ViT-Adapter configs of these datasets: every recipe value pinned to the ViT-Adapter file and line it
   was read from (compared with the merged config, never with the config's own literals; the readers are
-  tests/test_vit_adapter_configs.py's), and one training step of each, narrowed to 64 channels at its own depth.
+  tests/test_vit_adapter_configs.py's), and one training step of each family, narrowed to 64 channels at its own
+  depth; the 896 Mask2Former BEiT-L configs of COCO-Stuff-164k and Cityscapes (and BEiT v2-L, the same model) take
+  their step on their dataset's demo layout through their own train pipeline.
 """
 import copy
 import functools
@@ -226,8 +228,11 @@ def test_tiny_model_trains_and_evaluates_on_each_dataset_config(layout, demo_roo
 # CP = pascal_context/mask2former_beit_adapter_base_480_40k_pascal_context_59_ss.py,
 # L10 = coco_stuff10k/mask2former_beit_adapter_large_512_40k_cocostuff10k_ss.py,
 # LP = pascal_context/mask2former_beit_adapter_large_480_40k_pascal_context_59_ss.py;
+# M164 = coco_stuff164k/mask2former_beit_adapter_large_896_80k_cocostuff164k_ss.py,
+# V164 = coco_stuff164k/mask2former_beitv2_adapter_large_896_80k_cocostuff164k_ss.py (M164 but the checkpoint, V164:10),
+# CS = cityscapes/mask2former_beit_adapter_large_896_80k_cityscapes_ss.py, CD = _base_/datasets/cityscapes_896x896.py;
 # the schedules _base_/schedules/schedule_{40k,80k}.py:7; the class counts of the Mask2Former models
-# _base_/models/mask2former_beit_{cocostuff,pascal}.py:2-4 (80 + 91, 29 + 30).
+# _base_/models/mask2former_beit_{cocostuff,pascal,cityscapes}.py:2-4 (80 + 91, 29 + 30, 8 + 11).
 CFG = osp.join(ROOT, 'configs', 'vit_adapter')
 U164 = 'beit-adapter-large_upernet_8xb2-80k_coco-stuff164k-640x640.py'
 U10 = 'beit-adapter-large_upernet_8xb2-80k_coco-stuff10k-512x512.py'
@@ -236,6 +241,9 @@ M10 = 'mask2former_beit-adapter-base_8xb2-40k_coco-stuff10k-512x512.py'
 MP = 'mask2former_beit-adapter-base_8xb2-40k_pascal-context-59-480x480.py'
 ML10 = 'mask2former_beit-adapter-large_8xb2-40k_coco-stuff10k-512x512.py'
 MLP = 'mask2former_beit-adapter-large_8xb2-40k_pascal-context-59-480x480.py'
+ML164 = 'mask2former_beit-adapter-large_8xb2-80k_coco-stuff164k-896x896.py'
+MV164 = 'mask2former_beitv2-adapter-large_8xb2-80k_coco-stuff164k-896x896.py'
+MC = 'mask2former_beit-adapter-large_8xb2-80k_cityscapes-896x896.py'
 
 
 def _large_adapter(f: str, o: int = 0) -> dict:
@@ -427,10 +435,63 @@ RECIPES = {
           'eval.test_scale': ((4096, 520), 'LP:126'),
           'eval.stride': ((320, 320), 'LP:104')},
 }
+
+
+def _m164(f: str) -> dict:
+    """ViT-Adapter's COCO-Stuff-164k Mask2Former BEiT-L / BEiT v2-L files (line for line the same but the checkpoint):
+    L10's lines shifted by one after :11 (the model type line), at 896 with 200 queries, 80k iterations."""
+    return {**PRECISION, **_large_m2f(f, 1),
+            'backbone.img_size': (896, f'{f}:16'),
+            'crop': ((896, 896), f'{f}:8'),
+            'classes': (171, 'mask2former_beit_cocostuff.py:2-4'),
+            'head.num_queries': (200, f'{f}:39'),
+            'data.reduce_zero_label': (False, f'{f}:111'),
+            'data.train_scale': ((3584, 896), f'{f}:112'),
+            'eval.test_scale': ((3584, 896), f'{f}:126'),
+            'eval.stride': ((512, 512), f'{f}:104'),
+            'schedule.max_iters': (80000, 'schedule_80k.py:7'),
+            'eval.interval': (8000, f'{f}:153'),
+            'total_batch': (16, f'{f}:147 (1 per GPU) x 16 GPUs (README.md:14-15 "16x1")')}
+
+
+RECIPES.update({
+    ML164: {**_m164('M164'), 'checkpoint': ('beit-large_pt22k-ft22k.pth', 'M164:10 beit_large_patch16_224_pt22k_'
+                                            'ft22k, converted --model beit --source unilm')},
+    MV164: {**_m164('V164'), 'checkpoint': ('beitv2-large_pt1k-ft21k.pth', 'V164:10 beitv2_large_patch16_224_pt1k_'
+                                            'ft21k, converted --model beit --source unilm')},
+    # CS's model lines are L10's shifted by two (load_from at :11-12), its optimizer and schedule lines by -14 (no
+    # test pipeline of its own: CD's)
+    MC: {**PRECISION, **_large_m2f('CS', 2),
+         'backbone.img_size': (896, 'CS:17'),
+         'crop': ((896, 896), 'CS:8'),
+         'classes': (19, 'mask2former_beit_cityscapes.py:2-4'),
+         'head.num_queries': (100, 'CS:40'),
+         'data.reduce_zero_label': (False, 'CS:112'),
+         'data.train_scale': ((2048, 1024), 'CS:113'),
+         'eval.test_scale': ((2048, 1024), 'CD:21'),
+         'eval.size_divisor': (None, 'CD:24-29: no ResizeToMultiple'),
+         'eval.stride': ((512, 512), 'CS:105'),
+         'optimizer.lr': (2e-5, 'CS:123'),
+         'optimizer.betas': ((0.9, 0.999), 'CS:123'),
+         'optimizer.weight_decay': (0.05, 'CS:123'),
+         'layer_decay': (0.90, 'CS:125'),
+         'schedule.warmup': (1500, 'CS:129'),
+         'schedule.warmup_start': (1e-6, 'CS:130'),
+         'schedule.poly_power': (1.0, 'CS:131'),
+         'schedule.min_lr': (0.0, 'CS:131'),
+         'schedule.max_iters': (80000, 'schedule_80k.py:7'),
+         'eval.interval': (1000, 'CS:136'),
+         'total_batch': (16, 'CS:132 (1 per GPU) x 16 GPUs (cityscapes/README.md:15 "16x1")'),
+         # CS:11-12 load_from the Mapillary segmentor: its backbone converted (the head does not convert)
+         'checkpoint': ('beit-adapter-large_m2f-mapillary_backbone.pth', 'CS:11-12 mask2former_beit_adapter_large_'
+                        '896_80k_mapillary, backbone converted --model vit_adapter --source official'),
+         'load_from': (None, 'CS:11-12: the Mapillary head does not convert (docs/checkpoints.md)')},
+})
 # the dataset each config's published number is on, and the mmseg dataset class that reads it
 DATASET_TYPES = {U164: 'COCOStuffDataset', U10: 'COCOStuffDataset', UP: 'PascalContextDataset59',
                  M10: 'COCOStuffDataset', MP: 'PascalContextDataset59', ML10: 'COCOStuffDataset',
-                 MLP: 'PascalContextDataset59'}
+                 MLP: 'PascalContextDataset59', ML164: 'COCOStuffDataset', MV164: 'COCOStuffDataset',
+                 MC: 'CityscapesDataset'}
 
 
 def _heads_classes(c) -> int:
@@ -454,6 +515,13 @@ def _read(cfg: Config, key: str):
         return values.pop() if len(values) == 1 else sorted(values)
     if key == 'classes':
         return _heads_classes(cfg)
+    if key == 'eval.size_divisor':
+        steps = [t for t in cfg.test_dataloader.dataset.pipeline if t.type == 'ResizeToMultiple']
+        return steps[0].size_divisor if steps else None
+    if key == 'checkpoint':  # the file the backbone starts from
+        return osp.basename(cfg.model.backbone.init_cfg.checkpoint)
+    if key == 'load_from':
+        return cfg.get('load_from')
     return read(cfg, key)
 
 
@@ -477,7 +545,8 @@ def test_config_reads_its_dataset_through_the_base_config(name):
     cfg = _fromfile(osp.join(CFG, name))
     base = _fromfile(osp.join(BASES, {'COCOStuffDataset': 'coco-stuff10k.py' if '10k' in name
                                             else 'coco-stuff164k.py',
-                                            'PascalContextDataset59': 'pascal_context_59.py'}[DATASET_TYPES[name]]))
+                                            'PascalContextDataset59': 'pascal_context_59.py',
+                                            'CityscapesDataset': 'cityscapes.py'}[DATASET_TYPES[name]]))
     for loader in LOADERS:
         ds, ref = cfg[loader].dataset, base[loader].dataset
         assert ds.type == DATASET_TYPES[name]
@@ -491,13 +560,11 @@ def test_config_reads_its_dataset_through_the_base_config(name):
 STEPPED = (U10, MP)
 
 
-@pytest.mark.parametrize('name', STEPPED)
-def test_narrowed_config_builds_and_takes_a_training_step(name):
-    """The config's model at 64 channels (its depth, interactions, heads, losses and class count kept), 64 px, one
-    optimizer step through its own optim wrapper constructor."""
+def _narrowed(name: str):
+    """The config's model at 64 channels (its depth, interactions, heads, losses and class count kept), 64 px:
+    ``(cfg, model)``."""
     import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
     from mmseg.registry import MODELS
-    from mmseg.structures import SegDataSample
     init_default_scope('mmseg')
     cfg = copy.deepcopy(_fromfile(osp.join(CFG, name)))
     narrow_beit(cfg)
@@ -523,6 +590,15 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     torch.manual_seed(0)
     model = MODELS.build(cfg.model)
     model.init_weights()
+    return cfg, model
+
+
+@pytest.mark.parametrize('name', STEPPED)
+def test_narrowed_config_builds_and_takes_a_training_step(name):
+    """The config's model at 64 channels (its depth, interactions, heads, losses and class count kept), 64 px, one
+    optimizer step through its own optim wrapper constructor."""
+    from mmseg.structures import SegDataSample
+    cfg, model = _narrowed(name)
     num_classes, _ = RECIPES[name]['classes']
     assert model.decode_head.num_classes == num_classes
     wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
@@ -536,6 +612,39 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     before = model.backbone.interactions[0].injector.attn.value_proj.weight.detach().clone()
     losses = model.train_step(data, wrapper)
     assert all(torch.isfinite(v).all() for v in losses.values())
+    assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
+
+
+# The 896 configs (issue 50 item 3): a step on their own dataset's demo layout through their own train pipeline.
+# MV164 builds ML164's model (only the checkpoint differs, pinned above).
+DEMO_STEPPED = ((MC, 'cityscapes'), (ML164, 'coco-stuff164k'))
+
+
+@pytest.mark.parametrize('name,layout', DEMO_STEPPED)
+def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, demo_roots):
+    """The narrowed model (as above) on two images of ``tools/make_demo_data.py --layout <layout>`` read by the
+    config's own dataset and train pipeline (resize scale and crop at the demo's 64 px, the rest kept), its data
+    preprocessor and its optim wrapper constructor: finite losses, the adapter's weights move."""
+    from mmengine.dataset import pseudo_collate
+    from mmseg.registry import DATASETS
+    cfg, model = _narrowed(name)
+    assert model.decode_head.num_classes == RECIPES[name]['classes'][0] == LAYOUTS[layout][3]
+    dataset_cfg = copy.deepcopy(cfg.train_dataloader.dataset)
+    dataset_cfg.data_root = demo_roots[layout]
+    for t in dataset_cfg.pipeline:
+        if t.type == 'RandomResize':
+            t.scale = (2 * SIZE, SIZE)
+        if t.type == 'RandomCrop':
+            t.crop_size = (SIZE, SIZE)
+    dataset = DATASETS.build(dataset_cfg)
+    assert type(dataset).__name__ == DATASET_TYPES[name] and len(dataset) == NUM_TRAIN
+    data = pseudo_collate([dataset[0], dataset[1]])
+    labels = set(torch.cat([s.gt_sem_seg.data.flatten() for s in data['data_samples']]).tolist()) - {255}
+    assert labels and max(labels) < LAYOUTS[layout][3]
+    wrapper = build_optim_wrapper(model, cfg.optim_wrapper)
+    before = model.backbone.interactions[0].injector.attn.value_proj.weight.detach().clone()
+    losses = model.train_step(data, wrapper)
+    assert 'decode.loss_cls' in losses and all(torch.isfinite(v).all() for v in losses.values())
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
 
 

@@ -10,6 +10,15 @@ into ``configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py``'
 Tolerance: class and mask logits of the output prediction, fp32 max |diff| <= 1e-4, in eval mode with the masked
 blocks' probabilities all 1 and all 0 and in train mode with all 1. The other way, ``--to hf`` writes a folder that
 HF's ``from_pretrained`` loads with no missing or unexpected key and that gives the same logits within 1e-4.
+
+Instance (issue 50 item 2): a random tiny HF EoMT with 8 classes (all things, as
+``tue-mps/coco_instance_eomt_large_640``) from ``tests/support/eomt_hf_instance_reference.py``, converted by the same
+converter and loaded strictly into ``configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py``'s
+model with only its sizes (and ``top_k_instances``) changed: logits fp32 max |diff| <= 1e-4, and ``predict``'s
+instances identical (masks, labels; scores within 1e-4) to the official EoMT rule (tue-mps/eomt @ 7bd19dd
+``training/mask_classification_instance.py: 103-130``) as the reference script writes it from reading. transformers'
+own ``post_process_instance_segmentation`` is not the reference: it keeps one instance per query (most likely class,
+score >= 0.5), not the official top-k of query x class pairs.
 """
 import os
 import subprocess
@@ -17,6 +26,7 @@ import sys
 
 import pytest
 import torch
+from mmdet.structures import DetDataSample
 from mmengine.config import Config
 
 from beit_mm.apis import build_from_config
@@ -26,22 +36,25 @@ from .conftest import ROOT, load_tool
 
 REFERENCE = os.path.join(sys.prefix, 'reference', 'transformers-4.57.6')
 SCRIPT = os.path.join(ROOT, 'tests', 'support', 'eomt_hf_reference.py')
+INSTANCE_SCRIPT = os.path.join(ROOT, 'tests', 'support', 'eomt_hf_instance_reference.py')
 CONFIG = os.path.join(ROOT, 'configs', 'eomt', 'eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py')
+INSTANCE_CONFIG = os.path.join(ROOT, 'configs', 'eomt',
+                               'eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py')
 TOL = 1e-4
 
 
-def reference(*args: str) -> None:
+def reference(*args: str, script: str = SCRIPT) -> None:
     if not os.path.isdir(REFERENCE):
         pytest.fail(f'{REFERENCE} is missing: the HF EoMT reference is installed there by tools/setup_env.sh (run it, '
                     'or point BEIT_MM_VENV at a venv it built)')
     env = dict(os.environ, PYTHONPATH=REFERENCE)
-    proc = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
-def tiny_config() -> Config:
+def tiny_config(config: str = CONFIG) -> Config:
     """The DINOv2-L config with the reference model's sizes (eomt_hf_reference.CONFIG); nothing else changed."""
-    cfg = Config.fromfile(CONFIG)
+    cfg = Config.fromfile(config)
     cfg.model.backbone.update(arch=dict(embed_dims=64, num_layers=4, num_heads=4, mlp_ratio=4.0), img_size=64)
     cfg.model.update(num_classes=7, num_queries=10, num_blocks=2, mask_annealing=None)
     cfg.model.pop('data_preprocessor')
@@ -59,8 +72,8 @@ def our_logits(model, x: torch.Tensor) -> dict:
     return out
 
 
-def assert_logits_close(ours: dict, ref: dict) -> None:
-    assert sorted(ours) == sorted(ref) == ['eval_p0', 'eval_p1', 'train_p1']
+def assert_logits_close(ours: dict, ref: dict, keys: list | None = None) -> None:
+    assert sorted(ours) == sorted(ref) == (keys or ['eval_p0', 'eval_p1', 'train_p1'])
     for key in ref:
         for what, a, b in zip(('class', 'mask'), ours[key], ref[key]):
             assert a.shape == b.shape, (key, what, a.shape, b.shape)
@@ -145,3 +158,39 @@ def test_to_hf_of_a_beit_eomt_names_the_reason(tmp_path):
     message = str(stopped.value.code)
     assert 'relative position bias (HF EoMT has absolute position embeddings only)' in message, message
     assert 'None' not in message and 'pos_embed' not in message and not os.path.exists(tmp_path / 'hf')
+
+
+def test_hf_instance_weights_give_the_official_instances(tmp_path):
+    ref_dir = tmp_path / 'ref'
+    ref_dir.mkdir()
+    reference(str(ref_dir), script=INSTANCE_SCRIPT)
+    ref = torch.load(ref_dir / 'ref.pt')
+    assert ref['version'] == '4.57.6'
+    dst = tmp_path / 'eomt.pth'
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf',
+                                                   str(ref_dir / 'hf' / 'model.safetensors'), str(dst)])
+    cfg = tiny_config(INSTANCE_CONFIG)
+    cfg.model.update(num_classes=8, top_k_instances=ref['top_k'])
+    assert cfg.model.task == 'instance'
+    model = build_from_config(cfg).eval()
+    model.load_state_dict(torch.load(dst)['state_dict'], strict=True)
+    assert model.attn_mask_probs.tolist() == [0.0, 0.0]  # the checkpoint's: annealing done
+    with torch.no_grad():
+        masks, classes = model.forward_predictions(ref['x'])
+    assert_logits_close({'eval_p0': (classes[-1], masks[-1])},
+                        {'eval_p0': (ref['class_logits'], ref['mask_logits'])}, keys=['eval_p0'])
+    side = tuple(ref['x'].shape[-2:])
+    samples = [DetDataSample(metainfo=dict(img_shape=img, ori_shape=ori, batch_input_shape=side))
+               for img, ori in zip(ref['img_shapes'], ref['ori_shapes'])]
+    with torch.no_grad():
+        results = model.predict(ref['x'], samples)
+    for result, expected in zip(results, ref['instances']):
+        ours = result.pred_instances
+        assert len(ours) == len(expected['labels']) == ref['top_k']
+        # the same instances (unsorted top-k on either side): ordered by score, then compared one by one
+        a, b = ours.scores.argsort(descending=True), expected['scores'].argsort(descending=True)
+        assert ours.labels[a].tolist() == expected['labels'][b].tolist()
+        assert torch.equal(ours.masks[a], expected['masks'][b])
+        diff = (ours.scores[a] - expected['scores'][b]).abs().max().item()
+        assert diff <= TOL, f'instance scores: max |diff| {diff:.3g} > {TOL}'
+        assert expected['masks'].flatten(1).any(1).sum() >= 5, 'the example should give several non-empty masks'
