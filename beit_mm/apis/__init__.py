@@ -7,4 +7,3 @@ from .checkpoint import CheckpointMismatchError  # noqa: F401
 from .inference import (build_from_config, drop_pretrained_init, is_segmentor_config, load_model,  # noqa: F401
                         resolve_checkpoint, segmentor_inference_weights)
 from .convert import ConversionError, convert_checkpoint  # noqa: F401
-from .visualize import draw_attention, draw_mim, draw_token_maps, draw_tokens  # noqa: F401
