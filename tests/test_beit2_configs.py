@@ -13,13 +13,12 @@ BEiT narrowed to 64 channels at its own depth (``conftest.narrow_beit``):
 import glob
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 from mmengine.config import Config
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.models.backbones import BEiT
 
 from .conftest import (ROOT, imagenet_from_ade, narrow_beit, run_full_size_model, run_train, shrink_imagenet_loaders,
@@ -169,8 +168,7 @@ def test_segmentation_config_trains(config, data, tmp_path):
     torch.save({'model': src}, tmp_path / 'official.pth')  # unilm beitv2_*_pt1k.pth layout, random values
     del src
     ckpt = tmp_path / 'converted.pth'
-    subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
-                    str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT, capture_output=True)
+    convert_checkpoint(str(tmp_path / 'official.pth'), str(ckpt), model='beit', source='unilm')
     os.remove(tmp_path / 'official.pth')
     cfg = shrink_seg_config(cfg, data['ade'], str(ckpt), str(tmp_path / 'work'), crop=SIZE)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]

@@ -5,13 +5,12 @@ is stood in for by random weights in the official (unilm) layout, converted with
 import glob
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 from mmengine.config import Config
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.models.backbones import BEiT
 
 from .conftest import ROOT, narrow_beit, run_full_size_model, run_train, shrink_seg_config
@@ -40,8 +39,7 @@ def test_full_size_config_trains(config, ade_demo_root, tmp_path):
                final_norm=True).state_dict()  # unilm pretrained-only layout, random values
     torch.save({'model': src}, tmp_path / 'official.pth')
     ckpt = tmp_path / 'converted.pth'
-    subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
-                    str(tmp_path / 'official.pth'), str(ckpt)], check=True, cwd=ROOT)
+    convert_checkpoint(str(tmp_path / 'official.pth'), str(ckpt), model='beit', source='unilm')
     cfg = shrink_seg_config(cfg, ade_demo_root, str(ckpt), str(tmp_path / 'work'), crop=CROP)
     cfg.param_scheduler = [dict(type='LinearLR', start_factor=0.5, by_epoch=False, begin=0, end=2)]
     cfg_path = tmp_path / os.path.basename(config)

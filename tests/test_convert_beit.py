@@ -8,12 +8,13 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from beit_mm.apis.convert import ConversionUsageError, convert_checkpoint
 from beit_mm.converters.beit import convert_beit
 from beit_mm.fileio import CheckpointFileError
 from beit_mm.models.backbones import BEiT
 from beit_mm.registry import MODELS
 
-from .conftest import ROOT, randomize_
+from .conftest import ROOT, load_tool, randomize_
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=2.0)
 
@@ -99,6 +100,21 @@ def test_wrong_source_fails_loudly():
         convert_beit(hf_like, 'unilm')
     with pytest.raises(ValueError, match='unknown BEiT checkpoint source'):
         convert_beit({}, 'caffe')
+
+
+def test_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
+    """``convert_checkpoint`` raises ConversionUsageError for a missing or foreign ``--model``/``--source``; the tool
+    reports it as argparse does (usage, ``<prog>: error: ...``, exit 2) before anything is read."""
+    tool = load_tool('tools/convert_checkpoint.py')
+    src, dst = str(tmp_path / 'a.pth'), str(tmp_path / 'b.pth')
+    for argv, message in (([src, dst], '--model and --source are required (or --to hf|timm for the other way)'),
+                          (['--model', 'cvt', '--source', 'unilm', src, dst],
+                           "--source unilm is not a cvt layout; choose one of ('official', 'hf')")):
+        with pytest.raises(SystemExit) as stopped:
+            tool.main(argv)
+        assert stopped.value.code == 2 and f'.py: error: {message}\n' in capsys.readouterr().err
+    with pytest.raises(ConversionUsageError, match='--source unilm is not a cvt layout'):
+        convert_checkpoint(src, dst, model='cvt', source='unilm')
 
 
 def _segmentor_from_config(path: str, checkpoint: str):

@@ -12,20 +12,18 @@ Sources and references (fp32, max abs diff <= 1e-4 unless stated):
 - mmpretrain 1.2.0 BEiT v2 backbones: ``BEiTViT`` of its fine-tuning config (``avg_featmap``: ``ln2`` = ``fc_norm``)
   and the backbone of its pretraining checkpoint (``BEiTPretrainViT`` + ``BEiTV2Neck``, final norm ``neck.norm``).
 """
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.converters.beit import convert_beit
 from beit_mm.fileio import load_state_dict_file
 from beit_mm.models.backbones import BEiT
 from beit_mm.models.necks import MeanPoolNeck
 
-from .conftest import ROOT, randomize_
+from .conftest import randomize_
 from .test_beit2_mim import ARCH, DIM, EARLY, HEADS, make_batch, mmpretrain_beitv2, v2_backbone
 
 GRID = (4, 4)
@@ -125,11 +123,11 @@ def unilm_beit2_pretrained_state_dict(seed=0, vocab=16) -> dict:
     return sd
 
 
-def convert_cli(tmp_path, sd: dict, *args: str, model: str = 'beit', source: str = 'unilm') -> dict:
+def convert_cli(tmp_path, sd: dict, model: str = 'beit', source: str = 'unilm', **options) -> dict:
+    """``beit_mm.apis.convert.convert_checkpoint`` (what tools/convert_checkpoint.py calls) on ``sd`` saved as
+    ``{'model': sd}``; the converted state dict."""
     torch.save({'model': sd}, tmp_path / 'src.pth')
-    subprocess.run([sys.executable, os.path.join(ROOT, 'tools/convert_checkpoint.py'), '--model', model, '--source',
-                    source, *args, str(tmp_path / 'src.pth'), str(tmp_path / 'dst.pth')], check=True, cwd=ROOT,
-                   capture_output=True)
+    convert_checkpoint(str(tmp_path / 'src.pth'), str(tmp_path / 'dst.pth'), model=model, source=source, **options)
     return load_state_dict_file(str(tmp_path / 'dst.pth'))
 
 
@@ -154,7 +152,7 @@ def test_unilm_beit2_pretrained_keeps_its_pretraining_forward(tmp_path):
     """``--keep-mim-head --keep-shared-rel-pos-bias``: the file loads strictly into the v2 MIM backbone (+ lm_head)
     and forward_masked gives unilm's two outputs (VisionTransformerForMaskedImageModelingCLS)."""
     src = unilm_beit2_pretrained_state_dict()
-    out = convert_cli(tmp_path, src, '--keep-mim-head', '--keep-shared-rel-pos-bias')
+    out = convert_cli(tmp_path, src, keep_mim_head=True, keep_shared_rel_pos_bias=True)
     lm_head = {k: out.pop(k) for k in ('lm_head.weight', 'lm_head.bias')}
     assert torch.equal(lm_head['lm_head.weight'], src['lm_head.weight'])
     model = v2_backbone().eval()
@@ -177,7 +175,7 @@ def test_unilm_beit2_finetuned_file(tmp_path):
     g = torch.Generator().manual_seed(7)
     src.update({'fc_norm.weight': 1 + 0.2 * torch.randn(DIM, generator=g), 'fc_norm.bias': torch.randn(DIM, generator=g),
                 'head.weight': 0.2 * torch.randn(10, DIM, generator=g), 'head.bias': torch.randn(10, generator=g)})
-    out = convert_cli(tmp_path, src, '--keep-head')
+    out = convert_cli(tmp_path, src, keep_head=True)
     head = {k: out.pop(k) for k in ('head.weight', 'head.bias')}
     fc_norm = {k[len('fc_norm.'):]: out.pop(k) for k in ('fc_norm.weight', 'fc_norm.bias')}
     model = BEiT(arch=ARCH, img_size=32, patch_size=8, use_rel_pos_bias=True, final_norm=False,

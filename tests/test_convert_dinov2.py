@@ -13,10 +13,10 @@ import torch
 from timm.layers import resample_patch_embed
 from timm.models.vision_transformer import VisionTransformer, checkpoint_filter_fn
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.converters.dinov2 import convert_dinov2, pi_resize_patch_embed
 from beit_mm.models.backbones import BEiT
 
-from .conftest import load_tool
 
 TIMM_KW = dict(embed_dim=64, depth=2, num_heads=4, init_values=1e-5, reg_tokens=4, no_embed_class=True, num_classes=0)
 
@@ -47,8 +47,7 @@ def test_converted_dinov2_gives_timms_tokens(tmp_path):
     src = timm_dinov2_reg4()
     path, dst = tmp_path / 'dinov2.pth', tmp_path / 'beit.pth'
     torch.save(src.state_dict(), path)
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'dinov2', '--source', 'timm', '--img-size', '64',
-                                                   '--patch-size', '16', str(path), str(dst)])
+    convert_checkpoint(str(path), str(dst), model='dinov2', source='timm', img_size=64, patch_size=16)
     ref = VisionTransformer(img_size=64, patch_size=16, **TIMM_KW).eval()
     ref.load_state_dict(checkpoint_filter_fn(src.state_dict(), ref), strict=True)
     ours = dinov2_style_beit()

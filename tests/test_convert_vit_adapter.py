@@ -15,6 +15,7 @@ import torch
 from mmengine.config import Config
 from PIL import Image
 
+from beit_mm.apis.convert import ConversionError, convert_checkpoint
 from beit_mm.converters.vit_adapter import convert_vit_adapter
 
 from .conftest import ROOT, load_tool
@@ -110,8 +111,9 @@ def official_file(state: dict, path: str, head: str = 'upernet', meta: dict | No
     return path
 
 
-def convert(*argv):
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'vit_adapter', '--source', 'official', *argv])
+def convert(src: str, dst: str, **options) -> str:
+    """``tools/convert_checkpoint.py --model vit_adapter --source official [options] src dst``'s one call."""
+    return convert_checkpoint(src, dst, model='vit_adapter', source='official', **options)
 
 
 def test_a_mask2former_head_is_refused_with_the_reason_and_the_backbone_only_conversion_offered(segmentor_state,
@@ -121,8 +123,8 @@ def test_a_mask2former_head_is_refused_with_the_reason_and_the_backbone_only_con
     src = official_file(segmentor_state, str(tmp_path / 'mask2former_beit_adapter_large_640_160k_ade20k.pth'),
                         head='mask2former')
     dst = str(tmp_path / 'm2f.pth')
-    with pytest.raises(SystemExit, match=r'Mask2Former head \(102 head tensors.*without --keep-head'):
-        convert('--keep-head', src, dst)
+    with pytest.raises(ConversionError, match=r'Mask2Former head \(102 head tensors.*without --keep-head'):
+        convert(src, dst, keep_head=True)
     assert not osp.exists(dst)
     convert(src, dst)  # the offered conversion: the backbone only, which the adapter loads strictly
     from beit_mm.models.backbones import BEiTAdapter
@@ -153,7 +155,7 @@ def test_class_names_and_palette_carry_over_into_the_overlays(segmentor_state, t
     fallback) whatever the released model's classes were."""
     src = official_file(segmentor_state, str(tmp_path / 'upernet_beit_adapter_large_640_160k_ade20k.pth.tar'))
     dst = str(tmp_path / 'upernet.pth')
-    convert('--keep-head', src, dst)
+    convert(src, dst, keep_head=True)
     assert torch.load(dst)['meta']['dataset_meta'] == {'classes': CLASSES, 'palette': PALETTE}
     image = str(tmp_path / 'img.png')
     Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(image)
@@ -187,7 +189,7 @@ def test_a_released_zip_package_is_refused_with_the_unzip_fix(segmentor_state, t
     package = str(tmp_path / 'mask2former_beit_adapter_large_640_160k_ade20k.zip')
     with zipfile.ZipFile(package, 'w') as archive:
         archive.write(pth, osp.basename(pth))
-    with pytest.raises(SystemExit, match=r'zip archive but not a torch\.save file.*not an archive of it'):
+    with pytest.raises(ConversionError, match=r'zip archive but not a torch\.save file.*not an archive of it'):
         convert(package, str(tmp_path / 'out.pth'))
 
 

@@ -20,11 +20,12 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.fileio import CheckpointFileError
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
-from .conftest import ROOT, load_tool, run_train, shrink_seg_config
+from .conftest import ROOT, run_train, shrink_seg_config
 from .reference_recipes import RECIPES
 
 # MIM configs (beit_cvt-*.py, the algorithm first) are tested in test_cvt_mim.py
@@ -58,10 +59,9 @@ def official_cvt_file(arch, path: str, num_classes: int = 1000) -> str:
     return path
 
 
-def convert(src: str, dst: str, *extra: str) -> str:
-    """``python tools/convert_checkpoint.py --model cvt --source official [extra] src dst`` (its main(), in process)."""
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'cvt', '--source', 'official', *extra, src, dst])
-    return dst
+def convert(src: str, dst: str, **options) -> str:
+    """``tools/convert_checkpoint.py --model cvt --source official [options] src dst``'s one call, in process."""
+    return convert_checkpoint(src, dst, model='cvt', source='official', **options)
 
 
 def shrink_cls(cfg: Config, data_root: str, work_dir: str) -> Config:
@@ -178,7 +178,7 @@ def test_converted_official_file_loads_without_prefix(tmp_path, mm_warnings):
     assert not [m for m in mm_warnings if 'not used by the backbone' in m]
 
     model = CvT(arch=TINY, init_cfg=dict(type='Pretrained',
-                                         checkpoint=convert(src, str(tmp_path / 'b.pth'), '--keep-head')))
+                                         checkpoint=convert(src, str(tmp_path / 'b.pth'), keep_head=True)))
     model.init_weights()  # head.* is not the backbone's: a warning, not an error
     _assert_backbone_equals(model, expected)
     messages = mm_warnings

@@ -13,6 +13,7 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint
+from beit_mm.apis.convert import ConversionError, convert_checkpoint
 
 from .conftest import ROOT, load_tool
 
@@ -62,8 +63,7 @@ def trained_demo(tmp_path_factory):
     weights = demo_state_dict(Config.fromfile(DEMO), seed=1)
     src, dst = str(tmp / 'iter_1000.pth'), str(tmp / 'eomt-demo_no-class-head.pth')
     torch.save({'state_dict': weights, 'meta': dict(iter=1000)}, src)
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'beit_mm', '--drop-class-head', src,
-                                                   dst])
+    convert_checkpoint(src, dst, model='eomt', source='beit_mm', drop_class_head=True)
     return weights, src, dst
 
 
@@ -133,7 +133,7 @@ def test_hf_weights_convert_without_the_class_head(tmp_path):
     hf = beit_mm_to_hf_eomt(build_from_config(cfg).state_dict())
     src, dst = str(tmp_path / 'hf.pth'), str(tmp_path / 'no_head.pth')
     torch.save(hf, src)
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf', '--drop-class-head', src, dst])
+    convert_checkpoint(src, dst, model='eomt', source='hf', drop_class_head=True)
     start = torch.load(dst, map_location='cpu', weights_only=True)['state_dict']
     full = hf_eomt_to_beit_mm(hf)
     assert set(full) - set(start) == HEAD and all(torch.equal(start[k], full[k]) for k in start)
@@ -145,6 +145,6 @@ def test_hf_weights_convert_without_the_class_head(tmp_path):
 
 
 def test_drop_class_head_only_for_eomt(tmp_path):
-    with pytest.raises(SystemExit, match='--drop-class-head applies to --model eomt only'):
-        load_tool('tools/convert_checkpoint.py').main(['--model', 'beit', '--source', 'unilm', '--drop-class-head',
-                                               str(tmp_path / 'a.pth'), str(tmp_path / 'b.pth')])
+    with pytest.raises(ConversionError, match='--drop-class-head applies to --model eomt only'):
+        convert_checkpoint(str(tmp_path / 'a.pth'), str(tmp_path / 'b.pth'), model='beit', source='unilm',
+                           drop_class_head=True)

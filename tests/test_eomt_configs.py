@@ -11,16 +11,15 @@ import glob
 import math
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 from mmengine.config import Config
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.models.backbones import BEiT
 
-from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_train, shrink_seg_config
 
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*ade20k*.py')))  # COCO: test_eomt_coco_configs.py
 BASE, LARGE = 'eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py', 'eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py'
@@ -210,8 +209,7 @@ def test_dinov2_backbone_is_the_official_vit_large_with_registers():
 @pytest.fixture(scope='module')
 def converted(tmp_path_factory):
     """``arch -> path``: a random BEiT of that (narrowed) arch in unilm's pretrained-only layout (shared table, mask
-    token, final norm), converted by tools/convert_checkpoint.py (in this process), once per depth."""
-    tool = load_tool('tools/convert_checkpoint.py')
+    token, final norm), converted by beit_mm.apis.convert (tools/convert_checkpoint.py's call), once per depth."""
     folder, paths = tmp_path_factory.mktemp('ckpt'), {}
 
     def get(arch: dict) -> str:
@@ -220,7 +218,7 @@ def converted(tmp_path_factory):
             src, dst = folder / f'official_{len(paths)}.pth', folder / f'converted_{len(paths)}.pth'
             torch.save({'model': BEiT(arch=arch, img_size=224, use_rel_pos_bias=False, use_shared_rel_pos_bias=True,
                                       with_mask_token=True, final_norm=True).state_dict()}, src)
-            tool.main(['--model', 'beit', '--source', 'unilm', str(src), str(dst)])
+            convert_checkpoint(str(src), str(dst), model='beit', source='unilm')
             paths[key] = str(dst)
         return paths[key]
 
@@ -259,10 +257,7 @@ def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_demo_root, tmp_pa
     torch.save(VisionTransformer(img_size=70, patch_size=14, embed_dim=arch['embed_dims'], depth=arch['num_layers'],
                                  num_heads=arch['num_heads'], init_values=1e-5, reg_tokens=4, no_embed_class=True,
                                  num_classes=0).state_dict(), src)
-    proc = subprocess.run([sys.executable, 'tools/convert_checkpoint.py', '--model', 'dinov2', '--source', 'timm',
-                           '--img-size', '64', '--patch-size', '16', str(src), str(dst)], cwd=ROOT,
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    convert_checkpoint(str(src), str(dst), model='dinov2', source='timm', img_size=64, patch_size=16)
     cfg = shrink_seg_config(cfg, ade_demo_root, str(dst), str(tmp_path / 'work'), crop=64)
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=2)
     cfg.model.loss.num_points = 256

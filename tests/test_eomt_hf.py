@@ -30,9 +30,10 @@ from mmdet.structures import DetDataSample
 from mmengine.config import Config
 
 from beit_mm.apis import build_from_config
+from beit_mm.apis.convert import ConversionError, convert_checkpoint
 from beit_mm.apis.hub import load_hf_state_dict
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 
 REFERENCE = os.path.join(sys.prefix, 'reference', 'transformers-4.57.6')
 SCRIPT = os.path.join(ROOT, 'tests', 'support', 'eomt_hf_reference.py')
@@ -92,8 +93,7 @@ def test_hf_weights_give_hf_logits(hf_reference, tmp_path):
     ref = torch.load(hf_reference / 'ref.pt')
     assert ref['version'] == '4.57.6'
     dst = tmp_path / 'eomt.pth'
-    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf',
-                                                   str(hf_reference / 'hf' / 'model.safetensors'), str(dst)])
+    convert_checkpoint(str(hf_reference / 'hf' / 'model.safetensors'), str(dst), model='eomt', source='hf')
     model = build_from_config(tiny_config())
     model.load_state_dict(torch.load(dst)['state_dict'], strict=True)
     assert_logits_close(our_logits(model, ref['x']), ref['logits'])
@@ -114,8 +114,7 @@ def test_to_hf_loads_strictly_in_hf_with_the_same_logits(hf_reference, tmp_path)
     ckpt = tmp_path / 'ckpt.pth'
     torch.save({'state_dict': model.state_dict(), 'meta': {}}, ckpt)
     hf_dir = tmp_path / 'hf'
-    load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', str(ckpt), str(hf_dir), '--config',
-                                                   str(cfg_path)])
+    convert_checkpoint(str(ckpt), str(hf_dir), to='hf', config=str(cfg_path))
     reference('run', str(hf_dir), str(hf_reference / 'ours_in_hf.pt'))
     ref = torch.load(hf_reference / 'ref.pt')
     assert_logits_close(our_logits(model, ref['x']), torch.load(hf_reference / 'ours_in_hf.pt'))
@@ -152,10 +151,9 @@ def test_to_hf_of_a_beit_eomt_names_the_reason(tmp_path):
     cfg.dump(str(cfg_path))
     ckpt = tmp_path / 'ckpt.pth'
     torch.save({'state_dict': build_from_config(cfg).state_dict(), 'meta': {}}, ckpt)
-    with pytest.raises(SystemExit) as stopped:
-        load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', str(ckpt), str(tmp_path / 'hf'), '--config',
-                                                       str(cfg_path)])
-    message = str(stopped.value.code)
+    with pytest.raises(ConversionError) as stopped:
+        convert_checkpoint(str(ckpt), str(tmp_path / 'hf'), to='hf', config=str(cfg_path))
+    message = str(stopped.value)
     assert 'relative position bias (HF EoMT has absolute position embeddings only)' in message, message
     assert 'None' not in message and 'pos_embed' not in message and not os.path.exists(tmp_path / 'hf')
 

@@ -26,10 +26,11 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.apis import build_from_config
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.apis.hub import hf_model_and_state_dict, load_hf_state_dict
 from beit_mm.converters.hf_config import HFIncompatible
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 
 MIM = osp.join(ROOT, 'configs', 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py')
 BEIT_CLS = osp.join(ROOT, 'configs', 'beit', 'beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py')
@@ -66,10 +67,8 @@ def _save(tmp_path, cfg: Config, model, classes=None) -> tuple[str, str]:
     return config, ckpt
 
 
-def _to_hf(tmp_path, ckpt: str, *extra) -> str:
-    out = str(tmp_path / 'hf')
-    load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', ckpt, out, *extra])
-    return out
+def _to_hf(tmp_path, ckpt: str, **options) -> str:
+    return convert_checkpoint(ckpt, str(tmp_path / 'hf'), to='hf', **options)
 
 
 def _from_pretrained(cls, folder: str, unexpected: tuple = ()):
@@ -101,7 +100,7 @@ def test_mim_backbone_to_hf_beit_model_and_timm(tmp_path):
     cfg = Config.fromfile(MIM)
     model = _randomized(cfg)
     config, ckpt = _save(tmp_path, cfg, model)
-    folder = _to_hf(tmp_path, ckpt, '--config', config)
+    folder = _to_hf(tmp_path, ckpt, config=config)
     hf_config = json.load(open(osp.join(folder, 'config.json')))
     assert hf_config['architectures'] == ['BeitModel'] and hf_config['use_shared_relative_position_bias']
     hf = _from_pretrained(BeitModel, folder)
@@ -118,7 +117,7 @@ def test_mim_backbone_to_hf_beit_model_and_timm(tmp_path):
     _assert_round_trip({k: v for k, v in backbone.state_dict().items()}, folder)
 
     out = str(tmp_path / 'timm' / 'beit.pth')
-    load_tool('tools/convert_checkpoint.py').main(['--to', 'timm', ckpt, out, '--config', config])
+    convert_checkpoint(ckpt, out, to='timm', config=config)
     args = json.load(open(osp.join(tmp_path, 'timm', 'beit.json')))
     assert args['model_name'].startswith('beit_') and args['pretrained_cfg_overlay']['file'] == osp.abspath(out)
     tm = timm.create_model(**args).eval()  # pretrained=True: timm's strict load of the file
@@ -138,7 +137,7 @@ def test_beit_classifier_to_hf_and_timm(tmp_path):
     torch.nn.init.normal_(model.head.fc.weight, std=1.0)  # logits of order 1, not the recipe's 2e-5 init
     classes = ['cat', 'dog', 'car', 'tree', 'sky']
     config, ckpt = _save(tmp_path, cfg, model, classes)
-    folder = _to_hf(tmp_path, ckpt, '--config', config)
+    folder = _to_hf(tmp_path, ckpt, config=config)
     config_json = json.load(open(osp.join(folder, 'config.json')))
     assert config_json['id2label'] == {str(i): c for i, c in enumerate(classes)}
     hf = _from_pretrained(BeitForImageClassification, folder)
@@ -157,7 +156,7 @@ def test_beit_classifier_to_hf_and_timm(tmp_path):
     _assert_round_trip(ours_sd, folder)
 
     out = str(tmp_path / 'timm' / 'beit_cls.pth')
-    load_tool('tools/convert_checkpoint.py').main(['--to', 'timm', ckpt, out, '--config', config, '--beitv2'])
+    convert_checkpoint(ckpt, out, to='timm', config=config, beitv2=True)
     args = json.load(open(osp.join(tmp_path, 'timm', 'beit_cls.json')))
     assert args['model_name'].startswith('beitv2_')
     tm = timm.create_model(**args).eval()
@@ -179,7 +178,7 @@ def test_beit_upernet_to_hf_semantic_segmentation(tmp_path):
     cfg = _hf_compatible_segmentor_cfg()
     model = _randomized(cfg)
     config, ckpt = _save(tmp_path, cfg, model)
-    folder = _to_hf(tmp_path, ckpt, '--config', config)
+    folder = _to_hf(tmp_path, ckpt, config=config)
     config_json = json.load(open(osp.join(folder, 'config.json')))
     assert config_json['out_indices'] == [3, 4, 5, 6] and len(config_json['id2label']) == 7
     hf = _from_pretrained(BeitForSemanticSegmentation, folder)
@@ -202,7 +201,7 @@ def test_segmentor_backbone_to_hf_beit_model(tmp_path):
     cfg = _hf_compatible_segmentor_cfg()
     model = _randomized(cfg)
     config, ckpt = _save(tmp_path, cfg, model)
-    folder = _to_hf(tmp_path, ckpt, '--config', config, '--part', 'backbone')
+    folder = _to_hf(tmp_path, ckpt, config=config, part='backbone')
     hf, info = BeitModel.from_pretrained(folder, add_pooling_layer=False, output_loading_info=True)
     assert not info['missing_keys'] and not info['unexpected_keys'], info
     x = torch.randn(2, 3, 64, 64)
@@ -239,7 +238,7 @@ def test_cvt_classifier_to_hf(tmp_path):
     cfg.model.backbone.arch.depths = [1, 2, 3]
     model = _randomized(cfg)
     config, ckpt = _save(tmp_path, cfg, model)
-    folder = _to_hf(tmp_path, ckpt, '--config', config)
+    folder = _to_hf(tmp_path, ckpt, config=config)
     hf = _from_pretrained(CvtForImageClassification, folder)
     x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():

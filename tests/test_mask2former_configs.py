@@ -28,9 +28,10 @@ from mmengine.config import Config
 from mmengine.registry import init_default_scope
 from torch import nn
 
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.models.backbones import BEiT, CvT
 
-from .conftest import ROOT, load_tool, narrow_beit, run_train, shrink_seg_config
+from .conftest import ROOT, narrow_beit, run_train, shrink_seg_config
 from .reference_recipes import RECIPES_M2F
 from .test_recipes import READERS as RECIPE_READERS
 from .test_recipes import CHECK_UPDATES, _warmup_updates, mmcv_run, simulate
@@ -294,8 +295,8 @@ def test_cvt_param_groups_follow_the_swin_rule():
 
 
 # ---------------------------------------------------------------------------------------------- training runs
-def _convert(args: list) -> None:
-    load_tool('tools/convert_checkpoint.py').main(args)
+def _convert(src: str, dst: str, **options) -> None:
+    convert_checkpoint(src, dst, **options)
 
 
 def _official_checkpoint(cfg: Config, tmp_path) -> str:
@@ -306,13 +307,13 @@ def _official_checkpoint(cfg: Config, tmp_path) -> str:
         torch.save({'model': BEiT(arch=cfg.model.backbone.arch, img_size=224, use_rel_pos_bias=False,
                                   use_shared_rel_pos_bias=True, with_mask_token=True, final_norm=True).state_dict()},
                    src)
-        _convert(['--model', 'beit', '--source', 'unilm', str(src), str(dst)])
+        _convert(str(src), str(dst), model='beit', source='unilm')
     else:
         model = CvT(arch=cfg.model.backbone.arch)
         sd = model.state_dict()
         sd['head.weight'], sd['head.bias'] = torch.randn(1000, model.embed_dims[-1]), torch.randn(1000)
         torch.save(sd, src)
-        _convert(['--model', 'cvt', '--source', 'official', str(src), str(dst)])
+        _convert(str(src), str(dst), model='cvt', source='official')
     return str(dst)
 
 

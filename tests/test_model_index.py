@@ -23,7 +23,7 @@ import pytest
 import yaml
 from mmengine.config import Config
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 
 TASKS = {'Semantic Segmentation': {'mIoU'}, 'Image Classification': {'Top 1 Accuracy'},
          'Panoptic Segmentation': {'PQ'}, 'Instance Segmentation': {'mask AP'}}  # mmdet's metafile names
@@ -99,7 +99,7 @@ def test_entry_has_task_metric_source_and_checkpoint(name):
         return
     argv = shlex.split(conv['Command'])
     assert argv[:2] == ['python', 'tools/convert_checkpoint.py']
-    choices = load_tool('tools/convert_checkpoint.py').MODELS
+    from beit_mm.apis.convert import MODELS as choices
     model, source = argv[argv.index('--model') + 1], argv[argv.index('--source') + 1]
     assert source in choices[model], (model, source)
     dst = [a for a in argv[2:] if not a.startswith('--') and a not in (model, source)][-1]

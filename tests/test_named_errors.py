@@ -19,6 +19,7 @@ from mmengine.runner import Runner
 from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_from_config
 from beit_mm.apis.checkpoint import check_resumable
 from beit_mm.apis.train import TrainingRefused, train
+from beit_mm.apis.convert import ConversionError, convert_checkpoint
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
 from .conftest import ROOT, load_tool
@@ -46,9 +47,8 @@ def files(tmp_path_factory) -> dict:
 
 
 def test_truncated_checkpoint_to_convert_and_infer(files, tmp_path, monkeypatch):
-    with pytest.raises(SystemExit, match=r'truncated\.pth is truncated or corrupt.*Fix: download/copy it again'):
-        load_tool('tools/convert_checkpoint.py').main(['--to', 'hf', files['truncated'], str(tmp_path / 'hf'),
-                                                       '--config', CONFIG, '--part', 'backbone'])
+    with pytest.raises(ConversionError, match=r'truncated\.pth is truncated or corrupt.*Fix: download/copy it again'):
+        convert_checkpoint(files['truncated'], str(tmp_path / 'hf'), to='hf', config=CONFIG, part='backbone')
     image = str(tmp_path / 'x.png')
     from PIL import Image
     Image.new('RGB', (64, 64)).save(image)
@@ -120,9 +120,9 @@ def test_truncated_safetensors_and_non_image_input(tmp_path, monkeypatch):
     save_file({'embeddings.cls_token': torch.zeros(1, 1, 8)}, full)
     cut = str(tmp_path / 'cut.safetensors')
     open(cut, 'wb').write(open(full, 'rb').read()[:40])
-    with pytest.raises(SystemExit, match=r'cut\.safetensors is not a whole safetensors file.*download/copy it again'):
-        load_tool('tools/convert_checkpoint.py').main(['--model', 'beit', '--source', 'hf', cut,
-                                                       str(tmp_path / 'o.pth')])
+    with pytest.raises(ConversionError, match=r'cut\.safetensors is not a whole safetensors file.*download/copy it '
+                       'again'):
+        convert_checkpoint(cut, str(tmp_path / 'o.pth'), model='beit', source='hf')
     text = tmp_path / 'notes.jpg'
     text.write_text('not an image')
     monkeypatch.setattr(sys, 'argv', ['infer.py', CONFIG, str(tmp_path), str(text)])

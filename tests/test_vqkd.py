@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import beit_mm  # noqa: F401
+from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.converters.vqkd import convert_dino_vit, convert_vqkd
 from beit_mm.models.tokenizers.teachers import convert_hf_clip
 from beit_mm.models.tokenizers import VQKD, BackboneTeacher, CLIPTeacher, NormEMAQuantizer
@@ -250,7 +251,6 @@ def test_token_ids_match_mmpretrain(tmp_path):
     ``tools/convert_checkpoint.py --model vqkd --source mmpretrain`` and loaded strictly (with_decoder=False)."""
     from mmpretrain.models.selfsup.beit import VQKD as MMPretrainVQKD
 
-    from tools.convert_checkpoint import main as convert_main
     torch.manual_seed(0)
     ref = MMPretrainVQKD(encoder_config=MMPRETRAIN_VQKD_ENCODER, num_embed=8192, embed_dims=32).eval()
     randomize_(ref, std=0.05)
@@ -260,7 +260,7 @@ def test_token_ids_match_mmpretrain(tmp_path):
     src = osp.join(tmp_path, 'mmpretrain_vqkd.pth')
     torch.save({'state_dict': ref.state_dict()}, src)
     dst = osp.join(tmp_path, 'vqkd.pth')
-    convert_main([src, dst, '--model', 'vqkd', '--source', 'mmpretrain'])
+    convert_checkpoint(src, dst, model='vqkd', source='mmpretrain')
     ours = VQKD(with_decoder=False, attn_impl='eager', init_cfg=dict(type='Pretrained', checkpoint=dst))
     ours.init_weights()
     imgs = images(2, 224)
@@ -330,7 +330,6 @@ def test_unilm_file_converts_and_matches(tmp_path):
     """A unilm-layout VQ-KD file (``{'model': sd}`` with teacher_model.*, scaling_layer.*, and the quantizer's unused
     EMA buffers) -> ``tools/convert_checkpoint.py --model vqkd --source unilm`` -> ``VQKD(init_cfg=Pretrained)``
     loads strictly; ids identical and decoded features <= 1e-4 vs the unilm-layout model (timm Beit)."""
-    from tools.convert_checkpoint import main as convert_main
     torch.manual_seed(0)
     ref = UnilmVQKDStandIn(SMALL).eval()
     randomize_(ref, std=0.1)
@@ -338,7 +337,7 @@ def test_unilm_file_converts_and_matches(tmp_path):
         ref.quantize.embedding.weight.copy_(l2norm(ref.quantize.embedding.weight))
     src, dst = osp.join(tmp_path, 'unilm.pth'), osp.join(tmp_path, 'vqkd.pth')
     torch.save({'model': ref.state_dict()}, src)
-    convert_main([src, dst, '--model', 'vqkd', '--source', 'unilm'])
+    convert_checkpoint(src, dst, model='vqkd', source='unilm')
     sd = torch.load(dst)['state_dict']
     assert not any(k.startswith(('teacher_model.', 'scaling_layer.')) for k in sd)
     ours = VQKD(arch=SMALL, attn_impl='eager', init_cfg=dict(type='Pretrained', checkpoint=dst))
@@ -359,14 +358,13 @@ def test_default_arch_builds_from_init_cfg_alone(tmp_path):
     """unilm ``vqkd_encoder_base_decoder_3x768x12_clip`` layout converts and loads into ``dict(type='VQKD',
     init_cfg=...)`` with no other argument (strict); ids identical to the unilm-layout model."""
     from beit_mm.registry import MODELS
-    from tools.convert_checkpoint import main as convert_main
     arch = dict(encoder=dict(embed_dims=768, num_layers=12, num_heads=12), decoder=dict(embed_dims=768, num_layers=3,
                 num_heads=12), img_size=224, patch_size=16, num_codes=8192, code_dims=32, out_dims=512)
     torch.manual_seed(0)
     ref = UnilmVQKDStandIn(arch).eval()
     src, dst = osp.join(tmp_path, 'unilm.pth'), osp.join(tmp_path, 'vqkd.pth')
     torch.save({'model': ref.state_dict()}, src)
-    convert_main([src, dst, '--model', 'vqkd', '--source', 'unilm'])
+    convert_checkpoint(src, dst, model='vqkd', source='unilm')
     ours = MODELS.build(dict(type='VQKD', init_cfg=dict(type='Pretrained', checkpoint=dst)))
     ours.init_weights()
     imgs = images(1, 224)
@@ -447,14 +445,13 @@ def test_dino_teacher_matches_timm_vit(tmp_path):
 
     from timm.models.vision_transformer import VisionTransformer
 
-    from tools.convert_checkpoint import main as convert_main
     torch.manual_seed(0)
     vit = VisionTransformer(img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, qkv_bias=True,
                             num_classes=0, norm_layer=partial(nn.LayerNorm, eps=1e-6)).eval()
     randomize_(vit, std=0.1)
     src, dst = osp.join(tmp_path, 'dino.pth'), osp.join(tmp_path, 'dino_beit.pth')
     torch.save(vit.state_dict(), src)
-    convert_main([src, dst, '--model', 'dino', '--source', 'official'])
+    convert_checkpoint(src, dst, model='dino', source='official')
     teacher = BackboneTeacher(backbone=dict(
         type='BEiT', arch=dict(embed_dims=64, num_layers=2, num_heads=4, mlp_ratio=4.0), img_size=32, patch_size=8,
         use_abs_pos_emb=True, use_rel_pos_bias=False, layer_scale_init_value=0.0, drop_path_rate=0.0,
