@@ -7,5 +7,5 @@ from .checkpoint import CheckpointMismatchError  # noqa: F401
 from .inference import (build_from_config, drop_pretrained_init, is_segmentor_config, load_model,  # noqa: F401
                         resolve_checkpoint, segmentor_inference_weights)
 from .onnx_inference import exported_shape, infer_onnx, run_windows  # noqa: F401
-from .segment import infer_images, list_images, output_names, run_infer  # noqa: F401
+from .segment import infer_images, run_infer  # noqa: F401
 from .testing import RunTestRefused, run_test, slide_tta_pipeline  # noqa: F401

@@ -14,7 +14,7 @@ import os.path as osp
 import numpy as np
 
 from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, onnx_metadata
-from .segment import list_images, open_output_folder, output_names, write_outputs
+from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
 MAX_EXPORT_SIDE = 2**14
