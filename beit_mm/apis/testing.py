@@ -231,6 +231,8 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     if out is not None:
         cfg.test_evaluator['output_dir'] = folders['out'].stage
         cfg.test_evaluator['keep_results'] = True
+    if 'visualizer' in cfg:  # MMEngine then names it after this run: a second run_test in this process gets its own
+        cfg.visualizer.pop('name', None)  # (a config's name='visualizer' returned the first run's, its save_dir gone)
     adapt_cfg_to_launcher(cfg, launcher)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
