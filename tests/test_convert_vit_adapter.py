@@ -16,9 +16,10 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.apis.convert import ConversionError, convert_checkpoint
+from beit_mm.apis.segment import infer_images
 from beit_mm.converters.vit_adapter import convert_vit_adapter
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 
 CONFIG = osp.join(ROOT, 'configs/demo/beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py')
 NUM_CLASSES = 150  # the demo config's (ADE20K's) class count
@@ -159,8 +160,7 @@ def test_class_names_and_palette_carry_over_into_the_overlays(segmentor_state, t
     assert torch.load(dst)['meta']['dataset_meta'] == {'classes': CLASSES, 'palette': PALETTE}
     image = str(tmp_path / 'img.png')
     Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(image)
-    infer = load_tool('tools/infer.py')
-    preds = infer.infer(CONFIG, dst, [image], str(tmp_path / 'out'), opacity=1.0, device='cpu')
+    preds = infer_images(CONFIG, dst, [image], str(tmp_path / 'out'), opacity=1.0, device='cpu')
     overlay = np.array(Image.open(tmp_path / 'out' / 'vis' / 'img.png'))
     label = preds[image]
     painted = (overlay == np.array(PALETTE)[label]).all(-1).mean()  # mmseg also writes the class names on it
@@ -177,7 +177,7 @@ def test_infer_names_keep_head_for_a_backbone_only_file(segmentor_state, tmp_pat
     image = str(tmp_path / 'img.png')
     Image.fromarray(np.zeros((64, 64, 3), dtype=np.uint8)).save(image)
     with pytest.raises(CheckpointMismatchError, match='no head weights.*--keep-head'):
-        load_tool('tools/infer.py').infer(CONFIG, dst, [image], str(tmp_path / 'out'), device='cpu')
+        infer_images(CONFIG, dst, [image], str(tmp_path / 'out'), device='cpu')
 
 
 def test_a_released_zip_package_is_refused_with_the_unzip_fix(segmentor_state, tmp_path):

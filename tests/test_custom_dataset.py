@@ -21,6 +21,7 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 from PIL import Image
 
+from beit_mm.apis.testing import run_test
 from beit_mm.data.checks import DatasetCheckError, check_seg_dataset, check_split_folders
 from beit_mm.data.custom import CustomSegDataset
 from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, custom_demo_files, make_demo_custom
@@ -282,9 +283,9 @@ def test_a_custom_root_is_a_dataset_root_for_outputs(clean_root, tmp_path):
         check_output(str(plain / 'work'), kind='dir')
 
 
-def test_make_train_test_end_to_end(tmp_path):
+def test_make_train_test_end_to_end(tmp_path, capsys):
     """make_demo_data --layout custom -> tools/train.py (4 iterations, data_root by --cfg-options) -> tools/test.py
-    printing mIoU and the per-class table with the three names of classes.txt."""
+    (in-process, :func:`beit_mm.apis.testing.run_test`) printing mIoU and the per-class table with the three names of classes.txt."""
     root, work = str(tmp_path / 'my_set'), str(tmp_path / 'work')
     proc = _run(['tools/make_demo_data.py', '--layout', 'custom', '--root', root, '--num-train', '8', '--num-val',
                  '2', '--size', '64'])
@@ -298,12 +299,12 @@ def test_make_train_test_end_to_end(tmp_path):
     proc = _run(['tools/train.py', CONFIG, '--work-dir', work, '--cfg-options', *_data_root_options(root), *short])
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert 'dataset check passed: train, val' in proc.stdout + proc.stderr
-    proc = _run(['tools/test.py', CONFIG, osp.join(work, 'iter_4.pth'), '--work-dir', osp.join(work, 'test'),
-                 '--cfg-options', *_data_root_options(root), 'test_dataloader.num_workers=0',
-                 'test_dataloader.persistent_workers=False'])
-    log = proc.stdout + proc.stderr
-    assert proc.returncode == 0, log[-4000:]
-    assert re.search(r'mIoU: [\d.]+', log), log[-3000:]
+    options = dict(option.split('=', 1) for option in _data_root_options(root))
+    result = run_test(CONFIG, osp.join(work, 'iter_4.pth'), work_dir=osp.join(work, 'test'),
+                      cfg_options={**options, 'test_dataloader.num_workers': 0,
+                                   'test_dataloader.persistent_workers': False})
+    log = capsys.readouterr().out
+    assert 'mIoU' in result['metrics'] and re.search(r'mIoU: [\d.]+', log), log[-3000:]
     table = log[log.index('per class results'):]
     for name in NAMES:
         assert re.search(rf'\|\s+{name}\s+\|\s+[\d.]+\s+\|', table), table[:1500]

@@ -25,6 +25,8 @@ from mmengine.config import Config
 from beit_mm.apis import build_from_config
 from beit_mm.apis.export import (MatrixAdaptiveAvgPool2d, compare_outputs, describe_comparison, export_module,
                                 fix_input_grid, onnx_metadata)
+from beit_mm.apis.onnx_inference import infer_onnx
+from beit_mm.apis.segment import infer_images
 from beit_mm.data.demo import make_demo_ade20k
 
 from .conftest import ROOT, assert_close_to_scale, load_tool
@@ -188,9 +190,8 @@ def test_infer_onnx_equals_infer_with_checkpoint(tmp_path):
     meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
     _checkpoint(Config.fromfile(TINY_SEG), tmp_path / 'seg.pth', meta=meta)
     path = _export(tmp_path, TINY_SEG, tmp_path / 'seg.pth', (64, 64), '--no-check')
-    infer = load_tool('tools/infer.py')
-    ref = infer.infer(TINY_SEG, str(tmp_path / 'seg.pth'), [val], str(tmp_path / 'ref'))
-    got = infer.infer_onnx(TINY_SEG, path, [val], str(tmp_path / 'onnx'))
+    ref = infer_images(TINY_SEG, str(tmp_path / 'seg.pth'), [val], str(tmp_path / 'ref'))
+    got = infer_onnx(TINY_SEG, path, [val], str(tmp_path / 'onnx'))
     assert ref.keys() == got.keys() and len(got) == 2
     for key in ref:
         assert np.array_equal(ref[key], got[key]), f'{key}: {(ref[key] != got[key]).sum()} pixels differ'
@@ -247,9 +248,8 @@ def test_eomt_infer_onnx_equals_infer_with_checkpoint(tmp_path):
     meta = dict(dataset_meta=dict(classes=ADE20KDataset.METAINFO['classes'], palette=ADE20KDataset.METAINFO['palette']))
     _eomt_checkpoint(tmp_path, [0.0, 0.0], meta=meta)
     path = _export(tmp_path, EOMT_DEMO, tmp_path / 'eomt.pth', (64, 64), '--no-check')
-    infer = load_tool('tools/infer.py')
-    ref = infer.infer(EOMT_DEMO, str(tmp_path / 'eomt.pth'), [val], str(tmp_path / 'ref'))
-    got = infer.infer_onnx(EOMT_DEMO, path, [val], str(tmp_path / 'onnx'))
+    ref = infer_images(EOMT_DEMO, str(tmp_path / 'eomt.pth'), [val], str(tmp_path / 'ref'))
+    got = infer_onnx(EOMT_DEMO, path, [val], str(tmp_path / 'onnx'))
     assert ref.keys() == got.keys() and len(got) == 2
     for key in ref:
         assert np.array_equal(ref[key], got[key]), f'{key}: {(ref[key] != got[key]).sum()} pixels differ'

@@ -24,9 +24,10 @@ import pytest
 import torch
 from PIL import Image
 
+from beit_mm.apis.segment import infer_images
+from beit_mm.apis.segment_io import list_images
 from beit_mm.fileio import CheckpointFileError, open_checkpoint
 
-from .conftest import load_tool
 from .test_tools import CONFIG
 
 
@@ -204,10 +205,9 @@ def test_a_fifo_among_an_input_folders_images(tmp_path):
     from beit_mm.apis import build_from_config
     checkpoint = str(tmp_path / 'tiny.pth')
     torch.save({'state_dict': build_from_config(Config.fromfile(CONFIG)).state_dict()}, checkpoint)
-    infer = load_tool('tools/infer.py')
     with pytest.raises(FileNotFoundError, match=r'image .*b\.png is a FIFO'):
         within(60, str(images / 'b.png'),
-               lambda: infer.infer(CONFIG, checkpoint, [str(images)], str(tmp_path / 'out'), device='cpu'))
+               lambda: infer_images(CONFIG, checkpoint, [str(images)], str(tmp_path / 'out'), device='cpu'))
     assert not osp.exists(tmp_path / 'out' / 'pred')
 
 
@@ -228,7 +228,7 @@ def test_an_image_over_the_pixel_limit_in_an_input_folder(tmp_path):
     assert osp.getsize(images / 'b.png') < 1000
     with pytest.raises(ValueError, match=r'image .*b\.png declares 12000 x 12000 = 144000000 pixels \(PNG\), more than '
                        r'the limit of 89478485 pixels.*BEIT_MM_MAX_IMAGE_PIXELS=144000000'):
-        load_tool('tools/infer.py').list_images([str(images)])
+        list_images([str(images)])
 
 
 @pytest.mark.parametrize('backend', ['cv2', 'pillow'])

@@ -14,8 +14,6 @@ import json
 import os
 import os.path as osp
 import struct
-import subprocess
-import sys
 import zipfile
 
 import pytest
@@ -24,7 +22,7 @@ import torch
 from beit_mm.fileio import CheckpointFileError
 from beit_mm.fileio.remote import hub_cache_path
 
-from .test_tools import CONFIG, ROOT
+from .test_tools import CONFIG
 
 URL = 'https://example.invalid/models/evil.pth'
 
@@ -126,26 +124,22 @@ def test_load_from_url(hub, marker, tmp_path):
         runner.load_or_resume()
 
 
-def _tool(args: list, cwd: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
 def test_tools_test_with_a_url(hub, marker, tmp_path):
+    """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by name."""
+    from beit_mm.apis.testing import RunTestRefused, run_test
     from beit_mm.data.demo import make_demo_ade20k
     plant(URL, marker)
     data = make_demo_ade20k(str(tmp_path / 'ade'), num_train=1, num_val=1, size=32)
-    proc = _tool([osp.join(ROOT, 'tools', 'test.py'), CONFIG, URL, '--work-dir', str(tmp_path / 'w'), '--cfg-options',
-                  f'test_dataloader.dataset.data_root={data}'], str(tmp_path))
-    assert proc.returncode != 0
-    assert 'pickled Python objects that safe loading' in proc.stdout + proc.stderr
+    with pytest.raises(RunTestRefused, match='pickled Python objects that safe loading'):
+        run_test(CONFIG, URL, work_dir=str(tmp_path / 'w'),
+                 cfg_options={'test_dataloader.dataset.data_root': data})
 
 
 def test_work_dir_pointer_is_never_followed_to_a_url_or_out_of_the_work_dir(hub, marker, tmp_path):
     """``tools/infer.py CFG WORK_DIR`` (and every tool resolving a work dir) reads ``last_checkpoint``: a URL or a
     path outside the work dir there is refused by name; ``--resume`` ignores it (a warning) and takes the newest
     complete checkpoint of the work dir."""
-    from beit_mm.apis import resolve_checkpoint
+    from beit_mm.apis import resolve_checkpoint, run_infer
     from beit_mm.fileio.work_dir import find_last_complete_checkpoint
     plant(URL, marker)
     work = tmp_path / 'shared_work_dir'
@@ -162,9 +156,8 @@ def test_work_dir_pointer_is_never_followed_to_a_url_or_out_of_the_work_dir(hub,
     images.mkdir()
     from PIL import Image
     Image.new('RGB', (32, 32)).save(str(images / 'a.jpg'))
-    proc = _tool([osp.join(ROOT, 'tools', 'infer.py'), CONFIG, str(work), str(images), '--out-dir',
-                  str(tmp_path / 'out')], str(tmp_path))
-    assert proc.returncode != 0 and 'never followed to a URL' in proc.stdout + proc.stderr
+    with pytest.raises(FileNotFoundError, match='never followed to a URL'):  # tools/infer.py CFG WORK_DIR IMAGES
+        run_infer(CONFIG, str(work), [str(images)], out_dir=str(tmp_path / 'out'))
 
 
 def _torchscript_with_setstate(path: str, victim: str) -> None:

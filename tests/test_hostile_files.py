@@ -12,10 +12,7 @@ config), so their tests guard against a regression.
 """
 from __future__ import annotations
 
-import os
 import os.path as osp
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -24,6 +21,7 @@ from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
 from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
+from beit_mm.apis import build_from_config, infer_images
 
 from .conftest import ROOT, load_tool
 from .test_tools import CONFIG, _cfg
@@ -112,19 +110,16 @@ def test_load_from_does_not_run_the_stored_config(tmp_path, marker, runner_check
 def test_infer_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
     images = osp.join(ade_demo_root, 'images', 'validation')
-    preds = load_tool('tools/infer.py').infer(CONFIG, hostile, [images], str(tmp_path / 'out'))
+    preds = infer_images(CONFIG, hostile, [images], str(tmp_path / 'out'))
     assert len(preds) == 2
 
 
 def test_tools_test_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
+    from beit_mm.apis.testing import run_test
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
-    options = [f'{loader}.dataset.data_root={ade_demo_root}' for loader in ('val_dataloader', 'test_dataloader')]
-    env = dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS='1')
-    proc = subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'test.py'), CONFIG, hostile, '--work-dir',
-                           str(tmp_path / 'test'), '--cfg-options', *options], cwd=str(tmp_path), env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert 'mIoU' in proc.stdout + proc.stderr
+    options = {f'{loader}.dataset.data_root': ade_demo_root for loader in ('val_dataloader', 'test_dataloader')}
+    result = run_test(CONFIG, hostile, work_dir=str(tmp_path / 'test'), cfg_options=options)
+    assert 'mIoU' in result['metrics']
 
 
 def test_export_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint):

@@ -8,10 +8,11 @@ import torch
 from mmengine.config import Config, ConfigDict
 from PIL import Image
 
-from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.apis import build_from_config, drop_pretrained_init
+from beit_mm.apis.segment import infer_images
+from beit_mm.data.demo import make_demo_ade20k
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 
@@ -32,7 +33,7 @@ def test_infer_folder_and_file(tmp_path):
     (work_dir / 'last_checkpoint').write_text(str(work_dir / 'iter_4.pth'))
 
     out = tmp_path / 'out'
-    preds = load_tool('tools/infer.py').infer(CONFIG, str(work_dir), [val, osp.join(val, images[0])], str(out))
+    preds = infer_images(CONFIG, str(work_dir), [val, osp.join(val, images[0])], str(out))
     assert len(preds) == len(images)  # keyed by path: the file given on its own as well is predicted once
     assert sorted(os.listdir(out / 'vis')) == images
     assert sorted(os.listdir(out / 'pred')) == sorted(osp.splitext(n)[0] + '.png' for n in images)

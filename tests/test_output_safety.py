@@ -26,6 +26,8 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.apis import build_from_config
+from beit_mm.apis.onnx_inference import infer_onnx
+from beit_mm.apis.segment import infer_images
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.fileio.outputs import OutputError
 
@@ -276,7 +278,7 @@ def test_infer_overwrite_removes_only_what_it_wrote(world, tmp_path, monkeypatch
     images = [osp.join(world['inputs'], n) for n in sorted(os.listdir(world['inputs']))]
     out = tmp_path / 'out'
     (tmp_path / 'sibling.txt').write_text('mine')
-    infer = tool('infer').infer
+    infer = infer_images
     infer(world['config'], world['ckpt'], images, str(out))
     assert sorted(os.listdir(out / 'pred')) == ['ADE_val_00000001.png', 'ADE_val_00000002.png']
     with pytest.raises(OutputError, match=r'holds 4 files that tools/infer.py wrote there.*--overwrite'):
@@ -299,7 +301,6 @@ def test_onnx_shape_metadata_is_bounded(world, tmp_path):
     """An ONNX file's declared input shape is parsed bounded and checked before any array of that size exists."""
     import onnx
     from onnx import TensorProto, helper
-    infer = tool('infer')
     graph = helper.make_graph([helper.make_node('Identity', ['input'], ['logits'])], 'g',
                               [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 4, 4])],
                               [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 3, 4, 4])])
@@ -312,7 +313,7 @@ def test_onnx_shape_metadata_is_bounded(world, tmp_path):
         path = str(tmp_path / 'model.onnx')
         onnx.save(model, path)
         with pytest.raises(ValueError, match=r'model\.onnx (declares the input shape|metadata beit_mm.shape nests)'):
-            infer.infer_onnx(world['config'], path, [world['image']], str(tmp_path / 'out'))
+            infer_onnx(world['config'], path, [world['image']], str(tmp_path / 'out'))
 
 
 # ------------------------------------------------------------------------------------------ the file writers

@@ -1,6 +1,6 @@
 """EoMT panoptic and instance segmentation (issue 50 item 2): the official post-processing rules on hand-made logits,
 the targets from mmdet's data samples, and each demo config (``configs/demo/*coco-{panoptic,instance}-demo*``) trained
-a few iterations on the COCO-layout demo, then tested: ``tools/train.py`` + ``tools/test.py`` printing PQ/SQ/RQ for the
+a few iterations on the COCO-layout demo, then tested: ``tools/train.py`` + ``tools/test.py`` (in-process) printing PQ/SQ/RQ for the
 panoptic one, MMEngine's Runner in-process printing mask AP for the instance one.
 
 Reference: github.com/tue-mps/eomt @ 7bd19dd, ``training/lightning_module.py:747-813`` (panoptic) and
@@ -19,6 +19,7 @@ from mmdet.structures import DetDataSample
 from mmengine.config import Config
 from mmengine.runner import Runner
 
+from beit_mm.apis.testing import run_test
 from beit_mm.data.demo_coco import make_demo_coco
 from beit_mm.models.losses.mask_classification import panoptic_targets
 from beit_mm.models.segmentors.mask_postprocess import instance_results, panoptic_segments, to_original_size
@@ -168,16 +169,15 @@ def _tiny(config: str, coco_root: str, work_dir) -> Config:
     return cfg
 
 
-def test_panoptic_demo_trains_then_tests_with_pq(coco_root, tmp_path):
+def test_panoptic_demo_trains_then_tests_with_pq(coco_root, tmp_path, capsys):
     cfg = _tiny(PANOPTIC, coco_root, tmp_path / 'work')
     log = run_train(cfg, tmp_path / 'panoptic.py')
     assert re.search(rf'Iter\(train\) \[{ITERS}/{ITERS}\].*loss_cls_block_-2', log), log[-2000:]
-    proc = subprocess.run([sys.executable, 'tools/test.py', str(tmp_path / 'panoptic.py'),
-                           str(tmp_path / 'work' / f'iter_{ITERS}.pth'), '--work-dir', str(tmp_path / 'test')],
-                          cwd=ROOT, capture_output=True, text=True)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
+    result = run_test(str(tmp_path / 'panoptic.py'), str(tmp_path / 'work' / f'iter_{ITERS}.pth'),
+                      work_dir=str(tmp_path / 'test'))  # tools/test.py, in-process
+    out = capsys.readouterr().out
     assert re.search(r'\| Things \| [\d.]+ +\| [\d.]+ +\| [\d.]+ +\| 2 ', out), out[-3000:]  # mmdet's table
+    assert {'coco_panoptic/PQ', 'coco_panoptic/SQ', 'coco_panoptic/RQ', 'coco_panoptic/PQ_th'} <= set(result['metrics'])
     assert re.search(r'Iter\(test\).*coco_panoptic/PQ: [\d.]+ +coco_panoptic/SQ: [\d.]+ +coco_panoptic/RQ: '
                      r'[\d.]+ +coco_panoptic/PQ_th: [\d.]+', out), out[-3000:]
 

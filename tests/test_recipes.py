@@ -36,10 +36,11 @@ from mmengine.optim import build_optim_wrapper
 from mmengine.registry import PARAM_SCHEDULERS, init_default_scope
 from torch import nn
 
+from beit_mm.apis.testing import slide_tta_pipeline
 from beit_mm.engine.hooks import BatchSizeCheckHook, batch_size_warning
 from beit_mm.models.layers import gather_relative_position_bias, resize_rel_pos_bias_table
 
-from .conftest import ROOT, load_tool
+from .conftest import ROOT
 from .reference_recipes import RECIPES, find
 
 IMAGENET_MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]  # timm IMAGENET_DEFAULT_MEAN (unilm datasets.py)
@@ -627,7 +628,7 @@ def test_tta_resizes_like_unilm_multiscale(name):
     from mmengine.dataset import Compose
     cfg = Config.fromfile(_cfg_path(name))
     init_default_scope('mmseg')
-    pipeline = load_tool('tools/test.py').slide_tta_pipeline(cfg)
+    pipeline = slide_tta_pipeline(cfg)
     tta = next(t for t in pipeline if t['type'] == 'TestTimeAug')
     resizes = Compose(tta['transforms'][0]).transforms
     crop = cfg.model.test_cfg.crop_size[0]
@@ -659,7 +660,7 @@ def test_tta_feeds_only_full_windows_to_the_backbone(tmp_path):
     for t in cfg.test_pipeline:
         if t['type'] == 'Resize':
             t['scale'] = (4 * crop, crop)
-    pipeline = load_tool('tools/test.py').slide_tta_pipeline(cfg)
+    pipeline = slide_tta_pipeline(cfg)
     tta = next(t for t in pipeline if t['type'] == 'TestTimeAug')
     tta['transforms'] = [tta['transforms'][0], tta['transforms'][1], [dict(type='PackSegInputs')]]
     init_default_scope('mmseg')

@@ -8,3 +8,6 @@ from .inference import (build_from_config, drop_pretrained_init, is_segmentor_co
                         resolve_checkpoint, segmentor_inference_weights)
 from .train import TrainingRefused, train  # noqa: F401
 from .convert import ConversionError, convert_checkpoint  # noqa: F401
+from .onnx_inference import exported_shape, infer_onnx, run_windows  # noqa: F401
+from .segment import infer_images, run_infer  # noqa: F401
+from .testing import RunTestRefused, run_test, slide_tta_pipeline  # noqa: F401

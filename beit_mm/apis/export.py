@@ -42,6 +42,11 @@ from .inference import is_segmentor_config, model_class
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 INPUT_NAME = 'input'
+#: The ``metadata_props`` keys an export writes and :mod:`beit_mm.apis.onnx_inference` reads: the model kind (one of
+#: :data:`KINDS`), the input shape ``[batch, 3, H, W]`` (JSON), the class names and palette (JSON, segmentors).
+KIND_KEY = 'beit_mm.kind'
+SHAPE_KEY = 'beit_mm.shape'
+DATASET_META_KEY = 'dataset_meta'
 
 
 class ExportError(ValueError):
@@ -284,7 +289,7 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
         torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), buffer, input_names=[INPUT_NAME],
                           output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
-    props = {'beit_mm.kind': kind, 'beit_mm.shape': json.dumps([batch, 3, *shape]), **(metadata or {})}
+    props = {KIND_KEY: kind, SHAPE_KEY: json.dumps([batch, 3, *shape]), **(metadata or {})}
     size = sum(len(str(k).encode('utf-8', 'replace')) + len(str(v).encode('utf-8', 'replace')) for k, v in props.items())
     if size > MAX_METADATA_BYTES:
         raise ExportError(f'the metadata for {out} takes {size} bytes, more than the {MAX_METADATA_BYTES} an export '
