@@ -6,3 +6,4 @@ from ..fileio import CheckpointFileError, load_state_dict_file, open_checkpoint 
 from .checkpoint import CheckpointMismatchError  # noqa: F401
 from .inference import (build_from_config, drop_pretrained_init, is_segmentor_config, load_model,  # noqa: F401
                         resolve_checkpoint, segmentor_inference_weights)
+from .train import TrainingRefused, train  # noqa: F401
