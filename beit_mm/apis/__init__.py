@@ -7,3 +7,5 @@ from .checkpoint import CheckpointMismatchError  # noqa: F401
 from .inference import (build_from_config, drop_pretrained_init, is_segmentor_config, load_model,  # noqa: F401
                         resolve_checkpoint, segmentor_inference_weights)
 from .train import TrainingRefused, train  # noqa: F401
+from .convert import ConversionError, convert_checkpoint  # noqa: F401
+from .visualize import draw_attention, draw_mim, draw_token_maps, draw_tokens  # noqa: F401

@@ -1,0 +1,281 @@
+"""Checkpoint conversion, the one dispatch over :mod:`beit_mm.converters` (``tools/convert_checkpoint.py`` is argparse
+over :func:`convert_checkpoint`).
+
+An official/foreign checkpoint -> a beit_mm file ``{'state_dict': ...}`` (``model``/``source``: the table
+:data:`CONVERTERS`, model -> source -> converter), or the other way (``to='hf'|'timm'``): a beit_mm training checkpoint
+(or work dir) -> an HF transformers folder / a timm state dict (:mod:`beit_mm.apis.hub`; the model is built from
+``config``: the config source a checkpoint stores is code and is never run).
+
+Outputs are written atomically (a kill leaves the old file, the new one or nothing); an existing ``dst`` is refused
+unless ``overwrite``, and so is a ``dst`` that is a link, ``src`` or ``config``, or lies in a dataset root
+(:func:`beit_mm.fileio.outputs.check_output`).
+
+Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
+that only the ``openai`` DALL-E source unpickles, and OpenAI's TorchScript CLIP release, which only ``model='clip',
+source='openai', trust_code=True`` loads (both run code the file carries: trusted files only). HF ``*.safetensors``
+files are read with safetensors when it is installed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os.path as osp
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..converters import beit as beit_conv
+from ..fileio import CheckpointFileError, load_state_dict_file
+from .checkpoint import CheckpointMismatchError
+
+
+class ConversionError(Exception):
+    """A refusal of :func:`convert_checkpoint`: the message names the file, the problem and the fix."""
+
+
+class ConversionUsageError(ConversionError):
+    """Options that do not go together (``--model``/``--source`` missing or not matching): the tool reports it as a
+    usage error (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class _Options:
+    img_size: int | None
+    patch_size: int
+    trust_code: bool
+    keep_mim_head: bool
+    keep_head: bool
+    drop_class_head: bool
+    keep_shared_rel_pos_bias: bool
+
+
+def read_source(path: str, model: str, source: str, trust_code: bool = False) -> dict:
+    """The state dict of ``path`` as the source layout stores it (CLIP: OpenAI names; DALL-E openai: the unpickled
+    encoder's)."""
+    if not osp.isdir(path):  # a FIFO or a device: named before any reader opens it (and waits forever)
+        from ..fileio.inputs import check_regular_file
+        check_regular_file(path, 'checkpoint')
+    if model == 'clip':  # OpenAI's TorchScript file (trusted by name) or an HF folder -> OpenAI names
+        from ..models.tokenizers.teachers import load_clip_state_dict
+        return load_clip_state_dict(path, trust_code=trust_code)
+    if model == 'dalle' and source == 'openai':
+        from ..converters.dalle import load_openai_encoder
+        return load_openai_encoder(path)
+    if path.endswith('.safetensors'):
+        from ..fileio.checkpoint import load_safetensors
+        return load_safetensors(path)
+    return load_state_dict_file(path)
+
+
+def _no_img_size(model: str, opts: _Options) -> None:
+    if opts.img_size is not None:
+        raise ConversionError(f'--img-size applies to --model beit and dinov2 only, not {model}')
+
+
+def _vit_adapter(path: str, source: str, opts: _Options) -> dict:
+    """czczup/ViT-Adapter BEiT segmentor -> BEiTAdapter (+ UPerNet heads, class meta): the whole file."""
+    from ..converters.vit_adapter import convert_vit_adapter_checkpoint
+    from ..fileio.checkpoint import open_checkpoint
+    if opts.img_size is not None:
+        raise ConversionError('--img-size applies to --model beit and dinov2 only, not vit_adapter')
+    return convert_vit_adapter_checkpoint(open_checkpoint(path), keep_heads=opts.keep_head)
+
+
+def _clip(path: str, source: str, opts: _Options) -> dict:
+    src = read_source(path, 'clip', source, opts.trust_code)
+    return {k: v for k, v in src.items() if k.startswith('visual.')}  # the vision tower, as CLIPTeacher loads it
+
+
+def _beit(path: str, source: str, opts: _Options) -> dict:
+    src = read_source(path, 'beit', source, opts.trust_code)
+    return beit_conv.convert_beit(
+        src, source, img_size=opts.img_size, patch_size=opts.patch_size,
+        expand_shared_bias=not opts.keep_shared_rel_pos_bias, keep_mim_head=opts.keep_mim_head,
+        keep_head=opts.keep_head)
+
+
+def _dinov2(path: str, source: str, opts: _Options) -> dict:
+    """timm DINOv2 with registers, patch embedding and positions resampled (EoMT's start)."""
+    from ..converters.dinov2 import convert_dinov2
+    src = read_source(path, 'dinov2', source, opts.trust_code)
+    if opts.img_size is None:
+        raise ConversionError('--model dinov2 needs --img-size (and --patch-size, default 16): the grid the position '
+                              'embedding and patch embedding are resampled to, e.g. --img-size 512 for EoMT ADE20K')
+    return convert_dinov2(src, opts.img_size, opts.patch_size)
+
+
+def _cvt(path: str, source: str, opts: _Options) -> dict:
+    from ..converters.cvt import convert_cvt
+    src = read_source(path, 'cvt', source, opts.trust_code)
+    _no_img_size('cvt', opts)
+    out = convert_cvt(src, source)
+    return out if opts.keep_head else {k: v for k, v in out.items() if not k.startswith('head.')}
+
+
+def _vqkd(path: str, source: str, opts: _Options) -> dict:
+    """The tokenizer without its teacher; mmpretrain files have no decoder."""
+    from ..converters.vqkd import convert_vqkd
+    src = read_source(path, 'vqkd', source, opts.trust_code)
+    _no_img_size('vqkd', opts)
+    return convert_vqkd(src, source)
+
+
+def _eomt(path: str, source: str, opts: _Options) -> dict:
+    """HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT; or beit_mm's own (checked)."""
+    from ..converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm
+    src = read_source(path, 'eomt', source, opts.trust_code)
+    _no_img_size('eomt', opts)
+    out = hf_eomt_to_beit_mm(src) if source == 'hf' else check_beit_mm_eomt(src)
+    return drop_class_head(out) if opts.drop_class_head else out
+
+
+def _dino(path: str, source: str, opts: _Options) -> dict:
+    """DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)."""
+    from ..converters.vqkd import convert_dino_vit
+    src = read_source(path, 'dino', source, opts.trust_code)
+    _no_img_size('dino', opts)
+    return convert_dino_vit(src)
+
+
+def _dalle(path: str, source: str, opts: _Options) -> dict:
+    src = read_source(path, 'dalle', source, opts.trust_code)
+    _no_img_size('dalle', opts)
+    if source == 'dvae':  # the encoder of a dVAE trained with configs/dvae/
+        from ..converters.dvae import extract_dvae_encoder
+        return extract_dvae_encoder(src)
+    from ..converters.dalle import convert_dalle
+    return convert_dalle(src, source)
+
+
+Converter = Callable[[str, str, _Options], dict]
+
+#: model -> source layout -> converter (a state dict; vit_adapter: the whole file with the source's class meta).
+CONVERTERS: dict[str, dict[str, Converter]] = {
+    'beit': {s: _beit for s in beit_conv.SOURCES},
+    'cvt': {'official': _cvt, 'hf': _cvt},
+    'dalle': {'openai': _dalle, 'mmpretrain': _dalle, 'dvae': _dalle},
+    'clip': {'openai': _clip, 'hf': _clip},
+    'vqkd': {'unilm': _vqkd, 'mmpretrain': _vqkd},
+    'dino': {'official': _dino},
+    'eomt': {'hf': _eomt, 'beit_mm': _eomt},
+    'dinov2': {'timm': _dinov2},
+    'vit_adapter': {'official': _vit_adapter},
+}
+#: model -> its source layouts (the ``--model`` choices and the ``--source`` help).
+MODELS: dict[str, tuple[str, ...]] = {model: tuple(sources) for model, sources in CONVERTERS.items()}
+#: models whose converter returns the whole file (``state_dict`` and meta), not a bare state dict.
+WHOLE_FILE_MODELS = ('vit_adapter', )
+
+
+def describe_source(path: str) -> str:
+    """'; the file looks like <kind>' from its keys, or '' when that cannot be told (never raises)."""
+    from ..fileio.checkpoint import checkpoint_kind
+    try:
+        kind = checkpoint_kind(load_state_dict_file(path))
+    except Exception:  # noqa: BLE001  (only a hint for the message)
+        return ''
+    return f'; the file looks like {kind}' if kind else ''
+
+
+def read_checkpoint_for_export(path: str, config: str | None):
+    """``to``: the checkpoint's weights and meta, and ``config`` (required: the config source a checkpoint stores is
+    Python code, which beit_mm never runs; :mod:`beit_mm.apis.checkpoint`)."""
+    from mmengine.config import Config
+
+    from ..fileio import open_checkpoint, unwrap_state_dict
+    if not config:
+        raise ConversionError(f'--to needs --config CONFIG, the config {path} was trained with. beit_mm does not build '
+                              'a model from the config stored inside a checkpoint: that is Python code from whoever '
+                              'made the file, and loading must not run it. Nothing was written')
+    checkpoint = open_checkpoint(path)
+    return unwrap_state_dict(checkpoint), checkpoint.get('meta') or {}, Config.fromfile(config)
+
+
+def export_checkpoint(src: str, dst: str, *, to: str, config: str | None, overwrite: bool = False,
+                      part: str = 'auto', beitv2: bool = False) -> str:
+    """``to='hf'|'timm'``: build ``config``'s model, load the checkpoint strictly, write the HF folder / timm file."""
+    import beit_mm  # noqa: F401  (registrations)
+    from ..converters.hf_config import HFIncompatible
+    from ..fileio.outputs import check_output
+    from .checkpoint import check_weights_match
+    from .hub import save_hf, save_timm, timm_json_path
+    from .inference import build_from_config, resolve_checkpoint
+    path = resolve_checkpoint(src)
+    inputs = [path, config]
+    check_output(dst, overwrite, kind='folder' if to == 'hf' else 'file', inputs=inputs)
+    if to == 'timm':
+        check_output(timm_json_path(dst), overwrite, inputs=inputs)
+    state_dict, meta, cfg = read_checkpoint_for_export(path, config)
+    model = build_from_config(cfg)
+    check_weights_match(model, state_dict, f'{path} (with --config {config})')
+    model.load_state_dict(state_dict, strict=True)
+    classes = list((meta.get('dataset_meta') or {}).get('classes') or []) or None
+    try:
+        if to == 'hf':
+            hf_class = save_hf(model, dst, classes=classes, part=part)
+        else:
+            kwargs = save_timm(model, dst, beit_v2=beitv2)
+    except HFIncompatible as error:
+        raise ConversionError(f'{path}: {error}. Nothing was written (docs/export.md lists what HF and timm can hold; '
+                              '--part backbone converts only the backbone)') from None
+    if to == 'hf':
+        print(f'wrote {dst}: {hf_class} (config.json, model.safetensors) from {path}')
+    else:
+        print(f'wrote {dst} and {timm_json_path(dst)}: timm.create_model(**json.load(open(...))) builds '
+              f'{kwargs["model_name"]} with these weights')
+    return dst
+
+
+def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | None, overwrite: bool,
+                        opts: _Options) -> str:
+    from ..fileio.outputs import atomic_file, check_output
+    if model is None or source is None:
+        raise ConversionUsageError('--model and --source are required (or --to hf|timm for the other way)')
+    if model not in CONVERTERS:
+        raise ConversionUsageError(f'--model {model} is not known; choose one of {sorted(CONVERTERS)}')
+    if source not in CONVERTERS[model]:
+        raise ConversionUsageError(f'--source {source} is not a {model} layout; choose one of {MODELS[model]}')
+    check_output(dst, overwrite, inputs=[src])
+    if opts.drop_class_head and model != 'eomt':
+        raise ConversionError(f'--drop-class-head applies to --model eomt only, not {model} (BEiT/CvT files keep '
+                              'their classifier only with --keep-head)')
+    converted = CONVERTERS[model][source](src, source, opts)
+    checkpoint = converted if model in WHOLE_FILE_MODELS else {'state_dict': converted}
+    state_dict = checkpoint['state_dict']
+    with atomic_file(dst) as tmp:
+        torch.save(checkpoint, tmp)
+    with open(dst, 'rb') as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '
+          f'{dst} (sha256 {digest[:16]})')
+    return dst
+
+
+def convert_checkpoint(src: str, dst: str, *, model=None, source=None, img_size=None, patch_size=16, trust_code=False,
+                       keep_mim_head=False, keep_head=False, drop_class_head=False, keep_shared_rel_pos_bias=False,
+                       to=None, config=None, overwrite=False, part='auto', beitv2=False) -> str:
+    """Convert ``src`` into ``dst`` and return ``dst``: ``model``/``source`` (a layout of :data:`MODELS`) -> a beit_mm
+    file ``{'state_dict': ...}``; or ``to='hf'|'timm'`` with ``config`` -> an HF folder / a timm file. Keyword names
+    are the dest names of ``tools/convert_checkpoint.py``'s flags. A refusal raises :class:`ConversionError` (flags
+    that do not go together: :class:`ConversionUsageError`) with a message naming the file, the problem and the fix;
+    nothing is written then."""
+    from ..fileio.outputs import OutputError
+    opts = _Options(img_size=img_size, patch_size=patch_size, trust_code=trust_code, keep_mim_head=keep_mim_head,
+                    keep_head=keep_head, drop_class_head=drop_class_head,
+                    keep_shared_rel_pos_bias=keep_shared_rel_pos_bias)
+    try:
+        if to is not None:
+            return export_checkpoint(src, dst, to=to, config=config, overwrite=overwrite, part=part, beitv2=beitv2)
+        return _convert_to_beit_mm(src, dst, model, source, overwrite, opts)
+    except ConversionError:
+        raise
+    except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:
+        raise ConversionError(str(error)) from error
+    except (ValueError, KeyError) as error:  # a converter meeting keys or shapes of another layout
+        if to is not None:
+            raise ConversionError(f'{src} (with --config {config}) cannot be written --to {to}: '
+                                  f'{type(error).__name__}: {error}. Nothing was written (docs/export.md lists what '
+                                  'HF and timm can hold; --part backbone converts only the backbone)') from None
+        raise ConversionError(f'{src} cannot be converted as --model {model} --source {source}: {error}'
+                              f'{describe_source(src)}. Fix: choose the --model/--source of the file\'s origin '
+                              '(tools/convert_checkpoint.py --help lists them; docs/checkpoints.md)') from None
