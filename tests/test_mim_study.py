@@ -353,16 +353,22 @@ def test_run_finetune_starts_from_the_right_weights(tmp_path, monkeypatch):
     """Scratch trains with ``init_cfg=None``, a MIM arm from its checkpoint with the recipe's extra options; the
     settings a fine-tuning result is cached with name what it depends on."""
     calls = []
-    monkeypatch.setattr(mim, 'train', lambda config, work, options: calls.append((config, work, options)) or
-                        'mIoU: 10.0 aAcc: 50.0 mAcc: 20.0')
-    args = study_args(tmp_path, 'labeled', 'pool', ft_options=['optimizer.lr=0.1'], ft_keep_init=['gamma_'],
+
+    def fake_train(config, work, options):  # the run's scalar file, as MMEngine's LocalVisBackend writes it
+        calls.append((config, work, options))
+        os.makedirs(os.path.join(work, '20261127_060000', 'vis_data'))
+        with open(os.path.join(work, '20261127_060000', 'vis_data', 'scalars.json'), 'w') as f:
+            f.write(json.dumps(dict(mIoU=10.0, aAcc=50.0, mAcc=20.0, step=2)) + '\n')
+
+    monkeypatch.setattr(mim, 'train', fake_train)
+    args = study_args(tmp_path, '/labeled', '/pool', ft_options=['optimizer.lr=0.1'], ft_keep_init=['gamma_'],
                       pretrain_dir=str(tmp_path / 'pre'))
     configs = {'finetune-linear': 'ft.py'}
     scratch = mim.run_finetune(args, configs, 'linear', 'scratch', None, 1)
     assert calls[-1] == ('ft.py', str(tmp_path / 'study' / 'finetune' / 'linear' / 'scratch_seed1'),
                          ['randomness.seed=1', 'model.backbone.init_cfg=None', 'optimizer.lr=0.1'])
     assert (scratch['mIoU'], scratch['aAcc'], scratch['mAcc']) == (10.0, 50.0, 20.0)
-    assert scratch['settings'] == dict(labeled_root='labeled', num_classes=7, num_labeled=None, ft_iters=2, seed=1,
+    assert scratch['settings'] == dict(labeled_root='/labeled', num_classes=7, num_labeled=None, ft_iters=2, seed=1,
                                        mim_iters=None, ft_options=['optimizer.lr=0.1'])
     arm = mim.run_finetune(args, configs, 'linear', 'vqkd-blockwise', '/pre/iter_2.pth', 0)
     assert calls[-1][2][1] == 'model.backbone.init_cfg.checkpoint=/pre/iter_2.pth'
