@@ -115,8 +115,9 @@ def set_loader(loader: ConfigDict, root: str, workers: int) -> None:
 
 def study_configs(args) -> dict[str, str]:
     """Write the study's configs for these data roots, class count and iteration counts (``args``: the MIM study's
-    :class:`~beit_mm.studies.settings.MimStudySettings`, which imports this module) to ``<work dir>/configs/``; return their paths by task (``'dvae'``,
-    ``'finetune-<head>'``, ``'vqkd'``, ``'teacher'``, ``'vqkd_supervised'``, ``<arm>``)."""
+    :class:`~beit_mm.studies.settings.MimStudySettings`, which imports this module) to ``<work dir>/configs/``;
+    return their paths by task (``'dvae'``, ``'finetune-<head>'``, ``'vqkd'``, ``'teacher'``, ``'vqkd_supervised'``,
+    ``<arm>``)."""
     from mmseg.datasets import ADE20KDataset
     out = osp.join(args.work_dir, 'configs')
     heldout = osp.join(args.labeled_root, 'images', 'validation')

@@ -6,8 +6,8 @@ from scratch, over seeds at the same iterations, next to the majority class.
 Each head's demo config (read from the settings' ``config_dir``) trains through ``beit_mm.apis.train.train`` in a
 child process (:func:`beit_mm.studies.runs.train`) on the config written to its run's folder (``study_config.py``:
 :func:`run_config`), one run at a time (each uses every core); its metrics are those of its last validation (at the
-last iteration), read from MMEngine's scalar file. A finished run is reused (:func:`beit_mm.studies.runs.cached`); one with other
-settings stops the study.
+last iteration), read from MMEngine's scalar file. A finished run is reused (:func:`beit_mm.studies.runs.cached`);
+one with other settings stops the study.
 """
 from __future__ import annotations
 
@@ -110,8 +110,9 @@ def head_report(args: HeadStudySettings, results: dict, base: dict) -> str:
 
 
 def run_study(args: HeadStudySettings) -> dict:
-    """Every head and seed of ``args`` (the work dir checked by the caller), the baseline and the report (``report.md``, ``report.json`` in the work dir); returns
-    ``dict(baseline, results={head: [run per seed]}, text)``."""
+    """Every head and seed of ``args`` (the work dir checked by the caller), the baseline and the report
+    (``report.md``, ``report.json`` in the work dir); returns ``dict(baseline, results={head: [run per seed]},
+    text)``."""
     os.makedirs(args.work_dir, exist_ok=True)
     for name in REPORTS:  # before any run: a user's file of that name is never replaced
         check_replaceable(args.work_dir, name)

@@ -135,7 +135,8 @@ class TransferStudySettings:
                                 'teacher_num_classes'))
         if wrong:
             raise StudySettingsError(f'{", ".join(wrong)}: not a MIM study setting the transfer study passes on (it '
-                                     'sets the data roots, class counts, arms, heads, seeds, jobs and work dirs itself)')
+                                     'sets the data roots, class counts, arms, heads, seeds, jobs and work dirs '
+                                     'itself)')
         self.datasets, self.arms, self.heads, self.seeds = (list(self.datasets), list(self.arms), list(self.heads),
                                                             list(self.seeds))
         self.work_dir, self.data_dir = osp.abspath(self.work_dir), osp.abspath(self.data_dir)

@@ -3,9 +3,10 @@ another?
 
 For every dataset (:data:`DATASETS`) the project's data tool writes the labeled set and the unlabeled pool
 (:func:`make_data`), the MIM study (:func:`beit_mm.studies.mim.run_study`) runs on them in this process
-(:func:`run_study`, the ``vqkd-supervised`` arm's teacher learning the labels of the *next* dataset), and :func:`summary` compares every arm with scratch per dataset:
-``gain`` / ``loss`` only beyond the spread (the sum of the two standard deviations over seeds), the frozen probe
-``learned`` from :data:`beit_mm.studies.report.PROBE_MIN_GAIN` points over random init.
+(:func:`run_study`, the ``vqkd-supervised`` arm's teacher learning the labels of the *next* dataset), and
+:func:`summary` compares every arm with scratch per dataset: ``gain`` / ``loss`` only beyond the spread (the sum of
+the two standard deviations over seeds), the frozen probe ``learned`` from
+:data:`beit_mm.studies.report.PROBE_MIN_GAIN` points over random init.
 """
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Mask2Former, ViT-Adapter + Mask2Former and EoMT on the same tiny BEiT (the head 
     python tools/analysis/head_study.py --data-root data/ade_demo --seeds 0 1 2 --work-dir work_dirs/head_demo
 
 Each head's demo config (``beit_mm.studies.heads.HEADS``: the same backbone (16 px patches under ViT-Adapter), data
-pipeline, optimizer, schedule and 1000 iterations at batch 8, from scratch) trains on the
-config written to the run's folder (``beit_mm.apis.train.train`` in a child process) (``study_config.py``: the seed, the data roots and, with ``--iters``, every
-iteration count rescaled), one run at a time. A finished run (its ``metrics.json``) is reused; one with other settings
-stops the study.
+pipeline, optimizer, schedule and 1000 iterations at batch 8, from scratch) trains (``beit_mm.apis.train.train`` in
+a child process) on the config written to the run's folder (``study_config.py``: the seed, the data roots and, with
+``--iters``, every iteration count rescaled), one run at a time. A finished run (its ``metrics.json``) is reused; one
+with other settings stops the study.
 
 Report (printed, ``report.md`` and ``report.json`` in the work dir): per head, mIoU / aAcc / mAcc as mean ± sample std
 over seeds and per seed, next to the majority class and the wall time of each run. Speed and FLOPs of the same models:
