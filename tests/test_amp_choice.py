@@ -1,22 +1,16 @@
-"""``tools/train.py --amp`` picks the precision that is faster on the device (capability checks mocked), and AdamW
-is fused where torch has the kernel."""
+"""``--amp`` (:mod:`beit_mm.engine.amp`) picks the precision that is faster on the device (capability checks
+mocked), and AdamW is fused where torch has the kernel."""
 
 import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.engine import amp_optim_wrapper
-
-from .conftest import load_tool
+from beit_mm.engine import amp, amp_optim_wrapper
+from beit_mm.engine.optimizers.fused_adamw import use_fused_adamw
 
 AVX2_ONLY = 'flags\t\t: fpu sse sse2 avx avx2 fma f16c\n'  # e.g. a Haswell-Zen 3 CPU
 AVX512_BF16 = 'flags\t\t: fpu sse avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni\n'  # Cooper Lake, Zen 4/5
 AMX = 'flags\t\t: fpu avx2 avx512f amx_bf16 amx_tile amx_int8\n'  # Sapphire Rapids
-
-
-@pytest.fixture(scope='module')
-def train_tool():
-    return load_tool('tools/train.py')
 
 
 def fake_cpuinfo(monkeypatch, text: str) -> None:
@@ -62,44 +56,44 @@ def test_amp_wrapper_warns_where_bf16_is_emulated(monkeypatch, mm_warnings, cpui
     assert any('bf16 is emulated here' in m for m in mm_warnings) is warns, mm_warnings
 
 
-def test_amp_keeps_fp32_on_cpu_without_bf16(monkeypatch, train_tool, capsys):
+def test_amp_keeps_fp32_on_cpu_without_bf16(monkeypatch, capsys):
     """AVX2-only CPU: bf16 would be emulated (~70x slower), so --amp keeps the plain fp32 OptimWrapper with a notice."""
     fake_cpuinfo(monkeypatch, AVX2_ONLY)
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     cfg = sgd_cfg()
-    train_tool.enable_amp(cfg)
+    amp.enable_amp(cfg)
     assert cfg.optim_wrapper.type == 'OptimWrapper' and 'dtype' not in cfg.optim_wrapper
     assert amp_optim_wrapper.amp_dtype_for_device('cpu') is None
 
 
-def test_amp_bf16_on_cpu_with_native_bf16(monkeypatch, train_tool):
+def test_amp_bf16_on_cpu_with_native_bf16(monkeypatch):
     fake_cpuinfo(monkeypatch, AVX512_BF16)
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     cfg = sgd_cfg()
-    train_tool.enable_amp(cfg)
+    amp.enable_amp(cfg)
     assert (cfg.optim_wrapper.type, cfg.optim_wrapper.dtype) == ('beit_mm.AmpOptimWrapper', 'bfloat16')
 
 
 @pytest.mark.parametrize('bf16, expected', [(True, ('bfloat16', None)), (False, ('float16', 'dynamic'))])
-def test_amp_on_gpus(monkeypatch, train_tool, bf16, expected):
+def test_amp_on_gpus(monkeypatch, bf16, expected):
     """Ampere and later: bf16 without loss scaling; older GPUs (V100, T4): fp16 with dynamic loss scaling."""
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'is_bf16_supported', lambda *a, **k: bf16)
     cfg = sgd_cfg()
-    train_tool.enable_amp(cfg)
+    amp.enable_amp(cfg)
     assert (cfg.optim_wrapper.dtype, cfg.optim_wrapper.get('loss_scale')) == expected
 
 
-def test_fused_adamw_where_supported(monkeypatch, train_tool):
+def test_fused_adamw_where_supported(monkeypatch):
     """AdamW gets fused=True on CPU (torch 2.13 has the kernel); a config's own fused/foreach and other optimizers
     are left alone; the fused optimizer steps like the unfused one."""
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
     cfg = Config(dict(optim_wrapper=dict(type='OptimWrapper', optimizer=dict(type='AdamW', lr=1e-3))))
-    train_tool.use_fused_adamw(cfg)
+    use_fused_adamw(cfg)
     assert cfg.optim_wrapper.optimizer.fused is True
     for optimizer in (dict(type='AdamW', lr=1e-3, foreach=True), dict(type='SGD', lr=0.1)):
         cfg = Config(dict(optim_wrapper=dict(type='OptimWrapper', optimizer=dict(optimizer))))
-        train_tool.use_fused_adamw(cfg)
+        use_fused_adamw(cfg)
         assert 'fused' not in cfg.optim_wrapper.optimizer
     params = [torch.nn.Parameter(torch.randn(5, 3, generator=torch.Generator().manual_seed(0))) for _ in range(2)]
     params[1].data.copy_(params[0].data)

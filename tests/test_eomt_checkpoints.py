@@ -12,6 +12,8 @@ import pytest
 import torch
 from mmengine.config import Config
 
+from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint
+
 from .conftest import ROOT, load_tool
 
 DEMO = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
@@ -83,13 +85,13 @@ def test_drop_class_head_keeps_every_other_weight(trained_demo):
 
 
 def test_finetune_config_loads_everything_but_the_class_head(trained_demo, ade_demo_root, tmp_path):
-    """The fine-tuning config (7 classes) from the 150-class demo model: after tools/train.py's check and MMEngine's
-    ``load_from``, every model weight but the class head equals the checkpoint's, and the class head has the new
-    7 + 1 outputs with the values the model was built with (its own init, as the official)."""
+    """The fine-tuning config (7 classes) from the 150-class demo model: after the start check
+    (beit_mm.apis.start_checkpoint) and MMEngine's ``load_from``, every model weight but the class head equals the
+    checkpoint's, and the class head has the new 7 + 1 outputs with the values the model was built with (its own init, as the official)."""
     weights, _, dst = trained_demo
     runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), dst)
     built_head = {k: v.clone() for k, v in runner.model.state_dict().items() if k in HEAD}
-    load_tool('tools/train.py').check_start_checkpoint(runner, cfg)
+    check_start_checkpoint(runner, cfg)
     runner.load_or_resume()
     own = runner.model.state_dict()
     assert set(own) - set(weights) == set() and {k for k in own if not torch.equal(own[k], weights[k])
@@ -106,17 +108,17 @@ def test_finetune_start_refuses_a_file_with_the_old_class_head_or_without_anothe
     """The 150-class file itself: refused, naming the class head and --drop-class-head. A start lacking any weight
     but the class head (here one backbone weight): refused, naming it, instead of training it from its init."""
     weights, src, dst = trained_demo
-    train = load_tool('tools/train.py')
     runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), src)
-    with pytest.raises(SystemExit, match=r'class_head\.weight \(151, 96\) vs \(8, 96\).*--drop-class-head'):
-        train.check_start_checkpoint(runner, cfg)
+    with pytest.raises(StartCheckpointError, match=r'class_head\.weight \(151, 96\) vs \(8, 96\).*--drop-class-head'):
+        check_start_checkpoint(runner, cfg)
     start = torch.load(dst, map_location='cpu', weights_only=True)['state_dict']
     del start['backbone.blocks.0.attn.qkv.weight']
     lacking = str(tmp_path / 'lacking.pth')
     torch.save({'state_dict': start}, lacking)
     cfg.load_from = lacking
-    with pytest.raises(SystemExit, match=r'missing from the file: 1 \(backbone\.blocks\.0\.attn\.qkv\.weight\)'):
-        train.check_start_checkpoint(runner, cfg)
+    with pytest.raises(StartCheckpointError,
+                       match=r'missing from the file: 1 \(backbone\.blocks\.0\.attn\.qkv\.weight\)'):
+        check_start_checkpoint(runner, cfg)
 
 
 def test_hf_weights_convert_without_the_class_head(tmp_path):

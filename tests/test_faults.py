@@ -112,13 +112,14 @@ def test_segmentor_checkpoint_without_prefix(tmp_path):
 
 
 def test_resume_from_a_truncated_file_is_refused_before_the_run(beit_file, tmp_path):
-    from .conftest import load_tool
+    from beit_mm.apis.start_checkpoint import StartCheckpointError, set_resume
     data = open(beit_file, 'rb').read()
     cut = tmp_path / 'iter_4.pth'
     cut.write_bytes(data[:-100])
-    with pytest.raises(SystemExit, match=r'--resume: .*iter_4\.pth is truncated or corrupt.*tools/train\.py --resume '
-                       r'picks the last complete one'):
-        load_tool('tools/train.py').set_resume(Config(dict(work_dir=str(tmp_path))), str(cut))
+    with pytest.raises(StartCheckpointError,
+                       match=r'--resume: .*iter_4\.pth is truncated or corrupt.*tools/train\.py --resume picks the '
+                       r'last complete one'):
+        set_resume(Config(dict(work_dir=str(tmp_path))), str(cut))
 
 
 def test_too_few_masked_patches_is_a_named_error():

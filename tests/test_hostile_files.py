@@ -23,6 +23,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
+from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
 
 from .conftest import ROOT, load_tool
 from .test_tools import CONFIG, _cfg
@@ -88,13 +89,12 @@ def test_convert_to_hub_refuses_without_config_and_works_with_it(tmp_path, marke
 
 
 def test_resume_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint, ade_demo_root):
-    train = load_tool('tools/train.py')
     cfg = _cfg(ade_demo_root, str(tmp_path / 'work'), experiment_name='hostile_resume', val_cfg=None,
                val_dataloader=None, val_evaluator=None)
     hostile = make_hostile(runner_checkpoint, marker, cfg, str(tmp_path / 'iter_2.pth'))
-    train.set_resume(cfg, hostile)
+    opened = set_resume(cfg, hostile)
     runner = Runner.from_cfg(cfg)
-    train.check_start_checkpoint(runner, cfg)
+    check_start_checkpoint(runner, cfg, opened)
     runner.train()  # resumes at iteration 2 and runs to the config's 4
     assert runner.iter == 4
 
@@ -103,7 +103,7 @@ def test_load_from_does_not_run_the_stored_config(tmp_path, marker, runner_check
     cfg = _cfg(ade_demo_root, str(tmp_path / 'work'), experiment_name='hostile_load_from')
     cfg.load_from = make_hostile(runner_checkpoint, marker, cfg, str(tmp_path / 'hostile.pth'))
     runner = Runner.from_cfg(cfg)
-    load_tool('tools/train.py').check_start_checkpoint(runner, cfg)
+    check_start_checkpoint(runner, cfg)
     runner.load_or_resume()
     assert torch.equal(runner.model.state_dict()['backbone.cls_token'],
                        runner_checkpoint['state_dict']['backbone.cls_token'])

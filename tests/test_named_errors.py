@@ -18,6 +18,7 @@ from mmengine.runner import Runner
 
 from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_from_config
 from beit_mm.apis.checkpoint import check_resumable
+from beit_mm.apis.train import TrainingRefused, train
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
 
 from .conftest import ROOT, load_tool
@@ -77,11 +78,11 @@ def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, mo
 
 def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runner_checkpoint,  # noqa: F811
                                                                      ade_demo_root, tmp_path):
-    train = load_tool('tools/train.py')
+    from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint, set_resume
     cfg = _cfg(ade_demo_root, str(tmp_path / 'work'))
-    with pytest.raises(SystemExit, match=r'--resume: .*weights\.pth holds weights but no training state.*Fix: to '
-                       r'start a new run from these weights pass --cfg-options load_from='):
-        train.set_resume(cfg, files['weights'])
+    with pytest.raises(StartCheckpointError, match=r'--resume: .*weights\.pth holds weights but no training state.*'
+                       r'Fix: to start a new run from these weights pass --cfg-options load_from='):
+        set_resume(cfg, files['weights'])
     with_ema = dict(runner_checkpoint, ema_state_dict={})
     torch.save(with_ema, str(tmp_path / 'ema.pth'))
     with pytest.raises(CheckpointFileError, match=r'saved by a run with --ema.*Fix: resume with --ema'):
@@ -89,20 +90,21 @@ def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runne
     assert check_resumable(str(tmp_path / 'ema.pth'), with_ema=True)['meta']['iter'] == 2
     other = dict(runner_checkpoint, state_dict=torch.load(files['other'], weights_only=True)['state_dict'])
     torch.save(other, str(tmp_path / 'other_run.pth'))
-    train.set_resume(cfg, str(tmp_path / 'other_run.pth'))  # a whole training checkpoint: accepted here ...
+    set_resume(cfg, str(tmp_path / 'other_run.pth'))  # a whole training checkpoint: accepted here ...
     runner = Runner.from_cfg(cfg)
-    with pytest.raises(SystemExit, match=r'train: .*other_run\.pth \(--resume\) does not fit the model.*shapes '
-                       r'differ'):
-        train.check_start_checkpoint(runner, cfg)  # ... refused once the model is built, before runner.train()
+    with pytest.raises(StartCheckpointError,
+                       match=r'train: .*other_run\.pth \(--resume\) does not fit the model.*shapes differ'):
+        check_start_checkpoint(runner, cfg)  # ... refused once the model is built, before runner.train()
 
 
 def test_resume_reads_a_pre_1_6_checkpoint(runner_checkpoint, ade_demo_root, tmp_path):  # noqa: F811
+    from beit_mm.apis.start_checkpoint import set_resume
     from beit_mm.engine.hooks.rng_state import checkpoint_seed
     legacy = str(tmp_path / 'legacy.pth')
     torch.save(dict(runner_checkpoint, meta=dict(runner_checkpoint['meta'], seed=7)), legacy,
                _use_new_zipfile_serialization=False)
     # was: "mmap can only be used..."
-    load_tool('tools/train.py').set_resume(_cfg(ade_demo_root, str(tmp_path / 'w')), legacy)
+    set_resume(_cfg(ade_demo_root, str(tmp_path / 'w')), legacy)
     assert checkpoint_seed(legacy) == 7
 
 
@@ -158,18 +160,18 @@ def test_a_full_disk_leaves_the_old_file(tmp_path):
     assert path.read_text() == 'old' and sorted(p.name for p in tmp_path.iterdir()) == ['model.pth']
 
 
-def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monkeypatch, capsys):
+def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monkeypatch):
     """A full-size config whose converted official weights are missing stopped inside MMEngine's model init with a
-    traceback and "convert official weights first with tools/convert_checkpoint.py" (issue 49). Now tools/train.py
-    refuses before building anything, naming the official file, where it is published and the exact converter command,
+    traceback and "convert official weights first with tools/convert_checkpoint.py" (issue 49). Now training
+    (``beit_mm.apis.train``; tools/train.py: ``train.py: error: <this>``, exit 2) refuses before building anything,
+    naming the official file, where it is published and the exact converter command,
     read from the config's model index entry (configs/beit/metafile.yml: Converted From)."""
     config = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-640x640.py')
     monkeypatch.chdir(tmp_path)  # no checkpoints/ here
-    monkeypatch.setattr(sys, 'argv', ['train.py', config, '--work-dir', str(tmp_path / 'work')])
-    with pytest.raises(SystemExit) as stopped:
-        load_tool('tools/train.py').main()
-    assert stopped.value.code == 2
-    err = capsys.readouterr().err
+    with pytest.raises(TrainingRefused) as stopped:
+        train(config, work_dir=str(tmp_path / 'work'))
+    assert stopped.value.exit_status == 2
+    err = str(stopped.value)
     assert 'model.backbone.init_cfg.checkpoint = checkpoints/beit-base_pt22k-ft22k.pth does not exist' in err
     assert ('it is converted from beit_base_patch16_224_pt22k_ft22k.pth (unilm); HF '
             'microsoft/beit-base-patch16-224-pt22k-ft22k, published at https://github.com/microsoft/unilm/tree/master/'
@@ -178,23 +180,21 @@ def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monk
     assert 'Traceback' not in err and not osp.exists(tmp_path / 'work' / 'vis_data')
 
 
-def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch, capsys):
+def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch):
     """The VQ-KD study config without its data ended in mmpretrain's raw ``FileNotFoundError`` from ``os.scandir``
     (issue 49): an unlabeled pool (``data_prefix`` a string, no ``ann_file``) was not among the checked splits. Now
     tools/train.py names the missing teacher run first, then the missing pool, each in one line, exit 2."""
     config = osp.join(ROOT, 'configs', 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, 'argv', ['train.py', config, '--work-dir', str(tmp_path / 'work')])
-    train = load_tool('tools/train.py')
-    with pytest.raises(SystemExit) as stopped:
-        train.main()
-    err = capsys.readouterr().err
-    assert stopped.value.code == 2 and 'model.teacher.backbone.init_cfg.checkpoint = ' \
+    with pytest.raises(TrainingRefused) as stopped:
+        train(config, work_dir=str(tmp_path / 'work'))
+    err = str(stopped.value)
+    assert stopped.value.exit_status == 2 and 'model.teacher.backbone.init_cfg.checkpoint = ' \
         'work_dirs/vqkd_teacher/iter_3000.pth does not exist' in err and "config's header" in err, err
     (tmp_path / 'work_dirs' / 'vqkd_teacher').mkdir(parents=True)
     (tmp_path / 'work_dirs' / 'vqkd_teacher' / 'iter_3000.pth').write_bytes(b'')  # present; its content is not read
-    with pytest.raises(SystemExit) as stopped:
-        train.main()
-    err = capsys.readouterr().err
-    assert stopped.value.code == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/training '
-                                        'does not exist') in err and 'FileNotFoundError' not in err, err
+    with pytest.raises(TrainingRefused) as stopped:
+        train(config, work_dir=str(tmp_path / 'work'))
+    err = str(stopped.value)
+    assert stopped.value.exit_status == 2 and ('[train_dataloader] the image folder data/shapes_unlabeled/images/'
+                                               'training does not exist') in err and 'FileNotFoundError' not in err, err

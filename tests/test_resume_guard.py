@@ -1,8 +1,9 @@
 """A resumed training checkpoint steers training state only: never files outside its run, memory, or the run's length.
 
-Each test resumes ``tools/train.py`` (in-process, or in a subprocess where the old code crashed the interpreter) from
-a real checkpoint of the tiny BEiT + UPerNet config (2 iterations, saved by ``tools/train.py`` itself) with one value
-changed the way a stranger's file could, and asserts what MMEngine 0.10.7 did with it no longer happens:
+Each test resumes a run (:func:`beit_mm.apis.train` in-process, or ``tools/train.py`` in a subprocess where the old
+code crashed the interpreter) from a real checkpoint of the tiny BEiT + UPerNet config (2 iterations, saved by a run
+itself) with one value changed the way a stranger's file could, and asserts what MMEngine 0.10.7 did with it no
+longer happens:
 
 - ``message_hub.runtime_info.best_ckpt`` naming an outside folder: ``CheckpointHook`` removed it (``rmtree``) at the
   first better validation score; the folder must survive a resumed run that saves a best checkpoint;
@@ -16,27 +17,32 @@ changed the way a stranger's file could, and asserts what MMEngine 0.10.7 did wi
   refused without ``--overwrite`` and the files are byte-identical;
 - ``resume=True`` in the config with a truncated or missing ``load_from``: raw errors; now named.
 
-Every refusal is one ``train.py: error: ...`` (or ``--resume: ...``) line naming the file, the key and the fix.
+Every refusal is one line (``TrainingRefused``; ``train.py: error: ...`` or ``--resume: ...`` from the tool) naming
+the file, the key and the fix.
 """
 from __future__ import annotations
 
-import io
 import os
 import os.path as osp
 import shutil
 import signal
 import subprocess
 import sys
-from contextlib import contextmanager, redirect_stderr
+from contextlib import contextmanager
 
 import pytest
 import torch
+from mmengine.config import Config
+from mmengine.runner import Runner
 
+from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
+from beit_mm.apis.train import TrainingRefused, train
+from beit_mm.fileio import open_checkpoint
 
 from .conftest import ROOT, load_tool
 from .test_tools import CONFIG
 
-TRAIN = load_tool('tools/train.py')
+PARSE = load_tool('tools/train.py').parse_args  # the tool's flags -> beit_mm.apis.train's keywords
 
 
 def _options(ade_demo_root: str, *extra: str) -> list[str]:
@@ -45,20 +51,19 @@ def _options(ade_demo_root: str, *extra: str) -> list[str]:
 
 
 def _train(monkeypatch, work_dir: str, *args: str) -> None:
-    """``tools/train.py CONFIG --work-dir WORK_DIR ARGS``, in this process."""
-    monkeypatch.setattr(sys, 'argv', ['train.py', CONFIG, '--work-dir', work_dir, *args])
-    TRAIN.main()
+    """``tools/train.py CONFIG --work-dir WORK_DIR ARGS`` as its one call, :func:`beit_mm.apis.train`, in this
+    process."""
+    options = vars(PARSE([CONFIG, '--work-dir', work_dir, *args]))
+    del options['local_rank']
+    train(**options)
 
 
 def _refused(monkeypatch, work_dir: str, *args: str) -> str:
-    """The one-line refusal of ``tools/train.py ARGS`` (SystemExit, no traceback): its message."""
-    stderr = io.StringIO()  # not capsys: MMEngine's loggers keep the stream they were created with
-    with pytest.raises(SystemExit) as exit_info, redirect_stderr(stderr):
+    """The refusal of ``tools/train.py ARGS`` (:class:`beit_mm.apis.train.TrainingRefused`, one line): its message."""
+    with pytest.raises(TrainingRefused) as refused:
         _train(monkeypatch, work_dir, *args)
-    code = exit_info.value.code
-    message = code if isinstance(code, str) else stderr.getvalue().strip().splitlines()[-1]
-    assert message.startswith(('train.py: error: ', '--resume: ', 'resume=True (load_from=')), message
-    assert 'Traceback' not in stderr.getvalue()
+    message = str(refused.value)
+    assert '\n' not in message and message, message
     return message
 
 
@@ -319,23 +324,56 @@ def test_the_guard_leaves_a_load_from_start_alone():
 
 
 def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, ade_demo_root):
-    """``--resume CKPT`` opens the file once: the checks before the run (training state, weights vs model) and
-    MMEngine's load in ``Runner.resume`` share one read (``beit_mm.fileio.checkpoint.hand_over``); the seed is read
-    from a memory map (no tensor data). Before: three full ``torch.load`` of the file (GBs for BEiT-L)."""
-    import beit_mm.fileio.checkpoint as opener
+    """``--resume CKPT`` opens the file once: the checks before the run (training state, seed, weights vs model) and
+    MMEngine's load in ``Runner.resume`` share one read, passed to the runner by argument
+    (:mod:`beit_mm.engine.opened_checkpoint`). Before: three full reads of the file (GBs for BEiT-L). Counted at the
+    file room's door (every opening of a checkpoint) and at ``torch.load``."""
+    import beit_mm.fileio.checkpoint as room
     work_dir = str(tmp_path / 'work')
     os.makedirs(work_dir)
     checkpoint = shutil.copy(trained, osp.join(work_dir, 'iter_2.pth'))
-    reads, load = [], torch.load
+    opens, reads, open_input, load = [], [], room.open_input, torch.load
 
-    def counting(path, *args, **kwargs):
-        if not kwargs.get('mmap') and osp.realpath(str(getattr(path, 'name', path))) == osp.realpath(checkpoint):
+    def is_checkpoint(path) -> bool:
+        return osp.realpath(str(getattr(path, 'name', path))) == osp.realpath(checkpoint)
+
+    def counting_open(path, *args, **kwargs):
+        if is_checkpoint(path):
+            opens.append(path)
+        return open_input(path, *args, **kwargs)
+
+    def counting_load(path, *args, **kwargs):
+        if not kwargs.get('mmap') and is_checkpoint(path):
             reads.append(path)
         return load(path, *args, **kwargs)
 
-    monkeypatch.setattr(torch, 'load', counting)
+    monkeypatch.setattr(room, 'open_input', counting_open)
+    monkeypatch.setattr(torch, 'load', counting_load)
     _train(monkeypatch, work_dir, '--resume', checkpoint,
            *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
                      'val_evaluator=None', 'experiment_name=resume_once'))
-    assert len(reads) == 1, reads
-    assert osp.isfile(osp.join(work_dir, 'iter_3.pth')) and not opener._handed_over
+    assert len(opens) == 1 and len(reads) == 1, (opens, reads)
+    assert osp.isfile(osp.join(work_dir, 'iter_3.pth'))
+
+
+def test_the_opened_checkpoint_goes_to_its_runner_only(tmp_path, trained, ade_demo_root):
+    """The checkpoint the checks opened travels by argument to the one runner they checked it for: its load takes
+    that object (once, the file unchanged), while any other opening of the same file, before or after, reads the file
+    (no module-global slot hands it to whoever asks next, as ``beit_mm.fileio.checkpoint.hand_over`` did)."""
+    checkpoint = shutil.copy(trained, str(tmp_path / 'iter_2.pth'))
+    cfg = Config.fromfile(CONFIG)
+    cfg.merge_from_dict(PARSE([CONFIG, *_options(ade_demo_root, 'val_cfg=None', 'val_dataloader=None',
+                                                 'val_evaluator=None', 'experiment_name=opened_once')]).cfg_options)
+    cfg.work_dir = str(tmp_path / 'work')
+    opened = set_resume(cfg, checkpoint)
+    read = opened.checkpoint
+    runner = Runner.from_cfg(cfg)
+    check_start_checkpoint(runner, cfg, opened)
+    assert open_checkpoint(checkpoint) is not read  # another reader reads the file
+    assert runner.load_checkpoint(checkpoint) is read  # this runner's load takes what the checks read ...
+    assert runner.load_checkpoint(checkpoint) is not read  # ... once
+    opened = set_resume(cfg, checkpoint)
+    read = opened.checkpoint
+    check_start_checkpoint(runner, cfg, opened)
+    os.utime(checkpoint, ns=(0, 0))  # the file changed since it was read: read again
+    assert runner.load_checkpoint(checkpoint) is not read

@@ -32,8 +32,10 @@ from mmengine.registry import OPTIM_WRAPPERS
 from mmengine.runner import CheckpointLoader, Runner
 
 from beit_mm.apis import CheckpointFileError
+from beit_mm.apis.start_checkpoint import set_resume
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine import amp_optim_wrapper
+from beit_mm.engine.amp import enable_amp
 from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
 from beit_mm.fileio.safe_globals import checkpoint_safe_globals, register_checkpoint_safe_globals
 from beit_mm.engine.launch import adapt_cfg_to_launcher
@@ -187,13 +189,12 @@ class _StateRecorder(Hook):
 
 
 def test_resume_continues_from_saved_state(trained, demo_root, tmp_path):
-    """``--resume iter_2.pth`` (tools/train.py's set_resume, then the Runner): starts at iteration 2 with exactly the
+    """``--resume iter_2.pth`` (``set_resume``, then the Runner): starts at iteration 2 with exactly the
     saved weights and optimizer state, and ends at 4."""
-    train_tool = load_tool('tools/train.py')
     ckpt_path = osp.join(trained[0], 'iter_2.pth')
     cfg = _cfg(demo_root, str(tmp_path), experiment_name='resume_test', val_cfg=None, val_dataloader=None,
                val_evaluator=None)
-    train_tool.set_resume(cfg, ckpt_path)
+    set_resume(cfg, ckpt_path)
     assert cfg.resume and cfg.load_from == ckpt_path
     runner = Runner.from_cfg(cfg)
     recorder = _StateRecorder()
@@ -216,12 +217,11 @@ def test_resume_continues_from_saved_state(trained, demo_root, tmp_path):
 def test_auto_resume_and_load_from(trained, demo_root, tmp_path):
     """``--resume`` without a value picks work_dir/last_checkpoint (or starts fresh, keeping ``load_from``);
     ``load_from`` loads the weights exactly with the iteration counter at 0."""
-    train_tool = load_tool('tools/train.py')
     cfg = _cfg(demo_root, trained[0])
-    train_tool.set_resume(cfg, 'auto')
+    set_resume(cfg, 'auto')
     assert cfg.resume and cfg.load_from == osp.join(trained[0], 'iter_4.pth')
     fresh = _cfg(demo_root, str(tmp_path), load_from='pretrained.pth')
-    train_tool.set_resume(fresh, 'auto')
+    set_resume(fresh, 'auto')
     assert not fresh.resume and fresh.load_from == 'pretrained.pth'
 
     ckpt_path = osp.join(trained[0], 'iter_4.pth')
@@ -301,10 +301,9 @@ def test_dist_train_refuses_more_cpu_processes_than_cores(tmp_path):
 
 
 def test_amp_bf16_step_on_cpu(monkeypatch):
-    train_tool = load_tool('tools/train.py')
     cfg = Config(dict(optim_wrapper=dict(type='OptimWrapper', optimizer=dict(type='SGD', lr=0.1))))
     monkeypatch.setattr(amp_optim_wrapper, 'cpu_has_native_bf16', lambda: True)  # fp32 otherwise: test_amp_choice
-    train_tool.enable_amp(cfg)
+    enable_amp(cfg)
     expected = 'float16' if torch.cuda.is_available() and not torch.cuda.is_bf16_supported() else 'bfloat16'
     assert cfg.optim_wrapper.type == 'beit_mm.AmpOptimWrapper' and cfg.optim_wrapper.dtype == expected
     if torch.cuda.is_available():

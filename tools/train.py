@@ -5,8 +5,8 @@
     bash tools/dist_train.sh CONFIG GPUS [args]          # torchrun, also on CPU (gloo)
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
-  with a path, from that file (opened safely and checked against the model first: :func:`beit_mm.apis.train.set_resume`,
-  :func:`beit_mm.apis.train.check_start_checkpoint`).
+  with a path, from that file (opened once, safely, and checked against the model first:
+  :mod:`beit_mm.apis.start_checkpoint`).
 - ``--overwrite``: start a new run in a work dir that holds another run's checkpoints, or resume into it from a
   checkpoint outside it (both refused otherwise: :mod:`beit_mm.fileio.work_dir`).
 - A resumed checkpoint (``--resume``, or ``resume=True`` in the config, checked alike) steers training state only:
@@ -18,9 +18,10 @@
   with AVX512-BF16/AMX, ``'float16'`` with ``loss_scale='dynamic'`` on older GPUs; on a CPU without native bf16 it
   keeps fp32 and says so in one line (emulated bf16 is ~70x slower there).
 - ``--ema``: keep an exponential moving average of the weights (unilm's ``--model_ema``, mmpretrain's ``EMAHook``):
-  MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`beit_mm.apis.train.EMA_DEFAULTS` (unilm's decay 0.9999,
-  i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints' ``state_dict`` are the EMA
-  weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and ``--resume`` restores both.
+  MMEngine's ``EMAHook`` with the config's ``ema_cfg`` or, without one, :data:`beit_mm.engine.hooks.ema.EMA_DEFAULTS`
+  (unilm's decay 0.9999, i.e. ``momentum=1e-4``, one update per iteration). Validation and the saved checkpoints'
+  ``state_dict`` are the EMA weights; the raw weights go to ``ema_state_dict`` (MMEngine swaps them), and
+  ``--resume`` restores both.
 - ``--compile [BACKEND]``: ``torch.compile(fullgraph=True)`` of the model on any device, with BACKEND (inductor
   unless named; ``aot_eager`` traces without generating code). Without it the config's ``compile`` setting applies
   (``configs/_base_/default_runtime*.py``: the whole model on CUDA): :mod:`beit_mm.engine.compile`, applied by
@@ -40,20 +41,17 @@ import sys
 
 from mmengine.config import DictAction
 
-from beit_mm.apis.train import TrainingRefused, is_rank_zero, train
+from beit_mm.apis.train import TrainingRefused, train
+from beit_mm.engine.launch import is_rank_zero
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Train a model with beit_mm')
     parser.add_argument('config', help='train config file path')
     parser.add_argument('--work-dir', help='the dir to save logs and models (default: work_dirs/<config stem>)')
-    parser.add_argument(
-        '--resume',
-        nargs='?',
-        const='auto',
-        default=None,
-        metavar='CKPT',
-        help='resume training: without a value from the latest checkpoint in the work dir, else from CKPT')
+    parser.add_argument('--resume', nargs='?', const='auto', default=None, metavar='CKPT',
+                        help='resume training: without a value from the latest checkpoint in the work dir, else from '
+                        'CKPT')
     parser.add_argument('--resume-schedule-in-samples', action='store_true',
                         help='resume a checkpoint trained with another global batch (processes x batch x '
                         'accumulation): continue at this batch with the schedule counted in images seen '
@@ -67,19 +65,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         'decay 0.9999); validation and checkpoints use the EMA weights')
     parser.add_argument('--tensorboard', action='store_true',
                         help='also log scalars (losses, lr, metrics) to TensorBoard: <work_dir>/<timestamp>/vis_data')
-    parser.add_argument(
-        '--compile',
-        nargs='?',
-        const='inductor',
-        default=None,
-        metavar='BACKEND',
-        help='torch.compile(fullgraph=True) the model on any device with this backend (default inductor); '
-             "without it the config's compile setting applies (CUDA only by default)")
-    parser.add_argument(
-        '--cfg-options',
-        nargs='+',
-        action=DictAction,
-        help='override settings of the config, key=value pairs, e.g. train_cfg.max_iters=100')
+    parser.add_argument('--compile', nargs='?', const='inductor', default=None, metavar='BACKEND',
+                        help='torch.compile(fullgraph=True) the model on any device with this backend (default '
+                        "inductor); without it the config's compile setting applies (CUDA only by default)")
+    parser.add_argument('--cfg-options', nargs='+', action=DictAction,
+                        help='override settings of the config, key=value pairs, e.g. train_cfg.max_iters=100')
     parser.add_argument('--launcher', choices=['none', 'pytorch', 'slurm', 'mpi'], default='none', help='job launcher')
     # torch.distributed.launch passes --local-rank (torch >= 2.0) or --local_rank; torchrun sets LOCAL_RANK.
     parser.add_argument('--local_rank', '--local-rank', type=int, default=0)

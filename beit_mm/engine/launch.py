@@ -133,6 +133,12 @@ def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
         **kwargs)
 
 
+def is_rank_zero() -> bool:
+    """Whether this process speaks for the run: rank 0 of a launched run (torchrun/slurm set ``RANK`` before any
+    process group exists), or a single process."""
+    return os.environ.get('RANK', '0') == '0'
+
+
 def destroy_process_group() -> None:
     """Tear the default process group down for good before the interpreter exits. Call it after dropping the last
     reference to the Runner (``del runner``), as ``tools/train.py`` and ``tools/test.py`` do.

@@ -149,29 +149,11 @@ def drop_stored_configs(obj: Mapping) -> list[str]:
     return dropped
 
 
-# One checkpoint opened by a tool's checks, handed to the next opening of the same unchanged file (MMEngine's load in
-# Runner.resume), so that ``--resume`` reads a BEiT-L checkpoint (3.6 GB with AdamW state) once, not three times.
-_handed_over: dict[tuple, object] = {}
-
-
-def _file_identity(path: str) -> tuple:
-    """(real path, device, inode, size, modification time): a file replaced or rewritten since has another."""
+def file_identity(path: str) -> tuple:
+    """(real path, device, inode, size, modification time) of the file ``path``: a file replaced or rewritten since
+    has another. Lets a reader that already opened a file tell whether a later opening would read the same bytes."""
     stat = os.stat(path)
     return osp.realpath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-def hand_over(path: str, obj) -> None:
-    """Keep ``obj``, what :func:`open_checkpoint` returned for ``path``, for the next opening of that same file (once;
-    a later change of the file makes it stale and it is read again). One slot: an earlier hand-over is dropped."""
-    _handed_over.clear()
-    _handed_over[_file_identity(path)] = obj
-
-
-def _take_handed_over(path: str):
-    try:
-        return _handed_over.pop(_file_identity(path), None) if _handed_over else None
-    except OSError:
-        return None
 
 
 def open_checkpoint(path: str, map_location='cpu'):
@@ -187,9 +169,6 @@ def open_checkpoint(path: str, map_location='cpu'):
             (a whole ``nn.Module``), or tensors that are not dense, lie outside their storage, overlap, or declare
             more bytes than the file holds.
     """
-    handed_over = _take_handed_over(path)
-    if handed_over is not None:  # opened and checked by the tool a moment ago (CPU tensors; loading moves them)
-        return handed_over
     with open_input(path, 'checkpoint') as f:
         size = check_checkpoint_stream(f, path)
         try:

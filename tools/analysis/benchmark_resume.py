@@ -8,7 +8,9 @@ Writes one training checkpoint the size of a BEiT-L run's (the backbone's weight
 
 - ``before`` (f67fafc): ``check_resumable`` (a full read), ``check_start_checkpoint``'s ``load_state_dict_file`` (a
   second) and MMEngine's load in ``Runner.resume`` through ``beit_mm.fileio`` (a third);
-- ``after``: ``check_resumable``, the weights check on what it read, then ``hand_over`` and MMEngine's load taking it.
+- ``after``: ``check_resumable``, the weights check on what it read, then the runner's load taking that object
+  (:func:`beit_mm.engine.opened_checkpoint.give_to_runner`; here a ``Runner`` with an empty model and no hooks, so
+  that only the load's read is timed, as in ``before``).
 
 Model building, data and training steps are the same in both and are left out. Prints seconds, peak RSS and the
 ratio; the checkpoint is written once into ``--work-dir`` (checked as every output is) and reused.
@@ -27,24 +29,32 @@ ARCHS = {'base': (768, 12), 'large': (1024, 24)}
 
 _MEASURE = r'''
 import json, resource, sys, time
+from types import SimpleNamespace
 import torch
+from mmengine.runner import Runner
 from mmengine.runner.checkpoint import _load_checkpoint
 import beit_mm
 from beit_mm.apis.checkpoint import check_resumable
+from beit_mm.engine.opened_checkpoint import OpenedCheckpoint, give_to_runner, identity_or_none
 from beit_mm.fileio import load_state_dict_file, unwrap_state_dict
-from beit_mm.fileio.checkpoint import hand_over
 path, mode = sys.argv[1], sys.argv[2]
 start = time.perf_counter()
+identity = identity_or_none(path)
 opened = check_resumable(path, with_ema=False)
 if mode == 'before':
     del opened
     weights = load_state_dict_file(path)        # check_start_checkpoint's read
     del weights
+    loaded = _load_checkpoint(path, map_location='cpu')  # Runner.resume -> MMEngine's CheckpointLoader -> the room
 else:
     weights = unwrap_state_dict(opened)         # the weights check on what was read
-    hand_over(path, opened)
-    del opened, weights
-loaded = _load_checkpoint(path, map_location='cpu')  # Runner.resume -> MMEngine's CheckpointLoader -> beit_mm.fileio
+    del weights
+    runner = Runner.__new__(Runner)             # only its load (no model to fill, no hooks): the read is timed
+    runner.model, runner.call_hook = torch.nn.Module(), lambda *args, **kwargs: None
+    runner.logger = SimpleNamespace(info=lambda message: None)
+    give_to_runner(runner, OpenedCheckpoint(path, identity, opened))
+    del opened
+    loaded = runner.load_checkpoint(path, map_location='cpu')  # Runner.resume's load: takes what was read
 seconds = time.perf_counter() - start
 print(json.dumps(dict(seconds=seconds, peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       tensors=len(loaded['state_dict']))))
