@@ -1,8 +1,7 @@
 """beit_mm.studies.heads (tools/analysis/head_study.py's library) in-process: each head's config as its run trains it
-(every iteration count rescaled with --iters), the runs on an ADE20K-layout root with ``tools/train.py`` stood in for
-(the written config, the metrics read from its log, finished runs reused and other settings refused), the report
-against hand-worked numbers; the CLI's refusal of a root without images."""
-import argparse
+(every iteration count rescaled with --iters), the runs on an ADE20K-layout root with the training child process stood
+in for (the written config, the metrics read from MMEngine's scalar files, finished runs reused and other settings
+refused), the report against hand-worked numbers; the CLI's refusal of a root without images."""
 import json
 import os
 import pathlib
@@ -14,15 +13,18 @@ from mmengine.config import Config
 
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.studies import heads, runs
+from beit_mm.studies.settings import HeadStudySettings
 
 from .conftest import ROOT
 
+TOOL_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (ROOT, os.environ.get('PYTHONPATH')))))
 
-def head_args(tmp_path, **changes) -> argparse.Namespace:
+
+def head_args(tmp_path, **changes) -> HeadStudySettings:
     args = dict(data_root=str(tmp_path / 'ade'), heads=list(heads.HEADS), seeds=[0], iters=None,
                 work_dir=str(tmp_path / 'work'))
     args.update(changes)
-    return argparse.Namespace(**args)
+    return HeadStudySettings(**args)
 
 
 def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
@@ -45,18 +47,23 @@ def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
 
 def test_heads_over_seeds_with_baseline_and_reuse(tmp_path, monkeypatch):
     """Every head and seed trains once on the config written to its folder (2 iterations, its seed, the data root);
-    its metrics come from its log; the same study again reuses them; another --iters in the same work dir is
-    refused, not mixed."""
+    its metrics come from the scalar file MMEngine writes; the same study again reuses them; another --iters in the
+    same work dir is refused, not mixed."""
     root = make_demo_ade20k(str(tmp_path / 'ade'), num_train=4, num_val=2, size=64, seed=0)
     trained = []
 
-    def fake_train(cmd, **kwargs):  # tools/train.py CONFIG --work-dir WORK ...: a log whose mIoU names the run
-        cfg = Config.fromfile(cmd[2])
-        trained.append((cmd[2], cfg.train_cfg.max_iters, cfg.randomness.seed, cfg.val_dataloader.dataset.data_root))
-        log = f'mIoU: {len(trained)}.5 aAcc: 50.0 mAcc: 25.0\n'
-        return subprocess.CompletedProcess(cmd, 0, log, '')
+    def fake_train(log_path, config, kwargs):  # the child: a scalars.json whose mIoU names the run
+        cfg = Config.fromfile(config)
+        trained.append((config, cfg.train_cfg.max_iters, cfg.randomness.seed, cfg.val_dataloader.dataset.data_root))
+        scalars = os.path.join(kwargs['work_dir'], '20261127_060000', 'vis_data')
+        os.makedirs(scalars)
+        with open(os.path.join(scalars, 'scalars.json'), 'w') as f:
+            f.write(json.dumps(dict(loss=1.0, step=2)) + '\n')
+            f.write(json.dumps(dict(mIoU=len(trained) + 0.5, aAcc=50.0, mAcc=25.0, step=2)) + '\n')
+        open(log_path, 'w').close()
+        return 0
 
-    monkeypatch.setattr(runs.subprocess, 'run', fake_train)
+    monkeypatch.setattr(runs, 'start_training', fake_train)
     args = head_args(tmp_path, data_root=root, seeds=[0, 1], iters=2)
     out = heads.run_study(args)
     assert [t[0] for t in trained] == [str(tmp_path / 'work' / h / f'seed{s}' / 'study_config.py')
@@ -90,7 +97,7 @@ def test_head_report():
 def test_cli_refuses_a_root_without_images(tmp_path):
     proc = subprocess.run([sys.executable, 'tools/analysis/head_study.py', '--data-root', str(tmp_path / 'none'),
                            '--work-dir', str(tmp_path / 'work')], cwd=ROOT, capture_output=True, text=True,
-                          env=runs.study_env(), timeout=300)
+                          env=TOOL_ENV, timeout=300)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
         f'head_study: {tmp_path / "none"} has no images/training; make the demo data with bash tools/run_demo.sh (or '

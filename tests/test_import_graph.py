@@ -11,9 +11,14 @@
   ``__name__`` or a config's ``type`` compared with string literals (at f7d14e4: ``apis/inference.py`` 'EoMT',
   ``apis/export.py`` and ``apis/hub.py`` 'ImageClassifier', ``converters/hf_config.py`` 'BEiT' and the HF heads,
   ``data/checks.py`` 'LoadImageFromFile'/'LoadAnnotations'); a subclass or a scoped name fails such a test.
-- the studies (``beit_mm.studies``) sit on top: they import models, evaluation, data and the file room, nothing of
-  beit_mm imports them (before issue 40 this library was ``tools/analysis/mim_study.py``, imported by other tools
-  through ``sys.path`` edits).
+- the studies (``beit_mm.studies``) sit on top: they import models, evaluation, data, the entry points of ``apis``
+  and the file room, nothing of beit_mm imports them (before issue 40 this library was
+  ``tools/analysis/mim_study.py``, imported by other tools through ``sys.path`` edits);
+- nothing in beit_mm starts a program or runs a script of ``tools/`` (no ``subprocess``, ``os.system``/``exec*``/
+  ``spawn*``/``popen``, ``runpy``; no path built from ``'tools'``): the library calls the library (at a50f321
+  ``studies/runs.py``, ``mim.py`` and ``transfer.py`` ran ``tools/train.py``, ``tools/convert_checkpoint.py`` and
+  ``tools/analysis/mim_study.py`` as subprocesses); a message that tells the user a command is fine;
+- the file room imports nothing of ``engine/`` or ``apis/``, not even by name (``importlib.import_module``).
 
 Imports anywhere in a file count, also those inside functions.
 """
@@ -95,6 +100,89 @@ def test_no_import_circle_between_modules():
     assert not cycles, cycles
 
 
+def test_the_file_room_names_no_engine_or_apis_module():
+    """No module of the file room imports ``beit_mm.engine`` or ``beit_mm.apis`` (at any depth), nor names one in a
+    string (an ``importlib.import_module`` or a registry lookup by dotted name would hide the arrow from the graph)."""
+    upward = ('beit_mm.engine', 'beit_mm.apis')
+    graph = _module_graph()
+    found = [f'{m} imports {t}' for m, ts in graph.items() if m.startswith('beit_mm.fileio') for t in sorted(ts)
+             if t.startswith(upward)]
+    for folder, _, files in os.walk(osp.join(ROOT, 'beit_mm', 'fileio')):
+        for name in sorted(f for f in files if f.endswith('.py')):
+            path = osp.join(folder, name)
+            for node in ast.walk(ast.parse(open(path).read())):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                        and node.value.startswith(upward)):
+                    found.append(f'{osp.relpath(path, ROOT)}:{node.lineno} names {node.value!r}')
+    assert not found, found
+
+
+# Calls that start another program: any attribute of these modules, or these functions of ``os``.
+PROCESS_MODULES = ('subprocess', 'runpy', 'pty')
+PROCESS_FUNCTIONS = ('system', 'popen', 'execv', 'execve', 'execl', 'execle', 'execlp', 'execlpe', 'execvp',
+                     'execvpe', 'spawnl', 'spawnle', 'spawnlp', 'spawnlpe', 'spawnv', 'spawnve', 'spawnvp',
+                     'spawnvpe', 'posix_spawn', 'posix_spawnp')
+
+
+def runs_a_program(root: str, top: str = 'beit_mm') -> list[str]:
+    """``path:line what`` of every place under ``root/top`` that starts another program or names a script of
+    ``tools/`` to run: an import of :data:`PROCESS_MODULES`, a call of ``os.<PROCESS_FUNCTIONS>``, a path built from
+    the string ``'tools'`` (``osp.join(ROOT, 'tools', 'train.py')``) or a path to a script of ``tools/`` given to a
+    call or put in a command list (``run(['python', 'tools/train.py'])``). Docstrings, messages that show the user a
+    command (``'python tools/train.py CONFIG'``) and a tool's name as a label (``WORK_DIR_WRITER = 'tools/train.py'``)
+    are not paths to run."""
+    found = []
+    for folder, _, files in os.walk(osp.join(root, top)):
+        for name in sorted(f for f in files if f.endswith('.py')):
+            path = osp.join(folder, name)
+            where = osp.relpath(path, root)
+            tree = ast.parse(open(path).read())
+            handed = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call) for arg in node.args}
+            handed |= {id(e) for node in ast.walk(tree) if isinstance(node, (ast.List, ast.Tuple)) for e in node.elts}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    found += [f'{where}:{node.lineno} imports {a.name}' for a in node.names
+                              if a.name.split('.')[0] in PROCESS_MODULES]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    if node.module.split('.')[0] in PROCESS_MODULES or (
+                            node.module == 'os' and any(a.name in PROCESS_FUNCTIONS for a in node.names)):
+                        found.append(f'{where}:{node.lineno} imports from {node.module}')
+                elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == 'os'
+                      and node.attr in PROCESS_FUNCTIONS):
+                    found.append(f'{where}:{node.lineno} calls os.{node.attr}')
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    text = node.value.strip().replace(os.sep, '/')
+                    if text in ('tools', 'tools/') or (id(node) in handed and ' ' not in text and text.startswith(
+                            ('tools/', './tools/')) and text.endswith(('.py', '.sh'))):
+                        found.append(f'{where}:{node.lineno} names {node.value!r}')
+    return found
+
+
+def test_nothing_in_the_package_runs_a_program_or_a_tool():
+    """The library calls the library: no module of beit_mm starts a program or builds a path to a script of tools/
+    (:func:`runs_a_program`); the studies train through ``beit_mm.apis.train`` in a spawned interpreter whose target is
+    a library function. At a50f321 this listed studies/runs.py, mim.py and transfer.py (subprocess imports and runs,
+    ``osp.join(ROOT, 'tools', ...)``)."""
+    assert not runs_a_program(ROOT), runs_a_program(ROOT)
+
+
+def test_the_scan_sees_every_way_to_run_a_tool(tmp_path):
+    """:func:`runs_a_program` on a made-up package: each way of starting a tool is found, a message and a label
+    are not."""
+    (tmp_path / 'pkg').mkdir()
+    (tmp_path / 'pkg' / 'a.py').write_text(
+        'import os\nimport os.path as osp\nfrom subprocess import run\n'
+        "os.system('python x.py')\n"
+        "cmd = [sys.executable, 'tools/train.py']\n"
+        "osp.join(ROOT, 'tools', 'train.py')\n"
+        "runpy_like('tools/analysis/probe.py')\n"
+        "WRITER = 'tools/train.py'\n"
+        "raise SystemExit('run python tools/train.py CONFIG first')\n")
+    assert runs_a_program(str(tmp_path), 'pkg') == [
+        'pkg/a.py:3 imports from subprocess', 'pkg/a.py:4 calls os.system', "pkg/a.py:5 names 'tools/train.py'",
+        "pkg/a.py:6 names 'tools'", "pkg/a.py:7 names 'tools/analysis/probe.py'"]
+
+
 def test_models_import_nothing_from_converters_or_apis():
     graph = _module_graph()
     upward = {m: sorted(t for t in ts if t.startswith(('beit_mm.converters', 'beit_mm.apis')))
@@ -167,13 +255,15 @@ def test_tools_ask_the_class_not_its_name():
 
 def test_nothing_in_the_package_imports_the_studies():
     """``beit_mm.studies`` (the study machinery behind tools/analysis/*_study.py) sits on top: it imports the models,
-    evaluation, data and the file room; nothing else of beit_mm imports it, and ``import beit_mm`` does not load it."""
+    evaluation, data, the entry points (``apis``: training, conversion) and the file room; nothing else of beit_mm
+    imports it, and ``import beit_mm`` does not load it."""
     graph = _module_graph()
     assert any(m.startswith('beit_mm.studies.') for m in graph), 'no beit_mm.studies modules found'
     inward = {m: sorted(t for t in ts if t.startswith('beit_mm.studies'))
               for m, ts in graph.items() if not m.startswith('beit_mm.studies')}
     assert not any(inward.values()), {m: t for m, t in inward.items() if t}
-    allowed = ('beit_mm.studies', 'beit_mm.fileio', 'beit_mm.evaluation', 'beit_mm.data', 'beit_mm.models')
+    allowed = ('beit_mm.studies', 'beit_mm.fileio', 'beit_mm.evaluation', 'beit_mm.data', 'beit_mm.models',
+               'beit_mm.apis')
     outward = {m: sorted(t for t in ts if not t.startswith(allowed))
                for m, ts in graph.items() if m.startswith('beit_mm.studies')}
     assert not any(outward.values()), {m: t for m, t in outward.items() if t}

@@ -26,8 +26,15 @@ from beit_mm.evaluation import probe as P
 from beit_mm.studies import configs as C
 from beit_mm.studies import graph, mim, runs
 from beit_mm.studies import report as R
+from beit_mm.studies.settings import MimStudySettings, StudySettingsError
 
 from .conftest import ROOT
+
+TOOL_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (ROOT, os.environ.get('PYTHONPATH')))))
+
+
+def shipped(rel_path: str) -> str:
+    return C.shipped_config(C.default_config_dir(), rel_path)
 
 
 def make_data(tmp_path):
@@ -36,17 +43,29 @@ def make_data(tmp_path):
     return labeled, unlabeled
 
 
-def study_args(tmp_path, labeled: str, unlabeled: str, **changes) -> argparse.Namespace:
-    """What tools/analysis/mim_study.py's parse_args returns for these roots: its defaults, 2 iterations a stage, one
-    seed, the scratch arm and the linear decoder, no workers; ``changes`` replace any."""
+def study_args(tmp_path, labeled: str, unlabeled: str, **changes) -> MimStudySettings:
+    """The study's settings for these roots: 2 iterations a stage, one seed, the scratch arm and the linear decoder,
+    no workers, otherwise tools/analysis/mim_study.py's defaults; ``changes`` replace any."""
     args = dict(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=7, num_labeled=None, seeds=[0],
                 pretrain_seeds=1, arms=['scratch'], vqkd_teacher='pixels-blockwise', vqkd_iters=2,
                 vqkd_dead_code_ratio=0.1, teacher_labeled_root=None, teacher_num_classes=None, teacher_head='linear',
                 teacher_iters=2, ft_options=[], ft_keep_init=[], heads=['linear'], dvae_iters=2, mim_iters=2,
                 ft_iters=2, work_dir=str(tmp_path / 'study'), img_suffix=None, seg_map_suffix=None, workers=0, jobs=1)
     args.update(changes)
-    args.setdefault('pretrain_dir', args['work_dir'])
-    return argparse.Namespace(**args)
+    return MimStudySettings(**args)
+
+
+def test_settings_are_checked_and_made_absolute(tmp_path, monkeypatch):
+    """The settings refuse what the study cannot run with (the CLI's messages) and make roots absolute, whatever
+    the current folder is later."""
+    monkeypatch.chdir(tmp_path)
+    settings = MimStudySettings('l', 'u', 7, work_dir='w', ft_iters=5)
+    assert (settings.labeled_root, settings.pretrain_dir, settings.teacher_iters) == (str(tmp_path / 'l'),
+                                                                                      str(tmp_path / 'w'), 5)
+    with pytest.raises(StudySettingsError, match='the vqkd-supervised arm needs --teacher-labeled-root'):
+        MimStudySettings('l', 'u', 7, arms=['scratch', 'vqkd-supervised'])
+    with pytest.raises(StudySettingsError, match='--heads segformer: not one of linear'):
+        MimStudySettings('l', 'u', 7, heads=['segformer'])
 
 
 # ------------------------------------------------------------------------------------------------ data, configs
@@ -152,7 +171,7 @@ def test_study_configs_point_every_run_at_the_study(tmp_path):
 
 
 def test_rescale_iterations():
-    cfg = Config.fromfile(C.DVAE_CONFIG)
+    cfg = Config.fromfile(shipped(C.DVAE_CONFIG))
     old, warmup = cfg.train_cfg.max_iters, cfg.param_scheduler[0].end
     tau, beta, every = (cfg.custom_hooks[0].temperature_iters, cfg.custom_hooks[0].kl_weight_iters,
                         cfg.custom_hooks[1].interval)
@@ -171,7 +190,7 @@ def test_rescale_iterations():
 def test_rescale_iterations_moves_eomt_annealing():
     """EoMT's annealing steps scale with the run (the study's eomt arm at another --ft-iters), each end after its
     start."""
-    cfg = Config.fromfile(C.FT_CONFIGS['eomt'])
+    cfg = Config.fromfile(shipped(C.FT_CONFIGS['eomt']))
     assert cfg.model.mask_annealing.start_steps == [332, 664] and cfg.model.mask_annealing.end_steps == [664, 996]
     C.rescale_iterations(cfg, 3600)
     assert cfg.model.mask_annealing.start_steps == [996, 1992] and cfg.model.mask_annealing.end_steps == [1992, 2988]
@@ -181,35 +200,54 @@ def test_rescale_iterations_moves_eomt_annealing():
 
 
 # --------------------------------------------------------------------------------------------- runs and cache
+def fake_training(calls: list, log: str = 'loss: 1.0', code: int = 0):
+    """A stand-in for ``runs.start_training`` (the child process): records what it was asked, writes ``log`` where
+    the child writes its output, returns ``code``."""
+    def start(log_path, config, kwargs):
+        calls.append((config, kwargs))
+        with open(log_path, 'w') as f:
+            f.write(log)
+        return code
+    return start
+
+
 def test_a_cut_run_resumes_only_with_the_same_config_and_options(tmp_path, monkeypatch):
     """A study run cut short (a killed job, the end of a session) continues from its checkpoints when the study calls
     it again with the same config text and options; anything else starts over (not a resume into another recipe)."""
     calls = []
-    monkeypatch.setattr(runs.subprocess, 'run', lambda cmd, **kw: calls.append((cmd, kw)) or
-                        subprocess.CompletedProcess(cmd, 0, 'loss: 1.0', ''))
+    monkeypatch.setattr(runs, 'start_training', fake_training(calls))
     config, work = tmp_path / 'mim.py', str(tmp_path / 'run')
     config.write_text('max_iters = 3000\n')
-    mode = lambda: [a for a in calls[-1][0] if a in ('--resume', '--overwrite')]  # noqa: E731
+    mode = lambda: (calls[-1][1]['resume'], calls[-1][1]['overwrite'])  # noqa: E731
     assert runs.train(str(config), work, ['randomness.seed=0']) == 'loss: 1.0'
-    assert mode() == ['--overwrite'] and calls[-1][0][-2:] == ['--cfg-options', 'randomness.seed=0']
-    assert calls[-1][1]['env']['PYTHONPATH'].split(os.pathsep)[0] == ROOT  # tools/train.py imports this checkout
+    assert mode() == (None, True) and calls[-1] == (str(config), dict(
+        work_dir=work, resume=None, overwrite=True, cfg_options={'randomness.seed': 0}))
     runs.train(str(config), work, ['randomness.seed=0'])
-    assert mode() == ['--resume']
+    assert mode() == ('auto', False)
     runs.train(str(config), work, ['randomness.seed=1'])
-    assert mode() == ['--overwrite']
+    assert mode() == (None, True)
     config.write_text('max_iters = 1000\n')
     runs.train(str(config), work, ['randomness.seed=1'])
-    assert mode() == ['--overwrite']
+    assert mode() == (None, True)
     runs.train(str(config), work, ['randomness.seed=1'])
-    assert mode() == ['--resume']
+    assert mode() == ('auto', False)
     assert (tmp_path / 'run' / 'train.log').read_text() == 'loss: 1.0'
 
 
 def test_a_failed_run_names_its_log(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs.subprocess, 'run', lambda cmd, **kw: subprocess.CompletedProcess(cmd, 3, '', 'boom'))
+    monkeypatch.setattr(runs, 'start_training', fake_training([], 'boom', 3))
     (tmp_path / 'c.py').write_text('x = 1\n')
     with pytest.raises(RuntimeError, match=rf'failed \(exit 3\); log {tmp_path}/run/train.log:\nboom'):
         runs.train(str(tmp_path / 'c.py'), str(tmp_path / 'run'), [])
+
+
+def test_a_refused_run_is_reported_with_the_refusal(tmp_path):
+    """The real child process (``beit_mm.apis.train.train`` in a spawned interpreter) on a config it refuses: the
+    study's error carries the refusal as tools/train.py prints it, written to the run's train.log."""
+    (tmp_path / 'c.py').write_text('x = 1\n')  # no model, no train_cfg
+    with pytest.raises(RuntimeError, match=r'failed \(exit [12]\); log .*train.log:\n') as error:
+        runs.train(str(tmp_path / 'c.py'), str(tmp_path / 'run'), [])
+    assert (tmp_path / 'run' / 'train.log').read_text().strip()[-500:] in str(error.value)
 
 
 def test_cached_reuses_a_finished_run_and_refuses_other_settings(tmp_path):
@@ -234,11 +272,18 @@ def test_cached_reuses_a_finished_run_and_refuses_other_settings(tmp_path):
     assert (tmp_path / 'run' / 'metrics.json').read_text() == stored and calls == [1]
 
 
-def test_log_values_and_the_last_checkpoint(tmp_path):
-    log = 'Iter(train) loss: 2.5 lr: 1e-3\nIter(val) mIoU: 10.25 aAcc: 50.0 train/loss: 9\nIter(train) loss: 1.5e-2'
-    assert runs.last_value(log, 'loss') == 0.015 and runs.last_value(log, 'mIoU') == 10.25
-    with pytest.raises(RuntimeError, match='no "mAcc: <number>" in the training log'):
-        runs.last_value(log, 'mAcc')
+def test_scalars_and_the_last_checkpoint(tmp_path):
+    """The last value of a scalar over MMEngine's scalar files, the latest start of the run last (a resumed run
+    writes a second ``<timestamp>/vis_data/scalars.json``)."""
+    for stamp, lines in (('20261127_060000', [dict(loss=2.5, lr=1e-3, step=1), dict(mIoU=10.25, aAcc=50.0, step=1)]),
+                         ('20261127_050000', [dict(loss=9.0, mAcc=3.0, step=1)]),
+                         ('20261127_070000', [dict(loss=1.5e-2, step=2), dict(lr=1e-4, step=2)])):
+        os.makedirs(tmp_path / stamp / 'vis_data')
+        (tmp_path / stamp / 'vis_data' / 'scalars.json').write_text(''.join(json.dumps(x) + '\n' for x in lines))
+    assert runs.last_scalar(str(tmp_path), 'loss') == 0.015 and runs.last_scalar(str(tmp_path), 'mIoU') == 10.25
+    assert runs.last_scalar(str(tmp_path), 'mAcc') == 3.0
+    with pytest.raises(RuntimeError, match=r'no scalar "mim_acc" in .*20261127_050000/vis_data/scalars.json'):
+        runs.last_scalar(str(tmp_path), 'mim_acc')
     (tmp_path / 'last_checkpoint').write_text('/elsewhere/iter_2.pth\n')
     assert runs.last_checkpoint(str(tmp_path)) == str(tmp_path / 'iter_2.pth')
     os.makedirs(tmp_path / 'tokenizer_eval')
@@ -308,16 +353,22 @@ def test_run_finetune_starts_from_the_right_weights(tmp_path, monkeypatch):
     """Scratch trains with ``init_cfg=None``, a MIM arm from its checkpoint with the recipe's extra options; the
     settings a fine-tuning result is cached with name what it depends on."""
     calls = []
-    monkeypatch.setattr(mim, 'train', lambda config, work, options: calls.append((config, work, options)) or
-                        'mIoU: 10.0 aAcc: 50.0 mAcc: 20.0')
-    args = study_args(tmp_path, 'labeled', 'pool', ft_options=['optimizer.lr=0.1'], ft_keep_init=['gamma_'],
+
+    def fake_train(config, work, options):  # the run's scalar file, as MMEngine's LocalVisBackend writes it
+        calls.append((config, work, options))
+        os.makedirs(os.path.join(work, '20261127_060000', 'vis_data'))
+        with open(os.path.join(work, '20261127_060000', 'vis_data', 'scalars.json'), 'w') as f:
+            f.write(json.dumps(dict(mIoU=10.0, aAcc=50.0, mAcc=20.0, step=2)) + '\n')
+
+    monkeypatch.setattr(mim, 'train', fake_train)
+    args = study_args(tmp_path, '/labeled', '/pool', ft_options=['optimizer.lr=0.1'], ft_keep_init=['gamma_'],
                       pretrain_dir=str(tmp_path / 'pre'))
     configs = {'finetune-linear': 'ft.py'}
     scratch = mim.run_finetune(args, configs, 'linear', 'scratch', None, 1)
     assert calls[-1] == ('ft.py', str(tmp_path / 'study' / 'finetune' / 'linear' / 'scratch_seed1'),
                          ['randomness.seed=1', 'model.backbone.init_cfg=None', 'optimizer.lr=0.1'])
     assert (scratch['mIoU'], scratch['aAcc'], scratch['mAcc']) == (10.0, 50.0, 20.0)
-    assert scratch['settings'] == dict(labeled_root='labeled', num_classes=7, num_labeled=None, ft_iters=2, seed=1,
+    assert scratch['settings'] == dict(labeled_root='/labeled', num_classes=7, num_labeled=None, ft_iters=2, seed=1,
                                        mim_iters=None, ft_options=['optimizer.lr=0.1'])
     arm = mim.run_finetune(args, configs, 'linear', 'vqkd-blockwise', '/pre/iter_2.pth', 0)
     assert calls[-1][2][1] == 'model.backbone.init_cfg.checkpoint=/pre/iter_2.pth'
@@ -484,7 +535,7 @@ def rename_files(root: str, image_suffix: str = '.jpg') -> None:
 def test_data_errors_stop_the_study_before_any_run(tmp_path, monkeypatch):
     """Labeled images that are not .jpg (the default suffix) or ``--num-labeled`` above the training images: the
     study stops at once with what was looked for, where, and what was found; nothing trains."""
-    monkeypatch.setattr(runs.subprocess, 'run', lambda *a, **k: pytest.fail('a run started'))
+    monkeypatch.setattr(runs, 'start_training', lambda *a, **k: pytest.fail('a run started'))
     labeled, unlabeled = make_data(tmp_path)
     with pytest.raises(P.LabeledDataError, match=rf'^--num-labeled 9 is more than the 8 images of {labeled}/'):
         mim.run_study(study_args(tmp_path, labeled, unlabeled, num_labeled=9))
@@ -510,7 +561,7 @@ def test_study_end_to_end_then_reused(tmp_path, monkeypatch):
     cmd = [sys.executable, 'tools/analysis/mim_study.py', '--labeled-root', labeled, '--unlabeled-root', unlabeled,
            '--num-classes', '7', '--seeds', '0', '--arms', 'scratch', 'pixels-blockwise', '--mim-iters', '2',
            '--ft-iters', '2', '--workers', '0', '--work-dir', str(work)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=runs.study_env())
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=TOOL_ENV)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     report = json.loads((work / 'report.json').read_text())
     assert list(report['results']) == ['scratch', 'pixels-blockwise']
@@ -531,7 +582,7 @@ def test_study_end_to_end_then_reused(tmp_path, monkeypatch):
     assert (work / 'probe_curves.png').is_file()
     assert {'finetune_linear.py', 'mim_pixels-blockwise.py'} <= set(os.listdir(work / 'configs'))
     assert not (work / 'dvae').exists()  # the pixel arm needs no tokenizer
-    monkeypatch.setattr(runs.subprocess, 'run', lambda *a, **k: pytest.fail('a finished run trained again'))
+    monkeypatch.setattr(runs, 'start_training', lambda *a, **k: pytest.fail('a finished run trained again'))
     args = study_args(tmp_path, labeled, unlabeled, arms=['scratch', 'pixels-blockwise'], work_dir=str(work))
     mim.run_study(args)
     assert json.loads((work / 'report.json').read_text())['results'] == report['results']

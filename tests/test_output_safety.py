@@ -570,7 +570,7 @@ def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypa
     work.mkdir()
     (work / 'train.log').write_text('my own log\n')
     (tmp_path / 'c.py').write_text('x = 1\n')
-    monkeypatch.setattr(runs.subprocess, 'run', lambda *a, **k: pytest.fail('the run started'))
+    monkeypatch.setattr(runs, 'start_training', lambda *a, **k: pytest.fail('the run started'))
     with pytest.raises(OutputError, match=r'train.log is not a file a beit_mm tool recorded writing there'):
         runs.train(str(tmp_path / 'c.py'), str(work), [])
     assert sorted(os.listdir(work)) == ['train.log'] and (work / 'train.log').read_text() == 'my own log\n'

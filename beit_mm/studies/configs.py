@@ -1,12 +1,13 @@
-"""The MIM study's configs: the shipped files of ``configs/studies/`` and the edits that point them at a study's
-data roots, class count and iteration counts (:func:`study_configs`), written to ``<work dir>/configs/``.
+"""The MIM study's configs: the shipped files of ``configs/studies/`` (named relative to the config folder, by default
+:func:`default_config_dir`, ``configs/`` beside the package; a study's settings may name another) and the edits that
+point them at a study's data roots, class count and iteration counts (:func:`study_configs`), written to
+``<work dir>/configs/``.
 
 :func:`rescale_iterations` is the one rule for changing a config's length: every iteration-valued field moves with
 ``train_cfg.max_iters`` (the study and ``tools/analysis/head_study.py --iters`` both use it).
 """
 from __future__ import annotations
 
-import argparse
 import inspect
 import os.path as osp
 from collections.abc import Callable
@@ -17,9 +18,8 @@ from beit_mm.fileio.outputs import atomic_file
 if TYPE_CHECKING:
     from mmengine.config import Config, ConfigDict
 
-# the checkout: the study runs tools/train.py and reads configs/ from it
-ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
-STUDY = osp.join(ROOT, 'configs', 'studies')
+# the shipped study configs, relative to the config folder
+STUDY = 'studies'
 DVAE_CONFIG = osp.join(STUDY, 'dvae-tiny-v256_1xb32-1k_shapes-64px.py')
 MIM_CONFIGS = {
     'tokens-blockwise': osp.join(STUDY, 'beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py'),
@@ -42,6 +42,27 @@ FT_CONFIGS = {  # fine-tuning decoders: the same backbone, data, optimizer and s
     'mask2former': osp.join(STUDY, 'beit-tiny-p8_beit-pre_mask2former_1xb8-1.2k_shapes-64x64.py'),
 }
 ARMS = ('scratch', ) + tuple(MIM_CONFIGS)
+
+
+class ConfigFolderError(FileNotFoundError):
+    """The folder of the project's configs is not where a study looks; the message names it and the fix."""
+
+
+def default_config_dir() -> str:
+    """``configs/`` beside the ``beit_mm`` package (a source checkout, or an editable install of one): where the
+    studies read their shipped configs unless their settings name another ``config_dir``."""
+    return osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))), 'configs')
+
+
+def shipped_config(config_dir: str, rel_path: str) -> str:
+    """The shipped config ``rel_path`` (relative to the config folder) in ``config_dir``; a missing file is a
+    :class:`ConfigFolderError` naming the folder and the fix."""
+    path = osp.join(config_dir, rel_path)
+    if not osp.isfile(path):
+        raise ConfigFolderError(f'{path} is missing: the study reads its configs from {config_dir}. Fix: run it from '
+                                "a source checkout of beit_mm (its configs/ folder beside the package), or set the "
+                                "settings' config_dir to a copy of that folder")
+    return path
 
 
 def rescale_iterations(cfg: Config, max_iters: int) -> None:
@@ -92,10 +113,11 @@ def set_loader(loader: ConfigDict, root: str, workers: int) -> None:
     loader.dataset.data_root = root
 
 
-def study_configs(args: argparse.Namespace) -> dict[str, str]:
-    """Write the study's configs for these data roots, class count and iteration counts (``args``: the options of
-    ``tools/analysis/mim_study.py``) to ``<work dir>/configs/``; return their paths by task (``'dvae'``,
-    ``'finetune-<head>'``, ``'vqkd'``, ``'teacher'``, ``'vqkd_supervised'``, ``<arm>``)."""
+def study_configs(args) -> dict[str, str]:
+    """Write the study's configs for these data roots, class count and iteration counts (``args``: the MIM study's
+    :class:`~beit_mm.studies.settings.MimStudySettings`, which imports this module) to ``<work dir>/configs/``;
+    return their paths by task (``'dvae'``, ``'finetune-<head>'``, ``'vqkd'``, ``'teacher'``, ``'vqkd_supervised'``,
+    ``<arm>``)."""
     from mmseg.datasets import ADE20KDataset
     out = osp.join(args.work_dir, 'configs')
     heldout = osp.join(args.labeled_root, 'images', 'validation')
@@ -159,7 +181,7 @@ def study_configs(args: argparse.Namespace) -> dict[str, str]:
     def vqkd_supervised(cfg):  # vqkd's recipe; the teacher is the supervised segmentor's backbone, its last block
         from mmengine.config import Config
         vqkd(cfg)
-        seg = Config.fromfile(FT_CONFIGS[args.teacher_head]).model
+        seg = Config.fromfile(shipped(FT_CONFIGS[args.teacher_head])).model
         backbone = seg.backbone.to_dict()
         backbone.update(out_indices=(backbone['arch']['num_layers'] - 1, ), drop_path_rate=0.0,
                         init_cfg=dict(type='Pretrained', checkpoint='<the teacher run\'s checkpoint>',
@@ -168,21 +190,27 @@ def study_configs(args: argparse.Namespace) -> dict[str, str]:
         cfg.model.teacher.mean = tuple(m / 255 for m in seg.data_preprocessor.mean)
         cfg.model.teacher.std = tuple(m / 255 for m in seg.data_preprocessor.std)
 
-    paths = {'dvae': write_config(DVAE_CONFIG, osp.join(out, 'dvae.py'), dvae)}
+    def shipped(rel_path: str) -> str:
+        return shipped_config(args.config_dir, rel_path)
+
+    paths = {'dvae': write_config(shipped(DVAE_CONFIG), osp.join(out, 'dvae.py'), dvae)}
     for head in args.heads:
-        paths[f'finetune-{head}'] = write_config(FT_CONFIGS[head], osp.join(out, f'finetune_{head}.py'), finetune)
+        paths[f'finetune-{head}'] = write_config(shipped(FT_CONFIGS[head]), osp.join(out, f'finetune_{head}.py'),
+                                                 finetune)
     if 'vqkd-blockwise' in args.arms:
-        paths['vqkd'] = write_config(VQKD_CONFIG, osp.join(out, 'vqkd.py'), vqkd)
+        paths['vqkd'] = write_config(shipped(VQKD_CONFIG), osp.join(out, 'vqkd.py'), vqkd)
     if 'vqkd-supervised' in args.arms:
-        paths['teacher'] = write_config(FT_CONFIGS[args.teacher_head], osp.join(out, f'teacher_{args.teacher_head}.py'),
-                                        teacher)
-        paths['vqkd_supervised'] = write_config(VQKD_CONFIG, osp.join(out, 'vqkd_supervised.py'), vqkd_supervised)
+        paths['teacher'] = write_config(shipped(FT_CONFIGS[args.teacher_head]),
+                                        osp.join(out, f'teacher_{args.teacher_head}.py'), teacher)
+        paths['vqkd_supervised'] = write_config(shipped(VQKD_CONFIG), osp.join(out, 'vqkd_supervised.py'),
+                                                vqkd_supervised)
     for arm in pretrained_arms(args):
-        paths[arm] = write_config(MIM_CONFIGS[arm], osp.join(out, f'mim_{arm}.py'), lambda cfg, arm=arm: mim(cfg, arm))
+        paths[arm] = write_config(shipped(MIM_CONFIGS[arm]), osp.join(out, f'mim_{arm}.py'),
+                                  lambda cfg, arm=arm: mim(cfg, arm))
     return paths
 
 
-def pretrained_arms(args: argparse.Namespace) -> list[str]:
+def pretrained_arms(args) -> list[str]:
     """The arms to pretrain: the MIM arms asked for, plus the VQ-KD teacher's arm when ``vqkd-blockwise`` is."""
     arms = [a for a in args.arms if a != 'scratch']
     if 'vqkd-blockwise' in arms and args.vqkd_teacher not in arms:

@@ -3,29 +3,30 @@ ViT-Adapter + UPerNet, Mask2Former, ViT-Adapter + Mask2Former and EoMT on the sa
 patches, 16 px under the adapter, whose prior levels are built around a stride-16 ViT), data, optimizer and schedule,
 from scratch, over seeds at the same iterations, next to the majority class.
 
-Each head's demo config runs through ``tools/train.py`` in a subprocess on the config written to its run's folder
-(``study_config.py``: :func:`run_config`), one run at a time (each uses every core); its metrics are those of its last
-validation (at the last iteration). A finished run is reused (:func:`beit_mm.studies.runs.cached`); one with other
-settings stops the study.
+Each head's demo config (read from the settings' ``config_dir``) trains through ``beit_mm.apis.train.train`` in a
+child process (:func:`beit_mm.studies.runs.train`) on the config written to its run's folder (``study_config.py``:
+:func:`run_config`), one run at a time (each uses every core); its metrics are those of its last validation (at the
+last iteration), read from MMEngine's scalar file. A finished run is reused (:func:`beit_mm.studies.runs.cached`);
+one with other settings stops the study.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import os.path as osp
 
-from mmengine.config import Config, DictAction
+from mmengine.config import Config
 
 from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
 
-from .configs import ROOT, rescale_iterations
+from .configs import rescale_iterations, shipped_config
 from .report import fmt, majority_baseline
-from .runs import cached, last_value, train
+from .runs import cached, cfg_options, last_scalar, train
+from .settings import HeadStudySettings
 
 REPORTS = ('report.md', 'report.json')  # what a study writes into its work dir
 
-HEADS = {
+HEADS = {  # relative to the config folder's parent (the settings' config_dir is that folder)
     'upernet': 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
     'vit-adapter-upernet': 'configs/demo/beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py',
     'mask2former': 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
@@ -36,59 +37,62 @@ METRICS = ('mIoU', 'aAcc', 'mAcc')
 DEMO_ITERS = 1000  # the demo configs' own max_iters (what the report says without --iters)
 
 
-def run_options(args: argparse.Namespace, seed: int) -> list[str]:
+def head_config(args: HeadStudySettings, head: str) -> str:
+    """The shipped demo config of ``head`` in ``args.config_dir``."""
+    return shipped_config(args.config_dir, osp.relpath(HEADS[head], 'configs'))
+
+
+def run_options(args: HeadStudySettings, seed: int) -> list[str]:
     """The ``--cfg-options`` of a run: its seed and the data roots."""
     opts = [f'randomness.seed={seed}']
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        opts.append(f'{loader}.dataset.data_root={osp.abspath(args.data_root)}')
+        opts.append(f'{loader}.dataset.data_root={args.data_root}')
     return opts
 
 
-def run_config(args: argparse.Namespace, head: str, seed: int) -> Config:
+def run_config(args: HeadStudySettings, head: str, seed: int) -> Config:
     """The head's demo config as its run trains it: :func:`run_options` applied and, with ``args.iters``, every
     iteration count rescaled (:func:`beit_mm.studies.configs.rescale_iterations`: the poly schedule's end, EoMT's
     mask-annealing steps, validation, checkpoint and logger intervals), so that a shorter run ends its lr decay and
     its annealing as the full one does; validation at the last iteration."""
-    cfg = Config.fromfile(osp.join(ROOT, HEADS[head]))
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--opts', nargs='+', action=DictAction)
-    cfg.merge_from_dict(parser.parse_args(['--opts', *run_options(args, seed)]).opts)
+    cfg = Config.fromfile(head_config(args, head))
+    cfg.merge_from_dict(cfg_options(run_options(args, seed)))
     if args.iters is not None:
         rescale_iterations(cfg, args.iters)
         cfg.train_cfg.val_interval = args.iters  # validation at the last iteration, whose metrics are reported
     return cfg
 
 
-def run_head(args: argparse.Namespace, head: str, seed: int) -> dict:
+def run_head(args: HeadStudySettings, head: str, seed: int) -> dict:
     """One head and seed: its last validation's :data:`METRICS`, its ``seconds`` and ``settings`` (cached)."""
     work = osp.join(args.work_dir, head, f'seed{seed}')
-    settings = dict(config=HEADS[head], data_root=osp.abspath(args.data_root), iters=args.iters, seed=seed)
+    settings = dict(config=HEADS[head], data_root=args.data_root, iters=args.iters, seed=seed)
 
     def run() -> dict:
         os.makedirs(work, exist_ok=True)
         config = osp.join(work, 'study_config.py')
         # the study's file, listed in the work dir's manifest: MMEngine's config dump may replace it (the same text)
         write_work_dir_file(work, osp.basename(config), run_config(args, head, seed).pretty_text)
-        log = train(config, work, [])
-        return {k: last_value(log, k) for k in METRICS}
+        train(config, work, [])
+        return {k: last_scalar(work, k) for k in METRICS}
     return cached(work, run, settings)
 
 
-def baseline(args: argparse.Namespace) -> dict:
+def baseline(args: HeadStudySettings) -> dict:
     """The majority class of the UPerNet demo config's training split, everywhere on its validation split."""
     from mmseg.registry import DATASETS
     from mmseg.utils import register_all_modules
     register_all_modules(init_default_scope=True)
-    cfg = Config.fromfile(osp.join(ROOT, HEADS['upernet']))
+    cfg = Config.fromfile(head_config(args, 'upernet'))
     sets = []
     for loader in ('train_dataloader', 'val_dataloader'):
         ds = cfg[loader].dataset.copy()
-        ds.update(data_root=osp.abspath(args.data_root), pipeline=[], lazy_init=False)
+        ds.update(data_root=args.data_root, pipeline=[], lazy_init=False)
         sets.append(DATASETS.build(ds))
     return majority_baseline(*sets)
 
 
-def head_report(args: argparse.Namespace, results: dict, base: dict) -> str:
+def head_report(args: HeadStudySettings, results: dict, base: dict) -> str:
     """Per head: mIoU / aAcc / mAcc as mean ± sample std over seeds and mIoU per seed, next to the majority class,
     and the minutes per run (Markdown)."""
     iters = args.iters or DEMO_ITERS
@@ -105,10 +109,10 @@ def head_report(args: argparse.Namespace, results: dict, base: dict) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def run_study(args: argparse.Namespace) -> dict:
-    """Every head and seed of ``args`` (``tools/analysis/head_study.py``'s options; the work dir checked by the
-    caller), the baseline and the report (``report.md``, ``report.json`` in the work dir); returns
-    ``dict(baseline, results={head: [run per seed]}, text)``."""
+def run_study(args: HeadStudySettings) -> dict:
+    """Every head and seed of ``args`` (the work dir checked by the caller), the baseline and the report
+    (``report.md``, ``report.json`` in the work dir); returns ``dict(baseline, results={head: [run per seed]},
+    text)``."""
     os.makedirs(args.work_dir, exist_ok=True)
     for name in REPORTS:  # before any run: a user's file of that name is never replaced
         check_replaceable(args.work_dir, name)

@@ -1,76 +1,75 @@
 """The MIM study (``tools/analysis/mim_study.py``): does MIM pretraining on an unlabeled pool help segmentation with
 few labels? Its stages -- tokenizers, pretraining arms, the frozen-feature probe, fine-tuning per decoder and seed --
 are tasks of one job graph (:func:`beit_mm.studies.graph.run_graph`, built by :func:`study_tasks`), each a cached run
-(:func:`beit_mm.studies.runs.cached`) of ``tools/train.py`` on the configs that
-:func:`beit_mm.studies.configs.study_configs` wrote; :func:`run_study` runs them and writes the report. The protocol:
-docs/pretraining.md.
+(:func:`beit_mm.studies.runs.cached`) of ``beit_mm.apis.train.train`` (:func:`beit_mm.studies.runs.train`) on the
+configs that :func:`beit_mm.studies.configs.study_configs` wrote, its metrics read from MMEngine's scalar files;
+:func:`run_study` runs them and writes the report. The protocol: docs/pretraining.md.
 
-``args`` is the namespace of ``tools/analysis/mim_study.py``'s options (data roots absolute).
+``args`` is the study's :class:`beit_mm.studies.settings.MimStudySettings` (data roots absolute).
 """
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import os
 import os.path as osp
-import subprocess
-import sys
 import time
+from dataclasses import asdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from beit_mm.fileio.outputs import atomic_file, check_output
 from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
 
-from .configs import ROOT, TOKENIZER_FILES, TOKENIZER_OF, pretrained_arms, study_configs
+from .configs import TOKENIZER_FILES, TOKENIZER_OF, pretrained_arms, study_configs
 from .graph import run_graph
 from .report import FEATURE_IMAGES, majority_baseline, mim_report, plot_probe_curves, recommendation
-from .runs import cached, last_checkpoint, last_tokenizer_eval, last_value, probe_curve, study_env, train
+from .runs import cached, last_checkpoint, last_scalar, last_tokenizer_eval, probe_curve, train
+from .settings import MimStudySettings
 
 if TYPE_CHECKING:
     from beit_mm.evaluation.probe import DenseProbe
 
 
-def run_tokenizer(args: argparse.Namespace, configs: dict[str, str]) -> dict:
+def run_tokenizer(args: MimStudySettings, configs: dict[str, str]) -> dict:
     work = osp.join(args.pretrain_dir, 'dvae')
 
     def run():
+        from beit_mm.apis.convert import convert_checkpoint
         train(configs['dvae'], work, [f'randomness.seed={args.seeds[0]}'])
-        subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'convert_checkpoint.py'), '--model', 'dalle',
-                        '--source', 'dvae', last_checkpoint(work), osp.join(args.pretrain_dir, 'tokenizer.pth')],
-                       cwd=ROOT, check=True, capture_output=True, env=study_env())
+        convert_checkpoint(last_checkpoint(work), osp.join(args.pretrain_dir, 'tokenizer.pth'), model='dalle',
+                           source='dvae')
         return last_tokenizer_eval(work)
 
     return cached(work, run, dict(unlabeled_root=args.unlabeled_root, dvae_iters=args.dvae_iters, seed=args.seeds[0]))
 
 
-def teacher_settings(args: argparse.Namespace) -> dict:
+def teacher_settings(args: MimStudySettings) -> dict:
     """What the supervised teacher of ``vqkd-supervised`` depends on: the other dataset, its labels and budget."""
     return dict(teacher_labeled_root=args.teacher_labeled_root, teacher_num_classes=args.teacher_num_classes,
                 teacher_head=args.teacher_head, teacher_iters=args.teacher_iters, seed=args.seeds[0])
 
 
-def vqkd_settings(args: argparse.Namespace, kind: str = 'vqkd') -> dict:
+def vqkd_settings(args: MimStudySettings, kind: str = 'vqkd') -> dict:
     teacher = (dict(teacher=args.vqkd_teacher, teacher_mim_iters=args.mim_iters) if kind == 'vqkd' else
                dict(teacher='supervised', **teacher_settings(args)))
     return dict(teacher, unlabeled_root=args.unlabeled_root, vqkd_iters=args.vqkd_iters,
                 dead_code_ratio=args.vqkd_dead_code_ratio, seed=args.seeds[0])
 
 
-def run_teacher(args: argparse.Namespace, configs: dict[str, str]) -> dict:
+def run_teacher(args: MimStudySettings, configs: dict[str, str]) -> dict:
     """The supervised teacher of ``vqkd-supervised``: the fine-tuning recipe (``--teacher-head``) trained from random
     init with the labels of ``--teacher-labeled-root`` (another dataset); its validation mIoU there and checkpoint."""
     work = osp.join(args.pretrain_dir, 'teacher')
 
     def run():
-        log = train(configs['teacher'], work, [f'randomness.seed={args.seeds[0]}'])
-        return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), checkpoint=last_checkpoint(work))
+        train(configs['teacher'], work, [f'randomness.seed={args.seeds[0]}'])
+        return dict(mIoU=last_scalar(work, 'mIoU'), aAcc=last_scalar(work, 'aAcc'), checkpoint=last_checkpoint(work))
 
     return cached(work, run, teacher_settings(args))
 
 
-def run_vqkd(args: argparse.Namespace, configs: dict[str, str], teacher_checkpoint: str,
+def run_vqkd(args: MimStudySettings, configs: dict[str, str], teacher_checkpoint: str,
              kind: str = 'vqkd') -> dict:
     """The VQ-KD tokenizer of the ``vqkd-blockwise`` arm (``kind='vqkd'``, distilled from a study MIM run's
     backbone) or of ``vqkd-supervised`` (from the supervised teacher's), trained on the unlabeled pool; its weights
@@ -91,16 +90,14 @@ def run_vqkd(args: argparse.Namespace, configs: dict[str, str], teacher_checkpoi
     return cached(work, run, vqkd_settings(args, kind))
 
 
-def run_pretrain(args: argparse.Namespace, configs: dict[str, str], arm: str, seed: int) -> dict:
+def run_pretrain(args: MimStudySettings, configs: dict[str, str], arm: str, seed: int) -> dict:
     work = osp.join(args.pretrain_dir, 'mim', f'{arm}_seed{seed}')
 
     def run():
-        log = train(configs[arm], work, [f'randomness.seed={seed}'])
-        metrics = dict(loss=last_value(log, 'loss'), checkpoint=last_checkpoint(work))
-        if arm in TOKENIZER_OF:
-            metrics.update(mim_acc=last_value(log, 'mim_acc'), mim_acc_baseline=last_value(log, 'mim_acc_baseline'))
-        else:
-            metrics.update(loss_baseline=last_value(log, 'loss_baseline'))
+        train(configs[arm], work, [f'randomness.seed={seed}'])
+        metrics = dict(loss=last_scalar(work, 'loss'), checkpoint=last_checkpoint(work))
+        keys = ('mim_acc', 'mim_acc_baseline') if arm in TOKENIZER_OF else ('loss_baseline', )
+        metrics.update({key: last_scalar(work, key) for key in keys})
         return metrics
 
     settings = dict(unlabeled_root=args.unlabeled_root, mim_iters=args.mim_iters, seed=seed)
@@ -110,15 +107,15 @@ def run_pretrain(args: argparse.Namespace, configs: dict[str, str], arm: str, se
 
 
 
-def run_finetune(args: argparse.Namespace, configs: dict[str, str], head: str, arm: str, checkpoint: str | None,
+def run_finetune(args: MimStudySettings, configs: dict[str, str], head: str, arm: str, checkpoint: str | None,
                  seed: int) -> dict:
     work = osp.join(args.work_dir, 'finetune', head, f'{arm}_seed{seed}')
     init = 'model.backbone.init_cfg=None' if checkpoint is None else f'model.backbone.init_cfg.checkpoint={checkpoint}'
     options = [f'randomness.seed={seed}', init, *args.ft_options]
 
     def run():
-        log = train(configs[f'finetune-{head}'], work, options)
-        return dict(mIoU=last_value(log, 'mIoU'), aAcc=last_value(log, 'aAcc'), mAcc=last_value(log, 'mAcc'))
+        train(configs[f'finetune-{head}'], work, options)
+        return {key: last_scalar(work, key) for key in ('mIoU', 'aAcc', 'mAcc')}
 
     settings = dict(labeled_settings(args), ft_iters=args.ft_iters, seed=seed,
                     mim_iters=None if checkpoint is None else args.mim_iters)
@@ -131,13 +128,13 @@ def run_finetune(args: argparse.Namespace, configs: dict[str, str], head: str, a
     return cached(work, run, settings)
 
 
-def labeled_settings(args: argparse.Namespace) -> dict:
+def labeled_settings(args: MimStudySettings) -> dict:
     """What a fine-tuning or probe result depends on besides its own run: the labeled data it saw."""
     return dict(labeled_root=args.labeled_root, num_classes=args.num_classes, num_labeled=args.num_labeled)
 
 
 # ------------------------------------------------------------------------------- labeled data and the probe
-def labeled_dataset(args: argparse.Namespace, configs: dict[str, str], split: str, subset: bool = True):
+def labeled_dataset(args: MimStudySettings, configs: dict[str, str], split: str, subset: bool = True):
     """The fine-tuning config's training (``'training'``: its first ``--num-labeled`` images, all of them with
     ``subset=False``) or validation dataset, through mmseg's dataset class with the config's suffixes
     (``beit_mm.evaluation.probe.build_seg_dataset``: an error names the suffix, the folder and the files found)."""
@@ -151,7 +148,7 @@ def labeled_dataset(args: argparse.Namespace, configs: dict[str, str], split: st
     return build_seg_dataset(dataset)
 
 
-def check_unlabeled(args: argparse.Namespace, configs: dict[str, str]) -> int:
+def check_unlabeled(args: MimStudySettings, configs: dict[str, str]) -> int:
     """The number of images in the unlabeled pool, as the tokenizer's and the MIM runs' dataset (mmpretrain's
     ``CustomDataset``, its image extensions) lists them; an error names the folder, the extensions and what it holds."""
     from mmengine.config import Config
@@ -169,7 +166,7 @@ def check_unlabeled(args: argparse.Namespace, configs: dict[str, str]) -> int:
     return found
 
 
-def frozen_probe(args: argparse.Namespace, configs: dict[str, str], probe: DenseProbe, checkpoint: str | None,
+def frozen_probe(args: MimStudySettings, configs: dict[str, str], probe: DenseProbe, checkpoint: str | None,
                  seed: int) -> dict:
     """The dense probe (``beit_mm.evaluation.probe.DenseProbe`` of the labeled set) of the fine-tuning config's
     backbone with the pretrained weights (random ones drawn with ``seed`` for ``checkpoint=None``): probe mIoU / mAcc
@@ -184,7 +181,7 @@ def frozen_probe(args: argparse.Namespace, configs: dict[str, str], probe: Dense
 
 
 
-def check_work_dirs(args: argparse.Namespace) -> None:
+def check_work_dirs(args: MimStudySettings) -> None:
     """The work dir and the pretraining dir, before anything is written (:func:`beit_mm.fileio.outputs.check_output`):
     folders the study adds runs to and reuses (so they may exist), never a link, a data root or a folder inside one.
     Raises ``OutputError``."""
@@ -195,7 +192,7 @@ def check_work_dirs(args: argparse.Namespace) -> None:
         check_replaceable(args.work_dir, name)
 
 
-def run_study(args: argparse.Namespace) -> str:
+def run_study(args: MimStudySettings) -> str:
     """The whole study: check the work dirs and the data, run every task (reusing finished runs), write
     ``report.md``, ``report.json`` and ``probe_curves.png`` to the work dir; return the report text.
 
@@ -238,13 +235,13 @@ def run_study(args: argparse.Namespace) -> str:
         text += f'\nProbe curves over pretraining: {picture}\n'
     write_work_dir_file(args.work_dir, 'report.md', text)
     write_work_dir_file(args.work_dir, 'report.json', json.dumps(dict(
-        args=vars(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'), teacher=done.get('teacher'),
+        args=asdict(args), baseline=baseline, tokenizer=tokenizer, vqkd=done.get('vqkd'), teacher=done.get('teacher'),
         vqkd_supervised=done.get('vqkd_supervised'), results=results,
         recommendation=recommendation(results, args.heads), seconds=round(seconds, 1)), indent=1))
     return text
 
 
-def study_tasks(args: argparse.Namespace, configs: dict[str, str],
+def study_tasks(args: MimStudySettings, configs: dict[str, str],
                 probe: DenseProbe | None) -> dict[str, tuple[list[str], Callable[[dict], dict]]]:
     """The study's job graph (:func:`beit_mm.studies.graph.run_graph`): ``{name: (dependencies, fn(done))}`` with the
     names ``tokenizer``, ``vqkd``, ``teacher``, ``vqkd_supervised``, ``pretrain/<arm>/<run>``, ``probe/<arm>/<run>``

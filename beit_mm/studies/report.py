@@ -8,15 +8,18 @@ A pretrained arm whose frozen-feature probe does not beat the random-init probe 
 """
 from __future__ import annotations
 
-import argparse
 import os.path as osp
 import statistics
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from beit_mm.fileio.outputs import atomic_file
 
 from .configs import FT_CONFIGS
+
+if TYPE_CHECKING:
+    from .settings import MimStudySettings
 
 PROBE_MIN_GAIN = 1.0  # probe mIoU points over random init that count as learned (DenseProbeHook's min_gain)
 FEATURE_IMAGES = 64  # validation images of the per-block feature statistics
@@ -109,7 +112,7 @@ def feature_table(results: dict) -> list[str]:
     return lines
 
 
-def mim_report(args: argparse.Namespace, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict,
+def mim_report(args: MimStudySettings, results: dict, tokenizer: dict | None, vqkd: dict | None, baseline: dict,
                seconds: float, teacher: dict | None = None, vqkd_supervised: dict | None = None) -> str:
     """The MIM study's report (Markdown): settings, tokenizers, the probe table with its warnings, the feature table,
     one fine-tuning table per decoder with each arm's difference to scratch, and the :func:`recommendation`.

@@ -1,72 +1,133 @@
-"""The study's runs: ``tools/train.py`` in a subprocess (:func:`train`, which resumes a run that was cut short) and the
-run cache (:func:`cached`: a finished run's metrics with the settings that produced them, reused, never mixed with
-other settings), plus what a finished run leaves (its log values, last checkpoint, tokenizer statistics, probe curve).
+"""The study's runs: :func:`train` (``beit_mm.apis.train.train`` in a child process, resuming a run that was cut
+short), the run cache (:func:`cached`: a finished run's metrics with the settings that produced them, reused, never
+mixed with other settings), and what a finished run leaves (the last value of a scalar MMEngine logged
+(:func:`last_scalar`, from ``<work dir>/<timestamp>/vis_data/scalars.json``), its last checkpoint, tokenizer
+statistics, probe curve).
 """
 from __future__ import annotations
 
 import glob
 import json
 import math
+import multiprocessing
 import os
 import os.path as osp
 import re
-import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
 
-from beit_mm.fileio.json_file import read_json
+from beit_mm.fileio.json_file import parse_json, read_json
 from beit_mm.fileio.outputs import atomic_file
 from beit_mm.fileio.paths import inside
-from beit_mm.fileio.work_dir import check_replaceable, write_work_dir_file
+from beit_mm.fileio.text_file import TextFileError, read_bounded
+from beit_mm.fileio.work_dir import check_replaceable, record_written, write_work_dir_file
 
-from .configs import ROOT
+MAX_LOG_BYTES = 256 * 2**20  # a run's captured output (train.log) and its scalars.json: far below this
 
 
-def study_env() -> dict[str, str]:
-    """The environment of a study subprocess: this one's, with the checkout first on ``PYTHONPATH``."""
-    return dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+def cfg_options(options: list[str]) -> dict:
+    """``KEY=VALUE`` strings (as ``--cfg-options`` takes them) as the dict MMEngine's ``DictAction`` makes of them."""
+    import argparse
+
+    from mmengine.config import DictAction
+    if not options:
+        return {}
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--options', nargs='+', action=DictAction)
+    return parser.parse_args(['--options', *options]).options
+
+
+def _train_child(log_path: str, config: str, kwargs: dict) -> None:
+    """The child process of :func:`train`: its output (file descriptors 1 and 2: MMEngine's logger, warnings, C
+    extensions) into ``log_path``, written atomically, then ``beit_mm.apis.train.train(config, **kwargs)``; exit 2
+    when training is refused (the message as ``tools/train.py`` prints it), 1 on any other error."""
+    status = 0
+    with atomic_file(log_path) as tmp, open(tmp, 'w') as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        from beit_mm.apis.train import TrainingRefused
+        from beit_mm.apis.train import train as train_run
+        try:
+            train_run(config, **kwargs)
+        except TrainingRefused as error:
+            print(f'train.py: error: {error}', file=sys.stderr)
+            status = 2
+        except BaseException:  # noqa: B902 -- any failure: its traceback in the log, the parent reports it
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+    sys.exit(status)
+
+
+def start_training(log_path: str, config: str, kwargs: dict) -> int:
+    """Run :func:`_train_child` in a fresh interpreter (``multiprocessing``'s ``spawn``: MMEngine's global instances,
+    the registries' scopes and the RNG of one run never meet another's, and a study can run several at a time); its
+    exit code."""
+    process = multiprocessing.get_context('spawn').Process(target=_train_child, args=(log_path, config, kwargs))
+    process.start()
+    process.join()
+    return process.exitcode
 
 
 def train(config: str, work_dir: str, options: list[str]) -> str:
-    """``tools/train.py config`` in a subprocess; the log text (also in ``work_dir/train.log``, this process's part).
+    """``beit_mm.apis.train.train(config, work_dir=work_dir, cfg_options=options)`` in a child process
+    (:func:`start_training`); its output goes to ``work_dir/train.log``, whose text is returned.
 
     :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
     that was cut short (a killed job, the end of a session). The run records what it was started with (the config
     text and ``options``) in ``work_dir/run.json``; a later call with the same ones continues the cut run from its last
-    complete checkpoint (``tools/train.py --resume``, bit-identical to an uncut run in tests/test_kill_resume.py; the
+    complete checkpoint (``resume='auto'``, bit-identical to an uncut run in tests/test_kill_resume.py; the
     pretraining configs save every 500 iterations, the dVAE's every 250); with other ones, or none recorded, it starts
-    again over them (``--overwrite``)."""
+    again over them (``overwrite=True``)."""
     os.makedirs(work_dir, exist_ok=True)
-    with open(config) as f:
-        started = dict(config=f.read(), options=list(options))
+    started = dict(config=read_bounded(config, MAX_LOG_BYTES, TextFileError, 'config').decode('utf-8'),
+                   options=list(options))
     record = osp.join(work_dir, 'run.json')
     same = False
     for name in ('run.json', 'train.log'):  # files of the study's own runs only (the work dir's manifest lists them)
         check_replaceable(work_dir, name)
     if osp.isfile(record):
         same = read_json(record) == started
-    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), config, '--work-dir', work_dir,
-           '--resume' if same else '--overwrite']
     if not same:
         write_work_dir_file(work_dir, 'run.json', json.dumps(started))
-    if options:
-        cmd += ['--cfg-options', *options]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=study_env())
-    log = proc.stdout + proc.stderr
-    write_work_dir_file(work_dir, 'train.log', log)
-    if proc.returncode != 0:
-        raise RuntimeError(f'{" ".join(cmd)} failed (exit {proc.returncode}); log {work_dir}/train.log:\n'
+    kwargs = dict(work_dir=work_dir, resume='auto' if same else None, overwrite=not same,
+                  cfg_options=cfg_options(options) or None)
+    log_path = osp.join(work_dir, 'train.log')
+    code = start_training(log_path, config, kwargs)
+    record_written(work_dir, 'train.log')
+    log = read_bounded(log_path, MAX_LOG_BYTES, TextFileError, 'log').decode('utf-8', errors='replace') \
+        if osp.isfile(log_path) else ''
+    if code != 0:
+        raise RuntimeError(f'training {config} in {work_dir} failed (exit {code}); log {work_dir}/train.log:\n'
                            f'{log[-3000:]}')
     return log
 
 
-def last_value(log: str, key: str) -> float:
-    """The last ``key: <number>`` of a training log (MMEngine's logger lines)."""
-    found = re.findall(rf'(?<![\w/]){re.escape(key)}: (-?[0-9.]+(?:e-?\d+)?)', log)
-    if not found:
-        raise RuntimeError(f'no "{key}: <number>" in the training log')
-    return float(found[-1])
+def scalar_files(work_dir: str) -> list[str]:
+    """The ``scalars.json`` files MMEngine's ``LocalVisBackend`` wrote in ``work_dir`` (one per start of the run:
+    ``<timestamp>/vis_data/scalars.json``), oldest first."""
+    return sorted(glob.glob(osp.join(work_dir, '*', 'vis_data', 'scalars.json')),
+                  key=lambda p: osp.basename(osp.dirname(osp.dirname(p))))
+
+
+def last_scalar(work_dir: str, key: str) -> float:
+    """The last value of the scalar ``key`` that the run in ``work_dir`` logged (a training loss, a validation metric
+    such as ``mIoU``), read from its :func:`scalar_files` (JSON lines), the latest start's last."""
+    found = None
+    for path in scalar_files(work_dir):
+        text = read_bounded(path, MAX_LOG_BYTES, TextFileError, 'scalars').decode('utf-8')
+        for line in filter(None, (line.strip() for line in text.splitlines())):
+            record = parse_json(line, path)
+            if isinstance(record, dict) and key in record:
+                found = float(record[key])
+    if found is None:
+        raise RuntimeError(f'no scalar "{key}" in {", ".join(scalar_files(work_dir)) or "no scalars.json"} of '
+                           f'{work_dir} (MMEngine\'s LocalVisBackend writes <timestamp>/vis_data/scalars.json; the '
+                           "config's visualizer needs it)")
+    return found
 
 
 #: The study's record of a finished run, next to its ``metrics.json``: the settings and the sha256 of every file the
@@ -172,9 +233,10 @@ def cached(work_dir: str, run: Callable[[], dict], settings: dict) -> dict:
 
 
 def last_checkpoint(work_dir: str) -> str:
-    """The checkpoint MMEngine's ``last_checkpoint`` pointer of ``work_dir`` names, in ``work_dir``."""
-    with open(osp.join(work_dir, 'last_checkpoint')) as f:  # only its file name is used: the checkpoint stays in work_dir
-        return osp.join(work_dir, osp.basename(f.read(4096).strip()))
+    """The checkpoint MMEngine's ``last_checkpoint`` pointer of ``work_dir`` names, in ``work_dir`` (only its file
+    name is used: the checkpoint stays in ``work_dir``, wherever the pointer says the run was)."""
+    named = read_bounded(osp.join(work_dir, 'last_checkpoint'), 4096, TextFileError, 'checkpoint pointer')
+    return osp.join(work_dir, osp.basename(named.decode('utf-8', errors='replace').strip()))
 
 
 def last_tokenizer_eval(work_dir: str) -> dict:

@@ -2,25 +2,22 @@
 another?
 
 For every dataset (:data:`DATASETS`) the project's data tool writes the labeled set and the unlabeled pool
-(:func:`make_data`), ``tools/analysis/mim_study.py`` runs on them (:func:`run_study`, the ``vqkd-supervised`` arm's
-teacher learning the labels of the *next* dataset), and :func:`summary` compares every arm with scratch per dataset:
-``gain`` / ``loss`` only beyond the spread (the sum of the two standard deviations over seeds), the frozen probe
-``learned`` from :data:`beit_mm.studies.report.PROBE_MIN_GAIN` points over random init.
+(:func:`make_data`), the MIM study (:func:`beit_mm.studies.mim.run_study`) runs on them in this process
+(:func:`run_study`, the ``vqkd-supervised`` arm's teacher learning the labels of the *next* dataset), and
+:func:`summary` compares every arm with scratch per dataset: ``gain`` / ``loss`` only beyond the spread (the sum of
+the two standard deviations over seeds), the frozen probe ``learned`` from
+:data:`beit_mm.studies.report.PROBE_MIN_GAIN` points over random init.
 """
 from __future__ import annotations
 
-import argparse
 import os.path as osp
-import subprocess
-import sys
 import time
 
 from beit_mm.fileio.json_file import read_json
-from beit_mm.fileio.outputs import atomic_file
+from beit_mm.fileio.text_file import TextFileError, read_bounded
 
-from .configs import ROOT
 from .report import PROBE_MIN_GAIN, mean_std
-from .runs import study_env
+from .settings import MimStudySettings, TransferStudySettings
 
 
 # name (make_demo_data.py's --dataset) -> the demo style that writes it, its class count K (raw ids 1..K), its
@@ -35,7 +32,7 @@ DEFAULT_DATASETS = ('shapes', 'digits')
 IMAGE_SIZE = 64
 
 
-def make_data(name: str, args: argparse.Namespace) -> tuple[str, str]:
+def make_data(name: str, args: TransferStudySettings) -> tuple[str, str]:
     """Write (or reuse) the labeled root and the unlabeled pool of dataset ``name``; return their paths."""
     from beit_mm.data.demo import make_demo_ade20k
     spec = DATASETS[name]
@@ -48,29 +45,41 @@ def make_data(name: str, args: argparse.Namespace) -> tuple[str, str]:
     return labeled, unlabeled
 
 
-def run_study(name: str, roots: dict[str, tuple[str, str]], args: argparse.Namespace,
-              extra: list[str]) -> dict:
-    """``mim_study.py`` on dataset ``name`` (its teacher dataset: the next in ``--datasets``); its report.json."""
+def study_settings(name: str, roots: dict[str, tuple[str, str]], args: TransferStudySettings) -> MimStudySettings:
+    """The MIM study's settings on dataset ``name``: its roots and class count, the arms, heads, seeds and jobs of
+    ``args``, ``args.mim_options`` unchanged, the work dir ``<work dir>/<folder>``, and with ``vqkd-supervised`` the
+    next dataset in ``args.datasets`` as its teacher's labels."""
     labeled, unlabeled = roots[name]
-    work = osp.join(args.work_dir, DATASETS[name]['folder'])
-    cmd = [sys.executable, osp.join(ROOT, 'tools', 'analysis', 'mim_study.py'), '--labeled-root', labeled,
-           '--unlabeled-root', unlabeled, '--num-classes', str(DATASETS[name]['num_classes']), '--arms', *args.arms,
-           '--heads', *args.heads, '--seeds', *map(str, args.seeds), '--jobs', str(args.jobs), '--work-dir', work]
+    teacher = {}
     if 'vqkd-supervised' in args.arms:
         other = args.datasets[(args.datasets.index(name) + 1) % len(args.datasets)]
-        cmd += ['--teacher-labeled-root', roots[other][0], '--teacher-num-classes',
-                str(DATASETS[other]['num_classes'])]
-    log_path = osp.join(work, 'study.log')
+        teacher = dict(teacher_labeled_root=roots[other][0], teacher_num_classes=DATASETS[other]['num_classes'])
+    return MimStudySettings(labeled_root=labeled, unlabeled_root=unlabeled, num_classes=DATASETS[name]['num_classes'],
+                            arms=args.arms, heads=args.heads, seeds=args.seeds, jobs=args.jobs,
+                            work_dir=osp.join(args.work_dir, DATASETS[name]['folder']), config_dir=args.config_dir,
+                            **teacher, **args.mim_options)
+
+
+def run_study(name: str, roots: dict[str, tuple[str, str]], args: TransferStudySettings) -> dict:
+    """The MIM study on dataset ``name`` (:func:`study_settings`), in this process; its report.json."""
+    from .mim import run_study as run_mim_study
+    settings = study_settings(name, roots, args)
     start = time.time()
-    with atomic_file(log_path) as tmp, open(tmp, 'w') as log:  # .study.log.<pid>.part while the study runs
-        proc = subprocess.run(cmd + extra, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=study_env())
-    if proc.returncode != 0:
-        with open(log_path) as f:
-            tail = f.read()[-3000:]
-        raise SystemExit(f'{tail}\ntransfer_study: the study on {name} failed (exit {proc.returncode}); full log: '
-                         f'{log_path}')
-    print(f'[transfer_study] {name}: done in {(time.time() - start) / 60:.1f} min; {work}/report.md', flush=True)
-    return read_json(osp.join(work, 'report.json'))
+    try:
+        run_mim_study(settings)
+    except Exception as error:
+        raise RuntimeError(f'the study on {name} failed ({type(error).__name__}: {error}); its runs: '
+                           f'{settings.work_dir}') from error
+    print(f'[transfer_study] {name}: done in {(time.time() - start) / 60:.1f} min; {settings.work_dir}/report.md',
+          flush=True)
+    return read_json(osp.join(settings.work_dir, 'report.json'))
+
+
+def options_text(options: dict) -> str:
+    """``mim_options`` as the command-line options they stand for (``{'mim_iters': 2}``: ``--mim-iters 2``)."""
+    def value(v):
+        return ' '.join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    return ' '.join(f'--{k.replace("_", "-")} {value(v)}' for k, v in options.items())
 
 
 def verdict(diff: float, spread: float) -> str:
@@ -125,16 +134,34 @@ def summary(reports: dict[str, dict]) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def transfer_report(args: argparse.Namespace, reports: dict[str, dict], extra: list[str], seconds: float) -> str:
+def transfer_report(args: TransferStudySettings, reports: dict[str, dict], seconds: float) -> str:
     """The report of the whole command: settings, :func:`summary`, then each dataset's own report (its
     ``<work dir>/<folder>/report.md``, headings one level down)."""
     text = [f'# MIM study on {len(reports)} datasets: {", ".join(reports)}', '',
             f'Arms {args.arms}, decoders {args.heads}, seeds {args.seeds}; the same budgets on every dataset '
-            f'({" ".join(extra) or "mim_study.py defaults"}). Wall time {seconds / 60:.1f} min with '
+            f'({options_text(args.mim_options) or "mim_study.py defaults"}). Wall time {seconds / 60:.1f} min with '
             f'--jobs {args.jobs}. Each cell: arm - scratch in mIoU points, (the sum of the two standard deviations; '
             'arm vs scratch means); verdict gain/loss only when the difference is larger than that spread.', '',
             summary(reports)]
     for name in reports:
-        with open(osp.join(args.work_dir, DATASETS[name]['folder'], 'report.md')) as f:
-            text += [f'## {name}', '', f.read().replace('\n# ', '\n### ').removeprefix('# ')]
+        own = read_bounded(osp.join(args.work_dir, DATASETS[name]['folder'], 'report.md'), 2**24, TextFileError,
+                           'report').decode('utf-8')
+        text += [f'## {name}', '', own.replace('\n# ', '\n### ').removeprefix('# ')]
     return '\n'.join(text)
+
+
+def run_transfer_study(args: TransferStudySettings) -> str:
+    """The whole command: check the work dir (a folder of studies it reuses: it may exist, never be a link or lie in
+    the data), write (or reuse) every dataset, run every dataset's study, write ``<work dir>/report.md``; return its
+    text. Raises ``OutputError`` and ``NotADemoRootError`` before any run."""
+    from beit_mm.fileio.outputs import atomic_file, check_output
+    start = time.time()
+    data_roots = [osp.join(args.data_dir, DATASETS[n]['folder'] + suffix) for n in args.datasets
+                  for suffix in ('', '_unlabeled')]
+    check_output(args.work_dir, overwrite=True, kind='dir', inputs=data_roots)
+    roots = {name: make_data(name, args) for name in args.datasets}
+    reports = {name: run_study(name, roots, args) for name in args.datasets}
+    text = transfer_report(args, reports, time.time() - start)
+    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
+        f.write(text)
+    return text

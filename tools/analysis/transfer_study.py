@@ -8,7 +8,8 @@
 For every dataset (``beit_mm.studies.transfer.DATASETS``): the labeled set and the unlabeled pool are written by the
 project's data tool (``beit_mm.data.demo.make_demo_ade20k``: ``<data-dir>/<folder>`` with raw ids 1..K in ADE20K
 layout, ``<data-dir>/<folder>_unlabeled``; a root that is not the tool's own is refused, never overwritten), then
-``tools/analysis/mim_study.py`` runs on them with the same arms, heads, seeds and budgets into
+the MIM study (``beit_mm.studies.mim``, what ``tools/analysis/mim_study.py`` runs) runs on them in this process with
+the same arms, heads, seeds and budgets into
 ``<work-dir>/<folder>/`` (its own ``report.md``/``report.json``; finished runs are reused). The ``vqkd-supervised``
 arm's teacher learns the labels of the *next* dataset in ``--datasets`` (shapes for the digits, digits for the shapes):
 a teacher that knows something the pretraining pool does not, as CLIP does for BEiT v2. Options this tool does not
@@ -33,15 +34,14 @@ Datasets (64 px, 2 cores, ~1.5 h each for the three default arms and both decode
 from __future__ import annotations
 
 import argparse
-import os.path as osp
-import time
 
 from beit_mm.fileio.demo_root import NotADemoRootError
-from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
-from beit_mm.studies.transfer import DATASETS, DEFAULT_DATASETS, make_data, run_study, transfer_report
+from beit_mm.fileio.outputs import OutputError
+from beit_mm.studies.settings import StudySettingsError, TransferStudySettings, add_mim_study_arguments
+from beit_mm.studies.transfer import DATASETS, DEFAULT_DATASETS, run_transfer_study
 
 
-def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+def parse_args(argv: list[str] | None = None) -> TransferStudySettings:
     parser = argparse.ArgumentParser(description='The MIM study on several datasets, one table each and a summary')
     parser.add_argument('--datasets', nargs='+', choices=tuple(DATASETS), default=list(DEFAULT_DATASETS))
     parser.add_argument('--arms', nargs='+', default=['scratch', 'vqkd-blockwise', 'vqkd-supervised'])
@@ -54,29 +54,21 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     parser.add_argument('--num-val', type=int, default=None, help='validation images (default per dataset)')
     parser.add_argument('--num-unlabeled', type=int, default=None, help='unlabeled images (default per dataset)')
     args, extra = parser.parse_known_args(argv)
-    if 'scratch' not in args.arms:
-        parser.error('--arms needs scratch: every result is a difference to it')
-    if 'vqkd-supervised' in args.arms and len(args.datasets) < 2:
-        parser.error('the vqkd-supervised arm needs two datasets or more: its teacher learns the next one\'s labels')
-    args.work_dir, args.data_dir = osp.abspath(args.work_dir), osp.abspath(args.data_dir)
-    return args, extra
+    passed_on = add_mim_study_arguments(argparse.ArgumentParser(prog=f'{parser.prog} (options of every dataset\'s '
+                                                                     'study)'), passed_on=True)
+    try:
+        return TransferStudySettings(**vars(args), mim_options=vars(passed_on.parse_args(extra)))
+    except StudySettingsError as error:
+        parser.error(str(error))
 
 
 def main(argv: list[str] | None = None) -> None:
-    args, extra = parse_args(argv)
-    start = time.time()
-    data_roots = [osp.join(args.data_dir, DATASETS[n]['folder'] + suffix) for n in args.datasets
-                  for suffix in ('', '_unlabeled')]
-    try:  # a folder of studies it reuses: it may exist, never be a link or lie in the data
-        check_output(args.work_dir, overwrite=True, kind='dir', inputs=data_roots)
-        roots = {name: make_data(name, args) for name in args.datasets}
+    settings = parse_args(argv)
+    try:
+        text = run_transfer_study(settings)
     except (NotADemoRootError, OutputError) as error:
-        raise SystemExit(f'transfer_study: {error}')
-    reports = {name: run_study(name, roots, args, extra) for name in args.datasets}
-    out = transfer_report(args, reports, extra, time.time() - start)
-    with atomic_file(osp.join(args.work_dir, 'report.md')) as tmp, open(tmp, 'w') as f:
-        f.write(out)
-    print(out)
+        raise SystemExit(f'transfer_study: {error}') from None
+    print(text)
 
 
 if __name__ == '__main__':
