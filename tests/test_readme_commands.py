@@ -64,14 +64,13 @@ TIMEOUT = 900  # a hang guard (the set-up took 164-300+ s on a 2-core machine un
 PLACEHOLDERS = {
     # heads.md: "fine-tune the converted EoMT-L on your data": the EoMT-L config (ADE20K: real data, see MARKS)
     'YOUR_CONFIG': 'configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py',
-    # heads.md: "--to hf" of a trained EoMT run: the 20-iteration demo EoMT run trained a few lines above it
-    'work_dirs/RUN/iter_39153.pth': 'work_dirs/eomt_short/iter_20.pth',
-    'CONFIG': 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
+    # heads.md: "--to hf" of your EoMT-L run (work_dirs/RUN/iter_39153.pth: 39k iterations on ADE20K, see MARKS)
+    'CONFIG': 'configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py',
 }
 SHORTEN = {
     r'^(CONFIG=\S+ )?bash tools/run_demo\.sh\b': TINY_DEMO_ARGS,
     r'^bash tools/run_demo_cls\.sh\b': '--cfg-options train_cfg.max_epochs=1 train_cfg.val_interval=1',
-    r'^python tools/train\.py (?!.*train_cfg\.max_iters=)': '--cfg-options train_cfg.max_iters=4 '
+    r'^python tools/train\.py ': '--cfg-options train_cfg.max_iters=4 '
                                                            'train_cfg.val_interval=4 default_hooks.checkpoint.interval=4',
     r'^python tools/analysis/benchmark\.py --parts( [\w]+-demo)+ ': '--iters 1 --rounds 1 --warmup 0',
     r'^tensorboard --logdir ': '--port 0',  # a free port: the server is stopped once it says where it serves
@@ -143,6 +142,9 @@ MARKS = {
         'a download', "unilm's self-supervised BEiT checkpoint", ('beit_base_patch16_224_pt22k.pth does not exist',)),
     r'^python tools/(test|train)\.py configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512\.py ': Mark(
         'real data', 'ADE20K at data/ade/ADEChallengeData2016 (and the published EoMT-L weights)', ('EXPECT',)),
+    r'^python tools/convert_checkpoint\.py --to hf work_dirs/RUN/iter_39153\.pth ': Mark(
+        'real data', "an EoMT-L run of the config's 39k iterations on ADE20K",
+        ('work_dirs/RUN/iter_39153.pth does not exist',)),
     r'^python tools/analysis/mim_study\.py ': Mark('hours', STUDY.format(test='tests/test_mim_study.py')),
     r'^python tools/analysis/transfer_study\.py ': Mark('hours', STUDY.format(test='tests/test_transfer_study.py')),
     r'^python tools/analysis/head_study\.py ': Mark('hours', STUDY.format(test='tests/test_head_study.py')),
@@ -300,18 +302,21 @@ def _server(command: str, cwd: str, banner: str, wait: float = 120) -> str:
     import selectors
     import time
     proc = subprocess.Popen(['bash', '-lc', f'source tools/activate.sh && exec {command}'], cwd=cwd,
-                            env=_fresh_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out, end = '', time.monotonic() + wait
+                            env=_fresh_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, end = b'', time.monotonic() + wait
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
-    try:
-        while banner not in out and time.monotonic() < end and proc.poll() is None:
+    try:  # unbuffered reads: a buffered reader would hold the banner where select does not see it
+        while banner.encode() not in out and time.monotonic() < end:
             if sel.select(timeout=1):
-                out += proc.stdout.readline()
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return out
+    return out.decode(errors='replace')
 
 
 def run_plan(plan: Plan, cwd: str) -> tuple[bool, str]:
@@ -325,7 +330,7 @@ def run_plan(plan: Plan, cwd: str) -> tuple[bool, str]:
         ok = proc.returncode != 0 and 'Traceback' not in out and all(s in out for s in plan.mark.expect)
         return ok, f'exit {proc.returncode}, expected {plan.mark.expect} without a traceback:\n{out[-5000:]}'
     if words[0] == 'tensorboard':
-        out = _server(command, cwd, 'TensorBoard ')
+        out = _server(command, cwd, '(Press CTRL+C to quit)')
         return bool(re.search(r'TensorBoard \S+ at http://', out)), out[-3000:]
     if re.fullmatch(r'[A-Za-z_]\w*=\S+', ' '.join(words)):
         return True, ''  # a variable of its block (filled into the commands after it)
