@@ -159,6 +159,9 @@ MARKS = {
     r'^python tools/analysis/benchmark_data\.py$': Mark(
         'hours', 'minutes on 2 cores: 592-px data sets written and timed (tests/test_benchmark_data.py runs it small)'),
 }
+# tools run in a login shell although they have main(): tools/analysis/probe.py failed in this process after the
+# commands above it (06:41 run, 2026-11-27; it passes in this process alone, on the same copy): cause not yet found
+IN_SHELL = ('tools/analysis/probe.py',)
 RUNNABLE = (r'^python3\.11 -m venv \.venv && \. \.venv/bin/activate$', r'^python tools/[\w/]+\.py( |$)', r'^(CONFIG=\S+ )?bash tools/run_demo(_cls)?\.sh( |$)',
             r'^source tools/activate\.sh$', r'^[A-Za-z_]\w*=\S+$', r'^tensorboard --logdir \S+ --port 0$')
 
@@ -338,7 +341,7 @@ def run_plan(plan: Plan, cwd: str) -> tuple[bool, str]:
         return bool(re.search(r'TensorBoard \S+ at http://', out)), out[-3000:]
     if re.fullmatch(r'[A-Za-z_]\w*=\S+', ' '.join(words)):
         return True, ''  # a variable of its block (filled into the commands after it)
-    if words[0] == 'python' and re.fullmatch(r'tools/[\w/]+\.py', words[1]) \
+    if words[0] == 'python' and re.fullmatch(r'tools/[\w/]+\.py', words[1]) and words[1] not in IN_SHELL \
             and not re.search(r'[|&;<>$`*?]', command.split(' #')[0]):
         status, message = _in_process(words, cwd)
         return status == 0, f'exit {status}: {message}'
