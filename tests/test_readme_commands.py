@@ -70,8 +70,8 @@ PLACEHOLDERS = {
 SHORTEN = {
     r'^(CONFIG=\S+ )?bash tools/run_demo\.sh\b': TINY_DEMO_ARGS,
     r'^bash tools/run_demo_cls\.sh\b': '--cfg-options train_cfg.max_epochs=1 train_cfg.val_interval=1',
-    r'^python tools/train\.py ': '--cfg-options train_cfg.max_iters=4 '
-                                                           'train_cfg.val_interval=4 default_hooks.checkpoint.interval=4',
+    r'^python tools/train\.py ': '--cfg-options train_cfg.max_iters=4 train_cfg.val_interval=4 '
+                                 'default_hooks.checkpoint.interval=4',
     r'^python tools/analysis/benchmark\.py --parts( [\w]+-demo)+ ': '--iters 1 --rounds 1 --warmup 0',
     r'^tensorboard --logdir ': '--port 0',  # a free port: the server is stopped once it says where it serves
 }
@@ -134,7 +134,8 @@ class Mark(NamedTuple):
 STUDY = 'hours on 2 cores: a study at its published size ({test} runs its short form)'
 MARKS = {
     r'^pip |^MMCV_WITH_OPS=\S+ .*pip wheel ': Mark(
-        'a download', 'installs packages from PyPI (tools/setup_env.sh builds the same environment; this test runs in it)'),
+        'a download',
+        'installs packages from PyPI (tools/setup_env.sh builds the same environment; this test runs in it)'),
     r'^python tools/convert_checkpoint\.py .*--source hf pytorch_model\.bin ': Mark(
         'a download', "a Hugging Face model's file (no stand-in: two pages name different models' pytorch_model.bin)",
         ('pytorch_model.bin does not exist',)),
@@ -162,7 +163,8 @@ MARKS = {
 # tools run in a login shell although they have main(): tools/analysis/probe.py failed in this process after the
 # commands above it (06:41 run, 2026-11-27; it passes in this process alone, on the same copy): cause not yet found
 IN_SHELL = ('tools/analysis/probe.py',)
-RUNNABLE = (r'^python3\.11 -m venv \.venv && \. \.venv/bin/activate$', r'^python tools/[\w/]+\.py( |$)', r'^(CONFIG=\S+ )?bash tools/run_demo(_cls)?\.sh( |$)',
+RUNNABLE = (r'^python3\.11 -m venv \.venv && \. \.venv/bin/activate$', r'^python tools/[\w/]+\.py( |$)',
+            r'^(CONFIG=\S+ )?bash tools/run_demo(_cls)?\.sh( |$)',
             r'^source tools/activate\.sh$', r'^[A-Za-z_]\w*=\S+$', r'^tensorboard --logdir \S+ --port 0$')
 
 
@@ -227,7 +229,7 @@ def fill(command: str, variables: dict) -> str:
     for name, value in variables.items():
         command = re.sub(r'\$\{?' + name + r'\b\}?', value, command)
     words = shlex.split(command, comments=True)
-    if not re.search(r'[|&;<>`*?]', re.split(r'\s#', command, maxsplit=1)[0]):  # a plain command: words filled, a trailing comment dropped
+    if not re.search(r'[|&;<>`*?]', re.split(r'\s#', command, maxsplit=1)[0]):  # plain: words filled, comment dropped
         command = shlex.join(PLACEHOLDERS.get(w, w) for w in words)
     for pattern, extra in SHORTEN.items():
         if re.search(pattern, command):  # a plain command: drop a trailing comment, append the words
