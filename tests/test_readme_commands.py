@@ -160,9 +160,7 @@ MARKS = {
     r'^python tools/analysis/benchmark_data\.py$': Mark(
         'hours', 'minutes on 2 cores: 592-px data sets written and timed (tests/test_benchmark_data.py runs it small)'),
 }
-# tools run in a login shell although they have main(): tools/analysis/probe.py failed in this process after the
-# commands above it (06:41 run, 2026-11-27; it passes in this process alone, on the same copy): cause not yet found
-IN_SHELL = ('tools/analysis/probe.py',)
+IN_SHELL: tuple = ()  # tools with main() that must run in a login shell (none)
 RUNNABLE = (r'^python3\.11 -m venv \.venv && \. \.venv/bin/activate$', r'^python tools/[\w/]+\.py( |$)',
             r'^(CONFIG=\S+ )?bash tools/run_demo(_cls)?\.sh( |$)',
             r'^source tools/activate\.sh$', r'^[A-Za-z_]\w*=\S+$', r'^tensorboard --logdir \S+ --port 0$')
