@@ -107,3 +107,36 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
     assert {'coco/segm_mAP', 'coco/segm_mAP_50', 'coco/segm_mAP_75'} <= set(metrics)
     assert 0.0 <= metrics['coco/segm_mAP'] <= 1.0
     assert 'Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ]' in capsys.readouterr().out
+
+
+MMDET_PANOPTIC = 'configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-panoptic.py'  # in the mmdet 3.3.0 wheel
+BASE = osp.join(ROOT, 'configs', '_base_', 'models', 'mask2former_beit_coco-panoptic.py')
+
+
+def _unscoped(value):
+    """``value`` with every registry name's scope dropped ('mmdet.DiceLoss' -> 'DiceLoss')."""
+    if isinstance(value, dict):
+        return {k: (v.split('.')[-1] if k == 'type' and isinstance(v, str) else _unscoped(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unscoped(v) for v in value]
+    return value
+
+
+def test_base_model_head_values_are_mmdet_coco_panoptic_ones():
+    """The head, fusion head, train_cfg and test_cfg of ``configs/_base_/models/mask2former_beit_coco-panoptic.py``
+    equal, value by value, those of mmdet 3.3.0's ``configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-panoptic.py``
+    read from the installed wheel (``mmdet/.mim/``); only the input widths (BEiT's 768 instead of ResNet's 256-2048)
+    and the scope prefixes differ. Also the preprocessor's padding rules (D:19-24)."""
+    import mmdet
+    source = osp.join(osp.dirname(mmdet.__file__), '.mim', MMDET_PANOPTIC)
+    assert mmdet.__version__ == '3.3.0' and osp.isfile(source), source
+    ref = Config.fromfile(source).model.to_dict()
+    ours = Config.fromfile(BASE).model.to_dict()
+    ref_head, our_head = _unscoped(ref['panoptic_head']), _unscoped(ours['panoptic_head'])
+    assert ref_head.pop('in_channels') == [256, 512, 1024, 2048] and our_head.pop('in_channels') == [768] * 4
+    assert our_head == ref_head
+    for key in ('panoptic_fusion_head', 'train_cfg', 'test_cfg', 'init_cfg'):
+        assert _unscoped(ours[key]) == _unscoped(ref[key]), key
+    for key in ('bgr_to_rgb', 'pad_size_divisor', 'pad_mask', 'mask_pad_value', 'pad_seg', 'seg_pad_value'):
+        assert ours['data_preprocessor'][key] == ref['data_preprocessor'][key], key
+    assert ours['type'] == 'mmdet.' + ref['type']
