@@ -1,0 +1,113 @@
+# Demo: Mask2Former panoptic segmentation (mmdet 3.3.0's Mask2Former detector, Mask2FormerHead and MaskFormerFusionHead:
+# configs/_base_/models/mask2former_beit_coco-panoptic.py) on the EoMT panoptic demo's tiny BEiT (4 blocks, 96 wide,
+# 8x8-pixel patches), data and schedule (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py), trained
+# FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco -> data/coco_demo:
+# things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to fit 64x64;
+# mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), PQ/SQ/RQ (all, things, stuff) from
+# beit_mm.PanopticQualityMetric (torchmetrics). As the semantic Mask2Former demo
+# (configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py): backbone blocks (0, 1, 2, 3) -> Feature2Pyramid,
+# the head narrowed from 256 to 64 channels in 4 heads (feed-forward 4x) and the loss's sampled points cut from 12544
+# to the semantic demo's 196 (CPU time: the point loss and matching of 10 predictions x 8 images dominate a step).
+# Scopes: beit_mm's default_scope 'mmseg' (default_runtime.py) with every mmdet part named 'mmdet.<name>'.
+_base_ = [
+    '../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py',
+    '../_base_/schedules/demo_adamw-layer-decay_1k.py'
+]
+custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's detector and head
+data_root = 'data/coco_demo/'
+img_size = 64
+embed_dims = 96
+head_dims = 64
+thing_classes = ('person', 'car')
+stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
+num_things_classes = len(thing_classes)
+num_stuff_classes = len(stuff_classes)
+num_classes = num_things_classes + num_stuff_classes
+metainfo = dict(classes=thing_classes + stuff_classes, thing_classes=thing_classes, stuff_classes=stuff_classes)
+norm_cfg = dict(type='BN', requires_grad=True)
+model = dict(
+    data_preprocessor=dict(pad_size_divisor=img_size),  # every image fits 64x64: padded to exactly that
+    backbone=dict(
+        arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
+        img_size=img_size,
+        patch_size=8,
+        drop_path_rate=0.0,
+        out_indices=(0, 1, 2, 3)),
+    neck=dict(embed_dim=embed_dims, norm_cfg=norm_cfg),
+    panoptic_head=dict(
+        in_channels=[embed_dims] * 4,
+        feat_channels=head_dims,
+        out_channels=head_dims,
+        num_things_classes=num_things_classes,
+        num_stuff_classes=num_stuff_classes,
+        pixel_decoder=dict(
+            encoder=dict(layer_cfg=dict(self_attn_cfg=dict(embed_dims=head_dims, num_heads=4),
+                                        ffn_cfg=dict(embed_dims=head_dims, feedforward_channels=4 * head_dims))),
+            positional_encoding=dict(num_feats=head_dims // 2)),
+        positional_encoding=dict(num_feats=head_dims // 2),
+        transformer_decoder=dict(layer_cfg=dict(self_attn_cfg=dict(embed_dims=head_dims, num_heads=4),
+                                                cross_attn_cfg=dict(embed_dims=head_dims, num_heads=4),
+                                                ffn_cfg=dict(embed_dims=head_dims,
+                                                             feedforward_channels=4 * head_dims))),
+        loss_cls=dict(class_weight=[1.0] * num_classes + [0.1])),
+    panoptic_fusion_head=dict(num_things_classes=num_things_classes, num_stuff_classes=num_stuff_classes),
+    train_cfg=dict(num_points=196),
+    test_cfg=dict(panoptic_on=True, instance_on=False))
+train_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
+    dict(type='mmdet.RandomFlip', prob=0.5),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path', 'segments_info')),
+]
+train_dataloader = dict(
+    batch_size=8,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='InfiniteSampler', shuffle=True),
+    dataset=dict(
+        type='mmdet.CocoPanopticDataset',
+        data_root=data_root,
+        metainfo=metainfo,
+        ann_file='annotations/panoptic_train2017.json',
+        data_prefix=dict(img='train2017/', seg='annotations/panoptic_train2017/'),
+        filter_cfg=dict(filter_empty_gt=False),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    batch_size=1,
+    num_workers=2,
+    persistent_workers=True,
+    sampler=dict(type='DefaultSampler', shuffle=False),
+    dataset=dict(
+        type='mmdet.CocoPanopticDataset',
+        data_root=data_root,
+        metainfo=metainfo,
+        ann_file='annotations/panoptic_val2017.json',
+        data_prefix=dict(img='val2017/', seg='annotations/panoptic_val2017/'),
+        test_mode=True,
+        pipeline=test_pipeline))
+test_dataloader = val_dataloader
+val_evaluator = dict(type='beit_mm.PanopticQualityMetric', classwise=True)
+test_evaluator = val_evaluator
+max_iters = 300
+train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
+param_scheduler = [
+    dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
+    dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
+]
+default_hooks = dict(checkpoint=dict(interval=max_iters))
+custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check
+    dict(type='beit_mm.NonFiniteLossHook'),
+    dict(type='beit_mm.BatchSizeCheckHook'),
+]
+visualizer = dict(_delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])  # no fixed name:
+# each Runner names its own (default_runtime's name='visualizer' would make two runners in one process share one)
+tta_model = None
+env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
+randomness = dict(seed=0, deterministic=True)
