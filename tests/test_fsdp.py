@@ -15,7 +15,7 @@ from mmengine.config import Config
 
 from beit_mm.apis import build_from_config
 
-from .conftest import ROOT, shrink_seg_config
+from .conftest import ROOT, free_port, shrink_seg_config
 
 FSDP_CONFIG = osp.join(ROOT, 'configs/beit/beit-large_upernet_8xb1-amp-fsdp-160k_ade20k-640x640.py')
 DIM = 32
@@ -176,7 +176,7 @@ def test_unilm_weight_decay_rule_under_fsdp_uses_original_ndims(tmp_path):
     (not exempt every weight); with them, the groups equal those of the unwrapped model."""
     script = tmp_path / 'unilm_fsdp.py'
     script.write_text(_UNILM_RULE_UNDER_FSDP)
-    env = dict(os.environ, PYTHONPATH=ROOT, PORT=str(29500 + os.getpid() % 1000), OMP_NUM_THREADS='1')
+    env = dict(os.environ, PYTHONPATH=ROOT, PORT=str(free_port()), OMP_NUM_THREADS='1')
     proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'ERROR weight_decay_rule=\'unilm\'' in proc.stdout and 'TorchFSDPStrategy' in proc.stdout, proc.stdout
