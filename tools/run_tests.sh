@@ -2,7 +2,7 @@
 # The test command: creates or reuses the environment (tools/setup_env.sh), prints the CPU (model, threads, native
 # bf16 or not, ATen's kernel level), then runs pytest on tests/.
 # Extra arguments go to pytest, e.g. `bash tools/run_tests.sh -k beit -x`; test paths among them replace the
-# default `tests/` (`bash tools/run_tests.sh tests/test_beit.py -x` runs that file only). The tests run on
+# default `tests/` (`bash tools/run_tests.sh tests/models/test_beit.py -x` runs that file only). The tests run on
 # pytest-xdist workers, one per core (see below); an `-n N` among the arguments overrides the script's.
 #
 # BEIT_MM_EMULATE_AVX2=1 runs the suite as an AVX2-only CPU would (the CI machines change CPU kind between sessions):
