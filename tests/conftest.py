@@ -1,6 +1,8 @@
+import functools
 import importlib.util
 import itertools
 import os
+import re
 import sys
 from types import ModuleType
 
@@ -11,7 +13,15 @@ import beit_mm  # noqa: F401  (registers the plugin; the checkout is on sys.path
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Under pytest-xdist (tools/run_tests.sh runs one worker per core) each worker computes with its share of the cores,
+# and so do the subprocesses its tests start (OMP_NUM_THREADS, unless a test sets its own): two workers of two
+# threads each on 2 cores would oversubscribe them. A single-process run keeps 2 threads.
+XDIST_WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+TORCH_THREADS = max(1, min(2, CORES // XDIST_WORKERS))
+torch.set_num_threads(TORCH_THREADS)
+if XDIST_WORKERS > 1:
+    os.environ.setdefault('OMP_NUM_THREADS', str(TORCH_THREADS))
 
 
 @pytest.fixture(scope='session')
@@ -58,6 +68,15 @@ def run_train(cfg, path) -> str:
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     return log
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it), for a process group's ``MASTER_PORT``:
+    a fixed port collides between pytest-xdist workers and with other test runs on the machine."""
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
 
 
 _TOOLS: dict[str, ModuleType] = {}
@@ -279,3 +298,34 @@ def _own_runner_names(monkeypatch):
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(Runner, '__init__', own_name)
+
+
+
+_SHARED_FIXTURE = re.compile(r"""scope\s*=\s*['"](module|class|package)['"]""")
+
+
+@functools.lru_cache(maxsize=None)
+def shares_a_fixture(path: str) -> bool:
+    """Whether the test file ``path`` (relative to the checkout) defines a module-, class- or package-scoped fixture."""
+    with open(os.path.join(ROOT, path), encoding='utf-8') as f:
+        return bool(_SHARED_FIXTURE.search(f.read()))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``pytest -n N --dist loadscope`` (what tools/run_tests.sh runs) with the scope of a test file's fixtures as its
+    unit of work: the tests of a file that defines a module- or class-scoped fixture (a reference training run, a
+    converted checkpoint) go to one worker, so that fixture is built once, not once per worker; every other test is
+    handed out on its own, to whichever worker is free. Files go first, most tests first (xdist's
+    ``--loadscope-reorder``). (pytest-xdist's own ``xdist_group`` marks cannot carry this: ``--dist loadgroup``
+    rewrites a node id through an attribute pytest 9 no longer reads.)"""
+    if config.getvalue('dist') != 'loadscope':
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FixtureScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split('::', 1)[0]
+            return path if shares_a_fixture(path) else nodeid
+
+    return FixtureScopeScheduling(config, log)

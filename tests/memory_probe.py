@@ -1,6 +1,6 @@
 """Test helper (not product code): a hook printing, per rank at the end of training, the numbers FSDP changes --
 parameter elements held by this process, optimizer-state elements, and the process's peak RSS -- for
-tests/test_fsdp.py to compare FSDP with DDP. Enabled with custom_imports=['tests.memory_probe'] and
+tests/engine/test_fsdp.py to compare FSDP with DDP. Enabled with custom_imports=['tests.memory_probe'] and
 custom_hooks=[dict(type='beit_mm.MemoryProbeHook')]."""
 import resource
 

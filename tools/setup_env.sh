@@ -75,6 +75,8 @@ pip install -q "$mmcv_whl" >&2
 # (mmdet's CocoPanopticMetric needs panopticapi, not on PyPI).
 pip install -q "mmengine==0.10.7" "mmsegmentation==1.2.2" "mmpretrain==1.2.0" "mmdet==3.3.0" ftfy regex \
   "transformers==4.46.3" "scipy<1.16" "pytest>=8" "matplotlib" "tensorboard" "torchmetrics==1.9.0" >&2
+# pytest-xdist runs the suite on one worker per core (tools/run_tests.sh: -n 2 on the 2-core CI machine).
+pip install -q "pytest-xdist==3.8.0" "execnet==2.1.2" >&2
 # EoMT's parity reference, transformers' EomtForUniversalSegmentation (added in 4.56), in a folder of its own that only
 # the reference subprocess of tests/test_eomt_hf.py puts first on sys.path: mmpretrain 1.2.0 (imported by mmseg via
 # mmdet) fails to import beside transformers >= 4.49 (apply_chunking_to_forward left transformers.modeling_utils), so
@@ -87,7 +89,7 @@ pip install -q --no-deps "dall-e==0.1" >&2
 pip install -q attrs requests blobfile >&2
 # scikit-learn ships the UCI handwritten digits that the MIM study's second dataset is drawn from (offline).
 pip install -q "numpy<2" "scikit-learn==1.6.1" >&2
-"$venv/bin/python" -c "import mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn, torchmetrics" >&2
+"$venv/bin/python" -c "import xdist, mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn, torchmetrics" >&2
 PYTHONPATH="$venv/reference/transformers-4.57.6" "$venv/bin/python" -c "from transformers import EomtForUniversalSegmentation" >&2
 touch "$venv/.beit_mm_ready"
 echo "$venv"

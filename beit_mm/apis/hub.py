@@ -125,7 +125,7 @@ def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, pa
 
     EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
     so the folder is written directly (``config.json`` with ``model_type: eomt``, safetensors with ``format: pt``);
-    ``tests/test_eomt_hf.py`` loads it strictly with transformers 4.57.6 and compares the logits."""
+    ``tests/models/test_eomt_hf.py`` loads it strictly with transformers 4.57.6 and compares the logits."""
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
     if cfg['model_type'] == 'eomt':
         from safetensors.torch import save_file

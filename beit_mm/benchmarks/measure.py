@@ -239,7 +239,7 @@ def bench(part: Part, name: str, timing: Timing, device: torch.device, dtype: to
             torch._dynamo.reset()  # each model compiles from scratch (no cache hits on the previous model's code)
             if ours and compile_units(model) != [model]:
                 compile_model(model)  # what the model declares, as training compiles it (EoMT: its network)
-            else:  # the step (a whole-compiling model gives one graph: tests/test_compile_models.py)
+            else:  # the step (a whole-compiling model gives one graph: tests/models/test_compile_models.py)
                 forward = torch.compile(forward)
 
         def step() -> None:

@@ -256,7 +256,7 @@ def exif_orientation(image: Image.Image) -> int:
 
 def loader_applies_orientation(color_type: str = 'color', imdecode_backend: str = 'cv2') -> bool:
     """Whether mmcv's ``LoadImageFromFile(color_type=..., imdecode_backend=...)`` applies an image's EXIF orientation
-    (``tests/test_dataset_checks.py`` compares this with mmcv's decoder for every combination)."""
+    (``tests/data/test_dataset_checks.py`` compares this with mmcv's decoder for every combination)."""
     return color_type in _ORIENTING_COLOR_TYPES and imdecode_backend in _ORIENTING_BACKENDS
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2; tests/test_dataset_configs.py
+# demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2; tests/configs/test_dataset_configs.py
 # reads them there); the label maps store index + 1 (0 is background)
 PASCAL_CONTEXT_59_INDEX = {'sky': 46, 'grass': 28, 'car': 13, 'road': 40, 'tree': 52, 'wall': 55, 'water': 56,
                            'floor': 25}

@@ -21,7 +21,7 @@ Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``, BEiT v1's 
         if delta == 0: stop (10 failed attempts)
         mask_count += delta
 
-Consequences (tested in ``tests/test_masking.py``): the masked count never exceeds ``num_masking_patches`` (every
+Consequences (tested in ``tests/data/test_masking.py``): the masked count never exceeds ``num_masking_patches`` (every
 accepted rectangle adds at most ``budget`` new patches) and may fall short of it when ten attempts in a row fail to
 place a rectangle that fits the last few patches of the budget (14x14, 75, min 16: 32.9% of 10,000 masks, mean 74.5,
 min 62); the mask is the union of the accepted rectangles, which may overlap and merge; rectangles drawn while the

@@ -114,7 +114,7 @@ def sdpa_flop_jit(inputs: list, outputs: list) -> int:
     """FLOPs of ``aten::scaled_dot_product_attention`` (q, k, v, ...): the two matmuls ``q @ k^T`` and
     ``attn @ v``, counted like MMEngine's ``matmul_flop_jit`` (one multiply-add = 1). MMEngine has no handle for it, so
     without this the attention products of the SDPA path (the default) would count as 0; the eager path's two
-    ``aten::matmul`` give the same number (tests/test_flops.py)."""
+    ``aten::matmul`` give the same number (tests/evaluation/test_flops.py)."""
     q, k, v = (get_shape(x) for x in inputs[:3])  # (..., Nq, d), (..., Nk, d), (..., Nk, dv)
     batch = 1
     for size in q[:-2]:

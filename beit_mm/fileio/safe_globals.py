@@ -4,7 +4,7 @@ torch >= 2.6 loads with ``weights_only=True`` by default, and MMEngine 0.10.7 ca
 argument, so ``--resume`` and ``load_from`` of MMEngine's own checkpoints fail with
 ``UnpicklingError: Weights only load failed ... HistoryBuffer``. Instead of turning safe loading off, this module
 allow-lists exactly the non-tensor objects that ``Runner.save_checkpoint`` writes (found by loading a real runner
-checkpoint with ``weights_only=True`` until it passed; ``tests/test_tools.py`` checks each one is needed):
+checkpoint with ``weights_only=True`` until it passed; ``tests/tools/test_tools.py`` checks each one is needed):
 
 - ``message_hub.log_scalars`` holds :class:`mmengine.logging.HistoryBuffer` objects, whose ``_log_history`` and
   ``_count_history`` are numpy arrays, with numpy scalars in their state: ``numpy.core.multiarray._reconstruct``,

@@ -79,7 +79,7 @@ def train(config: str, work_dir: str, options: list[str]) -> str:
     :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
     that was cut short (a killed job, the end of a session). The run records what it was started with (the config
     text and ``options``) in ``work_dir/run.json``; a later call with the same ones continues the cut run from its last
-    complete checkpoint (``resume='auto'``, bit-identical to an uncut run in tests/test_kill_resume.py; the
+    complete checkpoint (``resume='auto'``, bit-identical to an uncut run in tests/engine/test_kill_resume.py; the
     pretraining configs save every 500 iterations, the dVAE's every 250); with other ones, or none recorded, it starts
     again over them (``overwrite=True``)."""
     os.makedirs(work_dir, exist_ok=True)

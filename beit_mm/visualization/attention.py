@@ -11,7 +11,7 @@ A forward hook on each attention module receives the module's inputs and recompu
   k/v from the stride-2 depthwise conv projections (BatchNorm in the module's current mode), cls token (last stage)
   bypassing them; probabilities ``(B, heads, [1 +] H*W, [1 +] H'*W')`` with ``H' = (H - 1) // 2 + 1``.
 
-The recomputation is checked in tests/test_visualization.py: ``proj(probs @ v)`` equals the module's output (SDPA or
+The recomputation is checked in tests/visualization/test_visualization.py: ``proj(probs @ v)`` equals the module's output (SDPA or
 eager path), and BEiT's probabilities equal HF transformers' ``BeitModel(output_attentions=True)`` with the same
 weights.
 """

@@ -53,5 +53,5 @@ auto_scale_lr = dict(enable=False, base_batch_size=16)
 # AdaptiveAvgPool2d and of bilinear interpolation; env_cfg.cudnn_deterministic is tools/train.py's cuDNN-only flag.
 env_cfg = dict(cudnn_benchmark=False, cudnn_deterministic=True)
 randomness = dict(seed=0)
-# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/models/test_compile_models.py
 compile = dict(scope='model', devices=['cuda'])

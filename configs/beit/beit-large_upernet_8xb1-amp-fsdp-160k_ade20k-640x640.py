@@ -12,7 +12,7 @@
 #   strategy.state_dict_cfg.state_dict_config.offload_to_cpu=False
 #   strategy.state_dict_cfg.optim_state_dict_config.offload_to_cpu=False
 # (FSDP without CUDA needs an explicit CPU device; with torch 2.13 on CPU, gathering a full state dict with
-# offload_to_cpu=True crashes rank 0 with SIGSEGV, tests/test_fsdp.py).
+# offload_to_cpu=True crashes rank 0 with SIGSEGV, tests/engine/test_fsdp.py).
 # Published (the DDP recipe): 56.7 mIoU (unilm), 56.33 (mmseg).
 # Precision: the base's dtype='auto'. Where it resolves to fp16 (GPUs without bf16) the loss scaler is
 # torch.amp.GradScaler, whose inf/NaN check sees only this process's gradient shards (torch's ShardedGradScaler

@@ -85,5 +85,5 @@ log_level = 'INFO'
 load_from = None
 resume = False
 randomness = dict(seed=0, diff_rank_seed=True)
-# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/models/test_compile_models.py
 compile = dict(scope='model', devices=['cuda'])

@@ -110,5 +110,5 @@ resume = False
 # unilm beit2/run_class_finetuning.py line 260: seed = args.seed (0) + utils.get_rank(): every process draws its own Mixup/CutMix
 # choice and lambda, drop-path masks and augmentations; line 265: cudnn.benchmark = True.
 randomness = dict(seed=0, diff_rank_seed=True)
-# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/models/test_compile_models.py
 compile = dict(scope='model', devices=['cuda'])

@@ -32,4 +32,4 @@ model = dict(
     target_generator=dict(type='beit_mm.DALLEEncoder', autocast_dtype='bfloat16',
                           init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)),
     zero_masked_pixels=True)
-# CvT MIM compiles whole too (tests/test_compile_models.py), with the BEiT MIM setting inherited
+# CvT MIM compiles whole too (tests/models/test_compile_models.py), with the BEiT MIM setting inherited

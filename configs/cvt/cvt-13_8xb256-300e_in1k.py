@@ -4,7 +4,7 @@
 # biases, cls_token), 5 warmup epochs, cosine, mixup 0.8, cutmix 1.0, RandAugment rand-m9-mstd0.5-inc1, label
 # smoothing 0.1, random erasing 0.25, top-1/top-5 accuracy. Class order = sorted wnids (see the dataset base).
 # drop path per stage [0, 0, 0.1] (linear inside each stage, as lib/models/cls_cvt.py); the last incomplete batch
-# is dropped (timm create_loader: drop_last=is_training). Values pinned in tests/reference_recipes.py.
+# is dropped (timm create_loader: drop_last=is_training). Values pinned in tests/configs/reference_recipes.py.
 # Differences to the official run: per-iteration warmup/cosine (official: per epoch, timm scheduler).
 _base_ = [
     '../_base_/models/cvt-13_in1k.py', '../_base_/datasets/imagenet_bs256_cvt_224.py',

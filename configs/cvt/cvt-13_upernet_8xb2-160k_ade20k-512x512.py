@@ -14,7 +14,7 @@
 # Drop path per stage [0, 0, 0.1] (CvT-13's ImageNet value). Slide inference 512 / stride 341: whole-image inference of a 2048x512
 # image would attend over 65k stage-0 tokens.
 # Precision: fp32, as the Swin recipe (mmseg 0.x upernet_swin_tiny_..._pretrain_224x224_1K.py has no fp16 entry;
-# schedule_160k.py's optimizer_config = dict()); pinned in tests/reference_recipes.py.
+# schedule_160k.py's optimizer_config = dict()); pinned in tests/configs/reference_recipes.py.
 _base_ = [
     '../_base_/models/upernet_cvt.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -1,7 +1,7 @@
 # CvT-21 on ImageNet-1k from scratch, 224x224, 8 GPUs x 128 images = total batch 1024, lr 1e-3 (1.25e-4 per GPU, as
 # the official code scales it), 300 epochs; paper: 82.5 top-1. CvT-21's own recipe, which is not CvT-13's:
 # microsoft/CvT experiments/imagenet/cvt/cvt-21-224x224.yaml (values pinned with their lines in
-# tests/reference_recipes.py):
+# tests/configs/reference_recipes.py):
 # - DEPTH [1, 4, 16], DROP_PATH_RATE [0, 0, 0.1] (per stage, linear inside each stage);
 # - TRAIN.BATCH_SIZE_PER_GPU 128, TRAIN.LR 0.000125 x 8 GPUs (lib/config/default.py: LR *= world_size), WD 0.1
 #   (none on norms, biases, cls_token), warmup 5 epochs from 1e-6, cosine to 1e-5;

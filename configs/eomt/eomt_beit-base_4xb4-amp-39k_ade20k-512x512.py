@@ -126,5 +126,5 @@ randomness = dict(seed=0)
 # cuDNN as the official run leaves it: main.py:168-178 passes no `benchmark` to Lightning's Trainer (lightning 2.5.1,
 # requirements.txt:6), which then keeps torch's default cudnn.benchmark = False (not default_runtime.py's True).
 env_cfg = dict(cudnn_benchmark=False)
-# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/test_compile_models.py
+# the whole model torch.compile'd (fullgraph) for training on CUDA: beit_mm.engine.compile, tests/models/test_compile_models.py
 compile = dict(scope='model', devices=['cuda'])

@@ -2,13 +2,13 @@
 # scale, no relative position bias): the official ADE20K semantic configuration, github.com/tue-mps/eomt @ 7bd19dd
 # configs/dinov2/ade20k/semantic/eomt_large_512.yaml, and the architecture of HF transformers'
 # EomtForUniversalSegmentation (transformers 4.57.6, models/eomt/modeling_eomt.py), whose weights this config holds
-# exactly (tests/test_eomt_hf.py: logits within 1e-4 of HF's with the same weights).
+# exactly (tests/models/test_eomt_hf.py: logits within 1e-4 of HF's with the same weights).
 # Published: 58.4 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov2.md:191-196; weights on HF:
 # tue-mps/ade20k_semantic_eomt_large_512).
 #
 # Start, as the official run: DINOv2-L with 4 registers (timm vit_large_patch14_reg4_dinov2.lvd142m), its 14-px patch
 # embedding PI-resized to 16 px and its 37x37 position embedding resized to 32x32 as timm does when EoMT builds it
-# (models/vit.py:33-39; beit_mm/converters/dinov2.py, tests/test_convert_dinov2.py):
+# (models/vit.py:33-39; beit_mm/converters/dinov2.py, tests/converters/test_convert_dinov2.py):
 #   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-512.pth
 #   (the model.safetensors of the HF repository timm/vit_large_patch14_reg4_dinov2.lvd142m, saved under that name)

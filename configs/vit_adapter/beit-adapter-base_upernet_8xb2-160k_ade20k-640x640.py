@@ -32,7 +32,7 @@
 # ade20k_pt2ft.py:37-42) and configs/beit/ here (D's head, upernet_r50.py:22, is 512 wide).
 # Everything U sets and C does not (crop, data, slide test, warmup and poly schedule, weight decay, batch, iterations,
 # checkpoints) is inherited from the BEiT-L config of U, beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py.
-# Pinned value by value in tests/test_vit_adapter_configs.py.
+# Pinned value by value in tests/configs/test_vit_adapter_configs.py.
 _base_ = ['./beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py']
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'  # C:10 (beit_base_patch16_224_pt22k_ft22k)
 width = 768  # C:17

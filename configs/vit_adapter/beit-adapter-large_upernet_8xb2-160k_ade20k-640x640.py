@@ -9,7 +9,7 @@
 # Source, czczup/ViT-Adapter@fd64a51 segmentation/ (path:line), U = configs/ade20k/
 # upernet_beit_adapter_large_640_160k_ade20k_ss.py; its _base_ (U:2-7): _base_/models/upernet_beit.py (UPerHead,
 # FCN auxiliary head on level 2 with weight 0.4) and _base_/schedules/schedule_160k.py (160k iterations).
-# Pinned value by value in tests/test_vit_adapter_configs.py.
+# Pinned value by value in tests/configs/test_vit_adapter_configs.py.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

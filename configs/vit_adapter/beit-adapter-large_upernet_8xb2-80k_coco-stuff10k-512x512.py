@@ -14,7 +14,7 @@
 # the ADE20K config beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py (ViT-Adapter's files agree line by line,
 # S:11-42 and S:75-82), at 512 (S:8, 15) with 171 classes (S:36, 41), slide stride 341 (S:43), the 2048x512 scale
 # (S:50, 63) and 80k iterations.
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/coco-stuff10k.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -13,7 +13,7 @@
 # datasets/coco-stuff164k.py, _base_/schedules/schedule_80k.py (80k iterations). The model and optimizer are those of
 # the ADE20K config beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py (ViT-Adapter's files agree line by line,
 # S:11-44 and S:75-82), with 171 classes (S:36, 41), the 2560x640 scale (S:50, 63) and 80k iterations.
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/coco-stuff164k.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -14,7 +14,7 @@
 # those of the ADE20K config beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py (ViT-Adapter's files agree line
 # by line, S:12-43 and S:76-83), at 480 (S:8, 16) with 59 classes (S:37, 42), slide stride 320 (S:44), training scale
 # 520x520 (S:9, 51), test scale 4096x520 (S:64: the short side to 520) and 80k iterations.
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/pascal_context_59.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -22,7 +22,7 @@
 # instead of BEiT + Feature2Pyramid). Differences from ViT-Adapter's runs as that config's header says (the head's
 # queries and embeddings at layer 0 in ViT-Adapter's constructor, at L + 1 here; mmdet 3.3.0's head).
 # Parameters: 120.6M (120.2M at C's 512, where ViT-Adapter's segmentation/README.md:81 counts 120M; tested).
-# Pinned value by value in tests/test_vit_adapter_configs.py.
+# Pinned value by value in tests/configs/test_vit_adapter_configs.py.
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
 crop_size = (640, 640)  # M:8
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'  # C:10 (beit_base_patch16_224_pt22k_ft22k)

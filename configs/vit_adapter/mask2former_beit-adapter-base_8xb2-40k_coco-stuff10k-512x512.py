@@ -17,7 +17,7 @@
 # mask2former_beit-adapter-base_8xb2-160k_ade20k-640x640.py (which took them from C) at C's 512 and 40k iterations.
 # Differences as in configs/mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py (the head's queries and
 # embeddings at layer 0 in ViT-Adapter's constructor, at L + 1 here; mmdet 3.3.0's head).
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = [
     '../_base_/models/mask2former_beit.py', '../_base_/datasets/coco-stuff10k.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -16,7 +16,7 @@
 # _base_/schedules/schedule_40k.py (40k iterations). The file is ViT-Adapter's COCO-Stuff-10k BEiT-B config (the
 # recipe of mask2former_beit-adapter-base_8xb2-40k_coco-stuff10k-512x512.py) with one more line (img_scale, C:9) and
 # 480 crops (C:8, 16), slide stride 320 (C:101), training scale 520x520 (C:9, 109), test scale 4096x520 (C:123).
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = [
     '../_base_/models/mask2former_beit.py', '../_base_/datasets/pascal_context_59.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

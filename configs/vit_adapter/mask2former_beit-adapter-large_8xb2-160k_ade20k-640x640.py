@@ -13,7 +13,7 @@
 # configs/_base_/models/mask2former_beit.py (ViT-Adapter's _base_/models/mask2former_beit.py, line by line), widened
 # here to M's 1024 channels. Differences as in configs/mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py
 # (the head's queries and embeddings at layer 0 in ViT-Adapter's constructor, at L + 1 here; mmdet 3.3.0's head).
-# Pinned value by value in tests/test_vit_adapter_configs.py.
+# Pinned value by value in tests/configs/test_vit_adapter_configs.py.
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
 crop_size = (640, 640)  # M:8
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'  # M:10 (beit_large_patch16_224_pt22k_ft22k)

@@ -15,7 +15,7 @@
 # So this config inherits
 # mask2former_beit-adapter-base_8xb2-40k_pascal-context-59-480x480.py (data, crop, slide test, schedule, class count)
 # and sets what L changes, as mask2former_beit-adapter-large_8xb2-160k_ade20k-640x640.py does on ADE20K.
-# Pinned value by value in tests/test_dataset_configs.py.
+# Pinned value by value in tests/configs/test_dataset_configs.py.
 _base_ = ['./mask2former_beit-adapter-base_8xb2-40k_pascal-context-59-480x480.py']
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'  # L:11 (beit_large_patch16_224_pt22k_ft22k)
 width = 1024

@@ -18,7 +18,7 @@
 # mask2former_beit_adapter_large_896_80k_cityscapes_ss.py, D = configs/_base_/datasets/cityscapes_896x896.py: the
 # COCO-Stuff-164k BEiT-L Mask2Former file (mask2former_beit-adapter-large_8xb2-80k_coco-stuff164k-896x896.py here; C's
 # model lines are its lines shifted by one, C:13-105) with 100 queries, 19 classes, Cityscapes data and evaluation
-# every 1000 iterations. Pinned value by value in tests/test_dataset_configs.py.
+# every 1000 iterations. Pinned value by value in tests/configs/test_dataset_configs.py.
 # Batch: ViT-Adapter trains 16 GPUs x 1 image (C:132, README.md:15 "16x1"); here 8 GPUs x 2 images, the same 16.
 _base_ = ['./mask2former_beit-adapter-large_8xb2-80k_coco-stuff164k-896x896.py']
 crop_size = (896, 896)  # C:8

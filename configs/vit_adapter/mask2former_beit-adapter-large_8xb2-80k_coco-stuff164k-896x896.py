@@ -13,7 +13,7 @@
 # mask2former_beit_adapter_large_896_80k_cocostuff164k_ss.py: the BEiT-L Mask2Former file of COCO-Stuff-10k
 # (mask2former_beit-adapter-large_8xb2-40k_coco-stuff10k-512x512.py here, whose lines are S's shifted by one after
 # S:12) at 896 with 200 queries, on COCO-Stuff-164k, 80k iterations. So this config inherits that one (model,
-# optimizer, head) and sets what S changes. Pinned value by value in tests/test_dataset_configs.py.
+# optimizer, head) and sets what S changes. Pinned value by value in tests/configs/test_dataset_configs.py.
 # Batch: ViT-Adapter trains 16 GPUs x 1 image (S:147, README.md:14 "16x1"); here 8 GPUs x 2 images, the same 16 a
 # step (the only difference: SyncBN of the adapter's spatial prior module sees 2 images a GPU).
 _base_ = ['./mask2former_beit-adapter-large_8xb2-40k_coco-stuff10k-512x512.py']

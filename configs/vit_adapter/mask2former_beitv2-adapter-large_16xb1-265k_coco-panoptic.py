@@ -11,7 +11,7 @@
 # mask2former_beitv2_adapter_large_16x1_3x_coco-panoptic.py (mmdet 2.x; its base configs/_base_/datasets/
 # coco_panoptic.py = B). The head values are mmdet's COCO panoptic ones (P:39-160 = the base model config's, see
 # configs/_base_/models/mask2former_beit_coco-panoptic.py), in mmdet 3.x names. Pinned value by value in
-# tests/test_panoptic_mask2former.py. Known differences:
+# tests/models/test_panoptic_mask2former.py. Known differences:
 # - P:29-36 runs the blocks in 14x14 windows (every 6th block in 56x56 windows, i.e. global at 896): beit_mm's BEiT
 #   has global attention only, so every block attends globally (same weights; more memory at 1333x800).
 # - P:272-278 keeps an EMA of the weights (mmdet 2.x ExpMomentumEMAHook, momentum 1e-4): mmdet 3.x's EMAHook with

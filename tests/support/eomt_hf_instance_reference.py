@@ -1,4 +1,4 @@
-"""The reference side of ``tests/test_eomt_hf.py``'s instance parity: a tiny random HF ``EomtForUniversalSegmentation``
+"""The reference side of ``tests/models/test_eomt_hf.py``'s instance parity: a tiny random HF ``EomtForUniversalSegmentation``
 (transformers 4.57.6) standing in for an instance checkpoint (e.g. ``tue-mps/coco_instance_eomt_large_640``: the same
 network, all classes things), its logits, and the official EoMT instance post-processing applied to them. Run in a
 subprocess whose ``sys.path`` starts with the reference transformers of ``tools/setup_env.sh``; imports nothing of

@@ -1,4 +1,4 @@
-"""The HF side of ``tests/test_panoptic_eomt.py``'s post-processing parity: transformers' ``EomtImageProcessor.
+"""The HF side of ``tests/models/test_panoptic_eomt.py``'s post-processing parity: transformers' ``EomtImageProcessor.
 post_process_panoptic_segmentation`` (transformers 4.57.6, ``models/eomt/image_processing_eomt.py:849-904``), run in a
 subprocess whose ``sys.path`` starts with the reference transformers of ``tools/setup_env.sh``. Imports nothing of
 beit_mm.

@@ -1,4 +1,4 @@
-"""The HF side of ``tests/test_eomt_hf.py``: transformers' ``EomtForUniversalSegmentation``, run in a subprocess whose
+"""The HF side of ``tests/models/test_eomt_hf.py``: transformers' ``EomtForUniversalSegmentation``, run in a subprocess whose
 ``sys.path`` starts with the reference transformers of ``tools/setup_env.sh`` (``$VENV/reference/transformers-4.57.6``;
 beit_mm's own environment keeps transformers 4.46.3, which mmpretrain 1.2.0 needs). Imports nothing of beit_mm.
 

@@ -1,4 +1,4 @@
-"""TEST SUPPORT ONLY: deterministic points at which tests/test_kill_resume.py SIGKILLs a training run.
+"""TEST SUPPORT ONLY: deterministic points at which tests/engine/test_kill_resume.py SIGKILLs a training run.
 
 Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs. Both wait
 (sleep) at a fixed point after creating a marker file, so the test kills at that point on a machine of any speed:

@@ -1,4 +1,4 @@
-"""TEST SUPPORT ONLY: record what each process draws in a training step, for tests/test_scale.py.
+"""TEST SUPPORT ONLY: record what each process draws in a training step, for tests/engine/test_scale.py.
 
 Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs.
 

@@ -10,7 +10,7 @@
 #      bias read from the table in score_mod) vs eager in fp32 (1e-5 / 1e-4 absolute) and in the --amp dtype (2e-2
 #      relative), forward and gradients, at N=197 and N=1601, plus their timings: the measurement that picks
 #      attn_impl='auto' on CUDA (tools/analysis/benchmark_attention.py --check);
-#   2. fp32 parity tests on CUDA: tests/test_attention_paths.py with BEIT_MM_TEST_DEVICE=cuda;
+#   2. fp32 parity tests on CUDA: tests/models/test_attention_paths.py with BEIT_MM_TEST_DEVICE=cuda;
 #   3. tools/analysis/benchmark.py --parts PARTS at the recipes' batch per GPU (an out-of-memory step halves it),
 #      eager and compiled (--compile), in fp32 and with --amp (bf16): img/s, peak memory, ratios against the peers,
 #      model GFLOP per image, TFLOP/s and MFU against the GPU's dense peak (docs/performance.md#mfu).
@@ -19,7 +19,7 @@
 # docs/studies/gpu-report-<gpu>.md (<gpu>: h100, h200, a100, ... from the device name; --overwrite to replace it).
 # Without CUDA, or with --dry-run, it runs step 1 on CPU at a tiny size and step 3 on CPU for the tiny EoMT demo
 # (a smoke test of the same code, with the batch and MFU columns), and prints the commands of steps 2-3 instead of
-# running them; CI runs this mode (tests/test_gpu_report.py).
+# running them; CI runs this mode (tests/tools/test_gpu_report.py).
 # Needs: the beit_mm environment (PYTHON=path/to/python, default `python`), run from anywhere.
 # --out is checked before anything runs (beit_mm.fileio.outputs.check_output: an existing file needs --overwrite; a
 # link or a path in a dataset root is refused) and written through a temporary file and a rename.
@@ -93,7 +93,7 @@ EOF
   if step tests; then
     echo "## 2. fp32 parity tests on CUDA"
     echo
-    local tests=(-m pytest "$ROOT/tests/test_attention_paths.py" -q -p no:cacheprovider)
+    local tests=(-m pytest "$ROOT/tests/models/test_attention_paths.py" -q -p no:cacheprovider)
     if [[ $DRY -eq 1 ]]; then
       echo "dry run, not run: BEIT_MM_TEST_DEVICE=cuda $PYTHON ${tests[*]}"
     else

@@ -29,7 +29,7 @@ no seed and every run draws one). ``randomness.diff_rank_seed=True`` (the ImageN
 ``seed + rank``): MMEngine seeds process r with ``seed + r``, saves rank 0's (the base seed) in ``meta.seed`` and re-seeds
 r with it ``+ r`` on resume; the sampler gets ``seed=None`` and draws its seed with ``sync_random_seed`` (rank 0's
 ``np.random.randint(2**31)`` right after the run's seeding, broadcast), so given the seed it is the same number in a
-repeated run (tests/test_scale.py) and in a resumed one (the seed is set before the dataloader is built). Not covered:
+repeated run (tests/engine/test_scale.py) and in a resumed one (the seed is set before the dataloader is built). Not covered:
 a different number of processes than the checkpoint's (a warning; nothing is restored), a best checkpoint saved at an
 iteration without a periodic save in a multi-process run (it carries rank 0's states only; the other ranks warn), the
 generators of other devices (MPS, NPU) and generators a model creates itself.
