@@ -17,7 +17,6 @@ files are read with safetensors when it is installed.
 """
 from __future__ import annotations
 
-import hashlib
 import os.path as osp
 from dataclasses import dataclass
 from typing import Callable
@@ -26,6 +25,7 @@ import torch
 
 from ..converters import beit as beit_conv
 from ..fileio import CheckpointFileError, load_state_dict_file
+from ..fileio.manifest import file_sha256
 from .checkpoint import CheckpointMismatchError
 
 
@@ -235,6 +235,11 @@ def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | Non
         raise ConversionUsageError(f'--model {model} is not known; choose one of {sorted(CONVERTERS)}')
     if source not in CONVERTERS[model]:
         raise ConversionUsageError(f'--source {source} is not a {model} layout; choose one of {MODELS[model]}')
+    if not osp.lexists(src):  # an official file not downloaded yet: where it is published, the exact command
+        from .pretrained import missing_official_file
+        message = missing_official_file(src)
+        if message is not None:
+            raise ConversionError(message)
     check_output(dst, overwrite, inputs=[src])
     if opts.drop_class_head and model != 'eomt':
         raise ConversionError(f'--drop-class-head applies to --model eomt only, not {model} (BEiT/CvT files keep '
@@ -244,8 +249,7 @@ def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | Non
     state_dict = checkpoint['state_dict']
     with atomic_file(dst) as tmp:
         torch.save(checkpoint, tmp)
-    with open(dst, 'rb') as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
+    digest = file_sha256(dst)
     print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '
           f'{dst} (sha256 {digest[:16]})')
     return dst

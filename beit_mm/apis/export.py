@@ -37,6 +37,7 @@ from ..models.backbones.beit import BEiT
 from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
+from ..fileio.inputs import read_input
 from .inference import is_segmentor_config, model_class
 
 KINDS = ('segmentor', 'classifier', 'backbone')
@@ -304,20 +305,25 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
 
 
 def onnx_metadata(path: str) -> dict[str, str]:
-    """The ``metadata_props`` of an ONNX file as a dict; a named error for a missing file or one that is not ONNX
-    (e.g. a ``.pth`` checkpoint)."""
+    """The ``metadata_props`` of an ONNX file as a dict (:func:`read_onnx`)."""
+    return read_onnx(path)[1]
+
+
+def read_onnx(path: str) -> tuple[bytes, dict[str, str]]:
+    """An ONNX file's bytes, read once through the file room, and its ``metadata_props`` as a dict; a named error for
+    a missing file or one that is not ONNX (e.g. a ``.pth`` checkpoint)."""
     import onnx
-    if not osp.isfile(path):
+    if not osp.exists(path):
         raise FileNotFoundError(f'ONNX file {path} does not exist. Fix: write it with tools/export.py')
+    data = read_input(path, 'ONNX file')  # a regular file (a FIFO or device is refused, never waited on)
     try:
-        proto = onnx.load(path, load_external_data=False)
+        proto = onnx.load_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends
-        with open(path, 'rb') as f:
-            zip_file = f.read(4) == b'PK\x03\x04'
+        zip_file = data[:4] == b'PK\x03\x04'
         what = 'a PyTorch checkpoint (a zip archive)' if zip_file else f'unreadable as ONNX ({type(error).__name__})'
         raise ValueError(f'{path} is not an ONNX model: {what}. Fix: --onnx takes a file written by tools/export.py; '
                          'a .pth checkpoint is given as CHECKPOINT, without --onnx') from None
-    return {p.key: p.value for p in proto.metadata_props}
+    return data, {p.key: p.value for p in proto.metadata_props}
 
 
 def compare_outputs(got: list, ref: list) -> dict[str, float | int]:

@@ -13,7 +13,7 @@ import os.path as osp
 
 import numpy as np
 
-from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, onnx_metadata
+from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, read_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
@@ -98,7 +98,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     folder, planned = open_output_folder(out_dir, images, names, [config, onnx_file, *inputs], overwrite)
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
-    meta = onnx_metadata(onnx_file)
+    model_bytes, meta = read_onnx(onnx_file)  # read once, through the file room
     if meta.get(KIND_KEY) != 'segmentor':
         raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get(KIND_KEY)})')
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
@@ -106,7 +106,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
     pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
-    session = ort.InferenceSession(onnx_file, providers=['CPUExecutionProvider'])
+    session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg
     align_corners = (cfg.model.get('decode_head') or {}).get('align_corners', False)  # EoMT: bilinear, False
     try:

@@ -10,6 +10,7 @@ are written.
 """
 from __future__ import annotations
 
+import glob
 import os.path as osp
 from collections.abc import Iterator, Mapping
 
@@ -92,3 +93,32 @@ def check_pretrained_files(cfg: Mapping, config_file: str) -> None:
         lines.append(f'{where} = {path} does not exist (working directory {osp.abspath(".")}): {fix}')
     raise MissingPretrainedError(f'{len(missing)} starting-weight file(s) of {config_file} are missing; nothing was '
                                  'built. ' + ' | '.join(lines))
+
+
+def shipped_config_dir() -> str:
+    """``configs/`` beside the package (the checkout or the source distribution)."""
+    return osp.join(osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__)))), 'configs')
+
+
+def official_sources(name: str, config_dir: str | None = None) -> list[dict]:
+    """The ``Converted From`` entries of every shipped ``metafile.yml`` whose converter command reads a file named
+    ``name`` (its base name: the official file a user downloads), without repeats."""
+    found = []
+    for metafile in sorted(glob.glob(osp.join(config_dir or shipped_config_dir(), '*', METAFILE))):
+        for source in conversion_sources(metafile).values():
+            words = str(source.get('Command') or '').split()
+            if len(words) >= 2 and osp.basename(words[-2]) == osp.basename(name) and source not in found:
+                found.append(source)
+    return found
+
+
+def missing_official_file(path: str) -> str | None:
+    """For a missing converter input that a shipped model index names: where it is published and the exact
+    converter command(s); None for a file no index names."""
+    sources = official_sources(path)
+    if not sources:
+        return None
+    where = ', '.join(dict.fromkeys(str(s.get('Code')) for s in sources))
+    commands = ' | '.join(dict.fromkeys(str(s['Command']) for s in sources))
+    return (f'{path} does not exist (working directory {osp.abspath(".")}). It is an official file '
+            f'({sources[0].get("Weights")}), published at {where}. Fix: download it, then run: {commands}')

@@ -8,7 +8,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.apis.convert import ConversionUsageError, convert_checkpoint
+from beit_mm.apis.convert import ConversionError, ConversionUsageError, convert_checkpoint
 from beit_mm.converters.beit import convert_beit
 from beit_mm.fileio import CheckpointFileError
 from beit_mm.models.backbones import BEiT
@@ -115,6 +115,23 @@ def test_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
         assert stopped.value.code == 2 and f'.py: error: {message}\n' in capsys.readouterr().err
     with pytest.raises(ConversionUsageError, match='--source unilm is not a cvt layout'):
         convert_checkpoint(src, dst, model='cvt', source='unilm')
+
+
+def test_a_missing_official_file_names_where_it_is_published(tmp_path, monkeypatch):
+    """Issue 49 item 7: converting an official file that is not downloaded yet names where it is published and the
+    exact converter command, read from the model index (configs/beit/metafile.yml, ``Converted From``); a file no
+    index names keeps the plain message."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConversionError) as refused:
+        convert_checkpoint('beit_base_patch16_224_pt22k.pth', 'out.pth', model='beit', source='unilm')
+    message = str(refused.value)
+    assert 'beit_base_patch16_224_pt22k.pth does not exist' in message
+    assert 'published at https://github.com/microsoft/unilm/tree/master/beit' in message
+    assert ('run: python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth '
+            'checkpoints/beit-base_pt22k.pth') in message
+    with pytest.raises(ConversionError, match='mine.pth does not exist. Fix: check the path'):
+        convert_checkpoint('mine.pth', 'out.pth', model='beit', source='unilm')
+    assert not (tmp_path / 'out.pth').exists()
 
 
 def _segmentor_from_config(path: str, checkpoint: str):
