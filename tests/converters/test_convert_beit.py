@@ -112,7 +112,7 @@ def test_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
                            "--source unilm is not a cvt layout; choose one of ('official', 'hf')")):
         with pytest.raises(SystemExit) as stopped:
             tool.main(argv)
-        assert stopped.value.code == 2 and f'.py: error: {message}\n' in capsys.readouterr().err
+        assert stopped.value.code == 2 and f': error: {message}\n' in capsys.readouterr().err  # prog: the script's name
     with pytest.raises(ConversionUsageError, match='--source unilm is not a cvt layout'):
         convert_checkpoint(src, dst, model='cvt', source='unilm')
 

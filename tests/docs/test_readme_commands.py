@@ -52,7 +52,7 @@ from typing import NamedTuple, Optional
 import pytest
 import torch
 
-from ..conftest import ROOT, load_tool
+from ..conftest import ROOT, TORCH_THREADS, load_tool
 
 TAGS = ('bash', 'sh', 'shell', 'console')
 SETUP = 'bash tools/run_demo.sh'
@@ -269,7 +269,7 @@ def _fresh_env() -> dict:
             if not (venv and p.startswith(venv)) and '/.cache/beit_mm/' not in p]
     env = {k: os.environ[k] for k in ('HOME', 'USER', 'LANG', 'TERM', 'BEIT_MM_VENV', 'BEIT_MM_CACHE', 'TMPDIR')
            if k in os.environ}
-    env.update(PATH=os.pathsep.join(path), OMP_NUM_THREADS='2')
+    env.update(PATH=os.pathsep.join(path), OMP_NUM_THREADS=str(TORCH_THREADS))  # this worker's share of the cores
     return env
 
 

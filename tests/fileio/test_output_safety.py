@@ -407,7 +407,9 @@ def test_study_work_dirs(world, name, hazard, monkeypatch):
                                     'scratch', '--datasets', 'shapes'],
     }[name]
     if name == 'analysis/transfer_study':  # never run a study here, whatever happens before
-        monkeypatch.setattr(tool(name), 'run_study', lambda *a: pytest.fail('the study ran'))
+        from beit_mm.studies import transfer
+        for step in ('make_data', 'run_study'):  # what run_transfer_study does after its work-dir check
+            monkeypatch.setattr(transfer, step, lambda *a: pytest.fail('the study ran'))
     assert_refused(world, name, argv, match, monkeypatch)
 
 
