@@ -1,3 +1,4 @@
+import collections
 import functools
 import importlib.util
 import itertools
@@ -328,4 +329,29 @@ def pytest_xdist_make_scheduler(config, log):
             path = nodeid.split('::', 1)[0]
             return path if shares_a_fixture(path) else nodeid
 
+    config.option.loadscopereorder = False  # the order of pytest_collection_modifyitems below
     return FixtureScopeScheduling(config, log)
+
+
+# Files whose tests run for minutes (multi-process trainings, the docs commands, the study chain): handed out first,
+# so that neither worker starts one of them while the other has nothing left to do. Order only; nothing is timed.
+LONG_FIRST = ('tests/docs/test_readme_commands.py', 'tests/engine/test_fsdp.py', 'tests/studies/test_chain.py',
+              'tests/engine/test_kill_resume.py', 'tests/studies/test_mim_study.py', 'tests/engine/test_scale.py')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist: the files of :data:`LONG_FIRST` first, then the files that share a fixture (most tests first, as
+    xdist's ``--loadscope-reorder``), then every other test in file order."""
+    if int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')) <= 1:
+        return
+    paths = [item.nodeid.split('::', 1)[0] for item in items]
+    count = collections.Counter(paths)
+
+    def rank(i: int) -> tuple:
+        path = paths[i]
+        if path in LONG_FIRST:
+            return 0, LONG_FIRST.index(path), 0
+        return (1, -count[path], path) if shares_a_fixture(path) else (2, 0, '')
+
+    order = sorted(range(len(items)), key=rank)
+    items[:] = [items[i] for i in order]
