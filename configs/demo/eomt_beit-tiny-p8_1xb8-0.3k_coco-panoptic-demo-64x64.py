@@ -6,14 +6,13 @@
 # from beit_mm.PanopticQualityMetric (torchmetrics). The EoMT demo's optimizer and annealing structure
 # (configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py) scaled to 300 iterations: U = 300 x 0.83 / 3 = 83.
 _base_ = [
-    '../_base_/models/eomt_beit.py', '../_base_/default_runtime.py', '../_base_/schedules/demo_adamw-layer-decay_1k.py'
+    '../_base_/models/eomt_beit.py', '../_base_/default_runtime.py', '../_base_/schedules/demo_adamw-layer-decay_1k.py',
+    '../_base_/datasets/coco-panoptic_demo-64x64.py'
 ]
-data_root = 'data/coco_demo/'
 img_size = 64
 embed_dims = 96
 thing_classes = ('person', 'car')
 stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
-metainfo = dict(classes=thing_classes + stuff_classes, thing_classes=thing_classes, stuff_classes=stuff_classes)
 model = dict(
     data_preprocessor=dict(
         type='mmdet.DetDataPreprocessor',
@@ -33,48 +32,6 @@ model = dict(
     num_queries=20,
     num_blocks=2,
     mask_annealing=dict(start_steps=[83, 166], end_steps=[166, 249], poly_power=0.9))
-train_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
-    dict(type='mmdet.RandomFlip', prob=0.5),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path', 'segments_info')),
-]
-train_dataloader = dict(
-    batch_size=8,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='InfiniteSampler', shuffle=True),
-    dataset=dict(
-        type='mmdet.CocoPanopticDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/panoptic_train2017.json',
-        data_prefix=dict(img='train2017/', seg='annotations/panoptic_train2017/'),
-        filter_cfg=dict(filter_empty_gt=False),
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=1,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    dataset=dict(
-        type='mmdet.CocoPanopticDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/panoptic_val2017.json',
-        data_prefix=dict(img='val2017/', seg='annotations/panoptic_val2017/'),
-        test_mode=True,
-        pipeline=test_pipeline))
-test_dataloader = val_dataloader
-val_evaluator = dict(type='beit_mm.PanopticQualityMetric', classwise=True)
-test_evaluator = val_evaluator
 max_iters = 300
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 param_scheduler = [

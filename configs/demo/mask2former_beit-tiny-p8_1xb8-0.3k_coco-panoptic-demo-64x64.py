@@ -11,10 +11,9 @@
 # Scopes: beit_mm's default_scope 'mmseg' (default_runtime.py) with every mmdet part named 'mmdet.<name>'.
 _base_ = [
     '../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py',
-    '../_base_/schedules/demo_adamw-layer-decay_1k.py'
+    '../_base_/schedules/demo_adamw-layer-decay_1k.py', '../_base_/datasets/coco-panoptic_demo-64x64.py'
 ]
 custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's detector and head
-data_root = 'data/coco_demo/'
 img_size = 64
 embed_dims = 96
 head_dims = 64
@@ -23,7 +22,6 @@ stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
 num_things_classes = len(thing_classes)
 num_stuff_classes = len(stuff_classes)
 num_classes = num_things_classes + num_stuff_classes
-metainfo = dict(classes=thing_classes + stuff_classes, thing_classes=thing_classes, stuff_classes=stuff_classes)
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
     data_preprocessor=dict(pad_size_divisor=img_size),  # every image fits 64x64: padded to exactly that
@@ -53,48 +51,6 @@ model = dict(
     panoptic_fusion_head=dict(num_things_classes=num_things_classes, num_stuff_classes=num_stuff_classes),
     train_cfg=dict(num_points=196),
     test_cfg=dict(panoptic_on=True, instance_on=False))
-train_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
-    dict(type='mmdet.RandomFlip', prob=0.5),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path', 'segments_info')),
-]
-train_dataloader = dict(
-    batch_size=8,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='InfiniteSampler', shuffle=True),
-    dataset=dict(
-        type='mmdet.CocoPanopticDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/panoptic_train2017.json',
-        data_prefix=dict(img='train2017/', seg='annotations/panoptic_train2017/'),
-        filter_cfg=dict(filter_empty_gt=False),
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    batch_size=1,
-    num_workers=2,
-    persistent_workers=True,
-    sampler=dict(type='DefaultSampler', shuffle=False),
-    dataset=dict(
-        type='mmdet.CocoPanopticDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/panoptic_val2017.json',
-        data_prefix=dict(img='val2017/', seg='annotations/panoptic_val2017/'),
-        test_mode=True,
-        pipeline=test_pipeline))
-test_dataloader = val_dataloader
-val_evaluator = dict(type='beit_mm.PanopticQualityMetric', classwise=True)
-test_evaluator = val_evaluator
 max_iters = 300
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
 param_scheduler = [
