@@ -32,10 +32,10 @@ from typing import List, Optional, Sequence, Tuple
 from mmcv.transforms import Resize, TestTimeAug
 from mmengine.config import Config
 from mmengine.dist import is_main_process
-from mmengine.registry import RUNNERS, TRANSFORMS
-from mmengine.runner import Runner
+from mmengine.registry import TRANSFORMS
 
 from ..data.checks import config_data_roots
+from ..engine.runner import build_runner
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 from ..fileio import CheckpointFileError
 from ..fileio.output_folder import OutputFolder
@@ -231,12 +231,10 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     if out is not None:
         cfg.test_evaluator['output_dir'] = folders['out'].stage
         cfg.test_evaluator['keep_results'] = True
-    if 'visualizer' in cfg:  # MMEngine then names it after this run: a second run_test in this process gets its own
-        cfg.visualizer.pop('name', None)  # (a config's name='visualizer' returned the first run's, its save_dir gone)
     adapt_cfg_to_launcher(cfg, launcher)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
-    runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    runner = build_runner(cfg)  # a visualizer of its own: a second run in this process does not reuse the first's
     try:
         metrics = runner.test()
     except BaseException:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os.path as osp
 
 from mmengine.config import Config
-from mmengine.registry import RUNNERS
-from mmengine.runner import Runner
 
 from ..data.checks import DatasetCheckError, check_split_folders, config_data_roots
 from ..engine.amp import enable_amp
@@ -22,6 +20,7 @@ from ..engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
 from ..engine.hooks.rng_state import use_rng_state_hook
+from ..engine.runner import build_runner
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group, is_rank_zero
 from ..engine.optimizers.fused_adamw import use_fused_adamw
 from ..engine.resume import TrainingStateError
@@ -110,7 +109,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     use_cudnn_deterministic(cfg)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
-    runner = Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    runner = build_runner(cfg)
     if is_rank_zero():  # the config dump (rank 0 writes it) is this run's: a later run may replace it
         record_config_dump(cfg.work_dir, config)
     try:

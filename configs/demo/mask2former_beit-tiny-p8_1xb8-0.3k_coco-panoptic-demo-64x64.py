@@ -62,8 +62,8 @@ custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
 ]
-visualizer = dict(_delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])  # no fixed name:
-# each Runner names its own (default_runtime's name='visualizer' would make two runners in one process share one)
+visualizer = dict(_delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
+# (each run gets a visualizer of its own: beit_mm.engine.runner.build_runner)
 tta_model = None
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)
