@@ -14,6 +14,8 @@
                                    [--num-train 200] [--num-val 40] [--size 128] [--seed 0]
     python tools/make_demo_data.py --layout coco [--root data/coco_demo] [--num-train 40] [--num-val 10]
                                    [--size 64] [--seed 0]
+    python tools/make_demo_data.py --layout ade20k-panoptic [--root data/ade_panoptic_demo] [--num-train 40]
+                                   [--num-val 10] [--size 64] [--seed 0]
 
 ``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
 ``shapes``: the same layout with ``style='shapes'`` (7 classes named by outline, not colour: the MIM study's data;
@@ -39,6 +41,9 @@ mmseg's ``COCOStuffDataset`` (``images/train2017``, ``annotations/train2017/<id>
 ``--layout coco``: ``beit_mm.data.demo_coco.make_demo_coco``, COCO's panoptic and instance layout (things person, car;
 stuff road, sky, grass): ``{train,val}2017/*.jpg``, ``annotations/panoptic_{train,val}2017.json`` and ``.../*.png``,
 ``annotations/instances_{train,val}2017.json``, for mmdet's ``CocoPanopticDataset`` and ``CocoDataset``.
+``--layout ade20k-panoptic``: ``beit_mm.data.demo_ade20k_panoptic.make_demo_ade20k_panoptic``, the same drawings in
+ADE20K's panoptic layout as the official EoMT reads it (``images/``, ``annotations/`` and ``annotations_instance/``,
+each with ``training/`` and ``validation/``), for ``beit_mm.ADE20KPanopticDataset``.
 
 The root must be new, an empty folder, or a demo root this tool wrote (``.beit_mm_demo.json`` and the journal
 ``.beit_mm_demo.files`` listing every file it wrote with its sha256): any other folder (a real dataset), a link, a
@@ -51,6 +56,7 @@ import argparse
 import sys
 
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
 from beit_mm.data.demo_cityscapes import make_demo_cityscapes
 from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
 from beit_mm.data.demo_coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
@@ -72,10 +78,12 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Write a synthetic demo dataset in a real dataset\'s layout')
     parser.add_argument('--dataset', choices=('ade20k', 'shapes', 'digits', 'digits-dark', 'imagenet'),
                         default='ade20k')
-    parser.add_argument('--layout', choices=('ade20k', 'custom', 'coco') + tuple(LAYOUTS), default='ade20k',
+    parser.add_argument('--layout', choices=('ade20k', 'custom', 'coco', 'ade20k-panoptic') + tuple(LAYOUTS),
+                        default='ade20k',
                         help='custom: the three-class demo in the layout of beit_mm.CustomSegDataset (classes.txt, '
                         'images/, masks/; default root data/custom_demo); coco: COCO panoptic + instance files '
-                        '(default root data/coco_demo); coco-stuff164k, coco-stuff10k, pascal-context, cityscapes: '
+                        '(default root data/coco_demo); ade20k-panoptic: semantic + instance PNGs (default root '
+                        'data/ade_panoptic_demo); coco-stuff164k, coco-stuff10k, pascal-context, cityscapes: '
                         'the layouts of mmseg\'s datasets (default roots data/<name>_demo); only with --dataset ade20k')
     parser.add_argument('--root', default=None,
                         help='dataset root (default data/ade_demo, data/shapes, data/digits, data/digits_dark or '
@@ -117,6 +125,13 @@ def make(args: argparse.Namespace) -> None:
                               10 if args.num_val is None else args.num_val, args.size or 64, args.seed)
         print(f'{root}: COCO panoptic + instance layout, things {", ".join(COCO_DEMO_METAINFO["thing_classes"])}, '
               f'stuff {", ".join(COCO_DEMO_METAINFO["stuff_classes"])}')
+        return
+    if args.layout == 'ade20k-panoptic':
+        root = make_demo_ade20k_panoptic(args.root or 'data/ade_panoptic_demo',
+                                         40 if args.num_train is None else args.num_train,
+                                         10 if args.num_val is None else args.num_val, args.size or 64, args.seed)
+        print(f'{root}: ADE20K panoptic layout (semantic + instance PNGs), things person, car; stuff road, sky, '
+              'grass')
         return
     if args.dataset == 'imagenet':
         root = make_demo_imagenet(args.root or 'data/imagenet_demo', num_classes=args.num_classes,

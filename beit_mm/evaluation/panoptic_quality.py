@@ -28,6 +28,7 @@ from mmengine.evaluator import BaseMetric
 from mmengine.logging import MMLogger
 from torchmetrics.detection import PanopticQuality
 
+from beit_mm.data.ade20k_panoptic import read_panoptic_segments
 from beit_mm.data.coco_panoptic import rgb2id
 from beit_mm.fileio.inputs import open_image
 from beit_mm.registry import METRICS
@@ -62,10 +63,28 @@ def ground_truth_pairs(segment_ids: np.ndarray, segments_info: Sequence[dict], n
     return out
 
 
+def ground_truth_segments(sample: dict) -> tuple[np.ndarray, Sequence[dict]]:
+    """A data sample's ground-truth segment-id map (H, W) and mmdet's ``segments_info``: from the COCO panoptic PNG
+    ``seg_map_path`` and its ``segments_info`` (mmdet's ``CocoPanopticDataset``), or, for a sample with an
+    ``instance_map_path`` (``beit_mm.ADE20KPanopticDataset``), from the semantic and instance PNGs."""
+    keys = ('seg_map_path', 'instance_map_path') if 'instance_map_path' in sample else ('seg_map_path',
+                                                                                          'segments_info')
+    missing = [k for k in keys + ('pred_panoptic_seg', ) if k not in sample]
+    if missing:
+        raise KeyError(f'PanopticQualityMetric: the data sample of {sample.get("img_path")} lacks '
+                       f'{", ".join(missing)}. Fix: add {" and ".join(repr(k) for k in keys)} to the test '
+                       'pipeline\'s PackDetInputs meta_keys, and use a panoptic model.')
+    if 'instance_map_path' in sample:
+        return read_panoptic_segments(sample['seg_map_path'], sample['instance_map_path'], sample.get('ori_shape'))
+    with open_image(sample['seg_map_path']) as png:
+        return rgb2id(np.asarray(png.convert('RGB'))), sample['segments_info']
+
+
 @METRICS.register_module()
 class PanopticQualityMetric(BaseMetric):
     """PQ, SQ and RQ over all, thing and stuff categories of mmdet's panoptic predictions (rules in the module
-    docstring); the data samples need the meta keys ``seg_map_path`` and ``segments_info`` (``PackDetInputs(
+    docstring); the data samples need the meta keys ``seg_map_path`` and ``segments_info`` (ADE20K panoptic:
+    ``seg_map_path`` and ``instance_map_path``) (``PackDetInputs(
     meta_keys=(..., 'seg_map_path', 'segments_info'))``).
 
     Args:
@@ -104,15 +123,9 @@ class PanopticQualityMetric(BaseMetric):
         num_classes, things, _ = self._categories()
         metric = self._metric()
         for sample in data_samples:
-            missing = [k for k in ('seg_map_path', 'segments_info', 'pred_panoptic_seg') if k not in sample]
-            if missing:
-                raise KeyError(f'PanopticQualityMetric: the data sample of {sample.get("img_path")} lacks '
-                               f'{", ".join(missing)}. Fix: add \'seg_map_path\' and \'segments_info\' to the test '
-                               'pipeline\'s PackDetInputs meta_keys, and use a panoptic model.')
             pred = panoptic_pairs(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), num_classes)
-            with open_image(sample['seg_map_path']) as png:
-                segment_ids = rgb2id(np.asarray(png.convert('RGB')))
-            target = ground_truth_pairs(segment_ids, sample['segments_info'], num_classes, set(things))
+            segment_ids, segments_info = ground_truth_segments(sample)
+            target = ground_truth_pairs(segment_ids, segments_info, num_classes, set(things))
             if pred.shape != target.shape:
                 raise ValueError(f'PanopticQualityMetric: the prediction for {sample.get("img_path")} is '
                                  f'{tuple(pred.shape[:2])}, its ground truth {sample["seg_map_path"]} '
