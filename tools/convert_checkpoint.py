@@ -14,6 +14,8 @@ Examples:
     python tools/convert_checkpoint.py --model eomt --source hf --drop-class-head model.safetensors eomt-l_no-head.pth
     python tools/convert_checkpoint.py --model eomt --source beit_mm --drop-class-head work_dirs/RUN/iter_1000.pth \
         eomt_no-head.pth
+    python tools/convert_checkpoint.py --model eomt --source hf --class-order ade20k-panoptic model.safetensors \
+        eomt-large-640_ade20k-panoptic.pth
     python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head \
         upernet_beit_adapter_large_640_160k_ade20k.pth.tar upernet_beit-adapter-large_ade20k.pth
     python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.apis.convert import MODELS, ConversionError, ConversionUsageError, convert_checkpoint
+from beit_mm.apis.convert import MODELS, ConversionError, ConversionUsageError, class_orders, convert_checkpoint
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -66,6 +68,10 @@ def main(argv: list[str] | None = None) -> None:
                         help='EoMT: leave out class_head.* to fine-tune on a new class set (load_from=DST with the new '
                         'num_classes; the class head keeps its init, everything else loads; official '
                         'load_ckpt_class_head=False)')
+    parser.add_argument('--class-order', choices=sorted(class_orders()), default=None,
+                        help='EoMT: put the class head in beit_mm\'s class order of that data (ade20k-panoptic: the '
+                        'official ADE20K panoptic weights keep ADE20K\'s order, beit_mm.ADE20KPanopticDataset has '
+                        'mmdet\'s, things first)')
     parser.add_argument('--keep-shared-rel-pos-bias', action='store_true',
                         help='BEiT: keep the shared rel_pos_bias table instead of copying it into every block')
     parser.add_argument('--to', choices=['hf', 'timm'], default=None,

@@ -47,6 +47,13 @@ class _Options:
     keep_head: bool
     drop_class_head: bool
     keep_shared_rel_pos_bias: bool
+    class_order: str | None = None
+
+
+def class_orders() -> dict[str, tuple[int, ...]]:
+    """``--class-order`` name -> the source's class index of each beit_mm label (EoMT class heads)."""
+    from ..data.ade20k_panoptic import OFFICIAL_ORDER
+    return {'ade20k-panoptic': OFFICIAL_ORDER}
 
 
 def read_source(path: str, model: str, source: str, trust_code: bool = False) -> dict:
@@ -122,10 +129,12 @@ def _vqkd(path: str, source: str, opts: _Options) -> dict:
 
 def _eomt(path: str, source: str, opts: _Options) -> dict:
     """HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT; or beit_mm's own (checked)."""
-    from ..converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm
+    from ..converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm, reorder_classes
     src = read_source(path, 'eomt', source, opts.trust_code)
     _no_img_size('eomt', opts)
     out = hf_eomt_to_beit_mm(src) if source == 'hf' else check_beit_mm_eomt(src)
+    if opts.class_order is not None:
+        out = reorder_classes(out, class_orders()[opts.class_order])
     return drop_class_head(out) if opts.drop_class_head else out
 
 
@@ -244,6 +253,10 @@ def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | Non
     if opts.drop_class_head and model != 'eomt':
         raise ConversionError(f'--drop-class-head applies to --model eomt only, not {model} (BEiT/CvT files keep '
                               'their classifier only with --keep-head)')
+    if opts.class_order is not None and (model != 'eomt' or opts.class_order not in class_orders()
+                                         or opts.drop_class_head):
+        raise ConversionUsageError(f'--class-order {opts.class_order} applies to --model eomt with its class head, '
+                                   f'one of {sorted(class_orders())} (not with --drop-class-head)')
     converted = CONVERTERS[model][source](src, source, opts)
     checkpoint = converted if model in WHOLE_FILE_MODELS else {'state_dict': converted}
     state_dict = checkpoint['state_dict']
@@ -257,7 +270,7 @@ def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | Non
 
 def convert_checkpoint(src: str, dst: str, *, model=None, source=None, img_size=None, patch_size=16, trust_code=False,
                        keep_mim_head=False, keep_head=False, drop_class_head=False, keep_shared_rel_pos_bias=False,
-                       to=None, config=None, overwrite=False, part='auto', beitv2=False) -> str:
+                       class_order=None, to=None, config=None, overwrite=False, part='auto', beitv2=False) -> str:
     """Convert ``src`` into ``dst`` and return ``dst``: ``model``/``source`` (a layout of :data:`MODELS`) -> a beit_mm
     file ``{'state_dict': ...}``; or ``to='hf'|'timm'`` with ``config`` -> an HF folder / a timm file. Keyword names
     are the dest names of ``tools/convert_checkpoint.py``'s flags. A refusal raises :class:`ConversionError` (flags
@@ -266,7 +279,7 @@ def convert_checkpoint(src: str, dst: str, *, model=None, source=None, img_size=
     from ..fileio.outputs import OutputError
     opts = _Options(img_size=img_size, patch_size=patch_size, trust_code=trust_code, keep_mim_head=keep_mim_head,
                     keep_head=keep_head, drop_class_head=drop_class_head,
-                    keep_shared_rel_pos_bias=keep_shared_rel_pos_bias)
+                    keep_shared_rel_pos_bias=keep_shared_rel_pos_bias, class_order=class_order)
     try:
         if to is not None:
             return export_checkpoint(src, dst, to=to, config=config, overwrite=overwrite, part=part, beitv2=beitv2)

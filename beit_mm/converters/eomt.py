@@ -32,6 +32,10 @@ Fine-tuning on a new class set (:func:`drop_class_head`): the official ``load_ck
 (``training/lightning_module.py:81-98,881-905``) loads everything but the class head, which keeps the new model's own
 init; a beit_mm EoMT state dict without ``class_head.*`` does the same through ``load_from``
 (``beit_mm.EoMT.class_set_weights``).
+
+Another class order (:func:`reorder_classes`): the official ADE20K panoptic weights keep ADE20K's 150 classes in their
+order; beit_mm's ADE20K panoptic data follows mmdet's (things first, :data:`beit_mm.data.ade20k_panoptic.OFFICIAL_ORDER`),
+so their class head's rows are put in that order (the "no object" row stays last).
 """
 from __future__ import annotations
 
@@ -185,4 +189,23 @@ def drop_class_head(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     out = {k: v for k, v in state_dict.items() if not k.startswith('class_head.')}
     if len(out) == len(state_dict):
         raise ValueError('the state dict has no class_head.* weights to drop (not a beit_mm EoMT state dict)')
+    return out
+
+
+def reorder_classes(state_dict: Mapping[str, Tensor], order: tuple[int, ...]) -> dict[str, Tensor]:
+    """A beit_mm ``EoMT`` state dict whose class ``i`` is the source's class ``order[i]``: ``class_head`` rows
+    ``order`` then the last ("no object") row.
+
+    Raises:
+        ValueError: no ``class_head.*``, or a head of another class count than ``order`` (+1).
+    """
+    out = dict(state_dict)
+    for name in ('class_head.weight', 'class_head.bias'):
+        if name not in out:
+            raise ValueError(f'the state dict has no {name} to reorder (not an EoMT with its class head)')
+        rows = out[name].shape[0]
+        if rows != len(order) + 1:
+            raise ValueError(f'{name} has {rows} rows; this class order needs {len(order)} classes + "no object" '
+                             f'= {len(order) + 1} (a checkpoint of another dataset?)')
+        out[name] = out[name][list(order) + [len(order)]].clone()
     return out

@@ -933,3 +933,40 @@ PUBLISHED_EOMT_COCO: Dict[str, Ref] = {
     _EOMT_COCO.format('instance', 1280, 1280): Ref(48.8, _eo('model_zoo/dinov2.md', '234,239',
                                                              'mask AP, pycocotools')),
 }
+
+_ADE_PAN = 'configs/dinov2/ade20k/panoptic/eomt_large_640.yaml'
+_ADE_PAN_DATA = 'datasets/ade20k_panoptic.py'
+
+
+def _eomt_ade20k_panoptic() -> Dict[str, Ref]:
+    """The official ADE20K panoptic EoMT-L 640: the panoptic task module's values (as the COCO panoptic recipe: the
+    same module and main.py), the ADE20K yaml's and data module's own."""
+    recipe = _eomt_coco('panoptic', 640)
+    recipe.update({
+        'max_epochs': Ref(31, _eo(_ADE_PAN, 2)),
+        'val_every_epochs': Ref(1, _eo(_ADE_PAN, '1-8', "no check_val_every_n_epoch: Lightning's 1")),
+        'anneal_start': Ref([6520, 13040, 19560, 26080], _eo(_ADE_PAN, 13)),
+        'anneal_end': Ref([13040, 19560, 26080, 32600], _eo(_ADE_PAN, 14)),
+        'num_queries': Ref(200, _eo(_ADE_PAN, 18)),
+        'img_size': Ref(640, _eo(_ADE_PAN_DATA, 130, 'img_size default')),
+        'num_classes': Ref(150, _eo(_ADE_PAN_DATA, 131)),
+        'color_jitter': Ref(True, _eo(_ADE_PAN_DATA, 132, 'color_jitter_enabled default; the yaml sets none')),
+        'scale_range': Ref((0.1, 2.0), _eo(_ADE_PAN_DATA, 133)),
+        'drop_last': Ref(True, _eo(_ADE_PAN_DATA, 222)),
+        'stuff_classes': Ref([0, 1, 2, 3, 4, 5, 6, 9, 11, 13, 16, 17, 21, 25, 26, 28, 29, 34, 40, 46, 48, 51, 52, 54, 59,
+                              60, 61, 63, 68, 77, 79, 84, 91, 94, 96, 99, 100, 101, 105, 106, 109, 113, 114, 117, 122,
+                              128, 131, 140, 141, 145], _eo(_ADE_PAN, 24)),
+        # ADEChallengeData2016: 20210 training images; batches of 16 with drop_last (as the ADE20K semantic configs)
+        'steps_per_epoch': Ref(20210 // 16, 'ADEChallengeData2016/images/training: 20210 images / 16, drop_last'),
+    })
+    return recipe
+
+
+RECIPES_EOMT_ADE20K_PANOPTIC: Dict[str, Dict[str, Ref]] = {
+    'eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-31e_ade20k-panoptic-640x640.py': _eomt_ade20k_panoptic(),
+}
+# model_zoo/dinov2.md's ADE20K panoptic row (PQ on ADE20K val; "C": pre-trained on COCO panoptic, line 155)
+PUBLISHED_EOMT_ADE20K_PANOPTIC: Dict[str, Ref] = {
+    'eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-31e_ade20k-panoptic-640x640.py': Ref(50.6, _eo('model_zoo/dinov2.md', 118,
+                                                                                              'PQ')),
+}

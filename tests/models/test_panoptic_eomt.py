@@ -29,6 +29,7 @@ from ..conftest import ROOT, run_train
 DEMOS = osp.join(ROOT, 'configs', 'demo')
 PANOPTIC = osp.join(DEMOS, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
 INSTANCE = osp.join(DEMOS, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py')
+ADE20K_PANOPTIC = osp.join(DEMOS, 'eomt_beit-tiny-p8_1xb8-0.3k_ade20k-panoptic-demo-64x64.py')
 ITERS = 3
 BIG = 20.0  # a logit whose sigmoid/softmax is 1 to float precision
 
@@ -189,3 +190,18 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
     assert {'coco/segm_mAP', 'coco/segm_mAP_50', 'coco/segm_mAP_75'} <= set(metrics)
     assert 0.0 <= metrics['coco/segm_mAP'] <= 1.0
     assert 'Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ]' in capsys.readouterr().out
+
+
+def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path, capsys):
+    """The ADE20K panoptic demo (semantic + instance PNGs, 150 classes, things first) trained 3 iterations, then
+    tools/test.py's library entry printing PQ over the classes present."""
+    from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+    root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
+    cfg = _tiny(ADE20K_PANOPTIC, root, tmp_path / 'work')
+    log = run_train(cfg, tmp_path / 'panoptic.py')
+    assert re.search(rf'Iter\(train\) \[{ITERS}/{ITERS}\]', log), log[-2000:]
+    result = run_test(str(tmp_path / 'panoptic.py'), str(tmp_path / 'work'), work_dir=str(tmp_path / 'test'))
+    out = capsys.readouterr().out
+    assert re.search(r'\| Things \| [\d.]+ +\| [\d.]+ +\| [\d.]+ +\| 2 ', out), out[-3000:]  # person, car
+    assert re.search(r'\| Stuff +\| [\d.]+ +\| [\d.]+ +\| [\d.]+ +\| [23] ', out), out[-3000:]
+    assert 0.0 <= result['metrics']['coco_panoptic/PQ'] <= 100.0

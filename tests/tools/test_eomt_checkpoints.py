@@ -148,3 +148,39 @@ def test_drop_class_head_only_for_eomt(tmp_path):
     with pytest.raises(ConversionError, match='--drop-class-head applies to --model eomt only'):
         convert_checkpoint(str(tmp_path / 'a.pth'), str(tmp_path / 'b.pth'), model='beit', source='unilm',
                            drop_class_head=True)
+
+
+def test_official_ade20k_panoptic_weights_convert_in_mmdets_class_order(tmp_path):
+    """The official ADE20K panoptic EoMT keeps ADE20K's class order (tue-mps/eomt@7bd19dd datasets/ade20k_panoptic.py:
+    18-181: label = ADE20K index); ``--class-order ade20k-panoptic`` puts its class head in beit_mm's data order
+    (mmdet's, things first): the converted model's class logit ``i`` is the plain conversion's logit
+    ``OFFICIAL_ORDER[i]`` (max |diff| 0 on the same image), "no object" last, every other weight the same."""
+    from beit_mm.apis import build_from_config
+    from beit_mm.converters.eomt import beit_mm_to_hf_eomt
+    from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER
+    from ..models.test_eomt_hf import tiny_config
+    cfg = tiny_config()
+    cfg.model.num_classes = 150
+    torch.manual_seed(0)
+    src = str(tmp_path / 'hf.pth')
+    torch.save(beit_mm_to_hf_eomt(build_from_config(cfg).state_dict()), src)
+    plain, ordered = str(tmp_path / 'plain.pth'), str(tmp_path / 'ordered.pth')
+    convert_checkpoint(src, plain, model='eomt', source='hf')
+    load_tool('tools/convert_checkpoint.py').main(['--model', 'eomt', '--source', 'hf', '--class-order',
+                                                   'ade20k-panoptic', src, ordered])
+    logits = []
+    image = torch.randn(1, 3, cfg.model.backbone.img_size, cfg.model.backbone.img_size)
+    for path in (plain, ordered):
+        model = build_from_config(cfg).eval()
+        model.load_state_dict(torch.load(path, map_location='cpu', weights_only=True)['state_dict'])
+        with torch.no_grad():
+            logits.append(model.forward_predictions(image)[1][-1])
+    index = torch.tensor(list(OFFICIAL_ORDER) + [150])
+    assert (logits[1] - logits[0][..., index]).abs().max() == 0
+    assert not torch.equal(logits[1], logits[0])
+    torch.save(beit_mm_to_hf_eomt(build_from_config(tiny_config()).state_dict()), src)  # another class count
+    with pytest.raises(ConversionError, match=r'class_head\.weight has \d+ rows; this class order needs 150'):
+        convert_checkpoint(src, str(tmp_path / 'x.pth'), model='eomt', source='hf', class_order='ade20k-panoptic')
+    with pytest.raises(ConversionError, match='not with --drop-class-head'):
+        convert_checkpoint(src, str(tmp_path / 'x.pth'), model='eomt', source='hf', class_order='ade20k-panoptic',
+                           drop_class_head=True)

@@ -1,0 +1,42 @@
+# Demo: EoMT panoptic segmentation on ADE20K's panoptic layout, as the official EoMT reads it (semantic PNGs and the
+# scene-parsing challenge's instance PNGs; beit_mm.ADE20KPanopticDataset with mmdet's ADE20K panoptic classes: 100
+# things first, then 50 stuff), on the generated demo (python tools/make_demo_data.py --layout ade20k-panoptic ->
+# data/ade_panoptic_demo: things person, car; stuff road, sky, grass). Everything else is the COCO panoptic demo's
+# (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py: the tiny BEiT from scratch, 300 iterations,
+# images fitted into 64x64 and padded); PQ/SQ/RQ from beit_mm.PanopticQualityMetric over the classes present.
+_base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py']
+data_root = 'data/ade_panoptic_demo/'
+img_size = 64
+model = dict(num_classes=150, num_things_classes=100)
+train_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='beit_mm.LoadADE20KPanopticAnnotations'),
+    dict(type='mmdet.RandomFlip', prob=0.5),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs'),
+]
+test_pipeline = [
+    dict(type='mmdet.LoadImageFromFile'),
+    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path',
+                    'instance_map_path')),
+]
+train_dataloader = dict(
+    dataset=dict(
+        _delete_=True,
+        type='beit_mm.ADE20KPanopticDataset',
+        data_root=data_root,
+        data_prefix=dict(img='images/training/', seg='annotations/training/',
+                         instance='annotations_instance/training/'),
+        pipeline=train_pipeline))
+val_dataloader = dict(
+    dataset=dict(
+        _delete_=True,
+        type='beit_mm.ADE20KPanopticDataset',
+        data_root=data_root,
+        data_prefix=dict(img='images/validation/', seg='annotations/validation/',
+                         instance='annotations_instance/validation/'),
+        test_mode=True,
+        pipeline=test_pipeline))
+test_dataloader = val_dataloader
