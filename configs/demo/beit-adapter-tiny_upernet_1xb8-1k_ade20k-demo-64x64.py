@@ -6,28 +6,14 @@
 # spatial prior's first stage 16 wide (official 64).
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
-    '../_base_/schedules/demo_adamw-layer-decay_1k.py'
+    '../_base_/schedules/demo_adamw-layer-decay_1k.py', '../_base_/models/beit-adapter-tiny_demo.py'
 ]
 crop_size = (64, 64)
 norm_cfg = dict(type='BN', requires_grad=True)
 embed_dims = 96
 model = dict(
     data_preprocessor=dict(size=crop_size, test_cfg=dict(size_divisor=32)),  # the adapter needs multiples of 32
-    backbone=dict(
-        _delete_=True,
-        type='beit_mm.BEiTAdapter',
-        arch=dict(embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
-        img_size=64,
-        patch_size=16,
-        layer_scale_init_value=0.1,
-        drop_path_rate=0.0,
-        conv_inplane=16,
-        n_points=4,
-        deform_num_heads=3,
-        cffn_ratio=0.25,
-        deform_ratio=1.0,
-        interaction_indexes=[[0, 0], [1, 1], [2, 2], [3, 3]],
-        norm_cfg=norm_cfg),
+    backbone=dict(_delete_=True, **_base_.beit_adapter_tiny),  # configs/_base_/models/beit-adapter-tiny_demo.py
     neck=None,
     decode_head=dict(in_channels=[embed_dims] * 4, channels=32, norm_cfg=norm_cfg),
     auxiliary_head=dict(in_channels=embed_dims, channels=16, norm_cfg=norm_cfg),

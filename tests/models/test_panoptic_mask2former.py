@@ -2,10 +2,14 @@
 Mask2FormerHead and MaskFormerFusionHead: the demo configs (``configs/demo/mask2former_beit-tiny-p8_*_coco-{panoptic,
 instance}-demo-64x64.py``) build with beit_mm's BEiT and mmseg's Feature2Pyramid in mmdet's detector, then train 2
 iterations and test in-process with MMEngine's Runner on the COCO-layout demo, printing PQ/SQ/RQ (all, things, stuff)
-and mask AP (pycocotools). The head is narrowed further here (1 encoder and 2 decoder layers, 10 queries, so at most 10 x classes instances) so that a
-step stays short on 2 loaded cores; the configs' own structure is what the build test checks.
+and mask AP (pycocotools); the ViT-Adapter panoptic demo
+(``mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py``: BEiTAdapter, no neck) trains 2 iterations and
+``beit_mm.apis.testing.run_test`` (tools/test.py's entry) prints PQ/SQ/RQ on its checkpoint. The head is narrowed
+further here (1 encoder and 2 decoder layers, 10 queries, so at most 10 x classes instances) so that a step stays short
+on 2 loaded cores; the configs' own structure is what the build tests check.
 """
 import os.path as osp
+import re
 
 import pytest
 import torch
@@ -17,14 +21,16 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 from mmseg.models.necks import Feature2Pyramid
 
+from beit_mm.apis.testing import run_test
 from beit_mm.data.demo_coco import make_demo_coco
-from beit_mm.models.backbones import BEiT
+from beit_mm.models.backbones import BEiT, BEiTAdapter
 
 from ..conftest import ROOT
 
 DEMOS = osp.join(ROOT, 'configs', 'demo')
 PANOPTIC = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
 INSTANCE = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py')
+ADAPTER = osp.join(DEMOS, 'mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py')
 ITERS = 2
 
 
@@ -107,6 +113,35 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
     assert {'coco/segm_mAP', 'coco/segm_mAP_50', 'coco/segm_mAP_75'} <= set(metrics)
     assert 0.0 <= metrics['coco/segm_mAP'] <= 1.0
     assert 'Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ]' in capsys.readouterr().out
+
+
+def test_adapter_panoptic_demo_builds_trains_then_tests_with_pq(coco_root, tmp_path, capsys):
+    """The ViT-Adapter panoptic demo: mmdet's Mask2Former with beit_mm's tiny BEiTAdapter and no neck, its 4 levels
+    (strides 4/8/16/32 of the 64 px input) as wide as the head's in_channels; trained 2 iterations in-process, then
+    ``tools/test.py``'s library entry on the checkpoint prints PQ/SQ/RQ."""
+    cfg, model = _build(ADAPTER)
+    assert type(model) is Mask2Former and type(model.backbone) is BEiTAdapter and not model.with_neck
+    assert (model.panoptic_head.num_things_classes, model.panoptic_head.num_stuff_classes) == (2, 3)
+    assert model.data_preprocessor.pad_size_divisor % 32 == 0  # the adapter's deformable levels need multiples of 32
+    with torch.no_grad():
+        levels = model.extract_feat(torch.randn(1, 3, 64, 64))
+    assert [tuple(level.shape[1:]) for level in levels] == [
+        (width, 64 // stride, 64 // stride)
+        for width, stride in zip(cfg.model.panoptic_head.in_channels, cfg.model.panoptic_head.strides)]
+    del model
+    tiny = _tiny(ADAPTER, coco_root, tmp_path / 'work')
+    Runner.from_cfg(tiny).train()
+    tiny.dump(str(tmp_path / 'adapter_panoptic.py'))
+    result = run_test(str(tmp_path / 'adapter_panoptic.py'), str(tmp_path / 'work' / f'iter_{ITERS}.pth'),
+                      work_dir=str(tmp_path / 'test'))  # tools/test.py, in-process
+    assert f'Iter(train) [{ITERS}/{ITERS}]' in _log(tmp_path / 'work')
+    metrics = result['metrics']
+    for part in ('', '_th', '_st'):
+        for name in ('PQ', 'SQ', 'RQ'):
+            assert 0.0 <= metrics[f'coco_panoptic/{name}{part}'] <= 100.0
+    out = capsys.readouterr().out
+    assert re.search(r'Iter\(test\).*coco_panoptic/PQ: [\d.]+ +coco_panoptic/SQ: [\d.]+ +coco_panoptic/RQ: [\d.]+',
+                     out), out[-3000:]
 
 
 MMDET_PANOPTIC = 'configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-panoptic.py'  # in the mmdet 3.3.0 wheel
