@@ -1,0 +1,28 @@
+"""Trivial baselines of a config's metric, for the demo and study pages (``tools/analysis/panoptic_prior.py``)."""
+from __future__ import annotations
+
+from mmengine.config import Config
+from mmengine.registry import init_default_scope
+
+
+def panoptic_prior_baseline(config: str, cfg_options: dict | None = None, grid: int = 64) -> dict[str, float]:
+    """PQ/SQ/RQ of the positional prior (:mod:`beit_mm.evaluation.panoptic_prior`) of ``config``'s training set on
+    its test set: what a panoptic model of that config scores without looking at the images.
+
+    Raises:
+        ValueError: the config's test metric is not ``beit_mm.PanopticQualityMetric`` (the prior is a panoptic
+            prediction).
+    """
+    import beit_mm  # noqa: F401  (registrations)
+    from beit_mm.registry import DATASETS
+    from ..evaluation.panoptic_prior import prior_panoptic_quality
+    cfg = Config.fromfile(config)
+    if cfg_options:
+        cfg.merge_from_dict(cfg_options)
+    if cfg.test_evaluator.get('type') != 'beit_mm.PanopticQualityMetric':
+        raise ValueError(f'{config} is scored by {cfg.test_evaluator.get("type")}, not beit_mm.PanopticQualityMetric: '
+                         'the positional prior is a panoptic prediction. Fix: give a panoptic config')
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
+    train = DATASETS.build(cfg.train_dataloader.dataset)
+    test = DATASETS.build(cfg.test_dataloader.dataset)
+    return prior_panoptic_quality(train, test, grid)
