@@ -14,15 +14,17 @@ def panoptic_prior_baseline(config: str, cfg_options: dict | None = None, grid: 
             prediction).
     """
     import beit_mm  # noqa: F401  (registrations)
-    from beit_mm.registry import DATASETS
+    from beit_mm.registry import DATASETS, METRICS
     from ..evaluation.panoptic_prior import prior_panoptic_quality
+    from ..evaluation.panoptic_quality import PanopticQualityMetric
     cfg = Config.fromfile(config)
     if cfg_options:
         cfg.merge_from_dict(cfg_options)
-    if cfg.test_evaluator.get('type') != 'beit_mm.PanopticQualityMetric':
-        raise ValueError(f'{config} is scored by {cfg.test_evaluator.get("type")}, not beit_mm.PanopticQualityMetric: '
-                         'the positional prior is a panoptic prediction. Fix: give a panoptic config')
     init_default_scope(cfg.get('default_scope', 'mmseg'))
+    metric = METRICS.build(cfg.test_evaluator)
+    if not isinstance(metric, PanopticQualityMetric):
+        raise ValueError(f'{config} is scored by {type(metric).__name__}, not beit_mm.PanopticQualityMetric: the '
+                         'positional prior is a panoptic prediction. Fix: give a panoptic config')
     train = DATASETS.build(cfg.train_dataloader.dataset)
     test = DATASETS.build(cfg.test_dataloader.dataset)
-    return prior_panoptic_quality(train, test, grid)
+    return prior_panoptic_quality(train, test, metric, grid)

@@ -68,13 +68,15 @@ def prior_prediction(prior: np.ndarray, height: int, width: int, things: set[int
     return out
 
 
-def prior_panoptic_quality(train_dataset, val_dataset, grid: int = 64) -> dict[str, float]:
+def prior_panoptic_quality(train_dataset, val_dataset, metric: PanopticQualityMetric | None = None,
+                           grid: int = 64) -> dict[str, float]:
     """PQ/SQ/RQ (all, things, stuff; mmdet's names) of :func:`positional_prior` of ``train_dataset`` predicted for
-    every image of ``val_dataset``; the metric prints its table as in a test run."""
+    every image of ``val_dataset``, scored by ``metric`` (the config's; a default one if None), which prints its
+    table as in a test run."""
     meta = val_dataset.metainfo
     things, num_classes = _thing_labels(meta), len(meta['classes'])
     prior = positional_prior(train_dataset, grid)
-    metric = PanopticQualityMetric()
+    metric = metric or PanopticQualityMetric()
     metric.dataset_meta = meta
     for index in range(len(val_dataset)):
         info = val_dataset.get_data_info(index)
