@@ -62,4 +62,4 @@ def test_tool_scores_the_prior_with_the_configs_metric(tmp_path, capsys):
     assert '| Stuff  |' in out and 'positional prior: PQ: ' in out
     assert 'PQ_th: 0.00' in out  # no thing is the majority anywhere: no instance predicted
     with pytest.raises(SystemExit, match='not beit_mm.PanopticQualityMetric'):
-        tool.main([f'{ROOT}/configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'])
+        tool.main([f'{ROOT}/configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'])  # semantic: IoUMetric
