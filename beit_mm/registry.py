@@ -14,6 +14,7 @@ from mmengine.registry import OPTIM_WRAPPER_CONSTRUCTORS as MMENGINE_OPTIM_WRAPP
 from mmengine.registry import OPTIM_WRAPPERS as MMENGINE_OPTIM_WRAPPERS
 from mmengine.registry import PARAM_SCHEDULERS as MMENGINE_PARAM_SCHEDULERS
 from mmengine.registry import TRANSFORMS as MMENGINE_TRANSFORMS
+from mmengine.registry import VISUALIZERS as MMENGINE_VISUALIZERS
 from mmengine.registry import Registry
 
 MODELS = Registry('model', parent=MMENGINE_MODELS, scope='beit_mm', locations=['beit_mm.models'])
@@ -30,6 +31,9 @@ OPTIM_WRAPPERS = Registry(
     'optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])
 PARAM_SCHEDULERS = Registry(
     'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope='beit_mm', locations=['beit_mm.engine'])
+# imported when a config names one (beit_mm.visualization needs matplotlib; the package does not import it)
+VISUALIZERS = Registry(
+    'visualizer', parent=MMENGINE_VISUALIZERS, scope='beit_mm', locations=['beit_mm.visualization.det_visualizer'])
 
 
 def config_class(type_name, registry: Registry, scope: str | None = None) -> type | None:

@@ -38,13 +38,15 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
-default_hooks = dict(checkpoint=dict(interval=max_iters))
+default_hooks = dict(checkpoint=dict(interval=max_iters),
+                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
 custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check; the annealing step
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
     dict(type='beit_mm.EoMTMaskAnnealingHook'),
 ]
-visualizer = dict(type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
+visualizer = dict(type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')],
+                  name='visualizer')
 tta_model = None
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)

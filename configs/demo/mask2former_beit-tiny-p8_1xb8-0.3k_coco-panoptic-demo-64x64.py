@@ -57,12 +57,13 @@ param_scheduler = [
     dict(type='LinearLR', start_factor=1e-2, by_epoch=False, begin=0, end=20),
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
-default_hooks = dict(checkpoint=dict(interval=max_iters))
+default_hooks = dict(checkpoint=dict(interval=max_iters),
+                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
 custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
 ]
-visualizer = dict(_delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
+visualizer = dict(_delete_=True, type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
 # (each run gets a visualizer of its own: beit_mm.engine.runner.build_runner)
 tta_model = None
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))

@@ -112,12 +112,14 @@ param_scheduler = [
          end=max_iters),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=iters_per_epoch)
-default_hooks = dict(checkpoint=dict(interval=iters_per_epoch, save_best=None))
+default_hooks = dict(checkpoint=dict(interval=iters_per_epoch, save_best=None),
+                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
 custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check; the annealing step
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
     dict(type='beit_mm.EoMTMaskAnnealingHook'),
 ]
 visualizer = dict(
-    _delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
+    _delete_=True, type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')],
+    name='visualizer')
 tta_model = None

@@ -136,7 +136,8 @@ test_cfg = dict(type='TestLoop')
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),  # P:259
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=interval, save_last=True,
-                    max_keep_ckpts=3))  # P:265-266
+                    max_keep_ckpts=3),  # P:265-266
+    visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
 custom_hooks = [
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
@@ -144,5 +145,5 @@ custom_hooks = [
          priority=49),  # P:272-278 (mmdet 2.x's EMA hooks average the buffers too: skip_buffers=False)
 ]
 auto_scale_lr = dict(enable=False, base_batch_size=16)  # 16 GPUs x 1 image (P:226, the file name's 16x1)
-visualizer = dict(_delete_=True, type='mmdet.DetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
+visualizer = dict(_delete_=True, type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
 tta_model = None

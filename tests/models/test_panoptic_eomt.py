@@ -194,14 +194,16 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
 
 def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path, capsys):
     """The ADE20K panoptic demo (semantic + instance PNGs, 150 classes, things first) trained 3 iterations, then
-    tools/test.py's library entry printing PQ over the classes present."""
+    tools/test.py's library entry printing PQ over the classes present and drawing mmdet's panoptic pictures."""
     from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
     root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
     cfg = _tiny(ADE20K_PANOPTIC, root, tmp_path / 'work')
     log = run_train(cfg, tmp_path / 'panoptic.py')
     assert re.search(rf'Iter\(train\) \[{ITERS}/{ITERS}\]', log), log[-2000:]
-    result = run_test(str(tmp_path / 'panoptic.py'), str(tmp_path / 'work'), work_dir=str(tmp_path / 'test'))
+    result = run_test(str(tmp_path / 'panoptic.py'), str(tmp_path / 'work'), work_dir=str(tmp_path / 'test'),
+                      show_dir=str(tmp_path / 'show'))  # tools/test.py --show-dir: mmdet's panoptic pictures
     out = capsys.readouterr().out
+    assert len(os.listdir(tmp_path / 'show' / 'vis_data' / 'vis_image')) == 2  # one per validation image
     assert re.search(r'\| Things \| [\d.]+ +\| [\d.]+ +\| [\d.]+ +\| 2 ', out), out[-3000:]  # person, car
     assert re.search(r'\| Stuff +\| [\d.]+ +\| [\d.]+ +\| [\d.]+ +\| [23] ', out), out[-3000:]
     assert 0.0 <= result['metrics']['coco_panoptic/PQ'] <= 100.0
