@@ -4,7 +4,7 @@
 # data/ade_panoptic_demo: things person, car; stuff road, sky, grass). Everything else is the COCO panoptic demo's
 # (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py: the tiny BEiT from scratch, 300 iterations,
 # images fitted into 64x64 and padded); PQ/SQ/RQ from beit_mm.PanopticQualityMetric over the classes present.
-_base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py']
+_base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py', '../_base_/datasets/ade20k-panoptic.py']
 data_root = 'data/ade_panoptic_demo/'
 img_size = 64
 model = dict(num_classes=150, num_things_classes=100)
@@ -18,25 +18,10 @@ train_pipeline = [
 test_pipeline = [
     dict(type='mmdet.LoadImageFromFile'),
     dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path',
-                    'instance_map_path')),
+    dict(type='mmdet.PackDetInputs', meta_keys=_base_.ade20k_panoptic_meta_keys),
 ]
 train_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='beit_mm.ADE20KPanopticDataset',
-        data_root=data_root,
-        data_prefix=dict(img='images/training/', seg='annotations/training/',
-                         instance='annotations_instance/training/'),
-        pipeline=train_pipeline))
+    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_train, data_root=data_root, pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='beit_mm.ADE20KPanopticDataset',
-        data_root=data_root,
-        data_prefix=dict(img='images/validation/', seg='annotations/validation/',
-                         instance='annotations_instance/validation/'),
-        test_mode=True,
-        pipeline=test_pipeline))
+    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_val, data_root=data_root, pipeline=test_pipeline))
 test_dataloader = val_dataloader

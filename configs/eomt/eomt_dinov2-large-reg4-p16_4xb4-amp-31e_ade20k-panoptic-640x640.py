@@ -36,7 +36,7 @@
 # semantic configs' mmseg one: brightness added, not multiplied); images whose semantic PNG holds one value are kept
 # (the official drops them, datasets/dataset.py:135-160); where a stuff region of the semantic PNG and an instance
 # overlap, the stuff target leaves out the instance's pixels (the official's masks overlap there).
-_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py', '../_base_/datasets/ade20k-panoptic.py']
 data_root = 'data/ade/ADEChallengeData2016/'
 img_size = 640
 pretrained = 'checkpoints/eomt-large-640_coco-panoptic_no-class-head.pth'
@@ -61,27 +61,12 @@ train_pipeline = [
 test_pipeline = [
     dict(type='mmdet.LoadImageFromFile'),
     dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs',
-         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'seg_map_path',
-                    'instance_map_path')),
+    dict(type='mmdet.PackDetInputs', meta_keys=_base_.ade20k_panoptic_meta_keys),
 ]
 train_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='beit_mm.ADE20KPanopticDataset',
-        data_root=data_root,
-        data_prefix=dict(img='images/training/', seg='annotations/training/',
-                         instance='annotations_instance/training/'),
-        pipeline=train_pipeline))
+    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_train, data_root=data_root, pipeline=train_pipeline))
 val_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='beit_mm.ADE20KPanopticDataset',
-        data_root=data_root,
-        data_prefix=dict(img='images/validation/', seg='annotations/validation/',
-                         instance='annotations_instance/validation/'),
-        test_mode=True,
-        pipeline=test_pipeline))
+    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_val, data_root=data_root, pipeline=test_pipeline))
 test_dataloader = val_dataloader
 iters_per_epoch = 1263
 max_iters = 31 * iters_per_epoch  # 39153
