@@ -278,6 +278,9 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
     use_compile_hook(cfg)  # as tools/train.py: the config's compile setting (CUDA only) as a hook
     runner = Runner.from_cfg(cfg)
     runner.train()
+    if config in BEIT_COCO:  # a relative position bias table per block ((2 x 4 - 1)^2 + 3 rows: 64 px / 16), 4 heads
+        tables = [blk.attn.relative_position_bias_table for blk in runner.model.backbone.blocks]
+        assert len(tables) == BEIT_L['num_layers'] and {tuple(t.shape) for t in tables} == {(7 * 7 + 3, 4)}
     captured = capsys.readouterr()
     out = captured.out + captured.err
     log = open(os.path.join(runner.log_dir, f'{runner.timestamp}.log')).read()
