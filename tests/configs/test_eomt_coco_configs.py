@@ -2,10 +2,14 @@
 tests/configs/reference_recipes.py ``RECIPES_EOMT_COCO`` (each value with its tue-mps/eomt@7bd19dd path:line; nothing there is
 read from the configs under test), and one narrowed training step of each task on the generated COCO-layout demo
 (beit_mm.data.demo_coco), MMEngine's Runner in-process, followed by a validation with the config's own metric.
+The BEiT-L and BEiT v2-L COCO configs (no published run) hold the official recipe of their task at 640 (the same
+``RECIPES_EOMT_COCO`` values) with the backbone swapped: BEiT-L from the unilm pretrained-only file their model index
+entry's command converts.
 """
 import glob
 import json
 import os
+import shlex
 
 import pytest
 from mmengine.config import Config
@@ -13,12 +17,37 @@ from mmengine.runner import Runner
 
 from beit_mm.data.demo_coco import make_demo_coco
 from beit_mm.engine.hooks.compile import use_compile_hook
+from beit_mm.models.backbones.beit import ARCHS
 
 from ..conftest import ROOT, narrow_beit
-from .reference_recipes import PUBLISHED_EOMT_COCO, RECIPES_EOMT_COCO
+from .reference_recipes import IMAGENET_MEAN, IMAGENET_STD, PUBLISHED_EOMT_COCO, RECIPES_EOMT_COCO
+from .test_model_index import load_index
 from .test_recipes import READERS
 
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*coco*.py')))
+
+# ---- the BEiT-L / BEiT v2-L COCO configs: the official recipe of their task at 640, the backbone swapped -------------
+# the unilm pretrained-only checkpoint each starts from: "self-supervised pretrained on ImageNet-22k", BEiT-large
+# (microsoft/unilm@0253688a beit/README.md:26-28); "self-supervised pretrained on ImageNet-1k", BEiT-large
+# (microsoft/unilm@152193af beit2/README.md:17-19)
+UNILM_BEIT_L, UNILM_BEITV2_L = 'beit_large_patch16_224_pt22k.pth', 'beitv2_large_patch16_224_pt1k.pth'
+BEIT_COCO = {  # config -> (task, the unilm file)
+    f'eomt/eomt_{name}-large_4xb4-amp-12e_coco-{task}-640x640.py': (task, unilm)
+    for name, unilm in (('beit', UNILM_BEIT_L), ('beitv2', UNILM_BEITV2_L)) for task in ('panoptic', 'instance')
+}
+# BEiT-large (unilm beit/README.md:20, beit2/README.md:11): #layer=24; hidden=1024; #head=16; patch=16x16
+BEIT_L = dict(embed_dims=1024, num_layers=24, num_heads=16, patch_size=16)
+# keys of RECIPES_EOMT_COCO that depend on the backbone, with why; none does for BEiT-L: num_blocks (L2 = 4) is the
+# ViT-L default (models/eomt.py:24) and BEiT-L has the official ViT-L's 24 blocks; img_size 640 is a multiple of
+# BEiT's patch 16 as of the official ViT's PI-resized 16 px patch; the rest are the task's (data, schedule, loss,
+# post-processing), which no backbone changes
+BACKBONE_DEPENDENT: dict = {}
+
+
+def official_of(config: str) -> str:
+    """The RECIPES_EOMT_COCO key (the official DINOv2 config) of a BEiT COCO config's task at 640."""
+    (key, ) = [k for k in RECIPES_EOMT_COCO if k.endswith(f'coco-{BEIT_COCO[config][0]}-640x640.py')]
+    return key
 
 
 def load(name: str) -> Config:
@@ -85,7 +114,8 @@ PAIRS = [(config, key) for config in sorted(RECIPES_EOMT_COCO) for key in sorted
 
 
 def test_every_coco_config_is_pinned():
-    assert sorted(os.path.relpath(p, os.path.join(ROOT, 'configs')) for p in CONFIGS) == sorted(RECIPES_EOMT_COCO)
+    assert sorted(os.path.relpath(p, os.path.join(ROOT, 'configs')) for p in CONFIGS) == sorted(
+        [*RECIPES_EOMT_COCO, *BEIT_COCO])
     assert set(PUBLISHED_EOMT_COCO) == set(RECIPES_EOMT_COCO)
 
 
@@ -96,7 +126,54 @@ def test_config_has_the_official_value(config, key):
     assert got == want.value, f'{os.path.basename(config)}: {key} = {got!r}, official {want.source}: {want.value!r}'
 
 
-@pytest.mark.parametrize('config', sorted(RECIPES_EOMT_COCO))
+@pytest.mark.parametrize('config', sorted(BEIT_COCO))
+def test_beit_config_has_the_official_recipe_of_its_task(config):
+    """Every RECIPES_EOMT_COCO value of the official config of the task at 640 (none of them backbone-dependent:
+    ``BACKBONE_DEPENDENT``) holds for the BEiT config."""
+    cfg, official = load(config), RECIPES_EOMT_COCO[official_of(config)]
+    keys = sorted(set(official) - set(BACKBONE_DEPENDENT))
+    assert len(keys) >= 30
+    wrong = [f'{key} = {COCO_READERS[key](cfg)!r}, official {official[key].source}: {official[key].value!r}'
+             for key in keys if COCO_READERS[key](cfg) != official[key].value]
+    assert not wrong, f'{os.path.basename(config)}: ' + '; '.join(wrong)
+
+
+@pytest.mark.parametrize('config', sorted(BEIT_COCO))
+def test_beit_config_backbone_and_its_start(config):
+    """BEiT-L as the ADE20K semantic BEiT-L EoMT builds it (relative position bias per block, layer scale, no absolute
+    position embedding or registers, no drop path, the final norm), ImageNet mean/std and the EoMT layer-decay rule as
+    the semantic BEiT EoMT configs; its start the unilm pretrained-only file, converted by the command of its model
+    index entry and of its header to the path it loads (the same path every entry converts that file to)."""
+    cfg = load(config)
+    b = cfg.model.backbone
+    assert b.type == 'beit_mm.BEiT' and {k: ARCHS[b.arch][k] for k in ('embed_dims', 'num_layers', 'num_heads')} == {
+        k: BEIT_L[k] for k in ('embed_dims', 'num_layers', 'num_heads')}
+    assert b.patch_size == BEIT_L['patch_size'] and b.img_size == RECIPES_EOMT_COCO[official_of(config)][
+        'img_size'].value
+    assert b.use_rel_pos_bias is True and b.use_shared_rel_pos_bias is False and b.use_abs_pos_emb is False
+    assert not b.get('num_register_tokens') and not b.get('no_embed_class')
+    assert b.layer_scale_init_value > 0 and b.drop_path_rate == 0.0 and b.final_norm is True
+    pre = cfg.model.data_preprocessor
+    assert (list(pre.mean), list(pre.std)) == (IMAGENET_MEAN, IMAGENET_STD)
+    assert cfg.optim_wrapper.constructor == 'beit_mm.EoMTLayerDecayOptimWrapperConstructor'
+
+    unilm = BEIT_COCO[config][1]
+    assert b.init_cfg == dict(type='Pretrained', checkpoint=cfg.pretrained)
+    models = load_index()[1]
+    (entry, ) = [m for m in models if m['Config'] == 'configs/' + config]
+    argv = shlex.split(entry['Converted From']['Command'])
+    assert argv[:7] == ['python', 'tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm', unilm], argv
+    assert argv[7:] == [cfg.pretrained], f'{config}: the command writes {argv[7:]}, the config loads {cfg.pretrained}'
+    with open(os.path.join(ROOT, 'configs', config)) as f:
+        header = ' '.join(line.lstrip('#').strip().rstrip('\\').strip() for line in f if line.startswith('#'))
+    assert ' '.join(argv) in ' '.join(header.split()), f'{config}: its header does not show the command {argv}'
+    for m in models:  # one converted name for one unilm file across the model index
+        other = shlex.split(m['Converted From']['Command'])
+        if unilm in other and '--model' in other and other[other.index('--model') + 1] == 'beit':
+            assert other[-1] == cfg.pretrained, (m['Name'], other[-1], cfg.pretrained)
+
+
+@pytest.mark.parametrize('config', sorted([*RECIPES_EOMT_COCO, *BEIT_COCO]))
 def test_task_data_and_schedule_structure(config):
     """The task, mmdet's dataset of the real COCO layout under data/coco, the metric of the published number, the
     schedule's end at the run's end and the annealing hook."""
@@ -149,11 +226,25 @@ def coco_root(tmp_path_factory) -> str:
     return root
 
 
-@pytest.mark.parametrize('config', [c for c in sorted(RECIPES_EOMT_COCO) if '640x640' in c])
+def test_beitv2_configs_differ_from_the_beit_ones_only_in_the_start():
+    """The BEiT v2-L configs are the BEiT-L ones but for the checkpoint, so the narrowed step of the BEiT-L config
+    (random weights, no checkpoint) stands for theirs."""
+    pairs = [(c, c.replace('eomt_beitv2-', 'eomt_beit-')) for c in sorted(BEIT_COCO) if 'beitv2' in c]
+    assert len(pairs) == 2 and all(beit in BEIT_COCO for _, beit in pairs)
+    for v2, beit in pairs:
+        d2, d1 = load(v2).to_dict(), load(beit).to_dict()
+        assert d2.pop('pretrained') != d1.pop('pretrained')
+        assert d2['model']['backbone'].pop('init_cfg') != d1['model']['backbone'].pop('init_cfg')
+        assert d2 == d1, v2
+
+
+# one step per config of the official recipe, and per task for BEiT-L (BEiT v2-L: the same model, test above)
+@pytest.mark.parametrize('config', [c for c in sorted([*RECIPES_EOMT_COCO, *BEIT_COCO])
+                                    if '640x640' in c and 'beitv2' not in c])
 def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, capsys):
     """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 133/80 classes) narrowed to 64 channels
     and 64 px: one training step and a validation through MMEngine's Runner (the 1280 configs differ in sizes only,
-    checked above)."""
+    checked above); the BEiT configs with their relative position bias tables at the 4x4 grid of 64 px."""
     cfg = load(config)
     narrow_beit(cfg)
     size = 64
@@ -187,6 +278,9 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
     use_compile_hook(cfg)  # as tools/train.py: the config's compile setting (CUDA only) as a hook
     runner = Runner.from_cfg(cfg)
     runner.train()
+    if config in BEIT_COCO:  # a relative position bias table per block ((2 x 4 - 1)^2 + 3 rows: 64 px / 16), 4 heads
+        tables = [blk.attn.relative_position_bias_table for blk in runner.model.backbone.blocks]
+        assert len(tables) == BEIT_L['num_layers'] and {tuple(t.shape) for t in tables} == {(7 * 7 + 3, 4)}
     captured = capsys.readouterr()
     out = captured.out + captured.err
     log = open(os.path.join(runner.log_dir, f'{runner.timestamp}.log')).read()
