@@ -9,15 +9,17 @@ import os
 
 import pytest
 import torch
+from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 
+from beit_mm.converters.eomt import drop_class_head
 from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER
 from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
-from beit_mm.engine.hooks.compile import use_compile_hook
+from beit_mm.registry import MODELS
 
-from ..conftest import ROOT, narrow_beit
+from ..conftest import ROOT
 from .reference_recipes import PUBLISHED_EOMT_ADE20K_PANOPTIC, RECIPES_EOMT_ADE20K_PANOPTIC
-from .test_eomt_coco_configs import COCO_READERS, load
+from .test_eomt_coco_configs import COCO_READERS, load, narrowed
 
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*ade20k-panoptic*.py')))
 READERS = dict(COCO_READERS,
@@ -70,43 +72,10 @@ def test_full_size_config_trains_one_narrowed_step(config, ade_root, tmp_path):
     """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 150 classes) narrowed to 64 channels and
     64 px, started from a load_from without the class head (as the COCO panoptic start): one training step and a
     validation through MMEngine's Runner."""
-    from beit_mm.converters.eomt import drop_class_head
-    cfg = load(config)
-    narrow_beit(cfg)
-    size = 64
-    cfg.model.backbone.img_size = size
-    cfg.model.data_preprocessor.pad_size_divisor = size
-    cfg.model.loss.num_points = 256
-    cfg.model.mask_annealing.update(start_steps=[1, 1, 1, 1], end_steps=[1, 1, 1, 1])
-    for t in cfg.train_dataloader.dataset.pipeline:
-        if t['type'] == 'mmdet.RandomResize':
-            t['scale'] = (size, size)
-        if t['type'] == 'mmdet.RandomCrop':
-            t['crop_size'] = (size, size)
-    for t in cfg.test_dataloader.dataset.pipeline:
-        if t['type'] == 'mmdet.Resize':
-            t['scale'] = (size, size)
-    cfg.val_dataloader = cfg.test_dataloader
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = ade_root
-        cfg[loader].num_workers = 0
-        cfg[loader].persistent_workers = False
-    for loader in ('val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_prefix = dict(img='images/validation/', seg='annotations/validation/',
-                                               instance='annotations_instance/validation/')
-    cfg.train_dataloader.batch_size = 2
-    cfg.train_cfg.update(max_iters=1, val_interval=1)
-    cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=1)
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = 10  # no checkpoint written
-    cfg.work_dir = str(tmp_path / 'work')
-    cfg.visualizer.pop('name')
-    use_compile_hook(cfg)  # as tools/train.py: the config's compile setting (CUDA only) as a hook
+    cfg = narrowed(load(config), ade_root, tmp_path)
     start = str(tmp_path / 'coco-panoptic_no-class-head.pth')  # a COCO panoptic EoMT (133 classes), head dropped
     coco = cfg.copy()
     coco.model.update(num_classes=133, num_things_classes=80)
-    from beit_mm.registry import MODELS
-    from mmengine.registry import init_default_scope
     init_default_scope('mmseg')
     torch.save({'state_dict': drop_class_head(MODELS.build(coco.model).state_dict())}, start)
     cfg.load_from = start

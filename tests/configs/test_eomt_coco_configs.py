@@ -239,15 +239,10 @@ def test_beitv2_configs_differ_from_the_beit_ones_only_in_the_start():
 
 
 # one step per config of the official recipe, and per task for BEiT-L (BEiT v2-L: the same model, test above)
-@pytest.mark.parametrize('config', [c for c in sorted([*RECIPES_EOMT_COCO, *BEIT_COCO])
-                                    if '640x640' in c and 'beitv2' not in c])
-def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, capsys):
-    """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 133/80 classes) narrowed to 64 channels
-    and 64 px: one training step and a validation through MMEngine's Runner (the 1280 configs differ in sizes only,
-    checked above); the BEiT configs with their relative position bias tables at the 4x4 grid of 64 px."""
-    cfg = load(config)
+def narrowed(cfg, data_root: str, tmp_path, size: int = 64):
+    """A full-size EoMT panoptic/instance config at its own depth narrowed to 64 channels and ``size`` px on the demo
+    at ``data_root``: random weights, one training step, then a validation, no checkpoint written."""
     narrow_beit(cfg)
-    size = 64
     cfg.model.backbone.img_size = size
     cfg.model.backbone.init_cfg = None  # random weights: no checkpoint offline
     cfg.model.data_preprocessor.pad_size_divisor = size
@@ -263,11 +258,9 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
             t['scale'] = (size, size)
     cfg.val_dataloader = cfg.test_dataloader
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = coco_root
+        cfg[loader].dataset.data_root = data_root
         cfg[loader].num_workers = 0
         cfg[loader].persistent_workers = False
-    if 'ann_file' in cfg.val_evaluator:
-        cfg.val_evaluator.ann_file = os.path.join(coco_root, 'annotations', 'instances_val2017.json')
     cfg.train_dataloader.batch_size = 2
     cfg.train_cfg.update(max_iters=1, val_interval=1)
     cfg.param_scheduler[0].update(warmup_steps=(1, 0), end=1)
@@ -276,6 +269,18 @@ def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, 
     cfg.work_dir = str(tmp_path / 'work')
     cfg.visualizer.pop('name')  # the runner's own name (conftest._own_runner_names), not a shared 'visualizer'
     use_compile_hook(cfg)  # as tools/train.py: the config's compile setting (CUDA only) as a hook
+    return cfg
+
+
+@pytest.mark.parametrize('config', [c for c in sorted([*RECIPES_EOMT_COCO, *BEIT_COCO])
+                                    if '640x640' in c and 'beitv2' not in c])
+def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, capsys):
+    """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 133/80 classes) narrowed to 64 channels
+    and 64 px: one training step and a validation through MMEngine's Runner (the 1280 configs differ in sizes only,
+    checked above); the BEiT configs with their relative position bias tables at the 4x4 grid of 64 px."""
+    cfg = narrowed(load(config), coco_root, tmp_path)
+    if 'ann_file' in cfg.val_evaluator:
+        cfg.val_evaluator.ann_file = os.path.join(coco_root, 'annotations', 'instances_val2017.json')
     runner = Runner.from_cfg(cfg)
     runner.train()
     if config in BEIT_COCO:  # a relative position bias table per block ((2 x 4 - 1)^2 + 3 rows: 64 px / 16), 4 heads
