@@ -25,7 +25,7 @@ VOID = 255
 
 def label_map(info: dict, things: set[int]) -> np.ndarray:
     """One data info's ground truth as labels (H, W) uint8: each segment's category, void (and crowd) 255."""
-    segment_ids, segments = ground_truth_segments(dict(info, pred_panoptic_seg=None))
+    segment_ids, segments = ground_truth_segments(info)
     labels = np.full(segment_ids.shape, VOID, np.uint8)
     for segment in segments:
         if segment['category'] in things and not segment['is_thing']:

@@ -69,7 +69,7 @@ def ground_truth_segments(sample: dict) -> tuple[np.ndarray, Sequence[dict]]:
     ``instance_map_path`` (``beit_mm.ADE20KPanopticDataset``), from the semantic and instance PNGs."""
     keys = ('seg_map_path', 'instance_map_path') if 'instance_map_path' in sample else ('seg_map_path',
                                                                                           'segments_info')
-    missing = [k for k in keys + ('pred_panoptic_seg', ) if k not in sample]
+    missing = [k for k in keys if k not in sample]
     if missing:
         raise KeyError(f'PanopticQualityMetric: the data sample of {sample.get("img_path")} lacks '
                        f'{", ".join(missing)}. Fix: add {" and ".join(repr(k) for k in keys)} to the test '
@@ -83,9 +83,8 @@ def ground_truth_segments(sample: dict) -> tuple[np.ndarray, Sequence[dict]]:
 @METRICS.register_module()
 class PanopticQualityMetric(BaseMetric):
     """PQ, SQ and RQ over all, thing and stuff categories of mmdet's panoptic predictions (rules in the module
-    docstring); the data samples need the meta keys ``seg_map_path`` and ``segments_info`` (ADE20K panoptic:
-    ``seg_map_path`` and ``instance_map_path``) (``PackDetInputs(
-    meta_keys=(..., 'seg_map_path', 'segments_info'))``).
+    docstring); the data samples need the meta keys ``seg_map_path`` and ``segments_info`` (``PackDetInputs(
+    meta_keys=(..., 'seg_map_path', 'segments_info'))``; ADE20K panoptic: ``seg_map_path`` and ``instance_map_path``).
 
     Args:
         classwise: also print the per-category table (mmdet's ``classwise``).
@@ -123,8 +122,11 @@ class PanopticQualityMetric(BaseMetric):
         num_classes, things, _ = self._categories()
         metric = self._metric()
         for sample in data_samples:
-            pred = panoptic_pairs(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), num_classes)
             segment_ids, segments_info = ground_truth_segments(sample)
+            if 'pred_panoptic_seg' not in sample:
+                raise KeyError(f'PanopticQualityMetric: the data sample of {sample.get("img_path")} has no '
+                               'pred_panoptic_seg. Fix: evaluate a panoptic model (task=\'panoptic\')')
+            pred = panoptic_pairs(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), num_classes)
             target = ground_truth_pairs(segment_ids, segments_info, num_classes, set(things))
             if pred.shape != target.shape:
                 raise ValueError(f'PanopticQualityMetric: the prediction for {sample.get("img_path")} is '
