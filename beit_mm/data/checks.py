@@ -698,6 +698,22 @@ def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
             'demo data run python tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
+def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
+    """A dataset in mmdet's layout (``data_prefix`` with ``img``; COCO's ``ann_file``) needs its annotation file and
+    every folder of its ``data_prefix``; mmdet fails on them with a bare ``FileNotFoundError`` or inside
+    ``np.concatenate``."""
+    root = ds.get('data_root') or ''
+    wanted = [('annotation file', osp.join(root, ds['ann_file']), osp.isfile)] if ds.get('ann_file') else []
+    wanted += [(f'{key} folder', osp.join(root, folder), osp.isdir) for key, folder in prefix.items()
+               if isinstance(folder, str)]
+    missing = [f'{what} {path}' for what, path, exists in wanted if not exists(path)]
+    if missing:
+        raise DatasetCheckError(
+            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({root!r}), ann_file and data_prefix '
+            f'of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
+            'tools/make_demo_data.py (the config\'s header names the command of its data)')
+
+
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
     """Before the datasets are built: every segmentation split's image folder exists and holds an image.
 
@@ -716,6 +732,9 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             continue
         for ds in _dataset_cfgs(dataloader['dataset']):
             prefix = ds.get('data_prefix') or {}
+            if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
+                _check_det_split(loader, ds, prefix)
+                continue
             if ds.get('ann_file'):
                 continue
             if isinstance(prefix, str) or 'seg_map_path' not in prefix:  # mmpretrain: class folders, unlabeled pools

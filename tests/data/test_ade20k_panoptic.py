@@ -4,6 +4,7 @@ exact values, the rule is discrete), ``beit_mm.ADE20KPanopticDataset`` and ``Loa
 ``tools/make_demo_data.py --layout ade20k-panoptic``'s files, and ``PanopticQualityMetric`` reading the same pair."""
 import os
 import os.path as osp
+import re
 
 import numpy as np
 import pytest
@@ -146,3 +147,21 @@ def test_make_demo_data_writes_the_ade20k_panoptic_layout(tmp_path, monkeypatch,
         assert sorted(os.listdir(root / folder / 'training')) == \
             [f'ADE_train_0000000{i}.{"jpg" if folder == "images" else "png"}' for i in (1, 2)]
     assert Image.open(root / 'annotations_instance' / 'validation' / 'ADE_val_00000001.png').mode == 'RGB'
+
+
+@pytest.mark.parametrize('name,missing', [
+    ('eomt_beit-tiny-p8_1xb8-0.3k_ade20k-panoptic-demo-64x64.py',
+     'instance folder nowhere/annotations_instance/training/'),
+    ('eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py',
+     'annotation file nowhere/annotations/instances_train2017.json'),
+])
+def test_training_without_the_data_is_refused_naming_it(name, missing):
+    """tools/train.py's check before the datasets are built (beit_mm.data.checks.check_split_folders) covers mmdet's
+    layouts: the missing annotation file or folder named, not mmdet's bare FileNotFoundError."""
+    from mmengine.config import Config
+    from beit_mm.data.checks import check_split_folders
+    from ..conftest import ROOT
+    cfg = Config.fromfile(osp.join(ROOT, 'configs', 'demo', name))
+    cfg.train_dataloader.dataset.data_root = 'nowhere/'
+    with pytest.raises(DatasetCheckError, match=r'\[train_dataloader\] not found: .*' + re.escape(missing)):
+        check_split_folders(cfg)
