@@ -20,20 +20,8 @@
 # official config's header.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k.pth \
 #       checkpoints/beit-large_pt22k.pth
-_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py']
-img_size = 640
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py', '../_base_/models/eomt_beit-large.py']
 pretrained = 'checkpoints/beit-large_pt22k.pth'
 model = dict(
-    backbone=dict(
-        _delete_=True,  # none of the DINOv2 ViT's position embedding, registers or flags
-        type='beit_mm.BEiT',
-        arch='large',
-        img_size=img_size,
-        patch_size=16,
-        use_abs_pos_emb=False,
-        use_rel_pos_bias=True,
-        use_shared_rel_pos_bias=False,
-        layer_scale_init_value=1e-5,  # BEiT-L pretraining's value (the checkpoint's gammas replace it)
-        drop_path_rate=0.0,  # EoMT runs the blocks without drop path
-        final_norm=True,  # predictions read the final norm
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
+    backbone=dict(_delete_=True,  # none of the DINOv2 ViT's position embedding, registers or flags
+                  **_base_.eomt_beit_large, init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
