@@ -4,24 +4,10 @@
 # data/ade_panoptic_demo: things person, car; stuff road, sky, grass). Everything else is the COCO panoptic demo's
 # (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py: the tiny BEiT from scratch, 300 iterations,
 # images fitted into 64x64 and padded); PQ/SQ/RQ from beit_mm.PanopticQualityMetric over the classes present.
-_base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py', '../_base_/datasets/ade20k-panoptic.py']
+_base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
+          '../_base_/datasets/ade20k-panoptic_demo-64x64.py']
 data_root = 'data/ade_panoptic_demo/'
-img_size = 64
 model = dict(num_classes=150, num_things_classes=100)
-train_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='beit_mm.LoadADE20KPanopticAnnotations'),
-    dict(type='mmdet.RandomFlip', prob=0.5),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs', meta_keys=_base_.ade20k_panoptic_meta_keys),
-]
-train_dataloader = dict(
-    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_train, data_root=data_root, pipeline=train_pipeline))
-val_dataloader = dict(
-    dataset=dict(_delete_=True, **_base_.ade20k_panoptic_val, data_root=data_root, pipeline=test_pipeline))
+train_dataloader = dict(dataset=dict(_delete_=True, **_base_.ade20k_panoptic_demo_train))
+val_dataloader = dict(dataset=dict(_delete_=True, **_base_.ade20k_panoptic_demo_val))
 test_dataloader = val_dataloader

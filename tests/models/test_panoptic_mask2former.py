@@ -31,6 +31,7 @@ DEMOS = osp.join(ROOT, 'configs', 'demo')
 PANOPTIC = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
 INSTANCE = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py')
 ADAPTER = osp.join(DEMOS, 'mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py')
+ADE20K_PANOPTIC = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_ade20k-panoptic-demo-64x64.py')
 ITERS = 2
 
 
@@ -46,7 +47,7 @@ def _build(config: str):
     return cfg, MODELS.build(cfg.model)
 
 
-@pytest.mark.parametrize('config,things,stuff', [(PANOPTIC, 2, 3), (INSTANCE, 2, 0)])
+@pytest.mark.parametrize('config,things,stuff', [(PANOPTIC, 2, 3), (INSTANCE, 2, 0), (ADE20K_PANOPTIC, 100, 50)])
 def test_demo_builds_mmdet_mask2former_on_beit(config, things, stuff):
     cfg, model = _build(config)
     assert type(model) is Mask2Former and type(model.panoptic_head) is Mask2FormerHead
@@ -79,7 +80,7 @@ def _tiny(config: str, coco_root: str, work_dir) -> Config:
     head.num_queries = 10
     head.pixel_decoder.encoder.num_layers = 1
     head.transformer_decoder.num_layers = 2
-    cfg.model.test_cfg.max_per_image = 10 * len(cfg.train_dataloader.dataset.metainfo['classes'])  # <= queries x classes
+    cfg.model.test_cfg.max_per_image = 10 * (head.num_things_classes + head.num_stuff_classes)  # <= queries x classes
     cfg.train_dataloader.batch_size = 2
     cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = ITERS
     cfg.param_scheduler = []
@@ -104,6 +105,18 @@ def test_panoptic_demo_trains_then_tests_with_pq(coco_root, tmp_path):
     log = _log(tmp_path / 'work')
     assert f'Iter(train) [{ITERS}/{ITERS}]' in log and 'd1.loss_dice' in log, log[-2000:]  # mmdet's loss names
     assert '| Things | ' in log and '| Stuff  | ' in log and 'grass-merged' in log, log[-3000:]
+
+
+def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path):
+    """ADE20K panoptic (semantic + instance PNGs, mmdet's 150 classes, things first) through mmdet's Mask2Former."""
+    from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+    root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
+    runner = Runner.from_cfg(_tiny(ADE20K_PANOPTIC, root, tmp_path / 'work'))
+    runner.train()
+    metrics = runner.test()
+    assert 0.0 <= metrics['coco_panoptic/PQ'] <= 100.0
+    log = _log(tmp_path / 'work')
+    assert f'Iter(train) [{ITERS}/{ITERS}]' in log and '| Things | ' in log and 'road, route' in log, log[-3000:]
 
 
 def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsys):
