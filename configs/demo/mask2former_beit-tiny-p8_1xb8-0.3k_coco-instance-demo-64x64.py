@@ -4,50 +4,19 @@
 # 64x64.py), with COCO's instance files of the generated demo (annotations/instances_{train,val}2017.json: person, car)
 # read by mmdet's CocoDataset; mask AP from mmdet's CocoMetric (pycocotools). mmdet's post-processing keeps the top 100
 # query x class scores (test_cfg.max_per_image).
-_base_ = ['./mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py']
+_base_ = ['./mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
+          '../_base_/datasets/coco-instance_demo-64x64.py']
 data_root = 'data/coco_demo/'
 thing_classes = ('person', 'car')
 num_things_classes = len(thing_classes)
-metainfo = dict(classes=thing_classes)
 model = dict(
     data_preprocessor=dict(pad_seg=False),
     panoptic_head=dict(num_things_classes=num_things_classes, num_stuff_classes=0,
                        loss_cls=dict(class_weight=[1.0] * num_things_classes + [0.1])),
     panoptic_fusion_head=dict(num_things_classes=num_things_classes, num_stuff_classes=0),
     test_cfg=dict(panoptic_on=False, instance_on=True))
-train_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.LoadAnnotations', with_bbox=True, with_mask=True),
-    dict(type='mmdet.RandomFlip', prob=0.5),
-    dict(type='mmdet.Resize', scale=(64, 64), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs'),
-]
-test_pipeline = [
-    dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.Resize', scale=(64, 64), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
-]
-train_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='mmdet.CocoDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/instances_train2017.json',
-        data_prefix=dict(img='train2017/'),
-        filter_cfg=dict(filter_empty_gt=True),
-        pipeline=train_pipeline))
-val_dataloader = dict(
-    dataset=dict(
-        _delete_=True,
-        type='mmdet.CocoDataset',
-        data_root=data_root,
-        metainfo=metainfo,
-        ann_file='annotations/instances_val2017.json',
-        data_prefix=dict(img='val2017/'),
-        test_mode=True,
-        pipeline=test_pipeline))
+train_dataloader = dict(dataset=dict(_delete_=True, **_base_.coco_instance_demo_train))
+val_dataloader = dict(dataset=dict(_delete_=True, **_base_.coco_instance_demo_val))
 test_dataloader = val_dataloader
-val_evaluator = dict(
-    _delete_=True, type='mmdet.CocoMetric', ann_file=data_root + 'annotations/instances_val2017.json', metric='segm')
+val_evaluator = dict(_delete_=True, **_base_.coco_instance_demo_evaluator)
 test_evaluator = val_evaluator
