@@ -27,7 +27,6 @@ import numpy as np
 from mmcv.transforms import BaseTransform
 from mmdet.datasets import ADE20KPanopticDataset as DetADE20KPanopticDataset
 from mmdet.datasets.base_det_dataset import BaseDetDataset
-from mmdet.structures.bbox import HorizontalBoxes
 from mmdet.structures.mask import BitmapMasks
 from mmengine import fileio
 
@@ -165,20 +164,18 @@ class LoadADE20KPanopticAnnotations(BaseTransform):
         segment_ids, segments = read_panoptic_segments(results['seg_map_path'], results['instance_map_path'],
                                                        (height, width))
         gt_seg = np.full((height, width), 255, np.uint8)
-        masks, boxes, labels = [], [], []
+        masks, labels = [], []
         for segment in segments:
             mask = segment_ids == segment['id']
             if not mask.any():
                 continue  # covered by later segments
             gt_seg[mask] = segment['category']
             if segment['is_thing']:
-                ys, xs = mask.nonzero()
                 masks.append(mask.astype(np.uint8))
-                boxes.append([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
                 labels.append(segment['category'])
-        results['gt_bboxes'] = HorizontalBoxes(np.asarray(boxes, np.float32).reshape(-1, 4))
+        results['gt_masks'] = BitmapMasks(masks, height, width)
+        results['gt_bboxes'] = results['gt_masks'].get_bboxes(dst_type='hbox')  # each mask's tight box
         results['gt_bboxes_labels'] = np.asarray(labels, np.int64)
         results['gt_ignore_flags'] = np.zeros(len(labels), bool)
-        results['gt_masks'] = BitmapMasks(masks, height, width)
         results['gt_seg_map'] = gt_seg
         return results
