@@ -1,37 +1,37 @@
-"""BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, SDPA or eager kernel.
+"""BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, four kernels.
 
-Kernel choice (``attn_impl='auto'``, the default): the measured-fastest correct kernel per device and mode. Time of
-one ``BEiTAttention`` of BEiT-B (768 wide, 12 heads, learnable relative position bias, q/k/v and output projections
-included) with SDPA over the time with eager, median of alternating rounds
-(``tools/analysis/benchmark_attention.py``; AMD EPYC Zen 5 with AVX512-BF16, no AMX, 2 shared cores, torch 2.13):
+Kernels (``attn_impl``): ``'eager'`` (softmax(QK^T + bias) V, as unilm), ``'sdpa'`` (``F.scaled_dot_product_attention``
+with the bias gathered once per block in the compute dtype, rows 8-aligned; on CUDA pinned to the memory-efficient
+kernel, math as fallback: flash attention takes no float bias), ``'cudnn'`` (SDPA pinned to cuDNN attention, the
+memory-efficient kernel where cuDNN refuses the inputs) and ``'flex'`` (FlexAttention reading the bias from the table
+inside ``score_mod``: the (heads, N, N) bias is never materialized).
 
-| device | dtype | train (forward + backward) | inference (forward) | auto picks |
+``attn_impl='auto'`` (the default) picks the measured-fastest: one BEiT-B ``BEiTAttention`` (768 wide, 12 heads,
+projections included), time over eager's:
+
+| device | dtype | train (forward + backward) | inference | auto picks |
 |---|---|---|---|---|
-| CPU | float32 | N=197 (batch 8) x1.08; N=1601 (batch 1) x1.05 | N=197 x0.81; N=1601 x0.64 | eager / sdpa |
-| CPU | bfloat16 | N=197 x2.00; N=1601 x2.68* | N=197 x0.92; N=1601 x0.75* | eager / sdpa |
-| CUDA | any | not measured (no GPU lent) | not measured | sdpa, memory-efficient |
+| CPU (EPYC, AVX512-BF16) | fp32 | sdpa x1.08 (N=197), x1.05 (N=1601) | sdpa x0.81, x0.64 | eager / sdpa |
+| CPU (EPYC, AVX512-BF16) | bf16 | sdpa x2.00, x2.68 | sdpa x0.92, x0.75 | eager / sdpa |
+| H200, torch 2.11 | fp32 | sdpa x1.00, x1.01; cudnn = sdpa; flex x4.1, x8.5 | sdpa x0.89, x0.88 | sdpa |
+| H200, torch 2.11 | bf16 | sdpa x0.69, x0.57; cudnn = sdpa; flex x1.34, x11.4 | sdpa x0.40, x0.54; cudnn x0.30, x0.45 | sdpa / cudnn |
 
-(* the attention kernel alone, without the projections: the full-module run at N=1601 in bf16 did not finish within
-the time box on the shared machine.) ``tools/analysis/gpu_report.sh`` measures the CUDA rows.
+(N=197 at batch 128 and N=1601 at batch 8 on the GPU.) With a bias that needs a gradient cuDNN refuses and the
+memory-efficient kernel runs (the profiler names ``fmha_cutlassB...sm80`` for both); for inference cuDNN runs its
+sm90 flash kernel, 2.1x faster than the memory-efficient one. FlexAttention's backward accumulates the table's
+gradient with atomic adds into a few hundred rows, hence its cost in training. ``auto`` keeps cuDNN away from
+attention masks (EoMT's), where it has NaN reports (pytorch/pytorch#196678, #191612).
 
-PyTorch's CPU SDPA kernel (flash attention for CPU) is fast forward but its backward with a float mask that needs a
-gradient is slower than two matmuls and a softmax, in bf16 by 2-3x; so training on CPU uses the eager path (the one
-mmseg's and mmpretrain's BEiT use). On CUDA, biased attention is pinned to the memory-efficient kernel (with the math
-kernel as fallback): flash attention takes no float mask, and cuDNN attention (the default on H100/H200 with cuDNN
->= 9.15) has NaN-gradient and mask-dtype reports with masks (pytorch/pytorch#196678, #191612); ``tools/analysis/
-gpu_report.sh`` re-checks the chosen kernel against eager on the GPU. The bias is gathered once per
-forward per block, already in the compute dtype and with an 8-aligned row stride so that kernel uses it without a
-copy.
-
-Two more kernels are selectable for CUDA, where they are candidates for the default once measured
-(``tools/analysis/benchmark_attention.py --impls sdpa cudnn flex``, run by ``gpu_report.sh``): ``'flex'``,
-FlexAttention with the bias as a ``score_mod`` that reads the table through the relative position index inside the
-kernel (the (heads, N, N) bias is never materialized; the table's gradient is the captured buffer's), and
-``'cudnn'``, SDPA pinned to cuDNN attention with the gathered bias. On CPU torch 2.13 has no FlexAttention backward
-("FlexAttention does not support backward on CPU"), so there ``'flex'`` serves inference only (the equality tests check
-its forward on CPU, and forward and gradients on CUDA); CPU times of all three: docs/studies/compile-and-attention.md.
+``'flex'`` never stops a run: before its first use per device, dtype, head width and mode a small FlexAttention of
+the same kind is compiled with each of :data:`FLEX_KERNEL_OPTIONS` in turn (inductor's own tiles, then smaller ones
+that fit the device's shared memory per block); the first that compiles is used (on the H200 in bf16 the second:
+inductor's own backward tiles exceed its 232448 bytes per block), and where none does (or on CPU in training, where
+torch has no FlexAttention backward) SDPA runs instead after one warning naming the device and the errors.
 """
 from __future__ import annotations
+
+import functools
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -51,14 +51,111 @@ BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 CUDNN_SDPA_BACKENDS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
 # FlexAttention runs as generated kernels only when compiled; its eager form (the CPU path) is a reference loop.
 _compiled_flex_attention = torch.compile(flex_attention, dynamic=False)
+# Devices where FlexAttention runs compiled and so is probed before its first use (:func:`flex_plan`).
+PROBED_DEVICES = ('cuda', )
+# FlexAttention kernel options tried in order on a probed device: inductor's defaults for the device (``{}``), then
+# smaller tiles and fewer pipeline stages (forward BLOCK_M/N; backward BLOCK_M1/N1/M2/N2), which need less shared
+# memory per block. Inductor's sm90 bf16 backward defaults ask more than an H100/H200 block holds.
+FLEX_KERNEL_OPTIONS = (
+    {},
+    dict(fwd_BLOCK_M=128, fwd_BLOCK_N=64, fwd_num_stages=3, fwd_num_warps=4,
+         bwd_BLOCK_M1=64, bwd_BLOCK_N1=64, bwd_BLOCK_M2=64, bwd_BLOCK_N2=64, bwd_num_stages=3, bwd_num_warps=4),
+    dict(fwd_BLOCK_M=64, fwd_BLOCK_N=64, fwd_num_stages=2, fwd_num_warps=4,
+         bwd_BLOCK_M1=32, bwd_BLOCK_N1=64, bwd_BLOCK_M2=64, bwd_BLOCK_N2=32, bwd_num_stages=2, bwd_num_warps=4),
+    dict(fwd_BLOCK_M=32, fwd_BLOCK_N=32, fwd_num_stages=1, fwd_num_warps=4,
+         bwd_BLOCK_M1=16, bwd_BLOCK_N1=16, bwd_BLOCK_M2=16, bwd_BLOCK_N2=16, bwd_num_stages=1, bwd_num_warps=4),
+)
 
 
-def select_attn_impl(device_type: str, needs_grad: bool) -> str:
-    """``'sdpa'`` or ``'eager'``: what ``attn_impl='auto'`` runs (the module docstring's table; on CPU the choice
-    was the same for fp32 and bf16 and for 197 and 1601 tokens)."""
-    if device_type != 'cpu':
-        return 'sdpa'
-    return 'eager' if needs_grad else 'sdpa'
+def select_attn_impl(device_type: str, needs_grad: bool, dtype: torch.dtype | None = None,
+                     masked: bool = False) -> str:
+    """What ``attn_impl='auto'`` runs (the module docstring's table): on CPU eager with gradients, SDPA without (the
+    same for fp32 and bf16, 197 and 1601 tokens); on CUDA cuDNN attention for bf16/fp16 inference without an
+    attention mask, SDPA (memory-efficient kernel) otherwise."""
+    if device_type == 'cpu':
+        return 'eager' if needs_grad else 'sdpa'
+    if device_type == 'cuda' and not needs_grad and not masked and dtype in (torch.bfloat16, torch.float16):
+        return 'cudnn'
+    return 'sdpa'
+
+
+def flex_shared_memory(options: dict, head_dim: int, itemsize: int) -> int:
+    """Rough shared memory (bytes) per block of FlexAttention's kernels under ``options`` (one of
+    :data:`FLEX_KERNEL_OPTIONS`; ``{}`` counts as the largest tiles): the resident tile plus ``num_stages`` buffered
+    ones of width ``head_dim``, the larger of forward and backward. A lower bound used to skip options that cannot
+    fit; the probe compile decides."""
+    o = {'fwd_BLOCK_M': 128, 'fwd_BLOCK_N': 128, 'fwd_num_stages': 3, 'bwd_BLOCK_M1': 64, 'bwd_BLOCK_N1': 128,
+         'bwd_BLOCK_M2': 128, 'bwd_BLOCK_N2': 64, 'bwd_num_stages': 3, **options}
+    fwd = o['fwd_BLOCK_M'] + 2 * o['fwd_num_stages'] * o['fwd_BLOCK_N']
+    bwd = max(2 * o['bwd_BLOCK_N1'] + 2 * o['bwd_num_stages'] * o['bwd_BLOCK_M1'],
+              2 * o['bwd_BLOCK_M2'] + 2 * o['bwd_num_stages'] * o['bwd_BLOCK_N2'])
+    return max(fwd, bwd) * head_dim * itemsize
+
+
+def _probe_flex(device: torch.device, dtype: torch.dtype, head_dim: int, train: bool, options: dict) -> None:
+    """Compile and run FlexAttention once with ``options`` on ``device`` as :func:`flex_biased_attention` calls it
+    (a bias read from a table through an index, the table's gradient when ``train``); raises what the compiler
+    raises."""
+    g = torch.Generator().manual_seed(0)
+    n = 197
+    q, k, v = (torch.randn(1, 2, n, head_dim, generator=g).to(device, dtype).requires_grad_(train) for _ in range(3))
+    table = torch.randn(2 * n, 2, generator=g).to(device).requires_grad_(train)
+    index = torch.arange(n * n, device=device).view(n, n) % (2 * n)
+
+    def score_mod(score, b, h, i, j):
+        return score + table[index[i, j], h].to(score.dtype)
+
+    with torch.autocast(device.type, enabled=False), torch.enable_grad():
+        out = _compiled_flex_attention(q, k, v, score_mod=score_mod, kernel_options=dict(options))
+        if train:
+            out.float().sum().backward()
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+@functools.cache
+def _flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: int, train: bool) -> int:
+    device = torch.device(device_type, device_index) if device_type != 'cpu' else torch.device('cpu')
+    what = f'{dtype_name.replace("torch.", "")}, head dim {head_dim}, {"training" if train else "inference"}'
+    if device_type not in PROBED_DEVICES:
+        if not train:
+            return 0
+        warnings.warn(f"attn_impl='flex': FlexAttention has no backward on {device_type} in torch "
+                      f'{torch.__version__} ({what}); this process uses SDPA for it instead', stacklevel=3)
+        return -1
+    dtype = getattr(torch, dtype_name.replace('torch.', ''))
+    limit = None
+    where = device_type
+    if device_type == 'cuda':
+        props = torch.cuda.get_device_properties(device)
+        limit = getattr(props, 'shared_memory_per_block_optin', None)
+        where = f'{props.name} ({limit} bytes of shared memory per block)' if limit else props.name
+    errors = []
+    for i, options in enumerate(FLEX_KERNEL_OPTIONS):
+        if limit and options and flex_shared_memory(options, head_dim, dtype.itemsize) > limit:
+            continue
+        try:
+            _probe_flex(device, dtype, head_dim, train, options)
+            return i
+        except Exception as error:  # noqa: BLE001 -- any compile or launch failure moves to the next options
+            errors.append(f'options {i}: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}')
+    warnings.warn(f"attn_impl='flex': FlexAttention did not compile on {where} for {what} with any of "
+                  f"{len(FLEX_KERNEL_OPTIONS)} kernel option sets ({'; '.join(errors)}); this process uses SDPA "
+                  'for it instead', stacklevel=3)
+    return -1
+
+
+@torch.compiler.assume_constant_result
+def flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: int, train: bool) -> int:
+    """The index into :data:`FLEX_KERNEL_OPTIONS` that FlexAttention runs with on this device, dtype, head width and
+    mode, or -1 where no option set compiles (or there is no backward to train with): then SDPA runs instead, after
+    one warning per process and case naming the device and the errors.
+
+    Each case is probed once per process by compiling and running a small FlexAttention of the same kind
+    (:func:`_probe_flex`); options whose estimated shared memory (:func:`flex_shared_memory`) exceeds the device's
+    per-block limit (``torch.cuda.get_device_properties``) are skipped. The answer is a constant to
+    ``torch.compile``, so a model compiled whole takes the same path."""
+    return _flex_plan(device_type, device_index, dtype_name, head_dim, train)
 
 
 class BEiTAttention(nn.Module):
@@ -137,12 +234,18 @@ class BEiTAttention(nn.Module):
         q, k, v = qkv.unbind(0)  # (B, heads, N, C/heads)
 
         impl = self.attn_impl
+        needs_grad = torch.is_grad_enabled() and q.requires_grad
         if impl == 'auto':
-            impl = select_attn_impl(q.device.type, torch.is_grad_enabled() and q.requires_grad)
+            impl = select_attn_impl(q.device.type, needs_grad, q.dtype, attn_mask is not None)
         table = self.bias_table(grid, shared_table)
         if impl == 'flex':
-            x = flex_biased_attention(q, k, v, table, grid, num_queries, attn_mask, self.scale)
-            return self.proj_drop(self.proj(x.transpose(1, 2).reshape(b, n, c)))
+            needs_grad = needs_grad or (table is not None and table.requires_grad and torch.is_grad_enabled())
+            plan = flex_plan(q.device.type, q.device.index or 0, str(q.dtype), q.shape[-1], needs_grad)
+            if plan >= 0:
+                x = flex_biased_attention(q, k, v, table, grid, num_queries, attn_mask, self.scale,
+                                          FLEX_KERNEL_OPTIONS[plan])
+                return self.proj_drop(self.proj(x.transpose(1, 2).reshape(b, n, c)))
+            impl = 'sdpa'
         attn_bias = None
         if table is not None:  # (1, heads, N, N), gathered once, cast to q's dtype
             align = SDPA_BIAS_ALIGN if impl in ('sdpa', 'cudnn') else 1
@@ -172,13 +275,15 @@ class BEiTAttention(nn.Module):
 
 
 def flex_biased_attention(q: Tensor, k: Tensor, v: Tensor, table: Tensor | None, grid: tuple[int, int],
-                          num_queries: int, attn_mask: Tensor | None, scale: float) -> Tensor:
+                          num_queries: int, attn_mask: Tensor | None, scale: float,
+                          kernel_options: dict | None = None) -> Tensor:
     """softmax(scale * q k^T + bias, masked) v with FlexAttention: (B, heads, T, D) each -> (B, heads, T, D).
 
     The bias is read inside the kernel: ``table[index[i', j'], h]`` with ``index = relative_position_index(grid)``
     ((1 + N, 1 + N), cls first) and ``i' = max(i - K, 0)`` (the ``K = num_queries`` queries take the cls token's rows
     and columns, :func:`with_query_rows`); ``attn_mask`` (B, T, T) bool, True = may attend, sets the others to -inf.
-    The same function as the SDPA and eager paths of :class:`BEiTAttention`."""
+    The same function as the SDPA and eager paths of :class:`BEiTAttention`. ``kernel_options`` go to the compiled
+    kernel (:data:`FLEX_KERNEL_OPTIONS`)."""
     mods = []
     if table is not None:
         n = grid[0] * grid[1] + 1
@@ -200,5 +305,7 @@ def flex_biased_attention(q: Tensor, k: Tensor, v: Tensor, table: Tensor | None,
             score = mod(score, b, h, i, j)
         return score
 
-    run = _compiled_flex_attention if q.device.type == 'cuda' and not torch.compiler.is_compiling() else flex_attention
-    return run(q, k, v, score_mod=score_mod if mods else None, scale=scale)
+    compiled = q.device.type in PROBED_DEVICES and not torch.compiler.is_compiling()
+    run = _compiled_flex_attention if compiled else flex_attention
+    options = dict(kernel_options) if kernel_options and (compiled or torch.compiler.is_compiling()) else None
+    return run(q, k, v, score_mod=score_mod if mods else None, scale=scale, kernel_options=options)
