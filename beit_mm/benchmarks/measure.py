@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -34,8 +35,13 @@ from ..engine.compile import compile_model, compile_units
 
 SPLIT_PARTS = {'tokenizer': ('target_generator', ), 'backbone': ('backbone', ),
                'neck + head': ('neck', 'head', 'decode_head', 'auxiliary_head', 'mask_head', 'upscale', 'class_head')}
-# rows of beit_mm models (fused AdamW where the device has it)
+# rows of beit_mm models (fused AdamW where the device has it); a variant row is named '<row> (<attn_impl>)'
 OURS = ('beit_mm', 'EoMT', 'Mask2Former', 'UPerNet', 'ViT-Adapter + Mask2Former', 'ViT-Adapter + UPerNet')
+
+
+def is_ours(name: str) -> bool:
+    """Whether a row is one of beit_mm's models (or an attention variant of one, :func:`with_attention_variants`)."""
+    return name.split(' (')[0] in OURS
 
 
 # ----------------------------------------------------------------------------------------------------- measurement
@@ -173,12 +179,14 @@ class Part:
 class Timing:
     """How long to time: ``iters`` timed steps after ``warmup`` untimed ones per model and round (compiled rows: at
     least 3), ``rounds`` alternations of the models (medians reported); ``split`` the per-part split and ``profile``
-    torch.profiler's top-N operators, both in the first round of eager rows."""
+    torch.profiler's top-N operators, both in the first round of eager rows; ``categories`` one profiled step of every
+row in the first round, its device time by kernel category (:mod:`beit_mm.benchmarks.kernels`)."""
     iters: int
     warmup: int
     rounds: int
     split: bool = True
     profile: int = 0
+    categories: bool = False
 
 
 def make_optimizer(model: nn.Module, ours: bool, device: torch.device) -> torch.optim.Optimizer:
@@ -221,10 +229,11 @@ def summarize_split(timer: PartTimer, times: dict, train: bool) -> dict[str, flo
 
 
 def bench(part: Part, name: str, timing: Timing, device: torch.device, dtype: torch.dtype | None, batch: int,
-          compiled: bool, split: bool, profile: int) -> dict:
+          compiled: bool, split: bool, profile: int, categories: bool = False) -> dict:
     """One model at ``batch``: img/s over ``timing.iters`` steps after the warm-up, peak memory, compile time
-    (``compiled``), optional split and profile (eager only: hooks would break the compiled graph)."""
-    ours = name in OURS
+    (``compiled``), optional split and profile (eager only: hooks would break the compiled graph) and the device time
+    by kernel category of one step (``categories``, eager or compiled)."""
+    ours = is_ours(name)
     release_memory(device)
     result = {}
     with RssPeak() as rss:
@@ -289,6 +298,18 @@ def bench(part: Part, name: str, timing: Timing, device: torch.device, dtype: to
                 sync(device)
             key = 'self_cuda_time_total' if device.type == 'cuda' else 'self_cpu_time_total'
             result['profile'] = prof.key_averages().table(sort_by=key, row_limit=profile, max_name_column_width=48)
+        if categories:
+            from torch.profiler import ProfilerActivity, profile as torch_profile
+
+            from .kernels import profile_categories
+            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == 'cuda' else [])
+            with torch_profile(activities=activities) as prof:
+                sync(device)
+                start = time.perf_counter()
+                step()
+                sync(device)
+                wall_ms = (time.perf_counter() - start) * 1000
+            result['categories'] = dict(profile_categories(prof, device.type), wall_ms=wall_ms)
         model = opt = inputs = forward = None  # freed before the peak is read (rebound: step() reads these names)
     result['mem'] = (torch.cuda.max_memory_allocated(device) if device.type == 'cuda' else rss.peak) / 2**20
     return result
@@ -343,11 +364,12 @@ def run_part(part: Part, timing: Timing, device: torch.device, dtype: torch.dtyp
 def _run_rounds(part: Part, timing: Timing, device: torch.device, dtype: torch.dtype | None, batch: int,
                 modes: tuple[str, ...], compile_peers: bool) -> dict:
     runs: dict[tuple[str, str], list[dict]] = {(name, mode): [] for mode in modes for name in part.builders
-                                               if mode == 'eager' or compile_peers or name in OURS}
+                                               if mode == 'eager' or compile_peers or is_ours(name)}
     for r in range(timing.rounds):  # alternate so drift (other load on the machine) hits all alike
         for name, mode in runs:
             res = bench(part, name, timing, device, dtype, batch, compiled=mode == 'compiled',
-                        split=timing.split and r == 0, profile=timing.profile if r == 0 else 0)
+                        split=timing.split and r == 0, profile=timing.profile if r == 0 else 0,
+                        categories=timing.categories and r == 0)
             runs[name, mode].append(res)
             print(f'  round {r + 1} {name} {mode}: {res["ips"]:.3f} img/s, peak {res["mem"]:.0f} MiB'
                   + (f', warm-up {res["warmup_s"]:.0f} s' if mode == 'compiled' else ''), file=sys.stderr, flush=True)
@@ -355,5 +377,31 @@ def _run_rounds(part: Part, timing: Timing, device: torch.device, dtype: torch.d
     for key, rs in runs.items():
         out[key] = dict(ips=statistics.median(r['ips'] for r in rs), mem=statistics.median(r['mem'] for r in rs),
                         all_ips=[r['ips'] for r in rs], warmup_s=rs[0]['warmup_s'], split=rs[0].get('split'),
-                        profile=rs[0].get('profile'))
+                        profile=rs[0].get('profile'), categories=rs[0].get('categories'))
     return out
+
+
+def with_attention_variants(part: Part, impls: list[str]) -> Part:
+    """``part`` with one row per attention kernel in ``impls`` for each of beit_mm's models (named
+    ``'<row> (<impl>)'``, before the peers), every ``BEiTAttention`` set to that ``attn_impl``."""
+    from beit_mm.models.layers.attention import ATTN_IMPLS, BEiTAttention
+    for impl in impls:
+        if impl not in ATTN_IMPLS:
+            raise ValueError(f'attn_impl {impl!r} is not one of {ATTN_IMPLS}')
+
+    def variant(build: Callable[[], nn.Module], impl: str) -> Callable[[], nn.Module]:
+        def build_variant() -> nn.Module:
+            model = build()
+            for m in model.modules():
+                if isinstance(m, BEiTAttention):
+                    m.attn_impl = impl
+            return model
+        return build_variant
+
+    builders = {}
+    for name, build in part.builders.items():
+        if is_ours(name):
+            builders.update({f'{name} ({impl})': variant(build, impl) for impl in impls})
+        else:
+            builders[name] = build
+    return dataclasses.replace(part, builders=builders)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from beit_mm.benchmarks.kernels import CATEGORIES
 from beit_mm.benchmarks.measure import Part
 from beit_mm.engine.mfu import Peak, achieved_tflops, mfu, step_flops_per_image
 
@@ -81,6 +82,19 @@ def markdown(results: list[tuple[Part, dict]], header: str, peak: Peak | None) -
                   '| benchmark | model | GFLOPs | of which tokenizer | parameters (M) |', '|---|---|---|---|---|']
         lines += [f'| {title} | {name} | {c["macs"] / 1e9:.4g} | {c["frozen_macs"] / 1e9:.4g} | '
                   f'{c["params"] / 1e6:.4g} |' for title, name, c in counted]
+    profiled = [(part.title, name, mode, r['categories']) for part, res in results
+                for (name, mode), r in res['rows'].items() if r.get('categories')]
+    if profiled:
+        lines += ['', "Device time of one step by kernel category (torch.profiler; ms and share of the kernels' "
+                  'time; busy = kernel time over the profiled wall time):', '',
+                  '| benchmark | model | mode | ' + ' | '.join(CATEGORIES) + ' | kernels ms | busy | attention kernels |',
+                  '|---|---|---|' + '---|' * (len(CATEGORIES) + 3)]
+        for title, name, mode, c in profiled:
+            total = max(c['total'], 1e-9)
+            cells = ' | '.join(f'{c["ms"][k]:.1f} ({c["ms"][k] / total:.0%})' for k in CATEGORIES)
+            kernels = '; '.join(f'{n[:60]} {t:.1f}' for n, t in c['attention_kernels'][:3]) or '-'
+            busy = f'{c["total"] / c["wall_ms"]:.0%}' if c.get('wall_ms') else '-'
+            lines.append(f'| {title} | {name} | {mode} | {cells} | {c["total"]:.1f} | {busy} | {kernels} |')
     splits = [(part.title, name, mode, r['split']) for part, res in results
               for (name, mode), r in res['rows'].items() if r.get('split')]
     if splits:

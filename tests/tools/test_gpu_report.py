@@ -41,3 +41,55 @@ def test_gpu_report_steps_pick_a_subset(tmp_path):
     assert '## 1.' not in proc.stdout and '## 2.' not in proc.stdout
     commands = [ln for ln in proc.stdout.splitlines() if 'tools/analysis/benchmark.py --device cuda' in ln]
     assert len(commands) == 1 and commands[0].endswith('--parts mim finetune --amp'), commands
+
+
+def test_attention_check_goes_on_after_a_failing_kernel(monkeypatch, capsys):
+    """``benchmark_attention.py --check`` with a kernel that raises: its rows carry the error, the kernels after it
+    are still timed and checked, and the exit status is 1 at the end."""
+    from beit_mm.models.layers import attention
+
+    from ..conftest import load_tool
+
+    def broken(*args, **kwargs):
+        raise RuntimeError('injected kernel failure')
+
+    monkeypatch.setattr(attention, 'flex_biased_attention', broken)
+    tool = load_tool('tools/analysis/benchmark_attention.py')
+    monkeypatch.setattr(sys, 'argv', ['benchmark_attention.py', '--device', 'cpu', '--check', '--tokens', '17',
+                                      '--batch', '2', '--embed-dims', '32', '--heads', '2', '--iters', '1',
+                                      '--rounds', '1', '--dtypes', 'fp32', '--impls', 'flex', 'sdpa'])
+    try:
+        tool.main()
+    except SystemExit as exit_:
+        code = exit_.code
+    out = capsys.readouterr().out
+    assert code == 1, out
+    timing = [ln for ln in out.splitlines() if ln.startswith('| 17 | 2 | float32 | inference |')]
+    assert len(timing) == 1 and 'error: RuntimeError: injected kernel failure' in timing[0], out
+    assert [c.strip() for c in timing[0].split('|')][-2] in ('sdpa', 'eager')  # the row finished
+    check_rows = {ln.split('|')[1].strip(): ln for ln in out.splitlines() if ln.startswith(('| flex |', '| sdpa |'))}
+    assert 'FAIL: error: RuntimeError: injected kernel failure' in check_rows['flex'], out
+    assert check_rows['sdpa'].rstrip().endswith('| ok |'), out  # checked after the failing kernel
+
+
+def test_gpu_session_dry_run(tmp_path):
+    """``gpu_session.sh OUT --dry-run --piece 1`` (the one command of a GPU session): the set-up's pip commands are
+    listed, not run; the attention report and the fine-tuning report land in OUT, the latter with every row's device
+    time by kernel category (``--profile``; on CPU operators' self time): each cell 'ms (share)', shares adding up
+    to about 100%."""
+    env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS='1')
+    script = osp.join(ROOT, 'tools', 'analysis', 'gpu_session.sh')
+    proc = subprocess.run(['bash', script, str(tmp_path), '--dry-run', '--piece', '1'], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    setup = (tmp_path / '0-setup.txt').read_text()
+    assert 'dry run, not run: ' in setup and '--no-index' in setup and 'mmcv==2.1.0' in setup, setup
+    assert (tmp_path / '1-attention.md').read_text().startswith('# beit_mm GPU report')
+    report = (tmp_path / '2-finetune.md').read_text()
+    assert '--compile-peers' in report and '--profile 8' in report, report  # the GPU command, listed
+    header = next(ln for ln in report.splitlines() if ln.startswith('| benchmark | model | mode | matmul |'))
+    assert '| attention | elementwise | optimizer | other |' in header
+    row = next(ln for ln in report.splitlines() if ln.startswith('| (h) ') and '| EoMT | eager | ' in ln
+               and '%)' in ln)
+    shares = [float(c.split('(')[1].rstrip('%) ')) for c in row.split('|')[4:9]]
+    assert 97 <= sum(shares) <= 103 and shares[0] > 0, row

@@ -3,7 +3,7 @@ with each row's model FLOPs, achieved TFLOP/s and MFU.
 
     python tools/analysis/benchmark.py [--parts mim mim-tokamp mim2 finetune seg512 seg640 slide640 eomt512] [--amp]
                                        [--compile] [--device cuda] [--batch-size N] [--iters N] [--rounds N]
-                                       [--profile 15] [--out table.md [--overwrite]]
+                                       [--profile 15] [--attn-impls sdpa flex] [--out table.md [--overwrite]]
     python tools/analysis/benchmark.py --parts backbone --model cvt       # backbone-only train step, CvT-13 vs HF
 
 The parts and their peers (mmpretrain, mmseg, timm where installed) are described in ``beit_mm.benchmarks.parts``;
@@ -47,7 +47,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--rounds', type=int, default=None,
                         help='alternations of the models; medians are reported (CUDA 1, CPU 3)')
     parser.add_argument('--no-split', dest='split', action='store_false', help='skip the per-part time split')
-    parser.add_argument('--profile', type=int, default=0, metavar='N', help="print torch.profiler's top-N ops")
+    parser.add_argument('--profile', type=int, default=0, metavar='N',
+                        help="print torch.profiler's top-N ops of eager rows, and every row's device time by kernel "
+                        'category (matmul, attention, elementwise, optimizer, other)')
+    parser.add_argument('--attn-impls', nargs='+', default=None, metavar='IMPL',
+                        help="one row per attention kernel for beit_mm's models (e.g. sdpa flex); default: the "
+                        "configs' own")
     parser.add_argument('--device', default='cuda' if torch.cuda.is_available() else 'cpu')
     parser.add_argument('--out', help='also write the Markdown tables to this file')
     parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists (refused otherwise)')
@@ -72,7 +77,7 @@ def main() -> None:
             check_output(args.out, args.overwrite)  # at start, not after minutes of timing
         except OutputError as error:
             raise SystemExit(f'benchmark: {error}') from None
-    from beit_mm.benchmarks.measure import Timing, run_part
+    from beit_mm.benchmarks.measure import Timing, run_part, with_attention_variants
     from beit_mm.benchmarks.parts import default_batch, make_part
     from beit_mm.benchmarks.report import describe_peak, markdown
     from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
@@ -83,12 +88,14 @@ def main() -> None:
     cuda = device.type == 'cuda'
     timing = Timing(iters=args.iters or (50 if cuda else 2), warmup=args.warmup if args.warmup is not None else
                     (5 if cuda else 1), rounds=args.rounds or (1 if cuda else 3), split=args.split,
-                    profile=args.profile)
+                    profile=args.profile, categories=args.profile > 0)
     dtype = amp_dtype_for_device(device.type) if args.amp else None
     modes = ('eager', 'compiled') if args.compile else ('eager', )
     results = []
     for name in args.parts:
         part = make_part(name, ROOT, dtype, model=args.model, img_size=args.img_size)
+        if args.attn_impls:
+            part = with_attention_variants(part, args.attn_impls)
         batch = args.batch_size or default_batch(name, device.type)
         print(f'{part.title}: batch {batch}', file=sys.stderr, flush=True)
         res = run_part(part, timing, device, dtype, batch, modes, compile_peers=args.compile_peers)

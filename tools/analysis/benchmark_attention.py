@@ -11,8 +11,10 @@ meant to run; on CPU its uncompiled form is a reference loop). FlexAttention has
 CPU train cells say so. Prints a Markdown table: milliseconds per call, each kernel's time over eager's and what
 ``'auto'`` picks; with ``--check`` also the largest difference of each kernel's output and input/bias gradients from
 eager's, and whether it is within the stated tolerance (fp32: 1e-5 absolute on outputs, 1e-4 on gradients;
-bf16/fp16: each kernel's error against fp32 eager, at most max(2e-2 of the values' scale, twice eager's)). Exits 1
-when a check fails. Nothing here is asserted by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
+bf16/fp16: each kernel's error against fp32 eager, at most max(2e-2 of the values' scale, twice eager's)). A kernel
+that raises (a compile error, an unsupported input) is a row with its error and the table goes on; FlexAttention's
+cells say which kernel option set ran, or that it fell back to SDPA. Exits 1 when a check fails or a kernel raised,
+after the whole table. Nothing here is asserted by tests except through ``tools/analysis/gpu_report.sh --dry-run``.
 """
 from __future__ import annotations
 
@@ -45,6 +47,22 @@ def parse_args() -> argparse.Namespace:
                         help='also compare each kernel with eager (exit 1 on a mismatch)')
     parser.add_argument('--no-timing', dest='timing', action='store_false', help='only --check')
     return parser.parse_args()
+
+
+def describe_error(error: BaseException) -> str:
+    """One table cell for a kernel that raised: the exception's type and first line, without table separators."""
+    first = (str(error).strip().splitlines() or [''])[0][:200].replace('|', '/')
+    return f'error: {type(error).__name__}: {first}'
+
+
+def ran_as(impl: str, device: torch.device, dtype, args, train: bool) -> str:
+    """What ``'flex'`` ran as: the kernel option set its probe chose, or SDPA where none compiled (else '')."""
+    if impl != 'flex':
+        return ''
+    from beit_mm.models.layers.attention import flex_plan
+    plan = flex_plan(device.type, device.index or 0, str(dtype or torch.float32), args.embed_dims // args.heads,
+                     train)
+    return ' (ran as sdpa: flex did not compile)' if plan < 0 else f' (kernel options {plan})'
 
 
 def grid_for(tokens: int) -> tuple[int, int]:
@@ -166,22 +184,34 @@ def main() -> None:
                                if not train or trains(impl, device)}
                     x = torch.randn(batch, tokens, args.embed_dims, device=device, requires_grad=train)
                     ms = {impl: [] for impl in kernels}
+                    failed = {}
                     for _ in range(args.rounds):
                         for impl, attn in kernels.items():
-                            ms[impl].append(time_ms(attn, x, grid, dtype, train, args.iters))
-                    med = {impl: statistics.median(v) for impl, v in ms.items()}
-                    cells = [f'{med[i]:.1f}' if i in med else 'no backward' for i in impls]
-                    ratios = [f'x{med[i] / med["eager"]:.2f}' if i in med else '-' for i in others]
+                            if impl in failed:
+                                continue
+                            try:
+                                ms[impl].append(time_ms(attn, x, grid, dtype, train, args.iters))
+                            except Exception as error:  # noqa: BLE001 -- a failing kernel is a row, not the end
+                                failed[impl] = describe_error(error)
+                    all_ok &= not failed
+                    med = {impl: statistics.median(v) for impl, v in ms.items() if impl not in failed}
+                    cells = [f'{med[i]:.1f}{ran_as(i, device, dtype, args, train)}' if i in med
+                             else failed.get(i, 'no backward') for i in impls]
+                    ratios = [f'x{med[i] / med["eager"]:.2f}' if i in med and 'eager' in med else '-' for i in others]
                     dt = str(dtype or torch.float32).replace('torch.', '')
                     print(f'| {tokens} | {batch} | {dt} | {"train" if train else "inference"} | ' + ' | '.join(cells)
-                          + ' | ' + ' | '.join(ratios) + f' | {select_attn_impl(device.type, train)} |', flush=True)
+                          + ' | ' + ' | '.join(ratios) + f' | {select_attn_impl(device.type, train, dtype or torch.float32)} |', flush=True)
     if args.check:
         print('\n| kernel | N | batch | dtype | max diff output (vs eager) | max diff gradients | tolerance | result |')
         print('|---|---|---|---|---|---|---|---|')
         for impl in impls[1:]:
             for tokens, batch in zip(args.tokens, args.batch):
                 for dtype in dtypes:
-                    row, ok = check(args, impl, tokens, batch, device, dtype)
+                    try:
+                        row, ok = check(args, impl, tokens, batch, device, dtype)
+                        row = row.replace(' | ', f'{ran_as(impl, device, dtype, args, trains(impl, device))} | ', 1)
+                    except Exception as error:  # noqa: BLE001 -- reported as the kernel's row; the table goes on
+                        row, ok = f'- | - | - | FAIL: {describe_error(error)}', False
                     if not trains(impl, device):
                         row = row.replace(' | ', ' (forward only: no backward on this device) | ', 1)
                     all_ok &= ok

@@ -3,7 +3,7 @@
 #
 #   bash tools/analysis/gpu_report.sh [--dry-run] [--out report.md [--overwrite]] [--steps attention,tests,bench]
 #        [--dtypes fp32,bf16] [--parts "mim mim2 finetune seg512 seg640 eomt512 slide640"] [--no-compile]
-#        [--iters N]
+#        [--iters N] [--profile N] [--compile-peers] [--attn-impls "sdpa flex"] [--step-timeout SECONDS]
 #
 # On a CUDA machine:
 #   1. attention kernels: SDPA (memory-efficient backend, 8-aligned bias), cuDNN attention and FlexAttention (the
@@ -14,6 +14,10 @@
 #   3. tools/analysis/benchmark.py --parts PARTS at the recipes' batch per GPU (an out-of-memory step halves it),
 #      eager and compiled (--compile), in fp32 and with --amp (bf16): img/s, peak memory, ratios against the peers,
 #      model GFLOP per image, TFLOP/s and MFU against the GPU's dense peak (docs/performance.md#mfu).
+# Each step (and each dtype of step 3) runs on its own under `timeout --step-timeout` (default 540 s): one that fails
+# or runs out of time leaves a line saying so and the report goes on. --profile N adds the device time of one step
+# of every row by kernel category (matmul, attention, elementwise, optimizer, other); --compile-peers compiles the
+# peers too (compiled vs compiled); --attn-impls gives one beit_mm row per attention kernel.
 # --steps, --dtypes and --parts pick a subset, so a session with a 10-minute limit per command can run the report in
 # pieces (docs/performance.md has the commands and their estimated minutes). Without --out the report goes to
 # docs/studies/gpu-report-<gpu>.md (<gpu>: h100, h200, a100, ... from the device name; --overwrite to replace it).
@@ -35,7 +39,9 @@ DTYPES="fp32,bf16"
 PARTS="mim mim2 finetune seg512 seg640 eomt512 slide640"
 COMPILE="--compile"
 ITERS=()
-usage="usage: gpu_report.sh [--dry-run] [--out FILE [--overwrite]] [--steps attention,tests,bench] [--dtypes fp32,bf16] [--parts \"P ...\"] [--no-compile] [--iters N]"
+BENCH_EXTRA=()
+STEP_TIMEOUT=540
+usage="usage: gpu_report.sh [--dry-run] [--out FILE [--overwrite]] [--steps attention,tests,bench] [--dtypes fp32,bf16] [--parts \"P ...\"] [--no-compile] [--iters N] [--profile N] [--compile-peers] [--attn-impls \"I ...\"] [--step-timeout S]"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) DRY=1; shift ;;
@@ -46,6 +52,10 @@ while [[ $# -gt 0 ]]; do
     --parts) PARTS="$2"; shift 2 ;;
     --no-compile) COMPILE=""; shift ;;
     --iters) ITERS=(--iters "$2"); shift 2 ;;
+    --profile) BENCH_EXTRA+=(--profile "$2"); shift 2 ;;
+    --compile-peers) BENCH_EXTRA+=(--compile-peers); shift ;;
+    --attn-impls) read -r -a impls <<< "$2"; BENCH_EXTRA+=(--attn-impls "${impls[@]}"); shift 2 ;;
+    --step-timeout) STEP_TIMEOUT="$2"; shift 2 ;;
     *) echo "unknown argument $1; $usage" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +79,19 @@ except OutputError as error:
     sys.exit(f"gpu_report: {error}")' "$OUT" "$OVERWRITE"
 fi
 
+# run_step NAME COMMAND...: the command under the step time-out; a failure or time-out is a line, not the end.
+run_step() {
+  local name="$1"; shift
+  local rc=0
+  timeout --signal=TERM --kill-after=20 "$STEP_TIMEOUT" "$@" || rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    echo; echo "**$name: stopped after the ${STEP_TIMEOUT} s step time-out (exit $rc); the report goes on.**"
+  elif [[ $rc -ne 0 ]]; then
+    echo; echo "**$name: failed (exit $rc); the report goes on.**"
+  fi
+  return 0
+}
+
 report() {
   echo "# beit_mm GPU report"
   echo
@@ -83,10 +106,11 @@ EOF
     echo "## 1. Attention kernels against eager: SDPA, FlexAttention (and cuDNN attention on CUDA)"
     echo
     if [[ $DRY -eq 1 ]]; then
-      "$PYTHON" "$ROOT/tools/analysis/benchmark_attention.py" --device cpu --check --tokens 17 --batch 2 \
-        --embed-dims 32 --heads 2 --iters 1 --rounds 1
+      run_step "attention kernels" "$PYTHON" "$ROOT/tools/analysis/benchmark_attention.py" --device cpu --check \
+        --tokens 17 --batch 2 --embed-dims 32 --heads 2 --iters 1 --rounds 1
     else
-      "$PYTHON" "$ROOT/tools/analysis/benchmark_attention.py" --device cuda --check --tokens 197 1601 --batch 32 4
+      run_step "attention kernels" "$PYTHON" "$ROOT/tools/analysis/benchmark_attention.py" --device cuda --check \
+        --tokens 197 1601 --batch 128 8
     fi
     echo
   fi
@@ -98,7 +122,7 @@ EOF
       echo "dry run, not run: BEIT_MM_TEST_DEVICE=cuda $PYTHON ${tests[*]}"
     else
       echo '```'
-      BEIT_MM_TEST_DEVICE=cuda "$PYTHON" "${tests[@]}" 2>&1 | tail -n 3
+      BEIT_MM_TEST_DEVICE=cuda run_step "CUDA tests" "$PYTHON" "${tests[@]}" 2>&1 | tail -n 4
       echo '```'
     fi
     echo
@@ -106,7 +130,8 @@ EOF
   if step bench; then
     echo "## 3. End-to-end benchmarks at the recipes' batch: throughput, TFLOP/s, MFU"
     # shellcheck disable=SC2206
-    local bench=("$ROOT/tools/analysis/benchmark.py" --device cuda --parts $PARTS $COMPILE "${ITERS[@]}")
+    local bench=("$ROOT/tools/analysis/benchmark.py" --device cuda --parts $PARTS $COMPILE "${ITERS[@]}"
+                 "${BENCH_EXTRA[@]}")
     local dtype
     for dtype in ${DTYPES//,/ }; do
       local amp=""
@@ -115,15 +140,15 @@ EOF
       if [[ $DRY -eq 1 ]]; then
         echo "dry run, not run: $PYTHON ${bench[*]} $amp"
       else
-        "$PYTHON" "${bench[@]}" $amp
+        run_step "benchmarks ($dtype)" "$PYTHON" "${bench[@]}" $amp
       fi
     done
     if [[ $DRY -eq 1 ]]; then  # the same code on CPU at a tiny size: the columns a GPU run prints
       echo
       echo "Dry run on CPU (tiny EoMT demo, one step; TFLOP/s without MFU on a CPU):"
       echo
-      "$PYTHON" "$ROOT/tools/analysis/benchmark.py" --device cpu --parts eomt-demo --iters 1 --warmup 0 \
-        --rounds 1 --no-split
+      run_step "benchmark dry run" "$PYTHON" "$ROOT/tools/analysis/benchmark.py" --device cpu --parts eomt-demo \
+        --iters 1 --warmup 0 --rounds 1 --no-split "${BENCH_EXTRA[@]}"
     fi
   fi
 }

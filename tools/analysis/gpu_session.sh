@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A GPU session in one command: set up the carried wheels (gpu_setup.sh), then the GPU report in time-boxed pieces,
+# each written to its own file in OUT_DIR as it runs, with its log (stderr: each round's img/s) beside it (a piece
+# that fails or runs out of time says so and the next one runs).
+#
+#   bash tools/analysis/gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2] [--wheels DIR]
+#
+# Piece 1 (about 8 minutes on an H200, set-up ~160 s included): the attention kernels and the CUDA attention tests,
+# then the bf16 ImageNet fine-tuning step, eager and compiled, next to timm and mmpretrain compiled too, with the
+# device time by kernel category. Piece 2 (about 5 minutes): the bf16 BEiT v1 MIM step the same way next to
+# mmpretrain, and UPerNet 512 eager. --dry-run runs both on CPU at a tiny size (what CI checks).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+PYTHON="${PYTHON:-python3}"
+OUT_DIR=""
+DRY=0
+PIECE=1
+WHEELS="$ROOT/.whl"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dry-run) DRY=1; shift ;;
+    --piece) PIECE="$2"; shift 2 ;;
+    --wheels) WHEELS="$2"; shift 2 ;;
+    -*) echo "gpu_session: unknown option $1" >&2; exit 2 ;;
+    *) OUT_DIR="$1"; shift ;;
+  esac
+done
+[[ -n "$OUT_DIR" ]] || { echo "usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2] [--wheels DIR]" >&2; exit 2; }
+mkdir -p "$OUT_DIR"
+dry=()
+[[ $DRY -eq 1 ]] && dry=(--dry-run)
+report() { PYTHON="$PYTHON" bash "$ROOT/tools/analysis/gpu_report.sh" "${dry[@]}" --overwrite "$@"; }
+start=$SECONDS
+PYTHON="$PYTHON" bash "$ROOT/tools/analysis/gpu_setup.sh" "${dry[@]}" "$WHEELS" > "$OUT_DIR/0-setup.txt" 2>&1 \
+  || { tail -n 20 "$OUT_DIR/0-setup.txt"; exit 1; }
+tail -n 1 "$OUT_DIR/0-setup.txt"
+case "$PIECE" in
+  1)
+    report --steps attention,tests --out "$OUT_DIR/1-attention.md" --step-timeout 120 > "$OUT_DIR/1-attention.log" 2>&1
+    echo "attention and tests: $((SECONDS - start)) s"
+    report --steps bench --dtypes bf16 --parts finetune --profile 8 --compile-peers --iters 20 \
+      --step-timeout 300 --out "$OUT_DIR/2-finetune.md" > "$OUT_DIR/2-finetune.log" 2>&1
+    ;;
+  2)
+    report --steps bench --dtypes bf16 --parts mim --profile 8 --compile-peers --iters 10 \
+      --step-timeout 200 --out "$OUT_DIR/3-mim.md" > "$OUT_DIR/3-mim.log" 2>&1
+    report --steps bench --dtypes bf16 --parts seg512 --profile 8 --no-compile --iters 10 \
+      --step-timeout 100 --out "$OUT_DIR/4-seg512.md" > "$OUT_DIR/4-seg512.log" 2>&1
+    ;;
+  *) echo "gpu_session: --piece is 1 or 2" >&2; exit 2 ;;
+esac
+echo "gpu_session piece $PIECE: $((SECONDS - start)) s; files in $OUT_DIR"
