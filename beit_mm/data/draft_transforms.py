@@ -1,5 +1,5 @@
-"""BEiT's two-view crop from the file's bytes: the crop box drawn on the JPEG's declared size, the JPEG decoded at the
-smallest DCT scale that still covers the crop at the output resolution, ColorJitter left to the data preprocessor.
+"""BEiT's crops from the file's bytes: the crop box drawn on the JPEG's declared size, the JPEG decoded at the smallest
+DCT scale that still covers the crop at the output resolution, ColorJitter left to the data preprocessor.
 
 The exact pipeline (:mod:`beit_mm.data.mim_transforms`; unilm ``beit/datasets.py`` ``DataAugmentationForBEiT``)::
 
@@ -15,24 +15,29 @@ order, then the brightness, contrast and saturation factors; mmcv ``RandomFlip``
 crop box: :func:`beit_mm.data.mim_transforms.random_resized_crop_box`), so for the same seed the crop box, the flip
 and the jitter factors equal the exact pipeline's. What differs:
 
-- the pixels are resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (Pillow's ``Image.draft``: libjpeg's scaled
-  IDCT) when the crop is at least 2x the output size in both directions; at scale 1 the views are those of the exact
-  pipeline on Pillow's decode (OpenCV's in the exact pipeline: both libjpeg-turbo);
+- the pixels are resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (OpenCV's ``IMREAD_REDUCED_COLOR_*``:
+  libjpeg's scaled IDCT) when the crop is at least 2x the output size in both directions; at scale 1 the views are
+  the exact pipeline's (the same OpenCV decode, the same crop, the same Pillow resize);
 - ColorJitter acts on the two resized views instead of the whole image before the resize: Pillow's blend clips to
   [0, 255] and truncates after each op, so it commutes with the resize only up to those roundings;
 - the contrast grey (Pillow's ``Contrast``: the rounded luma mean of the image it is given, here the whole image
-  after the ops that precede contrast in the drawn order) is computed from the decoded whole image box-reduced to at
-  most :data:`CONTRAST_MEAN_SIDE` pixels a side, and carried to the preprocessor.
+  after the ops that precede contrast in the drawn order) is computed from the decoded whole image resized to at most
+  :data:`CONTRAST_MEAN_SIDE` pixels a side (a bilinear sample of a quarter of its pixels or more), and carried to
+  the preprocessor.
+
+``DecodeRandomResizedCrop`` does the same for the fine-tuning recipes' ``LoadImageFromFile -> RandomResizedCrop``
+(mmpretrain's draws; no jitter).
 """
 from __future__ import annotations
 
 import io
 import math
 
+import cv2
 import numpy as np
 from mmcv.transforms import BaseTransform
 from mmengine import fileio
-from PIL import Image, ImageEnhance, ImageOps, ImageStat
+from PIL import Image, ImageEnhance, ImageStat
 
 from beit_mm.registry import TRANSFORMS
 
@@ -41,10 +46,15 @@ from .mim_transforms import _pair, random_resized_crop_box
 
 # libjpeg's DCT scalings that Pillow's draft asks for (1/8 ... 1/1), largest first.
 JPEG_DRAFT_SCALES = (8, 4, 2, 1)
-# The whole image the contrast grey is computed from is box-reduced to at most this many pixels a side.
+# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
 CONTRAST_MEAN_SIDE = 128
-# EXIF tag of the orientation (OpenCV applies it when decoding, as the exact pipeline's LoadImageFromFile does).
+# EXIF tag of the orientation (OpenCV applies it when decoding, as the exact pipeline's LoadImageFromFile does), and
+# its values that turn the image by 90 degrees.
 EXIF_ORIENTATION = 0x0112
+ROTATED_ORIENTATIONS = (5, 6, 7, 8)
+# OpenCV's decode flag at each JPEG scale (IMREAD_COLOR: LoadImageFromFile's color_type='color').
+IMREAD_AT_SCALE = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4,
+                   8: cv2.IMREAD_REDUCED_COLOR_8}
 PIL_RESAMPLE = dict(nearest=Image.NEAREST, bilinear=Image.BILINEAR, bicubic=Image.BICUBIC, box=Image.BOX,
                     hamming=Image.HAMMING, lanczos=Image.LANCZOS)
 # Pillow's enhancement of each ColorJitter op id (mmcv's adjust_* with backend='pillow' call the same classes).
@@ -92,12 +102,15 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
     return 1
 
 
-def whole_image_contrast_mean(image: Image.Image, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
+def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
     """Pillow's contrast grey as the exact pipeline computes it: the ops that precede contrast in ``jitter['order']``
-    applied (Pillow's own enhancements) to the whole RGB ``image`` box-reduced to at most ``max_side`` pixels a side,
-    then ``int(luma mean + 0.5)``."""
-    factor = max(1, math.ceil(max(image.size) / max_side))
-    small = image.reduce(factor) if factor > 1 else image
+    applied (Pillow's own enhancements) to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a
+    side, then ``int(luma mean + 0.5)``."""
+    height, width = image.shape[:2]
+    factor = max(1, math.ceil(max(height, width) / max_side))
+    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+        image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
+    small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
     for op in jitter['order']:
         if op == CONTRAST:
             break
@@ -107,52 +120,56 @@ def whole_image_contrast_mean(image: Image.Image, jitter: dict, max_side: int = 
     return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
 
 
-def open_upright(data: bytes) -> tuple[Image.Image, bool]:
-    """``(image, reducible)``: the image in ``data`` opened lazily (only the header read) and, where its EXIF
-    orientation is not 1, decoded and turned upright as OpenCV's decode does; ``reducible``: a JPEG still undecoded,
-    which :func:`decode_region` may decode at a reduced scale."""
+def upright_size(data: bytes) -> tuple[int, int, bool]:
+    """``(height, width, is_jpeg)`` of the image in ``data`` from its header, after its EXIF orientation (as OpenCV
+    decodes it: a 90-degree orientation swaps the sides). Only the header is read."""
     image = Image.open(io.BytesIO(data))
+    width, height = image.size
     if image.format != 'JPEG':
-        return image, False
-    if image.getexif().get(EXIF_ORIENTATION, 1) != 1:
-        return ImageOps.exif_transpose(image), False
-    return image, True
+        return height, width, False
+    if 'exif' in image.info and image.getexif().get(EXIF_ORIENTATION, 1) in ROTATED_ORIENTATIONS:
+        width, height = height, width
+    return height, width, True
 
 
-def decode_region(image: Image.Image, reducible: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
-                  draft: bool = True) -> tuple[Image.Image, Image.Image, tuple[float, float, float, float], float]:
-    """Decode ``image`` at the smallest JPEG scale whose pixels still cover ``box`` at ``out_size``
-    (:func:`draft_scale`; full size unless ``reducible`` and ``draft``) and cut the pixels of ``box``.
+def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
+                  draft: bool = True) -> tuple[np.ndarray, Image.Image, tuple[float, float, float, float], int]:
+    """Decode the image in ``data`` with OpenCV (``LoadImageFromFile``'s decoder: upright, BGR), a JPEG at the
+    smallest DCT scale whose pixels still cover ``box`` at ``out_size`` (:func:`draft_scale`; OpenCV's
+    ``IMREAD_REDUCED_COLOR_{2,4,8}``, libjpeg's scaled IDCT), and cut the pixels of ``box``.
 
     Args:
-        image, reducible: from :func:`open_upright`.
-        box: ``(top, left, height, width)`` in the full-size image.
+        data: the file's bytes.
+        is_jpeg: from :func:`upright_size`; other formats are decoded at full size.
+        box: ``(top, left, height, width)`` in the full-size upright image.
         out_size: ``(height, width)`` the region will be resized to.
         draft: allow a reduced-scale decode.
 
     Returns:
-        ``(whole, region, resize_box, scale)``: the whole decoded RGB image, its pixels around the box, the box in
-        them (``(x0, y0, x1, y1)`` floats, for ``Image.resize(..., box=)``), and the scale (1, 2, 4 or 8). At scale 1
-        the region is exactly the box: the crop the exact pipeline resizes.
+        ``(whole, region, resize_box, scale)``: the whole decoded BGR image, its pixels around the box (a Pillow image
+        of the BGR bytes: Pillow's resampling treats the bands alike), the box in them (``(x0, y0, x1, y1)`` floats,
+        for ``Image.resize(..., box=)``), and the scale (1, 2, 4 or 8). At scale 1 the region is exactly the box:
+        the crop the exact pipeline resizes.
+
+    Raises:
+        ValueError: OpenCV cannot decode ``data``.
     """
     top, left, h, w = box
-    scale = draft_scale(h, w, *out_size) if draft and reducible else 1
-    if scale > 1:
-        width, height = image.size
-        _, decoded = image.draft('RGB', (width // scale, height // scale))
-        scale = width / decoded[2]
-    if image.mode != 'RGB':
-        image = image.convert('RGB')
-    image.load()
+    scale = draft_scale(h, w, *out_size) if draft and is_jpeg else 1
+    whole = cv2.imdecode(np.frombuffer(data, np.uint8), IMREAD_AT_SCALE[scale])
+    if whole is None:
+        raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
     x0, y0, x1, y1 = left / scale, top / scale, (left + w) / scale, (top + h) / scale
     cx0, cy0 = math.floor(x0), math.floor(y0)
-    region = image.crop((cx0, cy0, min(math.ceil(x1), image.size[0]), min(math.ceil(y1), image.size[1])))
-    return image, region, (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0), scale
+    cx1, cy1 = min(math.ceil(x1), whole.shape[1]), min(math.ceil(y1), whole.shape[0])
+    region = Image.fromarray(np.ascontiguousarray(whole[cy0:cy1, cx0:cx1]))
+    return whole, region, (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0), scale
 
 
-def to_bgr(view: Image.Image, flip: bool = False) -> np.ndarray:
-    """An RGB Pillow image as LoadImageFromFile's BGR (H, W, 3) uint8 array, mirrored left-right if ``flip``."""
-    return np.asarray(view)[:, ::-1 if flip else 1, ::-1]
+def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
+    """A Pillow image of BGR bytes as a (H, W, 3) uint8 array, mirrored left-right if ``flip``."""
+    array = np.asarray(view)
+    return array[:, ::-1] if flip else array
 
 
 @TRANSFORMS.register_module()
@@ -209,13 +226,13 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
 
     def transform(self, results: dict) -> dict:
         flip = self._flip()
-        image, reducible = open_upright(fileio.get(results['img_path'], backend_args=self.backend_args))
-        width, height = image.size
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, is_jpeg = upright_size(data)
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
         if flip:  # the box was drawn on the flipped image
             left = width - left - w
         largest = (max(self.size[0], self.tokenizer_size[0]), max(self.size[1], self.tokenizer_size[1]))
-        whole, region, box, scale = decode_region(image, reducible, (top, left, h, w), largest, self.draft)
+        whole, region, box, scale = decode_region(data, is_jpeg, (top, left, h, w), largest, self.draft)
         jitter = results.get('color_jitter')
         if jitter is not None and jitter.get('contrast') is not None:
             jitter['contrast_mean'] = whole_image_contrast_mean(whole, jitter)
@@ -225,7 +242,7 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         else:
             tokenizer_view = region.resize(self.tokenizer_size[::-1], PIL_RESAMPLE[self.tokenizer_interpolation],
                                            box=box)
-        results['img'] = [to_bgr(view, flip), to_bgr(tokenizer_view, flip)]
+        results['img'] = [as_array(view, flip), as_array(tokenizer_view, flip)]
         results['img_shape'] = self.size
         results['ori_shape'] = (height, width)
         results['crop_bbox'] = (top, width - left - w if flip else left, h, w)
@@ -279,12 +296,11 @@ class DecodeRandomResizedCrop(BaseTransform):
         self.backend_args = None if backend_args is None else dict(backend_args)
 
     def transform(self, results: dict) -> dict:
-        image, reducible = open_upright(fileio.get(results['img_path'], backend_args=self.backend_args))
-        width, height = image.size
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, is_jpeg = upright_size(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
-        _, region, resize_box, scale = decode_region(image, reducible, box, self.scale, self.draft)
-        view = region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box)
-        results['img'] = to_bgr(view)
+        _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft)
+        results['img'] = as_array(region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box))
         results['img_shape'] = self.scale
         results['ori_shape'] = (height, width)
         results['crop_bbox'] = box

@@ -120,8 +120,7 @@ def test_preprocessor_jitter_equals_pillow_on_the_same_crop(photos):
             ref = ColorJitter(**JITTER)(dict(img=bgr.copy()))['img']
             np.random.seed(seed)
             params = SampleColorJitter(**JITTER)(dict())['color_jitter']
-            params['contrast_mean'] = whole_image_contrast_mean(Image.fromarray(bgr[:, :, ::-1]), params,
-                                                                max_side=max(bgr.shape))
+            params['contrast_mean'] = whole_image_contrast_mean(bgr, params, max_side=max(bgr.shape))
             view = torch.from_numpy(bgr).permute(2, 0, 1).contiguous()
             sample = DataSample(metainfo=dict(color_jitter=params)).set_mask(torch.ones(2, 2, dtype=torch.bool))
             out = pre(dict(inputs=[[view, view]], data_samples=[sample]))['inputs']
@@ -138,9 +137,9 @@ def test_pil_luma_and_contrast_grey_are_pillows(photos):
 
 
 def test_contrast_grey_of_the_reduced_image_within_one_level(photos):
-    """The grey the draft pipeline carries (the decoded, box-reduced whole image, the ops before contrast applied)
-    vs Pillow's grey of the full-size image in the exact pipeline: at most 1 level apart (measured: equal on 87 of
-    100 draws, 1 apart on the rest)."""
+    """The grey the draft pipeline carries (the decoded whole image resized, the ops before contrast applied)
+    vs Pillow's grey of the full-size image in the exact pipeline: at most 1 level apart (measured: equal on 99 of
+    100 draws, 1 apart on the other)."""
     equal = total = 0
     for path in photos[2:]:
         full = Image.open(path).convert('RGB')
@@ -155,11 +154,11 @@ def test_contrast_grey_of_the_reduced_image_within_one_level(photos):
                     exact = (ImageEnhance.Brightness if op == 0 else ImageEnhance.Color)(exact).enhance(
                         params['brightness' if op == 0 else 'saturation'])
             want = int(ImageStat.Stat(exact.convert('L')).mean[0] + 0.5)
-            got = whole_image_contrast_mean(full, params)
+            got = whole_image_contrast_mean(np.asarray(full)[:, :, ::-1], params)
             assert abs(got - want) <= 1, (path, seed, got, want)
             equal += got == want
             total += 1
-    assert equal >= 0.8 * total, (equal, total)
+    assert equal >= 0.9 * total, (equal, total)
 
 
 def test_draft_scale_is_the_smallest_decode_that_covers_the_output():
