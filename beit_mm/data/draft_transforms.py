@@ -167,8 +167,8 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
 
 
 def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
-    """A Pillow image of BGR bytes as a (H, W, 3) uint8 array, mirrored left-right if ``flip``."""
-    array = np.asarray(view)
+    """A Pillow image of BGR bytes as a writable (H, W, 3) uint8 array, mirrored left-right if ``flip``."""
+    array = np.array(view)
     return array[:, ::-1] if flip else array
 
 

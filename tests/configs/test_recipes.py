@@ -208,6 +208,12 @@ def _two_view(cfg: Config) -> Optional[dict]:
     return _find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
 
 
+def _rrc(cfg: Config) -> Optional[dict]:
+    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline) or
+    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters)."""
+    return _find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
+
+
 def _color_jitter(cfg: Config) -> Optional[dict]:
     """The train pipeline's ColorJitter: mmpretrain's (applied on the worker) or ``SampleColorJitter`` (its
     parameters drawn on the worker, applied by the data preprocessor)."""
@@ -332,8 +338,7 @@ READERS: Dict[str, Callable[[Config], object]] = {
     'data.train_scale': lambda c: tuple(_find(_train(c), 'RandomResize').scale),
     'data.train_ratio_range': lambda c: tuple(_find(_train(c), 'RandomResize').ratio_range),
     'data.crop': lambda c: (tuple(_find(_train(c), 'RandomCrop').crop_size) if _find(_train(c), 'RandomCrop')
-                            else (_find(_train(c), 'RandomResizedCrop') or _two_view(c)).get(
-                                'scale' if _find(_train(c), 'RandomResizedCrop') else 'size')),
+                            else (_rrc(c) or _two_view(c)).get('scale' if _rrc(c) else 'size')),
     'data.cat_max_ratio': lambda c: _find(_train(c), 'RandomCrop').cat_max_ratio,
     'data.flip_prob': lambda c: (_find(_train(c), 'RandomFlip') or {}).get('prob', (_two_view(c) or {}).get(
         'flip_prob')),
@@ -342,8 +347,8 @@ READERS: Dict[str, Callable[[Config], object]] = {
         _color_jitter(c)[k] for k in ('brightness', 'contrast', 'saturation'))),
     'data.rrc_scale': lambda c: tuple(_two_view(c).scale
                                       if _two_view(c)
-                                      else _find(_train(c), 'RandomResizedCrop').get('crop_ratio_range', (0.08, 1.0))),
-    'data.interpolation': lambda c: (_find(_train(c), 'RandomResizedCrop') or _two_view(c)).interpolation,
+                                      else _rrc(c).get('crop_ratio_range', (0.08, 1.0))),
+    'data.interpolation': lambda c: (_rrc(c) or _two_view(c)).interpolation,
     'data.randaugment': _randaugment,
     'data.randaugment_fill': lambda c: list(_find(_train(c), 'RandAugment').hparams.pad_val)[::-1],  # BGR -> RGB
     'data.reprob': lambda c: _find(_train(c), 'RandomErasing').erase_prob if _find(_train(c), 'RandomErasing') else 0.0,

@@ -244,3 +244,25 @@ def test_draft_reads_the_file_bytes(photos):
     assert [v.shape for v in out['img']] == [(SIZE, SIZE, 3), (TOKENIZER_SIZE, TOKENIZER_SIZE, 3)]
     with open(photos[0], 'rb') as f:
         assert Image.open(io.BytesIO(f.read())).size == (128, 96)
+
+
+def test_fine_tuning_crop_equals_load_and_random_resized_crop(photos):
+    """``DecodeRandomResizedCrop`` vs mmpretrain's ``LoadImageFromFile -> RandomResizedCrop(backend='pillow')``, same
+    seeds: the same box and, at decode scale 1, the same pixels; at a reduced scale (the large images) within the
+    reduced-decode bound above."""
+    crop = dict(scale=SIZE, interpolation='bicubic')
+    exact = Compose([dict(type='LoadImageFromFile'), dict(type='mmpretrain.RandomResizedCrop', backend='pillow', **crop)])
+    draft = Compose([dict(type='beit_mm.DecodeRandomResizedCrop', **crop)])
+    scales = set()
+    for path in photos:
+        for seed in range(10):
+            a, b = run(exact, path, seed), run(draft, path, seed)
+            scales.add(b['draft_scale'])
+            diff = np.abs(a['img'].astype(np.float32) - b['img'].astype(np.float32))
+            if b['draft_scale'] == 1:
+                assert diff.max() == 0, (path, seed)
+            else:
+                assert diff.mean() <= 4.0, (path, seed, diff.mean())
+            assert b['img'].shape == (SIZE, SIZE, 3) and b['ori_shape'] == a['ori_shape']
+            assert b['img'].flags.writeable  # RandAugment and RandomErasing write into it
+    assert {1, 2} <= scales
