@@ -35,7 +35,7 @@ train_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=11,  # docs/performance.md#data-loading: 70 img/s per worker, 600 per GPU
+    num_workers=7,  # docs/performance.md#data-loading: 125-140 img/s per worker, 600 per GPU
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,
