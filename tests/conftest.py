@@ -248,7 +248,7 @@ def shrink_imagenet_loaders(cfg, data_root: str, size: int) -> None:
         dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
         dl.dataset.data_root = data_root
         for t in dl.dataset.pipeline:
-            if t.type == 'RandomResizedCrop':
+            if t.type in ('RandomResizedCrop', 'beit_mm.DecodeRandomResizedCrop'):
                 t.scale = size
             elif t.type == 'ResizeEdge':
                 t.scale = size * 8 // 7

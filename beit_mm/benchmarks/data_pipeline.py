@@ -1,12 +1,14 @@
-"""The train data pipelines of the full-size recipes measured on their own: images/s of one DataLoader worker
-(one process, one thread, as a worker runs: torch and OpenCV at 1 thread) through the config's own train dataset
-and pipeline, and from it the workers that feed a GPU rate. ``tools/analysis/benchmark_data.py`` is the CLI.
+"""The train data pipelines of the full-size recipes measured on their own: images per CPU second of one DataLoader
+worker (one process, one thread, as a worker runs: torch and OpenCV at 1 thread), the exact (reference) pipeline next
+to the one the config trains with, and from them the workers that feed a GPU rate.
+``tools/analysis/benchmark_data.py`` is the CLI.
 
-A worker's rate is ``images / CPU seconds`` of ``dataset[i]`` over shuffled indices after a warm-up (decode, the
-augmentations, packing; the batch collate and the GPU-side normalization are left out: both are small next to the
-decode); CPU seconds, not wall-clock ones, so that other jobs on a shared machine do not make workers look slower
-than a worker with a core of its own is. Workers needed per GPU = ``max(2, ceil(HEADROOM * gpu_rate /
-worker_rate))``: 25% headroom for the main process, JPEGs larger than the demo's and a busy node.
+A worker's rate is ``images / CPU seconds`` of ``dataset[i]`` over shuffled indices after a warm-up (read, decode,
+the augmentations, packing; the batch collate is left out); CPU seconds, not wall-clock ones, so that other jobs on a
+shared machine do not make workers look slower than a worker with a core of its own is. The data preprocessor's CPU
+cost per image (normalization, and the ColorJitter that a draft pipeline leaves to it) is measured on its own, on
+batches of the same images, and reported as the rate a worker would have if the preprocessor ran on its CPU (it runs
+on the GPU in training). Workers needed per GPU = ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
 """
 from __future__ import annotations
 
@@ -16,32 +18,37 @@ import random
 import time
 from dataclasses import dataclass
 
-# Workers are sized for this much more than the GPU's rate (see the module docstring).
+# Workers are sized for this much more than the GPU's rate: the main process, larger JPEGs, a busy node.
 HEADROOM = 1.25
 # Never fewer: with one worker every slow image (a large JPEG, a rare augmentation) stalls the step.
 MIN_WORKERS = 2
+# DataLoader workers per GPU an 8-GPU H100/H200 node (DGX: 2 x 56 cores) gives: 14 cores, one for the training process.
+NODE_WORKERS = 13
+# Images per batch when the data preprocessor is timed on the CPU.
+PREPROCESSOR_BATCH = 16
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """A full-size recipe's train pipeline: ``config`` (relative to the checkout), the demo ``layout`` its dataset
-    reads ('ade20k' or 'imagenet'), and ``gpu_rate``, images/s of one GPU to feed by default."""
+    """A full-size recipe's train pipeline: ``config`` (relative to the checkout), the image set its dataset reads
+    (``layout``: 'ade20k' or 'imagenet') and ``gpu_rate``, images/s of one GPU to feed by default."""
     name: str
     config: str
     layout: str
     gpu_rate: float
 
 
-# Default GPU rates: the beit_mm rows of docs/studies/gpu-report-h200.md (bf16 autocast, 2026-11-26, batch 32 / 2,
-# rounded up); pass the rates a GPU session measures at the recipe batch (benchmark.py) with --gpu-rate.
+# Default GPU rates, one H200, bf16: fine-tuning and BEiT v1 MIM the compiled step at the recipe batch (2547 and 1848
+# img/s); BEiT v2 MIM and segmentation the eager step of docs/studies/gpu-report-h200.md (batch 32 / 2, rounded up).
+# A GPU session's rates at the recipe batch (benchmark.py --compile) go in with --gpu-rate.
 RECIPES = (
     Recipe('ADE20K 512 (UPerNet, EoMT, Mask2Former)', 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py',
            'ade20k', 27.0),
     Recipe('ADE20K 640 (UPerNet)', 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py', 'ade20k', 16.0),
     Recipe('ImageNet fine-tuning 224', 'configs/beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py', 'imagenet',
-           800.0),
+           2547.0),
     Recipe('BEiT v1 MIM 224 + 112', 'configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py', 'imagenet',
-           790.0),
+           1848.0),
     Recipe('BEiT v2 MIM 224 + 224', 'configs/beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py', 'imagenet',
            600.0),
 )
@@ -55,41 +62,146 @@ def workers_needed(gpu_rate: float, worker_rate: float, headroom: float = HEADRO
     return max(MIN_WORKERS, math.ceil(headroom * gpu_rate / worker_rate))
 
 
-def build_train_dataset(config: str, data_root: str):
-    """The config's ``train_dataloader.dataset`` with its ``data_root`` replaced (and an mmpretrain ``ImageNet``'s
-    annotation file left to its split), built in the config's registry scope."""
+def load_config(config: str):
+    """The config (bases merged) with the plugin's transforms registered and its registry scope set."""
     from mmengine.config import Config
-    from mmengine.registry import DATASETS, init_default_scope
+    from mmengine.registry import init_default_scope
 
     import beit_mm  # noqa: F401  (registers the plugin's transforms)
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
-    dataset = cfg.train_dataloader.dataset
+    return cfg
+
+
+def pipelines(cfg) -> dict[str, list]:
+    """``{'reference': exact pipeline, 'new': the trained one}``: a config that trains with a cheaper pipeline keeps
+    the exact one as ``train_pipeline_exact``; otherwise both are the config's own."""
+    used = cfg.train_dataloader.dataset.pipeline
+    return dict(reference=cfg.get('train_pipeline_exact', used), new=used)
+
+
+def build_train_dataset(cfg, data_root: str, pipeline: list | None = None):
+    """The config's ``train_dataloader.dataset`` with its ``data_root`` (and, given, its ``pipeline``) replaced."""
+    from mmengine.registry import DATASETS
+    dataset = cfg.train_dataloader.dataset.copy()
     dataset.data_root = data_root
+    if pipeline is not None:
+        dataset.pipeline = pipeline
     return DATASETS.build(dataset)
 
 
-def worker_rate(dataset, images: int, warmup: int = 4, seed: int = 0) -> tuple[float, float]:
-    """``(images per CPU second, images per wall-clock second)`` of ``dataset[i]`` in this process at one thread
-    (torch and OpenCV), as one DataLoader worker. The CPU-second rate is what a worker with a core of its own
-    gives (it does not fall when other jobs share the cores); the wall-clock rate is what it gave here."""
+def _one_thread():
     import cv2
     import torch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     cv2.setNumThreads(1)
+    return threads
+
+
+def worker_rates(datasets: dict, images: int, warmup: int = 4, rounds: int = 4,
+                 seed: int = 0) -> dict[str, tuple[float, float]]:
+    """``{name: (images per CPU second, images per wall-clock second)}`` of ``dataset[i]`` for each of ``datasets`` in
+    this process at one thread (torch and OpenCV), as one DataLoader worker, on the same shuffled indices. The
+    datasets take turns in ``rounds`` rounds of ``images / rounds`` images each, so that a change of load on a shared
+    machine touches them alike. The CPU-second rate is what a worker with a core of its own gives; the wall-clock
+    rate is what it gave here."""
+    import torch
+    threads = _one_thread()
     try:
-        order = list(range(len(dataset)))
+        length = min(len(d) for d in datasets.values())
+        order = list(range(length))
         random.Random(seed).shuffle(order)
-        picks = [order[i % len(order)] for i in range(warmup + images)]
-        for i in picks[:warmup]:
-            dataset[i]
-        wall, cpu = time.perf_counter(), time.process_time()
-        for i in picks[warmup:]:
-            dataset[i]
-        return images / (time.process_time() - cpu), images / (time.perf_counter() - wall)
+        picks = [order[i % length] for i in range(warmup + images)]
+        for dataset in datasets.values():
+            for i in picks[:warmup]:
+                dataset[i]
+        cpu, wall = dict.fromkeys(datasets, 0.0), dict.fromkeys(datasets, 0.0)
+        timed = picks[warmup:]
+        for r in range(rounds):
+            chunk = timed[r * len(timed) // rounds:(r + 1) * len(timed) // rounds]
+            for name, dataset in datasets.items():
+                w, c = time.perf_counter(), time.process_time()
+                for i in chunk:
+                    dataset[i]
+                cpu[name] += time.process_time() - c
+                wall[name] += time.perf_counter() - w
+        return {name: (images / cpu[name], images / wall[name]) for name in datasets}
     finally:
         torch.set_num_threads(threads)
+
+
+def worker_rate(dataset, images: int, warmup: int = 4, seed: int = 0) -> tuple[float, float]:
+    """:func:`worker_rates` of one dataset."""
+    return worker_rates(dict(one=dataset), images, warmup, rounds=1, seed=seed)['one']
+
+
+def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0) -> float:
+    """CPU seconds per image of the config's data preprocessor (``model.data_preprocessor``) on the CPU at one thread,
+    on batches of :data:`PREPROCESSOR_BATCH` (at most ``images``) samples of ``dataset`` collated by the config's
+    ``collate_fn`` (the samples made first, untimed)."""
+    import torch
+    from mmengine.registry import FUNCTIONS, MODELS
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    collate = FUNCTIONS.get(cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type'])
+    size = min(PREPROCESSOR_BATCH, images)
+    rng = random.Random(seed)
+    batches = [collate([dataset[rng.randrange(len(dataset))] for _ in range(size)])
+               for _ in range(max(1, images // size))]
+    threads = _one_thread()
+    try:
+        preprocessor(batches[0], True)
+        cpu = time.process_time()
+        for batch in batches:
+            preprocessor(batch, True)
+        return (time.process_time() - cpu) / (len(batches) * size)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One recipe: images per worker CPU second of the reference and the new pipeline, each also with the data
+    preprocessor's CPU cost added (as when it runs on a CPU), the wall-clock rates here, and the GPU rate to feed."""
+    recipe: Recipe
+    reference: float
+    new: float
+    reference_with_preprocessor: float
+    new_with_preprocessor: float
+    reference_wall: float
+    new_wall: float
+    gpu_rate: float
+
+    @property
+    def ratio(self) -> float:
+        return self.new / self.reference
+
+    @property
+    def ratio_with_preprocessor(self) -> float:
+        return self.new_with_preprocessor / self.reference_with_preprocessor
+
+    @property
+    def workers_reference(self) -> int:
+        return workers_needed(self.gpu_rate, self.reference)
+
+    @property
+    def workers_new(self) -> int:
+        return workers_needed(self.gpu_rate, self.new)
+
+
+def measure_recipe(recipe: Recipe, config: str, data_root: str, images: int, gpu_rate: float) -> Measurement:
+    """Time the reference and the new pipeline of ``recipe`` on the same images (:func:`worker_rate`), and the data
+    preprocessor on each one's samples (:func:`preprocessor_seconds`)."""
+    cfg = load_config(config)
+    datasets = {kind: build_train_dataset(cfg, data_root, pipeline) for kind, pipeline in pipelines(cfg).items()}
+    measured = worker_rates(datasets, images)
+    rates = {kind: rate for kind, (rate, _) in measured.items()}
+    with_pre = {}
+    for kind, dataset in datasets.items():
+        extra = preprocessor_seconds(cfg, dataset, images) if 'data_preprocessor' in cfg.model else 0.0
+        with_pre[kind] = 1.0 / (1.0 / rates[kind] + extra)
+    return Measurement(recipe, rates['reference'], rates['new'], with_pre['reference'], with_pre['new'],
+                       measured['reference'][1], measured['new'][1], gpu_rate)
 
 
 def loader_settings(workers: int) -> dict:
@@ -100,13 +212,13 @@ def loader_settings(workers: int) -> dict:
     return dict(num_workers=workers, pin_memory=True, persistent_workers=True)
 
 
-def make_demo_sets(work_dir: str, ade_size: int, imagenet_size: int, count: int) -> dict[str, str]:
-    """Demo sets in the real layouts under ``work_dir`` (``tools/make_demo_data.py``'s generators): ADE20K with
-    ``count`` training images of ``ade_size``^2 px, ImageNet (with ``meta/train.txt``) with ``count`` images over 4
-    classes of ``imagenet_size``^2 px, JPEG quality 90. ``{'ade20k': root, 'imagenet': root}``."""
+def make_image_sets(work_dir: str, ade_size: int, imagenet_size: tuple[int, int], count: int) -> dict[str, str]:
+    """The images the pipelines read, under ``work_dir``: ADE20K (``tools/make_demo_data.py``'s generator, ``count``
+    training images of ``ade_size``^2 px with their annotations) and photo-like ImageNet training JPEGs of
+    ``imagenet_size`` (height, width) with ``meta/train.txt`` (:mod:`beit_mm.data.demo_photos`).
+    ``{'ade20k': root, 'imagenet': root}``."""
     from beit_mm.data.demo import make_demo_ade20k
-    from beit_mm.data.demo_imagenet import make_demo_imagenet
+    from beit_mm.data.demo_photos import make_photo_imagenet
     ade = make_demo_ade20k(osp.join(work_dir, 'ade'), num_train=count, num_val=1, size=ade_size)
-    imagenet = make_demo_imagenet(osp.join(work_dir, 'imagenet'), num_classes=4, per_class_train=max(1, count // 4),
-                                  per_class_val=1, size=imagenet_size, ann_files=True)
+    imagenet = make_photo_imagenet(osp.join(work_dir, 'imagenet_photos'), count, *imagenet_size)
     return {'ade20k': ade, 'imagenet': imagenet}

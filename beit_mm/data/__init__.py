@@ -4,3 +4,4 @@ from .coco_panoptic import LoadPanopticAnnotations  # noqa: F401
 from .custom import CustomSegDataset  # noqa: F401
 from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401
 from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401
+from .draft_transforms import DecodeRandomResizedCrop, DecodeTwoViewRandomResizedCrop, SampleColorJitter  # noqa: F401

@@ -1,12 +1,13 @@
 """``beit_mm.benchmarks.data_pipeline`` (``tools/analysis/benchmark_data.py``): the workers arithmetic on known
-numbers, and every recipe's train dataset built from its full-size config on tiny demo sets in the real layouts
-(what the tool times), giving a positive rate."""
+numbers, and every recipe's train datasets (the exact pipeline and the one the config trains with) built from its
+full-size config on tiny image sets in the real layouts (what the tool times), giving positive rates, with the data
+preprocessor's CPU cost."""
 import os.path as osp
 
 import pytest
 
-from beit_mm.benchmarks.data_pipeline import (RECIPES, build_train_dataset, loader_settings, make_demo_sets,
-                                              worker_rate, workers_needed)
+from beit_mm.benchmarks.data_pipeline import (RECIPES, Measurement, load_config, loader_settings, make_image_sets,
+                                              measure_recipe, pipelines, workers_needed)
 
 from ..conftest import ROOT
 
@@ -25,11 +26,23 @@ def test_loader_settings_name_no_prefetch_factor():
     assert loader_settings(6) == dict(num_workers=6, pin_memory=True, persistent_workers=True)
 
 
-def test_every_recipe_pipeline_runs_on_demo_sets(tmp_path):
-    roots = make_demo_sets(str(tmp_path), ade_size=64, imagenet_size=64, count=4)
+def test_every_recipe_pipeline_runs_on_small_image_sets(tmp_path):
+    roots = make_image_sets(str(tmp_path), ade_size=64, imagenet_size=(48, 64), count=4)
     assert {r.layout for r in RECIPES} == set(roots)
     for recipe in RECIPES:
-        dataset = build_train_dataset(osp.join(ROOT, recipe.config), roots[recipe.layout])
-        assert len(dataset) >= 4, recipe.name
-        per_cpu_second, per_second = worker_rate(dataset, images=2, warmup=1)
-        assert per_cpu_second > 0 and per_second > 0, recipe.name
+        m = measure_recipe(recipe, osp.join(ROOT, recipe.config), roots[recipe.layout], images=2, gpu_rate=100.0)
+        assert isinstance(m, Measurement)
+        rates = (m.reference, m.new, m.reference_with_preprocessor, m.new_with_preprocessor, m.new_wall)
+        assert all(r > 0 for r in rates), (recipe.name, rates)
+        assert m.new_with_preprocessor <= m.new and m.workers_new >= 2
+
+
+def test_mim_recipes_compare_the_exact_pipeline_with_the_draft_one():
+    """The reference the tool times is the exact pipeline (whole-image decode), the new one the config's own."""
+    for recipe in RECIPES:
+        cfg = load_config(osp.join(ROOT, recipe.config))
+        kinds = {k: [t['type'].split('.')[-1] for t in p] for k, p in pipelines(cfg).items()}
+        assert kinds['new'] == [t['type'].split('.')[-1] for t in cfg.train_dataloader.dataset.pipeline]
+        assert 'LoadImageFromFile' in kinds['reference'], recipe.name
+        if 'MIM' in recipe.name:
+            assert 'DecodeTwoViewRandomResizedCrop' in kinds['new'] and 'LoadImageFromFile' not in kinds['new']

@@ -90,7 +90,7 @@ def shrink_pretraining(cfg: Config, data_root: str, work_dir: str) -> Config:
     dl.num_workers, dl.persistent_workers, dl.batch_size = 0, False, 2
     dl.dataset.update(data_root=data_root, data_prefix='images/training')
     for t in dl.dataset.pipeline:
-        if t.type == 'beit_mm.TwoViewRandomResizedCrop':
+        if t.type in ('beit_mm.TwoViewRandomResizedCrop', 'beit_mm.DecodeTwoViewRandomResizedCrop'):
             t.size = t.tokenizer_size = SIZE
         if t.type == 'beit_mm.BEiTMaskGenerator':
             t.update(input_size=SIZE // 16, num_masking_patches=6, min_num_patches=2)

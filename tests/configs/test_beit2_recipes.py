@@ -97,6 +97,16 @@ def test_config_has_the_published_values(key):
     assert not wrong, f'{len(wrong)} of {len(RECIPES_V2[key])} values differ:\n' + '\n'.join(wrong)
 
 
+@pytest.mark.parametrize('key', sorted(k for k in RECIPES_V2 if 'train_pipeline_exact' in load(k)), ids=str)
+def test_exact_pipeline_has_the_published_values(key):
+    """The exact pipeline a config keeps a switch away (``train_pipeline_exact``) has the published values too."""
+    cfg = load(key)
+    cfg.train_dataloader.dataset.pipeline = cfg.train_pipeline_exact
+    assert _find(cfg.train_pipeline_exact, 'LoadImageFromFile') is not None
+    wrong = differences(cfg, RECIPES_V2[key], V2_READERS)
+    assert not wrong, f'{len(wrong)} of {len(RECIPES_V2[key])} values differ:\n' + '\n'.join(wrong)
+
+
 @pytest.mark.parametrize('key', PRETRAIN, ids=str)
 def test_pretraining_tokenizes_in_fp32_as_measured(key):
     """beit_mm's choice, not unilm's (which computes the ids under the step's fp16 autocast,

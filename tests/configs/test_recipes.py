@@ -202,6 +202,24 @@ def _train(cfg: Config) -> list:
     return cfg.train_dataloader.dataset.pipeline
 
 
+def _two_view(cfg: Config) -> Optional[dict]:
+    """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop`` or the draft
+    pipeline's ``DecodeTwoViewRandomResizedCrop`` (the same parameters; the latter also flips)."""
+    return _find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
+
+
+def _rrc(cfg: Config) -> Optional[dict]:
+    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline) or
+    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters)."""
+    return _find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
+
+
+def _color_jitter(cfg: Config) -> Optional[dict]:
+    """The train pipeline's ColorJitter: mmpretrain's (applied on the worker) or ``SampleColorJitter`` (its
+    parameters drawn on the worker, applied by the data preprocessor)."""
+    return _find(_train(cfg), 'ColorJitter') or _find(_train(cfg), 'SampleColorJitter')
+
+
 def _test(cfg: Config) -> list:
     return cfg.test_dataloader.dataset.pipeline
 
@@ -320,27 +338,25 @@ READERS: Dict[str, Callable[[Config], object]] = {
     'data.train_scale': lambda c: tuple(_find(_train(c), 'RandomResize').scale),
     'data.train_ratio_range': lambda c: tuple(_find(_train(c), 'RandomResize').ratio_range),
     'data.crop': lambda c: (tuple(_find(_train(c), 'RandomCrop').crop_size) if _find(_train(c), 'RandomCrop')
-                            else (_find(_train(c), 'RandomResizedCrop')
-                                  or _find(_train(c), 'TwoViewRandomResizedCrop')).get('scale' if _find(
-                                      _train(c), 'RandomResizedCrop') else 'size')),
+                            else (_rrc(c) or _two_view(c)).get('scale' if _rrc(c) else 'size')),
     'data.cat_max_ratio': lambda c: _find(_train(c), 'RandomCrop').cat_max_ratio,
-    'data.flip_prob': lambda c: _find(_train(c), 'RandomFlip').prob,
+    'data.flip_prob': lambda c: (_find(_train(c), 'RandomFlip') or {}).get('prob', (_two_view(c) or {}).get(
+        'flip_prob')),
     'data.photometric_distortion': lambda c: _find(_train(c), 'PhotoMetricDistortion') is not None,
-    'data.color_jitter': lambda c: (None if _find(_train(c), 'ColorJitter') is None else tuple(
-        _find(_train(c), 'ColorJitter')[k] for k in ('brightness', 'contrast', 'saturation'))),
-    'data.rrc_scale': lambda c: tuple(_find(_train(c), 'TwoViewRandomResizedCrop').scale
-                                      if _find(_train(c), 'TwoViewRandomResizedCrop')
-                                      else _find(_train(c), 'RandomResizedCrop').get('crop_ratio_range', (0.08, 1.0))),
-    'data.interpolation': lambda c: (_find(_train(c), 'RandomResizedCrop')
-                                     or _find(_train(c), 'TwoViewRandomResizedCrop')).interpolation,
+    'data.color_jitter': lambda c: (None if _color_jitter(c) is None else tuple(
+        _color_jitter(c)[k] for k in ('brightness', 'contrast', 'saturation'))),
+    'data.rrc_scale': lambda c: tuple(_two_view(c).scale
+                                      if _two_view(c)
+                                      else _rrc(c).get('crop_ratio_range', (0.08, 1.0))),
+    'data.interpolation': lambda c: (_rrc(c) or _two_view(c)).interpolation,
     'data.randaugment': _randaugment,
     'data.randaugment_fill': lambda c: list(_find(_train(c), 'RandAugment').hparams.pad_val)[::-1],  # BGR -> RGB
     'data.reprob': lambda c: _find(_train(c), 'RandomErasing').erase_prob if _find(_train(c), 'RandomErasing') else 0.0,
     'data.remode_pixel_normal': _pixel_normal_erasing,
     'data.drop_last': lambda c: c.train_dataloader.get('drop_last', False),
     'data.sampler': lambda c: c.train_dataloader.sampler.type,
-    'mim.second_size': lambda c: _find(_train(c), 'TwoViewRandomResizedCrop').tokenizer_size,
-    'mim.second_interpolation': lambda c: _find(_train(c), 'TwoViewRandomResizedCrop').tokenizer_interpolation,
+    'mim.second_size': lambda c: _two_view(c).tokenizer_size,
+    'mim.second_interpolation': lambda c: _two_view(c).tokenizer_interpolation,
     'mim.num_masking_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').num_masking_patches,
     'mim.min_num_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').min_num_patches,
     'mim.max_num_patches': lambda c: _find(_train(c), 'BEiTMaskGenerator').max_num_patches,
@@ -393,6 +409,18 @@ def test_config_has_the_published_values(key):
     """Each full-size config, built through MMEngine's Config (bases merged), has every value tests/configs/reference_recipes.py
     pins for it (published value, reference file and line); the failures list them all."""
     wrong = differences(Config.fromfile(os.path.join(ROOT, 'configs', key)), RECIPES[key], READERS)
+    assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
+
+
+@pytest.mark.parametrize('key', sorted(k for k in RECIPES if 'train_pipeline_exact' in Config.fromfile(
+    os.path.join(ROOT, 'configs', k))), ids=str)
+def test_exact_pipeline_has_the_published_values(key):
+    """A config that trains with a cheaper pipeline keeps the exact one a switch away (``train_pipeline_exact``):
+    that one has the published values too."""
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
+    cfg.train_dataloader.dataset.pipeline = cfg.train_pipeline_exact
+    assert _find(cfg.train_pipeline_exact, 'LoadImageFromFile') is not None
+    wrong = differences(cfg, RECIPES[key], READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
 

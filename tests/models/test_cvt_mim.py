@@ -283,7 +283,7 @@ def test_full_config_recipe_and_build():
     assert cfg.model.target_generator.init_cfg.checkpoint == cfg.tokenizer_checkpoint
     opt = cfg.optim_wrapper
     assert (opt.type, opt.dtype) == ('beit_mm.AmpOptimWrapper', 'auto')  # bf16 where the device has it
-    mask = cfg.train_dataloader.dataset.pipeline[4]
+    mask = next(t for t in cfg.train_dataloader.dataset.pipeline if t.type == 'beit_mm.BEiTMaskGenerator')
     assert mask.input_size == 14  # the 16 px patch grid of the 224 view, upsampled x4 to the stage-0 tokens
     from mmengine.registry import MODELS
     init_default_scope(cfg.default_scope)

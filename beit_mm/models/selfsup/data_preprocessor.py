@@ -5,7 +5,13 @@ MMEngine's ``pseudo_collate`` or ``default_collate``)::
 
     data['inputs']       per sample [view (3, H, W) uint8, tokenizer_view (3, h, w) uint8]   (pseudo_collate)
                          or [views (B, 3, H, W), tokenizer_views (B, 3, h, w)]             (default_collate)
-    data['data_samples'] list of B DataSample with ``.mask`` (H/p, W/p) bool, True = masked
+    data['data_samples'] list of B DataSample with ``.mask`` (H/p, W/p) bool, True = masked, and, from the draft
+                         pipeline (``beit_mm.SampleColorJitter`` + ``beit_mm.DecodeTwoViewRandomResizedCrop``), the
+                         ColorJitter still to apply in their metainfo ``color_jitter``
+
+Where the samples carry ``color_jitter`` (all or none of a batch), both views get it here, batched on the device after
+BGR -> RGB and before the normalization (:func:`beit_mm.data.color_jitter.color_jitter`: Pillow's enhancements, the
+drawn order and factors, the contrast grey of the whole image).
 
 Output (``BEiTPretrain.forward(inputs, data_samples)``)::
 
@@ -28,6 +34,7 @@ from torch import Tensor
 
 from beit_mm.registry import MODELS
 
+from ...data.color_jitter import color_jitter, stack_jitter_parameters
 from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
@@ -100,6 +107,13 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         mask = _stack([torch.as_tensor(s.mask, device=views.device) for s in samples], 'masks').bool()
         if self.to_rgb:
             views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)
+        jitter = [s.metainfo.get('color_jitter') for s in samples]
+        if any(j is not None for j in jitter):
+            if any(j is None for j in jitter):
+                raise ValueError('some samples of the batch carry a color_jitter to apply and some do not; use one '
+                                 'train pipeline for the whole dataset')
+            params = stack_jitter_parameters(jitter)
+            views, tokenizer_views = color_jitter(views, *params), color_jitter(tokenizer_views, *params)
         images = (views.float() - self.mean) / self.std
         target_images = tokenizer_views.float()
         if self.target_pixels == 'dalle':

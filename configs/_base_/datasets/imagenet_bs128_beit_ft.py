@@ -10,9 +10,23 @@
 data_root = 'data/imagenet/'
 bgr_mean = [103.53, 116.28, 123.675]  # ImageNet mean, BGR
 bgr_std = [57.375, 57.12, 58.395]  # ImageNet std, BGR
-train_pipeline = [
+# The exact pipeline: the whole image decoded, then cropped.
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10, magnitude_level=9,
+         magnitude_std=0.5, hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
+    dict(type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3,
+         fill_color=bgr_mean, fill_std=bgr_std),
+    dict(type='PackInputs'),
+]
+# The draft pipeline (used): LoadImageFromFile + RandomResizedCrop in one step with the same draws, the JPEG decoded
+# at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1; beit_mm/data/draft_transforms.py,
+# docs/performance.md#data-loading); the rest as the exact pipeline. Back to the exact pipeline:
+# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+train_pipeline = [
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10, magnitude_level=9,
          magnitude_std=0.5, hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
@@ -28,7 +42,7 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=128,
-    num_workers=7,  # docs/performance.md#data-loading: 166 img/s per worker, 800 per GPU
+    num_workers=13,  # docs/performance.md#data-loading: 120-130 img/s per worker; 2547/GPU needs 25: a node has 13
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,

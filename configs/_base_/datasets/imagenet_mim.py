@@ -3,7 +3,8 @@
 # backbone) and 112 (lanczos, DALL-E tokenizer), blockwise mask of 75 of the 14x14 patches.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
 data_root = 'data/imagenet/'
-train_pipeline = [
+# The exact pipeline: unilm's order, the whole image decoded and jittered before the crop.
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
@@ -13,9 +14,23 @@ train_pipeline = [
          max_num_patches=None, min_aspect=0.3),
     dict(type='PackInputs'),
 ]
+# The draft pipeline (used): the same random draws in the same order (so the same crop boxes, flips and jitter
+# factors for a seed), the crop box drawn on the JPEG's declared size, the JPEG decoded at the smallest DCT scale that
+# covers the crop at 224 px, the ColorJitter applied by MIMDataPreprocessor to the two views, batched on the device
+# (beit_mm/data/draft_transforms.py; docs/performance.md#data-loading: what is exact, the cost per image).
+# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+train_pipeline = [
+    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
+    dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=112, scale=(0.08, 1.0),
+         interpolation='bicubic', tokenizer_interpolation='lanczos', flip_prob=0.5),
+    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
+         max_num_patches=None, min_aspect=0.3),
+    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
+                                       'color_jitter')),
+]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=14,  # docs/performance.md#data-loading: 74 img/s per worker, 790 per GPU
+    num_workers=13,  # docs/performance.md#data-loading: 100-135 img/s per worker; 1848/GPU needs 18-23: a node has 13
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,  # unilm run_beit_pretraining.py line 203: len(dataset) // 2048 = 625 steps per epoch

@@ -8,7 +8,8 @@
 # drop_last=True as unilm (run_beitv2_pretraining.py line 251): 625 steps per epoch at 2048, not 626.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
 data_root = 'data/imagenet/'
-train_pipeline = [
+# The exact pipeline: unilm's order, the whole image decoded and jittered before the crop.
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
@@ -18,9 +19,23 @@ train_pipeline = [
          max_num_patches=None, min_aspect=0.3, exact_count=True),
     dict(type='PackInputs'),
 ]
+# The draft pipeline (used): the same random draws in the same order, the JPEG decoded at the smallest DCT scale that
+# covers the crop at 224 px, one 224 bicubic resize for both views (the two views of the exact pipeline are equal),
+# the ColorJitter applied by MIMDataPreprocessor, batched on the device (beit_mm/data/draft_transforms.py;
+# docs/performance.md#data-loading). Back to the exact pipeline:
+# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+train_pipeline = [
+    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
+    dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
+         interpolation='bicubic', tokenizer_interpolation='bicubic', flip_prob=0.5),
+    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
+         max_num_patches=None, min_aspect=0.3, exact_count=True),
+    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
+                                       'color_jitter')),
+]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=11,  # docs/performance.md#data-loading: 70 img/s per worker, 600 per GPU
+    num_workers=7,  # docs/performance.md#data-loading: 125-140 img/s per worker, 600 per GPU
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,

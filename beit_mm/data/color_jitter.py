@@ -1,0 +1,148 @@
+"""Pillow's colour enhancements (``PIL.ImageEnhance``) on batched tensors, each image with its own factors and order.
+
+The ColorJitter of the BEiT recipes (unilm: torchvision's ``ColorJitter`` on PIL images; beit_mm's exact pipeline:
+mmpretrain's ``ColorJitter(backend='pillow')``, which calls mmcv's ``adjust_brightness``/``adjust_contrast``/
+``adjust_color``, i.e. the same Pillow classes) blends each image with a "degenerate" image by Pillow's
+``Image.blend(degenerate, image, factor)``:
+
+- brightness: the degenerate image is black (0);
+- contrast: a constant grey, ``int(mean + 0.5)`` of the image's luma (Pillow's ``Contrast`` computes it once per
+  call, on the whole image it is given);
+- saturation (Pillow's ``Color``): the image's own luma, per pixel.
+
+Pillow's blend on 8-bit bands is ``(uint8)(float)(in1 + factor * (in2 - in1))`` in float32, clipped to [0, 255]
+(``libImaging/Blend.c``), and its RGB -> L luma is ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``
+(``libImaging/Convert.c``). Both are reproduced here, so on the same uint8 image, with the same factors, order and
+contrast mean, the result is equal to Pillow's pixel for pixel (float32 arithmetic without fused multiply-adds: the
+CPU kernels of these element-wise ops; a compiled or CUDA kernel that fuses them may round one value the other way).
+
+torchvision's tensor ops (``transforms.v2.functional.adjust_*``) take one factor per call and compute the contrast
+mean from the tensor they are given; here each image has its own factors and the contrast mean is carried from the
+whole image (the ops run on a crop of it), hence these few lines of our own.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+# Pillow's fixed-point ITU-R 601-2 luma weights (libImaging/Convert.c, L24): (R, G, B) / 2**16.
+LUMA_WEIGHTS = (19595, 38470, 7471)
+LUMA_SHIFT = 16
+# The op ids of mmpretrain's / torchvision's ColorJitter order: a permutation of these four.
+BRIGHTNESS, CONTRAST, SATURATION, HUE = 0, 1, 2, 3
+
+
+def pil_luma(images: Tensor) -> Tensor:
+    """Pillow's ``convert('L')`` of RGB images.
+
+    Args:
+        images: (B, 3, H, W) RGB, integer values 0..255 (any dtype).
+
+    Returns:
+        (B, 1, H, W) int32 luma, 0..255.
+    """
+    rgb = images.to(torch.int32)
+    weights = torch.tensor(LUMA_WEIGHTS, dtype=torch.int32, device=images.device).view(1, 3, 1, 1)
+    return ((rgb * weights).sum(1, keepdim=True) + (1 << (LUMA_SHIFT - 1))) >> LUMA_SHIFT
+
+
+def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``Image.blend(degenerate, images, factor)`` on 8-bit values: ``in1 + factor * (in2 - in1)`` in
+    float32, clipped to [0, 255] and truncated.
+
+    Args:
+        degenerate: broadcastable to ``images``, integer values 0..255.
+        images: (B, C, H, W), integer values 0..255.
+        factor: (B,) blend factors (any real number; outside [0, 1] the result is clipped).
+
+    Returns:
+        float32 like ``images``, integer values 0..255.
+    """
+    in1 = degenerate.to(torch.float32)
+    alpha = factor.to(torch.float32).view(-1, 1, 1, 1)
+    blended = (images.to(torch.float32) - in1) * alpha + in1
+    return blended.clamp_(0.0, 255.0).floor_()
+
+
+def adjust_brightness(images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Brightness(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) 0..255."""
+    return pil_blend(torch.zeros((), device=images.device), images, factor)
+
+
+def adjust_saturation(images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Color(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) RGB 0..255."""
+    return pil_blend(pil_luma(images), images, factor)
+
+
+def adjust_contrast(images: Tensor, factor: Tensor, mean: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image, blended toward ``mean``.
+
+    Args:
+        images: (B, 3, H, W) RGB 0..255.
+        factor: (B,) contrast factors.
+        mean: (B,) the grey Pillow blends toward: ``int(luma mean + 0.5)`` of the image ``Contrast`` was given
+            (:func:`contrast_mean` of the whole image, where the images here are crops of it).
+    """
+    return pil_blend(mean.to(torch.float32).view(-1, 1, 1, 1), images, factor)
+
+
+def contrast_mean(images: Tensor) -> Tensor:
+    """Pillow's contrast grey of whole images: ``int(mean(convert('L')) + 0.5)``. (B, 3, H, W) -> (B,) int64."""
+    luma = pil_luma(images).to(torch.float64)
+    return (luma.mean(dim=(1, 2, 3)) + 0.5).floor().to(torch.int64)
+
+
+def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Tensor, saturation: Tensor,
+                 mean: Tensor) -> Tensor:
+    """mmpretrain's / torchvision's ColorJitter (hue 0) with per-image parameters, on a batch.
+
+    Args:
+        images: (B, 3, H, W) RGB, integer values 0..255 (uint8 or float), on any device.
+        order: (B, 4) int on the CPU, each row a permutation of (0 brightness, 1 contrast, 2 saturation, 3 hue); hue
+            (3) is skipped (the recipes jitter no hue).
+        brightness, contrast, saturation: (B,) factors on the CPU; NaN = that op is off for the image.
+        mean: (B,) the contrast grey of each image on the CPU (:func:`adjust_contrast`).
+
+    Returns:
+        (B, 3, H, W) float32 on the device of ``images``, integer values 0..255.
+
+    The images each op applies to are chosen on the CPU, so a CUDA batch is indexed without a device sync.
+    """
+    out = images.to(torch.float32)
+    device = out.device
+    factors = {BRIGHTNESS: brightness, CONTRAST: contrast, SATURATION: saturation}
+    for step in range(order.shape[1]):
+        for op, factor in factors.items():
+            index = ((order[:, step] == op) & ~torch.isnan(factor)).nonzero().flatten()
+            if not index.numel():
+                continue
+            x, alpha = out[index.to(device)], factor[index].to(device)
+            if op == BRIGHTNESS:
+                x = adjust_brightness(x, alpha)
+            elif op == CONTRAST:
+                x = adjust_contrast(x, alpha, mean[index].to(device))
+            else:
+                x = adjust_saturation(x, alpha)
+            out[index.to(device)] = x
+    return out
+
+
+def stack_jitter_parameters(params: list[dict]) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The per-image parameters that ``beit_mm.SampleColorJitter`` (+ the decoding transform's ``contrast_mean``)
+    drew, as the CPU tensors :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``,
+    a factor of None as NaN.
+
+    Raises:
+        ValueError: an image with a contrast factor but no ``contrast_mean``.
+    """
+    def factor(p: dict, key: str) -> float:
+        return float('nan') if p.get(key) is None else float(p[key])
+    for p in params:
+        if p.get('contrast') is not None and 'contrast_mean' not in p:
+            raise ValueError('a color_jitter with a contrast factor but no contrast_mean: put '
+                             'beit_mm.DecodeTwoViewRandomResizedCrop (which computes it from the whole image) after '
+                             'beit_mm.SampleColorJitter in the pipeline')
+    order = torch.tensor([p['order'] for p in params], dtype=torch.int64)
+    return (order, *(torch.tensor([factor(p, k) for p in params], dtype=torch.float32)
+                     for k in ('brightness', 'contrast', 'saturation')),
+            torch.tensor([int(p.get('contrast_mean', 0)) for p in params], dtype=torch.int64))

@@ -1,0 +1,313 @@
+"""BEiT's crops from the file's bytes: the crop box drawn on the JPEG's declared size, the JPEG decoded at the smallest
+DCT scale that still covers the crop at the output resolution, ColorJitter left to the data preprocessor.
+
+The exact pipeline (:mod:`beit_mm.data.mim_transforms`; unilm ``beit/datasets.py`` ``DataAugmentationForBEiT``)::
+
+    LoadImageFromFile -> ColorJitter(0.4, 0.4, 0.4) -> RandomFlip(0.5) -> TwoViewRandomResizedCrop(224, 112)
+
+decodes the whole image and jitters all of its pixels before a crop that keeps 8-100% of them. This one::
+
+    SampleColorJitter(0.4, 0.4, 0.4) -> DecodeTwoViewRandomResizedCrop(224, 112, flip_prob=0.5)
+    -> ... -> PackInputs(meta_keys=(..., 'color_jitter'))   + MIMDataPreprocessor applies the jitter, batched
+
+draws the same random numbers in the same order from NumPy's global RNG (mmpretrain ``ColorJitter._rand_params``: the
+order, then the brightness, contrast and saturation factors; mmcv ``RandomFlip``: one ``np.random.choice``; the
+crop box: :func:`beit_mm.data.mim_transforms.random_resized_crop_box`), so for the same seed the crop box, the flip
+and the jitter factors equal the exact pipeline's. What differs:
+
+- the pixels are resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (OpenCV's ``IMREAD_REDUCED_COLOR_*``:
+  libjpeg's scaled IDCT) when the crop is at least 2x the output size in both directions; at scale 1 the views are
+  the exact pipeline's (the same OpenCV decode, the same crop, the same Pillow resize);
+- ColorJitter acts on the two resized views instead of the whole image before the resize: Pillow's blend clips to
+  [0, 255] and truncates after each op, so it commutes with the resize only up to those roundings;
+- the contrast grey (Pillow's ``Contrast``: the rounded luma mean of the image it is given, here the whole image
+  after the ops that precede contrast in the drawn order) is computed from the decoded whole image resized to at most
+  :data:`CONTRAST_MEAN_SIDE` pixels a side (a bilinear sample of a quarter of its pixels or more), and carried to
+  the preprocessor.
+
+``DecodeRandomResizedCrop`` does the same for the fine-tuning recipes' ``LoadImageFromFile -> RandomResizedCrop``
+(mmpretrain's draws; no jitter).
+"""
+from __future__ import annotations
+
+import io
+import math
+
+import cv2
+import numpy as np
+from mmcv.transforms import BaseTransform
+from mmengine import fileio
+from PIL import Image, ImageEnhance, ImageStat
+
+from beit_mm.registry import TRANSFORMS
+
+from .color_jitter import BRIGHTNESS, CONTRAST, HUE, SATURATION
+from .mim_transforms import _pair, random_resized_crop_box
+
+# libjpeg's DCT scalings that Pillow's draft asks for (1/8 ... 1/1), largest first.
+JPEG_DRAFT_SCALES = (8, 4, 2, 1)
+# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
+CONTRAST_MEAN_SIDE = 128
+# EXIF tag of the orientation (OpenCV applies it when decoding, as the exact pipeline's LoadImageFromFile does), and
+# its values that turn the image by 90 degrees.
+EXIF_ORIENTATION = 0x0112
+ROTATED_ORIENTATIONS = (5, 6, 7, 8)
+# OpenCV's decode flag at each JPEG scale (IMREAD_COLOR: LoadImageFromFile's color_type='color').
+IMREAD_AT_SCALE = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4,
+                   8: cv2.IMREAD_REDUCED_COLOR_8}
+PIL_RESAMPLE = dict(nearest=Image.NEAREST, bilinear=Image.BILINEAR, bicubic=Image.BICUBIC, box=Image.BOX,
+                    hamming=Image.HAMMING, lanczos=Image.LANCZOS)
+# Pillow's enhancement of each ColorJitter op id (mmcv's adjust_* with backend='pillow' call the same classes).
+_ENHANCE = {BRIGHTNESS: ImageEnhance.Brightness, SATURATION: ImageEnhance.Color}
+
+
+@TRANSFORMS.register_module()
+class SampleColorJitter(BaseTransform):
+    """Draw mmpretrain ``ColorJitter``'s parameters (its own draws, in its order) without touching the pixels:
+    ``results['color_jitter'] = dict(order, brightness, contrast, saturation)`` for the data preprocessor, which
+    applies them (:func:`beit_mm.data.color_jitter.color_jitter`); a transform that decodes the image adds the
+    contrast grey (``contrast_mean``).
+
+    Args:
+        brightness, contrast, saturation: jitter strengths as mmpretrain's ``ColorJitter`` (a factor is drawn from
+            ``[max(0, 1 - v), 1 + v]``, or the given (min, max)).
+        hue: must be 0: hue is not applied on tensors here.
+    """
+
+    def __init__(self, brightness: float = 0., contrast: float = 0., saturation: float = 0., hue: float = 0.) -> None:
+        from mmpretrain.datasets.transforms import ColorJitter
+        if hue:
+            raise ValueError(f'SampleColorJitter(hue={hue}): the device-side jitter has no hue op; use hue=0, or the '
+                             'exact pipeline (mmpretrain ColorJitter before the crop) for a hue jitter')
+        self.reference = ColorJitter(brightness=brightness, contrast=contrast, saturation=saturation, hue=hue)
+        self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
+
+    def transform(self, results: dict) -> dict:
+        # mmpretrain 1.2 ColorJitter._rand_params: the permutation, then one uniform per op that is on
+        order, b, c, s, _ = self.reference._rand_params()
+        results['color_jitter'] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(brightness={self.brightness}, contrast={self.contrast}, '
+                f'saturation={self.saturation}, hue={self.hue})')
+
+
+def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
+    """The largest of :data:`JPEG_DRAFT_SCALES` at which a ``crop_h x crop_w`` crop still has at least
+    ``out_h x out_w`` pixels (the output is never upsampled from a reduced decode)."""
+    for scale in JPEG_DRAFT_SCALES:
+        if crop_h >= scale * out_h and crop_w >= scale * out_w:
+            return scale
+    return 1
+
+
+def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
+    """Pillow's contrast grey as the exact pipeline computes it: the ops that precede contrast in ``jitter['order']``
+    applied (Pillow's own enhancements) to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a
+    side, then ``int(luma mean + 0.5)``."""
+    height, width = image.shape[:2]
+    factor = max(1, math.ceil(max(height, width) / max_side))
+    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+        image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
+    small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+    for op in jitter['order']:
+        if op == CONTRAST:
+            break
+        value = jitter.get({BRIGHTNESS: 'brightness', SATURATION: 'saturation'}.get(op, ''))
+        if op in _ENHANCE and value is not None:
+            small = _ENHANCE[op](small).enhance(value)
+    return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
+
+
+def upright_size(data: bytes) -> tuple[int, int, bool]:
+    """``(height, width, is_jpeg)`` of the image in ``data`` from its header, after its EXIF orientation (as OpenCV
+    decodes it: a 90-degree orientation swaps the sides). Only the header is read."""
+    image = Image.open(io.BytesIO(data))
+    width, height = image.size
+    if image.format != 'JPEG':
+        return height, width, False
+    if 'exif' in image.info and image.getexif().get(EXIF_ORIENTATION, 1) in ROTATED_ORIENTATIONS:
+        width, height = height, width
+    return height, width, True
+
+
+def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
+                  draft: bool = True) -> tuple[np.ndarray, Image.Image, tuple[float, float, float, float], int]:
+    """Decode the image in ``data`` with OpenCV (``LoadImageFromFile``'s decoder: upright, BGR), a JPEG at the
+    smallest DCT scale whose pixels still cover ``box`` at ``out_size`` (:func:`draft_scale`; OpenCV's
+    ``IMREAD_REDUCED_COLOR_{2,4,8}``, libjpeg's scaled IDCT), and cut the pixels of ``box``.
+
+    Args:
+        data: the file's bytes.
+        is_jpeg: from :func:`upright_size`; other formats are decoded at full size.
+        box: ``(top, left, height, width)`` in the full-size upright image.
+        out_size: ``(height, width)`` the region will be resized to.
+        draft: allow a reduced-scale decode.
+
+    Returns:
+        ``(whole, region, resize_box, scale)``: the whole decoded BGR image, its pixels around the box (a Pillow image
+        of the BGR bytes: Pillow's resampling treats the bands alike), the box in them (``(x0, y0, x1, y1)`` floats,
+        for ``Image.resize(..., box=)``), and the scale (1, 2, 4 or 8). At scale 1 the region is exactly the box:
+        the crop the exact pipeline resizes.
+
+    Raises:
+        ValueError: OpenCV cannot decode ``data``.
+    """
+    top, left, h, w = box
+    scale = draft_scale(h, w, *out_size) if draft and is_jpeg else 1
+    whole = cv2.imdecode(np.frombuffer(data, np.uint8), IMREAD_AT_SCALE[scale])
+    if whole is None:
+        raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
+    x0, y0, x1, y1 = left / scale, top / scale, (left + w) / scale, (top + h) / scale
+    cx0, cy0 = math.floor(x0), math.floor(y0)
+    cx1, cy1 = min(math.ceil(x1), whole.shape[1]), min(math.ceil(y1), whole.shape[0])
+    region = Image.fromarray(np.ascontiguousarray(whole[cy0:cy1, cx0:cx1]))
+    return whole, region, (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0), scale
+
+
+def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
+    """A Pillow image of BGR bytes as a writable (H, W, 3) uint8 array, mirrored left-right if ``flip``."""
+    array = np.array(view)
+    return array[:, ::-1] if flip else array
+
+
+@TRANSFORMS.register_module()
+class DecodeTwoViewRandomResizedCrop(BaseTransform):
+    """Read ``results['img_path']``, flip with ``flip_prob``, draw BEiT's crop box on the image's declared size,
+    decode at the smallest JPEG scale that covers the crop at ``size``, resize the crop to the backbone and tokenizer
+    views (Pillow, the source's interpolations): ``results['img'] = [view, tokenizer_view]`` BGR uint8, as
+    ``LoadImageFromFile -> RandomFlip -> TwoViewRandomResizedCrop`` give (module docstring: what differs).
+
+    Added keys: ``img`` (list), ``img_shape`` (of the view), ``ori_shape``, ``crop_bbox`` ``(top, left, height,
+    width)`` in the (flipped) image as ``TwoViewRandomResizedCrop`` reports it, ``flip``, ``flip_direction``,
+    ``draft_scale``; ``color_jitter['contrast_mean']`` when ``SampleColorJitter`` ran before.
+
+    Args:
+        size, tokenizer_size, scale, ratio, interpolation, tokenizer_interpolation: as ``TwoViewRandomResizedCrop``
+            (Pillow resampling).
+        flip_prob: probability of a horizontal flip (mmcv ``RandomFlip(prob)``'s draw, before the crop box).
+        draft: decode JPEGs at a reduced DCT scale where the crop allows; False: always at full size.
+        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+    """
+
+    def __init__(self,
+                 size: int | tuple[int, int] = 224,
+                 tokenizer_size: int | tuple[int, int] = 112,
+                 scale: tuple[float, float] = (0.08, 1.0),
+                 ratio: tuple[float, float] = (3. / 4., 4. / 3.),
+                 interpolation: str = 'bicubic',
+                 tokenizer_interpolation: str = 'lanczos',
+                 flip_prob: float = 0.5,
+                 draft: bool = True,
+                 backend_args: dict | None = None) -> None:
+        if not 0 < scale[0] <= scale[1] <= 1:
+            raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
+        if not 0 < ratio[0] <= ratio[1]:
+            raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        for name in (interpolation, tokenizer_interpolation):
+            if name not in PIL_RESAMPLE:
+                raise ValueError(f'interpolation {name!r} is not one of Pillow\'s {sorted(PIL_RESAMPLE)}')
+        if not 0 <= flip_prob <= 1:
+            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
+        self.size = _pair(size)
+        self.tokenizer_size = _pair(tokenizer_size)
+        self.scale = tuple(scale)
+        self.ratio = tuple(ratio)
+        self.interpolation = interpolation
+        self.tokenizer_interpolation = tokenizer_interpolation
+        self.flip_prob = flip_prob
+        self.draft = draft
+        self.backend_args = None if backend_args is None else dict(backend_args)
+
+    def _flip(self) -> bool:
+        # mmcv RandomFlip(prob, direction='horizontal')._choose_direction: one draw over [direction, None]
+        return np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
+
+    def transform(self, results: dict) -> dict:
+        flip = self._flip()
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, is_jpeg = upright_size(data)
+        top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
+        if flip:  # the box was drawn on the flipped image
+            left = width - left - w
+        largest = (max(self.size[0], self.tokenizer_size[0]), max(self.size[1], self.tokenizer_size[1]))
+        whole, region, box, scale = decode_region(data, is_jpeg, (top, left, h, w), largest, self.draft)
+        jitter = results.get('color_jitter')
+        if jitter is not None and jitter.get('contrast') is not None:
+            jitter['contrast_mean'] = whole_image_contrast_mean(whole, jitter)
+        view = region.resize(self.size[::-1], PIL_RESAMPLE[self.interpolation], box=box)
+        if (self.tokenizer_size, self.tokenizer_interpolation) == (self.size, self.interpolation):
+            tokenizer_view = view
+        else:
+            tokenizer_view = region.resize(self.tokenizer_size[::-1], PIL_RESAMPLE[self.tokenizer_interpolation],
+                                           box=box)
+        results['img'] = [as_array(view, flip), as_array(tokenizer_view, flip)]
+        results['img_shape'] = self.size
+        results['ori_shape'] = (height, width)
+        results['crop_bbox'] = (top, width - left - w if flip else left, h, w)
+        results['flip'] = flip
+        results['flip_direction'] = 'horizontal' if flip else None
+        results['draft_scale'] = scale
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
+                f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
+                f'tokenizer_interpolation={self.tokenizer_interpolation!r}, flip_prob={self.flip_prob}, '
+                f'draft={self.draft})')
+
+
+@TRANSFORMS.register_module()
+class DecodeRandomResizedCrop(BaseTransform):
+    """``LoadImageFromFile -> RandomResizedCrop`` (mmpretrain's, Pillow backend) in one step from the file's bytes:
+    the crop box drawn on the image's declared size with mmpretrain's draws, the JPEG decoded at the smallest scale
+    that covers the crop at ``scale`` (:func:`decode_region`), the crop resized by Pillow. ``results['img']`` BGR
+    uint8 ``(scale, scale, 3)``; at decode scale 1 equal to the two transforms' output (the module docstring says
+    what a reduced scale changes).
+
+    Added keys: ``img``, ``img_shape``, ``ori_shape``, ``crop_bbox`` ``(top, left, height, width)``, ``draft_scale``.
+
+    Args:
+        scale, crop_ratio_range, aspect_ratio_range, interpolation: as mmpretrain's ``RandomResizedCrop`` (``scale``
+            is the output size).
+        draft: decode JPEGs at a reduced DCT scale where the crop allows.
+        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+    """
+
+    def __init__(self,
+                 scale: int | tuple[int, int] = 224,
+                 crop_ratio_range: tuple[float, float] = (0.08, 1.0),
+                 aspect_ratio_range: tuple[float, float] = (3. / 4., 4. / 3.),
+                 interpolation: str = 'bilinear',
+                 draft: bool = True,
+                 backend_args: dict | None = None) -> None:
+        if not 0 < crop_ratio_range[0] <= crop_ratio_range[1] <= 1:
+            raise ValueError(f'crop_ratio_range={crop_ratio_range} must satisfy 0 < min <= max <= 1')
+        if not 0 < aspect_ratio_range[0] <= aspect_ratio_range[1]:
+            raise ValueError(f'aspect_ratio_range={aspect_ratio_range} must satisfy 0 < min <= max')
+        if interpolation not in PIL_RESAMPLE:
+            raise ValueError(f'interpolation {interpolation!r} is not one of Pillow\'s {sorted(PIL_RESAMPLE)}')
+        self.scale = _pair(scale)
+        self.crop_ratio_range = tuple(crop_ratio_range)
+        self.aspect_ratio_range = tuple(aspect_ratio_range)
+        self.interpolation = interpolation
+        self.draft = draft
+        self.backend_args = None if backend_args is None else dict(backend_args)
+
+    def transform(self, results: dict) -> dict:
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, is_jpeg = upright_size(data)
+        box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
+        _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft)
+        results['img'] = as_array(region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box))
+        results['img_shape'] = self.scale
+        results['ori_shape'] = (height, width)
+        results['crop_bbox'] = box
+        results['draft_scale'] = scale
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(scale={self.scale}, crop_ratio_range={self.crop_ratio_range}, '
+                f'aspect_ratio_range={self.aspect_ratio_range}, interpolation={self.interpolation!r}, '
+                f'draft={self.draft})')
