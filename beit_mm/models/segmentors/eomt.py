@@ -257,7 +257,7 @@ class EoMT(EncoderDecoder):
         """:meth:`forward_predictions` with the masked blocks' :meth:`mask_phases` given (tensor compute only)."""
         backbone = self.backbone
         x, grid = backbone.embed(inputs)
-        shared_table = backbone.rel_pos_bias(grid) if backbone.rel_pos_bias is not None else None
+        position = backbone.position_encoding(grid)  # BEiT: a shared bias table or None; DINOv3: RoPE (sin, cos)
         first = backbone.num_layers - self.num_blocks
         masks, classes = [], []
         for i, blk in enumerate(backbone.blocks):
@@ -271,7 +271,7 @@ class EoMT(EncoderDecoder):
                 classes.append(class_logits)
                 prob = self.attn_mask_probs[i - first] if phase == 'draw' else None
                 attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], prob)
-            x = blk(x, grid, shared_table, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
+            x = blk(x, grid, position, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
         mask_logits, class_logits = self._predict(backbone.norm(x), grid)
         return masks + [mask_logits], classes + [class_logits]
 
