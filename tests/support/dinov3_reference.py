@@ -8,7 +8,8 @@ implementation, run in a subprocess whose ``sys.path`` starts with that referenc
 Each writes OUT/weights.pt (the reference's own state dict) and OUT/ref.pt: the inputs at the pretraining size
 (64 x 64, a 4 x 4 grid) and at another (48 x 80, 3 x 5: RoPE on a new, non-square grid), and per input the token
 sequences (B, 1 + R + h*w, C) after every block and after the final norm (EoMT: the last prediction's class and mask
-logits). Every weight is random, layer scales, biases, tokens and norms included, so that none is left at an init value
+logits in eval mode with the masked blocks' probabilities all 1 and all 0 and in train mode with all 1). Every weight
+is random, layer scales, biases, tokens and norms included, so that none is left at an init value
 a wrong mapping could share. ``swiglu`` as a third argument builds the SwiGLU MLP (ViT-H+ / 7B) instead of the GELU
 one.
 """
@@ -85,8 +86,9 @@ def hf(out: str, ffn: str = 'mlp') -> dict:
 
 def hf_eomt(out: str, ffn: str = 'mlp') -> dict:
     import transformers
+    # pos_embed_rescale=None: no random RoPE rescale in the train-mode comparison
     cfg = hf_config(transformers.EomtDinov3Config, ffn, num_blocks=2, num_queries=10, num_labels=7,
-                    num_upscale_blocks=2)
+                    num_upscale_blocks=2, pos_embed_rescale=None)
     model = transformers.EomtDinov3ForUniversalSegmentation(cfg)
     randomize(model)
     x = inputs()[0]
