@@ -170,9 +170,12 @@ class DINOv3(BaseModule):
                 elif isinstance(m, nn.LayerNorm):
                     m.reset_parameters()
             for blk in self.blocks:
-                for p in (blk.gamma_1, blk.gamma_2, blk.attn.q_bias, blk.attn.v_bias):
-                    if p is not None:
-                        p.fill_(self.layer_scale_init_value if p is blk.gamma_1 or p is blk.gamma_2 else 0.0)
+                for gamma in (blk.gamma_1, blk.gamma_2):
+                    if gamma is not None:
+                        gamma.fill_(self.layer_scale_init_value)
+                for bias in (blk.attn.q_bias, blk.attn.v_bias):
+                    if bias is not None:
+                        bias.zero_()
 
     # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:

@@ -96,8 +96,10 @@ class EoMT(EncoderDecoder):
     ``tools/test.py``, ``IoUMetric``, slide inference and TTA work unchanged).
 
     Args:
-        backbone: a ``beit_mm.BEiT`` config with ``final_norm=True`` (predictions read the final norm) and
-            ``drop_path_rate=0`` (the official blocks run without drop path).
+        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` (predictions read the
+            final norm) and ``drop_path_rate=0`` (the official blocks run without drop path). The queries take no
+            position: BEiT's relative bias gives them the cls token's (below), DINOv3's RoPE rotates the patches only
+            (as transformers' EoMT-DINOv3, which the official DINOv3 runs use).
         num_classes: semantic classes ``C``; the class head has ``C + 1`` outputs, the last "no object".
         num_queries: ``K`` (official: 100 for ADE20K semantic, ``configs/dinov2/ade20k/semantic/*.yaml``).
         num_blocks: ``L2``, the last blocks that see the queries (official default 4, ``eomt.py:24``).
