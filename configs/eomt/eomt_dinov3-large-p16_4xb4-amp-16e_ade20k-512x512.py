@@ -33,7 +33,7 @@ model = dict(
         init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     mask_annealing=dict(start_steps=[0, 6520, 9780, 13040], end_steps=[3000, 9780, 13040, 16300]))
 base_lr = 2e-4
-max_iters = 16 * {{_base_.iters_per_epoch}}  # 20208
+max_iters = 16 * 1263  # 16 epochs of the base config's iters_per_epoch = 20208
 optim_wrapper = dict(optimizer=dict(lr=base_lr), paramwise_cfg=dict(layer_decay_rate=1.0, llrd_l2_enabled=False))
 param_scheduler = [
     dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=(2000, 3000), poly_power=0.9, by_epoch=False, begin=0,

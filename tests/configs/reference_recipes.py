@@ -1027,7 +1027,8 @@ def _eomt_dinov3_coco(task: str, name: str) -> Dict[str, Ref]:
         'max_epochs': Ref(24 if two_x else 12, _eo(y, 2)),
         'anneal_start': Ref([0, 73910, 118256] if two_x else [14782, 29564, 44346, 59128] if task == 'instance'
                             else [0, 29564, 44346, 59128], _eo(y, 13 + o)),
-        'anneal_end': Ref([3000, 103474, 147820] if two_x else [29564, 44346, 59128, 73910], _eo(y, 14 + o)),
+        'anneal_end': Ref([3000, 103474, 147820] if two_x else [29564, 44346, 59128, 73910] if task == 'instance'
+                          else [3000, 44346, 59128, 73910], _eo(y, 14 + o)),
         'lr': Ref(2e-4, _eo(y, 15 + o)),
         'llrd_l2_enabled': Ref(False, _eo(y, 16 + o)),
         'warmup_steps': Ref((2000, 3000), _eo(y, 17 + o)),

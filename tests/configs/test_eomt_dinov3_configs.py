@@ -136,10 +136,11 @@ def test_a_narrowed_dinov3_eomt_trains_a_step():
     sum(losses.values()).backward()
     assert model.backbone.blocks[0].attn.qkv.weight.grad.abs().sum() > 0
     ctor = OPTIM_WRAPPER_CONSTRUCTORS.build(dict(type='beit_mm.EoMTLayerDecayOptimWrapperConstructor',
-                                                 optim_wrapper_cfg=dict(cfg.optim_wrapper, type='OptimWrapper'),
+                                                 optim_wrapper_cfg=dict(type='OptimWrapper',
+                                                                        optimizer=cfg.optim_wrapper.optimizer),
                                                  paramwise_cfg=cfg.optim_wrapper.paramwise_cfg))
     groups = ctor(model).optimizer.param_groups
     lr_of = {name: g['lr'] for g in groups for name in g['param_names']}
     assert lr_of['backbone.blocks.9.attn.qkv.weight'] == pytest.approx(2e-4)  # an L2 block: full lr
-    assert lr_of['backbone.blocks.8.attn.qkv.weight'] == pytest.approx(2e-4 * 0.8)
+    assert lr_of['backbone.blocks.8.attn.qkv.weight'] == pytest.approx(2e-4 * 0.8 ** 3)  # llrd ** (L - 1 - b)
     assert lr_of['backbone.cls_token'] == pytest.approx(2e-4 * 0.8 ** 11)
