@@ -20,6 +20,9 @@ Examples:
         upernet_beit_adapter_large_640_160k_ade20k.pth.tar upernet_beit-adapter-large_ade20k.pth
     python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
         vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
+    python tools/convert_checkpoint.py --model dinov3 --source official dinov3_vitl16_pretrain_lvd1689m-8aa4cbdd.pth \
+        dinov3-large.pth
+    python tools/convert_checkpoint.py --model dinov3 --source hf model.safetensors dinov3-large.pth
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
 (``beit_mm.apis.hub``; the model is built from ``--config``: the config source a checkpoint stores is code and is

@@ -111,6 +111,14 @@ def _dinov2(path: str, source: str, opts: _Options) -> dict:
     return convert_dinov2(src, opts.img_size, opts.patch_size)
 
 
+def _dinov3(path: str, source: str, opts: _Options) -> dict:
+    """facebookresearch/dinov3 or transformers DINOv3ViTModel -> beit_mm.DINOv3 (RoPE: no grid to resample)."""
+    from ..converters.dinov3 import hf_dinov3_to_beit_mm, official_dinov3_to_beit_mm
+    src = read_source(path, 'dinov3', source, opts.trust_code)
+    _no_img_size('dinov3', opts)
+    return official_dinov3_to_beit_mm(src) if source == 'official' else hf_dinov3_to_beit_mm(src)
+
+
 def _cvt(path: str, source: str, opts: _Options) -> dict:
     from ..converters.cvt import convert_cvt
     src = read_source(path, 'cvt', source, opts.trust_code)
@@ -128,11 +136,16 @@ def _vqkd(path: str, source: str, opts: _Options) -> dict:
 
 
 def _eomt(path: str, source: str, opts: _Options) -> dict:
-    """HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT; or beit_mm's own (checked)."""
+    """HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT, HF EomtDinov3ForUniversalSegmentation
+    -> beit_mm.EoMT on a DINOv3 (told apart by their keys); or beit_mm's own (checked)."""
+    from ..converters.dinov3 import hf_eomt_dinov3_to_beit_mm, is_hf_eomt_dinov3
     from ..converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm, reorder_classes
     src = read_source(path, 'eomt', source, opts.trust_code)
     _no_img_size('eomt', opts)
-    out = hf_eomt_to_beit_mm(src) if source == 'hf' else check_beit_mm_eomt(src)
+    if source == 'hf':
+        out = hf_eomt_dinov3_to_beit_mm(src) if is_hf_eomt_dinov3(src) else hf_eomt_to_beit_mm(src)
+    else:
+        out = check_beit_mm_eomt(src)
     if opts.class_order is not None:
         out = reorder_classes(out, class_orders()[opts.class_order])
     return drop_class_head(out) if opts.drop_class_head else out
@@ -168,6 +181,7 @@ CONVERTERS: dict[str, dict[str, Converter]] = {
     'dino': {'official': _dino},
     'eomt': {'hf': _eomt, 'beit_mm': _eomt},
     'dinov2': {'timm': _dinov2},
+    'dinov3': {'official': _dinov3, 'hf': _dinov3},
     'vit_adapter': {'official': _vit_adapter},
 }
 #: model -> its source layouts (the ``--model`` choices and the ``--source`` help).

@@ -970,3 +970,99 @@ PUBLISHED_EOMT_ADE20K_PANOPTIC: Dict[str, Ref] = {
     'eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-31e_ade20k-panoptic-640x640.py': Ref(50.6, _eo('model_zoo/dinov2.md', 118,
                                                                                               'PQ')),
 }
+
+# ---- EoMT on DINOv3 (tests/configs/test_eomt_dinov3_configs.py) ----------------------------------------------------
+# tue-mps/eomt @ 7bd19dd configs/dinov3/**.yaml over the task modules' defaults; every value a DINOv3 yaml does not set
+# is the DINOv2 run's of the same task (the COCO recipe above; ADE20K semantic: the semantic module and data module).
+_D3_ADE = 'configs/dinov3/ade20k/semantic/eomt_large_512.yaml'
+_D3_PAN = 'configs/dinov3/coco/panoptic/eomt_{}.yaml'
+_D3_INS = 'configs/dinov3/coco/instance/eomt_{}.yaml'
+_SEM_TASK = 'training/mask_classification_semantic.py'
+_LLRD_L2 = 'llrd_l2_enabled: False, training/lightning_module.py:136-141'
+# the transformers DINOv3 each yaml's models.vit.ViT loads (models/vit.py:27-33) -> beit_mm.DINOv3 arch
+DINOV3_HF_NAMES = {'small': 'facebook/dinov3-vits16-pretrain-lvd1689m',
+                   'base': 'facebook/dinov3-vitb16-pretrain-lvd1689m',
+                   'large': 'facebook/dinov3-vitl16-pretrain-lvd1689m'}
+
+
+def _eomt_dinov3_ade20k() -> Dict[str, Ref]:
+    y = _D3_ADE
+    recipe = {
+        'max_epochs': Ref(16, _eo(y, 2)),
+        'steps_per_epoch': Ref(20210 // 16, 'ADEChallengeData2016/images/training: 20210 images / 16, drop_last'),
+        'anneal_start': Ref([0, 6520, 9780, 13040], _eo(y, 13)),
+        'anneal_end': Ref([3000, 9780, 13040, 16300], _eo(y, 14)),
+        'lr': Ref(2e-4, _eo(y, 15)),
+        # lr_mult 0.1 (line 16) multiplies nothing (the elif at lightning_module.py:130 is unreachable); != 1 it gives
+        # the last L2 blocks the full lr (:136-141), as llrd_l2_enabled False
+        'llrd_l2_enabled': Ref(False, _eo(y, 16, 'lr_mult: 0.1 != 1.0, training/lightning_module.py:136-141')),
+        'llrd': Ref(1.0, _eo(y, 17)),
+        'warmup_steps': Ref((2000, 3000), _eo(y, 18)),
+        'num_queries': Ref(100, _eo(y, 23)),
+        'backbone': Ref(DINOV3_HF_NAMES['large'], _eo(y, 27)),
+        'num_blocks': Ref(4, _eo('models/eomt.py', 24, 'num_blocks default; the yaml sets none')),
+        'img_size': Ref(512, _eo('datasets/ade20k_semantic.py', 24, 'img_size default')),
+        'weight_decay': Ref(0.05, _eo(_SEM_TASK, 29)),
+        'points': Ref((12544, 3.0, 0.75), _eo(_SEM_TASK, '30-32')),
+        'poly_power': Ref(0.9, _eo(_SEM_TASK, 33)),
+        'loss_weights': Ref((0.1, 5.0, 5.0, 2.0), _eo(_SEM_TASK, '35-38', 'no-object, mask, dice, class')),
+        'grad_clip': Ref(0.01, _eo('main.py', '176-177', 'gradient_clip_val, norm')),
+        'seed': Ref(0, _eo('main.py', 167)),
+        'total_batch': Ref(16, _eo('README.md', '124-131', '4 devices x batch_size 4 = 16')),
+    }
+    recipe.update(_amp(_eo('main.py', 169, 'trainer precision "16-mixed"')))
+    return recipe
+
+
+def _eomt_dinov3_coco(task: str, name: str) -> Dict[str, Ref]:
+    """``name``: the yaml's stem (large_640, large_1280, small_640_2x, base_640_2x)."""
+    size = 1280 if '1280' in name else 640
+    recipe = _eomt_coco(task, 640)
+    y = (_D3_PAN if task == 'panoptic' else _D3_INS).format(name)
+    two_x = name.endswith('_2x')
+    o = 1 if task == 'instance' else 0  # check_val_every_n_epoch on line 3
+    b = 1 if two_x else 0  # num_blocks on line 23 of the 2x yamls
+    arch = name.split('_')[0]
+    recipe.update({
+        'max_epochs': Ref(24 if two_x else 12, _eo(y, 2)),
+        'anneal_start': Ref([0, 73910, 118256] if two_x else [14782, 29564, 44346, 59128] if task == 'instance'
+                            else [0, 29564, 44346, 59128], _eo(y, 13 + o)),
+        'anneal_end': Ref([3000, 103474, 147820] if two_x else [29564, 44346, 59128, 73910] if task == 'instance'
+                          else [3000, 44346, 59128, 73910], _eo(y, 14 + o)),
+        'lr': Ref(2e-4, _eo(y, 15 + o)),
+        'llrd_l2_enabled': Ref(False, _eo(y, 16 + o)),
+        'warmup_steps': Ref((2000, 3000), _eo(y, 17 + o)),
+        'num_queries': Ref(200, _eo(y, 22 + o)),
+        'backbone': Ref(DINOV3_HF_NAMES[arch], _eo(y, 26 + o + b)),
+    })
+    if two_x:
+        recipe['num_blocks'] = Ref(3, _eo(y, 23))
+    if task == 'panoptic':
+        recipe['stuff_classes'] = Ref(list(range(80, 133)), _eo(y, 30 + b))
+    if size == 1280:  # the yaml sets no img_size (the DINOv2 one does): the model zoo's input size of the published run
+        row = 43 if task == 'panoptic' else 98
+        recipe['img_size'] = Ref(1280, _eo('model_zoo/dinov3.md', row, 'input size; the yaml sets no img_size'))
+    return recipe
+
+
+_EOMT_D3 = 'eomt/eomt_dinov3-{}-p16_4xb4-amp-{}_{}-{}x{}.py'
+RECIPES_EOMT_DINOV3: Dict[str, Dict[str, Ref]] = {
+    _EOMT_D3.format('large', '16e', 'ade20k', 512, 512): _eomt_dinov3_ade20k(),
+    _EOMT_D3.format('small', '24e', 'coco-panoptic', 640, 640): _eomt_dinov3_coco('panoptic', 'small_640_2x'),
+    _EOMT_D3.format('base', '24e', 'coco-panoptic', 640, 640): _eomt_dinov3_coco('panoptic', 'base_640_2x'),
+    _EOMT_D3.format('large', '12e', 'coco-panoptic', 640, 640): _eomt_dinov3_coco('panoptic', 'large_640'),
+    _EOMT_D3.format('large', '12e', 'coco-panoptic', 1280, 1280): _eomt_dinov3_coco('panoptic', 'large_1280'),
+    _EOMT_D3.format('large', '12e', 'coco-instance', 640, 640): _eomt_dinov3_coco('instance', 'large_640'),
+    _EOMT_D3.format('large', '12e', 'coco-instance', 1280, 1280): _eomt_dinov3_coco('instance', 'large_1280'),
+}
+# model_zoo/dinov3.md's rows (mIoU on ADE20K val, PQ on COCO panoptic val2017, mask AP on COCO val2017)
+PUBLISHED_EOMT_DINOV3: Dict[str, Ref] = {
+    _EOMT_D3.format('large', '16e', 'ade20k', 512, 512): Ref(59.5, _eo('model_zoo/dinov3.md', 69, 'mIoU')),
+    _EOMT_D3.format('small', '24e', 'coco-panoptic', 640, 640): Ref(47.2, _eo('model_zoo/dinov3.md', 24, 'PQ')),
+    _EOMT_D3.format('base', '24e', 'coco-panoptic', 640, 640): Ref(53.1, _eo('model_zoo/dinov3.md', 31, 'PQ')),
+    _EOMT_D3.format('large', '12e', 'coco-panoptic', 640, 640): Ref(56.8, _eo('model_zoo/dinov3.md', 38, 'PQ')),
+    _EOMT_D3.format('large', '12e', 'coco-panoptic', 1280, 1280): Ref(58.9, _eo('model_zoo/dinov3.md', 45, 'PQ')),
+    _EOMT_D3.format('large', '12e', 'coco-instance', 640, 640): Ref(45.9, _eo('model_zoo/dinov3.md', 93, 'mask AP')),
+    _EOMT_D3.format('large', '12e', 'coco-instance', 1280, 1280): Ref(49.9, _eo('model_zoo/dinov3.md', 100,
+                                                                              'mask AP')),
+}

@@ -24,7 +24,8 @@ from .reference_recipes import IMAGENET_MEAN, IMAGENET_STD, PUBLISHED_EOMT_COCO,
 from .test_model_index import load_index
 from .test_recipes import READERS
 
-CONFIGS = sorted(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*coco*.py')))
+CONFIGS = sorted(set(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*coco*.py')))
+                 - set(glob.glob(os.path.join(ROOT, 'configs', 'eomt', '*dinov3*.py'))))  # test_eomt_dinov3_configs.py
 
 # ---- the BEiT-L / BEiT v2-L COCO configs: the official recipe of their task at 640, the backbone swapped -------------
 # the unilm pretrained-only checkpoint each starts from: "self-supervised pretrained on ImageNet-22k", BEiT-large

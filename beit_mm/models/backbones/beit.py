@@ -288,7 +288,7 @@ class BEiT(BaseModule):
         order, and the patch grid (h, w)."""
         out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
-        shared_table = self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
+        shared_table = self.position_encoding(grid)
         outs = []
         for i, blk in enumerate(self.blocks):
             x = self._run_block(blk, x, grid, shared_table)
@@ -297,6 +297,11 @@ class BEiT(BaseModule):
             if i in out_indices:
                 outs.append(x)
         return outs, grid
+
+    def position_encoding(self, grid: tuple[int, int]) -> Tensor | None:
+        """What each block takes for its positions besides its own table: the shared relative position bias table
+        resampled to the grid (h, w), (num_relative_distance(grid), heads), or None without one."""
+        return self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
 
     def _run_block(self, blk: BEiTBlock, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor:
         if self.with_cp and x.requires_grad:

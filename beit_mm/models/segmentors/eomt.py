@@ -96,8 +96,10 @@ class EoMT(EncoderDecoder):
     ``tools/test.py``, ``IoUMetric``, slide inference and TTA work unchanged).
 
     Args:
-        backbone: a ``beit_mm.BEiT`` config with ``final_norm=True`` (predictions read the final norm) and
-            ``drop_path_rate=0`` (the official blocks run without drop path).
+        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` (predictions read the
+            final norm) and ``drop_path_rate=0`` (the official blocks run without drop path). The queries take no
+            position: BEiT's relative bias gives them the cls token's (below), DINOv3's RoPE rotates the patches only
+            (as transformers' EoMT-DINOv3, which the official DINOv3 runs use).
         num_classes: semantic classes ``C``; the class head has ``C + 1`` outputs, the last "no object".
         num_queries: ``K`` (official: 100 for ADE20K semantic, ``configs/dinov2/ade20k/semantic/*.yaml``).
         num_blocks: ``L2``, the last blocks that see the queries (official default 4, ``eomt.py:24``).
@@ -257,7 +259,7 @@ class EoMT(EncoderDecoder):
         """:meth:`forward_predictions` with the masked blocks' :meth:`mask_phases` given (tensor compute only)."""
         backbone = self.backbone
         x, grid = backbone.embed(inputs)
-        shared_table = backbone.rel_pos_bias(grid) if backbone.rel_pos_bias is not None else None
+        position = backbone.position_encoding(grid)  # BEiT: a shared bias table or None; DINOv3: RoPE (sin, cos)
         first = backbone.num_layers - self.num_blocks
         masks, classes = [], []
         for i, blk in enumerate(backbone.blocks):
@@ -271,7 +273,7 @@ class EoMT(EncoderDecoder):
                 classes.append(class_logits)
                 prob = self.attn_mask_probs[i - first] if phase == 'draw' else None
                 attn_mask = self._attn_mask(mask_logits, grid, x.shape[1], prob)
-            x = blk(x, grid, shared_table, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
+            x = blk(x, grid, position, num_queries=self.num_queries if i >= first else 0, attn_mask=attn_mask)
         mask_logits, class_logits = self._predict(backbone.norm(x), grid)
         return masks + [mask_logits], classes + [class_logits]
 

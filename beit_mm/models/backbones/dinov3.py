@@ -1,0 +1,255 @@
+"""DINOv3 ViT backbone (Siméoni et al., "DINOv3", 2025; facebookresearch/dinov3 @ 6876159
+``dinov3/models/vision_transformer.py``, ``dinov3/hub/backbones.py``).
+
+A plain ViT with patch 16, no absolute position embedding: every block rotates the patch tokens' queries and keys by
+2-D RoPE (:mod:`beit_mm.models.layers.rope`), so the same weights run at any input size divisible by 16. Tokens are
+``[cls, R storage (register) tokens, patches]``; blocks are :class:`~beit_mm.models.layers.dinov3_block.DINOv3Block`
+(layer scale, LayerNorm eps 1e-5, GELU MLP for S/B/L, SwiGLU for H+ and 7B). Names follow beit_mm's BEiT
+(``cls_token``, ``reg_token``, ``patch_embed.proj``, ``blocks.i.{norm1,attn.qkv,attn.q_bias,attn.v_bias,attn.proj,
+gamma_1,norm2,mlp.*,gamma_2}``, ``norm``); ``beit_mm.converters.dinov3`` maps the official and Hugging Face files.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.utils.checkpoint as cp
+from mmengine.model import BaseModule
+from torch import Tensor, nn
+
+from ...registry import MODELS
+from ..layers.dinov3_block import DINOv3Block
+from ..layers.rope import RopePositionEmbedding
+from .beit import PatchEmbed
+from .pretrained import load_pretrained_backbone
+
+#: The LVD-1689M ViTs (dinov3/hub/backbones.py ``dinov3_vit{s,b,l}16``, ``dinov3_vith16plus``, ``dinov3_vit7b16``).
+ARCHS: dict[str, dict] = {
+    'small': dict(embed_dims=384, num_layers=12, num_heads=6, mlp_ratio=4.0, ffn='mlp'),
+    'base': dict(embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4.0, ffn='mlp'),
+    'large': dict(embed_dims=1024, num_layers=24, num_heads=16, mlp_ratio=4.0, ffn='mlp'),
+    'huge-plus': dict(embed_dims=1280, num_layers=32, num_heads=20, mlp_ratio=6.0, ffn='swiglu', swiglu_align=8),
+    '7b': dict(embed_dims=4096, num_layers=40, num_heads=32, mlp_ratio=3.0, ffn='swiglu', swiglu_align=64,
+               qv_bias=False),
+}
+_ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads', 'mlp_ratio'}
+_ARCH_OPTIONAL = {'ffn': 'mlp', 'swiglu_align': 8, 'qv_bias': True}
+
+
+@MODELS.register_module()
+class DINOv3(BaseModule):
+    r"""DINOv3 vision transformer returning multi-level feature maps.
+
+    Args:
+        arch: 'small' | 'base' | 'large' | 'huge-plus' | '7b', or a dict with ``embed_dims``, ``num_layers``,
+            ``num_heads``, ``mlp_ratio`` and optionally ``ffn`` ('mlp' | 'swiglu'), ``swiglu_align``, ``qv_bias``.
+        img_size: the training image size; informational (RoPE has no grid of its own: any size divisible by
+            ``patch_size`` runs).
+        patch_size: patch side in pixels (16).
+        in_channels: input channels.
+        num_register_tokens: ``R`` storage tokens ``reg_token`` (1, R, C) after the cls token (4 in the releases).
+        layer_scale_init_value: initial layer scale (1e-5); 0 disables it.
+        rope_base, rope_min_period, rope_max_period, rope_normalize_coords: the rotary embedding's periods and
+            coordinate normalization (:class:`~beit_mm.models.layers.rope.RopePositionEmbedding`; releases: base 100,
+            'separate').
+        rope_shift_coords, rope_jitter_coords, rope_rescale_coords: its training-time coordinate augmentations, drawn
+            in every block's forward in training mode, off in eval (releases: rescale 2, which transformers'
+            DINOv3 and the official EoMT fine-tuning keep on in training).
+        norm_eps: LayerNorm epsilon of the blocks and the final norm (1e-5).
+        drop_path_rate: stochastic depth of the last block, linear from 0.
+        out_indices: blocks whose outputs ``forward`` returns (negative counts from the end).
+        final_norm: the final LayerNorm ``norm`` on the last block's output.
+        with_mask_token: learn ``mask_token`` (1, 1, C) (masked image modeling; ``forward(x, mask)``).
+        with_cp: gradient checkpointing of every block.
+        attn_impl: ``'auto'`` | ``'sdpa'`` | ``'eager'`` (:class:`~beit_mm.models.layers.dinov3_block.DINOv3Attention`).
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``, a beit_mm-format state dict
+            (``tools/convert_checkpoint.py --model dinov3``); missing backbone weights raise.
+    """
+
+    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``).
+    fsdp_wrap_units = (DINOv3Block, )
+
+    def __init__(self,
+                 arch: str | dict = 'large',
+                 img_size: int | Sequence[int] = 224,
+                 patch_size: int = 16,
+                 in_channels: int = 3,
+                 num_register_tokens: int = 4,
+                 layer_scale_init_value: float = 1e-5,
+                 rope_base: float | None = 100.0,
+                 rope_min_period: float | None = None,
+                 rope_max_period: float | None = None,
+                 rope_normalize_coords: str = 'separate',
+                 rope_shift_coords: float | None = None,
+                 rope_jitter_coords: float | None = None,
+                 rope_rescale_coords: float | None = 2.0,
+                 norm_eps: float = 1e-5,
+                 drop_rate: float = 0.0,
+                 attn_drop_rate: float = 0.0,
+                 drop_path_rate: float = 0.0,
+                 out_indices: Sequence[int] = (-1, ),
+                 final_norm: bool = True,
+                 with_mask_token: bool = False,
+                 with_cp: bool = False,
+                 attn_impl: str = 'auto',
+                 init_cfg: dict | None = None) -> None:
+        super().__init__(init_cfg=init_cfg)
+        if isinstance(arch, str):
+            if arch not in ARCHS:
+                raise ValueError(f'unknown DINOv3 arch {arch!r}; choose one of {sorted(ARCHS)} or pass a dict')
+            arch = ARCHS[arch]
+        missing = _ARCH_KEYS - set(arch)
+        if missing or set(arch) - _ARCH_KEYS - set(_ARCH_OPTIONAL):
+            raise ValueError(f'DINOv3 arch dict {arch} needs {sorted(_ARCH_KEYS)} and may have '
+                             f'{sorted(_ARCH_OPTIONAL)}')
+        arch = {**_ARCH_OPTIONAL, **arch}
+        if num_register_tokens < 0:
+            raise ValueError(f'num_register_tokens={num_register_tokens} must be >= 0')
+        self.embed_dims = embed_dims = arch['embed_dims']
+        self.num_layers = num_layers = arch['num_layers']
+        self.num_heads = arch['num_heads']
+        img_size = (img_size, img_size) if isinstance(img_size, int) else tuple(img_size)
+        self.patch_size = patch_size
+        self.grid = (img_size[0] // patch_size, img_size[1] // patch_size)
+        self.num_prefix_tokens = 1 + num_register_tokens
+        self.layer_scale_init_value = layer_scale_init_value
+
+        self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
+        self.reg_token = nn.Parameter(torch.zeros(1, num_register_tokens, embed_dims)) if num_register_tokens else None
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
+        self.rope = RopePositionEmbedding(embed_dims // self.num_heads, rope_base, rope_min_period, rope_max_period,
+                                          rope_normalize_coords, rope_shift_coords, rope_jitter_coords,
+                                          rope_rescale_coords)
+        self.pos_drop = nn.Dropout(drop_rate)
+        dpr = torch.linspace(0, drop_path_rate, num_layers).tolist()
+        self.blocks = nn.ModuleList([
+            DINOv3Block(embed_dims, self.num_heads, arch['mlp_ratio'], ffn=arch['ffn'],
+                        swiglu_align=arch['swiglu_align'], qv_bias=arch['qv_bias'],
+                        layer_scale_init_value=layer_scale_init_value, drop_path=dpr[i], attn_drop=attn_drop_rate,
+                        drop=drop_rate, attn_impl=attn_impl, norm_eps=norm_eps) for i in range(num_layers)
+        ])
+        if any(not -num_layers <= i < num_layers for i in out_indices):
+            raise ValueError(f'out_indices {tuple(out_indices)} out of range for {num_layers} blocks')
+        self.out_indices = tuple(i % num_layers for i in out_indices)
+        self.norm = nn.LayerNorm(embed_dims, eps=norm_eps) if final_norm else None
+        self.with_cp = with_cp
+
+    # ------------------------------------------------------------------ init
+    def init_weights(self) -> None:
+        """DINOv3's random initialization (``init_weights``), or the checkpoint of ``init_cfg``."""
+        if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
+            load_pretrained_backbone(
+                self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'),
+                convert_hint='Convert DINOv3 files first: python tools/convert_checkpoint.py --model dinov3 '
+                '--source {official,hf} SRC DST.')
+            self._is_init = True
+            return
+        super().init_weights()
+        self._init_random()
+
+    def _init_random(self) -> None:
+        """facebookresearch/dinov3 ``DinoVisionTransformer.init_weights`` + ``init_weights_vit``: cls and storage
+        tokens normal(0.02), mask token zero, Linear weights trunc_normal(0.02) (PyTorch's, cut at +-2) with zero
+        biases, unit LayerNorms, layer scales at their init value, the patch embedding U(+-1/sqrt(in * p * p))."""
+        with torch.no_grad():
+            nn.init.normal_(self.cls_token, std=0.02)
+            if self.reg_token is not None:
+                nn.init.normal_(self.reg_token, std=0.02)
+            if self.mask_token is not None:
+                nn.init.zeros_(self.mask_token)
+            bound = 1 / math.sqrt(self.patch_embed.proj.in_channels * self.patch_size ** 2)
+            nn.init.uniform_(self.patch_embed.proj.weight, -bound, bound)
+            nn.init.uniform_(self.patch_embed.proj.bias, -bound, bound)
+            for m in self.modules():
+                if isinstance(m, nn.Linear):
+                    nn.init.trunc_normal_(m.weight, std=0.02)
+                    if m.bias is not None:
+                        nn.init.zeros_(m.bias)
+                elif isinstance(m, nn.LayerNorm):
+                    m.reset_parameters()
+            for blk in self.blocks:
+                for gamma in (blk.gamma_1, blk.gamma_2):
+                    if gamma is not None:
+                        gamma.fill_(self.layer_scale_init_value)
+                for bias in (blk.attn.q_bias, blk.attn.v_bias):
+                    if bias is not None:
+                        bias.zero_()
+
+    # --------------------------------------------------------------- forward
+    def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
+        """Images (B, 3, H, W) -> tokens (B, 1 + R + h*w, C) ``[cls, registers, patches]`` and the grid (h, w).
+        ``mask`` (B, h, w) or (B, h*w) bool, True = masked: those patch embeddings become ``mask_token``."""
+        x = self.patch_embed(x)
+        grid = (x.shape[2], x.shape[3])
+        x = x.flatten(2).transpose(1, 2)
+        b, n, _ = x.shape
+        if mask is not None:
+            if self.mask_token is None:
+                raise ValueError('a mask was given but this DINOv3 has no mask token; build it with '
+                                 'with_mask_token=True')
+            x = torch.where(mask.reshape(b, n, 1), self.mask_token.to(x.dtype), x)
+        prefix = [self.cls_token.expand(b, -1, -1)]
+        if self.reg_token is not None:
+            prefix.append(self.reg_token.expand(b, -1, -1))
+        return self.pos_drop(torch.cat(prefix + [x], dim=1)), grid
+
+    def position_encoding(self, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
+        """What each block takes for its positions: RoPE's (sin, cos), (h*w, D) each, for the grid (h, w) (augmented
+        afresh at each call in training mode, as the official backbone does per block)."""
+        return self.rope(grid)
+
+    def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
+                       out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
+        """Token sequences (B, 1 + R + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
+        order, the last block's through the final norm when there is one; and the grid (h, w)."""
+        out_indices = self.out_indices if out_indices is None else out_indices
+        x, grid = self.embed(x, mask)
+        outs = []
+        for i, blk in enumerate(self.blocks):
+            rope = self.position_encoding(grid)
+            if self.with_cp and x.requires_grad:
+                x = cp.checkpoint(blk, x, grid, rope, use_reentrant=False)
+            else:
+                x = blk(x, grid, rope)
+            if i == self.num_layers - 1 and self.norm is not None:
+                x = self.norm(x)
+            if i in out_indices:
+                outs.append(x)
+        return outs, grid
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
+        dropped)."""
+        outs, (h, w) = self.forward_tokens(x, mask)
+        return tuple(t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
+
+    def segmentation_layers(self) -> tuple[int, ...]:
+        """The blocks at 1/3, 1/2, 2/3 and all of the depth (as :meth:`BEiT.segmentation_layers`): (3, 5, 7, 11)
+        for 12 blocks, (7, 11, 15, 23) for 24."""
+        return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
+
+    def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
+        """Patch-token maps (B, C, H/p, W/p) of the blocks ``layers`` (default :meth:`segmentation_layers`), in block
+        order (the probe interface of ``beit_mm.evaluation.probe``)."""
+        layers = self.segmentation_layers() if layers is None else layers
+        if not layers or any(not -self.num_layers <= i < self.num_layers for i in layers):
+            raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
+                             f'{self.num_layers - 1}] (this DINOv3 has {self.num_layers} blocks)')
+        outs, (h, w) = self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers}))
+        return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
+
+    # ------------------------------------------------------------ layer decay
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2): tokens and the
+        patch embedding -> 0; block i -> i + 1; the final norm and anything else -> num_layers + 1."""
+        num_ids = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_ids - 1, num_ids
+        name = param_name[len(prefix):]
+        if name in ('cls_token', 'reg_token', 'mask_token') or name.startswith('patch_embed.'):
+            return 0, num_ids
+        if name.startswith('blocks.'):
+            return int(name.split('.')[1]) + 1, num_ids
+        return num_ids - 1, num_ids
