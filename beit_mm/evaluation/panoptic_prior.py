@@ -29,7 +29,7 @@ def label_map(info: dict, things: set[int]) -> np.ndarray:
     labels = np.full(segment_ids.shape, VOID, np.uint8)
     for segment in segments:
         if segment['category'] in things and not segment['is_thing']:
-            continue  # a crowd region: void, as the metric counts it
+            continue  # a crowd region: left void (the metric never matches one)
         labels[segment_ids == segment['id']] = segment['category']
     return labels
 

@@ -1,66 +1,114 @@
-"""Panoptic quality (Kirillov et al., CVPR 2019) as an MMEngine metric, counted by torchmetrics' ``PanopticQuality``.
+"""Panoptic quality (Kirillov et al., CVPR 2019) as an MMEngine metric, counted as cocodataset/panopticapi counts it.
 
 mmdet's ``CocoPanopticMetric`` needs ``panopticapi``, which is not on PyPI; :class:`PanopticQualityMetric` reads the
 same inputs (mmdet's data samples: ``pred_panoptic_seg.sem_seg`` with ``label + instance x INSTANCE_OFFSET``, the ground
-truth PNG at ``seg_map_path`` with its ``segments_info``) and reports mmdet's names and table: ``PQ``, ``SQ``, ``RQ``,
-``PQ_th``, ``SQ_th``, ``RQ_th``, ``PQ_st``, ``SQ_st``, ``RQ_st`` in percent, averaged as panopticapi does over the
-categories with at least one true positive, false positive or false negative.
+truth PNG at ``seg_map_path`` with its ``segments_info``) and reports mmdet's names: ``PQ``, ``SQ``, ``RQ``, ``PQ_th``,
+``SQ_th``, ``RQ_th``, ``PQ_st``, ``SQ_st``, ``RQ_st`` in percent.
 
-The rules (torchmetrics 1.9 ``functional/detection/_panoptic_quality_common.py``, the same as panopticapi's
-``evaluation.py``): a predicted and a ground-truth segment of one category match when their IoU, void pixels left out of
-the union, exceeds 0.5; an unmatched predicted segment is a false positive unless more than half of it is ground-truth
-void, an unmatched ground-truth segment a false negative. As the official EoMT does (``training/lightning_module.py:251-262`` @ 7bd19dd), predicted void is declared to
-torchmetrics as one more stuff category (``C``, left out of the averages) and ground-truth void as an unknown category
-(torchmetrics' void): torchmetrics' own void in a *prediction* would excuse the ground-truth segments under it from
-being false negatives, which panopticapi never does. One difference from panopticapi: a crowd region (``iscrowd``,
-mmdet's ``is_thing=False`` on a thing class) is void here for every category, while panopticapi forgives only
-predictions of the crowd's own category there.
+The rule (cocodataset/panopticapi @ 7bb4655 ``panopticapi/evaluation.py``: ``pq_compute_single_core`` lines 77-165,
+``PQStat.pq_average`` 49-73), per image:
+
+- segments: each ground-truth segment id of the map, void = id 0 (``VOID``); each distinct value of the
+  predicted map whose label is a class, void = label >= the number of classes. A crowd region is a ground-truth segment
+  with ``iscrowd`` (mmdet: a thing category with ``is_thing`` False).
+- a predicted and a non-crowd ground-truth segment of one category match when IoU > 0.5 strictly, IoU = intersection /
+  (prediction area + ground-truth area - intersection - the prediction's void pixels) (lines 119-138): crowd pixels stay
+  in the union; a crowd segment is never matched.
+- an unmatched non-crowd ground-truth segment is a false negative (141-149); an unmatched prediction is a false positive
+  unless (its void pixels + its pixels on the crowd region of its own category) / its area > 0.5, where a category's
+  crowd region is its last crowd segment in ``segments_info`` (151-163).
+
+Per category, summed over images: PQ = IoU sum / (TP + FP/2 + FN/2), SQ = IoU sum / TP (0 without TP), RQ = TP / (TP +
+FP/2 + FN/2); each split (all, things, stuff) averages the categories with TP + FP + FN > 0, and a split with none is
+reported as None (panopticapi divides by zero there). A segment of ``segments_info`` with no pixel in the map is none
+(a COCO panoptic JSON lists none; an ADE20K stuff region wholly under instances vanishes). The official EoMT counts
+with the same rule (tue-mps/eomt @ 7bd19dd ``training/lightning_module.py:322-384``) but of several crowd segments of
+one category keeps whichever a set yields last.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
-import torch
-from mmdet.evaluation.metrics.coco_panoptic_metric import parse_pq_results, print_panoptic_table
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 from mmengine.evaluator import BaseMetric
-from mmengine.logging import MMLogger
-from torchmetrics.detection import PanopticQuality
+from mmengine.logging import MMLogger, print_log
+from terminaltables import AsciiTable
 
 from beit_mm.data.ade20k_panoptic import read_panoptic_segments
 from beit_mm.data.coco_panoptic import rgb2id
 from beit_mm.fileio.inputs import open_image
 from beit_mm.registry import METRICS
 
-GT_VOID = -1  # ground-truth void: a category torchmetrics does not know
-STATES = ('iou_sum', 'true_positives', 'false_positives', 'false_negatives')
+GT_VOID = 0  # panopticapi's VOID: the ground-truth segment id of unlabelled pixels
+COUNTS = ('iou', 'tp', 'fp', 'fn')
+SPLITS = (('All', ''), ('Things', '_th'), ('Stuff', '_st'))
 
 
-def panoptic_pairs(panoptic: np.ndarray | torch.Tensor, num_classes: int) -> torch.Tensor:
-    """mmdet's panoptic map (H, W), ``label + instance x INSTANCE_OFFSET`` (a label >= ``num_classes``, e.g. mmdet's
-    VOID ``num_classes`` or 255, is void) -> torchmetrics' (H, W, 2) ``(category, instance)``, void as category
-    ``num_classes`` (declared a stuff category: see the module docstring)."""
-    panoptic = torch.as_tensor(panoptic, dtype=torch.int64)
-    label, instance = panoptic % INSTANCE_OFFSET, panoptic // INSTANCE_OFFSET
-    void = label >= num_classes
-    return torch.stack([label.masked_fill(void, num_classes), instance.masked_fill(void, 0)], dim=-1)
+def image_counts(segment_ids: np.ndarray, segments_info: Sequence[dict], panoptic: np.ndarray, num_classes: int,
+                 thing_labels: set[int]) -> dict[str, np.ndarray]:
+    """One image's per-category counts by the rule of the module docstring.
+
+    Args:
+        segment_ids: the ground-truth segment-id map (H, W), 0 void.
+        segments_info: mmdet's ``segments_info`` (``id``, contiguous ``category``, ``is_thing``).
+        panoptic: the predicted map (H, W) in mmdet's encoding ``label + instance x INSTANCE_OFFSET``.
+        num_classes: the number of classes; a predicted label >= it is void.
+        thing_labels: the thing categories (a segment of one with ``is_thing`` False is a crowd region).
+
+    Returns:
+        ``iou`` (C,) float64, the IoU sum of the true positives; ``tp``, ``fp``, ``fn`` (C,) int64.
+    """
+    gt_values, gt_index = np.unique(np.asarray(segment_ids, np.int64), return_inverse=True)
+    pred_values, pred_index = np.unique(np.asarray(panoptic, np.int64), return_inverse=True)
+    pred_labels = pred_values % INSTANCE_OFFSET
+    pred_kept = pred_labels < num_classes  # the rest is predicted void
+    overlap = np.bincount(gt_index.ravel() * len(pred_values) + pred_index.ravel(),
+                          minlength=len(gt_values) * len(pred_values)).reshape(len(gt_values), len(pred_values))
+    pred_area, gt_area = overlap.sum(0), overlap.sum(1)
+    pred_void = overlap[gt_values == GT_VOID].sum(0)  # each prediction's pixels on ground-truth void
+    info = {s['id']: s for s in segments_info}
+    gt_labels = np.array([info[v]['category'] if v in info else -1 for v in gt_values.tolist()])
+    gt_crowd = np.array([v in info and info[v]['category'] in thing_labels and not info[v]['is_thing']
+                         for v in gt_values.tolist()], dtype=bool)
+    gt_kept = (gt_labels >= 0) & ~gt_crowd
+    # IoU > 0.5 as integers: 2 x intersection > union; a segment matches at most once (two disjoint halves)
+    union = pred_area[None] + gt_area[:, None] - overlap - pred_void[None]
+    match = ((gt_labels[:, None] == pred_labels[None]) & gt_kept[:, None] & pred_kept[None] & (2 * overlap > union))
+    gt_row, pred_col = np.nonzero(match)
+    counts = {name: np.zeros(num_classes, np.float64 if name == 'iou' else np.int64) for name in COUNTS}
+    np.add.at(counts['iou'], gt_labels[gt_row], overlap[gt_row, pred_col] / union[gt_row, pred_col])
+    np.add.at(counts['tp'], gt_labels[gt_row], 1)
+    missed = gt_kept & ~match.any(1)
+    np.add.at(counts['fn'], gt_labels[missed], 1)
+    crowd_id = {s['category']: s['id'] for s in segments_info  # category -> its last crowd segment
+                if s['category'] in thing_labels and not s['is_thing']}
+    row = {v: i for i, v in enumerate(gt_values.tolist())}
+    for col in np.nonzero(pred_kept & ~match.any(0))[0].tolist():
+        label = int(pred_labels[col])
+        crowd = row.get(crowd_id.get(label))
+        excused = pred_void[col] + (overlap[crowd, col] if crowd is not None else 0)
+        if 2 * excused <= pred_area[col]:
+            counts['fp'][label] += 1
+    return counts
 
 
-def ground_truth_pairs(segment_ids: np.ndarray, segments_info: Sequence[dict], num_classes: int,
-                       thing_labels: set[int]) -> torch.Tensor:
-    """A ground-truth segment-id map (H, W) and mmdet's ``segments_info`` (``id``, contiguous ``category``,
-    ``is_thing``) -> (H, W, 2) ``(category, instance)``; pixels of no segment and crowd regions (a thing category with
-    ``is_thing`` False) are void (category -1: unknown to torchmetrics, its void)."""
-    out = torch.zeros(*segment_ids.shape, 2, dtype=torch.int64)
-    out[..., 0] = GT_VOID
-    ids = torch.as_tensor(segment_ids, dtype=torch.int64)
-    for index, info in enumerate(segments_info, start=1):
-        if info['category'] in thing_labels and not info['is_thing']:
-            continue  # crowd
-        inside = ids == info['id']
-        out[inside] = torch.tensor([info['category'], index])
-    return out
+def average(counts: dict[str, np.ndarray], labels: Sequence[int]) -> dict:
+    """panopticapi's ``pq_average`` over ``labels``: ``pq``, ``sq``, ``rq`` (fractions; None when no label has TP +
+    FP + FN > 0), ``n`` (the labels counted) and ``per_class`` (label -> pq, sq, rq; 0 for a label not counted)."""
+    per_class, means = {}, np.zeros(3)
+    n = 0
+    for label in labels:
+        iou, tp, fp, fn = (counts[name][label] for name in COUNTS)
+        if tp + fp + fn == 0:
+            per_class[label] = dict(pq=0.0, sq=0.0, rq=0.0)
+            continue
+        n += 1
+        denominator = tp + 0.5 * fp + 0.5 * fn
+        per_class[label] = dict(pq=iou / denominator, sq=iou / tp if tp else 0.0, rq=tp / denominator)
+        means += [per_class[label][k] for k in ('pq', 'sq', 'rq')]
+    values = dict(zip(('pq', 'sq', 'rq'), (means / n).tolist())) if n else dict(pq=None, sq=None, rq=None)
+    return dict(values, n=n, per_class=per_class)
 
 
 def ground_truth_segments(sample: dict) -> tuple[np.ndarray, Sequence[dict]]:
@@ -80,11 +128,22 @@ def ground_truth_segments(sample: dict) -> tuple[np.ndarray, Sequence[dict]]:
         return rgb2id(np.asarray(png.convert('RGB'))), sample['segments_info']
 
 
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+def _text(value: float | None) -> str:
+    return 'n/a' if value is None else f'{100 * value:0.3f}'
+
+
 @METRICS.register_module()
 class PanopticQualityMetric(BaseMetric):
-    """PQ, SQ and RQ over all, thing and stuff categories of mmdet's panoptic predictions (rules in the module
+    """PQ, SQ and RQ over all, thing and stuff categories of mmdet's panoptic predictions (rule in the module
     docstring); the data samples need the meta keys ``seg_map_path`` and ``segments_info`` (``PackDetInputs(
     meta_keys=(..., 'seg_map_path', 'segments_info'))``; ADE20K panoptic: ``seg_map_path`` and ``instance_map_path``).
+
+    Each image's per-category counts go to ``self.results``; MMEngine gathers them from every process and
+    :meth:`compute_metrics` sums them on one, with no collective of its own.
 
     Args:
         classwise: also print the per-category table (mmdet's ``classwise``).
@@ -95,7 +154,6 @@ class PanopticQualityMetric(BaseMetric):
     def __init__(self, classwise: bool = False, collect_device: str = 'cpu', prefix: str | None = None) -> None:
         super().__init__(collect_device=collect_device, prefix=prefix)
         self.classwise = classwise
-        self._pq: PanopticQuality | None = None
 
     def _categories(self) -> tuple[int, list[int], list[int]]:
         """(number of classes, thing labels, stuff labels) from ``dataset_meta`` (contiguous labels, mmdet's order)."""
@@ -109,52 +167,38 @@ class PanopticQualityMetric(BaseMetric):
         stuffs = [i for i, name in enumerate(classes) if name in meta['stuff_classes']]
         return len(classes), things, stuffs
 
-    def _metric(self) -> PanopticQuality:
-        if self._pq is None:
-            _, things, stuffs = self._categories()
-            num_classes = len(self.dataset_meta['classes'])  # predicted void: one more stuff category
-            self._pq = PanopticQuality(things=things, stuffs=stuffs + [num_classes], return_sq_and_rq=True,
-                                       return_per_class=True)
-        return self._pq
-
     def process(self, data_batch: dict, data_samples: Sequence[dict]) -> None:
-        """Count each image's matches; ``self.results`` gets its four per-category count vectors."""
+        """Count each image's matches; ``self.results`` gets its per-category counts (:func:`image_counts`)."""
         num_classes, things, _ = self._categories()
-        metric = self._metric()
         for sample in data_samples:
             segment_ids, segments_info = ground_truth_segments(sample)
             if 'pred_panoptic_seg' not in sample:
                 raise KeyError(f'PanopticQualityMetric: the data sample of {sample.get("img_path")} has no '
                                'pred_panoptic_seg. Fix: evaluate a panoptic model (task=\'panoptic\')')
-            pred = panoptic_pairs(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), num_classes)
-            target = ground_truth_pairs(segment_ids, segments_info, num_classes, set(things))
-            if pred.shape != target.shape:
+            pred = np.asarray(sample['pred_panoptic_seg']['sem_seg'][0].cpu(), np.int64)
+            if pred.shape != segment_ids.shape:
                 raise ValueError(f'PanopticQualityMetric: the prediction for {sample.get("img_path")} is '
-                                 f'{tuple(pred.shape[:2])}, its ground truth {sample["seg_map_path"]} '
-                                 f'{tuple(target.shape[:2])}. Fix: predict at the original size (mmdet\'s '
-                                 'rescale=True).')
-            metric.reset()
-            metric.update(pred[None], target[None])
-            self.results.append({name: getattr(metric, name).clone() for name in STATES})
+                                 f'{pred.shape}, its ground truth {sample["seg_map_path"]} {segment_ids.shape}. '
+                                 'Fix: predict at the original size (mmdet\'s rescale=True).')
+            self.results.append(image_counts(segment_ids, segments_info, pred, num_classes, set(things)))
 
-    def compute_metrics(self, results: list) -> dict[str, float]:
+    def compute_metrics(self, results: list) -> dict[str, float | None]:
+        """The counts summed over ``results`` -> mmdet's names in percent (None for a split with no counted
+        category); prints mmdet's table (and the per-category one with ``classwise``)."""
         num_classes, things, stuffs = self._categories()
-        metric = self._metric()
-        for name in STATES:
-            setattr(metric, name, sum(r[name] for r in results))
-        per_class = metric.compute()  # (C + 1, 3): pq, sq, rq; torchmetrics orders things, then stuff and void
-        order = sorted(things) + sorted(stuffs)  # the void category, last, is in no average
-        counted = (metric.true_positives + metric.false_positives + metric.false_negatives) > 0
-        pq_results = {}
-        for name, labels in (('All', order), ('Things', things), ('Stuff', stuffs)):
-            rows = torch.tensor([order.index(label) for label in labels], dtype=torch.int64)
-            rows = rows[counted[rows]]
-            mean = per_class[rows].double().mean(0) if len(rows) else torch.zeros(3, dtype=torch.float64)
-            pq_results[name] = dict(pq=float(mean[0]), sq=float(mean[1]), rq=float(mean[2]), n=len(rows))
-        classwise = None
+        counts = {name: sum((r[name] for r in results), np.zeros(num_classes)) for name in COUNTS}
+        splits = {name: average(counts, labels)
+                  for name, labels in (('All', things + stuffs), ('Things', things), ('Stuff', stuffs))}
+        logger = MMLogger.get_current_instance()
+        rows = [['', 'PQ', 'SQ', 'RQ', 'categories']]
+        rows += [[name] + [_text(splits[name][k]) for k in ('pq', 'sq', 'rq')] + [splits[name]['n']]
+                 for name, _ in SPLITS]
+        print_log('Panoptic Evaluation Results:\n' + AsciiTable(rows).table, logger=logger)
         if self.classwise:
             classes = self.dataset_meta['classes']
-            classwise = {classes[label]: dict(zip(('pq', 'sq', 'rq'), per_class[order.index(label)].tolist()))
-                         for label in range(num_classes)}
-        print_panoptic_table(pq_results, classwise, logger=MMLogger.get_current_instance())
-        return parse_pq_results(pq_results)
+            rows = [['category', 'PQ', 'SQ', 'RQ']]
+            rows += [[classes[label]] + [_text(scores[k]) for k in ('pq', 'sq', 'rq')]
+                     for label, scores in sorted(splits['All']['per_class'].items())]
+            print_log('Classwise Panoptic Evaluation Results:\n' + AsciiTable(rows).table, logger=logger)
+        return {f'{k.upper()}{suffix}': _percent(splits[name][k])
+                for name, suffix in SPLITS for k in ('pq', 'sq', 'rq')}

@@ -4,7 +4,7 @@
 # FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco -> data/coco_demo:
 # things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to fit 64x64;
 # mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), PQ/SQ/RQ (all, things, stuff) from
-# beit_mm.PanopticQualityMetric (torchmetrics). As the semantic Mask2Former demo
+# beit_mm.PanopticQualityMetric (panopticapi's rule). As the semantic Mask2Former demo
 # (configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py): backbone blocks (0, 1, 2, 3) -> Feature2Pyramid,
 # the head narrowed from 256 to 64 channels in 4 heads (feed-forward 4x) and the loss's sampled points cut from 12544
 # to the semantic demo's 196 (CPU time: the point loss and matching of 10 predictions x 8 images dominate a step).

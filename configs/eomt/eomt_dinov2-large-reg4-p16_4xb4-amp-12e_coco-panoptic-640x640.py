@@ -11,7 +11,7 @@
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-640.pth
 # Data: COCO 2017 in mmdet's layout under data/coco (train2017/, val2017/, annotations/panoptic_{train,val}2017.json
 # and the PNG folders annotations/panoptic_{train,val}2017/), read by mmdet's CocoPanopticDataset (no panopticapi:
-# beit_mm.LoadPanopticAnnotations; PQ/SQ/RQ from beit_mm.PanopticQualityMetric, torchmetrics).
+# beit_mm.LoadPanopticAnnotations; PQ/SQ/RQ from beit_mm.PanopticQualityMetric, panopticapi's rule).
 #
 # Official values (tue-mps/eomt @ 7bd19dd, path:line); the rest as the ADE20K DINOv2 config's header (AdamW lr 1e-4,
 # wd 0.05, llrd 0.8 with llrd_l2_enabled, two-stage warmup (500, 1000) + poly 0.9, clip 0.01, loss 2/5/5/0.1 with 12544

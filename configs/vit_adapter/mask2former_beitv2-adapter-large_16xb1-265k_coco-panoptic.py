@@ -16,8 +16,8 @@
 #   has global attention only, so every block attends globally (same weights; more memory at 1333x800).
 # - P:272-278 keeps an EMA of the weights (mmdet 2.x ExpMomentumEMAHook, momentum 1e-4): mmdet 3.x's EMAHook with
 #   ExpMomentumEMA, the same update.
-# - PQ from beit_mm.PanopticQualityMetric (torchmetrics; mmdet's CocoPanopticMetric needs panopticapi), box and mask AP
-#   from mmdet's CocoMetric (P:271 metric=['PQ', 'bbox', 'segm']).
+# - PQ from beit_mm.PanopticQualityMetric (panopticapi's rule; mmdet's CocoPanopticMetric needs panopticapi), box and
+#   mask AP from mmdet's CocoMetric (P:271 metric=['PQ', 'bbox', 'segm']).
 _base_ = ['../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py']
 custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 pretrained = 'checkpoints/beitv2-large_pt1k-ft21k.pth'  # P:8 (beitv2_large_patch16_224_pt1k_ft21k)

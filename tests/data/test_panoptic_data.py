@@ -1,6 +1,6 @@
 """COCO-layout demo data and panoptic quality (issue 50 item 2): ``tools/make_demo_data.py --layout coco``'s files
 read by mmdet's ``CocoPanopticDataset`` (with ``beit_mm.LoadPanopticAnnotations``, no panopticapi) and
-``CocoDataset``; ``beit_mm.PanopticQualityMetric`` (torchmetrics' counting) against a hand-computed example."""
+``CocoDataset``; ``beit_mm.PanopticQualityMetric`` against a hand-computed example."""
 import os
 import os.path as osp
 
@@ -112,7 +112,7 @@ def test_panoptic_quality_matches_hand_computed_example(tmp_path):
     got = _evaluate([_sample(tmp_path, PRED)], classwise=True)
     assert set(got) == {f'coco_panoptic/{k}' for k in EXPECTED}  # mmdet CocoPanopticMetric's names
     for key, value in EXPECTED.items():
-        assert got[f'coco_panoptic/{key}'] == pytest.approx(100 * value, abs=1e-5), key  # torchmetrics: float32 RQ
+        assert got[f'coco_panoptic/{key}'] == pytest.approx(100 * value, abs=1e-9), key
 
 
 def test_panoptic_quality_perfect_and_void_predictions(tmp_path):

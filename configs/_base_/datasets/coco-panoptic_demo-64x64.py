@@ -1,8 +1,9 @@
 # The generated COCO-layout demo (python tools/make_demo_data.py --layout coco -> data/coco_demo: things person, car;
 # stuff road, sky, grass) for panoptic segmentation at 64x64: images resized to fit 64x64 keeping their aspect (the
 # model's data preprocessor pads them to it); mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no
-# panopticapi) and PQ/SQ/RQ (all, things, stuff) from beit_mm.PanopticQualityMetric (torchmetrics). Used by the EoMT and
-# Mask2Former panoptic demos (configs/demo/*_coco-panoptic-demo-64x64.py); their instance demos replace the dataset.
+# panopticapi) and PQ/SQ/RQ (all, things, stuff) from beit_mm.PanopticQualityMetric (panopticapi's rule). Used by the
+# EoMT and Mask2Former panoptic demos (configs/demo/*_coco-panoptic-demo-64x64.py); their instance demos replace the
+# dataset.
 data_root = 'data/coco_demo/'
 img_size = 64
 thing_classes = ('person', 'car')

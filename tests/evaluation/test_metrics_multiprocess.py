@@ -1,0 +1,187 @@
+"""Every metric the configs evaluate with gives on 2 processes what it gives on 1: ``beit_mm.PanopticQualityMetric``,
+mmdet's ``CocoMetric`` (box and mask AP), mmseg's ``IoUMetric`` and mmpretrain's ``Accuracy``.
+
+Two gloo processes on CPU (``torch.multiprocessing``, spawned once for all metrics) each process their shard of a
+dataset of odd size (MMEngine's ``DefaultSampler``, which pads the last shard) and call ``metric.evaluate(size)`` as
+MMEngine's loops do: MMEngine gathers the results, ``compute_metrics`` runs on rank 0 alone and its numbers are
+broadcast. A metric that enters a collective inside ``compute_metrics`` leaves rank 0 waiting alone: each process
+dumps its stack and exits after :data:`TIMEOUT` seconds, and the test fails naming the collective each rank waits in.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import os.path as osp
+import pickle
+import re
+import time
+from datetime import timedelta
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.multiprocessing.spawn import ProcessException
+
+from ..conftest import free_port
+from .panoptic_cases import CASES, META, mmdet_sample
+
+WORLD = 2
+TIMEOUT = 120  # seconds; a run takes a few
+NUM_SEG, NUM_CLS, NUM_CLASSES = 7, 11, 5
+
+
+def segmentation_samples(rng: np.random.Generator) -> list[dict]:
+    """mmseg data samples: a prediction that is the ground truth with 20% of its pixels changed; 255 ignored."""
+    samples = []
+    for _ in range(NUM_SEG):
+        gt = rng.integers(0, NUM_CLASSES, (12, 16))
+        gt[rng.random(gt.shape) < 0.1] = 255
+        pred = np.where(rng.random(gt.shape) < 0.2, rng.integers(0, NUM_CLASSES, gt.shape), gt) % 255
+        samples.append(dict(pred_sem_seg=dict(data=torch.from_numpy(pred)[None]),
+                            gt_sem_seg=dict(data=torch.from_numpy(gt)[None])))
+    return samples
+
+
+def classification_samples(rng: np.random.Generator) -> list[dict]:
+    """mmpretrain data samples: random scores over 10 classes and labels."""
+    return [dict(pred_score=torch.from_numpy(rng.random(10)).float(), gt_label=torch.tensor([int(rng.integers(10))]))
+            for _ in range(NUM_CLS)]
+
+
+def instance_samples(root: str, rng: np.random.Generator) -> tuple[str, dict, list[dict]]:
+    """The COCO demo's validation instances (``make_demo_coco``) and predictions: each ground-truth box and mask
+    shifted by up to 2 pixels with a random score, plus one random false positive per image."""
+    from mmdet.datasets.api_wrappers import COCO
+
+    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
+    make_demo_coco(root, 1, 5, 32, seed=0)
+    ann_file = osp.join(root, 'annotations', 'instances_val2017.json')
+    coco = COCO(ann_file)
+    cat2label = {c: i for i, c in enumerate(coco.get_cat_ids(cat_names=COCO_DEMO_METAINFO['classes']))}
+    samples = []
+    for img_id in sorted(coco.get_img_ids()):
+        info = coco.load_imgs([img_id])[0]
+        boxes, labels, masks = [], [], []
+        for ann in coco.load_anns(coco.get_ann_ids(img_ids=[img_id])):
+            dx, dy = rng.integers(-2, 3, 2)
+            x, y, w, h = ann['bbox']
+            boxes.append([x + dx, y + dy, x + w + dx, y + h + dy])
+            labels.append(cat2label[ann['category_id']])
+            masks.append(np.roll(coco.annToMask(ann), (dy, dx), axis=(0, 1)))
+        boxes.append([0, 0, 8, 8])
+        labels.append(0)
+        masks.append(np.pad(np.ones((8, 8), np.uint8), ((0, info['height'] - 8), (0, info['width'] - 8))))
+        samples.append(dict(img_id=img_id, ori_shape=(info['height'], info['width']), pred_instances=dict(
+            bboxes=torch.tensor(boxes, dtype=torch.float32), labels=torch.tensor(labels),
+            scores=torch.from_numpy(rng.random(len(boxes))).float(), masks=torch.from_numpy(np.stack(masks)).bool())))
+    return ann_file, dict(COCO_DEMO_METAINFO), samples
+
+
+def build_metrics(tmp: str) -> dict[str, tuple]:
+    """name -> (metric factory, dataset_meta, data samples), from the pickle the parent wrote."""
+    from mmdet.evaluation import CocoMetric
+    from mmpretrain.evaluation import Accuracy
+    from mmseg.evaluation import IoUMetric
+
+    from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
+    with open(osp.join(tmp, 'samples.pkl'), 'rb') as f:
+        data = pickle.load(f)
+    seg_meta = dict(classes=tuple(f'c{i}' for i in range(NUM_CLASSES)))
+    return dict(
+        panoptic=(lambda: PanopticQualityMetric(classwise=True), META, data['panoptic']),
+        instance=(lambda: CocoMetric(ann_file=data['ann_file'], metric=['bbox', 'segm']), data['instance_meta'],
+                  data['instance']),
+        semantic=(lambda: IoUMetric(iou_metrics=['mIoU', 'mFscore']), seg_meta, data['semantic']),
+        classification=(lambda: Accuracy(topk=(1, 5)), {}, data['classification']))
+
+
+def evaluate_all(tmp: str) -> dict[str, dict]:
+    """Each metric over its samples, sharded as MMEngine's ``DefaultSampler`` (unshuffled) shards them, in batches of
+    2, then ``evaluate(len(dataset))``."""
+    from mmengine.dataset import DefaultSampler
+    results = {}
+    for name, (factory, meta, samples) in build_metrics(tmp).items():
+        metric = factory()
+        metric.dataset_meta = meta
+        shard = [samples[i] for i in DefaultSampler(samples, shuffle=False)]
+        for start in range(0, len(shard), 2):
+            metric.process({}, shard[start:start + 2])
+        results[name] = metric.evaluate(len(samples))
+    return results
+
+
+def _rank(rank: int, tmp: str, port: int) -> None:
+    """One process: gloo group, :func:`evaluate_all`, results to ``rank<r>.pkl``; its stack to ``rank<r>.stack`` and
+    exit when it runs past :data:`TIMEOUT`."""
+    stack = open(osp.join(tmp, f'rank{rank}.stack'), 'w')
+    faulthandler.dump_traceback_later(TIMEOUT, exit=True, file=stack)
+    torch.set_num_threads(1)
+    dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=WORLD,
+                            timeout=timedelta(seconds=2 * TIMEOUT))
+    results = evaluate_all(tmp)
+    with open(osp.join(tmp, f'rank{rank}.pkl'), 'wb') as f:
+        pickle.dump(results, f)
+    faulthandler.cancel_dump_traceback_later()
+    dist.destroy_process_group()
+
+
+def hang_report(tmp: str) -> str:
+    """Per rank, the innermost ``torch.distributed`` call of its dumped stack (the collective it waits in) and the
+    frame that called it."""
+    lines = []
+    for rank in range(WORLD):
+        path = osp.join(tmp, f'rank{rank}.stack')
+        frames = re.findall(r'File "([^"]+)", line (\d+) in (\w+)', open(path).read() if osp.exists(path) else '')
+        inside = [i for i, (file, _, _) in enumerate(frames) if 'torch/distributed' in file]  # innermost first
+        if not inside:
+            lines.append(f'rank {rank}: no torch.distributed call in its stack')
+            continue
+        file, line, function = frames[inside[0]]
+        callers = [f for f in frames[inside[0]:] if 'torch/distributed' not in f[0]]
+        caller = f', called from {callers[0][2]} ({callers[0][0]}:{callers[0][1]})' if callers else ''
+        lines.append(f'rank {rank}: waits in torch.distributed.{function} ({file}:{line}){caller}')
+    return '\n'.join(lines)
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory) -> tuple[dict, list[dict]]:
+    """(the metrics on 1 process, each rank's metrics on 2 processes)."""
+    tmp = str(tmp_path_factory.mktemp('metrics'))
+    rng = np.random.default_rng(0)
+    ann_file, instance_meta, instance = instance_samples(osp.join(tmp, 'coco'), rng)
+    panoptic = [mmdet_sample(name, osp.join(tmp, f'{name}.png')) for name in CASES]
+    with open(osp.join(tmp, 'samples.pkl'), 'wb') as f:
+        pickle.dump(dict(panoptic=panoptic, ann_file=ann_file, instance_meta=instance_meta, instance=instance,
+                         semantic=segmentation_samples(rng), classification=classification_samples(rng)), f)
+    single = evaluate_all(tmp)
+    context = mp.start_processes(_rank, args=(tmp, free_port()), nprocs=WORLD, join=False, start_method='spawn')
+    deadline = time.monotonic() + TIMEOUT + 60  # each rank dumps its stack and exits after TIMEOUT s
+    while any(p.is_alive() for p in context.processes) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    try:
+        context.join()
+    except ProcessException as error:
+        pytest.fail(f'{WORLD} gloo processes did not finish: {error}\n{hang_report(tmp)}')
+    ranks = []
+    for rank in range(WORLD):
+        with open(osp.join(tmp, f'rank{rank}.pkl'), 'rb') as f:
+            ranks.append(pickle.load(f))
+    return single, ranks
+
+
+@pytest.mark.parametrize('name', ['panoptic', 'instance', 'semantic', 'classification'])
+def test_two_processes_equal_one(runs, name):
+    """Every rank gets the one-process numbers of the whole dataset (7, 5, 7 and 11 samples: odd sizes)."""
+    single, ranks = runs
+    assert single[name], name
+    for rank, got in enumerate(ranks):
+        assert set(got[name]) == set(single[name]), (rank, name)
+        for key, value in single[name].items():
+            if value is None:
+                assert got[name][key] is None, (rank, key)
+            else:
+                np.testing.assert_allclose(np.asarray(got[name][key], dtype=np.float64),
+                                           np.asarray(value, dtype=np.float64), rtol=0, atol=1e-9,
+                                           err_msg=f'rank {rank} {key}')
