@@ -73,7 +73,7 @@ class AtomicCheckpointHook(CheckpointHook):
     def _save_best_checkpoint(self, runner, metrics) -> None:
         super()._save_best_checkpoint(runner, metrics)
         if self._local and is_main_process():
-            for path in [self.best_ckpt_path, *getattr(self, 'best_ckpt_path_dict', {}).values()]:
+            for path in [getattr(self, 'best_ckpt_path', None), *getattr(self, 'best_ckpt_path_dict', {}).values()]:
                 if path and osp.dirname(str(path)) == str(self.out_dir):
                     record_written(str(self.out_dir), osp.basename(str(path)))
 
