@@ -33,7 +33,7 @@ from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
 from beit_mm.registry import HOOKS, config_class, config_type_is
 
-from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, AtomicLocalBackend, atomic_write_bytes
+from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
 from ...fileio.work_dir import record_written, recorded_file
 
 
@@ -68,9 +68,7 @@ class AtomicCheckpointHook(CheckpointHook):
 
     @property
     def _local(self) -> bool:
-        """Whether checkpoints go through beit_mm's atomic local backend (or one built on it): files of a local
-        folder, listed in its manifest."""
-        return isinstance(getattr(self, 'file_backend', None), AtomicLocalBackend)
+        return (self.backend_args or {}).get('backend') == ATOMIC_BACKEND
 
     def _save_best_checkpoint(self, runner, metrics) -> None:
         super()._save_best_checkpoint(runner, metrics)
