@@ -290,12 +290,16 @@ def _own_runner_names(monkeypatch):
     message hub ``<experiment_name or config name>_<start second>`` and ``get_instance`` returns an existing one of
     that name: two runners started within one second in one process (two quick tests) shared the first one's
     visualizer, which wrote into the first test's work dir, already deleted (FileNotFoundError: seen once in a full
-    run, ``test_hook_names_a_bad_pair_outside_the_sample``). ``tools/train.py`` runs one runner per process."""
+    run, ``test_hook_names_a_bad_pair_outside_the_sample``). A config's fixed visualizer ``name`` is dropped as
+    ``beit_mm.engine.runner.build_runner`` drops it: with it, every runner of the process got the first test's visualizer
+    (its tmp_path removed once that test passed). ``tools/train.py`` runs one runner per process."""
     from mmengine.runner import Runner
     init = Runner.__init__
 
     def own_name(self, *args, **kwargs):
         kwargs['experiment_name'] = f'{kwargs.get("experiment_name") or "test"}_{next(_RUNNER_NUMBERS)}'
+        if isinstance(kwargs.get('visualizer'), dict):  # a fixed name (default_runtime's 'visualizer'), as build_runner
+            kwargs['visualizer'] = {k: v for k, v in kwargs['visualizer'].items() if k != 'name'}
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(Runner, '__init__', own_name)

@@ -228,7 +228,8 @@ def test_atomic_write_and_last_complete_checkpoint(beit_file, tmp_path):
 def test_two_runners_started_in_one_second_keep_their_own_visualizer(tmp_path, monkeypatch):
     """conftest's ``_own_runner_names``: MMEngine names a runner's visualizer ``<experiment>_<start second>``, and a
     second runner of the same second got the first one's (writing into the first work dir, deleted by then: a
-    FileNotFoundError seen once in a full run). The clock is frozen here so that both start in one second."""
+    FileNotFoundError seen once in a full run); with the configs' fixed visualizer name, every later runner of the
+    process got the first one's. The clock is frozen here so that both start in one second."""
     import time
     now = time.localtime()
     monkeypatch.setattr(time, 'localtime', lambda *args: now)
@@ -239,6 +240,7 @@ def test_two_runners_started_in_one_second_keep_their_own_visualizer(tmp_path, m
         for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
             cfg[dl].dataset.data_root = root
         cfg.work_dir = str(tmp_path / name)
+        cfg.visualizer.name = 'visualizer'  # default_runtime's fixed name: MMEngine's get_instance would reuse it
         visualizers.append(Runner.from_cfg(cfg).visualizer)
     assert visualizers[0] is not visualizers[1]
     assert visualizers[1]._vis_backends['LocalVisBackend']._save_dir.startswith(str(tmp_path / 'second'))
