@@ -6,10 +6,18 @@ The config's pipeline, normalization, slide windows and resizing are used as wit
 whole mode, an image) smaller than the exported size is zero-padded in normalized space, like mmseg's own padding,
 and its scores cropped back; mmseg instead runs such a window at its own size, the only difference between the two
 paths. Larger whole images need slide mode or an export at their size.
+
+An ONNX file is a program, so what it declares is bounded before it runs: its operators are those ``tools/export.py``
+writes for beit_mm's models (:data:`EXPORTED_OPERATORS`; control flow, functions and other domains refused by name:
+:func:`check_graph`), its window is at most the pixel limit and pads an input to at most
+:data:`MAX_WINDOW_PADDING` times its pixels (:func:`check_window`), and each run is stopped by a timeout or Ctrl-C
+(:func:`run_bounded`: onnxruntime's ``RunOptions.terminate``, which its executor checks between operators).
 """
 from __future__ import annotations
 
 import os.path as osp
+import threading
+import time
 
 import numpy as np
 
@@ -18,6 +26,121 @@ from .segment_io import list_images, open_output_folder, output_names, write_out
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
 MAX_EXPORT_SIDE = 2**14
+#: The most pixels a window may have per pixel of the input it is padded from (an export at the config's input size
+#: pads little; a window the size of a 16x larger image serves no input).
+MAX_WINDOW_PADDING = 16
+#: Seconds one onnxruntime run (one window) may take before it is stopped.
+RUN_TIMEOUT_S = 600.0
+#: The operators (default domain) that ``tools/export.py`` (TorchScript exporter, opset 17, constant folding off)
+#: writes for the demo segmentors (tiny BEiT, BEiT-Adapter and CvT under UperNet; EoMT), plus elementwise math and
+#: reductions of the same families (``_ELEMENTWISE``). No control flow (Loop, If, Scan) and nothing else.
+_EXPORTED = ('Add', 'BatchNormalization', 'Cast', 'Concat', 'Constant', 'ConstantOfShape', 'Conv', 'ConvTranspose',
+             'Div', 'Einsum', 'Equal', 'Erf', 'Expand', 'Gather', 'Greater', 'GridSample', 'Identity',
+             'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
+             'ScatterND', 'Shape', 'Sigmoid', 'Slice', 'Softmax', 'Split', 'Sqrt', 'Squeeze', 'Sub', 'Transpose',
+             'Unsqueeze', 'Where')
+_ELEMENTWISE = ('Abs', 'And', 'Ceil', 'Clip', 'Cos', 'Exp', 'Flatten', 'Floor', 'Gemm', 'GreaterOrEqual', 'Less',
+                'LessOrEqual', 'Log', 'Max', 'Min', 'Mod', 'Neg', 'Or', 'Pad', 'Pow', 'Reciprocal', 'ReduceMax',
+                'ReduceMean', 'Sin', 'Tanh', 'Xor')
+EXPORTED_OPERATORS = frozenset(_EXPORTED + _ELEMENTWISE)
+
+
+class OnnxModelError(ValueError):
+    """An ONNX file whose graph, window or running time is out of bounds; the message names the file, the problem
+    and the fix."""
+
+
+def check_graph(model_bytes: bytes, onnx_file: str) -> None:
+    """Refuse an ONNX model (its serialized bytes) holding anything but :data:`EXPORTED_OPERATORS` of the default
+    domain: control flow (an attribute holding a graph: Loop, If, Scan), local functions, other domains (custom
+    operators) or unknown operators, each named with its node.
+
+    Raises:
+        OnnxModelError: naming ``onnx_file``, the operator and the fix.
+    """
+    import onnx
+    proto = onnx.load_from_string(model_bytes)
+    fix = ('Fix: export the model again with tools/export.py, which writes none; run only ONNX files you made or '
+           'trust')
+    if len(proto.functions):
+        raise OnnxModelError(f'{onnx_file} defines {len(proto.functions)} local function(s) (e.g. '
+                             f'{proto.functions[0].name!r}), which tools/export.py never writes. {fix}')
+    for node in proto.graph.node:
+        graphs = [a.name for a in node.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)]
+        if graphs or node.domain not in ('', 'ai.onnx') or node.op_type not in EXPORTED_OPERATORS:
+            what = (f'control flow (its attribute {graphs[0]!r} holds a graph)' if graphs else
+                    f'an operator of the domain {node.domain!r}' if node.domain not in ('', 'ai.onnx') else
+                    'an operator tools/export.py does not write for beit_mm\'s models')
+            raise OnnxModelError(f'{onnx_file}: node {node.name!r} is {node.op_type}, {what}; its running time or '
+                                 f'memory is not bounded by its input, so nothing was run. {fix}')
+
+
+def check_window(window: tuple[int, int], input_hw: tuple[int, int], onnx_file: str) -> None:
+    """Refuse a window (``H, W`` of the export) above the pixel limit, or padding an input of ``input_hw`` (the
+    image, or a slide crop's full size) to more than :data:`MAX_WINDOW_PADDING` times its pixels.
+
+    Raises:
+        OnnxModelError: naming ``onnx_file``, both sizes and the fix.
+    """
+    from ..fileio.images import LIMIT_VARIABLE, max_image_pixels
+    (h_win, w_win), (h_in, w_in) = window, input_hw
+    limit = max_image_pixels()
+    if h_win * w_win > limit:
+        raise OnnxModelError(f'{onnx_file} declares a {h_win}x{w_win} window, {h_win * w_win} pixels, more than the '
+                             f'pixel limit of {limit} ({LIMIT_VARIABLE}); nothing was run. Fix: export at the '
+                             'config\'s input size (tools/export.py --shape H W)')
+    need = min(h_in, h_win) * min(w_in, w_win)
+    if h_win * w_win > MAX_WINDOW_PADDING * max(need, 1):
+        raise OnnxModelError(f'{onnx_file} declares a {h_win}x{w_win} window for a {h_in}x{w_in} input: padding it '
+                             f'costs {h_win * w_win / max(need, 1):.0f}x its pixels, more than {MAX_WINDOW_PADDING}x; '
+                             'nothing was run. Fix: export at the size the config feeds the model (tools/export.py '
+                             f'--shape {h_in} {w_in}, or the test crop size)')
+
+
+def run_bounded(session, feeds: dict, onnx_file: str, timeout_s: float = RUN_TIMEOUT_S) -> list:
+    """``session.run(None, feeds)`` in a worker thread, stopped (onnxruntime's ``RunOptions.terminate``, checked
+    between operators) when it takes longer than ``timeout_s`` seconds or on Ctrl-C in the calling thread.
+
+    Raises:
+        OnnxModelError: the timeout passed (naming ``onnx_file`` and the fix).
+        KeyboardInterrupt: Ctrl-C, after the run stopped.
+    """
+    import onnxruntime as ort
+    options = ort.RunOptions()
+    options.log_severity_level = 4  # the stop is reported here, not also as an onnxruntime error line
+    outcome: dict = {}
+
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome['value'] = session.run(None, feeds, options)
+        except Exception as error:  # noqa: BLE001  (handed to the calling thread)
+            outcome['error'] = error
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name='onnxruntime-run', daemon=True)
+    deadline = time.monotonic() + timeout_s
+    worker.start()
+    try:
+        while not done.wait(0.1) and time.monotonic() < deadline:  # short waits: Ctrl-C reaches this thread
+            pass
+    except BaseException:
+        options.terminate = True
+        done.wait()
+        worker.join()
+        raise
+    if not done.is_set():
+        options.terminate = True
+        done.wait()
+        worker.join()
+        raise OnnxModelError(f'{onnx_file}: one run took more than {timeout_s:g} s and was stopped. Fix: export the '
+                             'model again with tools/export.py, or run it on a faster machine with a larger timeout')
+    worker.join()
+    if 'error' in outcome:
+        raise outcome['error']
+    return outcome['value']
 
 
 def run_windows(x, run, window: tuple[int, int], mode: str, stride: tuple[int, int] | None):
@@ -76,9 +199,13 @@ def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
 
 
 def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
-               overwrite: bool = False) -> dict[str, np.ndarray]:
+               overwrite: bool = False, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, np.ndarray]:
     """:func:`beit_mm.apis.segment.infer_images` with a ``tools/export.py`` ONNX segmentor run by onnxruntime (module
-    docstring)."""
+    docstring); each run (window) stopped after ``timeout_s`` seconds.
+
+    Raises:
+        OnnxModelError: a graph, window or run out of bounds (:func:`check_graph`, :func:`check_window`,
+            :func:`run_bounded`), before or instead of running it."""
     import onnxruntime as ort
     import torch
     import torch.nn.functional as F
@@ -92,6 +219,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
 
     from ..fileio.inputs import open_image
     from ..fileio.json_file import JSONFileError, parse_json
+    from ..fileio.text_file import check_printable
     from ..registry import config_type_is
     images = list_images(inputs)
     names = output_names(images)
@@ -104,6 +232,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
     if batch != 1:
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
+    check_graph(model_bytes, onnx_file)
     pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
     session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
@@ -114,6 +243,8 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
                                   max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
     except JSONFileError as error:
         raise ValueError(str(error)) from None
+    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
+        check_printable(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:
         visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
@@ -123,8 +254,9 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         data = pipeline(dict(img_path=path))
         batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
         x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
-        logits = run_windows(x, lambda a: session.run(None, {INPUT_NAME: a})[0], (h_win, w_win),
-                             test_cfg.get('mode', 'whole'), test_cfg.get('stride'))
+        check_window((h_win, w_win), tuple(x.shape[2:]), onnx_file)
+        logits = run_windows(x, lambda a: run_bounded(session, {INPUT_NAME: a}, onnx_file, timeout_s)[0],
+                             (h_win, w_win), test_cfg.get('mode', 'whole'), test_cfg.get('stride'))
         left, right, top, bottom = img_meta.get('img_padding_size', img_meta.get('padding_size', [0] * 4))
         logits = logits[:, :, top:logits.shape[2] - bottom, left:logits.shape[3] - right]
         logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)

@@ -1,5 +1,5 @@
 from .ade20k_panoptic import ADE20KPanopticDataset, LoadADE20KPanopticAnnotations  # noqa: F401
-from .coco_panoptic import LoadPanopticAnnotations  # noqa: F401
+from .coco_panoptic import LoadCocoAnnotations, LoadPanopticAnnotations  # noqa: F401
 
 from .custom import CustomSegDataset  # noqa: F401
 from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401

@@ -10,8 +10,8 @@ Layout (``data_root``)::
 No 0 = "other" convention: ``reduce_zero_label=False``, every value below N is a class. The class list is read when
 the dataset is built, and every problem of the class files is a :class:`beit_mm.data.checks.DatasetCheckError` that
 names the file, the problem and the fix: a missing or empty ``classes.txt``, a blank line among the names (it would
-shift every later class by one), duplicate names, and a palette of another length or with values that are not
-``0..255`` triples. The checks of the images and masks themselves (pairs, sizes, values, the heads' class count) run
+shift every later class by one), duplicate names, names with control characters, and a palette of another length or
+with values that are not ``0..255`` triples. The checks of the images and masks themselves (pairs, sizes, values, the heads' class count) run
 before the first iteration (:class:`beit_mm.engine.hooks.dataset_check.SegDatasetCheckHook`) and in
 ``tools/analysis/check_dataset.py``.
 """
@@ -23,7 +23,7 @@ from typing import Sequence
 from mmengine import fileio
 from mmseg.datasets import BaseSegDataset
 
-from ..fileio.text_file import TextFileError, read_text_lines
+from ..fileio.text_file import TextFileError, check_printable, read_text_lines
 from ..registry import DATASETS
 from .checks import DatasetCheckError
 
@@ -37,8 +37,9 @@ def read_classes(path: str) -> tuple[str, ...]:
     dropped).
 
     Raises:
-        DatasetCheckError: the file is missing, unreadable, empty, has a blank line among the names, or repeats a
-            name; the message names the file, the lines and the fix.
+        DatasetCheckError: the file is missing, unreadable, empty, has a blank line among the names, repeats a
+            name, or a name holds control characters (an escape sequence would act on the terminal and the log
+            that print it); the message names the file, the lines and the fix.
     """
     fix_missing = (f'write {path} with one class name per line, in the order of the mask values (line 1 names value '
                    f'0, line 2 value 1, ...), or point data_root at the folder that holds it')
@@ -51,7 +52,7 @@ def read_classes(path: str) -> tuple[str, ...]:
         raise DatasetCheckError(f'{error} (the class names of the dataset)') from None
     while lines and not lines[-1].strip():
         lines.pop()
-    names = [line.strip() for line in lines]
+    names = [check_printable(line.strip(), path, f'line {i + 1}', DatasetCheckError) for i, line in enumerate(lines)]
     if not names:
         raise DatasetCheckError(f'{path} lists no class names (the file is empty). Fix: {fix_missing}')
     blank = [i + 1 for i, name in enumerate(names) if not name]

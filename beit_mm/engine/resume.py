@@ -24,6 +24,7 @@ The invariants, each checked after every conversion (``--resume-schedule-in-samp
 - **message hub**: only the runtime values ``CheckpointHook`` reads: ``best_ckpt``/``best_ckpt_<metric>`` and
   ``last_ckpt`` kept only when they name a regular file of this work dir's own checkpoints (MMEngine removes what
   ``best_ckpt`` names, ``rmtree`` for a folder), ``keep_ckpt_ids`` only distinct ints up to the checkpoint's step,
+  all three only from a checkpoint the work dir's runs wrote (recorded with its sha256 when written),
   ``best_score``/``best_score_<metric>`` a finite number of magnitude <= 1e15 (refused otherwise); log scalars rebuilt
   from finite numeric histories.
 
@@ -50,6 +51,7 @@ from mmengine.runner import IterBasedTrainLoop, Runner
 from torch import Tensor
 
 from beit_mm.fileio.paths import inside
+from beit_mm.fileio.work_dir import recorded_file
 
 # --- the allow-list: what MMEngine 0.10.7's Runner and hooks, and beit_mm's hooks, read from a checkpoint ------------
 #: top-level keys: Runner.resume (meta, message_hub, optimizer, param_schedulers), _load_checkpoint_to_model
@@ -314,9 +316,10 @@ def clean_runtime_info(runtime_info: dict, source: str, work_dir: str, same_run:
     """Keep, in place, only the :data:`RUNTIME_INFO_FIELDS` a resumed run's hooks read, each valid; returns what was
     dropped, each with why.
 
-    ``best_ckpt``/``best_ckpt_<metric>`` and ``last_ckpt`` are kept only when ``same_run`` (the checkpoint lies in
-    ``work_dir``) and they name a regular file directly in ``work_dir`` (``best_*.pth``, ``*.pth``); ``keep_ckpt_ids``
-    only when ``same_run`` and a list of distinct ints in [0, ``last_step``]. A checkpoint from elsewhere steers no
+    ``best_ckpt``/``best_ckpt_<metric>`` and ``last_ckpt`` are kept only when ``same_run`` (the checkpoint is one the
+    runs of ``work_dir`` wrote: :func:`same_run`) and they name a regular file directly in ``work_dir``
+    (``best_*.pth``, ``*.pth``); ``keep_ckpt_ids`` only when ``same_run`` and a list of distinct ints in [0,
+    ``last_step``]. A checkpoint from elsewhere steers no
     file: its best checkpoint is not removed when a better one is saved, and the rotation starts with this run's saves.
 
     Raises:
@@ -764,10 +767,14 @@ def rescale_iterations(checkpoint: dict, ratio: float) -> int:
 
 
 def same_run(checkpoint_path: str | None, work_dir: str) -> bool:
-    """Whether the checkpoint lies in ``work_dir`` (links resolved): a checkpoint of this work dir's own run."""
+    """Whether the checkpoint is one this work dir's own runs wrote: it lies in ``work_dir`` (links resolved) and its
+    folder's manifest lists it with its present content (``beit_mm.AtomicCheckpointHook`` records every checkpoint it
+    writes: :func:`beit_mm.fileio.work_dir.recorded_file`). A file placed there by anyone else names no file to
+    delete."""
     if not checkpoint_path or '://' in str(checkpoint_path):
         return False
-    return inside(checkpoint_path, work_dir) and osp.realpath(checkpoint_path) != osp.realpath(work_dir)
+    return (inside(checkpoint_path, work_dir) and osp.realpath(checkpoint_path) != osp.realpath(work_dir)
+            and recorded_file(osp.dirname(osp.abspath(checkpoint_path)), osp.basename(checkpoint_path)))
 
 
 # --- the one pass ---------------------------------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from mmengine.fileio import register_backend
 
 from .checkpoint import (STATE_DICT_KEYS, CheckpointFileError, check_checkpoint_file, checkpoint_kind,  # noqa: F401
                          is_complete_checkpoint, load_state_dict_file, open_checkpoint, unwrap_state_dict)
-from .images import ImageTooLargeError, apply_pixel_limit  # noqa: F401
-from .inputs import (NotARegularFileError, check_image_file, open_image, open_input,  # noqa: F401
+from .images import ImageHeaderError, ImageTooLargeError, apply_pixel_limit  # noqa: F401
+from .inputs import (NotARegularFileError, SparseFileError, check_image_file, open_image, open_input,  # noqa: F401
                      register_input_backend)
 from .output_folder import OutputFolder  # noqa: F401
 from .outputs import (ATOMIC_BACKEND, AtomicLocalBackend, OutputError, atomic_dir, atomic_file,  # noqa: F401

@@ -1,12 +1,17 @@
-"""One pixel limit for every image decoder: an image's size is read from its header and bounded before any decoder
-allocates its pixels.
+"""One pixel limit for every image decoder: an image's size is read from its header by the file room's own parsers and
+bounded before any decoder sees the bytes; bytes that begin like an image some decoder reads but whose size cannot be
+read are refused (fail closed).
 
-Pillow refuses images over ``PIL.Image.MAX_IMAGE_PIXELS`` (a decompression bomb: a few KB of PNG or JPEG that declare
-gigapixels), but OpenCV, MMCV's default ``imdecode_backend='cv2'``, decodes up to 2**30 pixels (12 GB for a
-3-channel float copy downstream), and turbojpeg/tifffile have no limit. So the file room reads the width and height
-from the header (Pillow's format parsers, without decoding: :func:`image_header`) and refuses an image over
-:func:`max_image_pixels` in the one place every decoder's bytes pass: :class:`.inputs.InputLocalBackend.get` (MMCV's
-``LoadImageFromFile``, mmseg's ``LoadAnnotations``), and :func:`.inputs.open_image` for beit_mm's own readers.
+Pillow refuses images over ``PIL.Image.MAX_IMAGE_PIXELS``, but OpenCV (MMCV's default ``imdecode_backend='cv2'``)
+decodes up to 2**30 pixels, and turbojpeg/tifffile have no limit. Pillow's header parsers are stricter than libpng and
+libjpeg (a PNG with an ancillary chunk whose CRC is wrong: Pillow gives up, libpng warns and decodes), so they cannot
+be the check. :func:`image_header` reads the size with parsers at least as lenient as the decoders (no CRC, no
+validation beyond the fields that give the size: :data:`DECODER_FORMATS`), for every signature OpenCV's imgcodecs,
+libjpeg-turbo and tifffile accept; a format whose size is not read here (OpenEXR) is refused by name. Other bytes go
+to Pillow's own parsers (whose decoder then applies the same limit) or pass as no image (annotation files, ...).
+:func:`check_image_bytes` is called in the one place every decoder's bytes pass: :class:`.inputs.InputLocalBackend.get`
+(MMCV's ``LoadImageFromFile``, mmseg's and mmdet's annotation loaders), and :func:`.inputs.open_image` /
+:func:`.inputs.check_image_file` for beit_mm's own readers and the tools' input checks.
 
 The limit is Pillow's (89,478,485 pixels, about 9459 x 9459). To read larger images on purpose, set
 ``BEIT_MM_MAX_IMAGE_PIXELS`` (pixels) in the environment: it applies to every decoder, Pillow's own limit included.
@@ -22,13 +27,22 @@ from PIL import Image
 
 #: The environment variable that sets the limit (pixels, a positive integer).
 LIMIT_VARIABLE = 'BEIT_MM_MAX_IMAGE_PIXELS'
-#: The header parsers tried, each after its own magic-bytes test: the formats MMCV's decoders read.
-HEADER_FORMATS = ('PNG', 'JPEG', 'BMP', 'TIFF', 'WEBP', 'GIF', 'PPM', 'JPEG2000')
+#: The most pages of a TIFF file whose sizes are read (tifffile reads every page of a series).
+MAX_TIFF_PAGES = 1024
 
 
 class ImageTooLargeError(ValueError):
     """An image whose header declares more pixels than :func:`max_image_pixels`; the message names the file, its
     size, the limit and how to raise it."""
+
+
+class ImageHeaderError(ValueError):
+    """Bytes that begin like an image some decoder reads, whose size cannot be read from its header (or a format
+    the file room does not read); the message names the file, the format and the fix."""
+
+
+class _Unreadable(Exception):
+    """A header parser's refusal (the reason); turned into :class:`ImageHeaderError` with the file's name."""
 
 
 _PILLOW_DEFAULT = Image.MAX_IMAGE_PIXELS
@@ -59,47 +73,287 @@ def apply_pixel_limit() -> None:
     Image.MAX_IMAGE_PIXELS = max_image_pixels()
 
 
-def image_header(data: bytes | BinaryIO) -> tuple[str, int, int] | None:
-    """``(format, width, height)`` from the header of the image in ``data`` (bytes, or a seekable binary file read
-    from its start as far as the header): Pillow's parser of that format, as ``Image.open`` runs it but without its
-    decompression-bomb check, and no pixel decoded. None when ``data`` is none of :data:`HEADER_FORMATS`."""
-    fp = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
+def _unpack(fmt: str, data: bytes, offset: int) -> tuple:
+    if offset < 0 or offset + struct.calcsize(fmt) > len(data):
+        raise _Unreadable('the header ends before its size')
+    return struct.unpack_from(fmt, data, offset)
+
+
+def _png(data: bytes) -> tuple[int, int, int]:
+    # libpng needs IHDR first; CRCs are not checked here (libpng only warns about an ancillary chunk's)
+    if data[12:16] != b'IHDR':
+        raise _Unreadable('no IHDR chunk first')
+    width, height = _unpack('>II', data, 16)
+    return width, height, width * height
+
+
+#: JPEG frame markers (SOF0..SOF15 but DHT, JPG, DAC; SOF55 of JPEG-LS): height and width follow the precision byte.
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC} | {0xF7}
+
+
+def _jpeg(data: bytes) -> tuple[int, int, int]:
+    # libjpeg's marker scan: garbage before a marker and fill bytes are skipped; the first frame header counts
+    pos, end = 2, len(data)
+    while pos < end:
+        pos = data.find(b'\xff', pos)
+        if pos < 0:
+            break
+        while pos < end and data[pos] == 0xFF:
+            pos += 1
+        if pos >= end:
+            break
+        marker = data[pos]
+        pos += 1
+        if marker in _JPEG_SOF:
+            height, width = _unpack('>HH', data, pos + 3)
+            return width, height, width * height
+        if marker in (0xD9, 0xDA):  # end of image, or scan data, before any frame header
+            break
+        if marker in (0x00, 0x01) or 0xD0 <= marker <= 0xD8:  # stuffed byte, TEM, RSTn, SOI: no length
+            continue
+        length, = _unpack('>H', data, pos)
+        if length < 2:
+            raise _Unreadable(f'a marker segment of length {length}')
+        pos += length
+    raise _Unreadable('no frame header (SOFn) before the scan data')
+
+
+def _tiff(data: bytes) -> tuple[int, int, int]:
+    order = '<' if data[:2] == b'II' else '>'
+    version, = _unpack(order + 'H', data, 2)
+    big = version == 43
+    offset, = _unpack(order + ('Q' if big else 'I'), data, 8 if big else 4)
+    count_fmt, entry_size, value_at = (order + 'Q', 20, 12) if big else (order + 'H', 12, 8)
+    first, total, seen = None, 0, set()
+    while offset:
+        if offset in seen or len(seen) >= MAX_TIFF_PAGES:
+            raise _Unreadable(f'more than {MAX_TIFF_PAGES} pages, or pages that loop')
+        seen.add(offset)
+        count, = _unpack(count_fmt, data, offset)
+        start = offset + struct.calcsize(count_fmt)
+        if start + count * entry_size > len(data):
+            raise _Unreadable('a page directory beyond the file')
+        size = {}
+        for i in range(count):
+            at = start + i * entry_size
+            tag, kind = _unpack(order + 'HH', data, at)
+            if tag in (256, 257):  # ImageWidth, ImageLength: SHORT, LONG or LONG8
+                fmt = {3: 'H', 4: 'I', 16: 'Q'}.get(kind)
+                if fmt is None:
+                    raise _Unreadable(f'tag {tag} of type {kind}')
+                size[tag], = _unpack(order + fmt, data, at + value_at)
+        if 256 not in size or 257 not in size:
+            raise _Unreadable('a page without ImageWidth/ImageLength')
+        first = first or (size[256], size[257])
+        total += size[256] * size[257]
+        offset, = _unpack(order + ('Q' if big else 'I'), data, start + count * entry_size)
+    if first is None:
+        raise _Unreadable('no page')
+    return first[0], first[1], total
+
+
+def _webp(data: bytes) -> tuple[int, int, int]:
+    chunk = data[12:16]
+    if chunk == b'VP8X':  # the canvas: 24-bit width - 1, height - 1
+        width = int.from_bytes(_unpack('3s', data, 24)[0], 'little') + 1
+        height = int.from_bytes(_unpack('3s', data, 27)[0], 'little') + 1
+    elif chunk == b'VP8 ':  # key frame: 3-byte tag, start code, 14-bit width and height
+        width, height = (v & 0x3FFF for v in _unpack('<HH', data, 26))
+    elif chunk == b'VP8L':  # signature 0x2f, then 14-bit width - 1, height - 1
+        bits, = _unpack('<I', data, 21)
+        width, height = (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    else:
+        raise _Unreadable(f'first chunk {chunk!r}')
+    return width, height, width * height
+
+
+def _bmp(data: bytes) -> tuple[int, int, int]:
+    header, = _unpack('<I', data, 14)
+    width, height = _unpack('<HH', data, 18) if header == 12 else _unpack('<ii', data, 18)
+    width, height = abs(width), abs(height)  # a negative height is a top-down bitmap
+    return width, height, width * height
+
+
+def _gif(data: bytes) -> tuple[int, int, int]:
+    width, height = _unpack('<HH', data, 6)
+    return width, height, width * height
+
+
+def _tokens(data: bytes, start: int, count: int) -> list[bytes]:
+    """``count`` whitespace-separated tokens of a Netpbm header from ``start``, ``#`` comments skipped."""
+    tokens, pos = [], start
+    while len(tokens) < count:
+        while pos < len(data) and data[pos:pos + 1].isspace():
+            pos += 1
+        if pos >= len(data):
+            raise _Unreadable('the header ends before its size')
+        if data[pos:pos + 1] == b'#':
+            end = data.find(b'\n', pos)
+            pos = len(data) if end < 0 else end
+            continue
+        end = pos
+        while end < len(data) and not data[end:end + 1].isspace() and end - pos < 32:
+            end += 1
+        tokens.append(data[pos:end])
+        pos = end
+    return tokens
+
+
+def _int(token: bytes) -> int:
+    if not token.lstrip(b'-+').isdigit():
+        raise _Unreadable(f'size {token[:16]!r} is not a number')
+    return abs(int(token))
+
+
+def _netpbm(data: bytes) -> tuple[int, int, int]:
+    if data[1:2] == b'7':  # PAM: WIDTH and HEIGHT lines before ENDHDR
+        head = data[:data.find(b'ENDHDR')] if b'ENDHDR' in data else data
+        size = {}
+        for line in head.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in (b'WIDTH', b'HEIGHT'):
+                size[parts[0]] = _int(parts[1])
+        if len(size) != 2:
+            raise _Unreadable('no WIDTH and HEIGHT')
+        width, height = size[b'WIDTH'], size[b'HEIGHT']
+    else:  # P1..P6, PFM (Pf, PF)
+        width, height = (_int(t) for t in _tokens(data, 2, 2))
+    return width, height, width * height
+
+
+def _sun_raster(data: bytes) -> tuple[int, int, int]:
+    width, height = _unpack('>II', data, 4)
+    return width, height, width * height
+
+
+def _radiance(data: bytes) -> tuple[int, int, int]:
+    end = data.find(b'\n\n')
+    if end < 0:
+        raise _Unreadable('no end of header')
+    parts = data[end + 2:end + 2 + 64].split(b'\n', 1)[0].split()
+    if len(parts) != 4 or parts[0][1:] not in (b'X', b'Y') or parts[2][1:] not in (b'X', b'Y'):
+        raise _Unreadable('no resolution line')
+    first, second = _int(parts[1]), _int(parts[3])
+    width, height = (second, first) if parts[0][1:] == b'Y' else (first, second)
+    return width, height, width * height
+
+
+def _j2k_siz(data: bytes, at: int) -> tuple[int, int, int]:
+    xsiz, ysiz, xosiz, yosiz = _unpack('>IIII', data, at + 8)  # after FF4F FF51 Lsiz Rsiz
+    width, height = max(xsiz - xosiz, 0), max(ysiz - yosiz, 0)
+    return width, height, width * height
+
+
+def _jpeg2000(data: bytes) -> tuple[int, int, int]:
+    if data.startswith(b'\xff\x4f\xff\x51'):
+        return _j2k_siz(data, 0)
+    pos = 0  # a JP2 file: the boxes in order, to the codestream (jp2c) that OpenJPEG allocates from
+    while pos + 8 <= len(data):
+        length, kind = _unpack('>I4s', data, pos)
+        header = 8
+        if length == 1:
+            length, = _unpack('>Q', data, pos + 8)
+            header = 16
+        elif length == 0:
+            length = len(data) - pos
+        if kind == b'jp2c':
+            if data[pos + header:pos + header + 4] != b'\xff\x4f\xff\x51':
+                raise _Unreadable('a codestream without its SIZ marker first')
+            return _j2k_siz(data, pos + header)
+        if length < header:
+            break
+        pos += length
+    raise _Unreadable('no codestream box')
+
+
+def _refused(data: bytes) -> tuple[int, int, int]:
+    raise _Unreadable('a format whose header beit_mm does not read')
+
+
+#: Every signature some decoder of the pipelines accepts (OpenCV 4's imgcodecs, libjpeg-turbo, tifffile, libwebp),
+#: with the parser of its size: (format, test of the first bytes, parser).
+DECODER_FORMATS = (
+    ('PNG', lambda h: h.startswith(b'\x89PNG'), _png),
+    ('JPEG', lambda h: h.startswith(b'\xff\xd8'), _jpeg),
+    ('TIFF', lambda h: h[:4] in (b'II*\0', b'MM\0*', b'II+\0', b'MM\0+'), _tiff),
+    ('WEBP', lambda h: h[:4] == b'RIFF' and h[8:12] == b'WEBP', _webp),
+    ('BMP', lambda h: h.startswith(b'BM'), _bmp),
+    ('GIF', lambda h: h[:6] in (b'GIF87a', b'GIF89a'), _gif),
+    ('Netpbm', lambda h: h[:1] == b'P' and h[1:2] in b'1234567fF' and h[1:2] != b'' and h[2:3].isspace(), _netpbm),
+    ('Sun raster', lambda h: h.startswith(b'\x59\xa6\x6a\x95'), _sun_raster),
+    ('Radiance HDR', lambda h: h.startswith((b'#?RADIANCE', b'#?RGBE')), _radiance),
+    ('JPEG 2000', lambda h: h.startswith((b'\xff\x4f\xff\x51', b'\0\0\0\x0cjP  ')), _jpeg2000),
+    ('OpenEXR', lambda h: h.startswith(b'\x76\x2f\x31\x01'), _refused),
+)
+
+
+def _pillow_header(data: bytes) -> tuple[str, int, int] | None:
+    """Pillow's own parser of a format with a signature test (no decompression-bomb check, nothing decoded)."""
     Image.init()
-    fp.seek(0)
-    prefix = fp.read(16)
-    for fmt in HEADER_FORMATS:
-        factory, accept = Image.OPEN.get(fmt, (None, None))
-        if factory is None or (accept is not None and not accept(prefix)):
+    fp = io.BytesIO(data)
+    for fmt in Image.ID:
+        factory, accept = Image.OPEN[fmt]
+        if accept is None or not accept(data[:16]):
             continue
         fp.seek(0)
         try:
             image = factory(fp, '')
-        except (SyntaxError, IndexError, TypeError, ValueError, OSError, struct.error, EOFError):
+        except Exception:  # noqa: BLE001  (each parser raises its own kinds on bytes not of its format)
             continue
         return fmt, image.size[0], image.size[1]
     return None
 
 
-def _refuse(source: str, fmt: str, width: int, height: int, limit: int) -> ImageTooLargeError:
+def image_header(data: bytes | BinaryIO, source: str = 'image') -> tuple[str, int, int, int] | None:
+    """``(format, width, height, pixels)`` of the image in ``data`` (bytes, or a seekable binary file read whole),
+    nothing decoded: the file room's parser for every :data:`DECODER_FORMATS` signature, else Pillow's parser of
+    any other format it recognizes by signature; ``pixels`` counts every page (TIFF). None when ``data`` is no image.
+
+    Raises:
+        ImageHeaderError: ``data`` begins like a :data:`DECODER_FORMATS` image whose size cannot be read, naming
+            ``source``.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        data.seek(0)
+        data = data.read()
+    data = bytes(data)
+    for fmt, accepts, parse in DECODER_FORMATS:
+        if accepts(data[:16]):
+            try:
+                width, height, pixels = parse(data)
+            except _Unreadable as why:
+                raise ImageHeaderError(
+                    f'image {source} begins like a {fmt} file, but its size cannot be read from its header ({why}); '
+                    'a decoder might still read it, with no bound on its pixels, so nothing was decoded. Fix: '
+                    'convert it to PNG or JPEG with a standard tool (or give the right file)') from None
+            return fmt, width, height, pixels
+    header = _pillow_header(data)
+    return None if header is None else (*header, header[1] * header[2])
+
+
+def _refuse(source: str, fmt: str, width: int, height: int, pixels: int, limit: int) -> ImageTooLargeError:
+    pages = '' if pixels == width * height else f', {pixels} pixels in all its pages'
     return ImageTooLargeError(
-        f'image {source} declares {width} x {height} = {width * height} pixels ({fmt}), more than the limit of '
+        f'image {source} declares {width} x {height} = {width * height} pixels ({fmt}{pages}), more than the limit of '
         f'{limit} pixels: a decompression bomb, or a larger image than beit_mm reads by default; nothing was '
         f'decoded. Fix: resize it, or, if you mean to read it, raise the limit for every decoder with '
-        f'{LIMIT_VARIABLE}={width * height} in the environment')
+        f'{LIMIT_VARIABLE}={pixels} in the environment')
 
 
 def check_image_bytes(data: bytes | BinaryIO, source: str) -> tuple[str, int, int] | None:
-    """The header of the image in ``data`` (read from ``source``; :func:`image_header`), refused when it declares more
-    than :func:`max_image_pixels`; bytes that are no image of :data:`HEADER_FORMATS` pass (annotation files, ...)
-    and give None.
+    """``(format, width, height)`` of the image in ``data`` (read from ``source``; :func:`image_header`), refused
+    when it declares more than :func:`max_image_pixels`; bytes that are no image pass (annotation files, ...) and
+    give None.
 
     Raises:
         ImageTooLargeError: naming ``source``, its size, the limit and how to raise it.
+        ImageHeaderError: an image signature whose size cannot be read (:func:`image_header`).
     """
-    header = image_header(data)
-    if header is not None:
-        fmt, width, height = header
-        limit = max_image_pixels()
-        if width * height > limit:
-            raise _refuse(source, fmt, width, height, limit)
-    return header
+    header = image_header(data, source)
+    if header is None:
+        return None
+    fmt, width, height, pixels = header
+    limit = max_image_pixels()
+    if pixels > limit:
+        raise _refuse(source, fmt, width, height, pixels, limit)
+    return fmt, width, height

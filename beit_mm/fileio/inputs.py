@@ -27,10 +27,20 @@ from typing import BinaryIO
 from mmengine.fileio import LocalBackend
 from PIL import Image
 
-from .images import HEADER_FORMATS, check_image_bytes
+from .images import DECODER_FORMATS, check_image_bytes
+from .json_depth import CHUNK_BYTES, check_json_depth, text_chunks
 
 _KINDS = ((stat.S_ISDIR, 'a folder'), (stat.S_ISFIFO, 'a FIFO (named pipe)'), (stat.S_ISCHR, 'a character device'),
           (stat.S_ISBLK, 'a block device'), (stat.S_ISSOCK, 'a socket'))
+
+
+#: A file may be at most twice its allocated blocks plus this many bytes (a sparse file is mostly holes).
+SPARSE_SLACK = 2**20
+
+
+class SparseFileError(ValueError):
+    """An input whose apparent size is far beyond the blocks it occupies on disk (a sparse file: holes read as
+    zeros); the message names it, both sizes and the fix."""
 
 
 class NotARegularFileError(FileNotFoundError):
@@ -50,11 +60,14 @@ def refusal(path: str, mode: int, what: str = 'input') -> NotARegularFileError:
 
 
 def open_input_fd(path: str | os.PathLike, what: str = 'input') -> int:
-    """A descriptor open for reading on the regular file ``path``, blocking mode restored; the caller closes it.
+    """A descriptor open for reading on the regular file ``path``, blocking mode restored; the caller closes it. Its
+    apparent size must be at most twice the bytes its blocks hold plus :data:`SPARSE_SLACK` (``st_blocks``): what is
+    read is bounded by what the disk holds, not by a size a file declares for free.
 
     Raises:
         FileNotFoundError: no such file.
         NotARegularFileError: a FIFO, device, socket or folder (the descriptor is closed again, nothing read).
+        SparseFileError: a sparse file (nothing read).
     """
     path = os.fspath(path)
     try:
@@ -64,9 +77,16 @@ def open_input_fd(path: str | os.PathLike, what: str = 'input') -> int:
     except FileNotFoundError:
         raise FileNotFoundError(f'{what} {path} does not exist. Fix: check the path') from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise refusal(path, mode, what)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise refusal(path, info.st_mode, what)
+        allocated = 512 * info.st_blocks
+        if info.st_size > 2 * allocated + SPARSE_SLACK:
+            raise SparseFileError(
+                f'{what} {path} is {info.st_size} bytes long but occupies {allocated} bytes on disk: a sparse file '
+                '(its holes read as zeros), which no tool writes for images, checkpoints or annotations; every byte '
+                'read costs memory the disk never held, so nothing was read. Fix: give the file as written by its '
+                'tool (copy it with `cp --sparse=never` if a copy or an unpacked archive made it sparse)')
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     except BaseException:
         os.close(fd)
@@ -106,8 +126,9 @@ def read_input(path: str | os.PathLike, what: str = 'input') -> bytes:
 def _check_image(f: BinaryIO, path: str) -> tuple[str, int, int]:
     header = check_image_bytes(f, path)
     if header is None:
-        raise ValueError(f'input {path} is not an image PIL can read (its header is none of '
-                         f'{", ".join(HEADER_FORMATS)}). Fix: give image files or folders of them')
+        raise ValueError(f'input {path} is not an image (its header is none of '
+                         f'{", ".join(fmt for fmt, _, _ in DECODER_FORMATS)} nor another format Pillow reads). Fix: '
+                         'give image files or folders of them')
     return header
 
 
@@ -118,7 +139,8 @@ def check_image_file(path: str) -> tuple[str, int, int]:
     Raises:
         FileNotFoundError, NotARegularFileError: no regular file.
         ImageTooLargeError: over the limit.
-        ValueError: not an image Pillow can read the header of.
+        ImageHeaderError: the signature of an image whose size cannot be read.
+        ValueError: not an image.
     """
     with open_input(path, 'image') as f:
         return _check_image(f, path)
@@ -127,11 +149,10 @@ def check_image_file(path: str) -> tuple[str, int, int]:
 def open_image(path: str) -> Image.Image:
     """The image file ``path`` opened with Pillow (loaded, the file closed), after the checks of
     :func:`check_image_file` on the same open file: the way beit_mm's own readers open an image. A file whose header
-    is none of :data:`.images.HEADER_FORMATS` is left to Pillow, whose own limit is the same
-    (:func:`.images.apply_pixel_limit`).
+    is no image's is left to Pillow, whose own limit is the same (:func:`.images.apply_pixel_limit`).
 
     Raises:
-        FileNotFoundError, NotARegularFileError, ImageTooLargeError: as :func:`check_image_file`.
+        FileNotFoundError, NotARegularFileError, ImageTooLargeError, ImageHeaderError: as :func:`check_image_file`.
         PIL.UnidentifiedImageError, OSError: not an image, or truncated (Pillow's errors).
     """
     with open_input(path, 'image') as f:
@@ -143,9 +164,11 @@ def open_image(path: str) -> Image.Image:
 
 
 class InputLocalBackend(LocalBackend):
-    """MMEngine's ``LocalBackend`` whose reads open regular files only (:func:`open_input`) and whose ``get`` refuses
+    """MMEngine's ``LocalBackend`` whose reads open regular files only (:func:`open_input`), whose ``get`` refuses
     an image over the pixel limit before any decoder (OpenCV, Pillow, turbojpeg, tifffile) sees it
-    (:func:`.images.check_image_bytes`). Registered for local paths by :func:`register_input_backend`."""
+    (:func:`.images.check_image_bytes`), and whose ``get_text`` and ``get_local_path`` of a ``.json`` file bound its
+    nesting (:func:`.json_depth.check_json_depth`) before a JSON parser (``mmengine.load``, pycocotools' ``COCO``)
+    recurses into it. Registered for local paths by :func:`register_input_backend`."""
 
     def get(self, filepath: str | Path) -> bytes:
         data = read_input(filepath)
@@ -153,11 +176,18 @@ class InputLocalBackend(LocalBackend):
         return data
 
     def get_text(self, filepath: str | Path, encoding: str = 'utf-8') -> str:
-        return read_input(filepath).decode(encoding)
+        data = read_input(filepath)
+        if str(filepath).endswith('.json'):
+            check_json_depth(text_chunks(data), str(filepath))
+        return data.decode(encoding)
 
     @contextlib.contextmanager
     def get_local_path(self, filepath: str | Path) -> Iterator[str | Path]:
-        check_regular_file(filepath)
+        if str(filepath).endswith('.json'):  # annotation files that pycocotools and mmdet parse by name
+            with open_input(filepath) as f:
+                check_json_depth(iter(lambda: f.read(CHUNK_BYTES), b''), str(filepath))
+        else:
+            check_regular_file(filepath)
         yield filepath
 
 

@@ -2,42 +2,16 @@
 size and nesting bounded before parsing, a named error instead of a traceback.
 
 Python's ``json`` recurses once per nesting level (a file of 100k ``[`` raises ``RecursionError`` deep in the parser)
-and reads a file of any size; :func:`parse_json` checks both first.
+and reads a file of any size; :func:`parse_json` checks both first (the depth: :mod:`.json_depth`).
 """
 from __future__ import annotations
 
 import json
 
+from .json_depth import MAX_JSON_DEPTH, JSONFileError, check_json_depth, text_chunks  # noqa: F401
 from .text_file import read_bounded
 
 MAX_JSON_BYTES = 16 * 2**20  # configs and records are kilobytes; a tokenizer vocabulary a few MB
-MAX_JSON_DEPTH = 64  # HF configs nest 3-4 levels
-
-
-class JSONFileError(ValueError):
-    """A JSON file or text that cannot be read as one; the message names it, the problem and the fix."""
-
-
-def _depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings (a linear scan, no recursion)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == '\\':
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in '[{':
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in ']}':
-            depth -= 1
-    return deepest
 
 
 def parse_json(text: str | bytes, source: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH):
@@ -49,12 +23,10 @@ def parse_json(text: str | bytes, source: str, max_bytes: int = MAX_JSON_BYTES, 
     if len(text) > max_bytes:
         raise JSONFileError(f'{source} is {len(text)} bytes, more than the {max_bytes} a JSON file of this kind can '
                             'hold. Fix: check that it is the right file')
+    data = text if isinstance(text, bytes) else text.encode('utf-8', errors='replace')
+    check_json_depth(text_chunks(data), source, max_depth)
     if isinstance(text, bytes):
         text = text.decode('utf-8', errors='replace')
-    depth = _depth(text)
-    if depth > max_depth:
-        raise JSONFileError(f'{source} nests {depth} levels deep, more than {max_depth}: not a file of this kind. '
-                            'Fix: check that it is the right file')
     try:
         return json.loads(text)
     except ValueError as error:

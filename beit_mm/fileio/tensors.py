@@ -13,9 +13,10 @@ dicts, lists, tuples and the objects the safe unpickler allows) and refuses, nam
   stores one storage on purpose: identical views are allowed, any other overlap is not);
 - more bytes declared than the file holds: the distinct tensors' and arrays' bytes (identical views counted once)
   and the distinct storages' bytes, each at most ``file_bytes``;
-- a structure larger than the file can honestly describe: more entries (containers, keys, values, walked as
-  consumers walk them, shared ones again each time they are reached) or text than :func:`structure_budget`
-  allows (a pickle can reference one list a million times in a few bytes: a JSON dump of it would not end).
+- a structure larger than an honest checkpoint of its tensors: more entries (containers, keys, values, walked as
+  consumers walk them, shared ones again each time they are reached) or text than :func:`structure_budget` allows
+  for the storages found (a pickle can reference one list a million times in a few bytes: a JSON dump of it would
+  not end). The budget does not grow with the file's size: padding costs nothing to write.
 
 Metadata (``meta.dataset_meta``: class names, palette) leaves as plain Python values (:func:`plain_metadata`).
 """
@@ -27,16 +28,19 @@ import numpy as np
 import torch
 from torch import Tensor
 
-#: Expanded entries (and characters of text) allowed per byte of the file, and in any case: honest checkpoints hold
-#: fewer entries than bytes (each costs at least one pickle opcode) and repeat short key strings only.
-STRUCTURE_PER_BYTE = 16
-STRUCTURE_MIN = 2**20
+from .text_file import check_printable
+
+#: Expanded entries (and characters of text) allowed in any file, and per storage (tensor data or numpy array) it
+#: holds: an honest checkpoint has a key, an optimizer state entry or two and a parameter-group index per tensor
+#: (a BEiT-L training checkpoint: ~1,700 storages, ~10**5 entries and characters), plus metadata and log history.
+STRUCTURE_FIXED = 2**22
+STRUCTURE_PER_STORAGE = 256
 
 
-def structure_budget(file_bytes: int) -> int:
-    """How many entries plus characters of text a file of ``file_bytes`` may expand to (:data:`STRUCTURE_PER_BYTE`
-    per byte, at least :data:`STRUCTURE_MIN`)."""
-    return STRUCTURE_PER_BYTE * file_bytes + STRUCTURE_MIN
+def structure_budget(storages: int) -> int:
+    """How many entries plus characters of text a file holding ``storages`` distinct storages may expand to
+    (:data:`STRUCTURE_FIXED` plus :data:`STRUCTURE_PER_STORAGE` per storage)."""
+    return STRUCTURE_FIXED + STRUCTURE_PER_STORAGE * storages
 
 
 def is_dense(t: Tensor) -> bool:
@@ -76,13 +80,12 @@ def _children(node, where: tuple):
 
 def check_loaded(obj, source: str, file_bytes: int, error: type[Exception] = ValueError) -> None:
     """Refuse ``obj``, what a file of ``file_bytes`` bytes named ``source`` holds, unless every tensor in it is dense,
-    inside its storage, overlapping no other (identical views aside), and the whole declares no more bytes and no more
-    structure than the file holds (module docstring).
+    inside its storage, overlapping no other (identical views aside), the whole declares no more bytes than the file
+    holds and no more structure than its storages explain (module docstring).
 
     Raises:
         error: naming ``source``, the entry (dotted keys) and the problem.
     """
-    budget = structure_budget(file_bytes)
     spent = 0
     storages: dict[int, tuple[int, dict]] = {}  # data_ptr -> (bytes, {view geometry: (start, end, name)})
     arrays: dict[int, int] = {}  # id -> bytes of numpy arrays
@@ -90,10 +93,11 @@ def check_loaded(obj, source: str, file_bytes: int, error: type[Exception] = Val
     while stack:
         node, where = stack.pop()
         spent += 1 + (len(node) if isinstance(node, (str, bytes, bytearray)) else 0)
-        if spent > budget:
-            raise error(f'{source} expands to more than {budget} entries and characters of text, far more than a file '
-                        f'of {file_bytes} bytes describes (one object referenced again and again?): crafted. Fix: '
-                        'check the file\'s origin, save it again from its source')
+        if spent > structure_budget(len(storages) + len(arrays)):
+            raise error(f'{source} expands to more than {structure_budget(len(storages) + len(arrays))} entries and '
+                        f'characters of text, far more than a checkpoint of {len(storages) + len(arrays)} storages '
+                        'holds (one object referenced again and again?): crafted. Fix: check the file\'s origin, save '
+                        'it again from its source')
         if isinstance(node, Tensor):
             _check_tensor(node, source, where, storages, error)
         elif isinstance(node, np.ndarray):
@@ -153,15 +157,19 @@ MAX_METADATA_DEPTH = 16
 def plain_metadata(value, source: str, where: str, error: type[Exception] = ValueError, depth: int = 0):
     """``value`` (a file's metadata, e.g. ``meta.dataset_meta``: class names, palette) as plain Python values: dicts
     with str/int keys, lists, tuples, str, int, float, bool, None; tensors, numpy arrays and numpy scalars become
-    (nested lists of) Python numbers. Its size is already bounded by :func:`check_loaded`.
+    (nested lists of) Python numbers. Its size is already bounded by :func:`check_loaded`. Text is printed (class
+    names in logs and tables): a string with control characters is refused (:func:`.text_file.check_printable`).
 
     Raises:
-        error: any other object, or nesting deeper than :data:`MAX_METADATA_DEPTH`, naming ``source`` and ``where``.
+        error: any other object, nesting deeper than :data:`MAX_METADATA_DEPTH`, or text with control characters,
+            naming ``source`` and ``where``.
     """
     if depth > MAX_METADATA_DEPTH:
         raise error(f'{source}: {where} nests deeper than {MAX_METADATA_DEPTH} levels: not metadata any toolkit writes. '
                     'Fix: check the file\'s origin')
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, str):
+        return check_printable(value, source, where, error)
+    if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (Tensor, np.ndarray, np.generic)):
         return value.tolist() if not isinstance(value, np.generic) else value.item()

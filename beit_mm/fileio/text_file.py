@@ -3,6 +3,7 @@ encoding checked, a named error instead of a traceback or a silently mangled lin
 from __future__ import annotations
 
 import os
+import unicodedata
 
 from .inputs import open_input
 
@@ -46,3 +47,24 @@ def read_text_lines(path: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     if '\0' in text:
         raise TextFileError(f'{path} holds NUL bytes: not a text file. Fix: check that it is the right file')
     return [line.rstrip() for line in text.splitlines()]
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters of ``text`` (Unicode category Cc: escape sequences, carriage returns, ...; and the
+    bidirectional overrides and isolates, which reorder what a terminal shows), as ``repr`` escapes, in order."""
+    bidi = {'\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069'}
+    return [repr(c)[1:-1] for c in text if unicodedata.category(c) == 'Cc' or c in bidi]
+
+
+def check_printable(text: str, source: str, where: str, error: type[Exception] = TextFileError) -> str:
+    """``text`` (a name a file gives: a class, a palette entry, metadata), refused when it holds
+    :func:`control_characters`: printed to a terminal or a log, an escape sequence would act there.
+
+    Raises:
+        error: naming ``source``, ``where``, the characters and the fix.
+    """
+    found = control_characters(text)
+    if found:
+        raise error(f'{source}: {where} {text[:40]!r} holds control character(s) {", ".join(dict.fromkeys(found))}, '
+                    'which would act on the terminal or log that prints it. Fix: remove them from the file')
+    return text

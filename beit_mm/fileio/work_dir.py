@@ -12,7 +12,8 @@ rules (no link, not inside a dataset root or an input folder, writable) with the
 ``tools/train.py`` and ``tools/test.py``. MMEngine's ``Runner`` writes one file there under a name the user chose, the
 config dump ``<work_dir>/<config file name>``: :func:`check_config_dump` refuses it over a file that the work dir's
 manifest (:mod:`beit_mm.fileio.manifest`) does not list with its present content, and :func:`record_config_dump`
-lists the dump once written, so the next run (a resume) may replace it.
+lists the dump once written, so the next run (a resume) may replace it. The checkpoints a run writes are listed the
+same way (:func:`record_written`), so that only those (:func:`recorded_file`) steer what a resumed run deletes.
 """
 from __future__ import annotations
 
@@ -120,15 +121,23 @@ def check_replaceable(work_dir: str, name: str) -> None:
     """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) to write the file ``name`` of ``work_dir`` over an
     existing entry that the work dir's manifest does not list with its present content (a user's file, a link)."""
     path = osp.join(work_dir, name)
-    if not osp.lexists(path):
+    if not osp.lexists(path) or recorded_file(work_dir, name):
         return
     listed = (read_manifest(work_dir) or {}).get('files', {})
-    if not osp.islink(path) and osp.isfile(path) and listed.get(name) == file_sha256(path):
-        return
     what = 'a link' if osp.islink(path) else 'not a file a beit_mm tool recorded writing there' if name not in \
         listed else 'a file changed since a beit_mm tool wrote it'
     raise OutputError(f'{path} is {what}: it is not replaced; nothing was written. Fix: move it away, or choose '
                       'another work dir')
+
+
+def recorded_file(folder: str, name: str) -> bool:
+    """Whether the entry ``name`` of ``folder`` is a plain file that the folder's manifest lists with its present
+    content (sha256): a file a beit_mm tool wrote there (a checkpoint of this run or of the runs it resumed), not one
+    placed or changed since."""
+    path = osp.join(folder, name)
+    if osp.islink(path) or not osp.isfile(path):
+        return False
+    return (read_manifest(folder) or {}).get('files', {}).get(name) == file_sha256(path)
 
 
 def write_work_dir_file(work_dir: str, name: str, data: str | bytes) -> None:

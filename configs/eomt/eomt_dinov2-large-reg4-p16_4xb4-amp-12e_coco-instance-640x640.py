@@ -26,7 +26,7 @@ model = dict(
     top_k_instances=100)
 train_pipeline = [
     dict(type='mmdet.LoadImageFromFile'),
-    dict(type='mmdet.LoadAnnotations', with_bbox=True, with_mask=True),
+    dict(type='beit_mm.LoadCocoAnnotations', with_bbox=True, with_mask=True),
     dict(type='mmdet.RandomFlip', prob=0.5),
     dict(type='mmdet.RandomResize', scale=(640, 640), ratio_range=(0.1, 2.0), keep_ratio=True,
          resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's

@@ -392,3 +392,20 @@ def test_a_resume_in_its_own_work_dir_keeps_what_the_run_reads(monkeypatch, trai
     dropped = [line for line in _log(work_dir).splitlines() if 'dropped' in line]
     assert len(dropped) == 1 and 'dropped message_hub.runtime_info.best_ckpt (names no checkpoint file' in dropped[0]
     assert dropped[0].count('(') == 2, dropped  # that one entry, and the closing sentence's work dir
+
+
+def test_a_checkpoint_placed_in_the_work_dir_deletes_none_of_the_runs_own(tmp_path):
+    """A foreign checkpoint in the work dir whose deletion list names the run's own ``iter_2.pth`` (one more entry
+    than ``max_keep_ckpts``): at 75b4771 the resumed run deleted it (the list was checked for form, the file for
+    where it lies); now a checkpoint the work dir's manifest does not list with its content steers no deletion."""
+    from beit_mm.fileio.manifest import file_sha256
+    work_dir = str(tmp_path / 'work')
+    _runner(work_dir).train()
+    own = {name: file_sha256(osp.join(work_dir, name)) for name in ('iter_2.pth', 'iter_4.pth')}
+    placed = torch.load(osp.join(work_dir, 'iter_4.pth'), map_location='cpu', weights_only=True)
+    placed['message_hub']['runtime_info']['keep_ckpt_ids'] = [2, 3, 4]
+    path = osp.join(work_dir, 'iter_3.pth')
+    torch.save(placed, path)
+    _runner(work_dir, path).train()
+    assert {name: file_sha256(osp.join(work_dir, name)) for name in own} == own
+    assert 'dropped message_hub.runtime_info.keep_ckpt_ids (not this work dir\'s own checkpoints)' in _log(work_dir)

@@ -5,9 +5,12 @@ writing the new one, writes the file in place (a kill mid-write leaves a truncat
 ``last_checkpoint`` in place. This subclass, per periodic save:
 
 1. writes ``iter_N.pth`` through :class:`beit_mm.fileio.outputs.AtomicLocalBackend` (``iter_N.pth.part``, fsync,
-   rename), also for the best checkpoint;
+   rename), also for the best checkpoint, and lists it with its sha256 in the folder's manifest
+   (:func:`beit_mm.fileio.work_dir.record_written`);
 2. then points ``last_checkpoint`` at it (atomically);
-3. only then deletes checkpoints beyond ``max_keep_ckpts``.
+3. only then deletes checkpoints beyond ``max_keep_ckpts``, each only when the manifest lists it with its present
+   content (:func:`beit_mm.fileio.work_dir.recorded_file`): a file this run or a run it resumed wrote, never one
+   placed there under a checkpoint's name.
 
 The checkpoint *content* is unchanged (``keep_ckpt_ids`` and ``last_ckpt`` in the message hub are updated before the
 save, as upstream). ``before_train`` deletes the leftovers of a killed run's writes, its own names only
@@ -30,7 +33,8 @@ from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
 from beit_mm.registry import HOOKS, config_class, config_type_is
 
-from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, atomic_write_bytes
+from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, AtomicLocalBackend, atomic_write_bytes
+from ...fileio.work_dir import record_written, recorded_file
 
 
 def checkpoint_name_pattern(filename_tmpl: str) -> str:
@@ -61,6 +65,19 @@ class AtomicCheckpointHook(CheckpointHook):
         if local and kwargs.get('backend_args') is None and kwargs.get('file_client_args') is None:
             kwargs['backend_args'] = dict(backend=ATOMIC_BACKEND)
         super().__init__(*args, **kwargs)
+
+    @property
+    def _local(self) -> bool:
+        """Whether checkpoints go through beit_mm's atomic local backend (or one built on it): files of a local
+        folder, listed in its manifest."""
+        return isinstance(getattr(self, 'file_backend', None), AtomicLocalBackend)
+
+    def _save_best_checkpoint(self, runner, metrics) -> None:
+        super()._save_best_checkpoint(runner, metrics)
+        if self._local and is_main_process():
+            for path in [getattr(self, 'best_ckpt_path', None), *getattr(self, 'best_ckpt_path_dict', {}).values()]:
+                if path and osp.dirname(str(path)) == str(self.out_dir):
+                    record_written(str(self.out_dir), osp.basename(str(path)))
 
     def before_train(self, runner) -> None:
         super().before_train(runner)
@@ -94,8 +111,14 @@ class AtomicCheckpointHook(CheckpointHook):
         if not is_main_process():
             return
         atomic_write_bytes(str(self.last_ckpt).encode(), osp.join(runner.work_dir, 'last_checkpoint'))
+        if self._local:
+            record_written(str(self.out_dir), ckpt_filename)
         for old_step in to_delete:
             path = self.file_backend.join_path(self.out_dir, self.filename_tmpl.format(old_step))
+            if self._local and osp.lexists(path) and not recorded_file(str(self.out_dir), osp.basename(path)):
+                runner.logger.warning(f'{path} is not removed: the manifest of {self.out_dir} does not list it with '
+                                      'its present content, so no run of this work dir wrote it')
+                continue
             if self.file_backend.isfile(path):
                 self.file_backend.remove(path)
             elif self.file_backend.isdir(path):  # checkpoints saved by DeepSpeed are folders

@@ -14,7 +14,7 @@ coco_instance_demo_train = dict(
     filter_cfg=dict(filter_empty_gt=True),
     pipeline=[
         dict(type='mmdet.LoadImageFromFile'),
-        dict(type='mmdet.LoadAnnotations', with_bbox=True, with_mask=True),
+        dict(type='beit_mm.LoadCocoAnnotations', with_bbox=True, with_mask=True),
         dict(type='mmdet.RandomFlip', prob=0.5),
         dict(type='mmdet.Resize', scale=(64, 64), keep_ratio=True),
         dict(type='mmdet.PackDetInputs'),
