@@ -2,7 +2,9 @@
 
 All variants share one set of (random) weights and run in this process on the same inputs; the script prints
 images/s, the ratio to plain fp32 NCHW, and how many token ids each variant changes relative to fp32 (random weights
-make near-ties likelier than the released ones, so read that column as an upper bound).
+make near-ties likelier than the released ones, so read that column as an upper bound). On a CPU without native bf16
+(no AVX512-BF16/AMX) the bf16 variants are left out unless ``--variants`` names them: emulated bf16 is ~70x slower there
+and times nothing a user would run (``--amp`` keeps fp32 on such a CPU).
 
     PYTHONPATH=. python tools/analysis/benchmark_dalle.py --batch 8 --size 112 --iters 3
 """
@@ -11,6 +13,7 @@ import time
 
 import torch
 
+from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16, describe_cpu
 from beit_mm.models.tokenizers.dalle import DALLEEncoder, map_pixels
 
 VARIANTS = {
@@ -28,7 +31,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--iters', type=int, default=3, help='timed forward passes per variant')
     parser.add_argument('--warmup', type=int, default=1)
     parser.add_argument('--device', default='cpu')
-    parser.add_argument('--variants', nargs='+', default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument('--variants', nargs='+', choices=list(VARIANTS),
+                        help='default: all, without bf16 on a CPU that has no native bf16')
     return parser.parse_args()
 
 
@@ -44,6 +48,11 @@ def main() -> None:
     state = DALLEEncoder(channels_last=False).state_dict()
     x = map_pixels(torch.rand(args.batch, 3, args.size, args.size, generator=torch.Generator().manual_seed(0)))
     x = x.to(device)
+    if args.variants is None:
+        args.variants = list(VARIANTS)
+        if device.type == 'cpu' and not cpu_has_native_bf16():
+            args.variants = [name for name in VARIANTS if VARIANTS[name]['autocast_dtype'] is None]
+            print(f'bf16 variants left out: {describe_cpu()} (emulated bf16; name them with --variants to time them)')
     print(f'device {device}, torch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch} at '
           f'{args.size}x{args.size}, {args.iters} timed iters after {args.warmup} warm-up', flush=True)
 
