@@ -1,8 +1,8 @@
 """FSDP (MMEngine FlexibleRunner + FSDPStrategy) on 2 CPU processes with gloo, for a tiny stand-in of
 configs/beit/beit-large_upernet_8xb1-amp-fsdp-160k_ade20k-640x640.py (only sizes shrunk, as test_configs.py does):
 train 2 iterations and save, resume to 4; the layer-decay param groups in the saved (full) optimizer state are the ones
-LayerDecayOptimWrapperConstructor builds without FSDP; each rank holds half the parameters and optimizer state of a
-DDP run of the same model (printed with peak RSS by tests/memory_probe.py)."""
+LayerDecayOptimWrapperConstructor builds without FSDP; each rank holds about half the parameters a DDP rank would hold
+(the whole model; printed with the optimizer state and peak RSS by tests/memory_probe.py)."""
 import os
 import os.path as osp
 import re
@@ -120,20 +120,14 @@ def test_fsdp_train_save_resume_keeps_layer_decay_groups(setup):
     final = torch.load(osp.join(work, 'iter_4.pth'), map_location='cpu', weights_only=False)
     assert [g['lr_scale'] for g in final['optimizer']['param_groups']] == [g['lr_scale'] for g in groups]
 
-    # DDP on the same tiny model: every rank holds everything
-    ddp_cfg = _tiny(Config.fromfile(FSDP_CONFIG), data_root, ckpt, str(tmp / 'ddp'))
-    ddp_cfg.pop('runner_type')
-    ddp_cfg.pop('strategy')
-    ddp_out = _dist_train(_dump(ddp_cfg, tmp / 'ddp_tiny.py'), str(tmp))
-    ddp_probe = _probe(ddp_out)
+    # a DDP rank holds the whole model: the FSDP ranks together hold one copy, each about half
     total = sum(p.numel() for p in model.parameters())
-    assert all(ddp_probe[r][0] == total for r in (0, 1))
     fsdp_params = fsdp_probe[0][0] + fsdp_probe[1][0]
-    assert fsdp_params == pytest.approx(total, rel=0.01)  # sharded: the two ranks together hold one copy
+    assert fsdp_params == pytest.approx(total, rel=0.01)
     assert max(fsdp_probe[r][0] for r in (0, 1)) <= 0.55 * total
     for r in (0, 1):
-        print(f'rank {r}: FSDP params {fsdp_probe[r][0]} optim_state {fsdp_probe[r][1]} peak RSS {fsdp_probe[r][2]} '
-              f'MiB | DDP params {ddp_probe[r][0]} optim_state {ddp_probe[r][1]} peak RSS {ddp_probe[r][2]} MiB')
+        print(f'rank {r}: FSDP params {fsdp_probe[r][0]} of {total} optim_state {fsdp_probe[r][1]} '
+              f'peak RSS {fsdp_probe[r][2]} MiB')
 
 
 _UNILM_RULE_UNDER_FSDP = r'''

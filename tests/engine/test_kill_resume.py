@@ -16,8 +16,9 @@ equal A's, every tensor of the state dict.
 2 processes (6 iterations, ``tools/dist_train.sh``): uninterrupted vs. SIGKILL of the whole process group (torchrun
 and both workers) after iteration 3's step, then ``--resume`` from ``iter_2.pth``.
 
-Each test runs two recipes: ``plain`` (the config as written: no randomness in the training step, no validation) and
-``drop_path`` (drop path 0.1 in the backbone, dropout 0.1 in the head, validation every 2 iterations): the resumed
+The single-process test runs two recipes, the 2-process one the second: ``plain`` (the config as written: no
+randomness in the training step, no validation) and ``drop_path`` (drop path 0.1 in the backbone, dropout 0.1 in the
+head, validation every 2 iterations): the resumed
 runs must restore every process's generator states from the checkpoint (``beit_mm.RNGStateHook``, added by
 ``tools/train.py``), after MMEngine's replay of the finished iterations' batches, and validation must leave them as it
 found them; without either, 139 of the 152 tensors differ.
@@ -201,7 +202,7 @@ def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tm
           f'({time.monotonic() - start:.0f} s)')
 
 
-@pytest.mark.parametrize('recipe', sorted(RECIPES))
+@pytest.mark.parametrize('recipe', ['drop_path'])  # the recipe with randomness and validation (3 launches, ~3 min)
 def test_two_process_gloo_kill_and_resume_is_bit_identical(data_root, tmp_path, recipe):
     iters = 6
     dist = ['bash', osp.join(ROOT, 'tools', 'dist_train.sh')]
