@@ -77,6 +77,8 @@ SHORTEN = {
     r'^python tools/analysis/tokenizer_precision\.py ': '--num-images 4',  # 32-64 images: 50-70 s each on 2 cores
     # batch 8 with bf16 emulated (AVX2-only CPUs): 164-207 s; batch 1: 27 s
     r'^python tools/analysis/benchmark_dalle\.py ': '--iters 1 --warmup 0 --batch 1',
+    # a base model with UPerNet at 512 is ~1.8 TFLOPs to trace: 60-80 s per command on a loaded AVX2 core
+    r'^python tools/analysis/get_flops\.py ': '--shape 128 128',
 }
 SKIP = {r'^bash tools/run_tests\.sh\b|^\w+=\S+ bash tools/run_tests\.sh\b':
         'the test suite itself: running it from a test would recurse'}
