@@ -19,16 +19,20 @@
   multi-scale resizing, :func:`beit_mm.apis.testing.slide_tta_pipeline`).
 - SyncBN and CPU distributed runs: as in ``tools/train.py`` (:mod:`beit_mm.engine.launch`).
 
-``runner.test()`` logs the metrics (mIoU, mAcc, aAcc for ``IoUMetric``).
+``runner.test()`` logs the metrics (mIoU, mAcc, aAcc for ``IoUMetric``); a test on CPU ends with the line
+``CPU: <model, threads, native bf16 or not, ATen's kernel level>`` (what the scores' run time depends on).
 """
 import argparse
 import os
 import sys
 from typing import List, Optional
 
+import torch
 from mmengine.config import DictAction
+from mmengine.dist import is_main_process
 
 from beit_mm.apis.testing import RunTestRefused, run_test
+from beit_mm.engine.amp_optim_wrapper import describe_cpu
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -65,6 +69,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(2) from None
     for key, (path, written) in result['written'].items():
         print(f'test.py: {len(written)} files in {path} (--{key.replace("_", "-")})')
+    if is_main_process() and not torch.cuda.is_available():
+        print(f'CPU: {describe_cpu()}')
 
 
 if __name__ == '__main__':
