@@ -27,6 +27,7 @@ from ..layers import BEiTBlock, RelativePositionBias, resize_pos_embed, resize_r
 from ..layers.rel_pos_bias import NUM_CLS_ROWS
 from ..layers.weight_init import trunc_normal_timm_, trunc_normal_within_std_
 from .pretrained import load_pretrained_backbone
+from .token_maps import TokenMapsMixin
 
 ARCHS: dict[str, dict] = {
     'tiny': dict(embed_dims=192, num_layers=12, num_heads=3, mlp_ratio=4.0),
@@ -70,7 +71,7 @@ def _check_cls_pretrain(cfg: dict, num_layers: int, with_mask_token: bool, final
 
 
 @MODELS.register_module()
-class BEiT(BaseModule):
+class BEiT(TokenMapsMixin, BaseModule):
     r"""BEiT vision transformer returning multi-level feature maps.
 
     Args:
@@ -119,6 +120,7 @@ class BEiT(BaseModule):
 
     #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
     fsdp_wrap_units = (BEiTBlock, )
+    EMBEDDING_PARAMS = ('cls_token', 'reg_token', 'mask_token', 'pos_embed')  # layer id 0 (TokenMapsMixin)
 
     def __init__(self,
                  arch: str | dict = 'base',
@@ -350,47 +352,6 @@ class BEiT(BaseModule):
             raise ValueError(f'the last out index must be the last block ({self.num_layers - 1}), got '
                              f'out_indices={self.out_indices}; use out_indices=(-1,)')
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
-        dropped)."""
-        outs, (h, w) = self.forward_tokens(x, mask)
-        return tuple(t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
-
-    def segmentation_layers(self) -> tuple[int, ...]:
-        """The blocks a segmentor feeds its pyramid neck: those at 1/3, 1/2, 2/3 and all of the depth, i.e. mmseg /
-        unilm UPerNet's (3, 5, 7, 11) for 12 blocks (``configs/_base_/models/upernet_beit.py``) and (7, 11, 15, 23)
-        for 24 (BEiT-L); (1, 2, 3, 5) for the study's 6 and (0, 1, 2, 3) for the demo's 4."""
-        return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
-
-    def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
-        """The probe interface (``beit_mm.evaluation.probe``): patch-token maps (B, C, H/p, W/p) of the blocks
-        ``layers`` (negative counts from the end; None: :meth:`segmentation_layers`), in block order; the last
-        block's tokens pass the final norm when the backbone has one. ``x``: (B, 3, H, W) normalized images."""
-        layers = self.segmentation_layers() if layers is None else layers
-        if not layers or any(not -self.num_layers <= i < self.num_layers for i in layers):
-            raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
-                             f'{self.num_layers - 1}] (this BEiT has {self.num_layers} blocks)')
-        outs, (h, w) = self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers}))
-        return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
-
-    # ------------------------------------------------------------ layer decay
-    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
-
-        Embeddings (cls/register/mask tokens, position embedding, patch embedding) -> 0; block i -> i + 1; everything
-        else (the shared relative position bias, as in unilm; final norm; BEiT v2's ``cls_pt_layers``, which exist
-        only in pretraining; parameters outside the backbone) -> num_layers + 1.
-        lr scale = decay ** (num_layers + 1 - id).
-        """
-        num_ids = self.num_layers + 2
-        if not param_name.startswith(prefix):
-            return num_ids - 1, num_ids
-        name = param_name[len(prefix):]
-        if name in ('cls_token', 'reg_token', 'mask_token', 'pos_embed') or name.startswith('patch_embed.'):
-            return 0, num_ids
-        if name.startswith('blocks.'):
-            return int(name.split('.')[1]) + 1, num_ids
-        return num_ids - 1, num_ids
 
 
 # ------------------------------------------------------------------------- fitting a checkpoint to the model

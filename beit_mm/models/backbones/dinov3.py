@@ -23,6 +23,7 @@ from ..layers.dinov3_block import DINOv3Block
 from ..layers.rope import RopePositionEmbedding
 from .beit import PatchEmbed
 from .pretrained import load_pretrained_backbone
+from .token_maps import TokenMapsMixin
 
 #: The LVD-1689M ViTs (dinov3/hub/backbones.py ``dinov3_vit{s,b,l}16``, ``dinov3_vith16plus``, ``dinov3_vit7b16``).
 ARCHS: dict[str, dict] = {
@@ -38,7 +39,7 @@ _ARCH_OPTIONAL = {'ffn': 'mlp', 'swiglu_align': 8, 'qv_bias': True}
 
 
 @MODELS.register_module()
-class DINOv3(BaseModule):
+class DINOv3(TokenMapsMixin, BaseModule):
     r"""DINOv3 vision transformer returning multi-level feature maps.
 
     Args:
@@ -218,38 +219,3 @@ class DINOv3(BaseModule):
             if i in out_indices:
                 outs.append(x)
         return outs, grid
-
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
-        dropped)."""
-        outs, (h, w) = self.forward_tokens(x, mask)
-        return tuple(t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs)
-
-    def segmentation_layers(self) -> tuple[int, ...]:
-        """The blocks at 1/3, 1/2, 2/3 and all of the depth (as :meth:`BEiT.segmentation_layers`): (3, 5, 7, 11)
-        for 12 blocks, (7, 11, 15, 23) for 24."""
-        return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
-
-    def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
-        """Patch-token maps (B, C, H/p, W/p) of the blocks ``layers`` (default :meth:`segmentation_layers`), in block
-        order (the probe interface of ``beit_mm.evaluation.probe``)."""
-        layers = self.segmentation_layers() if layers is None else layers
-        if not layers or any(not -self.num_layers <= i < self.num_layers for i in layers):
-            raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
-                             f'{self.num_layers - 1}] (this DINOv3 has {self.num_layers} blocks)')
-        outs, (h, w) = self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers}))
-        return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
-
-    # ------------------------------------------------------------ layer decay
-    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2): tokens and the
-        patch embedding -> 0; block i -> i + 1; the final norm and anything else -> num_layers + 1."""
-        num_ids = self.num_layers + 2
-        if not param_name.startswith(prefix):
-            return num_ids - 1, num_ids
-        name = param_name[len(prefix):]
-        if name in ('cls_token', 'reg_token', 'mask_token') or name.startswith('patch_embed.'):
-            return 0, num_ids
-        if name.startswith('blocks.'):
-            return int(name.split('.')[1]) + 1, num_ids
-        return num_ids - 1, num_ids

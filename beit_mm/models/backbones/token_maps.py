@@ -1,0 +1,63 @@
+"""The patch-token outputs a plain ViT backbone (BEiT, DINOv3) shares: maps for the segmentors, the blocks a pyramid
+neck takes, the probe interface and the layer ids of layer-wise lr decay."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from torch import Tensor
+
+
+class TokenMapsMixin:
+    """Outputs of a backbone with ``num_layers`` blocks whose ``forward_tokens(x, mask, out_indices)`` returns token
+    sequences (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w).
+
+    ``EMBEDDING_PARAMS``: the parameter names (besides ``patch_embed.*``) that get layer id 0.
+    """
+
+    EMBEDDING_PARAMS: tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token')
+
+    def _maps(self, outs: Sequence[Tensor], grid: tuple[int, int]) -> list[Tensor]:
+        h, w = grid
+        return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
+        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
+        dropped)."""
+        return tuple(self._maps(*self.forward_tokens(x, mask)))
+
+    def segmentation_layers(self) -> tuple[int, ...]:
+        """The blocks a segmentor feeds its pyramid neck: those at 1/3, 1/2, 2/3 and all of the depth, i.e. mmseg /
+        unilm UPerNet's (3, 5, 7, 11) for 12 blocks (``configs/_base_/models/upernet_beit.py``) and (7, 11, 15, 23)
+        for 24 (BEiT-L); (1, 2, 3, 5) for the study's 6 and (0, 1, 2, 3) for the demo's 4."""
+        return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
+
+    def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
+        """The probe interface (``beit_mm.evaluation.probe``): patch-token maps (B, C, H/p, W/p) of the blocks
+        ``layers`` (negative counts from the end; None: :meth:`segmentation_layers`), in block order; the last
+        block's tokens pass the final norm when the backbone has one. ``x``: (B, 3, H, W) normalized images.
+
+        Raises:
+            ValueError: ``layers`` empty or naming a block the backbone does not have.
+        """
+        layers = self.segmentation_layers() if layers is None else layers
+        if not layers or any(not -self.num_layers <= i < self.num_layers for i in layers):
+            raise ValueError(f'layers {tuple(layers)} must be block indices in [-{self.num_layers}, '
+                             f'{self.num_layers - 1}] (this {type(self).__name__} has {self.num_layers} blocks)')
+        return self._maps(*self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers})))
+
+    def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
+        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
+
+        ``EMBEDDING_PARAMS`` and the patch embedding -> 0; block i -> i + 1; everything else (a shared relative
+        position bias, as in unilm; the final norm; BEiT v2's ``cls_pt_layers``, which exist only in pretraining;
+        parameters outside the backbone) -> num_layers + 1. lr scale = decay ** (num_layers + 1 - id).
+        """
+        num_ids = self.num_layers + 2
+        if not param_name.startswith(prefix):
+            return num_ids - 1, num_ids
+        name = param_name[len(prefix):]
+        if name in self.EMBEDDING_PARAMS or name.startswith('patch_embed.'):
+            return 0, num_ids
+        if name.startswith('blocks.'):
+            return int(name.split('.')[1]) + 1, num_ids
+        return num_ids - 1, num_ids
