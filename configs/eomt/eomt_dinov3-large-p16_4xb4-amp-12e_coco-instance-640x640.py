@@ -7,21 +7,11 @@
 # Start: checkpoints/dinov3-large.pth (gated; as eomt_dinov3-large-p16_4xb4-amp-16e_ade20k-512x512.py says):
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitl16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-large.pth
-_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py']
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py', '../_base_/models/eomt_dinov3-large.py']
 pretrained = 'checkpoints/dinov3-large.pth'
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='beit_mm.DINOv3',
-        arch='large',
-        img_size=640,
-        patch_size=16,
-        num_register_tokens=4,
-        layer_scale_init_value=1e-5,
-        rope_rescale_coords=2.0,  # DINOv3's training-time RoPE rescale, which transformers' DINOv3 keeps in training
-        drop_path_rate=0.0,
-        final_norm=True,
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
+    backbone=dict(_delete_=True, **_base_.eomt_dinov3_large, img_size=640,
+                  init_cfg=dict(type='Pretrained', checkpoint=pretrained)))
 optim_wrapper = dict(optimizer=dict(lr=2e-4), paramwise_cfg=dict(llrd_l2_enabled=False))
 param_scheduler = [
     dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=(2000, 3000), poly_power=0.9, by_epoch=False, begin=0,

@@ -16,21 +16,11 @@
 # optimizer, it only exempts the last L2 blocks from a decay that llrd 1.0 does not make: every parameter trains at
 # 2e-4); warmup (2000, 3000); annealing starts 0, 6520, 9780, 13040, ends 3000, 9780, 13040, 16300.
 # delta_weights (eomt_large_512.yaml:19) only says how the published weights are stored.
-_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py']
+_base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py', '../_base_/models/eomt_dinov3-large.py']
 pretrained = 'checkpoints/dinov3-large.pth'
 model = dict(
-    backbone=dict(
-        _delete_=True,
-        type='beit_mm.DINOv3',
-        arch='large',
-        img_size=512,
-        patch_size=16,
-        num_register_tokens=4,
-        layer_scale_init_value=1e-5,
-        rope_rescale_coords=2.0,  # DINOv3's training-time RoPE rescale, which transformers' DINOv3 keeps in training
-        drop_path_rate=0.0,
-        final_norm=True,
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
+    backbone=dict(_delete_=True, **_base_.eomt_dinov3_large, img_size=512,
+                  init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     mask_annealing=dict(start_steps=[0, 6520, 9780, 13040], end_steps=[3000, 9780, 13040, 16300]))
 base_lr = 2e-4
 max_iters = 16 * 1263  # 16 epochs of the base config's iters_per_epoch = 20208

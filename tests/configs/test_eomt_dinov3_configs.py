@@ -77,7 +77,7 @@ def sibling(config: str) -> str:
     """The DINOv2 config a DINOv3 one inherits from, directly or through its DINOv3 sibling at 640."""
     cfg_file = os.path.join(ROOT, 'configs', config)
     while True:
-        (base, ) = Config._get_base_files(cfg_file)  # noqa: SLF001  (mmengine's own reader of _base_)
+        base = Config._get_base_files(cfg_file)[0]  # noqa: SLF001  (mmengine's own reader; the backbone's 2nd)
         cfg_file = os.path.normpath(os.path.join(os.path.dirname(cfg_file), base))
         if 'dinov2' in cfg_file:
             return os.path.relpath(cfg_file, os.path.join(ROOT, 'configs'))
@@ -87,7 +87,7 @@ def sibling(config: str) -> str:
 # the model's backbone, start and annealing (and L2 for S/B), the lr, the layer decay, the warmup and the length
 CHANGED = {('model', 'backbone'), ('model', 'mask_annealing'), ('model', 'num_blocks'), ('pretrained', ),
            ('optim_wrapper', 'optimizer', 'lr'), ('optim_wrapper', 'paramwise_cfg'), ('param_scheduler', ),
-           ('train_cfg', 'max_iters'), ('max_iters', ), ('base_lr', )}
+           ('train_cfg', 'max_iters'), ('max_iters', ), ('base_lr', ), ('eomt_dinov3_large', )}
 
 
 def _flatten(node, path=()):
