@@ -306,21 +306,23 @@ TRAINED = r'Iter\(train\) \[2/2\]|Epoch\(train\) +\[1\]\[2/2\]'
 
 
 def test_shell_launchers_train_validate_and_test(shell_run):
-    """tools/dist_train.sh CONFIG 2: 2 iterations and a validation with PQ; tools/dist_test.sh on its checkpoint: PQ
-    again."""
+    """tools/dist_train.sh CONFIG 2: 2 iterations and a validation with PQ; tools/dist_test.sh on its checkpoint: the
+    same PQ."""
     metric = 'coco_panoptic/PQ'
     assert re.search(r'Iter\(train\) \[2/2\]', shell_run['train']), shell_run['train'][-3000:]
+    values = {}
     for mode, output in (('val', shell_run['train']), ('test', shell_run['test'])):
-        value = _value(rf'Iter\({mode}\).*?{re.escape(metric)}: ([\d.]+)', output, f'{SHELL_FAMILY} {mode}')
-        print(f'{SHELL_FAMILY} {mode} {metric}: {value}')
+        values[mode] = _value(rf'Iter\({mode}\).*?{re.escape(metric)}: ([\d.]+)', output, f'{SHELL_FAMILY} {mode}')
+        print(f'{SHELL_FAMILY} {mode} {metric}: {values[mode]}')
+    assert float(values['val']) == pytest.approx(float(values['test']), abs=1e-4), values
 
 
 @pytest.mark.parametrize('name', list(FAMILIES))
 def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
     """The family trained 2 iterations on each of 2 processes, validated (when its config has a validation), wrote
-    its checkpoint and its hooks' files from rank 0, and its checkpoint tested with the metric (or, training only, its
-    training hook logged its number); where asked, rank 0's test images were drawn, with the warning that the
-    others are not."""
+    its checkpoint and its hooks' files from rank 0, and its checkpoint tested with the validation's metric (or,
+    training only, its training hook logged its number); where asked, rank 0's test images were drawn, with the
+    warning that the others are not."""
     family, results = FAMILIES[name], worker_run['results']
     if name not in results['done']:
         stopped = results['running'] or 'the imports'
@@ -339,6 +341,8 @@ def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
     val = _value(rf'(?:Iter|Epoch)\(val\).*?{re.escape(family.metric)}: ([\d.]+)', log, f'{name} val')
     test = done['metrics'][family.metric]
     assert test is not None and 0.0 <= test <= 100.0, done['metrics']
+    # the validated model is the checkpoint's: both processes validated with the same BatchNorm statistics
+    assert float(val) == pytest.approx(test, abs=1e-4), f'{name}: validation {family.metric} {val}, checkpoint {test}'
     test_log = _log(osp.join(worker_run['work'], name, 'test'))
     assert re.search(rf'(?:Iter|Epoch)\(test\).*?{re.escape(family.metric)}: ', test_log), test_log[-3000:]
     if family.show:  # MMEngine's visualizer draws on rank 0 only: its share of the test images, and a warning says so
