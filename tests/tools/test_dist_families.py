@@ -66,11 +66,6 @@ def _seg(data: dict, work: str) -> dict:
     return _short(data['ade'])
 
 
-def _eomt(data: dict, work: str) -> dict:
-    """The EoMT demos: the masks annealed within the 2 iterations (the annealing hook at work)."""
-    return {**_short(data['ade']), 'model.mask_annealing.start_steps': [1, 2], 'model.mask_annealing.end_steps': [2, 3]}
-
-
 def _coco_panoptic(data: dict, work: str) -> dict:
     return _short(data['coco'])
 
@@ -80,7 +75,8 @@ def _coco_instance(data: dict, work: str) -> dict:
     return {**_short(data['coco']), 'val_evaluator.ann_file': ann_file, 'test_evaluator.ann_file': ann_file}
 
 
-def _eomt_coco(options: Callable[[dict, str], dict]) -> Callable[[dict, str], dict]:
+def _annealed(options: Callable[[dict, str], dict]) -> Callable[[dict, str], dict]:
+    """``options`` of an EoMT demo with its masks annealed within the 2 iterations (the annealing hook at work)."""
     def eomt(data: dict, work: str) -> dict:
         return {**options(data, work), 'model.mask_annealing.start_steps': [1, 2],
                 'model.mask_annealing.end_steps': [2, 3]}
@@ -139,10 +135,12 @@ class Family:
 
 FAMILIES = {  # in launch order: a chain's second family after its first
     'upernet': Family(osp.join(DEMO, 'beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU', show=True),
-    'eomt-semantic': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _eomt, 'mIoU'),
+    'eomt-semantic': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
+                            'mIoU'),
     'eomt-instance': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
-                            _eomt_coco(_coco_instance), 'coco/segm_mAP'),
-    'eomt-dinov3': Family(osp.join(DEMO, 'eomt_dinov3-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _eomt, 'mIoU'),
+                            _annealed(_coco_instance), 'coco/segm_mAP'),
+    'eomt-dinov3': Family(osp.join(DEMO, 'eomt_dinov3-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
+                          'mIoU'),
     'mask2former-semantic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _seg,
                                    'mIoU'),
     'mask2former-panoptic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py'),
@@ -276,7 +274,7 @@ def worker_run(data, tmp_path_factory) -> dict:
 def shell_run(data, tmp_path_factory) -> dict:
     """:data:`SHELL_FAMILY` through ``tools/dist_train.sh CONFIG 2`` then ``tools/dist_test.sh CONFIG CKPT 2``."""
     work = str(tmp_path_factory.mktemp(SHELL_FAMILY))
-    options = [f'{k}={v}' for k, v in _eomt_coco(_coco_panoptic)(data, work).items()]
+    options = [f'{k}={v}' for k, v in _annealed(_coco_panoptic)(data, work).items()]
     options = [o.replace(' ', '') for o in options]  # lists as [1,2]: one shell word each
     train_log, test_log = osp.join(work, 'train.log'), osp.join(work, 'test.log')
     seconds = _launch(['bash', osp.join(ROOT, 'tools', 'dist_train.sh'), SHELL_CONFIG, '2', '--work-dir', work,
