@@ -340,7 +340,8 @@ def pytest_xdist_make_scheduler(config, log):
 # Files whose tests run for minutes (multi-process trainings, the docs commands, the study chain): handed out first,
 # so that neither worker starts one of them while the other has nothing left to do. Order only; nothing is timed.
 LONG_FIRST = ('tests/docs/test_readme_commands.py', 'tests/engine/test_fsdp.py', 'tests/studies/test_chain.py',
-              'tests/engine/test_kill_resume.py', 'tests/studies/test_mim_study.py', 'tests/engine/test_scale.py')
+              'tests/engine/test_kill_resume.py', 'tests/studies/test_mim_study.py', 'tests/engine/test_scale.py',
+              'tests/tools/test_dist_families.py')
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,7 +7,8 @@
 
 - ``--show``/``--show-dir``: turn on drawing of ``default_hooks.visualization`` (``SegVisualizationHook``);
   ``--show-dir`` sets the visualizer's ``save_dir`` (overlays under ``<show-dir>/vis_data/vis_image/``, one for every
-  test image).
+  test image; under ``dist_test.sh`` with N processes, process 0's share only, about 1 in N: MMEngine's visualizer
+  draws on process 0, and a warning says so).
 - ``--out DIR``: ``test_evaluator.output_dir`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
 - ``--out`` and ``--show-dir`` are output folders (new, empty, or written by an earlier run, whose files
   ``--overwrite`` replaces, only those), checked before anything is built and filled when the test ends

@@ -3,6 +3,8 @@
 
 - ``show``/``show_dir``: turn on drawing of ``default_hooks.visualization`` (``SegVisualizationHook``); ``show_dir``
   sets the visualizer's ``save_dir`` (overlays under ``<show_dir>/vis_data/vis_image/``, one for every test image).
+  MMEngine's visualizer draws on process 0 only: a run of N processes draws process 0's share of the test images
+  (about 1 in N) and says so in a warning.
 - ``out``: ``test_evaluator.output_dir`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
 - Outputs (:mod:`beit_mm.fileio.outputs`), checked before anything is built: ``out`` and ``show_dir`` are output
   folders (new, empty, or written by an earlier run, whose files ``overwrite`` replaces, only those); mmseg and
@@ -25,13 +27,15 @@ No function here is named ``test*``: pytest would collect it from a test module 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import os.path as osp
 from typing import List, Optional, Sequence, Tuple
 
 from mmcv.transforms import Resize, TestTimeAug
 from mmengine.config import Config
-from mmengine.dist import is_main_process
+from mmengine.dist import get_world_size, is_main_process
+from mmengine.logging import print_log
 from mmengine.registry import TRANSFORMS
 
 from ..data.checks import config_data_roots
@@ -235,6 +239,10 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = build_runner(cfg)  # a visualizer of its own: a second run in this process does not reuse the first's
+    if (show or show_dir) and get_world_size() > 1 and is_main_process():
+        print_log(f'drawing on {get_world_size()} processes: MMEngine\'s visualizer draws on process 0 only, so the '
+                  f'pictures are of its share of the test images (about 1 in {get_world_size()}); test in one '
+                  'process to draw every image', logger='current', level=logging.WARNING)
     try:
         metrics = runner.test()
     except BaseException:

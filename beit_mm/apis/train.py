@@ -2,9 +2,10 @@
 
 :func:`train` is the entry point (``tools/train.py`` is its argparse front, one flag per keyword): the work-dir checks,
 ``--amp``, fused AdamW, ``--ema``, ``--compile``, ``--tensorboard``, ``--resume`` (the checkpoint opened once and
-checked before anything is built), the pretrained-file and dataset checks, the guard/RNG/atomic-checkpoint hooks,
-cuDNN determinism, the launcher and process group, the FSDP model check and the config dump record. A run refused
-before or during training raises :class:`TrainingRefused` with one line naming the problem and the fix.
+checked before anything is built), the pretrained-file and dataset checks, the guard/RNG/atomic-checkpoint hooks
+(and the BatchNorm-statistics one with several processes), cuDNN determinism, the launcher and process group, the
+FSDP model check and the config dump record. A run refused before or during training raises :class:`TrainingRefused`
+with one line naming the problem and the fix.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..data.checks import DatasetCheckError, check_split_folders, config_data_ro
 from ..engine.amp import enable_amp
 from ..engine.cudnn import use_cudnn_deterministic
 from ..engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
+from ..engine.hooks.batch_norm_sync import use_batch_norm_sync_hook
 from ..engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
@@ -106,6 +108,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     except TrainingStateError as error:  # a seed numpy refuses
         raise TrainingRefused(str(error)) from None
     adapt_cfg_to_launcher(cfg, launcher)
+    use_batch_norm_sync_hook(cfg)  # several processes: one set of BatchNorm statistics
     use_cudnn_deterministic(cfg)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 

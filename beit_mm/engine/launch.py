@@ -108,10 +108,20 @@ def check_cpu_processes(nproc_per_node: int) -> None:
             'or run on a node with GPUs.')
 
 
+#: the store key counting this launch's process groups (each rank adds 1 per group it creates)
+PROCESS_GROUP_COUNT_KEY = 'beit_mm/process_groups'
+
+
 def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
     """Create the default process group for a CPU run started by torchrun (reads ``RANK``, ``WORLD_SIZE``,
     ``MASTER_ADDR``, ``MASTER_PORT`` from the environment). A no-op when CUDA is available (MMEngine does it then),
     when ``launcher == 'none'`` or when a group already exists.
+
+    Each group of one launch gets keys of its own in the rendezvous store (``beit_mm/<n>/``, n counted in the store
+    under :data:`PROCESS_GROUP_COUNT_KEY`), so a run may follow another in the same processes (``train`` then
+    ``run_test``). torch names every default group ``default_pg/0`` again after ``destroy_process_group`` while
+    torchrun's store outlives the group: without keys of its own, a second group reads the first one's gloo
+    addresses and fails to connect ("Gloo connectFullMesh failed ... Connection refused") or waits for them.
 
     Args:
         launcher (str): the launcher; only ``'pytorch'`` is supported without CUDA.
@@ -126,10 +136,15 @@ def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
     kwargs = {}
     if dist_cfg.get('timeout') is not None:
         kwargs['timeout'] = timedelta(seconds=dist_cfg['timeout'])
+    store, rank, world_size = next(torch_dist.rendezvous(
+        'env://', int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), **kwargs))
+    # every rank adds 1 per group; the previous group's adds all happened before its barrier (destroy_process_group)
+    number = (store.add(PROCESS_GROUP_COUNT_KEY, 1) - 1) // world_size
     torch_dist.init_process_group(
         backend=dist_cfg.get('backend', 'gloo'),
-        rank=int(os.environ['RANK']),
-        world_size=int(os.environ['WORLD_SIZE']),
+        store=torch_dist.PrefixStore(f'beit_mm/{number}', store),
+        rank=rank,
+        world_size=world_size,
         **kwargs)
 
 

@@ -1,96 +1,350 @@
-"""Each config family's demo as users launch it on several GPUs: ``tools/dist_train.sh CONFIG 2`` (2 gloo processes on
-CPU) for 2 iterations ending in a validation, then ``tools/dist_test.sh`` on its checkpoint, printing the metric.
+"""Each config family's demo on 2 processes (gloo on CPU), as users launch it on several GPUs: 2 training iterations
+ending in a validation, then a test of the checkpoint, printing the metric.
 
-Every run has a time limit: a process left waiting in a collective (a metric or hook that synchronises on one rank
-only) fails the test with the command and its last output instead of hanging the suite. Sizes are the smallest that
-still run each path (3 validation images: an odd number for 2 processes, 8 training images, 2 per batch).
+- The EoMT COCO panoptic demo goes through the shell launchers, ``tools/dist_train.sh CONFIG 2`` then
+  ``tools/dist_test.sh CONFIG CKPT 2``.
+- Every other family runs in one torchrun launch of ``tests/support/dist_families.py``: in each process, per family,
+  the library calls of ``tools/train.py`` and ``tools/test.py`` (``beit_mm.apis.train.train`` and
+  ``beit_mm.apis.testing.run_test`` with ``launcher='pytorch'``), each creating the process group and destroying it
+  at its end; the imports are paid once. Two chains follow the demos: BEiT MIM -> ImageNet fine-tuning from its
+  checkpoint, VQ-KD -> BEiT v2-style MIM with that tokenizer. MIM and tokenizer families have no validation or test
+  split (their configs define none): they train only, and their training hooks' numbers stand for the metric.
+
+Every launch, and every family in the worker's, has a time limit: a process left waiting in a collective that the
+other never enters (a metric, a hook or a checkpoint write that synchronises on one rank only) fails the tests with
+the family it was running and its last output instead of hanging the suite. The rank-0 outputs of the hooks are
+checked: the checkpoint, the log, the visualizer's pictures (``show_dir``: rank 0's share of the test images, as
+MMEngine draws), the dense probe's curve and the tokenizer's held-out numbers. Sizes are the smallest that run each
+path: 8 training images, 2 per batch and process, and 3 validation images, an odd number for 2 processes (ImageNet
+layout: 10 training images in batches of 3, 5 validation images).
 """
 from __future__ import annotations
 
+import dataclasses
+import glob
+import json
 import os
 import os.path as osp
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
+import torch
 
-from ..conftest import ROOT
+from ..conftest import ROOT, free_port
 
-RUN_TIMEOUT = 240  # seconds per launch; a demo's launch takes well under a minute on 2 cores
-NUM_TRAIN, NUM_VAL = 8, 3
+SHELL_TIMEOUT = 240  # seconds per shell launch (imports ~20-40 s per process on 2 busy cores, then one demo)
+FAMILY_TIMEOUT = 120  # seconds per family in the worker's launch (train + test: 4-17 s on 2 busy cores)
+WORKER_TIMEOUT = 600  # seconds for that whole launch (imports once, then every family)
+NUM_TRAIN, NUM_VAL, SIZE = 8, 3, 64
+IMAGENET_CLASSES, IMAGENET_TRAIN, IMAGENET_VAL = 5, 2, 1  # per class: 10 training, 5 validation images
 LOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+DEMO = osp.join(ROOT, 'configs', 'demo')
+STUDIES = osp.join(ROOT, 'configs', 'studies')
 
 
-def _loaders(root: str) -> list[str]:
-    return [option for loader in LOADERS for option in (
-        f'{loader}.dataset.data_root={root}', f'{loader}.num_workers=0', f'{loader}.persistent_workers=False')]
+def _loaders(root: str, loaders: tuple[str, ...] = LOADERS) -> dict:
+    """``loaders`` reading ``root`` in this process: no worker processes, so the data list is not serialized for them
+    either (MMEngine's serialization runs a ``gc.collect()`` per dataset, ~1 s in a process holding the imports)."""
+    return {f'{loader}.{key}': value for loader in loaders for key, value in (
+        ('dataset.data_root', root), ('dataset.serialize_data', False), ('num_workers', 0),
+        ('persistent_workers', False))}
 
 
-def _short(root: str) -> list[str]:
-    """2 iterations (batch 2 per process), a validation and a checkpoint after the second."""
-    return [*_loaders(root), 'train_dataloader.batch_size=2', 'train_cfg.max_iters=2', 'train_cfg.val_interval=2',
-            'default_hooks.checkpoint.interval=2', 'default_hooks.logger.interval=1']
+def _short(root: str, loaders: tuple[str, ...] = LOADERS) -> dict:
+    """2 iterations of 2 images per process, then a validation and a checkpoint; every iteration logged."""
+    options = {**_loaders(root, loaders), 'train_dataloader.batch_size': 2, 'train_cfg.max_iters': 2,
+               'default_hooks.checkpoint.interval': 2, 'default_hooks.logger.interval': 1}
+    return {**options, 'train_cfg.val_interval': 2} if 'val_dataloader' in loaders else options
 
 
-def _data(layout: str, base: str) -> str:
-    """The demo data of ``layout`` under ``base`` (made once per module)."""
-    root = osp.join(base, layout)
-    if layout == 'coco':
-        from beit_mm.data.demo_coco import make_demo_coco
-        return make_demo_coco(root, NUM_TRAIN, NUM_VAL, 64, seed=0)
-    raise ValueError(layout)
+def _seg(data: dict, work: str) -> dict:
+    return _short(data['ade'])
 
 
-# family -> (demo config, data layout, extra options given the data root, the metric the runs print). Only the EoMT
-# COCO panoptic demo so far; the other families' demos are still to be added here.
-FAMILIES = {
-    'eomt-panoptic': ('eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py', 'coco', lambda root: [],
-                      'coco_panoptic/PQ'),
+def _coco_panoptic(data: dict, work: str) -> dict:
+    return _short(data['coco'])
+
+
+def _coco_instance(data: dict, work: str) -> dict:
+    ann_file = osp.join(data['coco'], 'annotations', 'instances_val2017.json')
+    return {**_short(data['coco']), 'val_evaluator.ann_file': ann_file, 'test_evaluator.ann_file': ann_file}
+
+
+def _annealed(options: Callable[[dict, str], dict]) -> Callable[[dict, str], dict]:
+    """``options`` of an EoMT demo with its masks annealed within the 2 iterations (the annealing hook at work)."""
+    def eomt(data: dict, work: str) -> dict:
+        return {**options(data, work), 'model.mask_annealing.start_steps': [1, 2],
+                'model.mask_annealing.end_steps': [2, 3]}
+    return eomt
+
+
+def _custom(data: dict, work: str) -> dict:
+    return _short(data['custom'])
+
+
+def _imagenet(data: dict, work: str) -> dict:
+    """One epoch of 5 images per process in batches of 3 (2 iterations), a validation and a checkpoint after it."""
+    return {**_loaders(data['imagenet']), 'train_dataloader.batch_size': 3, 'train_cfg.max_epochs': 1,
+            'train_cfg.val_interval': 1, 'default_hooks.checkpoint.interval': 1, 'default_hooks.logger.interval': 1}
+
+
+def _beit_mim(data: dict, work: str) -> dict:
+    return {**_short(data['ade'], ('train_dataloader', )), 'model.target_generator.init_cfg.checkpoint': data['dalle']}
+
+
+def _in1k_finetuning(data: dict, work: str) -> dict:
+    """From the BEiT MIM family's checkpoint, as the demo fine-tunes its MIM run."""
+    return {**_imagenet(data, work), 'model.backbone.init_cfg.checkpoint': osp.join(work, 'beit-mim', 'train',
+                                                                                    'iter_2.pth')}
+
+
+def _vqkd(data: dict, work: str) -> dict:
+    """The study's VQ-KD from a random BEiT teacher; its held-out hook (``custom_hooks.0``) on the validation images."""
+    return {**_short(data['ade'], ('train_dataloader', )),
+            'model.teacher.backbone.init_cfg.checkpoint': data['teacher'],
+            'custom_hooks.0.folder': osp.join(data['ade'], 'images', 'validation'), 'custom_hooks.0.interval': 2,
+            'custom_hooks.0.num_images': NUM_VAL}
+
+
+def _beit2_mim(data: dict, work: str) -> dict:
+    """The study's BEiT v2 target arm with the VQ-KD family's tokenizer; its dense probe (``custom_hooks.1``) on the
+    labeled demo set (ADE20K ids up to 22)."""
+    return {**_short(data['ade'], ('train_dataloader', )),
+            'model.target_generator.init_cfg.checkpoint': osp.join(work, 'vqkd', 'train', 'iter_2.pth'),
+            'custom_hooks.1.data_root': data['ade'], 'custom_hooks.1.num_classes': 22, 'custom_hooks.1.interval': 2,
+            'custom_hooks.1.num_train': NUM_TRAIN, 'custom_hooks.1.num_val': NUM_VAL}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """A family's demo config, its options given the data and the launch's work dir, the test metric (None: it trains
+    only) and the line of a training hook that stands for it, the files its rank-0 hooks write into the training
+    work dir, and whether its test draws the test images (``show_dir``)."""
+    config: str
+    options: Callable[[dict, str], dict]
+    metric: str | None
+    outputs: tuple[str, ...] = ('iter_2.pth', )
+    train_line: str | None = None
+    show: bool = False
+
+
+FAMILIES = {  # in launch order: a chain's second family after its first
+    'upernet': Family(osp.join(DEMO, 'beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU', show=True),
+    'eomt-semantic': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
+                            'mIoU'),
+    'eomt-instance': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
+                            _annealed(_coco_instance), 'coco/segm_mAP'),
+    'eomt-dinov3': Family(osp.join(DEMO, 'eomt_dinov3-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
+                          'mIoU'),
+    'mask2former-semantic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _seg,
+                                   'mIoU'),
+    'mask2former-panoptic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py'),
+                                   _coco_panoptic, 'coco_panoptic/PQ', show=True),
+    'mask2former-instance': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
+                                   _coco_instance, 'coco/segm_mAP'),
+    'vit-adapter': Family(osp.join(DEMO, 'beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU'),
+    'custom-dataset': Family(osp.join(DEMO, 'beit-tiny-p8_upernet_1xb8-1k_custom-demo-64x64.py'), _custom, 'mIoU'),
+    'beit-mim': Family(osp.join(DEMO, 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'), _beit_mim, None,
+                       train_line=r'Iter\(train\) \[2/2\].*(mim_acc: [\d.]+)'),
+    'in1k-finetuning': Family(osp.join(DEMO, 'beit-tiny-p16_beit-pre_1xb32-10e_in1k-demo-64px.py'),
+                              _in1k_finetuning, 'accuracy/top1', outputs=('epoch_1.pth', )),
+    'cvt': Family(osp.join(DEMO, 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py'), _imagenet, 'accuracy/top1',
+                  outputs=('epoch_1.pth', )),
+    'vqkd': Family(osp.join(STUDIES, 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'), _vqkd, None,
+                   outputs=('iter_2.pth', 'tokenizer_eval/iter_2.json'),
+                   train_line=r'VQ-KD held-out .* iter 2: (usage [\d.]+ .*teacher cosine [-\d.]+)'),
+    'beit2-mim': Family(osp.join(STUDIES, 'beit_beit-tiny-p8_vqkd-blockwise_1xb32-coslr-3k_shapes-64px.py'),
+                        _beit2_mim, None, outputs=('iter_2.pth', 'dense_probe.json'),
+                        train_line=r'dense probe iteration 2: (probe mIoU [\d.]+ mAcc [\d.]+, k-NN acc [\d.]+)'),
 }
+SHELL_FAMILY = 'eomt-panoptic'  # tools/dist_train.sh + tools/dist_test.sh
+SHELL_CONFIG = osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
 
 
-def _run(cmd: list[str], cwd: str) -> str:
-    """``cmd`` with the checkout on PYTHONPATH, 1 thread per process; it must exit 0 within :data:`RUN_TIMEOUT`."""
+def _launch(cmd: list[str], cwd: str, log: str, limit: Callable[[float], str | None]) -> float:
+    """Run ``cmd`` (its own process group; the checkout on PYTHONPATH, 1 thread per process) with stdout and stderr
+    into ``log``; it must exit 0. Every second ``limit(seconds so far)`` may name what ran past its time: then the
+    group gets SIGTERM (torchrun stops its workers), SIGKILL after 30 s, and the test fails with that name and the last
+    output. Returns the wall seconds."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1',
                PYTHON=sys.executable)
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired as error:
-        output = (error.stdout or b'').decode(errors='replace') + (error.stderr or b'').decode(errors='replace')
-        pytest.fail(f'{" ".join(cmd)} ran past {RUN_TIMEOUT} s (a process waiting in a collective the other never '
-                    f'enters?); its last output:\n{output[-4000:]}')
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f'{" ".join(cmd)} exited {proc.returncode}:\n{output[-6000:]}'
-    return output
+    start = time.perf_counter()
+    with open(log, 'w') as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        while proc.poll() is None:
+            time.sleep(1)
+            late = limit(time.perf_counter() - start)
+            if late is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                pytest.fail(f'{" ".join(cmd)}: {late} (a process waiting in a collective the other never enters?); '
+                            f'its last output:\n{_tail(log)}')
+    assert proc.returncode == 0, f'{" ".join(cmd)} exited {proc.returncode}:\n{_tail(log, 8000)}'
+    return time.perf_counter() - start
+
+
+def _tail(path: str, size: int = 4000) -> str:
+    with open(path, errors='replace') as f:
+        return f.read()[-size:]
+
+
+def _past(timeout: float) -> Callable[[float], str | None]:
+    return lambda seconds: f'ran past {timeout} s' if seconds > timeout else None
+
+
+def _results(path: str) -> dict:
+    """The worker's results so far (none before its first family starts)."""
+    if not osp.exists(path):
+        return dict(running=None, since=None, done={})
+    with open(path) as f:
+        return json.load(f)
 
 
 @pytest.fixture(scope='module')
-def data_base(tmp_path_factory) -> str:
-    return str(tmp_path_factory.mktemp('data'))
+def data(tmp_path_factory) -> dict:
+    """Each demo layout once (ADE20K, COCO, custom, ImageNet; 64 px), a DALL-E tokenizer and a VQ-KD teacher of random
+    weights in their real key layouts."""
+    from mmengine.config import Config
+
+    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo_coco import make_demo_coco
+    from beit_mm.data.demo_custom import make_demo_custom
+    from beit_mm.data.demo_imagenet import make_demo_imagenet
+    from beit_mm.models.backbones import BEiT
+    from beit_mm.models.tokenizers import DALLEEncoder
+    base = tmp_path_factory.mktemp('data')
+    paths = dict(ade=make_demo_ade20k(str(base / 'ade'), NUM_TRAIN, NUM_VAL, SIZE, seed=0),
+                 coco=make_demo_coco(str(base / 'coco'), NUM_TRAIN, NUM_VAL, SIZE, seed=0),
+                 custom=make_demo_custom(str(base / 'custom'), NUM_TRAIN, NUM_VAL, SIZE, seed=0),
+                 imagenet=make_demo_imagenet(str(base / 'imagenet'), IMAGENET_CLASSES, IMAGENET_TRAIN, IMAGENET_VAL,
+                                             SIZE, seed=0),
+                 dalle=str(base / 'dalle.pth'), teacher=str(base / 'teacher.pth'))
+    torch.manual_seed(0)
+    torch.save(DALLEEncoder(**Config.fromfile(FAMILIES['beit-mim'].config).tokenizer).state_dict(), paths['dalle'])
+    teacher = Config.fromfile(FAMILIES['vqkd'].config).model.teacher.backbone
+    backbone = BEiT(**{k: v for k, v in teacher.items() if k not in ('type', 'init_cfg')}, with_mask_token=True)
+    torch.save({'state_dict': {f'backbone.{k}': v for k, v in backbone.state_dict().items()}}, paths['teacher'])
+    return paths
 
 
-@pytest.fixture(scope='module', params=list(FAMILIES))
-def family_run(request, data_base, tmp_path_factory) -> tuple[str, str, str]:
-    """(family, training output, test output) of ``dist_train.sh CONFIG 2`` then ``dist_test.sh CONFIG CKPT 2``."""
-    family = request.param
-    config, layout, extra, _ = FAMILIES[family]
-    config = osp.join(ROOT, 'configs', 'demo', config)
-    root = _data(layout, data_base)
-    work_dir = str(tmp_path_factory.mktemp(family))
-    options = [*_short(root), *extra(root)]
-    train = _run(['bash', osp.join(ROOT, 'tools', 'dist_train.sh'), config, '2', '--work-dir', work_dir,
-                  '--cfg-options', *options], work_dir)
-    test = _run(['bash', osp.join(ROOT, 'tools', 'dist_test.sh'), config, osp.join(work_dir, 'iter_2.pth'), '2',
-                 '--work-dir', work_dir, '--cfg-options', *options], work_dir)
-    return family, train, test
+@pytest.fixture(scope='module')
+def worker_run(data, tmp_path_factory) -> dict:
+    """Every family of :data:`FAMILIES` in one 2-process launch: ``{'results': the worker's results, 'log': its
+    output, 'work': the work dir}``. A launch that fails or runs out of time leaves the families it finished."""
+    work = str(tmp_path_factory.mktemp('families'))
+    families = [dict(name=name, config=family.config, cfg_options=family.options(data, work),
+                     train_dir=osp.join(work, name, 'train'),
+                     test_dir=osp.join(work, name, 'test') if family.metric else None,
+                     show_dir=osp.join(work, name, 'show') if family.show else None)
+                for name, family in FAMILIES.items()]
+    spec, results, log = (osp.join(work, name) for name in ('spec.json', 'results.json', 'launch.log'))
+    with open(spec, 'w') as f:
+        json.dump(dict(results=results, families=families), f, indent=1)
+
+    def late(seconds: float) -> str | None:
+        state = _results(results)
+        if state['running'] is not None and time.time() - state['since'] > FAMILY_TIMEOUT:
+            return f'family {state["running"]!r} ran past {FAMILY_TIMEOUT} s'
+        if seconds > WORKER_TIMEOUT:
+            where = f'family {state["running"]!r}' if state['running'] else 'the imports or between families'
+            return f'the launch ran past {WORKER_TIMEOUT} s, in {where}'
+        return None
+
+    outcome = dict(work=work, log=log, error=None)
+    try:
+        seconds = _launch([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port',
+                           str(free_port()), '-m', 'tests.support.dist_families', spec], work, log, late)
+        print(f'\n{len(FAMILIES)} families in one 2-process launch: {seconds:.0f} s')
+    except (AssertionError, pytest.fail.Exception) as error:  # each family's test reports it
+        outcome['error'] = str(error)
+    outcome['results'] = _results(results)
+    return outcome
 
 
-def test_family_trains_validates_and_tests_on_two_processes(family_run):
-    family, train, test = family_run
-    metric = FAMILIES[family][3]
-    assert 'Iter(train) [2/2]' in train, train[-3000:]
-    for mode, output in (('val', train), ('test', test)):
-        found = re.findall(rf'Iter\({mode}\).*?{re.escape(metric)}: ([\d.]+|None)', output)
-        assert found, f'{family}: no {mode} {metric} in the output:\n{output[-3000:]}'
-        print(f'{family} {mode} {metric}: {found[-1]}')
+@pytest.fixture(scope='module')
+def shell_run(data, tmp_path_factory) -> dict:
+    """:data:`SHELL_FAMILY` through ``tools/dist_train.sh CONFIG 2`` then ``tools/dist_test.sh CONFIG CKPT 2``."""
+    work = str(tmp_path_factory.mktemp(SHELL_FAMILY))
+    options = [f'{k}={v}' for k, v in _annealed(_coco_panoptic)(data, work).items()]
+    options = [o.replace(' ', '') for o in options]  # lists as [1,2]: one shell word each
+    train_log, test_log = osp.join(work, 'train.log'), osp.join(work, 'test.log')
+    seconds = _launch(['bash', osp.join(ROOT, 'tools', 'dist_train.sh'), SHELL_CONFIG, '2', '--work-dir', work,
+                       '--cfg-options', *options], work, train_log, _past(SHELL_TIMEOUT))
+    seconds += _launch(['bash', osp.join(ROOT, 'tools', 'dist_test.sh'), SHELL_CONFIG, osp.join(work, 'iter_2.pth'),
+                        '2', '--work-dir', osp.join(work, 'test'), '--cfg-options', *options], work, test_log,
+                       _past(SHELL_TIMEOUT))
+    print(f'\n{SHELL_FAMILY} through the shell launchers: {seconds:.0f} s')
+    return dict(train=_tail(train_log, 10**7), test=_tail(test_log, 10**7))
+
+
+def _log(folder: str) -> str:
+    """The log MMEngine's rank 0 wrote in ``folder`` (``<timestamp>/<timestamp>.log``)."""
+    logs = sorted(glob.glob(osp.join(folder, '*', '*.log')))
+    assert logs, f'no log in {folder}'
+    with open(logs[-1], errors='replace') as f:
+        return f.read()
+
+
+def _value(pattern: str, text: str, what: str) -> str:
+    found = re.findall(pattern, text)
+    assert found, f'{what}: no match of {pattern!r} in:\n{text[-3000:]}'
+    return found[-1]
+
+
+TRAINED = r'Iter\(train\) \[2/2\]|Epoch\(train\) +\[1\]\[2/2\]'
+
+
+def test_shell_launchers_train_validate_and_test(shell_run):
+    """tools/dist_train.sh CONFIG 2: 2 iterations and a validation with PQ; tools/dist_test.sh on its checkpoint: the
+    same PQ."""
+    metric = 'coco_panoptic/PQ'
+    assert re.search(r'Iter\(train\) \[2/2\]', shell_run['train']), shell_run['train'][-3000:]
+    values = {}
+    for mode, output in (('val', shell_run['train']), ('test', shell_run['test'])):
+        values[mode] = _value(rf'Iter\({mode}\).*?{re.escape(metric)}: ([\d.]+)', output, f'{SHELL_FAMILY} {mode}')
+        print(f'{SHELL_FAMILY} {mode} {metric}: {values[mode]}')
+    assert float(values['val']) == pytest.approx(float(values['test']), abs=1e-4), values
+
+
+@pytest.mark.parametrize('name', list(FAMILIES))
+def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
+    """The family trained 2 iterations on each of 2 processes, validated (when its config has a validation), wrote
+    its checkpoint and its hooks' files from rank 0, and its checkpoint tested with the validation's metric (or,
+    training only, its training hook logged its number); where asked, rank 0's test images were drawn, with the
+    warning that the others are not."""
+    family, results = FAMILIES[name], worker_run['results']
+    if name not in results['done']:
+        stopped = results['running'] or 'the imports'
+        why = 'failed or hung here' if stopped == name else f'not reached: the launch stopped at {stopped}'
+        pytest.fail(f'{name}: {why}\n{worker_run["error"] or _tail(worker_run["log"])}')
+    done = results['done'][name]
+    train_dir = osp.join(worker_run['work'], name, 'train')
+    log = _log(train_dir)
+    assert re.search(TRAINED, log), log[-3000:]
+    for output in family.outputs:
+        assert osp.isfile(osp.join(train_dir, output)), f'{name}: no {output} in {train_dir}'
+    if family.metric is None:
+        line = _value(family.train_line, log, name)
+        print(f'{name} (trains only) {line} ({done["seconds"]:.1f} s)')
+        return
+    val = _value(rf'(?:Iter|Epoch)\(val\).*?{re.escape(family.metric)}: ([\d.]+)', log, f'{name} val')
+    test = done['metrics'][family.metric]
+    assert test is not None and 0.0 <= test <= 100.0, done['metrics']
+    # the validated model is the checkpoint's: both processes validated with the same BatchNorm statistics
+    assert float(val) == pytest.approx(test, abs=1e-4), f'{name}: validation {family.metric} {val}, checkpoint {test}'
+    test_log = _log(osp.join(worker_run['work'], name, 'test'))
+    assert re.search(rf'(?:Iter|Epoch)\(test\).*?{re.escape(family.metric)}: ', test_log), test_log[-3000:]
+    if family.show:  # MMEngine's visualizer draws on rank 0 only: its share of the test images, and a warning says so
+        drawn = os.listdir(osp.join(worker_run['work'], name, 'show', 'vis_data', 'vis_image'))
+        assert len(drawn) == (NUM_VAL + 1) // 2, drawn
+        assert 'pictures are of its share of the test images (about 1 in 2)' in test_log, test_log[-3000:]
+    print(f'{name} val {family.metric}: {val}, test: {test} ({done["seconds"]:.1f} s)')
