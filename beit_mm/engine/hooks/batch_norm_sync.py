@@ -5,7 +5,8 @@ Plain BatchNorm (a config's ``BN``, or ``SyncBN`` turned into ``BN`` for a CPU r
 updates its running mean and variance from each process's own batches, and MMEngine's DDP wrapper does not broadcast
 buffers (``broadcast_buffers=False``; its validation calls the module directly, past DDP's forward). Without a
 synchronisation every process validates with statistics of its own while the checkpoint holds process 0's: the
-validation metric is then of a model that no checkpoint holds.
+validation metric is then of a model that no checkpoint holds. MMEngine's ``SyncBuffersHook`` averages the buffers
+before a validation, which in an iteration-based loop comes after that iteration's checkpoint was written.
 """
 from __future__ import annotations
 
