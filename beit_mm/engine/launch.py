@@ -138,7 +138,7 @@ def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
         kwargs['timeout'] = timedelta(seconds=dist_cfg['timeout'])
     store, rank, world_size = next(torch_dist.rendezvous(
         'env://', int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), **kwargs))
-    # every rank adds 1 per group; the previous group's adds all happened before its barrier (destroy_process_group)
+    # every rank adds 1 per group; init_process_group waits for all ranks, so one group's adds precede the next's
     number = (store.add(PROCESS_GROUP_COUNT_KEY, 1) - 1) // world_size
     torch_dist.init_process_group(
         backend=dist_cfg.get('backend', 'gloo'),
