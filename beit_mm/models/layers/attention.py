@@ -49,8 +49,23 @@ SDPA_BIAS_ALIGN = 8
 BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # attn_impl='cudnn': cuDNN attention, the memory-efficient kernel where cuDNN refuses the inputs.
 CUDNN_SDPA_BACKENDS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-# FlexAttention runs as generated kernels only when compiled; its eager form (the CPU path) is a reference loop.
-_compiled_flex_attention = torch.compile(flex_attention, dynamic=False)
+
+
+@functools.cache
+def _compile_flex_attention():
+    return torch.compile(flex_attention, dynamic=False)
+
+
+def _compiled_flex_attention(*args, **kwargs) -> Tensor:
+    """``flex_attention`` compiled, built at the first call.
+
+    FlexAttention runs as generated kernels only when compiled; its eager form (the CPU path) is a reference loop.
+    ``torch.compile`` at import time would load TorchDynamo's debugging and partitioning modules (networkx among them)
+    into every process that imports beit_mm: ~2 s of each tool's start on a 2-core AVX2 machine.
+    """
+    return _compile_flex_attention()(*args, **kwargs)
+
+
 # Devices where FlexAttention runs compiled and so is probed before its first use (:func:`flex_plan`).
 PROBED_DEVICES = ('cuda', )
 # FlexAttention kernel options tried in order on a probed device: inductor's defaults for the device (``{}``), then
