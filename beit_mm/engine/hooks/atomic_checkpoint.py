@@ -136,6 +136,18 @@ def is_hook(cfg, hook: dict, cls: type) -> bool:
     return config_type_is(hook.get('type'), cls, MMENGINE_HOOKS, cfg.get('default_scope'))
 
 
+def ensure_custom_hook(cfg, cls: type, type_name: str, **settings) -> None:
+    """Make ``cfg.custom_hooks`` hold a hook that builds ``cls``: the first one there (found by :func:`is_hook`), else
+    ``dict(type=type_name)`` appended; ``settings`` are set on that hook either way."""
+    hooks = [dict(h) for h in cfg.get('custom_hooks') or []]
+    found = [h for h in hooks if is_hook(cfg, h, cls)]
+    if not found:
+        found = [dict(type=type_name)]
+        hooks.append(found[0])
+    found[0].update(settings)
+    cfg.custom_hooks = hooks
+
+
 def use_atomic_checkpoint_hook(cfg) -> None:
     """Replace MMEngine's ``CheckpointHook`` in ``cfg.default_hooks.checkpoint`` by ``beit_mm.AtomicCheckpointHook``
     (same arguments; what ``tools/train.py`` does for every config). The hook's ``type`` is looked up as the Runner

@@ -19,7 +19,7 @@ from torch.nn.modules.batchnorm import _BatchNorm
 
 from beit_mm.registry import HOOKS
 
-from .atomic_checkpoint import is_hook
+from .atomic_checkpoint import ensure_custom_hook
 
 
 def batch_norm_statistics(model: nn.Module) -> list[torch.Tensor]:
@@ -60,7 +60,4 @@ def use_batch_norm_sync_hook(cfg: Config) -> None:
     (``cfg.launcher != 'none'``); what :func:`beit_mm.apis.train.train` does for every config."""
     if cfg.get('launcher', 'none') == 'none':
         return
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(is_hook(cfg, h, BatchNormSyncHook) for h in hooks):
-        hooks.append(dict(type='beit_mm.BatchNormSyncHook'))
-    cfg.custom_hooks = hooks
+    ensure_custom_hook(cfg, BatchNormSyncHook, 'beit_mm.BatchNormSyncHook')

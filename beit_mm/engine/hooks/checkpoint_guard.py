@@ -27,7 +27,7 @@ from mmengine.runner.checkpoint import find_latest_checkpoint
 from beit_mm.engine.resume import batch_now, batch_record, validate_resume
 from beit_mm.registry import HOOKS
 
-from .atomic_checkpoint import is_hook
+from .atomic_checkpoint import ensure_custom_hook
 
 
 @HOOKS.register_module()
@@ -85,11 +85,5 @@ class CheckpointGuardHook(Hook):
 def use_checkpoint_guard_hook(cfg: Config, schedule_in_samples: bool = False) -> None:
     """Add ``beit_mm.CheckpointGuardHook`` to ``cfg.custom_hooks`` unless there (what ``tools/train.py`` does for every
     config); ``schedule_in_samples`` (``--resume-schedule-in-samples``) is set on it either way."""
-    hooks = [dict(h) for h in cfg.get('custom_hooks') or []]
-    guards = [h for h in hooks if is_hook(cfg, h, CheckpointGuardHook)]
-    if not guards:
-        guards = [dict(type='beit_mm.CheckpointGuardHook')]
-        hooks.append(guards[0])
-    if schedule_in_samples:
-        guards[0]['schedule_in_samples'] = True
-    cfg.custom_hooks = hooks
+    ensure_custom_hook(cfg, CheckpointGuardHook, 'beit_mm.CheckpointGuardHook',
+                       **({'schedule_in_samples': True} if schedule_in_samples else {}))

@@ -53,7 +53,7 @@ from beit_mm.engine.resume import check_seed
 from beit_mm.fileio import open_checkpoint
 from beit_mm.registry import HOOKS
 
-from .atomic_checkpoint import is_hook
+from .atomic_checkpoint import ensure_custom_hook
 
 RNG_STATES_KEY = 'rng_states'
 
@@ -223,10 +223,7 @@ def use_rng_state_hook(cfg: Config, opened: dict | None = None) -> None:
     the dataloader workers are seeded as in the interrupted run. What ``tools/train.py`` does for every config.
     ``opened``: the resumed checkpoint as ``tools/train.py`` already read it (else its seed is read from the file);
     the warning is printed by rank 0 only."""
-    hooks = list(cfg.get('custom_hooks') or [])
-    if not any(is_hook(cfg, h, RNGStateHook) for h in hooks):
-        hooks.append(dict(type='beit_mm.RNGStateHook'))
-    cfg.custom_hooks = hooks
+    ensure_custom_hook(cfg, RNGStateHook, 'beit_mm.RNGStateHook')
     if not (cfg.get('resume') and cfg.get('load_from')):
         return
     if opened is not None:
