@@ -88,6 +88,7 @@ def test_features_of_every_block_match_the_reference(kind, ffn, tmp_path):
             assert ours.shape == theirs.shape, (what, ours.shape, theirs.shape)
             diff = (ours - theirs).abs().max().item()
             assert diff <= TOL, f'{kind} {ffn} {tuple(x.shape[-2:])} {what}: max |diff| {diff:.3g} > {TOL}'
+            print(f'{kind} {ffn} {tuple(x.shape[-2:])} {what}: max |diff| {diff:.3g}')
         maps = model(x)  # and the NCHW maps the segmentors read: the patch tokens on the grid
         h, w = x.shape[-2] // 16, x.shape[-1] // 16
         want = result['final'][:, 5:].transpose(1, 2).reshape(x.shape[0], -1, h, w)
@@ -116,3 +117,4 @@ def test_hf_eomt_dinov3_weights_give_its_logits(tmp_path):
             assert ours.shape == theirs.shape, (key, what)
             diff = (ours - theirs).abs().max().item()
             assert diff <= TOL, f'EoMT-DINOv3 {key} {what} logits: max |diff| {diff:.3g} > {TOL} ({ref["version"]})'
+            print(f'EoMT-DINOv3 {key} {what} logits: max |diff| {diff:.3g} ({ref["version"]})')
