@@ -1,2 +1,5 @@
 from . import hooks, optimizers, schedulers  # noqa: F401
 from . import amp_optim_wrapper  # noqa: F401
+from .config_text import memoize_config_formatting
+
+memoize_config_formatting()  # MMEngine formats a Runner's config text ~9 times: once per distinct text from here on
