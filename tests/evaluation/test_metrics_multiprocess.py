@@ -1,11 +1,16 @@
 """Every metric the configs evaluate with gives on 2 processes what it gives on 1: ``beit_mm.PanopticQualityMetric``,
-mmdet's ``CocoMetric`` (box and mask AP), mmseg's ``IoUMetric`` and mmpretrain's ``Accuracy``.
+mmdet's ``CocoMetric`` (box and mask AP), mmseg's ``IoUMetric`` and mmpretrain's ``Accuracy``; and the numbers the
+pretraining hooks log: ``beit_mm.DenseProbeHook`` (probe mIoU / mAcc, k-NN accuracy of a MIM model's features) and
+``beit_mm.TokenizerEvalHook`` (held-out codebook usage, perplexity, PSNR of a dVAE; usage and teacher cosine of a
+VQ-KD), each on a model wrapped as MMEngine wraps it on several processes (``MMDistributedDataParallel``).
 
 Two gloo processes on CPU (``torch.multiprocessing``, spawned once for all metrics) each process their shard of a
 dataset of odd size (MMEngine's ``DefaultSampler``, which pads the last shard) and call ``metric.evaluate(size)`` as
 MMEngine's loops do: MMEngine gathers the results, ``compute_metrics`` runs on rank 0 alone and its numbers are
 broadcast. A metric that enters a collective inside ``compute_metrics`` leaves rank 0 waiting alone: each process
 dumps its stack and exits after :data:`TIMEOUT` seconds, and the test fails naming the collective each rank waits in.
+The hooks evaluate the whole held-out set on every process (the same weights: DDP broadcasts rank 0's); only the
+main process writes their files.
 """
 from __future__ import annotations
 
@@ -24,12 +29,19 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.multiprocessing.spawn import ProcessException
 
-from ..conftest import free_port
+from ..conftest import ROOT, free_port
 from .panoptic_cases import CASES, META, mmdet_sample
 
 WORLD = 2
 TIMEOUT = 120  # seconds; a run takes a few
 NUM_SEG, NUM_CLS, NUM_CLASSES = 7, 11, 5
+ADE_TRAIN, ADE_VAL, ADE_CLASSES = 6, 3, 22  # the demo's labeled set for the hooks (raw ids up to 22)
+CONFIGS = osp.join(ROOT, 'configs')
+HOOK_MODELS = {  # name -> (config whose model is evaluated, image side)
+    'dense_probe': (osp.join(CONFIGS, 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'), 96),
+    'vqkd_heldout': (osp.join(CONFIGS, 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'), 64),
+    'dvae_heldout': (osp.join(CONFIGS, 'demo', 'dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py'), 48),
+}
 
 
 def segmentation_samples(rng: np.random.Generator) -> list[dict]:
@@ -97,9 +109,46 @@ def build_metrics(tmp: str) -> dict[str, tuple]:
         classification=(lambda: Accuracy(topk=(1, 5)), {}, data['classification']))
 
 
-def evaluate_all(tmp: str) -> dict[str, dict]:
+def evaluate_hooks(tmp: str, work_dir: str) -> dict[str, dict]:
+    """Each pretraining hook's numbers at the start of a run (the dense probe's iteration 0, the tokenizer's held-out
+    evaluation) for its config's model, random weights of seed 0, wrapped in ``MMDistributedDataParallel`` when a
+    process group is up; the hooks write into ``work_dir``."""
+    from types import SimpleNamespace
+
+    from mmengine.dist import is_distributed
+    from mmengine.logging import MessageHub, MMLogger
+    from mmengine.model import MMDistributedDataParallel
+
+    from beit_mm.engine.hooks.dense_probe import DenseProbeHook
+    from beit_mm.engine.hooks.tokenizer_eval import TokenizerEvalHook
+    from beit_mm.evaluation.probe import probe_model
+    ade = osp.join(tmp, 'ade')
+    results = {}
+    for name, (config, size) in HOOK_MODELS.items():
+        model = probe_model(config, seed=0).train()
+        if name == 'vqkd_heldout':  # a trained codebook: unit codes of seed 0 (a run initializes it by k-means)
+            codes = torch.randn(model.quantize.embedding.weight.shape, generator=torch.Generator().manual_seed(0))
+            with torch.no_grad():
+                model.quantize.embedding.weight.copy_(codes / codes.norm(dim=-1, keepdim=True))
+                model.quantize.embedding.initted.fill_(1.0)
+        if is_distributed():
+            model = MMDistributedDataParallel(module=model)
+        runner = SimpleNamespace(model=model, work_dir=work_dir, iter=0, logger=MMLogger.get_current_instance(),
+                                 message_hub=MessageHub.get_current_instance())
+        if name == 'dense_probe':
+            hook = DenseProbeHook(ade, ADE_CLASSES, size, num_train=ADE_TRAIN, num_val=ADE_VAL)
+            hook.before_train(runner)
+            results[name] = hook.init_metrics
+        else:
+            hook = TokenizerEvalHook(osp.join(ade, 'images', 'validation'), size, num_images=ADE_VAL, grid_images=8)
+            hook.before_train(runner)
+            results[name] = hook.evaluate(runner)
+    return results
+
+
+def evaluate_all(tmp: str, work_dir: str) -> dict[str, dict]:
     """Each metric over its samples, sharded as MMEngine's ``DefaultSampler`` (unshuffled) shards them, in batches of
-    2, then ``evaluate(len(dataset))``."""
+    2, then ``evaluate(len(dataset))``; then :func:`evaluate_hooks`."""
     from mmengine.dataset import DefaultSampler
     results = {}
     for name, (factory, meta, samples) in build_metrics(tmp).items():
@@ -109,7 +158,7 @@ def evaluate_all(tmp: str) -> dict[str, dict]:
         for start in range(0, len(shard), 2):
             metric.process({}, shard[start:start + 2])
         results[name] = metric.evaluate(len(samples))
-    return results
+    return {**results, **evaluate_hooks(tmp, work_dir)}
 
 
 def _rank(rank: int, tmp: str, port: int) -> None:
@@ -120,7 +169,7 @@ def _rank(rank: int, tmp: str, port: int) -> None:
     torch.set_num_threads(1)
     dist.init_process_group('gloo', init_method=f'tcp://127.0.0.1:{port}', rank=rank, world_size=WORLD,
                             timeout=timedelta(seconds=2 * TIMEOUT))
-    results = evaluate_all(tmp)
+    results = evaluate_all(tmp, osp.join(tmp, f'rank{rank}'))
     with open(osp.join(tmp, f'rank{rank}.pkl'), 'wb') as f:
         pickle.dump(results, f)
     faulthandler.cancel_dump_traceback_later()
@@ -149,13 +198,20 @@ def hang_report(tmp: str) -> str:
 def runs(tmp_path_factory) -> tuple[dict, list[dict]]:
     """(the metrics on 1 process, each rank's metrics on 2 processes)."""
     tmp = str(tmp_path_factory.mktemp('metrics'))
+    from beit_mm.data.demo import make_demo_ade20k
     rng = np.random.default_rng(0)
+    make_demo_ade20k(osp.join(tmp, 'ade'), ADE_TRAIN, ADE_VAL, 64, seed=0)
     ann_file, instance_meta, instance = instance_samples(osp.join(tmp, 'coco'), rng)
     panoptic = [mmdet_sample(name, osp.join(tmp, f'{name}.png')) for name in CASES]
     with open(osp.join(tmp, 'samples.pkl'), 'wb') as f:
         pickle.dump(dict(panoptic=panoptic, ann_file=ann_file, instance_meta=instance_meta, instance=instance,
                          semantic=segmentation_samples(rng), classification=classification_samples(rng)), f)
-    single = evaluate_all(tmp)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each rank: the same float reductions in the hooks' forward passes
+    try:
+        single = evaluate_all(tmp, osp.join(tmp, 'single'))
+    finally:
+        torch.set_num_threads(threads)
     context = mp.start_processes(_rank, args=(tmp, free_port()), nprocs=WORLD, join=False, start_method='spawn')
     deadline = time.monotonic() + TIMEOUT + 60  # each rank dumps its stack and exits after TIMEOUT s
     while any(p.is_alive() for p in context.processes) and time.monotonic() < deadline:
@@ -168,13 +224,14 @@ def runs(tmp_path_factory) -> tuple[dict, list[dict]]:
     for rank in range(WORLD):
         with open(osp.join(tmp, f'rank{rank}.pkl'), 'rb') as f:
             ranks.append(pickle.load(f))
-    return single, ranks
+    return single, ranks, tmp
 
 
-@pytest.mark.parametrize('name', ['panoptic', 'instance', 'semantic', 'classification'])
+@pytest.mark.parametrize('name', ['panoptic', 'instance', 'semantic', 'classification', *HOOK_MODELS])
 def test_two_processes_equal_one(runs, name):
-    """Every rank gets the one-process numbers of the whole dataset (7, 5, 7 and 11 samples: odd sizes)."""
-    single, ranks = runs
+    """Every rank gets the one-process numbers of the whole dataset (7, 5, 7 and 11 samples: odd sizes; the hooks:
+    their held-out images)."""
+    single, ranks, _ = runs
     assert single[name], name
     for rank, got in enumerate(ranks):
         assert set(got[name]) == set(single[name]), (rank, name)
@@ -185,3 +242,14 @@ def test_two_processes_equal_one(runs, name):
                 np.testing.assert_allclose(np.asarray(got[name][key], dtype=np.float64),
                                            np.asarray(value, dtype=np.float64), rtol=0, atol=1e-9,
                                            err_msg=f'rank {rank} {key}')
+
+
+def test_hooks_write_their_files_from_the_main_process_only(runs):
+    """The dense probe's curve and the tokenizers' held-out records (and the dVAE's picture) come from rank 0; rank 1
+    writes nothing."""
+    tmp = runs[2]
+    written = {rank: sorted(osp.relpath(osp.join(d, f), osp.join(tmp, rank)) for d, _, files in
+                            os.walk(osp.join(tmp, rank)) for f in files) for rank in ('single', 'rank0', 'rank1')}
+    assert written['rank0'] == written['single'], written
+    assert {'dense_probe.json', 'tokenizer_eval/iter_1.json', 'tokenizer_eval/iter_1.png'} <= set(written['rank0'])
+    assert written['rank1'] == [], written['rank1']

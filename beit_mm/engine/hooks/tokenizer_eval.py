@@ -6,6 +6,7 @@ import json
 import os
 import os.path as osp
 
+from mmengine.dist import is_main_process
 from mmengine.hooks import Hook
 from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
@@ -24,7 +25,8 @@ class TokenizerEvalHook(Hook):
     the trivial baseline), and a PNG grid of images next to their reconstructions in
     ``work_dir/tokenizer_eval/iter_N.png``. For a ``VQKD``: ``heldout_usage``, ``heldout_perplexity``,
     ``heldout_dead_codes`` and ``heldout_teacher_cosine`` (no picture: it reconstructs features, not pixels). The
-    numbers also go to ``work_dir/tokenizer_eval/iter_N.json``.
+    numbers also go to ``work_dir/tokenizer_eval/iter_N.json``. On several processes each evaluates the same images
+    with the same weights and logs the same numbers; the main process writes the files.
 
     Args:
         folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``); None = the
@@ -61,22 +63,27 @@ class TokenizerEvalHook(Hook):
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         images = self._images.to(next(model.parameters()).device)
         out_dir = osp.join(runner.work_dir, 'tokenizer_eval')
-        os.makedirs(out_dir, exist_ok=True)
         if isinstance(model, VQKD):
             return self._log_vqkd(runner, model, images, out_dir)
         stats, recs = evaluate_tokenizer(model, images)
         self._update_scalars(runner, stats)
         n = min(self.grid_images, images.shape[0])
         path = osp.join(out_dir, f'iter_{runner.iter + 1}.png')
-        with atomic_file(path) as tmp:
-            Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(tmp, format='PNG')
-        with atomic_file(osp.join(out_dir, f'iter_{runner.iter + 1}.json')) as tmp, open(tmp, 'w') as f:
-            json.dump(dict(stats, iter=runner.iter + 1, grid=path, num_images=images.shape[0]), f, indent=1)
+        if is_main_process():
+            os.makedirs(out_dir, exist_ok=True)
+            with atomic_file(path) as tmp:
+                Image.fromarray(reconstruction_grid(images[:n].cpu(), recs[:n].cpu())).save(tmp, format='PNG')
+            self._dump(out_dir, runner, dict(stats, iter=runner.iter + 1, grid=path, num_images=images.shape[0]))
         print_log(f'tokenizer held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
                   f'usage {stats["usage"]:.4f} perplexity {stats["perplexity"]:.1f} '
                   f'({stats["perplexity_fraction"]:.3f} of {model.vocab_size}) psnr {stats["psnr"]:.2f} dB '
                   f'(mean-colour baseline {stats["psnr_mean_colour"]:.2f} dB); grid {path}', logger='current')
         return stats
+
+    @staticmethod
+    def _dump(out_dir: str, runner, record: dict) -> None:
+        with atomic_file(osp.join(out_dir, f'iter_{runner.iter + 1}.json')) as tmp, open(tmp, 'w') as f:
+            json.dump(record, f, indent=1)
 
     @staticmethod
     def _update_scalars(runner, stats: dict[str, float]) -> None:
@@ -86,8 +93,9 @@ class TokenizerEvalHook(Hook):
     def _log_vqkd(self, runner, model: VQKD, images, out_dir: str) -> dict[str, float]:
         stats = evaluate_vqkd(model, images)
         self._update_scalars(runner, stats)
-        with atomic_file(osp.join(out_dir, f'iter_{runner.iter + 1}.json')) as tmp, open(tmp, 'w') as f:
-            json.dump(dict(stats, iter=runner.iter + 1, num_images=images.shape[0]), f, indent=1)
+        if is_main_process():
+            os.makedirs(out_dir, exist_ok=True)
+            self._dump(out_dir, runner, dict(stats, iter=runner.iter + 1, num_images=images.shape[0]))
         cosine = f' teacher cosine {stats["teacher_cosine"]:.4f}' if 'teacher_cosine' in stats else ''
         print_log(f'VQ-KD held-out ({images.shape[0]} images of {self.folder}) iter {runner.iter + 1}: '
                   f'usage {stats["usage"]:.4f} ({stats["dead_codes"]} dead of {model.num_codes}) perplexity '
