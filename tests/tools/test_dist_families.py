@@ -7,8 +7,9 @@ ending in a validation, then a test of the checkpoint, printing the metric.
   the library calls of ``tools/train.py`` and ``tools/test.py`` (``beit_mm.apis.train.train`` and
   ``beit_mm.apis.testing.run_test`` with ``launcher='pytorch'``), each creating the process group and destroying it
   at its end; the imports are paid once. Two chains follow the demos: BEiT MIM -> ImageNet fine-tuning from its
-  checkpoint, VQ-KD -> BEiT v2-style MIM with that tokenizer. MIM and tokenizer families have no validation or test
-  split (their configs define none): they train only, and their training hooks' numbers stand for the metric.
+  checkpoint, VQ-KD -> the BEiT v2 recipe's demo (cls-token pretraining) with that tokenizer. MIM and tokenizer
+  families (BEiT and CvT MIM, BEiT v2, the dVAE, VQ-KD) have no validation or test split (their configs define none):
+  they train only, and their training numbers and hooks' files stand for the metric.
 
 Every launch, and every family in the worker's, has a time limit: a process left waiting in a collective that the
 other never enters (a metric, a hook or a checkpoint write that synchronises on one rank only) fails the tests with
@@ -112,12 +113,19 @@ def _vqkd(data: dict, work: str) -> dict:
 
 
 def _beit2_mim(data: dict, work: str) -> dict:
-    """The study's BEiT v2 target arm with the VQ-KD family's tokenizer; its dense probe (``custom_hooks.1``) on the
-    labeled demo set (ADE20K ids up to 22)."""
+    """The BEiT v2 recipe's demo (cls-token pretraining, shared lm head) with the VQ-KD family's tokenizer; the dense
+    probe on the labeled demo set (ADE20K ids up to 22) added, as a run watching its features would."""
+    probe = dict(type='beit_mm.DenseProbeHook', data_root=data['ade'], num_classes=22, img_size=SIZE, interval=2,
+                 num_train=NUM_TRAIN, num_val=NUM_VAL)
     return {**_short(data['ade'], ('train_dataloader', )),
             'model.target_generator.init_cfg.checkpoint': osp.join(work, 'vqkd', 'train', 'iter_2.pth'),
-            'custom_hooks.1.data_root': data['ade'], 'custom_hooks.1.num_classes': 22, 'custom_hooks.1.interval': 2,
-            'custom_hooks.1.num_train': NUM_TRAIN, 'custom_hooks.1.num_val': NUM_VAL}
+            'custom_hooks': [probe]}
+
+
+def _dvae(data: dict, work: str) -> dict:
+    """The MIM demo's dVAE; its held-out hook (``custom_hooks.1``) on the validation images after the 2 iterations."""
+    return {**_short(data['ade'], ('train_dataloader', )), 'custom_hooks.1.interval': 2,
+            'custom_hooks.1.num_images': NUM_VAL, 'custom_hooks.1.grid_images': 8}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,8 +157,17 @@ FAMILIES = {  # in launch order: a chain's second family after its first
                                    _coco_instance, 'coco/segm_mAP'),
     'vit-adapter': Family(osp.join(DEMO, 'beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU'),
     'custom-dataset': Family(osp.join(DEMO, 'beit-tiny-p8_upernet_1xb8-1k_custom-demo-64x64.py'), _custom, 'mIoU'),
+    'mask2former-adapter-panoptic': Family(
+        osp.join(DEMO, 'mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py'), _coco_panoptic,
+        'coco_panoptic/PQ'),
+    'cvt-upernet': Family(osp.join(DEMO, 'cvt-13-tiny_upernet_1xb8-0.3k_ade20k-demo-128x128.py'), _seg, 'mIoU'),
+    'dvae': Family(osp.join(DEMO, 'dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py'), _dvae, None,
+                   outputs=('iter_2.pth', 'tokenizer_eval/iter_2.json', 'tokenizer_eval/iter_2.png'),
+                   train_line=r'tokenizer held-out .* iter 2: (usage [\d.]+ .*psnr [\d.]+ dB)'),
     'beit-mim': Family(osp.join(DEMO, 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'), _beit_mim, None,
                        train_line=r'Iter\(train\) \[2/2\].*(mim_acc: [\d.]+)'),
+    'cvt-mim': Family(osp.join(DEMO, 'beit_cvt-13-tiny_1xb16-coslr-0.3k_ade20k-demo-96px.py'), _beit_mim, None,
+                      train_line=r'Iter\(train\) \[2/2\].*(mim_acc: [\d.]+)'),
     'in1k-finetuning': Family(osp.join(DEMO, 'beit-tiny-p16_beit-pre_1xb32-10e_in1k-demo-64px.py'),
                               _in1k_finetuning, 'accuracy/top1', outputs=('epoch_1.pth', )),
     'cvt': Family(osp.join(DEMO, 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py'), _imagenet, 'accuracy/top1',
@@ -158,9 +175,9 @@ FAMILIES = {  # in launch order: a chain's second family after its first
     'vqkd': Family(osp.join(STUDIES, 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'), _vqkd, None,
                    outputs=('iter_2.pth', 'tokenizer_eval/iter_2.json'),
                    train_line=r'VQ-KD held-out .* iter 2: (usage [\d.]+ .*teacher cosine [-\d.]+)'),
-    'beit2-mim': Family(osp.join(STUDIES, 'beit_beit-tiny-p8_vqkd-blockwise_1xb32-coslr-3k_shapes-64px.py'),
-                        _beit2_mim, None, outputs=('iter_2.pth', 'dense_probe.json'),
-                        train_line=r'dense probe iteration 2: (probe mIoU [\d.]+ mAcc [\d.]+, k-NN acc [\d.]+)'),
+    'beit2-mim': Family(osp.join(DEMO, 'beitv2_beit-tiny-p8_1xb16-coslr-0.3k_ade20k-demo-64px.py'), _beit2_mim, None,
+                        outputs=('iter_2.pth', 'dense_probe.json'),
+                        train_line=r'Iter\(train\) \[2/2\].*(loss_cls_pt: [\d.]+)'),
 }
 SHELL_FAMILY = 'eomt-panoptic'  # tools/dist_train.sh + tools/dist_test.sh
 SHELL_CONFIG = osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
