@@ -70,11 +70,6 @@ def main() -> None:
     for recipe in recipes:
         m = measure_recipe(recipe, osp.join(ROOT, recipe.config), roots[recipe.layout], args.images,
                            rates[recipe.name])
-        if m.gpu_decode is not None:
-            gpu_lines.append(f'| {recipe.name} | {m.gpu_decode:.1f} | x{m.gpu_decode / m.new:.2f} | '
-                             f'{m.workers_gpu_decode} | {1e3 * m.gpu_decode_preprocessor_seconds:.1f} '
-                             f'({1 / m.gpu_decode_preprocessor_seconds:.1f}) |')
-            print(gpu_lines[-1], flush=True)
         keys = ', '.join(f'{k}={v}' for k, v in loader_settings(m.workers_new).items())
         fed = 'yes' if m.workers_new <= NODE_WORKERS else f'no ({NODE_WORKERS * m.new / HEADROOM:.0f} img/s)'
         lines.append(f'| {recipe.name} | {m.reference:.1f} | {m.new:.1f} | x{m.ratio:.2f} | '
@@ -82,6 +77,11 @@ def main() -> None:
                      f'(x{m.ratio_with_preprocessor:.2f}) | {m.reference_wall:.1f} / {m.new_wall:.1f} | '
                      f'{m.gpu_rate:g} | {m.workers_reference} / {m.workers_new} | {fed} | {keys} |')
         print(lines[-1], flush=True)
+        if m.gpu_decode is not None:
+            gpu_lines.append(f'| {recipe.name} | {m.gpu_decode:.1f} | x{m.gpu_decode / m.new:.2f} | '
+                             f'{m.workers_gpu_decode} | {1e3 * m.gpu_decode_preprocessor_seconds:.1f} '
+                             f'({1 / m.gpu_decode_preprocessor_seconds:.1f}) |')
+            print(gpu_lines[-1], flush=True)
     table = '\n'.join(lines + (gpu_lines if len(gpu_lines) > 5 else []))
     print('\n' + table)
     if args.out:
