@@ -8,7 +8,9 @@ the augmentations, packing; the batch collate is left out); CPU seconds, not wal
 shared machine do not make workers look slower than a worker with a core of its own is. The data preprocessor's CPU
 cost per image (normalization, and the ColorJitter that a draft pipeline leaves to it) is measured on its own, on
 batches of the same images, and reported as the rate a worker would have if the preprocessor ran on its CPU (it runs
-on the GPU in training). Workers needed per GPU = ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
+on the GPU in training). A config's GPU-decode pipeline (the workers only read the bytes and draw) is timed with the
+other two; its preprocessor cost (decode, jitter, crop, resizes) is the CPU's, not the GPU's. Workers needed per
+GPU = ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
 """
 from __future__ import annotations
 
@@ -75,9 +77,14 @@ def load_config(config: str):
 
 def pipelines(cfg) -> dict[str, list]:
     """``{'reference': exact pipeline, 'new': the trained one}``: a config that trains with a cheaper pipeline keeps
-    the exact one as ``train_pipeline_exact``; otherwise both are the config's own."""
+    the exact one as ``train_pipeline_exact``; otherwise both are the config's own. A config with a GPU-decode
+    pipeline (``train_pipeline_gpu_decode``: the workers read the bytes, the data preprocessor decodes) adds it as
+    ``'gpu_decode'``."""
     used = cfg.train_dataloader.dataset.pipeline
-    return dict(reference=cfg.get('train_pipeline_exact', used), new=used)
+    found = dict(reference=cfg.get('train_pipeline_exact', used), new=used)
+    if cfg.get('train_pipeline_gpu_decode') is not None:
+        found['gpu_decode'] = cfg.train_pipeline_gpu_decode
+    return found
 
 
 def build_train_dataset(cfg, data_root: str, pipeline: list | None = None):
@@ -136,14 +143,16 @@ def worker_rate(dataset, images: int, warmup: int = 4, seed: int = 0) -> tuple[f
     return worker_rates(dict(one=dataset), images, warmup, rounds=1, seed=seed)['one']
 
 
-def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0) -> float:
+def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0, collate_fn: str | None = None) -> float:
     """CPU seconds per image of the config's data preprocessor (``model.data_preprocessor``) on the CPU at one thread,
     on batches of :data:`PREPROCESSOR_BATCH` (at most ``images``) samples of ``dataset`` collated by the config's
-    ``collate_fn`` (the samples made first, untimed)."""
+    ``collate_fn`` (or the one named; the samples made first, untimed)."""
     import torch
     from mmengine.registry import FUNCTIONS, MODELS
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
-    collate = FUNCTIONS.get(cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type'])
+    if collate_fn is None:
+        collate_fn = cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type']
+    collate = FUNCTIONS.get(collate_fn)
     size = min(PREPROCESSOR_BATCH, images)
     rng = random.Random(seed)
     batches = [collate([dataset[rng.randrange(len(dataset))] for _ in range(size)])
@@ -171,6 +180,8 @@ class Measurement:
     reference_wall: float
     new_wall: float
     gpu_rate: float
+    gpu_decode: float | None = None
+    gpu_decode_preprocessor_seconds: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -188,20 +199,29 @@ class Measurement:
     def workers_new(self) -> int:
         return workers_needed(self.gpu_rate, self.new)
 
+    @property
+    def workers_gpu_decode(self) -> int | None:
+        return None if self.gpu_decode is None else workers_needed(self.gpu_rate, self.gpu_decode)
+
 
 def measure_recipe(recipe: Recipe, config: str, data_root: str, images: int, gpu_rate: float) -> Measurement:
-    """Time the reference and the new pipeline of ``recipe`` on the same images (:func:`worker_rate`), and the data
-    preprocessor on each one's samples (:func:`preprocessor_seconds`)."""
+    """Time the reference, the new and (where the config has one) the GPU-decode pipeline of ``recipe`` on the same
+    images (:func:`worker_rates`), and the data preprocessor on each one's samples (:func:`preprocessor_seconds`;
+    the GPU-decode samples collated by ``pseudo_collate``: the preprocessor then decodes, jitters, crops and resizes
+    on the CPU)."""
     cfg = load_config(config)
     datasets = {kind: build_train_dataset(cfg, data_root, pipeline) for kind, pipeline in pipelines(cfg).items()}
     measured = worker_rates(datasets, images)
     rates = {kind: rate for kind, (rate, _) in measured.items()}
-    with_pre = {}
+    with_pre, extra = {}, {}
     for kind, dataset in datasets.items():
-        extra = preprocessor_seconds(cfg, dataset, images) if 'data_preprocessor' in cfg.model else 0.0
-        with_pre[kind] = 1.0 / (1.0 / rates[kind] + extra)
+        collate = 'pseudo_collate' if kind == 'gpu_decode' else None
+        extra[kind] = (preprocessor_seconds(cfg, dataset, images, collate_fn=collate)
+                       if 'data_preprocessor' in cfg.model else 0.0)
+        with_pre[kind] = 1.0 / (1.0 / rates[kind] + extra[kind])
     return Measurement(recipe, rates['reference'], rates['new'], with_pre['reference'], with_pre['new'],
-                       measured['reference'][1], measured['new'][1], gpu_rate)
+                       measured['reference'][1], measured['new'][1], gpu_rate, rates.get('gpu_decode'),
+                       extra.get('gpu_decode'))
 
 
 def loader_settings(workers: int) -> dict:

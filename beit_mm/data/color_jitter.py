@@ -93,7 +93,7 @@ def contrast_mean(images: Tensor) -> Tensor:
 
 
 def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Tensor, saturation: Tensor,
-                 mean: Tensor) -> Tensor:
+                 mean: Tensor | None) -> Tensor:
     """mmpretrain's / torchvision's ColorJitter (hue 0) with per-image parameters, on a batch.
 
     Args:
@@ -101,7 +101,8 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
         order: (B, 4) int on the CPU, each row a permutation of (0 brightness, 1 contrast, 2 saturation, 3 hue); hue
             (3) is skipped (the recipes jitter no hue).
         brightness, contrast, saturation: (B,) factors on the CPU; NaN = that op is off for the image.
-        mean: (B,) the contrast grey of each image on the CPU (:func:`adjust_contrast`).
+        mean: (B,) the contrast grey of each image on the CPU (:func:`adjust_contrast`); None: each image's own,
+            computed at its contrast step (:func:`contrast_mean`, as Pillow does: ``images`` are whole images).
 
     Returns:
         (B, 3, H, W) float32 on the device of ``images``, integer values 0..255.
@@ -120,29 +121,36 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
             if op == BRIGHTNESS:
                 x = adjust_brightness(x, alpha)
             elif op == CONTRAST:
-                x = adjust_contrast(x, alpha, mean[index].to(device))
+                grey = contrast_mean(x) if mean is None else mean[index].to(device)
+                x = adjust_contrast(x, alpha, grey)
             else:
                 x = adjust_saturation(x, alpha)
             out[index.to(device)] = x
     return out
 
 
-def stack_jitter_parameters(params: list[dict]) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+def stack_jitter_parameters(params: list[dict],
+                            whole_images: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
     """The per-image parameters that ``beit_mm.SampleColorJitter`` (+ the decoding transform's ``contrast_mean``)
     drew, as the CPU tensors :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``,
     a factor of None as NaN.
 
+    Args:
+        params: one ``color_jitter`` dict per image.
+        whole_images: the jitter applies to the whole images, which give their own contrast grey: ``mean`` is None
+            and ``contrast_mean`` is not needed.
+
     Raises:
-        ValueError: an image with a contrast factor but no ``contrast_mean``.
+        ValueError: an image with a contrast factor but no ``contrast_mean`` (not ``whole_images``).
     """
     def factor(p: dict, key: str) -> float:
         return float('nan') if p.get(key) is None else float(p[key])
     for p in params:
-        if p.get('contrast') is not None and 'contrast_mean' not in p:
+        if not whole_images and p.get('contrast') is not None and 'contrast_mean' not in p:
             raise ValueError('a color_jitter with a contrast factor but no contrast_mean: put '
                              'beit_mm.DecodeTwoViewRandomResizedCrop (which computes it from the whole image) after '
                              'beit_mm.SampleColorJitter in the pipeline')
     order = torch.tensor([p['order'] for p in params], dtype=torch.int64)
+    mean = None if whole_images else torch.tensor([int(p.get('contrast_mean', 0)) for p in params], dtype=torch.int64)
     return (order, *(torch.tensor([factor(p, k) for p in params], dtype=torch.float32)
-                     for k in ('brightness', 'contrast', 'saturation')),
-            torch.tensor([int(p.get('contrast_mean', 0)) for p in params], dtype=torch.int64))
+                     for k in ('brightness', 'contrast', 'saturation')), mean)

@@ -203,9 +203,11 @@ def _train(cfg: Config) -> list:
 
 
 def _two_view(cfg: Config) -> Optional[dict]:
-    """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop`` or the draft
-    pipeline's ``DecodeTwoViewRandomResizedCrop`` (the same parameters; the latter also flips)."""
-    return _find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
+    """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop``, the draft
+    pipeline's ``DecodeTwoViewRandomResizedCrop`` or the GPU-decode pipeline's ``EncodedTwoViewRandomResizedCrop``
+    (the same parameters; the latter two also flip)."""
+    return (_find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
+            or _find(_train(cfg), 'EncodedTwoViewRandomResizedCrop'))
 
 
 def _rrc(cfg: Config) -> Optional[dict]:
@@ -420,6 +422,18 @@ def test_exact_pipeline_has_the_published_values(key):
     cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
     cfg.train_dataloader.dataset.pipeline = cfg.train_pipeline_exact
     assert _find(cfg.train_pipeline_exact, 'LoadImageFromFile') is not None
+    wrong = differences(cfg, RECIPES[key], READERS)
+    assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
+
+
+@pytest.mark.parametrize('key', sorted(k for k in RECIPES if 'train_pipeline_gpu_decode' in Config.fromfile(
+    os.path.join(ROOT, 'configs', k))), ids=str)
+def test_gpu_decode_pipeline_has_the_published_values(key):
+    """The GPU-decode pipeline a MIM config keeps a switch away (``train_pipeline_gpu_decode``) has the published
+    values too."""
+    cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
+    cfg.train_dataloader.dataset.pipeline = cfg.train_pipeline_gpu_decode
+    assert _find(cfg.train_pipeline_gpu_decode, 'EncodedTwoViewRandomResizedCrop') is not None
     wrong = differences(cfg, RECIPES[key], READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 

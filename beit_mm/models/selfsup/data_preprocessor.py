@@ -13,6 +13,13 @@ Where the samples carry ``color_jitter`` (all or none of a batch), both views ge
 BGR -> RGB and before the normalization (:func:`beit_mm.data.color_jitter.color_jitter`: Pillow's enhancements, the
 drawn order and factors, the contrast grey of the whole image).
 
+Where the samples carry ``two_view_resize`` (``beit_mm.EncodedTwoViewRandomResizedCrop``, collated by
+``pseudo_collate``), ``data['inputs']`` holds each sample's JPEG bytes (1-D uint8) or decoded whole image
+((3, H, W) RGB uint8) and the views are made here, on the preprocessor's device
+(:mod:`beit_mm.data.device_views`): the bytes decoded in one batched ``decode_jpeg`` call, then the jitter on the whole
+image, the flip, the crop and the two resizes, as the exact pipeline orders them. These views are RGB already
+(``to_rgb`` applies to decoded BGR views only).
+
 Output (``BEiTPretrain.forward(inputs, data_samples)``)::
 
     inputs['images']          (B, 3, H, W) float32, (x - mean) / std after BGR -> RGB (BEiT: mean = std = 127.5,
@@ -35,6 +42,7 @@ from torch import Tensor
 from beit_mm.registry import MODELS
 
 from ...data.color_jitter import color_jitter, stack_jitter_parameters
+from ...data.device_views import decode_images, jitter_whole_images, two_views
 from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
@@ -92,6 +100,23 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         raise ValueError('MIMDataPreprocessor expects data["inputs"] as per-sample [view, tokenizer_view] pairs or '
                          'two batched tensors; put beit_mm.TwoViewRandomResizedCrop before PackInputs in the pipeline')
 
+    def _device_views(self, inputs: Sequence, samples: Sequence, jitter: list) -> tuple[Tensor, Tensor]:
+        """(views, tokenizer views) RGB uint8 on this preprocessor's device from the packed bytes or whole images
+        (the module docstring)."""
+        if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
+            raise ValueError('encoded images (beit_mm.EncodedTwoViewRandomResizedCrop) need the per-sample inputs of '
+                             "pseudo_collate: set train_dataloader.collate_fn=dict(type='pseudo_collate')")
+        images = decode_images(inputs, self.mean.device)
+        for image, sample in zip(images, samples):
+            if tuple(image.shape[1:]) != tuple(sample.ori_shape):
+                raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
+                                 f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
+                                 'size (a JPEG whose header lies: decode it on the worker, draft pipeline)')
+        if jitter[0] is not None:
+            images = jitter_whole_images(images, jitter)
+        resize = samples[0].two_view_resize
+        return two_views(images, [s.crop_bbox for s in samples], [bool(s.flip) for s in samples], resize)
+
     def forward(self, data: dict, training: bool = False) -> dict:
         """See the module docstring for the layouts. ``training`` is unused: both modes normalize the same way."""
         samples = data.get('data_samples')
@@ -101,19 +126,27 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         if not any(bool(torch.as_tensor(s.mask).any()) for s in samples):  # before the copy: no device sync
             raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
                              'generator (BEiTMaskGenerator num_masking_patches, or mask_ratio)')
-        data = self.cast_data(data)
-        views, tokenizer_views = self._batch_views(data['inputs'])
-        samples = data['data_samples']
-        mask = _stack([torch.as_tensor(s.mask, device=views.device) for s in samples], 'masks').bool()
-        if self.to_rgb:
-            views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)
         jitter = [s.metainfo.get('color_jitter') for s in samples]
-        if any(j is not None for j in jitter):
-            if any(j is None for j in jitter):
-                raise ValueError('some samples of the batch carry a color_jitter to apply and some do not; use one '
-                                 'train pipeline for the whole dataset')
-            params = stack_jitter_parameters(jitter)
-            views, tokenizer_views = color_jitter(views, *params), color_jitter(tokenizer_views, *params)
+        if any(j is not None for j in jitter) and any(j is None for j in jitter):
+            raise ValueError('some samples of the batch carry a color_jitter to apply and some do not; use one '
+                             'train pipeline for the whole dataset')
+        encoded = [s.metainfo.get('two_view_resize') is not None for s in samples]
+        if any(encoded):
+            if not all(encoded):
+                raise ValueError('some samples of the batch carry encoded images (two_view_resize) and some do not; '
+                                 'use one train pipeline for the whole dataset')
+            views, tokenizer_views = self._device_views(data['inputs'], samples, jitter)
+            samples = self.cast_data(samples)
+        else:
+            data = self.cast_data(data)
+            views, tokenizer_views = self._batch_views(data['inputs'])
+            samples = data['data_samples']
+            if self.to_rgb:
+                views, tokenizer_views = views.flip(1), tokenizer_views.flip(1)
+            if jitter[0] is not None:
+                params = stack_jitter_parameters(jitter)
+                views, tokenizer_views = color_jitter(views, *params), color_jitter(tokenizer_views, *params)
+        mask = _stack([torch.as_tensor(s.mask, device=views.device) for s in samples], 'masks').bool()
         images = (views.float() - self.mean) / self.std
         target_images = tokenizer_views.float()
         if self.target_pixels == 'dalle':

@@ -28,6 +28,21 @@ train_pipeline = [
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
                                        'color_jitter')),
 ]
+# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
+# EXIF-rotated file is decoded on the worker), and MIMDataPreprocessor decodes the batch with torchvision's
+# decode_jpeg on its device (nvjpeg on a GPU), then applies the exact pipeline's jitter, flip, crop and Pillow resizes
+# there (beit_mm/data/encoded_transforms.py, device_views.py; docs/performance.md#data-loading: what is exact). Select
+# it with (the byte strings differ in length: pseudo_collate):
+# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
+train_pipeline_gpu_decode = [
+    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
+    dict(type='beit_mm.EncodedTwoViewRandomResizedCrop', size=224, tokenizer_size=112, scale=(0.08, 1.0),
+         interpolation='bicubic', tokenizer_interpolation='lanczos', flip_prob=0.5),
+    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
+         max_num_patches=None, min_aspect=0.3),
+    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
+                                       'crop_bbox', 'color_jitter', 'two_view_resize')),
+]
 train_dataloader = dict(
     batch_size=256,
     num_workers=13,  # docs/performance.md#data-loading: 100-135 img/s per worker; 1848/GPU needs 18-23: a node has 13

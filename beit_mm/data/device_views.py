@@ -1,0 +1,132 @@
+"""BEiT's two views made on the data preprocessor's device from what ``EncodedTwoViewRandomResizedCrop`` packed: the
+JPEG bytes decoded in one batched ``torchvision.io.decode_jpeg`` call (nvjpeg on a GPU, libjpeg-turbo on the CPU),
+then per image the exact pipeline's steps in its order::
+
+    ColorJitter (whole image) -> RandomFlip (whole image) -> crop -> resize to the two views (Pillow's filters)
+
+The jitter is Pillow's ``ImageEnhance`` on tensors (:func:`beit_mm.data.color_jitter.color_jitter`), the contrast grey
+taken from the whole image at its contrast step as Pillow does; the resize is Pillow's 8-bit resampling on tensors
+(:func:`beit_mm.data.pil_resample.pil_resize`). Nothing here calls Pillow or OpenCV, so it all runs on a GPU.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+from torchvision.io import ImageReadMode, decode_jpeg
+
+from .color_jitter import color_jitter, stack_jitter_parameters
+from .pil_resample import apply_tables, resize_tables
+
+
+def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[Tensor]:
+    """The whole images of a batch on ``device``: the 1-D uint8 tensors (a JPEG file's bytes, on the CPU) decoded to
+    RGB in one ``decode_jpeg`` call; the (3, H, W) uint8 ones (decoded on the worker) copied.
+
+    Returns:
+        B tensors (3, H_i, W_i) uint8 RGB on ``device``, in the order of ``inputs``.
+
+    Raises:
+        ValueError: an input that is neither.
+    """
+    encoded = [i for i, t in enumerate(inputs) if t.dim() == 1]
+    images: list[Tensor | None] = [None] * len(inputs)
+    if encoded:
+        decoded = decode_jpeg([inputs[i].cpu() for i in encoded], mode=ImageReadMode.RGB, device=device)
+        for i, image in zip(encoded, decoded):
+            images[i] = image
+    for i, t in enumerate(inputs):
+        if t.dim() == 3 and t.shape[0] == 3:
+            images[i] = t.to(device, non_blocking=True)
+        elif t.dim() != 1:
+            raise ValueError(f'input {i} has shape {tuple(t.shape)}: expected the JPEG bytes (1-D uint8) or a decoded '
+                             '(3, H, W) image, as beit_mm.EncodedTwoViewRandomResizedCrop packs them')
+    return images
+
+
+def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
+    """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
+    size batched together.
+
+    Args:
+        images: B tensors (3, H_i, W_i) RGB 0..255.
+        params: B ``color_jitter`` dicts (``SampleColorJitter``'s ``order``, ``brightness``, ``contrast``,
+            ``saturation``).
+
+    Returns:
+        B tensors (3, H_i, W_i) uint8.
+    """
+    groups = defaultdict(list)
+    for i, image in enumerate(images):
+        groups[tuple(image.shape)].append(i)
+    out: list[Tensor | None] = [None] * len(images)
+    for index in groups.values():
+        order, brightness, contrast, saturation, _ = stack_jitter_parameters([params[i] for i in index],
+                                                                           whole_images=True)
+        jittered = color_jitter(torch.stack([images[i] for i in index]), order, brightness, contrast, saturation,
+                                None).to(torch.uint8)
+        for i, image in zip(index, jittered):
+            out[i] = image
+    return out
+
+
+def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips: Sequence[bool],
+              resize: dict) -> tuple[Tensor, Tensor]:
+    """Flip, crop and resize each whole image to the backbone view and the tokenizer view.
+
+    Args:
+        images: B tensors (3, H_i, W_i) uint8 (jittered where the pipeline jitters).
+        crop_bboxes: B boxes ``(top, left, height, width)`` in the flipped image.
+        flips: B horizontal flips, applied to the whole image before the crop.
+        resize: ``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``.
+
+    Returns:
+        ``(views (B, 3, H, W), tokenizer_views (B, 3, h, w))`` uint8; the tokenizer views are the views when both
+        have the same size and interpolation.
+    """
+    size, tokenizer_size = tuple(resize['size']), tuple(resize['tokenizer_size'])
+    same = (size, resize['interpolation']) == (tokenizer_size, resize['tokenizer_interpolation'])
+    outputs = [(size, resize['interpolation'])]
+    if not same:
+        outputs.append((tokenizer_size, resize['tokenizer_interpolation']))
+    plans = [[resize_tables((h, w), out, interpolation) for out, interpolation in outputs]
+             for _, _, h, w in crop_bboxes]
+    tables = _to_device([[table for plan in image_plans for table in plan] for image_plans in plans],
+                        images[0].device)
+    views: list[list[Tensor]] = [[] for _ in outputs]
+    for image, (top, left, h, w), flip, plan, on_device in zip(images, crop_bboxes, flips, plans, tables):
+        if flip:
+            image = image.flip(-1)
+        crop = image[:, top:top + h, left:left + w]
+        for k, out in enumerate(plan):
+            views[k].append(apply_tables(crop, on_device[:len(out)]))
+            on_device = on_device[len(out):]
+    stacked = [torch.stack(v) for v in views]
+    return stacked[0], stacked[-1]
+
+
+def _to_device(tables: list[list[tuple[int, np.ndarray, np.ndarray]]],
+               device: torch.device) -> list[list[tuple[int, Tensor, Tensor]]]:
+    """Every image's resize tables copied to ``device`` in one host-to-device transfer (pinned when it is a GPU):
+    a copy per table would wait for the device each time."""
+    arrays = [a for image in tables for _, index, weight in image for a in (index, weight)]
+    if not arrays:
+        return [[] for _ in tables]
+    flat = torch.from_numpy(np.concatenate([a.ravel() for a in arrays]))
+    if device.type == 'cuda':
+        flat = flat.pin_memory()
+    flat = flat.to(device, non_blocking=True)
+    out, at = [], 0
+    for image in tables:
+        moved = []
+        for dim, index, weight in image:
+            parts = []
+            for a in (index, weight):
+                parts.append(flat[at:at + a.size].view(a.shape))
+                at += a.size
+            moved.append((dim, *parts))
+        out.append(moved)
+    return out

@@ -1,0 +1,128 @@
+"""BEiT's two-view crop with the decode left to the data preprocessor: the worker reads the file's bytes and makes the
+random draws; the JPEG is decoded, cropped, resized, flipped and jittered on the preprocessor's device.
+
+The draws are those of :class:`beit_mm.data.draft_transforms.DecodeTwoViewRandomResizedCrop` (and so of the exact
+pipeline ``LoadImageFromFile -> ColorJitter -> RandomFlip -> TwoViewRandomResizedCrop``), in the same order from
+NumPy's global RNG: ``SampleColorJitter``'s jitter parameters (a transform before this one), the flip (mmcv
+``RandomFlip``'s one draw), the crop box on the image's declared upright size (torchvision's ``get_params``).
+
+A JPEG that the GPU decoder may not take as the CPU one does is decoded here instead (OpenCV, as
+``LoadImageFromFile``): a file that is not a JPEG, a JPEG that is not 3-channel YCbCr (greyscale, CMYK/YCCK: nvjpeg's
+colour conversion differs or is missing) and a JPEG with an EXIF orientation other than 1 (``decode_jpeg`` on a GPU
+does not apply it). Such a sample carries the decoded whole image instead of the bytes; the preprocessor then skips
+only the decode.
+"""
+from __future__ import annotations
+
+import io
+
+import cv2
+import numpy as np
+from mmcv.transforms import BaseTransform
+from mmengine import fileio
+from PIL import Image
+
+from beit_mm.registry import TRANSFORMS
+
+from .draft_transforms import EXIF_ORIENTATION, ROTATED_ORIENTATIONS
+from .mim_transforms import _pair, random_resized_crop_box
+from .pil_resample import FILTERS
+
+# Pillow's mode of a 3-channel YCbCr JPEG (the only kind whose bytes go to the preprocessor).
+DECODABLE_MODE = 'RGB'
+
+
+def encoded_header(data: bytes) -> tuple[int, int, bool]:
+    """``(height, width, device_decodable)`` of the image in ``data`` from its header: the upright size (as OpenCV
+    decodes it: a 90-degree EXIF orientation swaps the sides), and whether its bytes may go to the device decoder
+    (a 3-channel YCbCr JPEG without an EXIF orientation other than 1)."""
+    image = Image.open(io.BytesIO(data))
+    width, height = image.size
+    orientation = image.getexif().get(EXIF_ORIENTATION, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+    if orientation in ROTATED_ORIENTATIONS:
+        width, height = height, width
+    return height, width, image.format == 'JPEG' and image.mode == DECODABLE_MODE and orientation == 1
+
+
+def decode_whole(data: bytes) -> np.ndarray:
+    """The image in ``data`` decoded by OpenCV (``LoadImageFromFile``'s decoder: upright, 3 channels) as an RGB
+    (H, W, 3) uint8 array.
+
+    Raises:
+        ValueError: OpenCV cannot decode ``data``.
+    """
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
+    return np.ascontiguousarray(bgr[:, :, ::-1])
+
+
+@TRANSFORMS.register_module()
+class EncodedTwoViewRandomResizedCrop(BaseTransform):
+    """Read ``results['img_path']``'s bytes, draw the flip and BEiT's crop box on the image's declared size, and
+    leave the decode, crop, resize and flip to the data preprocessor (``MIMDataPreprocessor``).
+
+    Added keys: ``img`` (the file's bytes as a 1-D uint8 array, or the decoded whole image (H, W, 3) RGB uint8 for
+    the files the module docstring lists), ``img_shape`` (of the view), ``ori_shape`` (upright), ``crop_bbox``
+    ``(top, left, height, width)`` in the flipped image as ``TwoViewRandomResizedCrop`` reports it, ``flip``,
+    ``flip_direction`` and ``two_view_resize`` (``dict(size, interpolation, tokenizer_size,
+    tokenizer_interpolation)``, what the preprocessor resizes to). Pack ``crop_bbox``, ``flip``, ``ori_shape``,
+    ``two_view_resize`` and ``color_jitter`` into the metainfo (``PackInputs(meta_keys=...)``) and collate with
+    ``pseudo_collate`` (the byte strings differ in length).
+
+    Args:
+        size, tokenizer_size, scale, ratio: as ``TwoViewRandomResizedCrop``.
+        interpolation, tokenizer_interpolation: 'bicubic' or 'lanczos' (Pillow's filters, applied on the device).
+        flip_prob: probability of a horizontal flip (mmcv ``RandomFlip(prob)``'s draw, before the crop box).
+        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+    """
+
+    def __init__(self,
+                 size: int | tuple[int, int] = 224,
+                 tokenizer_size: int | tuple[int, int] = 112,
+                 scale: tuple[float, float] = (0.08, 1.0),
+                 ratio: tuple[float, float] = (3. / 4., 4. / 3.),
+                 interpolation: str = 'bicubic',
+                 tokenizer_interpolation: str = 'lanczos',
+                 flip_prob: float = 0.5,
+                 backend_args: dict | None = None) -> None:
+        if not 0 < scale[0] <= scale[1] <= 1:
+            raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
+        if not 0 < ratio[0] <= ratio[1]:
+            raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        for name in (interpolation, tokenizer_interpolation):
+            if name not in FILTERS:
+                raise ValueError(f'interpolation {name!r} is not one of {sorted(FILTERS)} (the device resize); use '
+                                 'beit_mm.DecodeTwoViewRandomResizedCrop for the other Pillow filters')
+        if not 0 <= flip_prob <= 1:
+            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
+        self.size = _pair(size)
+        self.tokenizer_size = _pair(tokenizer_size)
+        self.scale = tuple(scale)
+        self.ratio = tuple(ratio)
+        self.interpolation = interpolation
+        self.tokenizer_interpolation = tokenizer_interpolation
+        self.flip_prob = flip_prob
+        self.backend_args = None if backend_args is None else dict(backend_args)
+
+    def transform(self, results: dict) -> dict:
+        # mmcv RandomFlip(prob, direction='horizontal')._choose_direction: one draw over [direction, None]
+        flip = np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, decodable = encoded_header(data)
+        top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
+        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
+        results['img_shape'] = self.size
+        results['ori_shape'] = (height, width)
+        results['crop_bbox'] = (top, left, h, w)
+        results['flip'] = flip
+        results['flip_direction'] = 'horizontal' if flip else None
+        results['two_view_resize'] = dict(size=self.size, interpolation=self.interpolation,
+                                          tokenizer_size=self.tokenizer_size,
+                                          tokenizer_interpolation=self.tokenizer_interpolation)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
+                f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
+                f'tokenizer_interpolation={self.tokenizer_interpolation!r}, flip_prob={self.flip_prob})')
