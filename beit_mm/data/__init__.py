@@ -5,3 +5,4 @@ from .custom import CustomSegDataset  # noqa: F401
 from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenerator  # noqa: F401
 from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401
 from .draft_transforms import DecodeRandomResizedCrop, DecodeTwoViewRandomResizedCrop, SampleColorJitter  # noqa: F401
+from .seg_transforms import HistogramRandomCrop, SamplePhotoMetricDistortion  # noqa: F401
