@@ -65,10 +65,12 @@ def as_tensor(image: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1)))
 
 
-def test_same_seed_same_crop_flip_draws_and_distorted_crop(samples):
+@pytest.mark.parametrize('backend', ['torch', 'opencv'])
+def test_same_seed_same_crop_flip_draws_and_distorted_crop(samples, backend):
     """50 seeds x 4 images: the label crop and the flip equal, the RNG state after the pipeline equal, and the
-    exact pipeline's distorted crop equal to the device distortion of the new pipeline's crop with its drawn
-    parameters, uint8 for uint8 (OpenCV's HSV round trips reproduced; the tail columns of crops narrower than 64)."""
+    exact pipeline's distorted crop equal to the preprocessor's distortion of the new pipeline's crop with its drawn
+    parameters, uint8 for uint8: on tensors (OpenCV's HSV round trips reproduced, also the tail columns of crops
+    narrower than 64) and with OpenCV (what the preprocessor does on the CPU)."""
     widths, ops, checked = set(), set(), 0
     for sample in samples:
         for seed in range(SEEDS):
@@ -77,7 +79,7 @@ def test_same_seed_same_crop_flip_draws_and_distorted_crop(samples):
             assert a['flip'] == b['flip'] and a['img_shape'] == b['img_shape'] and a['scale'] == b['scale']
             assert all(np.array_equal(x, y) for x, y in zip(state_a, state_b)), 'a different number of draws'
             params = b[PHOTOMETRIC_KEY]
-            got = photometric_distortion(as_tensor(b['img']), params).permute(1, 2, 0).numpy()
+            got = photometric_distortion(as_tensor(b['img']), params, backend).permute(1, 2, 0).numpy()
             assert np.array_equal(got, a['img']), (sample['img_path'], seed, params)
             widths.add(b['img'].shape[1])
             ops |= {k for k, v in params.items() if v is not None and v is not False}
