@@ -138,8 +138,9 @@ def photometric_distortion(image: Tensor, params: dict, backend: str = 'auto') -
     if backend not in ('auto', 'torch', 'opencv'):
         raise ValueError(f"backend={backend!r}; use 'auto', 'torch' or 'opencv'")
     if backend == 'opencv' or (backend == 'auto' and image.device.type == 'cpu'):
-        array = np.ascontiguousarray(image.permute(1, 2, 0).cpu().numpy())
-        return torch.from_numpy(_distort_array(array, params)).permute(2, 0, 1).contiguous().to(image.device)
+        # interleaved for OpenCV and back with cv2.merge / cv2.split (several times cheaper than strided copies)
+        array = cv2.merge([plane.numpy() for plane in image.cpu()])
+        return torch.from_numpy(np.stack(cv2.split(_distort_array(array, params)))).to(image.device)
     if params.get('brightness') is not None:
         image = _convert(image, beta=params['brightness'])
     contrast, last = params.get('contrast'), params['contrast_last']
