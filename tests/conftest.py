@@ -223,7 +223,7 @@ def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop:
         for t in dl.dataset.pipeline:
             if t.type in ('RandomResize', 'Resize'):
                 t.scale = (4 * crop, crop)
-            if t.type == 'RandomCrop':
+            if t.type.split('.')[-1] in ('RandomCrop', 'HistogramRandomCrop'):
                 t.crop_size = (crop, crop)
     cfg.train_dataloader.batch_size = 2
     cfg.model.data_preprocessor.size = (crop, crop)

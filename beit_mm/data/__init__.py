@@ -6,3 +6,4 @@ from .masking import BEiTMaskGenerator, BlockwiseMaskGenerator, RandomMaskGenera
 from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401
 from .draft_transforms import DecodeRandomResizedCrop, DecodeTwoViewRandomResizedCrop, SampleColorJitter  # noqa: F401
 from .encoded_transforms import EncodedTwoViewRandomResizedCrop  # noqa: F401
+from .seg_transforms import HistogramRandomCrop, SamplePhotoMetricDistortion  # noqa: F401

@@ -63,7 +63,7 @@ crop_size = (512, 512)
 pretrained = 'checkpoints/beit-base_pt22k.pth'
 model = dict(
     data_preprocessor=dict(
-        type='SegDataPreProcessor',
+        type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
         mean=[123.675, 116.28, 103.53],  # ImageNet mean/std (official models/vit.py:41-44)
         std=[58.395, 57.12, 57.375],
         bgr_to_rgb=True,
@@ -90,6 +90,7 @@ train_pipeline = [
          hue_delta=9),
     dict(type='PackSegInputs'),
 ]
+train_pipeline_exact = train_pipeline  # this config trains with mmseg's transforms: the exact pipeline
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(2048, 512), keep_ratio=True, backend='pillow'),

@@ -58,6 +58,7 @@ train_pipeline = [
     dict(type='PhotoMetricDistortion'),  # A:114
     dict(type='PackSegInputs'),  # A:116-119: the head makes the per-class masks (mmseg Mask2FormerHead)
 ]
+train_pipeline_exact = train_pipeline  # this config trains with mmseg's transforms: the exact pipeline
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(2048, 640), keep_ratio=True),  # A:125,129

@@ -39,6 +39,7 @@ train_pipeline = [
     dict(type='PhotoMetricDistortion'),  # M:149
     dict(type='PackSegInputs'),
 ]
+train_pipeline_exact = train_pipeline  # this config trains with mmseg's transforms: the exact pipeline
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(2048, 512), keep_ratio=True),  # D:20

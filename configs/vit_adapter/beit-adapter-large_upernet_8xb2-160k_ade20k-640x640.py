@@ -56,6 +56,7 @@ train_pipeline = [
     dict(type='PhotoMetricDistortion'),  # U:53
     dict(type='PackSegInputs'),  # U:55 Pad: the data preprocessor's size pads to 640
 ]
+train_pipeline_exact = train_pipeline  # this config trains with mmseg's transforms: the exact pipeline
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=(2048, 640), keep_ratio=True),  # U:63, 67

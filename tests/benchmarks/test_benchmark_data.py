@@ -53,3 +53,7 @@ def test_mim_recipes_compare_the_exact_pipeline_with_the_draft_one():
             assert 'EncodedTwoViewRandomResizedCrop' in kinds['gpu_decode']
         else:
             assert 'gpu_decode' not in kinds
+        if 'ADE20K' in recipe.name:  # the distortion moves to the data preprocessor, whose cost the tool adds
+            assert {'RandomCrop', 'PhotoMetricDistortion'} <= set(kinds['reference'])
+            assert {'HistogramRandomCrop', 'SamplePhotoMetricDistortion'} <= set(kinds['new'])
+            assert cfg.model.data_preprocessor.type == 'beit_mm.PhotoMetricSegDataPreProcessor'

@@ -201,7 +201,7 @@ def test_tiny_model_trains_and_evaluates_on_each_dataset_config(layout, demo_roo
         for t in cfg[loader].dataset.pipeline:
             if t.type in ('RandomResize', 'Resize'):
                 t.scale = (4 * SIZE, SIZE)
-            if t.type == 'RandomCrop':
+            if t.type.split('.')[-1] in ('RandomCrop', 'HistogramRandomCrop'):
                 t.crop_size = (SIZE, SIZE)
     cfg.train_dataloader.batch_size = 2
     cfg.val_evaluator = cfg.test_evaluator = base.val_evaluator
@@ -636,7 +636,7 @@ def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, 
     for t in dataset_cfg.pipeline:
         if t.type == 'RandomResize':
             t.scale = (2 * SIZE, SIZE)
-        if t.type == 'RandomCrop':
+        if t.type.split('.')[-1] in ('RandomCrop', 'HistogramRandomCrop'):
             t.crop_size = (SIZE, SIZE)
     dataset = DATASETS.build(dataset_cfg)
     assert type(dataset).__name__ == DATASET_TYPES[name] and len(dataset) == NUM_TRAIN

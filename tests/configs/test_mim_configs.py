@@ -145,7 +145,7 @@ def test_ade20k_finetuning_from_mim_checkpoint(mim_checkpoint, data, tmp_path):
         for t in dl.dataset.pipeline:
             if t.type in ('RandomResize', 'Resize'):
                 t.scale = (4 * FT_SIZE, FT_SIZE)
-            if t.type == 'RandomCrop':
+            if t.type.split('.')[-1] in ('RandomCrop', 'HistogramRandomCrop'):
                 t.crop_size = (FT_SIZE, FT_SIZE)
     cfg.train_cfg.update(max_iters=2, val_interval=2)
     cfg.default_hooks.logger.interval = 1

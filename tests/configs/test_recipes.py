@@ -202,6 +202,19 @@ def _train(cfg: Config) -> list:
     return cfg.train_dataloader.dataset.pipeline
 
 
+def _crop(cfg: Config) -> Optional[dict]:
+    """mmseg's RandomCrop, or beit_mm's with the same draws (the category check on a histogram)."""
+    return _find(_train(cfg), 'RandomCrop') or _find(_train(cfg), 'HistogramRandomCrop')
+
+
+def _photometric_distortion(cfg: Config) -> bool:
+    """mmseg's PhotoMetricDistortion on the worker, or its draws there and the distortion in the data preprocessor."""
+    if _find(_train(cfg), 'PhotoMetricDistortion') is not None:
+        return True
+    return (_find(_train(cfg), 'SamplePhotoMetricDistortion') is not None
+            and _preprocessor(cfg).type.split('.')[-1] == 'PhotoMetricSegDataPreProcessor')
+
+
 def _two_view(cfg: Config) -> Optional[dict]:
     """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop``, the draft
     pipeline's ``DecodeTwoViewRandomResizedCrop`` or the GPU-decode pipeline's ``EncodedTwoViewRandomResizedCrop``
@@ -339,12 +352,12 @@ READERS: Dict[str, Callable[[Config], object]] = {
     'data.reduce_zero_label': lambda c: _find(_train(c), 'LoadAnnotations').reduce_zero_label,
     'data.train_scale': lambda c: tuple(_find(_train(c), 'RandomResize').scale),
     'data.train_ratio_range': lambda c: tuple(_find(_train(c), 'RandomResize').ratio_range),
-    'data.crop': lambda c: (tuple(_find(_train(c), 'RandomCrop').crop_size) if _find(_train(c), 'RandomCrop')
+    'data.crop': lambda c: (tuple(_crop(c).crop_size) if _crop(c)
                             else (_rrc(c) or _two_view(c)).get('scale' if _rrc(c) else 'size')),
-    'data.cat_max_ratio': lambda c: _find(_train(c), 'RandomCrop').cat_max_ratio,
+    'data.cat_max_ratio': lambda c: _crop(c).cat_max_ratio,
     'data.flip_prob': lambda c: (_find(_train(c), 'RandomFlip') or {}).get('prob', (_two_view(c) or {}).get(
         'flip_prob')),
-    'data.photometric_distortion': lambda c: _find(_train(c), 'PhotoMetricDistortion') is not None,
+    'data.photometric_distortion': _photometric_distortion,
     'data.color_jitter': lambda c: (None if _color_jitter(c) is None else tuple(
         _color_jitter(c)[k] for k in ('brightness', 'contrast', 'saturation'))),
     'data.rrc_scale': lambda c: tuple(_two_view(c).scale

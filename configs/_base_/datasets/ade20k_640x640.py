@@ -4,7 +4,8 @@ dataset_type = 'ADE20KDataset'
 data_root = 'data/ade/ADEChallengeData2016'
 crop_size = (640, 640)
 test_scale = (2560, 640)
-train_pipeline = [
+# The exact pipeline: mmseg's transforms, PhotoMetricDistortion on the worker.
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='RandomResize', scale=test_scale, ratio_range=(0.5, 2.0), keep_ratio=True),
@@ -12,6 +13,21 @@ train_pipeline = [
     dict(type='RandomFlip', prob=0.5),
     dict(type='PhotoMetricDistortion'),
     dict(type='PackSegInputs'),
+]
+# The pipeline used: the same draws in the same order, so the same crops, flips and distortion parameters for a
+# seed; the category check of the crop on a histogram; the distortion applied by beit_mm.PhotoMetricSegDataPreProcessor
+# on the device (beit_mm/data/seg_transforms.py; docs/performance.md#data-loading: what is exact, the cost).
+# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+train_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(type='LoadAnnotations', reduce_zero_label=True),
+    dict(type='RandomResize', scale=test_scale, ratio_range=(0.5, 2.0), keep_ratio=True),
+    dict(type='beit_mm.HistogramRandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
+    dict(type='RandomFlip', prob=0.5),
+    dict(type='beit_mm.SamplePhotoMetricDistortion'),
+    dict(type='PackSegInputs', meta_keys=('img_path', 'seg_map_path', 'ori_shape', 'img_shape', 'pad_shape',
+                                          'scale_factor', 'flip', 'flip_direction', 'reduce_zero_label',
+                                          'photometric_distortion')),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -30,7 +46,7 @@ tta_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=2,
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 65-92 img/s, a GPU takes 16-27
+    num_workers=2,  # docs/performance.md#data-loading: one worker gives 79-97 img/s, a GPU takes 16-27
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),

@@ -14,7 +14,7 @@
 norm_cfg = dict(type='SyncBN', requires_grad=True)  # tools/train.py uses BN when the run is not distributed
 num_classes = 150
 data_preprocessor = dict(
-    type='SegDataPreProcessor',
+    type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
     mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
     std=[127.5, 127.5, 127.5],
     bgr_to_rgb=True,

@@ -5,7 +5,7 @@
 # (CvT's INPUT.MEAN/STD).
 norm_cfg = dict(type='SyncBN', requires_grad=True)  # tools/train.py uses BN when the run is not distributed
 data_preprocessor = dict(
-    type='SegDataPreProcessor',
+    type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
     mean=[123.675, 116.28, 103.53],
     std=[58.395, 57.12, 57.375],
     bgr_to_rgb=True,
