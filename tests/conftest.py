@@ -291,8 +291,8 @@ def _own_runner_names(monkeypatch):
     that name: two runners started within one second in one process (two quick tests) shared the first one's
     visualizer, which wrote into the first test's work dir, already deleted (FileNotFoundError: seen once in a full
     run, ``test_hook_names_a_bad_pair_outside_the_sample``). A config's fixed visualizer ``name`` is dropped as
-    ``beit_mm.engine.runner.build_runner`` drops it: with it, every runner of the process got the first test's visualizer
-    (its tmp_path removed once that test passed). ``tools/train.py`` runs one runner per process."""
+    ``beit_mm.engine.runner.build_runner`` drops it: with it, every runner of the process got the first test's
+    visualizer (its tmp_path removed once that test passed). ``tools/train.py`` runs one runner per process."""
     from mmengine.runner import Runner
     init = Runner.__init__
 

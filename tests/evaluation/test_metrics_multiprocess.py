@@ -39,7 +39,8 @@ ADE_TRAIN, ADE_VAL, ADE_CLASSES = 6, 3, 22  # the demo's labeled set for the hoo
 CONFIGS = osp.join(ROOT, 'configs')
 HOOK_MODELS = {  # name -> (config whose model is evaluated, image side)
     'dense_probe': (osp.join(CONFIGS, 'demo', 'beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'), 96),
-    'vqkd_heldout': (osp.join(CONFIGS, 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'), 64),
+    'vqkd_heldout': (osp.join(CONFIGS, 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'),
+                     64),
     'dvae_heldout': (osp.join(CONFIGS, 'demo', 'dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py'), 48),
 }
 

@@ -4,8 +4,9 @@ Input: what ``PackSegInputs`` gives, collated by ``pseudo_collate``: ``data['inp
 BGR crops, ``data['data_samples']`` SegDataSamples whose metainfo holds ``photometric_distortion`` when the train
 pipeline drew it (``beit_mm.SamplePhotoMetricDistortion``). Each such crop is distorted on the device, as mmseg's
 ``PhotoMetricDistortion`` would have distorted it on the worker
-(:func:`beit_mm.data.photometric.photometric_distortion`), before the BGR -> RGB flip, the normalization and the padding (so padded pixels keep ``pad_val``). Samples without
-it (validation, test, the exact train pipeline) pass through mmseg's preprocessing unchanged.
+(:func:`beit_mm.data.photometric.photometric_distortion`), before the BGR -> RGB flip, the normalization and the
+padding (so padded pixels keep ``pad_val``). Samples without it (validation, test, the exact train pipeline) pass
+through mmseg's preprocessing unchanged.
 """
 from __future__ import annotations
 
