@@ -42,7 +42,7 @@ from PIL import Image, ImageEnhance, ImageStat
 from beit_mm.registry import TRANSFORMS
 
 from .color_jitter import BRIGHTNESS, CONTRAST, HUE, SATURATION
-from .mim_transforms import _pair, random_resized_crop_box
+from .mim_transforms import _pair, check_crop_range, random_resized_crop_box
 
 # libjpeg's DCT scalings that Pillow's draft asks for (1/8 ... 1/1), largest first.
 JPEG_DRAFT_SCALES = (8, 4, 2, 1)
@@ -201,10 +201,7 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
                  flip_prob: float = 0.5,
                  draft: bool = True,
                  backend_args: dict | None = None) -> None:
-        if not 0 < scale[0] <= scale[1] <= 1:
-            raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
-        if not 0 < ratio[0] <= ratio[1]:
-            raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        scale, ratio = check_crop_range(scale, ratio)
         for name in (interpolation, tokenizer_interpolation):
             if name not in PIL_RESAMPLE:
                 raise ValueError(f'interpolation {name!r} is not one of Pillow\'s {sorted(PIL_RESAMPLE)}')
@@ -212,8 +209,7 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
             raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
         self.size = _pair(size)
         self.tokenizer_size = _pair(tokenizer_size)
-        self.scale = tuple(scale)
-        self.ratio = tuple(ratio)
+        self.scale, self.ratio = scale, ratio
         self.interpolation = interpolation
         self.tokenizer_interpolation = tokenizer_interpolation
         self.flip_prob = flip_prob

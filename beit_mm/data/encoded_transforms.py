@@ -25,7 +25,7 @@ from PIL import Image
 from beit_mm.registry import TRANSFORMS
 
 from .draft_transforms import EXIF_ORIENTATION, ROTATED_ORIENTATIONS
-from .mim_transforms import _pair, random_resized_crop_box
+from .mim_transforms import _pair, check_crop_range, random_resized_crop_box
 from .pil_resample import FILTERS
 
 # Pillow's mode of a 3-channel YCbCr JPEG (the only kind whose bytes go to the preprocessor).
@@ -86,10 +86,7 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
                  tokenizer_interpolation: str = 'lanczos',
                  flip_prob: float = 0.5,
                  backend_args: dict | None = None) -> None:
-        if not 0 < scale[0] <= scale[1] <= 1:
-            raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
-        if not 0 < ratio[0] <= ratio[1]:
-            raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        scale, ratio = check_crop_range(scale, ratio)
         for name in (interpolation, tokenizer_interpolation):
             if name not in FILTERS:
                 raise ValueError(f'interpolation {name!r} is not one of {sorted(FILTERS)} (the device resize); use '
@@ -98,8 +95,7 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
             raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
         self.size = _pair(size)
         self.tokenizer_size = _pair(tokenizer_size)
-        self.scale = tuple(scale)
-        self.ratio = tuple(ratio)
+        self.scale, self.ratio = scale, ratio
         self.interpolation = interpolation
         self.tokenizer_interpolation = tokenizer_interpolation
         self.flip_prob = flip_prob

@@ -22,6 +22,7 @@ uses OpenCV, whose 'lanczos' is Lanczos-4 over 8x8 pixels, not Pillow's antialia
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import mmcv
 import numpy as np
@@ -35,6 +36,19 @@ NUM_CROP_ATTEMPTS = 10
 
 def _pair(size: int | tuple[int, int]) -> tuple[int, int]:
     return (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+
+
+def check_crop_range(scale: Sequence[float], ratio: Sequence[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A random resized crop's ``(scale, ratio)`` ranges as tuples.
+
+    Raises:
+        ValueError: ``scale`` is not ``0 < min <= max <= 1`` or ``ratio`` not ``0 < min <= max``.
+    """
+    if not 0 < scale[0] <= scale[1] <= 1:
+        raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
+    if not 0 < ratio[0] <= ratio[1]:
+        raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+    return tuple(scale), tuple(ratio)
 
 
 def random_resized_crop_box(img_h: int,
@@ -102,16 +116,12 @@ class TwoViewRandomResizedCrop(BaseTransform):
                  interpolation: str = 'bicubic',
                  tokenizer_interpolation: str = 'lanczos',
                  backend: str = 'pillow') -> None:
-        if not 0 < scale[0] <= scale[1] <= 1:
-            raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
-        if not 0 < ratio[0] <= ratio[1]:
-            raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        scale, ratio = check_crop_range(scale, ratio)
         if backend not in ('pillow', 'cv2'):
             raise ValueError(f"backend={backend!r}; use 'pillow' (unilm) or 'cv2'")
         self.size = _pair(size)
         self.tokenizer_size = _pair(tokenizer_size)
-        self.scale = tuple(scale)
-        self.ratio = tuple(ratio)
+        self.scale, self.ratio = scale, ratio
         self.interpolation = interpolation
         self.tokenizer_interpolation = tokenizer_interpolation
         self.backend = backend
