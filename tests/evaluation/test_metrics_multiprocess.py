@@ -196,8 +196,8 @@ def hang_report(tmp: str) -> str:
 
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory) -> tuple[dict, list[dict]]:
-    """(the metrics on 1 process, each rank's metrics on 2 processes)."""
+def runs(tmp_path_factory) -> tuple[dict, list[dict], str]:
+    """(the metrics on 1 process, each rank's metrics on 2 processes, the folder holding their work dirs)."""
     tmp = str(tmp_path_factory.mktemp('metrics'))
     from beit_mm.data.demo import make_demo_ade20k
     rng = np.random.default_rng(0)
