@@ -49,17 +49,21 @@ def draft_pipeline(jitter: bool = True, draft: bool = True) -> Compose:
                            flip_prob=0.5, draft=draft), MASK])
 
 
-@pytest.fixture(scope='module')
-def photos(tmp_path_factory) -> list[str]:
-    """Photo-like JPEGs (q90): landscape, portrait, and large ones whose crops allow a 1/2-1/8 scale decode."""
-    folder = tmp_path_factory.mktemp('photos')
+def write_photos(folder, shapes: list[tuple[int, int]]) -> list[str]:
+    """Photo-like JPEGs (q90) of the (height, width) ``shapes`` in ``folder``, seed 0: their paths."""
     rng = np.random.default_rng(0)
     paths = []
-    for i, (h, w) in enumerate([(96, 128), (128, 96), (480, 640), (600, 450)]):
+    for i, (h, w) in enumerate(shapes):
         path = str(folder / f'photo_{i}.jpg')
         Image.fromarray(photo_like_image(h, w, rng)).save(path, quality=90)
         paths.append(path)
     return paths
+
+
+@pytest.fixture(scope='module')
+def photos(tmp_path_factory) -> list[str]:
+    """Photo-like JPEGs: landscape, portrait, and large ones whose crops allow a 1/2-1/8 scale decode."""
+    return write_photos(tmp_path_factory.mktemp('photos'), [(96, 128), (128, 96), (480, 640), (600, 450)])
 
 
 def run(pipeline: Compose, path: str, seed: int) -> dict:

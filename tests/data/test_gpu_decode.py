@@ -35,6 +35,7 @@ from beit_mm.models.selfsup import MIMDataPreprocessor
 from beit_mm.models.tokenizers import DALLEEncoder
 
 from ..conftest import ROOT
+from .test_draft_transforms import run, write_photos
 
 SIZE, TOKENIZER_SIZE = 64, 32
 MASK = dict(type='beit_mm.BEiTMaskGenerator', input_size=4, num_masking_patches=6, min_num_patches=2)
@@ -77,20 +78,8 @@ def rgb(bgr: np.ndarray) -> torch.Tensor:
 
 @pytest.fixture(scope='module')
 def photos(tmp_path_factory) -> list[str]:
-    """Photo-like JPEGs (q90): ImageNet's two shapes, a small one and a large one."""
-    folder = tmp_path_factory.mktemp('photos')
-    rng = np.random.default_rng(0)
-    paths = []
-    for i, (h, w) in enumerate([(375, 500), (500, 375), (96, 128), (480, 640)]):
-        path = str(folder / f'photo_{i}.jpg')
-        Image.fromarray(photo_like_image(h, w, rng)).save(path, quality=90)
-        paths.append(path)
-    return paths
-
-
-def run(pipeline: Compose, path: str, seed: int) -> dict:
-    np.random.seed(seed)
-    return pipeline(dict(img_path=path))
+    """Photo-like JPEGs: ImageNet's two shapes, a small one and a large one."""
+    return write_photos(tmp_path_factory.mktemp('photos'), [(375, 500), (500, 375), (96, 128), (480, 640)])
 
 
 def test_same_draws_as_the_exact_and_draft_pipelines(photos):
