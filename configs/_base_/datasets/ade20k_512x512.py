@@ -23,9 +23,7 @@ train_pipeline = [
     dict(type='beit_mm.HistogramRandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
     dict(type='RandomFlip', prob=0.5),
     dict(type='beit_mm.SamplePhotoMetricDistortion'),
-    dict(type='PackSegInputs', meta_keys=('img_path', 'seg_map_path', 'ori_shape', 'img_shape', 'pad_shape',
-                                          'scale_factor', 'flip', 'flip_direction', 'reduce_zero_label',
-                                          'photometric_distortion')),
+    dict(type='PackSegInputs', meta_keys=_base_.pack_meta_keys),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),

@@ -5,6 +5,9 @@ data_root = 'data/ade/ADEChallengeData2016'
 crop_size = (640, 640)
 test_scale = (2560, 640)
 # The exact pipeline: mmseg's transforms, PhotoMetricDistortion on the worker.
+# PackSegInputs' default meta keys and the distortion the data preprocessor applies
+pack_meta_keys = ('img_path', 'seg_map_path', 'ori_shape', 'img_shape', 'pad_shape', 'scale_factor', 'flip',
+                  'flip_direction', 'reduce_zero_label', 'photometric_distortion')
 train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),
@@ -25,9 +28,7 @@ train_pipeline = [
     dict(type='beit_mm.HistogramRandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
     dict(type='RandomFlip', prob=0.5),
     dict(type='beit_mm.SamplePhotoMetricDistortion'),
-    dict(type='PackSegInputs', meta_keys=('img_path', 'seg_map_path', 'ori_shape', 'img_shape', 'pad_shape',
-                                          'scale_factor', 'flip', 'flip_direction', 'reduce_zero_label',
-                                          'photometric_distortion')),
+    dict(type='PackSegInputs', meta_keys=pack_meta_keys),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
