@@ -7,3 +7,4 @@ from .mim_transforms import TwoViewRandomResizedCrop  # noqa: F401
 from .draft_transforms import DecodeRandomResizedCrop, DecodeTwoViewRandomResizedCrop, SampleColorJitter  # noqa: F401
 from .encoded_transforms import EncodedTwoViewRandomResizedCrop  # noqa: F401
 from .seg_transforms import HistogramRandomCrop, SamplePhotoMetricDistortion  # noqa: F401
+from .cls_transforms import SampleRandAugment, SampleRandomErasing  # noqa: F401

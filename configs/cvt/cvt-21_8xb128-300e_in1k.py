@@ -17,10 +17,17 @@
 # Differences to the official run: per-iteration warmup/cosine (official: per epoch, timm scheduler).
 _base_ = ['./cvt-13_8xb256-300e_in1k.py']
 model = dict(backbone=dict(arch='cvt-21', drop_path_rate=(0.0, 0.0, 0.1)))
-train_pipeline = [
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, crop_ratio_range=(0.08, 1.0), aspect_ratio_range=(3. / 4., 4. / 3.),
          backend='pillow', interpolation='bilinear'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+# the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+train_pipeline = [
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, crop_ratio_range=(0.08, 1.0),
+         aspect_ratio_range=(3. / 4., 4. / 3.), interpolation='bilinear'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]

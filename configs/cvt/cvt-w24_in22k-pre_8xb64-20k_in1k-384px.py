@@ -22,9 +22,15 @@ model = dict(
     backbone=dict(arch='cvt-w24', drop_path_rate=(0.0, 0.0, 0.3), init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     head=dict(in_channels=1024),
     train_cfg=dict(_delete_=True))  # no mixup/cutmix in fine-tuning
-train_pipeline = [
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=img_size, backend='pillow', interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='PackInputs'),
+]
+# the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+train_pipeline = [
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=img_size, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]

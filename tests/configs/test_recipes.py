@@ -250,9 +250,28 @@ def _arch(cfg: Config) -> dict:
     return dict(arch) if not isinstance(arch, str) else (ARCH_SETTINGS.get(arch) or ARCHS[arch])
 
 
+def _rand_augment(cfg: Config) -> Optional[dict]:
+    """The train pipeline's RandAugment: mmpretrain's (applied on the worker) or ``SampleRandAugment`` (its draws made
+    on the worker, the ops applied by the data preprocessor, which must then be ``AugmentClsDataPreprocessor``)."""
+    return _find(_train(cfg), 'RandAugment') or _device_augment(cfg, 'SampleRandAugment')
+
+
+def _random_erasing(cfg: Config) -> Optional[dict]:
+    """The train pipeline's RandomErasing: mmpretrain's or ``SampleRandomErasing`` (as :func:`_rand_augment`)."""
+    return _find(_train(cfg), 'RandomErasing') or _device_augment(cfg, 'SampleRandomErasing')
+
+
+def _device_augment(cfg: Config, name: str) -> Optional[dict]:
+    found = _find(_train(cfg), name)
+    if found is not None:
+        assert _preprocessor(cfg).type.split('.')[-1] == 'AugmentClsDataPreprocessor', (
+            f'{name} draws what only beit_mm.AugmentClsDataPreprocessor applies; the config has {_preprocessor(cfg)}')
+    return found
+
+
 def _randaugment(cfg: Config) -> Optional[str]:
     """timm's name of the config's RandAugment ('rand-m9-mstd0.5-inc1'), or None without one."""
-    ra = _find(_train(cfg), 'RandAugment')
+    ra = _rand_augment(cfg)
     if ra is None:
         return None
     assert (ra.policies, ra.num_policies, ra.total_level) == ('timm_increasing', 2, 10), ra
@@ -263,7 +282,7 @@ def _pixel_normal_erasing(cfg: Config) -> bool:
     """Random erasing fills with N(0, 1) in the normalized space of the config's own data preprocessor (timm
     ``remode='pixel'``): mmpretrain's 'rand' mode draws ``fill_color + fill_std * N(0, 1)`` per pixel of the BGR
     image, so fill_color / fill_std must be the preprocessor's mean / std in BGR order."""
-    erase = _find(_train(cfg), 'RandomErasing')
+    erase = _random_erasing(cfg)
     pre = _preprocessor(cfg)
     bgr = (lambda v: list(v)[::-1]) if pre.get('to_rgb', pre.get('bgr_to_rgb', False)) else list
     return (erase.mode == 'rand' and np.allclose(erase.fill_color, bgr(pre.mean), rtol=0, atol=1e-9)
@@ -365,8 +384,8 @@ READERS: Dict[str, Callable[[Config], object]] = {
                                       else _rrc(c).get('crop_ratio_range', (0.08, 1.0))),
     'data.interpolation': lambda c: (_rrc(c) or _two_view(c)).interpolation,
     'data.randaugment': _randaugment,
-    'data.randaugment_fill': lambda c: list(_find(_train(c), 'RandAugment').hparams.pad_val)[::-1],  # BGR -> RGB
-    'data.reprob': lambda c: _find(_train(c), 'RandomErasing').erase_prob if _find(_train(c), 'RandomErasing') else 0.0,
+    'data.randaugment_fill': lambda c: list(_rand_augment(c).hparams.pad_val)[::-1],  # BGR -> RGB
+    'data.reprob': lambda c: _random_erasing(c).erase_prob if _random_erasing(c) else 0.0,
     'data.remode_pixel_normal': _pixel_normal_erasing,
     'data.drop_last': lambda c: c.train_dataloader.get('drop_last', False),
     'data.sampler': lambda c: c.train_dataloader.sampler.type,

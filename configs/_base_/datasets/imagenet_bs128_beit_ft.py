@@ -22,17 +22,20 @@ train_pipeline_exact = [
     dict(type='PackInputs'),
 ]
 # The draft pipeline (used): LoadImageFromFile + RandomResizedCrop in one step with the same draws, the JPEG decoded
-# at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1; beit_mm/data/draft_transforms.py,
-# docs/performance.md#data-loading); the rest as the exact pipeline. Back to the exact pipeline:
-# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+# at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1; beit_mm/data/draft_transforms.py);
+# RandAugment's and RandomErasing's draws made here, the ops applied to the batch by the model's
+# beit_mm.AugmentClsDataPreprocessor on the device (beit_mm/data/cls_transforms.py, docs/performance.md#data-loading).
+# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='RandAugment', policies='timm_increasing', num_policies=2, total_level=10, magnitude_level=9,
-         magnitude_std=0.5, hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
-    dict(type='RandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3,
+    dict(type='beit_mm.SampleRandAugment', policies='timm_increasing', num_policies=2, total_level=10,
+         magnitude_level=9, magnitude_std=0.5, hparams=dict(pad_val=[round(x) for x in bgr_mean],
+                                                            interpolation='bicubic')),
+    dict(type='beit_mm.SampleRandomErasing', erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3,
          fill_color=bgr_mean, fill_std=bgr_std),
-    dict(type='PackInputs'),
+    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
+                                       'flip_direction', 'rand_augment', 'random_erasing')),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),

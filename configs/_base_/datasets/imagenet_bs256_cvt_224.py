@@ -15,14 +15,15 @@
 dataset_type = 'ImageNet'
 data_root = 'data/imagenet'
 data_preprocessor = dict(
-    type='ClsDataPreprocessor',
+    type='beit_mm.AugmentClsDataPreprocessor',  # mmpretrain's ClsDataPreprocessor + the train pipeline's RandAugment
     num_classes=1000,
     mean=[123.675, 116.28, 103.53],  # ImageNet mean/std in 0-255 (CvT INPUT.MEAN/STD)
     std=[58.395, 57.12, 57.375],
     to_rgb=True)
 bgr_mean = data_preprocessor['mean'][::-1]
 bgr_std = data_preprocessor['std'][::-1]
-train_pipeline = [
+# The exact pipeline: the whole image decoded, then cropped; RandAugment and erasing on the worker.
+train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
@@ -43,6 +44,31 @@ train_pipeline = [
         fill_color=bgr_mean,
         fill_std=bgr_std),
     dict(type='PackInputs'),
+]
+# The pipeline used: the same draws, the JPEG decoded at the smallest DCT scale that covers the crop, RandAugment's
+# and RandomErasing's ops applied to the batch by beit_mm.AugmentClsDataPreprocessor on the device (as the BEiT
+# fine-tuning base, imagenet_bs128_beit_ft.py). Back: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+train_pipeline = [
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
+    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(
+        type='beit_mm.SampleRandAugment',
+        policies='timm_increasing',
+        num_policies=2,
+        total_level=10,
+        magnitude_level=9,
+        magnitude_std=0.5,
+        hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
+    dict(
+        type='beit_mm.SampleRandomErasing',
+        erase_prob=0.25,
+        mode='rand',
+        min_area_ratio=0.02,
+        max_area_ratio=1 / 3,
+        fill_color=bgr_mean,
+        fill_std=bgr_std),
+    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
+                                       'flip_direction', 'rand_augment', 'random_erasing')),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),

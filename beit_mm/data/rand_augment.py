@@ -1,0 +1,212 @@
+"""mmpretrain's ``RandAugment`` ops and ``RandomErasing`` fill on batched 8-bit BGR tensors, each image with the op and
+parameters drawn for it on the worker (:class:`beit_mm.data.cls_transforms.SampleRandAugment`,
+:class:`beit_mm.data.cls_transforms.SampleRandomErasing`).
+
+mmpretrain 1.2's ops (``datasets/transforms/auto_augment.py``) call mmcv 2.1's image functions on BGR uint8 arrays
+and cast each result back to uint8 (``astype``: truncation). Reproduced here:
+
+- ``Invert``, ``Posterize``, ``Solarize``, ``SolarizeAdd``: integer and float64 comparisons, as NumPy computes them;
+- ``AutoContrast`` (``mmcv.auto_contrast``, cutoff 0): each channel mapped by ``clip(v * 255 / (hi - lo) - lo * 255 /
+  (hi - lo))`` in float64; ``Equalize`` (``mmcv.imequalize``): each channel's histogram, the integer step and LUT;
+- ``Brightness``, ``Contrast``, ``Sharpness`` (``cv2.addWeighted`` of float32 images: float64 arithmetic, one
+  rounding to float32, then mmcv's clip and truncation); ``Contrast``'s grey the rounded mean of OpenCV's
+  ``COLOR_BGR2GRAY`` (15-bit weights); ``Sharpness``'s blur ``cv2.filter2D`` with PIL's SMOOTH kernel (reflect-101
+  border, rounded); ``ColorTransform`` (``mmcv.adjust_color``: ``cv2.addWeighted`` of uint8 images, OpenCV's
+  float32 fused multiply-add, rounded);
+- ``Rotate``, ``Shear``, ``Translate``: ``cv2.warpAffine`` bicubic with the pad colour
+  (:func:`beit_mm.data.warp_affine.warp_affine_bicubic`, from the matrix the worker computed as mmcv does).
+
+``RandomErasing``'s box is drawn on the worker with mmpretrain's draws; its fill (``mode='rand'``: per-pixel
+``N(fill_color, fill_std)`` cast to int and clipped, or uniform 0..255 without ``fill_std``; ``'const'``: the fill
+colour) is drawn here from torch's RNG on the device: the same distribution, not NumPy's numbers.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from .warp_affine import warp_affine_bicubic
+
+# OpenCV's COLOR_BGR2GRAY of 8-bit images: (B, G, R) weights / 2**15, rounded (imgproc color_rgb.simd.hpp).
+GRAY_WEIGHTS_BGR = (3735, 19235, 9798)
+GRAY_SHIFT = 15
+# PIL.ImageFilter.SMOOTH, the degenerate image of mmcv's adjust_sharpness: [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13.
+SMOOTH_CENTER, SMOOTH_SUM = 5.0, 13.0
+# The ops whose images are warped (one batched warp for all three).
+WARP_OPS = ('Rotate', 'Shear', 'Translate')
+
+
+def _column(values: Sequence[float], device: torch.device, dtype=torch.float64) -> Tensor:
+    """(N, 1, 1, 1) tensor of per-image values."""
+    return torch.tensor(list(values), dtype=dtype, device=device).view(-1, 1, 1, 1)
+
+
+def bgr_to_gray(images: Tensor) -> Tensor:
+    """OpenCV's ``cvtColor(COLOR_BGR2GRAY)`` of 8-bit images. (N, 3, H, W) BGR -> (N, 1, H, W) int32."""
+    x = images.to(torch.int32)
+    weights = torch.tensor(GRAY_WEIGHTS_BGR, dtype=torch.int32, device=images.device).view(1, 3, 1, 1)
+    return ((x * weights).sum(1, keepdim=True) + (1 << (GRAY_SHIFT - 1))) >> GRAY_SHIFT
+
+
+def _blend_float(images: Tensor, degenerate: Tensor, factor: Tensor) -> Tensor:
+    """mmcv's ``clip(cv2.addWeighted(img.astype(float32), f, degenerate.astype(float32), 1 - f, 0), 0, 255)`` cast to
+    uint8 (``factor`` (N, 1, 1, 1) float64)."""
+    blended = images.to(torch.float64) * factor + degenerate.to(torch.float64) * (1.0 - factor)
+    return blended.to(torch.float32).clamp_(0.0, 255.0).to(torch.uint8)
+
+
+def invert(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.iminvert``."""
+    return 255 - images
+
+
+def posterize(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.posterize(img, bits)``: the low ``8 - bits`` bits cleared."""
+    shift = _column([8 - p['bits'] for p in params], images.device, torch.int32)
+    return ((images.to(torch.int32) >> shift) << shift).to(torch.uint8)
+
+
+def solarize(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.solarize(img, thr)``: values >= thr inverted."""
+    thr = _column([p['thr'] for p in params], images.device)
+    return torch.where(images.to(torch.float64) < thr, images, 255 - images)
+
+
+def solarize_add(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """mmpretrain ``SolarizeAdd``: ``where(img < thr, minimum(img + magnitude, 255), img)``, truncated."""
+    thr = _column([p['thr'] for p in params], images.device)
+    magnitude = _column([p['magnitude'] for p in params], images.device)
+    x = images.to(torch.float64)
+    return torch.where(x < thr, (x + magnitude).clamp(max=255.0), x).to(torch.uint8)
+
+
+def auto_contrast(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.auto_contrast(img)`` (cutoff 0): each channel stretched from [min, max] to [0, 255]."""
+    low = images.amin(dim=(2, 3), keepdim=True).to(torch.float64)
+    high = images.amax(dim=(2, 3), keepdim=True).to(torch.float64)
+    scale = torch.full_like(low, 255.0).div_((high - low).clamp(min=1.0))  # tensor / tensor: IEEE, as NumPy
+    stretched = (images.to(torch.float64) * scale + (-low * scale)).clamp_(0.0, 255.0).to(torch.uint8)
+    return torch.where(low < high, stretched, images)
+
+
+def equalize(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.imequalize``: each channel through its histogram's LUT (``(cumsum + step // 2) // step``, shifted by
+    one, at most 255), unchanged where ``step`` is 0."""
+    n, c, h, w = images.shape
+    flat = images.reshape(n * c, h * w).to(torch.int64)
+    hist = torch.zeros((n * c, 256), dtype=torch.int64, device=images.device)
+    hist.scatter_add_(1, flat, torch.ones_like(flat))
+    last = hist.gather(1, flat.amax(dim=1, keepdim=True))  # the count of the highest value present
+    step = (h * w - last) // 255
+    lut = (hist.cumsum(1) + step // 2) // step.clamp(min=1)
+    lut = torch.cat([torch.zeros_like(lut[:, :1]), lut[:, :-1]], 1).clamp_(max=255)
+    mapped = lut.gather(1, flat)
+    return torch.where(step > 0, mapped, flat).view(n, c, h, w).to(torch.uint8)
+
+
+def brightness(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.adjust_brightness(img, factor)`` (cv2 backend): blended with black."""
+    return _blend_float(images, torch.zeros((), device=images.device), _column([p['factor'] for p in params],
+                                                                               images.device))
+
+
+def contrast(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.adjust_contrast(img, factor)`` (cv2 backend): blended with the rounded mean of the image's grey."""
+    gray = bgr_to_gray(images).to(torch.float64)
+    total = gray.sum(dim=(1, 2, 3), keepdim=True)
+    mean = torch.round(total.div(torch.full_like(total, gray[0].numel())))  # not a reciprocal's product
+    return _blend_float(images, mean, _column([p['factor'] for p in params], images.device))
+
+
+def sharpness(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.adjust_sharpness(img, factor)``: blended with ``cv2.filter2D(img, -1, SMOOTH)`` (reflect-101)."""
+    x = images.to(torch.float64)
+    padded = torch.nn.functional.pad(x, (1, 1, 1, 1), mode='reflect')
+    h, w = x.shape[2:]
+    window = sum(padded[:, :, i:i + h, j:j + w] for i in range(3) for j in range(3))
+    blurred = torch.round((window + (SMOOTH_CENTER - 1.0) * x) / SMOOTH_SUM)
+    return _blend_float(images, blurred, _column([p['factor'] for p in params], images.device))
+
+
+def color(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.adjust_color(img, alpha=factor)`` (cv2 backend): ``cv2.addWeighted(img, f, grey, 1 - f, 0)`` on uint8,
+    OpenCV's float32 ``fma(img, f, grey * (1 - f))``, rounded half to even and saturated."""
+    factor = _column([p['factor'] for p in params], images.device, torch.float32).to(torch.float64)
+    beta = _column([1.0 - p['factor'] for p in params], images.device, torch.float32).to(torch.float64)
+    grey = (bgr_to_gray(images).to(torch.float64) * beta).to(torch.float32).to(torch.float64)
+    blended = (images.to(torch.float64) * factor + grey).to(torch.float32)  # the product is exact in float64
+    return torch.round(blended).clamp_(0.0, 255.0).to(torch.uint8)
+
+
+def warp(images: Tensor, params: Sequence[dict]) -> Tensor:
+    """``mmcv.imrotate`` / ``imshear`` / ``imtranslate`` (bicubic, constant pad colour) from each image's matrix."""
+    inverse = torch.tensor([p['inverse'] for p in params], dtype=torch.float64)
+    border = torch.tensor([p['pad_val'] for p in params], dtype=torch.int32)
+    return warp_affine_bicubic(images, inverse, border)
+
+
+OPS: dict[str, Callable[[Tensor, Sequence[dict]], Tensor]] = dict(
+    AutoContrast=auto_contrast, Equalize=equalize, Invert=invert, Posterize=posterize, Solarize=solarize,
+    SolarizeAdd=solarize_add, ColorTransform=color, Contrast=contrast, Brightness=brightness, Sharpness=sharpness,
+    **dict.fromkeys(WARP_OPS, warp))
+
+
+def rand_augment(images: Tensor, ops: Sequence[Sequence[dict]]) -> Tensor:
+    """Each image's drawn RandAugment ops, in their order, batched by op.
+
+    Args:
+        images: (N, 3, H, W) uint8 BGR, on any device.
+        ops: per image the list of ops that were drawn and not disabled, each a dict with ``type`` (a key of
+            :data:`OPS`) and its parameters (``SampleRandAugment``).
+
+    Returns:
+        (N, 3, H, W) uint8, a new tensor.
+
+    Raises:
+        ValueError: an op type this module does not apply.
+    """
+    out = images.clone()
+    for slot in range(max((len(o) for o in ops), default=0)):
+        groups: dict[Callable, list[int]] = defaultdict(list)
+        for i, image_ops in enumerate(ops):
+            if slot < len(image_ops):
+                name = image_ops[slot]['type']
+                if name not in OPS:
+                    raise ValueError(f'RandAugment op {name!r} has no tensor implementation here ({sorted(OPS)})')
+                groups[OPS[name]].append(i)
+        for apply, index in groups.items():
+            rows = torch.tensor(index, device=out.device)
+            out[rows] = apply(out[rows], [ops[i][slot] for i in index])
+    return out
+
+
+def random_erasing(images: Tensor, params: Sequence[dict | None]) -> Tensor:
+    """mmpretrain ``RandomErasing``'s fill of each image's drawn box, the noise from torch's RNG on the device.
+
+    Args:
+        images: (N, 3, H, W) uint8 BGR.
+        params: per image None (not erased) or ``dict(box=(top, left, h, w), mode, fill_color, fill_std)`` as
+            ``SampleRandomErasing`` draws it.
+
+    Returns:
+        (N, 3, H, W) uint8, a new tensor.
+    """
+    out = images.clone()
+    for i, p in enumerate(params):
+        if p is None:
+            continue
+        top, left, h, w = p['box']
+        fill = torch.tensor(p['fill_color'], dtype=torch.float64, device=out.device).view(3, 1, 1)
+        if p['mode'] == 'const':
+            patch = fill.to(torch.uint8).expand(3, h, w)
+        elif p.get('fill_std') is None:
+            patch = torch.empty((3, h, w), dtype=torch.float64, device=out.device).uniform_(0, 256).to(torch.uint8)
+        else:
+            std = torch.tensor(p['fill_std'], dtype=torch.float64, device=out.device).view(3, 1, 1)
+            noise = torch.randn((3, h, w), dtype=torch.float64, device=out.device) * std + fill
+            patch = noise.to(torch.int32).clamp_(0, 255).to(torch.uint8)
+        out[i, :, top:top + h, left:left + w] = patch
+    return out

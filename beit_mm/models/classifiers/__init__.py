@@ -1,0 +1,1 @@
+from .data_preprocessor import AugmentClsDataPreprocessor  # noqa: F401
