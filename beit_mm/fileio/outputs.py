@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import os.path as osp
 import shutil
 from collections.abc import Iterable, Iterator
@@ -158,16 +159,24 @@ def _temporary_name(path: str) -> str:
 
 
 def _fsync_path(path: str) -> None:
-    """fsync a file, or every file in a folder tree and the folders themselves."""
+    """fsync a file, or a folder tree this process wrote (its regular files, its folders and itself). Nothing else
+    is opened: not a link, and not a FIFO, socket or device, whose open may block or fail."""
     paths = [path]
     if osp.isdir(path):
         paths = [osp.join(root, name) for root, dirs, files in os.walk(path) for name in files + dirs] + [path]
     for item in paths:
-        fd = os.open(item, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        mode = os.lstat(item).st_mode
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            _fsync_one(item)
+
+
+def _fsync_one(path: str) -> None:
+    """fsync one regular file or folder (a folder's own entries: a rename into it), not following a link."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _named_write_error(error: OSError, path: str) -> OSError:
@@ -212,7 +221,7 @@ def atomic_file(path: str, tmp: str | None = None, durable: bool = True) -> Iter
             _fsync_path(tmp)
         os.replace(tmp, path)
         if durable:
-            _fsync_path(folder)
+            _fsync_one(folder)
 
 
 def _write_manifest_into(folder: str, written_by: str) -> None:
@@ -251,7 +260,7 @@ def atomic_dir(path: str, written_by: str | None = None) -> Iterator[str]:
             old = tmp[:-len('.part')] + '.old'
             os.replace(path, old)
         os.replace(tmp, path)
-        _fsync_path(folder)
+        _fsync_one(folder)
         if old is not None:
             _remove(old)
 

@@ -577,3 +577,29 @@ def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypa
     with pytest.raises(OutputError, match=r'train.log is not a file a beit_mm tool recorded writing there'):
         runs.train(str(tmp_path / 'c.py'), str(work), [])
     assert sorted(os.listdir(work)) == ['train.log'] and (work / 'train.log').read_text() == 'my own log\n'
+
+
+def test_writing_next_to_fifos_and_sockets_opens_neither(tmp_path):
+    """``atomic_file`` and ``atomic_dir`` fsync the folder they write into, not what else it holds: a FIFO there (its
+    open blocks until a writer comes: the tool would hang), a socket (ENXIO) and a link to a device are left unopened,
+    in a child process with a deadline. Seen failing before the fix, when every entry of the parent folder's tree was
+    opened and fsync'ed: here EINVAL on the link to /dev/zero; ``benchmark_data.py --out /tmp/table.md`` failed on a
+    multiprocessing listener socket in /tmp ("No such device or address")."""
+    import socket
+    import subprocess
+    folder = tmp_path / 'out'
+    (folder / 'deep').mkdir(parents=True)
+    os.mkfifo(folder / 'deep' / 'fifo')
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(folder / 'listener'))
+    os.symlink('/dev/zero', folder / 'zero')
+    script = ('import sys\nfrom beit_mm.fileio.outputs import atomic_dir, atomic_file\n'
+              'with atomic_file(sys.argv[1] + "/table.md") as tmp, open(tmp, "w") as f:\n    f.write("| a |\\n")\n'
+              'with atomic_dir(sys.argv[1] + "/run") as tmp, open(tmp + "/x.txt", "w") as f:\n    f.write("x")\n')
+    try:
+        done = subprocess.run([sys.executable, '-c', script, str(folder)], cwd=ROOT, timeout=60, capture_output=True,
+                              text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    finally:
+        listener.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (folder / 'table.md').read_text() == '| a |\n' and (folder / 'run' / 'x.txt').read_text() == 'x'
