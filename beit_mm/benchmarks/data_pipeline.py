@@ -42,6 +42,7 @@ class Recipe:
 
 # Default GPU rates, one H200, bf16: fine-tuning and BEiT v1 MIM the compiled step at the recipe batch (2547 and 1848
 # img/s); BEiT v2 MIM and segmentation the eager step of docs/studies/gpu-report-h200.md (batch 32 / 2, rounded up).
+# CvT-13 has no GPU measurement: BEiT-B fine-tuning's rate stands in (CvT-13 has a quarter of its FLOPs).
 # A GPU session's rates at the recipe batch (benchmark.py --compile) go in with --gpu-rate.
 RECIPES = (
     Recipe('ADE20K 512 (UPerNet, EoMT, Mask2Former)', 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py',
@@ -49,6 +50,7 @@ RECIPES = (
     Recipe('ADE20K 640 (UPerNet)', 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py', 'ade20k', 16.0),
     Recipe('ImageNet fine-tuning 224', 'configs/beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py', 'imagenet',
            2547.0),
+    Recipe('CvT-13 ImageNet 224', 'configs/cvt/cvt-13_8xb256-300e_in1k.py', 'imagenet', 2547.0),
     Recipe('BEiT v1 MIM 224 + 112', 'configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py', 'imagenet',
            1848.0),
     Recipe('BEiT v2 MIM 224 + 224', 'configs/beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py', 'imagenet',
@@ -143,13 +145,19 @@ def worker_rate(dataset, images: int, warmup: int = 4, seed: int = 0) -> tuple[f
     return worker_rates(dict(one=dataset), images, warmup, rounds=1, seed=seed)['one']
 
 
+def data_preprocessor(cfg):
+    """The config's data preprocessor: ``model.data_preprocessor``, or the top-level ``data_preprocessor`` that
+    MMEngine's Runner gives a model without one (mmpretrain's layout); None without either."""
+    return cfg.model.get('data_preprocessor') or cfg.get('data_preprocessor')
+
+
 def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0, collate_fn: str | None = None) -> float:
-    """CPU seconds per image of the config's data preprocessor (``model.data_preprocessor``) on the CPU at one thread,
+    """CPU seconds per image of the config's data preprocessor (:func:`data_preprocessor`) on the CPU at one thread,
     on batches of :data:`PREPROCESSOR_BATCH` (at most ``images``) samples of ``dataset`` collated by the config's
     ``collate_fn`` (or the one named; the samples made first, untimed)."""
     import torch
     from mmengine.registry import FUNCTIONS, MODELS
-    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    preprocessor = MODELS.build(data_preprocessor(cfg))
     if collate_fn is None:
         collate_fn = cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type']
     collate = FUNCTIONS.get(collate_fn)
@@ -217,7 +225,7 @@ def measure_recipe(recipe: Recipe, config: str, data_root: str, images: int, gpu
     for kind, dataset in datasets.items():
         collate = 'pseudo_collate' if kind == 'gpu_decode' else None
         extra[kind] = (preprocessor_seconds(cfg, dataset, images, collate_fn=collate)
-                       if 'data_preprocessor' in cfg.model else 0.0)
+                       if data_preprocessor(cfg) is not None else 0.0)
         with_pre[kind] = 1.0 / (1.0 / rates[kind] + extra[kind])
     return Measurement(recipe, rates['reference'], rates['new'], with_pre['reference'], with_pre['new'],
                        measured['reference'][1], measured['new'][1], gpu_rate, rates.get('gpu_decode'),

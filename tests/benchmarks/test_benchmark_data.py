@@ -6,8 +6,8 @@ import os.path as osp
 
 import pytest
 
-from beit_mm.benchmarks.data_pipeline import (RECIPES, Measurement, load_config, loader_settings, make_image_sets,
-                                              measure_recipe, pipelines, workers_needed)
+from beit_mm.benchmarks.data_pipeline import (RECIPES, Measurement, data_preprocessor, load_config, loader_settings,
+                                              make_image_sets, measure_recipe, pipelines, workers_needed)
 
 from ..conftest import ROOT
 
@@ -57,3 +57,7 @@ def test_mim_recipes_compare_the_exact_pipeline_with_the_draft_one():
             assert {'RandomCrop', 'PhotoMetricDistortion'} <= set(kinds['reference'])
             assert {'HistogramRandomCrop', 'SamplePhotoMetricDistortion'} <= set(kinds['new'])
             assert cfg.model.data_preprocessor.type == 'beit_mm.PhotoMetricSegDataPreProcessor'
+        if 'ImageNet' in recipe.name:  # RandAugment and erasing move to the data preprocessor, whose cost is added
+            assert {'RandAugment', 'RandomErasing'} <= set(kinds['reference'])
+            assert {'SampleRandAugment', 'SampleRandomErasing'} <= set(kinds['new'])
+            assert data_preprocessor(cfg).type == 'beit_mm.AugmentClsDataPreprocessor'
