@@ -92,20 +92,35 @@ def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips:
     outputs = [(size, resize['interpolation'])]
     if not same:
         outputs.append((tokenizer_size, resize['tokenizer_interpolation']))
+    flipped = [image.flip(-1) if flip else image for image, flip in zip(images, flips)]
+    stacked = resized_crops(flipped, crop_bboxes, outputs)
+    return stacked[0], stacked[-1]
+
+
+def resized_crops(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]],
+                  outputs: Sequence[tuple[tuple[int, int], str]]) -> list[Tensor]:
+    """Crop each image and resize the crop to each of ``outputs`` with Pillow's filters
+    (:func:`beit_mm.data.pil_resample.apply_tables`), the resize tables of the whole batch copied in one transfer.
+
+    Args:
+        images: B tensors (3, H_i, W_i) uint8.
+        crop_bboxes: B boxes ``(top, left, height, width)``.
+        outputs: ``[(size (h, w), interpolation)]``.
+
+    Returns:
+        One (B, 3, h, w) uint8 tensor per output.
+    """
     plans = [[resize_tables((h, w), out, interpolation) for out, interpolation in outputs]
              for _, _, h, w in crop_bboxes]
     tables = _to_device([[table for plan in image_plans for table in plan] for image_plans in plans],
                         images[0].device)
     views: list[list[Tensor]] = [[] for _ in outputs]
-    for image, (top, left, h, w), flip, plan, on_device in zip(images, crop_bboxes, flips, plans, tables):
-        if flip:
-            image = image.flip(-1)
+    for image, (top, left, h, w), plan, on_device in zip(images, crop_bboxes, plans, tables):
         crop = image[:, top:top + h, left:left + w]
         for k, out in enumerate(plan):
             views[k].append(apply_tables(crop, on_device[:len(out)]))
             on_device = on_device[len(out):]
-    stacked = [torch.stack(v) for v in views]
-    return stacked[0], stacked[-1]
+    return [torch.stack(v) for v in views]
 
 
 def _to_device(tables: list[list[tuple[int, np.ndarray, np.ndarray]]],

@@ -1,5 +1,6 @@
-"""BEiT's two-view crop with the decode left to the data preprocessor: the worker reads the file's bytes and makes the
-random draws; the JPEG is decoded, cropped, resized, flipped and jittered on the preprocessor's device.
+"""BEiT's two-view crop and the fine-tuning recipes' random resized crop with the decode left to the data preprocessor:
+the worker reads the file's bytes and makes the random draws; the JPEG is decoded, cropped, resized, flipped (and for
+MIM jittered) on the preprocessor's device.
 
 The draws are those of :class:`beit_mm.data.draft_transforms.DecodeTwoViewRandomResizedCrop` (and so of the exact
 pipeline ``LoadImageFromFile -> ColorJitter -> RandomFlip -> TwoViewRandomResizedCrop``), in the same order from
@@ -122,3 +123,62 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
         return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
                 f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
                 f'tokenizer_interpolation={self.tokenizer_interpolation!r}, flip_prob={self.flip_prob})')
+
+
+@TRANSFORMS.register_module()
+class EncodedRandomResizedCrop(BaseTransform):
+    """``LoadImageFromFile -> RandomResizedCrop -> RandomFlip`` (mmpretrain's, Pillow backend) with the decode left to
+    the data preprocessor (``AugmentClsDataPreprocessor``): read ``results['img_path']``'s bytes, draw mmpretrain's
+    crop box on the image's declared size, then mmcv ``RandomFlip``'s flip; the preprocessor decodes, crops, resizes
+    (Pillow's filters on tensors) and flips on its device.
+
+    Added keys: ``img`` (the bytes, or the whole image decoded on the worker for the files the module docstring
+    lists), ``img_shape`` (of the crop), ``ori_shape`` (upright), ``crop_bbox`` ``(top, left, height, width)``,
+    ``flip``, ``flip_direction``, ``crop_resize`` (``dict(size, interpolation)``). Pack ``ori_shape``, ``crop_bbox``,
+    ``flip`` and ``crop_resize`` into the metainfo and collate with ``pseudo_collate``.
+
+    Args:
+        scale, crop_ratio_range, aspect_ratio_range: as mmpretrain's ``RandomResizedCrop`` (``scale`` is the output
+            size).
+        interpolation: 'bicubic' or 'lanczos' (Pillow's filters, applied on the device).
+        flip_prob: probability of a horizontal flip (``RandomFlip(prob)``'s draw, after the crop box, as the exact
+            pipeline orders them).
+        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+    """
+
+    def __init__(self,
+                 scale: int | tuple[int, int] = 224,
+                 crop_ratio_range: tuple[float, float] = (0.08, 1.0),
+                 aspect_ratio_range: tuple[float, float] = (3. / 4., 4. / 3.),
+                 interpolation: str = 'bicubic',
+                 flip_prob: float = 0.5,
+                 backend_args: dict | None = None) -> None:
+        self.crop_ratio_range, self.aspect_ratio_range = check_crop_range(crop_ratio_range, aspect_ratio_range)
+        if interpolation not in FILTERS:
+            raise ValueError(f'interpolation {interpolation!r} is not one of {sorted(FILTERS)} (the device resize); '
+                             'use beit_mm.DecodeRandomResizedCrop for the other Pillow filters')
+        if not 0 <= flip_prob <= 1:
+            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
+        self.scale = _pair(scale)
+        self.interpolation = interpolation
+        self.flip_prob = flip_prob
+        self.backend_args = None if backend_args is None else dict(backend_args)
+
+    def transform(self, results: dict) -> dict:
+        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        height, width, decodable = encoded_header(data)
+        box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
+        flip = np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
+        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
+        results['img_shape'] = self.scale
+        results['ori_shape'] = (height, width)
+        results['crop_bbox'] = box
+        results['flip'] = flip
+        results['flip_direction'] = 'horizontal' if flip else None
+        results['crop_resize'] = dict(size=self.scale, interpolation=self.interpolation)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(scale={self.scale}, crop_ratio_range={self.crop_ratio_range}, '
+                f'aspect_ratio_range={self.aspect_ratio_range}, interpolation={self.interpolation!r}, '
+                f'flip_prob={self.flip_prob})')

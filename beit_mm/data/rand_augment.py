@@ -16,6 +16,9 @@ and cast each result back to uint8 (``astype``: truncation). Reproduced here:
 - ``Rotate``, ``Shear``, ``Translate``: ``cv2.warpAffine`` bicubic with the pad colour
   (:func:`beit_mm.data.warp_affine.warp_affine_bicubic`, from the matrix the worker computed as mmcv does).
 
+On the CPU (``backend='auto'``) :func:`rand_augment` calls mmcv's functions themselves, several times cheaper there
+than the tensor ops, which are for the GPU.
+
 ``RandomErasing``'s box is drawn on the worker with mmpretrain's draws; its fill (``mode='rand'``: per-pixel
 ``N(fill_color, fill_std)`` cast to int and clipped, or uniform 0..255 without ``fill_std``; ``'const'``: the fill
 colour) is drawn here from torch's RNG on the device: the same distribution, not NumPy's numbers.
@@ -25,6 +28,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
+import cv2
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -154,29 +159,64 @@ OPS: dict[str, Callable[[Tensor, Sequence[dict]], Tensor]] = dict(
     **dict.fromkeys(WARP_OPS, warp))
 
 
-def rand_augment(images: Tensor, ops: Sequence[Sequence[dict]]) -> Tensor:
-    """Each image's drawn RandAugment ops, in their order, batched by op.
+def _opencv_op(image: np.ndarray, op: dict) -> np.ndarray:
+    """One op as mmpretrain calls mmcv for it, on an (H, W, 3) BGR uint8 array."""
+    import mmcv
+    name = op['type']
+    if name in WARP_OPS:  # the matrix the worker inverted: cv2 takes it as given with WARP_INVERSE_MAP
+        h, w = image.shape[:2]
+        return cv2.warpAffine(image, np.array(op['inverse'], np.float64).reshape(2, 3), (w, h),
+                              flags=cv2.INTER_CUBIC | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT,
+                              borderValue=op['pad_val'])
+    if name == 'SolarizeAdd':
+        return np.where(image < op['thr'], np.minimum(image + op['magnitude'], 255), image).astype(np.uint8)
+    calls = dict(AutoContrast=lambda: mmcv.auto_contrast(image), Equalize=lambda: mmcv.imequalize(image),
+                 Invert=lambda: mmcv.iminvert(image), Posterize=lambda: mmcv.posterize(image, op['bits']),
+                 Solarize=lambda: mmcv.solarize(image, op['thr']),
+                 ColorTransform=lambda: mmcv.adjust_color(image, alpha=op['factor'], backend='cv2'),
+                 Contrast=lambda: mmcv.adjust_contrast(image, op['factor'], backend='cv2'),
+                 Brightness=lambda: mmcv.adjust_brightness(image, op['factor'], backend='cv2'),
+                 Sharpness=lambda: mmcv.adjust_sharpness(image, op['factor']))
+    return calls[name]().astype(np.uint8)
+
+
+def rand_augment(images: Tensor, ops: Sequence[Sequence[dict]], backend: str = 'auto') -> Tensor:
+    """Each image's drawn RandAugment ops, in their order.
 
     Args:
         images: (N, 3, H, W) uint8 BGR, on any device.
         ops: per image the list of ops that were drawn and not disabled, each a dict with ``type`` (a key of
             :data:`OPS`) and its parameters (``SampleRandAugment``).
+        backend: ``'torch'`` (the tensor ops of this module, batched by op, on the images' device), ``'opencv'``
+            (mmcv's own calls per image, on the CPU) or ``'auto'``: OpenCV for images on the CPU, where it is several
+            times cheaper, torch elsewhere.
 
     Returns:
-        (N, 3, H, W) uint8, a new tensor.
+        (N, 3, H, W) uint8, a new tensor on the images' device.
 
     Raises:
-        ValueError: an op type this module does not apply.
+        ValueError: an op type this module does not apply, or an unknown backend.
     """
+    if backend not in ('auto', 'torch', 'opencv'):
+        raise ValueError(f"backend={backend!r}; use 'auto', 'torch' or 'opencv'")
+    for image_ops in ops:
+        for op in image_ops:
+            if op['type'] not in OPS:
+                raise ValueError(f"RandAugment op {op['type']!r} has no tensor implementation here ({sorted(OPS)})")
+    if backend == 'opencv' or (backend == 'auto' and images.device.type == 'cpu'):
+        out = []
+        for image, image_ops in zip(images.cpu(), ops):
+            array = cv2.merge([plane.numpy() for plane in image])
+            for op in image_ops:
+                array = _opencv_op(array, op)
+            out.append(torch.from_numpy(np.stack(cv2.split(array))))
+        return torch.stack(out).to(images.device) if out else images.clone()
     out = images.clone()
     for slot in range(max((len(o) for o in ops), default=0)):
         groups: dict[Callable, list[int]] = defaultdict(list)
         for i, image_ops in enumerate(ops):
             if slot < len(image_ops):
-                name = image_ops[slot]['type']
-                if name not in OPS:
-                    raise ValueError(f'RandAugment op {name!r} has no tensor implementation here ({sorted(OPS)})')
-                groups[OPS[name]].append(i)
+                groups[OPS[image_ops[slot]['type']]].append(i)
         for apply, index in groups.items():
             rows = torch.tensor(index, device=out.device)
             out[rows] = apply(out[rows], [ops[i][slot] for i in index])

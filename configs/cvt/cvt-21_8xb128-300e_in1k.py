@@ -25,6 +25,7 @@ train_pipeline_exact = [
     dict(type='PackInputs'),
 ]
 # the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+train_pipeline_gpu_decode = None  # not CvT-13's (the base's): a bilinear crop has no device resize
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, crop_ratio_range=(0.08, 1.0),
          aspect_ratio_range=(3. / 4., 4. / 3.), interpolation='bilinear'),

@@ -29,6 +29,7 @@ train_pipeline_exact = [
     dict(type='PackInputs'),
 ]
 # the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+train_pipeline_gpu_decode = None  # not CvT-13's (the base's): none written for this recipe
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=img_size, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),

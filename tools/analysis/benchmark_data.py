@@ -64,7 +64,7 @@ def main() -> None:
              f'| workers per GPU: reference / new | new fed by {NODE_WORKERS} workers | train_dataloader keys |',
              '|---|---|---|---|---|---|---|---|---|---|']
     gpu_lines = ['', 'GPU decode (train_pipeline_gpu_decode: the worker reads the bytes and draws; the data '
-                 'preprocessor decodes, jitters, crops and resizes, timed here on the CPU, not on a GPU):', '',
+                 'preprocessor decodes, crops, resizes, flips and augments, timed here on the CPU, not on a GPU):', '',
                  '| recipe | GPU-decode img/s per worker CPU s | vs new | workers per GPU | preprocessor on the CPU: '
                  'ms per image (img/s) |', '|---|---|---|---|---|']
     for recipe in recipes:

@@ -70,6 +70,17 @@ train_pipeline = [
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
                                        'flip_direction', 'rand_augment', 'random_erasing')),
 ]
+# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
+# EXIF-rotated file is decoded on the worker), and AugmentClsDataPreprocessor decodes the batch with torchvision's
+# decode_jpeg on its device (nvjpeg on a GPU), crops, resizes (Pillow's bicubic on tensors) and flips there before the
+# RandAugment ops (beit_mm/data/encoded_transforms.py; docs/performance.md#data-loading: what is exact). Select it with
+# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
+train_pipeline_gpu_decode = [
+    dict(type='beit_mm.EncodedRandomResizedCrop', scale=224, interpolation='bicubic', flip_prob=0.5),
+    train_pipeline[2],
+    train_pipeline[3],
+    dict(type='PackInputs', meta_keys=train_pipeline[4]['meta_keys'] + ('crop_bbox', 'crop_resize')),
+]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ResizeEdge', scale=256, edge='short', backend='pillow', interpolation='bicubic'),
