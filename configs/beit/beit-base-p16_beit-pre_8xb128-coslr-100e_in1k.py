@@ -22,8 +22,9 @@ default_scope = 'mmpretrain'
 model = dict(
     type='ImageClassifier',
     # the pretraining config's mean/std (beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py, --imagenet_default_mean_and_std)
-    data_preprocessor=dict(type='beit_mm.AugmentClsDataPreprocessor', num_classes=1000, mean=[123.675, 116.28, 103.53],
-                           std=[58.395, 57.12, 57.375], to_rgb=True),
+    # beit_mm's: mmpretrain's ClsDataPreprocessor + the RandAugment and erasing the train pipeline drew
+    data_preprocessor=dict(type='beit_mm.AugmentClsDataPreprocessor', num_classes=1000,
+                           mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
         type='beit_mm.BEiT',
         arch='base',

@@ -43,8 +43,9 @@ train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 
 model = dict(
     type='ImageClassifier',
-    data_preprocessor=dict(type='beit_mm.AugmentClsDataPreprocessor', num_classes=1000, mean=[123.675, 116.28, 103.53],
-                           std=[58.395, 57.12, 57.375], to_rgb=True),
+    # beit_mm's: mmpretrain's ClsDataPreprocessor + the RandAugment and erasing the train pipeline drew
+    data_preprocessor=dict(type='beit_mm.AugmentClsDataPreprocessor', num_classes=1000,
+                           mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
         type='beit_mm.BEiT',
         arch='base',

@@ -224,9 +224,11 @@ def _two_view(cfg: Config) -> Optional[dict]:
 
 
 def _rrc(cfg: Config) -> Optional[dict]:
-    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline) or
-    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters)."""
-    return _find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
+    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline),
+    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters) or ``EncodedRandomResizedCrop`` (GPU-decode
+    pipeline; the same parameters, and the flip)."""
+    return (_find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
+            or _find(_train(cfg), 'EncodedRandomResizedCrop'))
 
 
 def _color_jitter(cfg: Config) -> Optional[dict]:
@@ -374,7 +376,7 @@ READERS: Dict[str, Callable[[Config], object]] = {
     'data.crop': lambda c: (tuple(_crop(c).crop_size) if _crop(c)
                             else (_rrc(c) or _two_view(c)).get('scale' if _rrc(c) else 'size')),
     'data.cat_max_ratio': lambda c: _crop(c).cat_max_ratio,
-    'data.flip_prob': lambda c: (_find(_train(c), 'RandomFlip') or {}).get('prob', (_two_view(c) or {}).get(
+    'data.flip_prob': lambda c: (_find(_train(c), 'RandomFlip') or {}).get('prob', (_two_view(c) or _rrc(c) or {}).get(
         'flip_prob')),
     'data.photometric_distortion': _photometric_distortion,
     'data.color_jitter': lambda c: (None if _color_jitter(c) is None else tuple(
@@ -458,14 +460,15 @@ def test_exact_pipeline_has_the_published_values(key):
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
 
-@pytest.mark.parametrize('key', sorted(k for k in RECIPES if 'train_pipeline_gpu_decode' in Config.fromfile(
-    os.path.join(ROOT, 'configs', k))), ids=str)
+@pytest.mark.parametrize('key', sorted(k for k in RECIPES if Config.fromfile(
+    os.path.join(ROOT, 'configs', k)).get('train_pipeline_gpu_decode') is not None), ids=str)
 def test_gpu_decode_pipeline_has_the_published_values(key):
-    """The GPU-decode pipeline a MIM config keeps a switch away (``train_pipeline_gpu_decode``) has the published
-    values too."""
+    """The GPU-decode pipeline a MIM or fine-tuning config keeps a switch away (``train_pipeline_gpu_decode``) has
+    the published values too."""
     cfg = Config.fromfile(os.path.join(ROOT, 'configs', key))
     cfg.train_dataloader.dataset.pipeline = cfg.train_pipeline_gpu_decode
-    assert _find(cfg.train_pipeline_gpu_decode, 'EncodedTwoViewRandomResizedCrop') is not None
+    assert (_find(cfg.train_pipeline_gpu_decode, 'EncodedTwoViewRandomResizedCrop') is not None
+            or _find(cfg.train_pipeline_gpu_decode, 'EncodedRandomResizedCrop') is not None)
     wrong = differences(cfg, RECIPES[key], READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 

@@ -175,7 +175,8 @@ def test_sequential_draws_have_the_exact_pipelines_distribution():
     of pixels changed, and on the erasing box area."""
     init_default_scope('mmpretrain')
     base = photo_like_image(24, 32, np.random.default_rng(3))[..., ::-1].copy()
-    reference = Compose([dict(type='mmpretrain.RandAugment', **RECIPE), dict(type='mmpretrain.RandomErasing', **ERASING)])
+    reference = Compose([dict(type='mmpretrain.RandAugment', **RECIPE),
+                         dict(type='mmpretrain.RandomErasing', **ERASING)])
     sample = Compose([SampleRandAugment(**RECIPE), SampleRandomErasing(**ERASING)])
     n = 10 ** 4
     np.random.seed(0)

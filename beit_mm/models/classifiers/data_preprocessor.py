@@ -5,8 +5,8 @@ Input: what mmpretrain's ``PackInputs`` gives, collated by ``default_collate`` o
 metainfo holds ``rand_augment`` and ``random_erasing`` when the train pipeline drew them
 (``beit_mm.SampleRandAugment``, ``beit_mm.SampleRandomErasing``). Those are applied to the batch on the device, in
 the exact pipeline's order (RandAugment, then erasing), before the BGR -> RGB flip, the normalization and the batch
-augments (Mixup/CutMix) (:mod:`beit_mm.data.rand_augment`: tensor ops on a GPU, mmcv's own calls on a CPU). Samples without them (validation, test, the exact train
-pipeline) pass through mmpretrain's preprocessing unchanged.
+augments (Mixup/CutMix) (:mod:`beit_mm.data.rand_augment`: tensor ops on a GPU, mmcv's own calls on a CPU).
+Samples without them (validation, test, the exact train pipeline) pass through mmpretrain's preprocessing unchanged.
 
 Where the samples carry ``crop_resize`` (``beit_mm.EncodedRandomResizedCrop``, collated by ``pseudo_collate``),
 ``data['inputs']`` holds each sample's JPEG bytes (1-D uint8) or decoded whole image ((3, H, W) RGB uint8), and the

@@ -47,7 +47,8 @@ train_pipeline_exact = [
 ]
 # The pipeline used: the same draws, the JPEG decoded at the smallest DCT scale that covers the crop, RandAugment's
 # and RandomErasing's ops applied to the batch by beit_mm.AugmentClsDataPreprocessor on the device (as the BEiT
-# fine-tuning base, imagenet_bs128_beit_ft.py). Back: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
+# fine-tuning base, imagenet_bs128_beit_ft.py). Back to the exact pipeline:
+# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
