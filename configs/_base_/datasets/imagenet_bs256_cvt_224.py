@@ -90,7 +90,8 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=8,
+    num_workers=13,  # docs/performance.md#data-loading: 220-240 img/s per worker; a node has 13
+    pin_memory=True,
     persistent_workers=True,
     drop_last=True,  # timm create_loader(is_training=True) drops the last incomplete batch: 625 steps per epoch
     sampler=dict(type='DefaultSampler', shuffle=True),
