@@ -22,27 +22,23 @@ data_preprocessor = dict(
     to_rgb=True)
 bgr_mean = data_preprocessor['mean'][::-1]
 bgr_std = data_preprocessor['std'][::-1]
+# RandAugment rand-m9-mstd0.5-inc1 and random erasing, the same arguments in every train pipeline below.
+rand_augment = dict(
+    policies='timm_increasing',
+    num_policies=2,
+    total_level=10,
+    magnitude_level=9,
+    magnitude_std=0.5,
+    hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic'))
+random_erasing = dict(
+    erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3, fill_color=bgr_mean, fill_std=bgr_std)
 # The exact pipeline: the whole image decoded, then cropped; RandAugment and erasing on the worker.
 train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(
-        type='RandAugment',
-        policies='timm_increasing',
-        num_policies=2,
-        total_level=10,
-        magnitude_level=9,
-        magnitude_std=0.5,
-        hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
-    dict(
-        type='RandomErasing',
-        erase_prob=0.25,
-        mode='rand',
-        min_area_ratio=0.02,
-        max_area_ratio=1 / 3,
-        fill_color=bgr_mean,
-        fill_std=bgr_std),
+    dict(type='RandAugment', **rand_augment),
+    dict(type='RandomErasing', **random_erasing),
     dict(type='PackInputs'),
 ]
 # The pipeline used: the same draws, the JPEG decoded at the smallest DCT scale that covers the crop, RandAugment's
@@ -52,22 +48,8 @@ train_pipeline_exact = [
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(
-        type='beit_mm.SampleRandAugment',
-        policies='timm_increasing',
-        num_policies=2,
-        total_level=10,
-        magnitude_level=9,
-        magnitude_std=0.5,
-        hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic')),
-    dict(
-        type='beit_mm.SampleRandomErasing',
-        erase_prob=0.25,
-        mode='rand',
-        min_area_ratio=0.02,
-        max_area_ratio=1 / 3,
-        fill_color=bgr_mean,
-        fill_std=bgr_std),
+    dict(type='beit_mm.SampleRandAugment', **rand_augment),
+    dict(type='beit_mm.SampleRandomErasing', **random_erasing),
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
                                        'flip_direction', 'rand_augment', 'random_erasing')),
 ]
