@@ -29,6 +29,7 @@ RANDOM_ERASING_KEY = 'random_erasing'
 
 
 def _pad(value) -> tuple[int, int, int]:
+    """mmcv's pad value (one int or one per channel) as a BGR triple."""
     return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * 3
 
 
@@ -38,10 +39,12 @@ def _signed(op, value: float | None) -> float:
 
 
 def _unsigned(op, value: float | None) -> float:
+    """``value if given else op.random_magnitude()`` (the ops whose magnitude has no sign)."""
     return op.random_magnitude() if value is None else value
 
 
-def _warp(op, matrix, img_shape) -> dict:
+def _warp(op, matrix) -> dict:
+    """A geometric op's record: the inverse of mmcv's matrix as ``cv2.warpAffine`` computes it, and the pad colour."""
     return dict(type=type(op).__name__, inverse=inverse_affine(matrix), pad_val=_pad(op.pad_val))
 
 
@@ -50,13 +53,13 @@ def _rotate(op, img_shape) -> dict:
     h, w = img_shape
     angle = _signed(op, op.angle)
     center = ((w - 1) * 0.5, (h - 1) * 0.5) if op.center is None else tuple(op.center)
-    return _warp(op, cv2.getRotationMatrix2D(center, -angle, op.scale), img_shape)
+    return _warp(op, cv2.getRotationMatrix2D(center, -angle, op.scale))
 
 
 def _shear(op, img_shape) -> dict:
     m = _signed(op, op.magnitude)  # mmcv._get_shear_matrix (float32)
     matrix = np.float32([[1, m, 0], [0, 1, 0]] if op.direction == 'horizontal' else [[1, 0, 0], [m, 1, 0]])
-    return _warp(op, matrix, img_shape)
+    return _warp(op, matrix)
 
 
 def _translate(op, img_shape) -> dict:
@@ -64,7 +67,7 @@ def _translate(op, img_shape) -> dict:
     h, w = img_shape
     matrix = (np.float32([[1, 0, m * w], [0, 1, 0]]) if op.direction == 'horizontal'
               else np.float32([[1, 0, 0], [0, 1, m * h]]))
-    return _warp(op, matrix, img_shape)
+    return _warp(op, matrix)
 
 
 def _drawers() -> dict:
