@@ -47,6 +47,32 @@ def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[
     return images
 
 
+def decode_declared(inputs, samples: Sequence, device: torch.device | str, transform: str) -> list[Tensor]:
+    """:func:`decode_images` of a ``pseudo_collate`` batch of encoded samples, each checked against the size its
+    header declared (``sample.ori_shape``, on which the worker drew the crop box).
+
+    Args:
+        inputs: ``data['inputs']``: per sample the JPEG bytes (1-D uint8) or a whole image decoded on the worker.
+        samples: the batch's data samples, with ``ori_shape`` (and ``img_path`` for the message).
+        device: where to decode.
+        transform: the worker transform that packed them, named in the errors.
+
+    Raises:
+        ValueError: the inputs are not per-sample tensors (not ``pseudo_collate``), or an image decoded to another
+            size than its header declared.
+    """
+    if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
+        raise ValueError(f'encoded images (beit_mm.{transform}) need the per-sample inputs of pseudo_collate: set '
+                         "train_dataloader.collate_fn=dict(type='pseudo_collate')")
+    images = decode_images(inputs, device)
+    for image, sample in zip(images, samples):
+        if tuple(image.shape[1:]) != tuple(sample.ori_shape):
+            raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
+                             f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
+                             'size (a JPEG whose header lies: decode it on the worker, draft pipeline)')
+    return images
+
+
 def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
     """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
     size batched together.

@@ -21,7 +21,7 @@ from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
 from beit_mm.registry import MODELS
 
 from ...data.cls_transforms import RAND_AUGMENT_KEY, RANDOM_ERASING_KEY
-from ...data.device_views import decode_images, resized_crops
+from ...data.device_views import decode_declared, resized_crops
 from ...data.rand_augment import rand_augment, random_erasing
 
 CROP_RESIZE_KEY = 'crop_resize'
@@ -77,18 +77,10 @@ class AugmentClsDataPreprocessor(ClsDataPreprocessor):
 
     def _device_crops(self, inputs, samples, crops: list[dict]) -> torch.Tensor:
         """(B, 3, h, w) uint8 BGR crops on this preprocessor's device from the packed bytes or whole images."""
-        if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in inputs):
-            raise ValueError('encoded images (beit_mm.EncodedRandomResizedCrop) need the per-sample inputs of '
-                             "pseudo_collate: set train_dataloader.collate_fn=dict(type='pseudo_collate')")
         if len({(tuple(c['size']), c['interpolation']) for c in crops}) != 1:
             raise ValueError('the samples of the batch ask for different crop sizes or filters; use one train '
                              'pipeline for the whole dataset')
-        images = decode_images(inputs, self.device)
-        for image, sample in zip(images, samples):
-            if tuple(image.shape[1:]) != tuple(sample.ori_shape):
-                raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
-                                 f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
-                                 'size (a JPEG whose header lies: decode it on the worker, draft pipeline)')
+        images = decode_declared(inputs, samples, self.device, 'EncodedRandomResizedCrop')
         size, interpolation = tuple(crops[0]['size']), crops[0]['interpolation']
         views = resized_crops(images, [s.crop_bbox for s in samples], [(size, interpolation)])[0]
         flips = torch.tensor([bool(s.flip) for s in samples], device=views.device).view(-1, 1, 1, 1)

@@ -42,7 +42,7 @@ from torch import Tensor
 from beit_mm.registry import MODELS
 
 from ...data.color_jitter import color_jitter, stack_jitter_parameters
-from ...data.device_views import decode_images, jitter_whole_images, two_views
+from ...data.device_views import decode_declared, jitter_whole_images, two_views
 from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
@@ -103,15 +103,7 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
     def _device_views(self, inputs: Sequence, samples: Sequence, jitter: list) -> tuple[Tensor, Tensor]:
         """(views, tokenizer views) RGB uint8 on this preprocessor's device from the packed bytes or whole images
         (the module docstring)."""
-        if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
-            raise ValueError('encoded images (beit_mm.EncodedTwoViewRandomResizedCrop) need the per-sample inputs of '
-                             "pseudo_collate: set train_dataloader.collate_fn=dict(type='pseudo_collate')")
-        images = decode_images(inputs, self.mean.device)
-        for image, sample in zip(images, samples):
-            if tuple(image.shape[1:]) != tuple(sample.ori_shape):
-                raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
-                                 f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
-                                 'size (a JPEG whose header lies: decode it on the worker, draft pipeline)')
+        images = decode_declared(inputs, samples, self.mean.device, 'EncodedTwoViewRandomResizedCrop')
         if jitter[0] is not None:
             images = jitter_whole_images(images, jitter)
         resize = samples[0].two_view_resize
