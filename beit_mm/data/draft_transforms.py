@@ -39,6 +39,7 @@ from mmcv.transforms import BaseTransform
 from mmengine import fileio
 from PIL import Image, ImageEnhance, ImageStat
 
+from beit_mm.fileio.images import jpeg_header
 from beit_mm.registry import TRANSFORMS
 
 from .color_jitter import BRIGHTNESS, CONTRAST, HUE, SATURATION
@@ -52,6 +53,10 @@ CONTRAST_MEAN_SIDE = 128
 # its values that turn the image by 90 degrees.
 EXIF_ORIENTATION = 0x0112
 ROTATED_ORIENTATIONS = (5, 6, 7, 8)
+# The JPEG frame markers Pillow opens (JpegImagePlugin's SOF handlers: SOF0-3, 5-7, 9-11, 13-15) and its mode for
+# each number of components.
+PILLOW_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+PILLOW_JPEG_MODES = {1: 'L', 3: 'RGB', 4: 'CMYK'}
 # OpenCV's decode flag at each JPEG scale (IMREAD_COLOR: LoadImageFromFile's color_type='color').
 IMREAD_AT_SCALE = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4,
                    8: cv2.IMREAD_REDUCED_COLOR_8}
@@ -120,16 +125,34 @@ def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = C
     return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
 
 
-def upright_size(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, is_jpeg)`` of the image in ``data`` from its header, after its EXIF orientation (as OpenCV
-    decodes it: a 90-degree orientation swaps the sides). Only the header is read."""
+def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
+    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` as Pillow's ``Image.open`` reads
+    its header (the size before the orientation; 1 without one), nothing decoded. A JPEG with one 8-bit frame of 1, 3
+    or 4 components and no ``Exif`` or ``MPF`` segment is read by the file room's marker scan
+    (:func:`beit_mm.fileio.images.jpeg_header`, libjpeg's: it also reads stray bytes between segments, which Pillow
+    refuses and OpenCV decodes); every other file by Pillow.
+
+    Raises:
+        PIL.UnidentifiedImageError: Pillow reads no image in ``data``.
+    """
+    header = jpeg_header(data) if data[:3] == b'\xff\xd8\xff' else None  # Pillow's JPEG signature
+    if header is not None and not (header.exif or header.mpf) and len(header.frames) == 1:
+        marker, precision, height, width, components = header.frames[0]
+        if marker in PILLOW_JPEG_FRAMES and precision == 8 and components in PILLOW_JPEG_MODES and height and width:
+            return height, width, 'JPEG', PILLOW_JPEG_MODES[components], 1
     image = Image.open(io.BytesIO(data))
     width, height = image.size
-    if image.format != 'JPEG':
-        return height, width, False
-    if 'exif' in image.info and image.getexif().get(EXIF_ORIENTATION, 1) in ROTATED_ORIENTATIONS:
-        width, height = height, width
-    return height, width, True
+    orientation = image.getexif().get(EXIF_ORIENTATION, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+    return height, width, image.format, image.mode, orientation
+
+
+def upright_size(data: bytes) -> tuple[int, int, bool]:
+    """``(height, width, is_jpeg)`` of the image in ``data`` from its header (:func:`header_layout`), after its EXIF
+    orientation (as OpenCV decodes it: a 90-degree orientation swaps the sides)."""
+    height, width, fmt, _, orientation = header_layout(data)
+    if orientation in ROTATED_ORIENTATIONS:
+        height, width = width, height
+    return height, width, fmt == 'JPEG'
 
 
 def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
@@ -164,6 +187,12 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
     cx1, cy1 = min(math.ceil(x1), whole.shape[1]), min(math.ceil(y1), whole.shape[0])
     region = Image.fromarray(np.ascontiguousarray(whole[cy0:cy1, cx0:cx1]))
     return whole, region, (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0), scale
+
+
+def random_flip(prob: float) -> bool:
+    """mmcv ``RandomFlip(prob, direction='horizontal')``'s draw (``_choose_direction``: one ``np.random.choice``
+    over ``[direction, None]``): whether to flip."""
+    return np.random.choice(['horizontal', None], p=[prob, 1. - prob]) is not None
 
 
 def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
@@ -216,12 +245,8 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         self.draft = draft
         self.backend_args = None if backend_args is None else dict(backend_args)
 
-    def _flip(self) -> bool:
-        # mmcv RandomFlip(prob, direction='horizontal')._choose_direction: one draw over [direction, None]
-        return np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
-
     def transform(self, results: dict) -> dict:
-        flip = self._flip()
+        flip = random_flip(self.flip_prob)
         data = fileio.get(results['img_path'], backend_args=self.backend_args)
         height, width, is_jpeg = upright_size(data)
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
@@ -256,17 +281,21 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
 
 @TRANSFORMS.register_module()
 class DecodeRandomResizedCrop(BaseTransform):
-    """``LoadImageFromFile -> RandomResizedCrop`` (mmpretrain's, Pillow backend) in one step from the file's bytes:
-    the crop box drawn on the image's declared size with mmpretrain's draws, the JPEG decoded at the smallest scale
-    that covers the crop at ``scale`` (:func:`decode_region`), the crop resized by Pillow. ``results['img']`` BGR
-    uint8 ``(scale, scale, 3)``; at decode scale 1 equal to the two transforms' output (the module docstring says
-    what a reduced scale changes).
+    """``LoadImageFromFile -> RandomResizedCrop [-> RandomFlip]`` (mmpretrain's, Pillow backend; mmcv's flip) in
+    one step from the file's bytes: the crop box drawn on the image's declared size with mmpretrain's draws, then (with
+    ``flip_prob``) ``RandomFlip``'s one draw, the JPEG decoded at the smallest scale that covers the crop at ``scale``
+    (:func:`decode_region`), the crop resized by Pillow and mirrored. ``results['img']`` BGR uint8
+    ``(scale, scale, 3)``; at decode scale 1 equal to the transforms' output (the module docstring says what a
+    reduced scale changes).
 
-    Added keys: ``img``, ``img_shape``, ``ori_shape``, ``crop_bbox`` ``(top, left, height, width)``, ``draft_scale``.
+    Added keys: ``img``, ``img_shape``, ``ori_shape``, ``crop_bbox`` ``(top, left, height, width)``, ``draft_scale``;
+    ``flip`` and ``flip_direction`` with ``flip_prob``.
 
     Args:
         scale, crop_ratio_range, aspect_ratio_range, interpolation: as mmpretrain's ``RandomResizedCrop`` (``scale``
             is the output size).
+        flip_prob: None: no flip (no draw); else the probability of a horizontal flip, drawn as
+            ``RandomFlip(prob=flip_prob, direction='horizontal')`` right after the crop draws.
         draft: decode JPEGs at a reduced DCT scale where the crop allows.
         backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
     """
@@ -276,8 +305,11 @@ class DecodeRandomResizedCrop(BaseTransform):
                  crop_ratio_range: tuple[float, float] = (0.08, 1.0),
                  aspect_ratio_range: tuple[float, float] = (3. / 4., 4. / 3.),
                  interpolation: str = 'bilinear',
+                 flip_prob: float | None = None,
                  draft: bool = True,
                  backend_args: dict | None = None) -> None:
+        if flip_prob is not None and not 0 <= flip_prob <= 1:
+            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1] (or None: no flip)')
         if not 0 < crop_ratio_range[0] <= crop_ratio_range[1] <= 1:
             raise ValueError(f'crop_ratio_range={crop_ratio_range} must satisfy 0 < min <= max <= 1')
         if not 0 < aspect_ratio_range[0] <= aspect_ratio_range[1]:
@@ -288,6 +320,7 @@ class DecodeRandomResizedCrop(BaseTransform):
         self.crop_ratio_range = tuple(crop_ratio_range)
         self.aspect_ratio_range = tuple(aspect_ratio_range)
         self.interpolation = interpolation
+        self.flip_prob = flip_prob
         self.draft = draft
         self.backend_args = None if backend_args is None else dict(backend_args)
 
@@ -295,15 +328,20 @@ class DecodeRandomResizedCrop(BaseTransform):
         data = fileio.get(results['img_path'], backend_args=self.backend_args)
         height, width, is_jpeg = upright_size(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
+        flip = self.flip_prob is not None and random_flip(self.flip_prob)
         _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft)
-        results['img'] = as_array(region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box))
+        view = region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box)
+        results['img'] = as_array(view, flip)
         results['img_shape'] = self.scale
         results['ori_shape'] = (height, width)
         results['crop_bbox'] = box
         results['draft_scale'] = scale
+        if self.flip_prob is not None:
+            results['flip'] = flip
+            results['flip_direction'] = 'horizontal' if flip else None
         return results
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(scale={self.scale}, crop_ratio_range={self.crop_ratio_range}, '
                 f'aspect_ratio_range={self.aspect_ratio_range}, interpolation={self.interpolation!r}, '
-                f'draft={self.draft})')
+                f'flip_prob={self.flip_prob}, draft={self.draft})')

@@ -15,17 +15,14 @@ only the decode.
 """
 from __future__ import annotations
 
-import io
-
 import cv2
 import numpy as np
 from mmcv.transforms import BaseTransform
 from mmengine import fileio
-from PIL import Image
 
 from beit_mm.registry import TRANSFORMS
 
-from .draft_transforms import EXIF_ORIENTATION, ROTATED_ORIENTATIONS
+from .draft_transforms import ROTATED_ORIENTATIONS, header_layout, random_flip
 from .mim_transforms import _pair, check_crop_range, random_resized_crop_box
 from .pil_resample import FILTERS
 
@@ -34,15 +31,13 @@ DECODABLE_MODE = 'RGB'
 
 
 def encoded_header(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, device_decodable)`` of the image in ``data`` from its header: the upright size (as OpenCV
-    decodes it: a 90-degree EXIF orientation swaps the sides), and whether its bytes may go to the device decoder
-    (a 3-channel YCbCr JPEG without an EXIF orientation other than 1)."""
-    image = Image.open(io.BytesIO(data))
-    width, height = image.size
-    orientation = image.getexif().get(EXIF_ORIENTATION, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+    """``(height, width, device_decodable)`` of the image in ``data`` from its header (:func:`header_layout`): the
+    upright size (as OpenCV decodes it: a 90-degree EXIF orientation swaps the sides), and whether its bytes may go to
+    the device decoder (a 3-channel YCbCr JPEG without an EXIF orientation other than 1)."""
+    height, width, fmt, mode, orientation = header_layout(data)
     if orientation in ROTATED_ORIENTATIONS:
         width, height = height, width
-    return height, width, image.format == 'JPEG' and image.mode == DECODABLE_MODE and orientation == 1
+    return height, width, fmt == 'JPEG' and mode == DECODABLE_MODE and orientation == 1
 
 
 def decode_whole(data: bytes) -> np.ndarray:
@@ -103,8 +98,7 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
         self.backend_args = None if backend_args is None else dict(backend_args)
 
     def transform(self, results: dict) -> dict:
-        # mmcv RandomFlip(prob, direction='horizontal')._choose_direction: one draw over [direction, None]
-        flip = np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
+        flip = random_flip(self.flip_prob)
         data = fileio.get(results['img_path'], backend_args=self.backend_args)
         height, width, decodable = encoded_header(data)
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
@@ -168,7 +162,7 @@ class EncodedRandomResizedCrop(BaseTransform):
         data = fileio.get(results['img_path'], backend_args=self.backend_args)
         height, width, decodable = encoded_header(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
-        flip = np.random.choice(['horizontal', None], p=[self.flip_prob, 1. - self.flip_prob]) is not None
+        flip = random_flip(self.flip_prob)
         results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
         results['img_shape'] = self.scale
         results['ori_shape'] = (height, width)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import os
 import struct
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from PIL import Image
@@ -91,31 +92,67 @@ def _png(data: bytes) -> tuple[int, int, int]:
 _JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC} | {0xF7}
 
 
-def _jpeg(data: bytes) -> tuple[int, int, int]:
-    # libjpeg's marker scan: garbage before a marker and fill bytes are skipped; the first frame header counts
+def _jpeg_markers(data: bytes):
+    """``(marker, offset after it)`` of each marker of libjpeg's scan from SOI through the first SOS or EOI: garbage
+    before a marker and fill bytes skipped, each segment's length followed (every step moves forward)."""
     pos, end = 2, len(data)
     while pos < end:
         pos = data.find(b'\xff', pos)
         if pos < 0:
-            break
+            return
         while pos < end and data[pos] == 0xFF:
             pos += 1
         if pos >= end:
-            break
+            return
         marker = data[pos]
         pos += 1
-        if marker in _JPEG_SOF:
-            height, width = _unpack('>HH', data, pos + 3)
-            return width, height, width * height
-        if marker in (0xD9, 0xDA):  # end of image, or scan data, before any frame header
-            break
+        yield marker, pos
+        if marker in (0xD9, 0xDA):  # end of image, or scan data
+            return
         if marker in (0x00, 0x01) or 0xD0 <= marker <= 0xD8:  # stuffed byte, TEM, RSTn, SOI: no length
             continue
         length, = _unpack('>H', data, pos)
         if length < 2:
             raise _Unreadable(f'a marker segment of length {length}')
         pos += length
+
+
+def _jpeg(data: bytes) -> tuple[int, int, int]:
+    # the first frame header counts
+    for marker, pos in _jpeg_markers(data):
+        if marker in _JPEG_SOF:
+            height, width = _unpack('>HH', data, pos + 3)
+            return width, height, width * height
     raise _Unreadable('no frame header (SOFn) before the scan data')
+
+
+@dataclass(frozen=True)
+class JpegHeader:
+    """What a JPEG's markers before its first scan say: ``frames`` the (marker, precision, height, width,
+    components) of each frame header (SOFn), and whether an APP1 ``Exif`` or an APP2 ``MPF`` segment is among
+    them."""
+    frames: tuple[tuple[int, int, int, int, int], ...]
+    exif: bool
+    mpf: bool
+
+
+def jpeg_header(data: bytes) -> JpegHeader | None:
+    """The markers of the JPEG in ``data`` (SOI first) through its first scan, nothing decoded; None when ``data`` is
+    no JPEG or its header cannot be read (a segment's length runs out of the data)."""
+    if not data.startswith(b'\xff\xd8'):
+        return None
+    frames, exif, mpf = [], False, False
+    try:
+        for marker, pos in _jpeg_markers(data):
+            if marker in _JPEG_SOF:
+                frames.append((marker, *_unpack('>BHHB', data, pos + 2)))
+            elif marker == 0xE1:
+                exif = exif or data[pos + 2:pos + 8] == b'Exif\0\0'
+            elif marker == 0xE2:
+                mpf = mpf or data[pos + 2:pos + 6] == b'MPF\0'
+    except _Unreadable:
+        return None
+    return JpegHeader(tuple(frames), exif, mpf)
 
 
 def _tiff(data: bytes) -> tuple[int, int, int]:

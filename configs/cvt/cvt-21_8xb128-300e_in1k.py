@@ -24,12 +24,12 @@ train_pipeline_exact = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]
-# the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+# the same draws (the crop's and the flip's), decoded at the smallest JPEG scale that covers the crop
+# (beit_mm/data/draft_transforms.py)
 train_pipeline_gpu_decode = None  # not CvT-13's (the base's): a bilinear crop has no device resize
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, crop_ratio_range=(0.08, 1.0),
-         aspect_ratio_range=(3. / 4., 4. / 3.), interpolation='bilinear'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+         aspect_ratio_range=(3. / 4., 4. / 3.), interpolation='bilinear', flip_prob=0.5),
     dict(type='PackInputs'),
 ]
 train_dataloader = dict(

@@ -28,11 +28,11 @@ train_pipeline_exact = [
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
     dict(type='PackInputs'),
 ]
-# the same draws, decoded at the smallest JPEG scale that covers the crop (beit_mm/data/draft_transforms.py)
+# the same draws (the crop's and the flip's), decoded at the smallest JPEG scale that covers the crop
+# (beit_mm/data/draft_transforms.py)
 train_pipeline_gpu_decode = None  # not CvT-13's (the base's): none written for this recipe
 train_pipeline = [
-    dict(type='beit_mm.DecodeRandomResizedCrop', scale=img_size, interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=img_size, interpolation='bicubic', flip_prob=0.5),
     dict(type='PackInputs'),
 ]
 test_pipeline = [

@@ -250,17 +250,24 @@ def test_draft_reads_the_file_bytes(photos):
         assert Image.open(io.BytesIO(f.read())).size == (128, 96)
 
 
-def test_fine_tuning_crop_equals_load_and_random_resized_crop(photos):
-    """``DecodeRandomResizedCrop`` vs mmpretrain's ``LoadImageFromFile -> RandomResizedCrop(backend='pillow')``, same
-    seeds: the same box and, at decode scale 1, the same pixels; at a reduced scale (the large images) within the
-    reduced-decode bound above."""
+@pytest.mark.parametrize('flip', [False, True])
+def test_fine_tuning_crop_equals_load_and_random_resized_crop(photos, flip):
+    """``DecodeRandomResizedCrop`` vs mmpretrain's ``LoadImageFromFile -> RandomResizedCrop(backend='pillow')`` (and
+    with ``flip_prob``, mmcv's ``RandomFlip`` after it), same seeds: the same box, flip and NumPy RNG state after, and,
+    at decode scale 1, the same pixels; at a reduced scale (the large images) within the reduced-decode bound above."""
     crop = dict(scale=SIZE, interpolation='bicubic')
-    exact = Compose([dict(type='LoadImageFromFile'), dict(type='mmpretrain.RandomResizedCrop', backend='pillow', **crop)])
-    draft = Compose([dict(type='beit_mm.DecodeRandomResizedCrop', **crop)])
-    scales = set()
+    exact = Compose([dict(type='LoadImageFromFile'), dict(type='mmpretrain.RandomResizedCrop', backend='pillow', **crop)]
+                    + [dict(type='mmpretrain.RandomFlip', prob=0.5, direction='horizontal')] * flip)
+    draft = Compose([dict(type='beit_mm.DecodeRandomResizedCrop', **crop, **({'flip_prob': 0.5} if flip else {}))])
+    scales, flips = set(), set()
     for path in photos:
         for seed in range(10):
-            a, b = run(exact, path, seed), run(draft, path, seed)
+            a = run(exact, path, seed)
+            after = np.random.random()
+            b = run(draft, path, seed)
+            assert np.random.random() == after, (path, seed)
+            assert a.get('flip') == b.get('flip') and a.get('flip_direction') == b.get('flip_direction')
+            flips.add(b.get('flip'))
             scales.add(b['draft_scale'])
             diff = np.abs(a['img'].astype(np.float32) - b['img'].astype(np.float32))
             if b['draft_scale'] == 1:
@@ -269,4 +276,54 @@ def test_fine_tuning_crop_equals_load_and_random_resized_crop(photos):
                 assert diff.mean() <= 4.0, (path, seed, diff.mean())
             assert b['img'].shape == (SIZE, SIZE, 3) and b['ori_shape'] == a['ori_shape']
             assert b['img'].flags.writeable  # RandAugment and RandomErasing write into it
-    assert {1, 2} <= scales
+    assert {1, 2} <= scales and flips == ({False, True} if flip else {None})
+
+
+def _jpeg_variants(folder) -> dict[str, bytes]:
+    """JPEGs of every kind the header reader sees: greyscale, 4:4:4 / 4:2:2 / 4:2:0, progressive, CMYK, with an EXIF
+    orientation, an MPO (an MPF segment), and a COM and APP segment before the frame."""
+    rgb = photo_like_image(40, 56, np.random.default_rng(2))
+    image = Image.fromarray(rgb)
+    variants = {}
+
+    def save(name, im, **kwargs):
+        buffer = io.BytesIO()
+        im.save(buffer, **{'format': 'JPEG', **kwargs})
+        variants[name] = buffer.getvalue()
+
+    save('grey', image.convert('L'))
+    for sub in (0, 1, 2):
+        save(f'subsampling_{sub}', image, subsampling=sub)
+    save('progressive', image, progressive=True)
+    save('cmyk', image.convert('CMYK'))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    save('exif_rotated', image, exif=exif)
+    exif[0x0112] = 1
+    save('exif_upright', image, exif=exif)
+    save('mpo', image, format='MPO', save_all=True, append_images=[image.rotate(90)])
+    plain = variants['subsampling_2']
+    variants['comment'] = plain[:2] + b'\xff\xfe\x00\x07hello' + b'\xff\xeb\x00\x04ab' + plain[2:]
+    return variants
+
+
+def test_header_layout_reads_what_pillow_reads(tmp_path, monkeypatch):
+    """``header_layout`` (the file room's marker scan for plain JPEGs) gives Pillow's size, format, mode and EXIF
+    orientation for every kind of JPEG and a PNG; plain JPEGs never reach Pillow's parser, an EXIF or MPF one does."""
+    from beit_mm.data import draft_transforms
+    variants = _jpeg_variants(tmp_path)
+    png = io.BytesIO()
+    Image.fromarray(photo_like_image(20, 30, np.random.default_rng(3))).save(png, format='PNG')
+    variants['png'] = png.getvalue()
+    for name, data in variants.items():
+        image = Image.open(io.BytesIO(data))
+        orientation = image.getexif().get(0x0112, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+        want = (image.size[1], image.size[0], image.format, image.mode, orientation)
+        assert draft_transforms.header_layout(data) == want, name
+    opened = []
+    real_open = Image.open
+    monkeypatch.setattr(draft_transforms.Image, 'open', lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    for name, data in variants.items():
+        opened.clear()
+        draft_transforms.header_layout(data)
+        assert bool(opened) == (name in ('exif_rotated', 'exif_upright', 'mpo', 'png')), name

@@ -24,14 +24,14 @@ train_pipeline_exact = [
     dict(type='RandomErasing', **random_erasing),
     dict(type='PackInputs'),
 ]
-# The draft pipeline (used): LoadImageFromFile + RandomResizedCrop in one step with the same draws, the JPEG decoded
-# at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1; beit_mm/data/draft_transforms.py);
-# RandAugment's and RandomErasing's draws made here, the ops applied to the batch by the model's
-# beit_mm.AugmentClsDataPreprocessor on the device (beit_mm/data/cls_transforms.py, docs/performance.md#data-loading).
+# The draft pipeline (used): LoadImageFromFile + RandomResizedCrop + RandomFlip in one step with the same draws, the
+# JPEG decoded at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1;
+# beit_mm/data/draft_transforms.py); RandAugment's and RandomErasing's draws made here, the ops applied to the batch
+# by the model's beit_mm.AugmentClsDataPreprocessor on the device (beit_mm/data/cls_transforms.py,
+# docs/performance.md#data-loading).
 # Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
-    dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic'),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
+    dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic', flip_prob=0.5),
     dict(type='beit_mm.SampleRandAugment', **rand_augment),
     dict(type='beit_mm.SampleRandomErasing', **random_erasing),
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
@@ -44,9 +44,9 @@ train_pipeline = [
 # train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
 train_pipeline_gpu_decode = [
     dict(type='beit_mm.EncodedRandomResizedCrop', scale=224, interpolation='bicubic', flip_prob=0.5),
+    train_pipeline[1],
     train_pipeline[2],
-    train_pipeline[3],
-    dict(type='PackInputs', meta_keys=train_pipeline[4]['meta_keys'] + ('crop_bbox', 'crop_resize')),
+    dict(type='PackInputs', meta_keys=train_pipeline[3]['meta_keys'] + ('crop_bbox', 'crop_resize')),
 ]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
