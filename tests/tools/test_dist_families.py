@@ -9,7 +9,10 @@ ending in a validation, then a test of the checkpoint, printing the metric.
   at its end; the imports are paid once. Two chains follow the demos: BEiT MIM -> ImageNet fine-tuning from its
   checkpoint, VQ-KD -> the BEiT v2 recipe's demo (cls-token pretraining) with that tokenizer. MIM and tokenizer
   families (BEiT and CvT MIM, BEiT v2, the dVAE, VQ-KD) have no validation or test split (their configs define none):
-  they train only, and their training numbers and hooks' files stand for the metric.
+  they train only, and their training numbers and hooks' files stand for the metric. The two ImageNet families
+  train with full-size recipes' train pipelines at the demo's size, their augmentations applied by
+  ``AugmentClsDataPreprocessor``: BEiT fine-tuning's (the crop and the draws on the worker) and CvT-13's GPU-decode
+  one (the worker reads the bytes, ``pseudo_collate``).
 
 Every launch, and every family in the worker's, has a time limit: a process left waiting in a collective that the
 other never enters (a metric, a hook or a checkpoint write that synchronises on one rank only) fails the tests with
@@ -98,10 +101,31 @@ def _beit_mim(data: dict, work: str) -> dict:
     return {**_short(data['ade'], ('train_dataloader', )), 'model.target_generator.init_cfg.checkpoint': data['dalle']}
 
 
+def _recipe_pipeline(base: str, name: str) -> list:
+    """The train pipeline ``name`` of a full-size recipe's dataset base at the demo's size."""
+    from mmengine.config import Config
+    pipeline = Config.fromfile(osp.join(ROOT, 'configs', '_base_', 'datasets', base)).to_dict()[name]
+    pipeline[0].update(scale=SIZE)
+    return pipeline
+
+
 def _in1k_finetuning(data: dict, work: str) -> dict:
-    """From the BEiT MIM family's checkpoint, as the demo fine-tunes its MIM run."""
+    """From the BEiT MIM family's checkpoint, as the demo fine-tunes its MIM run, with the BEiT fine-tuning recipe's
+    train pipeline (the crop and the draws of RandAugment and erasing on the worker, their ops in
+    ``AugmentClsDataPreprocessor``)."""
     return {**_imagenet(data, work), 'model.backbone.init_cfg.checkpoint': osp.join(work, 'beit-mim', 'train',
-                                                                                    'iter_2.pth')}
+                                                                                    'iter_2.pth'),
+            'model.data_preprocessor.type': 'beit_mm.AugmentClsDataPreprocessor',
+            'train_dataloader.dataset.pipeline': _recipe_pipeline('imagenet_bs128_beit_ft.py', 'train_pipeline')}
+
+
+def _cvt(data: dict, work: str) -> dict:
+    """With the CvT-13 recipe's GPU-decode train pipeline (the worker reads the bytes and draws; the preprocessor
+    decodes, crops, resizes, flips and augments)."""
+    return {**_imagenet(data, work), 'data_preprocessor.type': 'beit_mm.AugmentClsDataPreprocessor',
+            'train_dataloader.collate_fn': dict(type='pseudo_collate'),
+            'train_dataloader.dataset.pipeline': _recipe_pipeline('imagenet_bs256_cvt_224.py',
+                                                                  'train_pipeline_gpu_decode')}
 
 
 def _vqkd(data: dict, work: str) -> dict:
@@ -132,13 +156,15 @@ def _dvae(data: dict, work: str) -> dict:
 class Family:
     """A family's demo config, its options given the data and the launch's work dir, the test metric (None: it trains
     only) and the line of a training hook that stands for it, the files its rank-0 hooks write into the training
-    work dir, and whether its test draws the test images (``show_dir``)."""
+    work dir, whether its test draws the test images (``show_dir``), and the types its trained config (as the run
+    dumped it) must name."""
     config: str
     options: Callable[[dict, str], dict]
     metric: str | None
     outputs: tuple[str, ...] = ('iter_2.pth', )
     train_line: str | None = None
     show: bool = False
+    trained_with: tuple[str, ...] = ()
 
 
 FAMILIES = {  # in launch order: a chain's second family after its first
@@ -169,9 +195,13 @@ FAMILIES = {  # in launch order: a chain's second family after its first
     'cvt-mim': Family(osp.join(DEMO, 'beit_cvt-13-tiny_1xb16-coslr-0.3k_ade20k-demo-96px.py'), _beit_mim, None,
                       train_line=r'Iter\(train\) \[2/2\].*(mim_acc: [\d.]+)'),
     'in1k-finetuning': Family(osp.join(DEMO, 'beit-tiny-p16_beit-pre_1xb32-10e_in1k-demo-64px.py'),
-                              _in1k_finetuning, 'accuracy/top1', outputs=('epoch_1.pth', )),
-    'cvt': Family(osp.join(DEMO, 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py'), _imagenet, 'accuracy/top1',
-                  outputs=('epoch_1.pth', )),
+                              _in1k_finetuning, 'accuracy/top1', outputs=('epoch_1.pth', ),
+                              trained_with=('AugmentClsDataPreprocessor', 'DecodeRandomResizedCrop',
+                                            'SampleRandAugment', 'SampleRandomErasing')),
+    'cvt': Family(osp.join(DEMO, 'cvt-13-tiny_1xb32-30e_in1k-demo-64px.py'), _cvt, 'accuracy/top1',
+                  outputs=('epoch_1.pth', ),
+                  trained_with=('AugmentClsDataPreprocessor', 'EncodedRandomResizedCrop', 'SampleRandAugment',
+                                'pseudo_collate')),
     'vqkd': Family(osp.join(STUDIES, 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py'), _vqkd, None,
                    outputs=('iter_2.pth', 'tokenizer_eval/iter_2.json'),
                    train_line=r'VQ-KD held-out .* iter 2: (usage [\d.]+ .*teacher cosine [-\d.]+)'),
@@ -349,6 +379,10 @@ def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
     assert re.search(TRAINED, log), log[-3000:]
     for output in family.outputs:
         assert osp.isfile(osp.join(train_dir, output)), f'{name}: no {output} in {train_dir}'
+    if family.trained_with:
+        dumped = ''.join(open(path).read() for path in glob.glob(osp.join(train_dir, '*.py')))
+        assert all(f"'{kind}'" in dumped or f"'beit_mm.{kind}'" in dumped for kind in family.trained_with), \
+            f'{name}: the dumped config in {train_dir} lacks one of {family.trained_with}'
     if family.metric is None:
         line = _value(family.train_line, log, name)
         print(f'{name} (trains only) {line} ({done["seconds"]:.1f} s)')
