@@ -56,7 +56,7 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=128,
-    num_workers=13,  # docs/performance.md#data-loading: 220-245 img/s per worker; 2547/GPU needs 13-15, a node has 13
+    num_workers=13,  # docs/performance.md#data-loading: 228-300 img/s per worker; 2547/GPU needs 11-14, a node has 13
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,

@@ -71,7 +71,7 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=13,  # docs/performance.md#data-loading: 220-240 img/s per worker; a node has 13
+    num_workers=13,  # docs/performance.md#data-loading: 213-237 img/s per worker; a node has 13
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,  # timm create_loader(is_training=True) drops the last incomplete batch: 625 steps per epoch

@@ -45,7 +45,7 @@ train_pipeline_gpu_decode = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=13,  # docs/performance.md#data-loading: 100-135 img/s per worker; 1848/GPU needs 18-23: a node has 13
+    num_workers=13,  # docs/performance.md#data-loading: 159-176 img/s per worker; 1848/GPU needs 14-15: a node has 13
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,  # unilm run_beit_pretraining.py line 203: len(dataset) // 2048 = 625 steps per epoch
