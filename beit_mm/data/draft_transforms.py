@@ -25,8 +25,8 @@ and the jitter factors equal the exact pipeline's. What differs:
   :data:`CONTRAST_MEAN_SIDE` pixels a side (a bilinear sample of a quarter of its pixels or more), and carried to
   the preprocessor.
 
-``DecodeRandomResizedCrop`` does the same for the fine-tuning recipes' ``LoadImageFromFile -> RandomResizedCrop``
-(mmpretrain's draws; no jitter).
+``DecodeRandomResizedCrop`` does the same for the fine-tuning recipes' ``LoadImageFromFile -> RandomResizedCrop
+-> RandomFlip`` (mmpretrain's draws, then mmcv's flip draw; no jitter).
 """
 from __future__ import annotations
 

@@ -279,7 +279,7 @@ def test_fine_tuning_crop_equals_load_and_random_resized_crop(photos, flip):
     assert {1, 2} <= scales and flips == ({False, True} if flip else {None})
 
 
-def _jpeg_variants(folder) -> dict[str, bytes]:
+def _jpeg_variants() -> dict[str, bytes]:
     """JPEGs of every kind the header reader sees: greyscale, 4:4:4 / 4:2:2 / 4:2:0, progressive, CMYK, with an EXIF
     orientation, an MPO (an MPF segment), and a COM and APP segment before the frame."""
     rgb = photo_like_image(40, 56, np.random.default_rng(2))
@@ -307,11 +307,11 @@ def _jpeg_variants(folder) -> dict[str, bytes]:
     return variants
 
 
-def test_header_layout_reads_what_pillow_reads(tmp_path, monkeypatch):
+def test_header_layout_reads_what_pillow_reads(monkeypatch):
     """``header_layout`` (the file room's marker scan for plain JPEGs) gives Pillow's size, format, mode and EXIF
     orientation for every kind of JPEG and a PNG; plain JPEGs never reach Pillow's parser, an EXIF or MPF one does."""
     from beit_mm.data import draft_transforms
-    variants = _jpeg_variants(tmp_path)
+    variants = _jpeg_variants()
     png = io.BytesIO()
     Image.fromarray(photo_like_image(20, 30, np.random.default_rng(3))).save(png, format='PNG')
     variants['png'] = png.getvalue()
