@@ -29,7 +29,7 @@ from beit_mm.data.demo_custom import make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 
-from ..conftest import ROOT
+from ..conftest import ROOT, load_tool
 
 MAKE_DEMO_DATA = osp.join(ROOT, 'tools', 'make_demo_data.py')
 TRAIN = osp.join(ROOT, 'tools', 'train.py')
@@ -134,20 +134,36 @@ PYTHON_CALLS = {
 }
 
 
+def _check_refusal(dataset: str, kind: str, root: str, before: dict, code, stderr: str) -> None:
+    assert changes(before, snapshot(root)) == [], f'{dataset} on the {kind} root changed files'
+    assert code == 2, f'{dataset} on the {kind} root exited {code}:\n{stderr[-2000:]}'
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in stderr, stderr
+    assert root in lines[0] and 'refus' in lines[0], lines[0]
+    assert MARKER in lines[0] and 'new or empty folder' in lines[0], lines[0]
+
+
 @pytest.mark.parametrize('dataset', sorted(CLI_CALLS))
-def test_make_demo_data_refuses_a_real_dataset_root(real_roots, dataset):
-    """Each ``--dataset`` of tools/make_demo_data.py, against a real-looking ADE20K and ImageNet root: exit 2, one
-    line naming the root and the refusal, no traceback, and not one byte, path or mtime changed."""
+def test_make_demo_data_refuses_a_real_dataset_root(real_roots, dataset, monkeypatch, capsys):
+    """Each ``--dataset`` of tools/make_demo_data.py (its ``main``, in this process), against a real-looking ADE20K
+    and ImageNet root: exit 2, one line naming the root and the refusal, no traceback, and not one byte, path or
+    mtime changed."""
+    tool = load_tool('tools/make_demo_data.py')
     for kind, root in real_roots.items():
         before = snapshot(root)
-        proc = subprocess.run([sys.executable, MAKE_DEMO_DATA, *CLI_CALLS[dataset], '--root', root], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
-        assert changes(before, snapshot(root)) == [], f'{dataset} on the {kind} root changed files'
-        assert proc.returncode == 2, f'{dataset} on the {kind} root exited {proc.returncode}:\n{proc.stderr[-2000:]}'
-        lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and 'Traceback' not in proc.stderr, proc.stderr
-        assert root in lines[0] and 'refus' in lines[0], lines[0]
-        assert MARKER in lines[0] and 'new or empty folder' in lines[0], lines[0]
+        monkeypatch.setattr(sys, 'argv', ['make_demo_data.py', *CLI_CALLS[dataset], '--root', root])
+        with pytest.raises(SystemExit) as exit_:
+            tool.main()
+        _check_refusal(dataset, kind, root, before, exit_.value.code, capsys.readouterr().err)
+
+
+def test_make_demo_data_refusal_as_a_command(real_roots):
+    """The same refusal from the shell (a process of its own): exit status 2 and one line on stderr."""
+    root = real_roots['imagenet']
+    before = snapshot(root)
+    proc = subprocess.run([sys.executable, MAKE_DEMO_DATA, *CLI_CALLS['ade20k'], '--root', root], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    _check_refusal('ade20k', 'imagenet', root, before, proc.returncode, proc.stderr)
 
 
 @pytest.mark.parametrize('call', sorted(PYTHON_CALLS))
