@@ -156,7 +156,8 @@ def upright_size(data: bytes) -> tuple[int, int, bool]:
 
 
 def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
-                  draft: bool = True) -> tuple[np.ndarray, Image.Image, tuple[float, float, float, float], int]:
+                  draft: bool = True, declared: tuple[int, int] | None = None,
+                  source: str = 'the image') -> tuple[np.ndarray, Image.Image, tuple[float, float, float, float], int]:
     """Decode the image in ``data`` with OpenCV (``LoadImageFromFile``'s decoder: upright, BGR), a JPEG at the
     smallest DCT scale whose pixels still cover ``box`` at ``out_size`` (:func:`draft_scale`; OpenCV's
     ``IMREAD_REDUCED_COLOR_{2,4,8}``, libjpeg's scaled IDCT), and cut the pixels of ``box``.
@@ -167,6 +168,9 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
         box: ``(top, left, height, width)`` in the full-size upright image.
         out_size: ``(height, width)`` the region will be resized to.
         draft: allow a reduced-scale decode.
+        declared: the upright ``(height, width)`` from the header, on which ``box`` was drawn: the decoded image
+            must have it (at a reduced scale, libjpeg's ``ceil(side / scale)``).
+        source: the file, named in the errors.
 
     Returns:
         ``(whole, region, resize_box, scale)``: the whole decoded BGR image, its pixels around the box (a Pillow image
@@ -175,13 +179,17 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
         the crop the exact pipeline resizes.
 
     Raises:
-        ValueError: OpenCV cannot decode ``data``.
+        ValueError: OpenCV cannot decode ``data``, or decodes it to another size than ``declared``.
     """
     top, left, h, w = box
     scale = draft_scale(h, w, *out_size) if draft and is_jpeg else 1
     whole = cv2.imdecode(np.frombuffer(data, np.uint8), IMREAD_AT_SCALE[scale])
     if whole is None:
-        raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
+        raise ValueError(f'OpenCV could not decode {source}; check the file (a truncated or non-image file)')
+    if declared is not None and whole.shape[:2] != tuple(math.ceil(side / scale) for side in declared):
+        raise ValueError(f'{source}: decoded to {whole.shape[0]} x {whole.shape[1]} (at 1/{scale} scale), but its '
+                         f'header declared {declared[0]} x {declared[1]}; the crop box was drawn on the declared size, '
+                         'so nothing was cropped. Fix: re-encode the file with a standard tool')
     x0, y0, x1, y1 = left / scale, top / scale, (left + w) / scale, (top + h) / scale
     cx0, cy0 = math.floor(x0), math.floor(y0)
     cx1, cy1 = min(math.ceil(x1), whole.shape[1]), min(math.ceil(y1), whole.shape[0])
@@ -253,7 +261,8 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         if flip:  # the box was drawn on the flipped image
             left = width - left - w
         largest = (max(self.size[0], self.tokenizer_size[0]), max(self.size[1], self.tokenizer_size[1]))
-        whole, region, box, scale = decode_region(data, is_jpeg, (top, left, h, w), largest, self.draft)
+        whole, region, box, scale = decode_region(data, is_jpeg, (top, left, h, w), largest, self.draft,
+                                                  (height, width), results['img_path'])
         jitter = results.get('color_jitter')
         if jitter is not None and jitter.get('contrast') is not None:
             jitter['contrast_mean'] = whole_image_contrast_mean(whole, jitter)
@@ -329,7 +338,8 @@ class DecodeRandomResizedCrop(BaseTransform):
         height, width, is_jpeg = upright_size(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
         flip = self.flip_prob is not None and random_flip(self.flip_prob)
-        _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft)
+        _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft, (height, width),
+                                                     results['img_path'])
         view = region.resize(self.scale[::-1], PIL_RESAMPLE[self.interpolation], box=resize_box)
         results['img'] = as_array(view, flip)
         results['img_shape'] = self.scale

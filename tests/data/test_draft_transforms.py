@@ -327,3 +327,17 @@ def test_header_layout_reads_what_pillow_reads(monkeypatch):
         opened.clear()
         draft_transforms.header_layout(data)
         assert bool(opened) == (name in ('exif_rotated', 'exif_upright', 'mpo', 'png')), name
+
+
+@pytest.mark.parametrize('transform', ['DecodeTwoViewRandomResizedCrop', 'DecodeRandomResizedCrop'])
+def test_crop_refuses_a_decode_of_another_size_than_declared(photos, transform, monkeypatch):
+    """A header whose size is not what OpenCV decodes (the box was drawn on it): an error naming the file and both
+    sizes, at full and at reduced scale, instead of a clipped crop."""
+    from beit_mm.data import draft_transforms
+    step = Compose([dict(type=f'beit_mm.{transform}', **({'size': SIZE} if 'TwoView' in transform else
+                                                          {'scale': SIZE}))])
+    for path, lying in ((photos[0], (97, 128, True)), (photos[2], (480, 641, True))):
+        monkeypatch.setattr(draft_transforms, 'upright_size', lambda data, lying=lying: lying)
+        for seed in range(3):
+            with pytest.raises(ValueError, match=f'{path}: decoded to .* but its header declared {lying[0]} x '):
+                run(step, path, seed)
