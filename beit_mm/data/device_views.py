@@ -69,7 +69,7 @@ def decode_declared(inputs, samples: Sequence, device: torch.device | str, trans
         if tuple(image.shape[1:]) != tuple(sample.ori_shape):
             raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
                              f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
-                             'size (a JPEG whose header lies: decode it on the worker, draft pipeline)')
+                             'size, so nothing was cropped. Fix: re-encode the file with a standard tool')
     return images
 
 
