@@ -11,12 +11,19 @@ batches of the same images, and reported as the rate a worker would have if the 
 on the GPU in training). A config's GPU-decode pipeline (the workers only read the bytes and draw) is timed with the
 other two; its preprocessor cost (decode, jitter, crop, resizes) is the CPU's, not the GPU's. Workers needed per
 GPU = ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
+
+On a device (:func:`device_batch_seconds`, :func:`loader_rate`) the data preprocessor is timed where it runs in
+training: wall-clock seconds per batch of the recipe's size, the device synchronised, JPEG decode on its own for the
+GPU-decode batches; and the whole input side as a node runs it: MMEngine's DataLoader with N workers feeding the
+preprocessor on the device, images/s delivered, to set beside the step's rate.
 """
 from __future__ import annotations
 
+import copy
 import math
 import os.path as osp
 import random
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -174,6 +181,125 @@ def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0, collate_fn: s
         return (time.process_time() - cpu) / (len(batches) * size)
     finally:
         torch.set_num_threads(threads)
+
+
+def _synchronize(device) -> None:
+    import torch
+    if torch.device(device).type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def device_batch_seconds(cfg, dataset, batch: int, device, batches: int = 3, collate_fn: str | None = None,
+                         seed: int = 0) -> tuple[float, float | None]:
+    """Wall-clock seconds per batch of ``batch`` samples of the config's data preprocessor on ``device`` (median of
+    ``batches`` timed calls after one untimed, the device synchronised after each), and of the batched JPEG decode
+    alone (:func:`beit_mm.data.device_views.decode_images`) when the samples carry encoded bytes (else None). The
+    samples are made first, untimed, collated by the config's ``collate_fn`` (or the one named)."""
+    from mmengine.registry import FUNCTIONS, MODELS
+
+    from beit_mm.data.device_views import decode_images
+    preprocessor = MODELS.build(data_preprocessor(cfg)).to(device)
+    if collate_fn is None:
+        collate_fn = cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type']
+    collate = FUNCTIONS.get(collate_fn)
+    rng = random.Random(seed)
+    made = [collate([dataset[rng.randrange(len(dataset))] for _ in range(batch)]) for _ in range(batches)]
+    encoded = isinstance(made[0]['inputs'], list) and made[0]['inputs'][0].dim() == 1
+
+    def timed(call) -> float:
+        times = []
+        for data in [made[0]] + made:
+            _synchronize(device)
+            start = time.perf_counter()
+            call(data)
+            _synchronize(device)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times[1:])
+
+    seconds = timed(lambda data: preprocessor(data, True))
+    decode = timed(lambda data: decode_images(data['inputs'], device)) if encoded else None
+    return seconds, decode
+
+
+def loader_rate(cfg, data_root: str, pipeline: list, workers: int, device, batch: int,
+                collate_fn: str | None = None, seed: int = 0) -> float:
+    """Images/s delivered by the config's train dataloader (MMEngine's ``Runner.build_dataloader``, an infinite
+    shuffled sampler over ``data_root``'s images, ``pipeline``, ``workers`` workers, host memory pinned on CUDA)
+    through the data preprocessor on ``device``, the device synchronised at both ends.
+
+    Each worker makes whole batches, so the first ``workers`` batches arrive together after one batch's time: the
+    clock starts once they are taken and runs over the next ``2 * workers`` (at least 4), the rate the workers keep
+    up."""
+    warmup, batches = workers, max(4, 2 * workers)
+    from mmengine.registry import MODELS
+    from mmengine.runner import Runner
+    preprocessor = MODELS.build(data_preprocessor(cfg)).to(device)
+    loader_cfg = copy.deepcopy(cfg.train_dataloader)
+    loader_cfg.update(batch_size=batch, num_workers=workers, persistent_workers=workers > 0,
+                      pin_memory=str(device).startswith('cuda'), sampler=dict(type='InfiniteSampler', shuffle=True))
+    loader_cfg.dataset.data_root = data_root
+    loader_cfg.dataset.pipeline = pipeline
+    if collate_fn is not None:
+        loader_cfg.collate_fn = dict(type=collate_fn)
+    loader = Runner.build_dataloader(loader_cfg, seed=seed)
+    batches_seen = iter(loader)
+    for _ in range(warmup):
+        preprocessor(next(batches_seen), True)
+    _synchronize(device)
+    start = time.perf_counter()
+    for _ in range(batches):
+        preprocessor(next(batches_seen), True)
+    _synchronize(device)
+    elapsed = time.perf_counter() - start
+    del batches_seen, loader  # the workers stop
+    return batches * batch / elapsed
+
+
+@dataclass(frozen=True)
+class DeviceMeasurement:
+    """One recipe's pipeline (``kind``: 'reference', 'new' or 'gpu_decode') on a device: its data preprocessor's
+    seconds per batch of ``batch``, the batched JPEG decode's (GPU-decode batches), the step's seconds per batch at
+    ``gpu_rate``, and the images/s a DataLoader with ``workers`` workers delivered through the preprocessor (None:
+    not run)."""
+    recipe: Recipe
+    kind: str
+    batch: int
+    preprocessor_seconds: float
+    decode_seconds: float | None
+    gpu_rate: float
+    workers: int
+    loader_rate: float | None
+
+    @property
+    def step_seconds(self) -> float:
+        return self.batch / self.gpu_rate
+
+    @property
+    def rate_with_preprocessor(self) -> float:
+        """The GPU's images/s when the preprocessor runs before each step on the same device (MMEngine's
+        ``train_step``: not overlapped)."""
+        return self.batch / (self.step_seconds + self.preprocessor_seconds)
+
+
+def measure_on_device(recipe: Recipe, config: str, data_root: str, device, gpu_rate: float, batch: int | None = None,
+                      batches: int = 3, workers: int = 0, kinds: tuple[str, ...] | None = None
+                      ) -> list[DeviceMeasurement]:
+    """:func:`device_batch_seconds` of each of ``recipe``'s pipelines (:func:`pipelines`, those of ``kinds`` if
+    given) at ``batch`` (default: the config's ``train_dataloader.batch_size``), and with ``workers`` > 0 its
+    :func:`loader_rate` with that many workers."""
+    cfg = load_config(config)
+    batch = batch or cfg.train_dataloader.batch_size
+    found = []
+    for kind, pipeline in pipelines(cfg).items():
+        if kinds is not None and kind not in kinds:
+            continue
+        collate = 'pseudo_collate' if kind == 'gpu_decode' else None
+        dataset = build_train_dataset(cfg, data_root, pipeline)
+        seconds, decode = device_batch_seconds(cfg, dataset, batch, device, batches, collate_fn=collate)
+        rate = (loader_rate(cfg, data_root, pipeline, workers, device, batch, collate_fn=collate)
+                if workers > 0 else None)
+        found.append(DeviceMeasurement(recipe, kind, batch, seconds, decode, gpu_rate, workers, rate))
+    return found
 
 
 @dataclass(frozen=True)

@@ -64,3 +64,19 @@ def test_mim_recipes_compare_the_exact_pipeline_with_the_draft_one():
             assert {'RandAugment', 'RandomErasing'} <= set(kinds['reference'])
             assert {'SampleRandAugment', 'SampleRandomErasing'} <= set(kinds['new'])
             assert data_preprocessor(cfg).type == 'beit_mm.AugmentClsDataPreprocessor'
+
+
+def test_device_table_times_each_pipeline_and_a_dataloader(tmp_path):
+    """``--device``'s measurement on the CPU (what a GPU session runs on CUDA): the fine-tuning recipe's three
+    pipelines, each preprocessor timed per batch, the GPU-decode batch's JPEG decode on its own (the others have no
+    bytes to decode), and MMEngine's DataLoader with a worker through the preprocessor."""
+    from beit_mm.benchmarks.data_pipeline import measure_on_device
+    roots = make_image_sets(str(tmp_path), ade_size=64, imagenet_size=(48, 64), count=4)
+    recipe = next(r for r in RECIPES if r.name.startswith('ImageNet fine-tuning'))
+    found = measure_on_device(recipe, osp.join(ROOT, recipe.config), roots['imagenet'], 'cpu', gpu_rate=100.0,
+                              batch=2, batches=1, workers=1)
+    assert [m.kind for m in found] == ['reference', 'new', 'gpu_decode']
+    for m in found:
+        assert m.batch == 2 and m.preprocessor_seconds > 0 and m.loader_rate > 0, m
+        assert m.step_seconds == 0.02 and m.rate_with_preprocessor < 100.0
+        assert (m.decode_seconds is not None) == (m.kind == 'gpu_decode'), m

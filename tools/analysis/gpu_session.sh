@@ -3,12 +3,15 @@
 # each written to its own file in OUT_DIR as it runs, with its log (stderr: each round's img/s) beside it (a piece
 # that fails or runs out of time says so and the next one runs).
 #
-#   bash tools/analysis/gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2] [--wheels DIR]
+#   bash tools/analysis/gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3] [--wheels DIR]
 #
 # Piece 1 (about 8 minutes on an H200, set-up ~160 s included): the attention kernels and the CUDA attention tests,
 # then the bf16 ImageNet fine-tuning step, eager and compiled, next to timm and mmpretrain compiled too, with the
 # device time by kernel category. Piece 2 (about 5 minutes): the bf16 BEiT v1 MIM step the same way next to
-# mmpretrain, and UPerNet 512 eager. --dry-run runs both on CPU at a tiny size (what CI checks).
+# mmpretrain, and UPerNet 512 eager. Piece 3 (about 4 minutes): the ImageNet recipes' input side on the GPU machine
+# (benchmark_data.py --device cuda): each pipeline's data preprocessor per batch on the GPU at the recipe's batch, nvjpeg's
+# batched decode on its own, and MMEngine's DataLoader with 13 workers (a node's per GPU) through the preprocessor.
+# --dry-run runs them on CPU at a tiny size (what CI checks).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -25,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     *) OUT_DIR="$1"; shift ;;
   esac
 done
-[[ -n "$OUT_DIR" ]] || { echo "usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2] [--wheels DIR]" >&2; exit 2; }
+[[ -n "$OUT_DIR" ]] || { echo "usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3] [--wheels DIR]" >&2; exit 2; }
 mkdir -p "$OUT_DIR"
 dry=()
 [[ $DRY -eq 1 ]] && dry=(--dry-run)
@@ -47,6 +50,18 @@ case "$PIECE" in
     report --steps bench --dtypes bf16 --parts seg512 --profile 8 --no-compile --iters 10 \
       --step-timeout 100 --out "$OUT_DIR/4-seg512.md" > "$OUT_DIR/4-seg512.log" 2>&1
     ;;
-  *) echo "gpu_session: --piece is 1 or 2" >&2; exit 2 ;;
+  3)
+    if [[ $DRY -eq 1 ]]; then
+      data=(--images 4 --imagenet-size 48 64 --recipes "ImageNet fine-tuning" "BEiT v1" --device cpu
+            --device-batch 2 --device-batches 1 --loader-workers 1)
+    else
+      data=(--images 96 --recipes "ImageNet fine-tuning" "CvT-13" "BEiT v1" "BEiT v2" --device cuda
+            --device-batches 2 --loader-workers 13)
+    fi
+    timeout 480 env PYTHONPATH="$ROOT" "$PYTHON" "$ROOT/tools/analysis/benchmark_data.py" "${data[@]}" \
+      --work-dir "${TMPDIR:-/tmp}/beit_mm_data_bench" --out "$OUT_DIR/5-data.md" --overwrite > "$OUT_DIR/5-data.log" 2>&1 \
+      || echo "benchmark_data failed or ran out of time: $OUT_DIR/5-data.log"
+    ;;
+  *) echo "gpu_session: --piece is 1, 2 or 3" >&2; exit 2 ;;
 esac
 echo "gpu_session piece $PIECE: $((SECONDS - start)) s; files in $OUT_DIR"
