@@ -11,14 +11,12 @@ import json
 import os
 import os.path as osp
 import re
-import subprocess
-import sys
 
 import pytest
 from mmengine.config import Config
 
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 from ..models.test_mask_annealing import official_probability
 
 DEMO = osp.join(ROOT, 'configs', 'demo', 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py')
@@ -44,7 +42,7 @@ def demo_run(tmp_path_factory, ade_demo_root):
     cfg.work_dir = str(tmp / 'work')
     path = tmp / osp.basename(DEMO)
     cfg.dump(str(path))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(path)], cwd=ROOT, capture_output=True, text=True)
+    proc = run_tool(['tools/train.py', str(path)])
     return proc, tmp / 'work'
 
 

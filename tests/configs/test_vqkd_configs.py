@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import os.path as osp
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -15,7 +13,7 @@ from mmengine.config import Config
 
 from beit_mm.models.tokenizers.vqkd import ARCHS
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 RECIPES = {
     'vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py': ('base_decoder_3x_clip', 3, 512),
@@ -105,13 +103,13 @@ def test_study_config_trains_from_a_backbone_teacher(tmp_path):
     teacher = BEiT(**backbone, with_mask_token=True)
     torch.save({'state_dict': {f'backbone.{k}': v for k, v in teacher.state_dict().items()}}, tmp_path / 'mim.pth')
     work = tmp_path / 'work'
-    proc = subprocess.run([
-        sys.executable, 'tools/train.py', config, '--work-dir', str(work), '--cfg-options',
+    proc = run_tool([
+        'tools/train.py', config, '--work-dir', str(work), '--cfg-options',
         f'model.teacher.backbone.init_cfg.checkpoint={tmp_path / "mim.pth"}',
         f'train_dataloader.dataset.data_root={root}', 'train_dataloader.batch_size=4', 'train_cfg.max_iters=2',
         f'custom_hooks.0.folder={root}/images/validation', 'custom_hooks.0.interval=2', 'custom_hooks.0.num_images=4',
         'train_dataloader.num_workers=1'
-    ], cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS='1'))
+    ])
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     assert 'loaded' in log and '0 missing' in log  # the teacher's weights really loaded

@@ -1,7 +1,6 @@
 """BEiT checkpoint conversion: unilm pretrained-only/fine-tuned/ADE20K, mmseg and mmpretrain layouts, the CLI, and
 loading through the 640 UPerNet config (zero missing backbone keys; wrong keys fail loudly)."""
 import os
-import subprocess
 import sys
 
 import pytest
@@ -14,7 +13,7 @@ from beit_mm.fileio import CheckpointFileError
 from beit_mm.models.backbones import BEiT
 from beit_mm.registry import MODELS
 
-from ..conftest import ROOT, load_tool, randomize_
+from ..conftest import ROOT, load_tool, randomize_, run_tool
 
 TINY = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=2.0)
 
@@ -151,8 +150,8 @@ def test_unilm_beit_base_pretrained_loads_into_640_config(tmp_path):
                                     vocab=8192)
     torch.save({'model': src}, tmp_path / 'beit_base_patch16_224_pt22k.pth')
     dst = tmp_path / 'beit-base_pt22k.pth'
-    subprocess.run([sys.executable, os.path.join(ROOT, 'tools/convert_checkpoint.py'), '--model', 'beit', '--source',
-                    'unilm', str(tmp_path / 'beit_base_patch16_224_pt22k.pth'), str(dst)], check=True, cwd=ROOT)
+    run_tool(['tools/convert_checkpoint.py', '--model', 'beit', '--source', 'unilm',
+              str(tmp_path / 'beit_base_patch16_224_pt22k.pth'), str(dst)]).check_returncode()
     seg = _segmentor_from_config(os.path.join(ROOT, 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py'),
                                  str(dst))
     seg.backbone.init_weights()  # raises on any missing backbone key

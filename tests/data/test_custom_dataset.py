@@ -28,7 +28,7 @@ from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, custom_demo_files, mak
 from beit_mm.fileio.demo_root import NotADemoRootError
 from beit_mm.fileio.outputs import OutputError, check_output
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 CONFIG = osp.join(ROOT, 'configs', 'demo', 'beit-tiny-p8_upernet_1xb8-1k_custom-demo-64x64.py')
 NAMES = ('sky', 'grass', 'car')
@@ -250,8 +250,7 @@ def test_heads_must_predict_the_classes_of_classes_txt(clean_root, tmp_path, hea
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    return run_tool(args)
 
 
 def _data_root_options(root: str) -> list[str]:

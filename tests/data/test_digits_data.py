@@ -3,8 +3,6 @@
 re-applied here to each quadrant, mmseg's ADE20KDataset reading the written root."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ from beit_mm.data import digits as D
 from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
 from beit_mm.fileio.demo_root import NotADemoRootError
 
-from ..conftest import ROOT
+from ..conftest import run_tool
 
 
 def test_glyph_pools_are_sklearn_digits_and_disjoint():
@@ -105,8 +103,8 @@ def test_root_is_read_by_mmseg_and_is_deterministic(tmp_path):
 @pytest.mark.parametrize('dataset', ['digits', 'digits-dark'])
 def test_make_demo_data_writes_digits(tmp_path, dataset):
     root = tmp_path / dataset
-    proc = subprocess.run([sys.executable, 'tools/make_demo_data.py', '--dataset', dataset, '--root', str(root),
-                           '--num-train', '4', '--num-val', '2'], cwd=ROOT, capture_output=True, text=True)
+    proc = run_tool(['tools/make_demo_data.py', '--dataset', dataset, '--root', str(root), '--num-train', '4',
+                     '--num-val', '2'])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith(f'{root}: 4 train + 2 val images; label share 0: ')
     assert len(os.listdir(root / 'annotations' / 'validation')) == 2

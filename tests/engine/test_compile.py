@@ -4,12 +4,12 @@ config's own ``compile`` setting (CUDA only by default) leaves a CPU run eager."
 import os
 import os.path as osp
 import re
-import subprocess
-import sys
 
 import pytest
 
 from beit_mm.data.demo import make_demo_ade20k
+
+from ..conftest import run_tool
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
@@ -19,11 +19,9 @@ LOSS = re.compile(r'Iter\(train\) \[\s*(\d+)/\d+\].*?\bloss: ([\d.]+)')
 def _train(work_dir: str, data_root: str, *extra: str) -> str:
     data = [f'{dl}.dataset.data_root={data_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
     os.makedirs(work_dir)
-    cmd = [sys.executable, osp.join(ROOT, 'tools', 'train.py'), CONFIG, '--work-dir', work_dir, *extra,
-           '--cfg-options', 'train_cfg.max_iters=2', 'train_cfg.val_interval=100',
-           'default_hooks.checkpoint.interval=100', *data]
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
-    proc = subprocess.run(cmd, cwd=work_dir, env=env, capture_output=True, text=True, timeout=600)
+    cmd = ['tools/train.py', CONFIG, '--work-dir', work_dir, *extra, '--cfg-options', 'train_cfg.max_iters=2',
+           'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=100', *data]
+    proc = run_tool(cmd, cwd=work_dir)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-5000:]
     return output

@@ -3,8 +3,6 @@ with a probe above its iteration-0 (random init) probe; a MIM run that cannot le
 "not working" warning; the curve logic of the "falling" warning; the state carried in checkpoints."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from mmengine.config import Config
@@ -13,7 +11,7 @@ from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine.hooks import DenseProbeHook
 from beit_mm.studies.configs import rescale_iterations
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 PIXELS = os.path.join(ROOT, 'configs', 'studies', 'beit_beit-tiny-p8_pixels-blockwise_1xb32-coslr-3k_shapes-64px.py')
 LINEAR = os.path.join(ROOT, 'configs', 'studies', 'beit-tiny-p8_beit-pre_linear_1xb8-1.2k_shapes-64x64.py')
@@ -31,8 +29,7 @@ def train(cfg: Config, work_dir) -> tuple[dict, str]:
     """tools/train.py on ``cfg``; its dense_probe.json and log."""
     config = os.path.join(os.path.dirname(work_dir), 'probe_config.py')  # beside the work dir: MMEngine dumps
     cfg.dump(config)  # the run's config into it as config.py, which must not be the file the run reads
-    proc = subprocess.run([sys.executable, 'tools/train.py', config, '--work-dir', str(work_dir)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = run_tool(['tools/train.py', config, '--work-dir', str(work_dir)])
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     with open(os.path.join(work_dir, 'dense_probe.json')) as f:

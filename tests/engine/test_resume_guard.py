@@ -27,7 +27,6 @@ import os.path as osp
 import shutil
 import signal
 import subprocess
-import sys
 from contextlib import contextmanager
 
 import pytest
@@ -39,7 +38,7 @@ from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
 from beit_mm.apis.train import TrainingRefused, train
 from beit_mm.fileio import open_checkpoint
 
-from ..conftest import ROOT, load_tool
+from ..conftest import load_tool, run_tool
 from ..tools.test_tools import CONFIG
 
 PARSE = load_tool('tools/train.py').parse_args  # the tool's flags -> beit_mm.apis.train's keywords
@@ -143,12 +142,9 @@ def test_optimizer_state_of_the_wrong_size_is_refused_not_a_segfault(tmp_path, t
         index = max(state, key=lambda i: state[i]['exp_avg'].numel())  # the largest parameter's moments
         state[index]['exp_avg'] = torch.zeros(4)
     hostile = _hostile(trained, str(tmp_path / 'evil.pth'), edit)
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
-    proc = subprocess.run([sys.executable, osp.join(ROOT, 'tools', 'train.py'), CONFIG, '--work-dir',
-                           str(tmp_path / 'work'), '--resume', hostile,
-                           *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
-                                     'val_evaluator=None')],
-                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
+    proc = run_tool(['tools/train.py', CONFIG, '--work-dir', str(tmp_path / 'work'), '--resume', hostile,
+                     *_options(ade_demo_root, 'train_cfg.max_iters=3', 'val_cfg=None', 'val_dataloader=None',
+                               'val_evaluator=None')], cwd=str(tmp_path))
     assert proc.returncode == 2, f'exit {proc.returncode}:\n{proc.stderr[-3000:]}'
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith('train.py: error: ') and 'Traceback' not in proc.stderr

@@ -3,15 +3,13 @@ CvT-13/CvT-21 GFLOPs and parameter counts (its CvT table, read at test time), an
 model counted end to end."""
 import os.path as osp
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from beit_mm.evaluation import flops
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 
 def _readme_cvt(arch: str) -> tuple[str, str]:
@@ -24,8 +22,7 @@ def _readme_cvt(arch: str) -> tuple[str, str]:
 
 
 def _get_flops(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, 'tools/analysis/get_flops.py', *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = run_tool(['tools/analysis/get_flops.py', *args])
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     out = dict(re.findall(r'^(Model|Input shape|Flops|Params|Flops \(exact\)|Params \(exact\)): (.*)$', proc.stdout,
                           re.M))

@@ -20,7 +20,7 @@ from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.evaluation import probe as P
 from beit_mm.models.backbones import BEiT, CvT
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 
 def test_patch_labels_by_counting():
@@ -161,8 +161,6 @@ def test_probe_tool_on_a_checkpoint_its_backbone_file_and_an_image_folder(tmp_pa
     (the layout of tools/convert_checkpoint.py outputs) give the same numbers, other than the random init's (seed 0);
     the last line is the summary; --imagenet-root adds the k-NN / linear top-1 lines."""
     import re
-    import subprocess
-    import sys
 
     from beit_mm.data.demo_imagenet import make_demo_imagenet
     labeled = make_demo_ade20k(str(tmp_path / 'ade'), 8, 4, 64, seed=0)
@@ -172,9 +170,8 @@ def test_probe_tool_on_a_checkpoint_its_backbone_file_and_an_image_folder(tmp_pa
     torch.save({'state_dict': model.backbone.state_dict()}, tmp_path / 'backbone.pth')
     lines = {}
     for name in ('whole', 'backbone'):
-        proc = subprocess.run([sys.executable, 'tools/analysis/probe.py', DEMO, str(tmp_path / f'{name}.pth'),
-                               '--labeled-root', labeled, '--num-classes', '22', '--imagenet-root', images],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        proc = run_tool(['tools/analysis/probe.py', DEMO, str(tmp_path / f'{name}.pth'), '--labeled-root', labeled,
+                         '--num-classes', '22', '--imagenet-root', images])
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         lines[name] = proc.stdout.strip().splitlines()
     assert lines['whole'] == lines['backbone']

@@ -7,8 +7,6 @@ per-code count.
 """
 import os
 import os.path as osp
-import subprocess
-import sys
 
 import numpy as np
 import torch
@@ -19,7 +17,7 @@ from beit_mm.apis import build_from_config
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.evaluation.token_groups import nmi, patch_colours, purity, token_group_stats
 
-from ..conftest import ROOT
+from ..conftest import ROOT, run_tool
 
 
 def test_nmi_and_purity_follow_their_definitions():
@@ -67,11 +65,9 @@ def test_token_maps_tool(tmp_path):
     torch.save(dict(state_dict=dvae.state_dict()), tmp_path / 'dvae.pth')
     torch.save(dict(state_dict=vqkd.state_dict()), tmp_path / 'vqkd.pth')
     out = tmp_path / 'maps.png'
-    proc = subprocess.run([sys.executable, 'tools/visualize.py', 'token-maps', '--dvae', dvae_cfg,
-                           str(tmp_path / 'dvae.pth'), '--vqkd', vqkd_cfg, str(tmp_path / 'vqkd.pth'), '--data-root',
-                           root, '--num-classes', '7', '--show', '2', '--out', str(out)],
-                          cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', '')))
+    proc = run_tool(['tools/visualize.py', 'token-maps', '--dvae', dvae_cfg, str(tmp_path / 'dvae.pth'), '--vqkd',
+                     vqkd_cfg, str(tmp_path / 'vqkd.pth'), '--data-root', root, '--num-classes', '7', '--show', '2',
+                     '--out', str(out)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert 'What the codes group on 4 validation images' in proc.stdout
     assert '| dVAE | ' in proc.stdout and '| VQ-KD | ' in proc.stdout and ' of 256 | ' in proc.stdout

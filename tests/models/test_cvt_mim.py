@@ -12,8 +12,6 @@ No toolkit implements CvT MIM, so the references are:
 """
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -27,7 +25,7 @@ from beit_mm.models.layers.mask_utils import leaked_pixels, upsample_mask
 from beit_mm.models.selfsup import BEiTPretrain
 from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
 
-from ..conftest import ROOT, randomize_
+from ..conftest import ROOT, randomize_, run_tool
 
 CFG_FULL = os.path.join(ROOT, 'configs/cvt/beit_cvt-13_8xb256-amp-coslr-300e_in1k.py')
 CFG_DEMO = os.path.join(ROOT, 'configs/demo/beit_cvt-13-tiny_1xb16-coslr-0.3k_ade20k-demo-96px.py')
@@ -310,8 +308,7 @@ def test_demo_config_trains_two_iterations_and_checkpoint_loads_for_finetuning(t
     cfg.default_hooks.logger.interval = 1
     cfg.default_hooks.checkpoint.interval = 2
     cfg.dump(str(tmp_path / 'mim.py'))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(tmp_path / 'mim.py')], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = run_tool(['tools/train.py', str(tmp_path / 'mim.py')])
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     assert re.search(r'Iter\(train\) \[2/2\].*loss: \d.*mim_acc: \d', log), log[-2000:]

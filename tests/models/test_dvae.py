@@ -10,8 +10,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -25,7 +23,7 @@ from beit_mm.models.tokenizers import DALLEEncoder
 from beit_mm.models.tokenizers.dalle import map_pixels
 from beit_mm.models.tokenizers import (DVAE, DALLEDecoder, codebook_perplexity, codebook_usage, logit_laplace_nll)
 
-from ..conftest import ROOT, randomize_
+from ..conftest import ROOT, randomize_, run_tool
 
 DEMO = os.path.join(ROOT, 'configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py')
 FULL = os.path.join(ROOT, 'configs/dvae/dvae_8xb64-3000k_in1k-256px.py')
@@ -176,8 +174,7 @@ def test_demo_config_trains_through_tools_train(tmp_path):
     cfg.default_hooks.checkpoint.interval = 2
     assert cfg.custom_hooks[1].type == 'beit_mm.TokenizerEvalHook'  # held-out folder follows data_root
     cfg.dump(str(tmp_path / 'dvae.py'))
-    proc = subprocess.run([sys.executable, 'tools/train.py', str(tmp_path / 'dvae.py')], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = run_tool(['tools/train.py', str(tmp_path / 'dvae.py')])
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
     assert re.search(r'Iter\(train\) \[2/2\].*temperature: \d.*kl_weight: \d.*loss_rec: -?\d.*perplexity: \d.*'

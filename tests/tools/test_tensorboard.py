@@ -3,18 +3,15 @@ tensorboard's EventAccumulator): losses, lr and the validation metrics of a segm
 and the codebook statistics of a dVAE run."""
 import glob
 import os.path as osp
-import subprocess
-import sys
 
 import torch
 
-from ..conftest import ROOT
+from ..conftest import run_tool
 
 
 def _train_scalars(config: str, work_dir: str, options: list[str]) -> dict[str, list[float]]:
     """Run tools/train.py --tensorboard and return {tag: values} of the one event file it writes."""
-    proc = subprocess.run([sys.executable, 'tools/train.py', config, '--tensorboard', '--work-dir', work_dir,
-                           '--cfg-options', *options], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = run_tool(['tools/train.py', config, '--tensorboard', '--work-dir', work_dir, '--cfg-options', *options])
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     events = glob.glob(osp.join(work_dir, '*', 'vis_data', 'events.out.tfevents.*'))
     assert len(events) == 1, events
