@@ -29,7 +29,7 @@ from beit_mm.data.demo_custom import make_demo_custom
 from beit_mm.data.demo_imagenet import make_demo_imagenet
 from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 
-from ..conftest import ROOT, load_tool
+from ..conftest import ROOT, load_tool, run_tool
 
 MAKE_DEMO_DATA = osp.join(ROOT, 'tools', 'make_demo_data.py')
 TRAIN = osp.join(ROOT, 'tools', 'train.py')
@@ -453,10 +453,8 @@ def test_check_new_run_work_dir(tmp_path):
 
 def _train(work_dir: str, data_root: str, *extra: str) -> subprocess.CompletedProcess:
     data = [f'{dl}.dataset.data_root={data_root}' for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader')]
-    cmd = [sys.executable, TRAIN, TINY_CONFIG, '--work-dir', work_dir, *extra, '--cfg-options',
-           'train_cfg.max_iters=2', 'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=2', *data]
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1')
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return run_tool([TRAIN, TINY_CONFIG, '--work-dir', work_dir, *extra, '--cfg-options', 'train_cfg.max_iters=2',
+                     'train_cfg.val_interval=100', 'default_hooks.checkpoint.interval=2', *data])
 
 
 def test_train_refuses_a_work_dir_with_checkpoints_unless_overwrite(tmp_path):
