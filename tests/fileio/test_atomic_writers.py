@@ -123,9 +123,13 @@ def write_duration(write, folder: str, tmp_dir: str) -> float:
 def kill_trials(write, dst: str, restore_old, old: str, new: str, tmp_dir: str, seed: int = 0) -> Counter:
     """``TRIALS`` times: restore the old output, fork ``write``, wait until its temporary file appears, SIGKILL it
     at a moment drawn uniformly from the reference write's duration, classify the destination. Returns the outcome
-    counts (plus 'mid-write': kills that left a .part file behind)."""
+    counts (plus 'mid-write': kills that left a .part file behind).
+
+    Until a kill lands mid-write, one that found the write finished halves the span the next moments are drawn
+    from: a write can run several times faster than the reference did (a core of its own where the reference shared
+    one), and 20 kills after the end test nothing."""
     folder = osp.dirname(osp.abspath(dst))
-    duration = write_duration(write, folder, tmp_dir)
+    span = write_duration(write, folder, tmp_dir)
     rng = random.Random(seed)
     outcomes = Counter()
     for _ in range(TRIALS):
@@ -135,12 +139,15 @@ def kill_trials(write, dst: str, restore_old, old: str, new: str, tmp_dir: str, 
             _child(write)
         _, running = _wait_for_write_start(pid, folder)
         if running:
-            time.sleep(rng.uniform(0, duration))
+            time.sleep(rng.uniform(0, span))
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-        outcomes[state(dst, old, new)] += 1
+        outcome = state(dst, old, new)
+        outcomes[outcome] += 1
         leftovers = _partial_names(folder)
         outcomes['mid-write'] += bool(leftovers)
+        if outcome == 'new' and not leftovers and not outcomes['mid-write']:
+            span /= 2
         for name in leftovers:
             path = osp.join(folder, name)
             shutil.rmtree(path) if osp.isdir(path) else os.remove(path)

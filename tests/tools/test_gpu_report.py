@@ -93,3 +93,26 @@ def test_gpu_session_dry_run(tmp_path):
                and '%)' in ln)
     shares = [float(c.split('(')[1].rstrip('%) ')) for c in row.split('|')[4:9]]
     assert 97 <= sum(shares) <= 103 and shares[0] > 0, row
+
+
+def test_gpu_session_data_piece_dry_run(tmp_path):
+    """``gpu_session.sh OUT --dry-run --piece 3``: benchmark_data's worker table and its ``--device`` table (on the
+    CPU here) land in OUT, a row per pipeline of both recipes with the DataLoader's rate; the GPU run's recipe names
+    each select one recipe."""
+    import re
+
+    from beit_mm.benchmarks.data_pipeline import RECIPES
+    env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS='1', TMPDIR=str(tmp_path))
+    script = osp.join(ROOT, 'tools', 'analysis', 'gpu_session.sh')
+    proc = subprocess.run(['bash', script, str(tmp_path / 'out'), '--dry-run', '--piece', '3'], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0 and 'failed' not in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = (tmp_path / 'out' / '5-data.md').read_text()
+    rows = [[c.strip() for c in ln.split('|')[1:-1]] for ln in report.splitlines()
+            if re.match(r'\| .+ \| (reference|new|gpu_decode) \|', ln)]
+    assert sorted(r[:2] for r in rows) == sorted(
+        [r, k] for r in ('BEiT v1 MIM 224 + 112', 'ImageNet fine-tuning 224') for k in ('gpu_decode', 'new', 'reference'))
+    assert all(float(r[7]) > 0 for r in rows), rows  # the DataLoader's img/s through the preprocessor
+    gpu_run = re.search(r'--recipes (.*?) --device cuda', open(script).read())[1]
+    for prefix in re.findall(r'"([^"]+)"', gpu_run):
+        assert sum(r.name.startswith(prefix) for r in RECIPES) == 1, prefix
