@@ -65,7 +65,8 @@ def run_tool(argv: list[str], cwd: str = ROOT, env: dict | None = None):
     ``load_tool(argv[0]).main()`` with ``sys.argv = argv``, in ``cwd``, with ``env``'s variables set for the run
     (``PYTHONPATH`` aside: this process has the checkout on its path). Returns a ``subprocess.CompletedProcess``
     as the command would: ``returncode`` 0 (or what ``main`` returned, for a script ending in ``sys.exit(main())``),
-    the ``SystemExit`` code (a message: 1, printed to stderr), or 1 with the traceback on stderr; ``stdout`` and ``stderr`` as text, warnings on stderr once per run.
+    the ``SystemExit`` code (a message: 1, printed to stderr), or 1 with the traceback on stderr; ``stdout`` and
+    ``stderr`` as text, warnings on stderr once per run.
 
     In this process rather than a new interpreter: a launch pays ~9 s of imports (17 s on an AVX2-only core) before
     its work, about a third of a full suite's CPU time over all its launches. What a run changes for the rest of the

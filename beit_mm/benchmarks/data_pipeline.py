@@ -230,9 +230,9 @@ def loader_rate(cfg, data_root: str, pipeline: list, workers: int, device, batch
     Each worker makes whole batches, so the first ``workers`` batches arrive together after one batch's time: the
     clock starts once they are taken and runs over the next ``2 * workers`` (at least 4), the rate the workers keep
     up."""
-    warmup, batches = workers, max(4, 2 * workers)
     from mmengine.registry import MODELS
     from mmengine.runner import Runner
+    warmup, batches = workers, max(4, 2 * workers)
     preprocessor = MODELS.build(data_preprocessor(cfg)).to(device)
     loader_cfg = copy.deepcopy(cfg.train_dataloader)
     loader_cfg.update(batch_size=batch, num_workers=workers, persistent_workers=workers > 0,

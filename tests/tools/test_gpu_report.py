@@ -110,8 +110,8 @@ def test_gpu_session_data_piece_dry_run(tmp_path):
     report = (tmp_path / 'out' / '5-data.md').read_text()
     rows = [[c.strip() for c in ln.split('|')[1:-1]] for ln in report.splitlines()
             if re.match(r'\| .+ \| (reference|new|gpu_decode) \|', ln)]
-    assert sorted(r[:2] for r in rows) == sorted(
-        [r, k] for r in ('BEiT v1 MIM 224 + 112', 'ImageNet fine-tuning 224') for k in ('gpu_decode', 'new', 'reference'))
+    recipes = ('BEiT v1 MIM 224 + 112', 'ImageNet fine-tuning 224')
+    assert sorted(r[:2] for r in rows) == sorted([r, k] for r in recipes for k in ('gpu_decode', 'new', 'reference'))
     assert all(float(r[7]) > 0 for r in rows), rows  # the DataLoader's img/s through the preprocessor
     gpu_run = re.search(r'--recipes (.*?) --device cuda', open(script).read())[1]
     for prefix in re.findall(r'"([^"]+)"', gpu_run):

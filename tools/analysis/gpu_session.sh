@@ -9,9 +9,9 @@
 # then the bf16 ImageNet fine-tuning step, eager and compiled, next to timm and mmpretrain compiled too, with the
 # device time by kernel category. Piece 2 (about 5 minutes): the bf16 BEiT v1 MIM step the same way next to
 # mmpretrain, and UPerNet 512 eager. Piece 3 (about 4 minutes): the ImageNet recipes' input side on the GPU machine
-# (benchmark_data.py --device cuda): each pipeline's data preprocessor per batch on the GPU at the recipe's batch, nvjpeg's
-# batched decode on its own, and MMEngine's DataLoader with 13 workers (a node's per GPU) through the preprocessor.
-# --dry-run runs them on CPU at a tiny size (what CI checks).
+# (benchmark_data.py --device cuda): each pipeline's data preprocessor per batch on the GPU at the recipe's batch,
+# nvjpeg's batched decode on its own, and MMEngine's DataLoader with 13 workers (a node's per GPU) through the
+# preprocessor. --dry-run runs them on CPU at a tiny size (what CI checks).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -59,8 +59,8 @@ case "$PIECE" in
             --device-batches 2 --loader-workers 13)
     fi
     timeout 480 env PYTHONPATH="$ROOT" "$PYTHON" "$ROOT/tools/analysis/benchmark_data.py" "${data[@]}" \
-      --work-dir "${TMPDIR:-/tmp}/beit_mm_data_bench" --out "$OUT_DIR/5-data.md" --overwrite > "$OUT_DIR/5-data.log" 2>&1 \
-      || echo "benchmark_data failed or ran out of time: $OUT_DIR/5-data.log"
+      --work-dir "${TMPDIR:-/tmp}/beit_mm_data_bench" --out "$OUT_DIR/5-data.md" --overwrite \
+      > "$OUT_DIR/5-data.log" 2>&1 || echo "benchmark_data failed or ran out of time: $OUT_DIR/5-data.log"
     ;;
   *) echo "gpu_session: --piece is 1, 2 or 3" >&2; exit 2 ;;
 esac
