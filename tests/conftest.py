@@ -85,7 +85,7 @@ def run_tool(argv: list[str], cwd: str = ROOT, env: dict | None = None):
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     code = 0
     os.chdir(cwd)
-    os.environ.update({k: v for k, v in (env or {}).items() if k != 'PYTHONPATH' and os.environ.get(k) != v})
+    os.environ.update({k: v for k, v in (env or {}).items() if k != 'PYTHONPATH'})
     sys.argv = [str(a) for a in argv]
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
