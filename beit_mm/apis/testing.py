@@ -238,7 +238,8 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     adapt_cfg_to_launcher(cfg, launcher)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
-    runner = build_runner(cfg)  # its own logger and visualizer, not an earlier run's
+    # its own logger and visualizer, and the training's config dump in the work dir kept: this run's goes to its log dir
+    runner = build_runner(cfg, config_dump_in_log_dir=True)
     if (show or show_dir) and get_world_size() > 1 and is_main_process():
         print_log(f'drawing on {get_world_size()} processes: MMEngine\'s visualizer draws on process 0 only, so the '
                   f'pictures are of its share of the test images (about 1 in {get_world_size()}); test in one '

@@ -4,22 +4,35 @@ import itertools
 import os.path as osp
 
 from mmengine.config import Config
+from mmengine.dist import master_only
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
 _RUNNERS_BUILT = itertools.count()  # runners this process has built
 
 
-def build_runner(cfg: Config) -> Runner:
+@master_only
+def _dump_config_in_log_dir(runner: Runner) -> None:
+    """``Runner.dump_config`` into the run's log dir: ``<work_dir>/<timestamp>/<config file name>`` (process 0)."""
+    name = osp.basename(runner.cfg.filename) if runner.cfg.filename is not None else f'{runner.timestamp}.py'
+    runner.cfg.dump(osp.join(runner.log_dir, name))
+
+
+def build_runner(cfg: Config, config_dump_in_log_dir: bool = False) -> Runner:
     """MMEngine's ``Runner.from_cfg`` (or the config's ``runner_type``), with a visualizer, logger and message hub of
     this run's own.
 
     Args:
         cfg: the run's config. Its visualizer's fixed ``name`` is dropped, and from the process's second runner on its
             ``experiment_name`` (default: the config file's name) gets the runner's number appended.
+        config_dump_in_log_dir: dump the config into the run's log dir (``<work_dir>/<timestamp>/``) instead of
+            the work dir, where a training's dump may lie.
 
     Returns:
         The runner.
+
+    Raises:
+        KeyError: the config's ``runner_type`` is not a registered runner.
 
     MMEngine names those three instances ``<experiment name>_<start second>`` and returns an existing instance of
     that name: a second run started in the same process within the same second (a quick training, then its test)
@@ -32,4 +45,10 @@ def build_runner(cfg: Config) -> Runner:
     if number:
         stem = osp.splitext(osp.basename(cfg.filename))[0] if cfg.filename else 'run'
         cfg.experiment_name = f'{cfg.get("experiment_name") or stem}_{number}'
-    return Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    if not config_dump_in_log_dir:
+        return Runner.from_cfg(cfg) if 'runner_type' not in cfg else RUNNERS.build(cfg)
+    base = cfg.get('runner_type', Runner)
+    runner_class = RUNNERS.get(base) if isinstance(base, str) else base
+    if runner_class is None:
+        raise KeyError(f'runner_type={base!r} is not a registered runner')
+    return type(runner_class.__name__, (runner_class, ), {'dump_config': _dump_config_in_log_dir}).from_cfg(cfg)

@@ -2,7 +2,9 @@
 import os.path as osp
 import time
 
+import pytest
 from mmengine.config import Config
+from mmengine.runner import Runner
 
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine.runner import build_runner
@@ -36,3 +38,17 @@ def test_two_runs_started_in_one_second_log_into_their_own_files(tmp_path, monke
     assert second.message_hub is not first.message_hub
     assert second.visualizer is not first.visualizer
     assert second.experiment_name.startswith(osp.splitext(osp.basename(CONFIG))[0])
+
+
+@pytest.mark.parametrize('runner_type', [None, 'Runner'])
+def test_config_dump_in_the_log_dir(tmp_path, runner_type):
+    """``config_dump_in_log_dir`` (``tools/test.py``'s runner): the config goes to ``<work_dir>/<timestamp>/``, not
+    over ``<work_dir>/<config file name>`` (a training's dump there is kept), also for a config's ``runner_type``."""
+    cfg = Config.fromfile(CONFIG)
+    cfg.work_dir = str(tmp_path / 'work')
+    if runner_type is not None:
+        cfg.runner_type = runner_type
+    runner = build_runner(cfg, config_dump_in_log_dir=True)
+    name = osp.basename(CONFIG)
+    assert osp.isfile(osp.join(runner.log_dir, name)) and not osp.exists(osp.join(cfg.work_dir, name))
+    assert isinstance(runner, Runner)

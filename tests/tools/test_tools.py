@@ -14,10 +14,12 @@ train / 2 val images of 96x96), on CPU. References and tolerances:
   (forward dtype bf16; updated weights within 2e-2 of fp32's, bf16's 8-bit mantissa).
 """
 import copy
+import glob
 import os
 import os.path as osp
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 
@@ -40,7 +42,7 @@ from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
 from beit_mm.fileio.safe_globals import checkpoint_safe_globals, register_checkpoint_safe_globals
 from beit_mm.engine.launch import adapt_cfg_to_launcher
 
-from ..conftest import ROOT, load_tool
+from ..conftest import ROOT, load_tool, run_tool
 
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 METRICS = re.compile(r'Iter\((val|test)\).*?aAcc: ([\d.]+)\s+mIoU: ([\d.]+)\s+mAcc: ([\d.]+)')
@@ -257,6 +259,27 @@ def test_tools_test_matches_validation_and_draws(trained, demo_root, tmp_path):
     overlays = [f for _, _, files in os.walk(show_dir) for f in files if f.endswith('.png')]
     assert len(overlays) == 2, overlays
     assert sorted(os.listdir(out_dir)) == ['.beit_mm_output.json', 'ADE_val_00000001.png', 'ADE_val_00000002.png']
+
+
+def test_test_in_the_training_work_dir_keeps_its_config_dump(trained, demo_root, tmp_path):
+    """tools/test.py in the training's work dir (its default: work_dirs/<config name>) leaves the training's config
+    dump as it was and dumps its own config into its log dir; a new training there (--overwrite) is not refused.
+    MMEngine's test runner dumped over the training's, which then read as a file changed by hand."""
+    work_dir = str(tmp_path / 'run')
+    shutil.copytree(trained[0], work_dir)
+    dump = osp.join(work_dir, osp.basename(CONFIG))
+    with open(dump, 'rb') as f:
+        before = f.read()
+    tested = run_tool(['tools/test.py', CONFIG, osp.join(work_dir, 'iter_4.pth'), '--work-dir', work_dir,
+                       '--cfg-options', *_data_options(demo_root)], cwd=str(tmp_path))
+    assert tested.returncode == 0, tested.stderr[-3000:]
+    with open(dump, 'rb') as f:
+        assert f.read() == before
+    assert len(glob.glob(osp.join(work_dir, '*', osp.basename(CONFIG)))) == 1  # the test's, in its log dir
+    again = run_tool(['tools/train.py', CONFIG, '--work-dir', work_dir, '--overwrite', '--cfg-options',
+                      'train_cfg.max_iters=1', 'train_cfg.val_interval=100', *_data_options(demo_root)],
+                     cwd=str(tmp_path))
+    assert again.returncode == 0, again.stderr[-3000:]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='checks the CPU adaptation; GPU runs keep the config')
