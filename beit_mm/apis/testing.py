@@ -39,7 +39,7 @@ from mmengine.logging import print_log
 from mmengine.registry import TRANSFORMS
 
 from ..data.checks import config_data_roots
-from ..engine.runner import build_runner
+from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 from ..fileio import CheckpointFileError
 from ..fileio.output_folder import OutputFolder
@@ -251,6 +251,8 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
             for folder in folders.values():
                 folder.discard()  # nothing of a failed run goes into the output folders
         raise
+    finally:
+        release_dataloader_workers(runner)
     written = {key: (folder.path, folder.commit()) for key, folder in folders.items()} if is_main_process() else {}
     del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
     destroy_process_group()

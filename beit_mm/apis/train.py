@@ -22,7 +22,7 @@ from ..engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
 from ..engine.hooks.rng_state import use_rng_state_hook
-from ..engine.runner import build_runner
+from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group, is_rank_zero
 from ..engine.optimizers.fused_adamw import use_fused_adamw
 from ..engine.resume import TrainingStateError
@@ -124,5 +124,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
         runner.train()
     except TrainingStateError as error:  # CheckpointGuardHook, before Runner.resume uses the checkpoint
         raise TrainingRefused(str(error)) from None
+    finally:
+        release_dataloader_workers(runner)
     del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
     destroy_process_group()

@@ -52,3 +52,21 @@ def test_config_dump_in_the_log_dir(tmp_path, runner_type):
     name = osp.basename(CONFIG)
     assert osp.isfile(osp.join(runner.log_dir, name)) and not osp.exists(osp.join(cfg.work_dir, name))
     assert isinstance(runner, Runner)
+
+
+def test_a_run_stops_its_dataloader_workers(tmp_path):
+    """``beit_mm.apis.train.train`` and ``run_test`` stop their loaders' persistent workers when the run ends. Left
+    alive, they were stopped by a later garbage collection, which waited torch's 5 s join timeout per worker: a
+    training and then its test in one process took 23 s where they take 3 s."""
+    import multiprocessing
+
+    from beit_mm.apis.testing import run_test
+    from beit_mm.apis.train import train
+    root = make_demo_ade20k(str(tmp_path / 'ade'), 4, 2, size=64)
+    options = {f'{loader}.{key}': value for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader')
+               for key, value in (('dataset.data_root', root), ('num_workers', 2), ('persistent_workers', True))}
+    work_dir = str(tmp_path / 'work')
+    train(CONFIG, work_dir=work_dir, cfg_options=options)
+    assert multiprocessing.active_children() == []
+    run_test(CONFIG, osp.join(work_dir, 'iter_4.pth'), work_dir=str(tmp_path / 'test'), cfg_options=options)
+    assert multiprocessing.active_children() == []
