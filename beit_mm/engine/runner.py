@@ -60,7 +60,7 @@ def release_dataloader_workers(runner: Runner) -> None:
     Args:
         runner: a runner whose run has ended (or failed).
 
-    Why: persistent workers outlive the run. A later garbage collection in the same process finalises the loaders'
+    Persistent workers outlive the run. A later garbage collection in the same process finalises the loaders'
     queues in no fixed order and then waits torch's 5 s join timeout for each worker, which no longer hears the stop:
     10-20 s stalls in the next run of the process (a training, then its test).
     """
