@@ -34,6 +34,7 @@ from beit_mm.models.backbones.cvt import CvT
 from beit_mm.registry import HOOKS
 
 from ..data.test_masking import _NumpyAsRandom, UnilmMaskingGenerator
+from .test_runner import runners_started_in_one_second
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
@@ -230,17 +231,10 @@ def test_two_runners_started_in_one_second_keep_their_own_visualizer(tmp_path, m
     second runner of the same second got the first one's (writing into the first work dir, deleted by then: a
     FileNotFoundError seen once in a full run); with the configs' fixed visualizer name, every later runner of the
     process got the first one's. The clock is frozen here so that both start in one second."""
-    import time
-    now = time.localtime()
-    monkeypatch.setattr(time, 'localtime', lambda *args: now)
-    root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, size=64)
-    visualizers = []
-    for name in ('first', 'second'):
-        cfg = Config.fromfile(CONFIG)
-        for dl in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-            cfg[dl].dataset.data_root = root
-        cfg.work_dir = str(tmp_path / name)
+    def fixed_name(cfg):
         cfg.visualizer.name = 'visualizer'  # default_runtime's fixed name: MMEngine's get_instance would reuse it
-        visualizers.append(Runner.from_cfg(cfg).visualizer)
+
+    visualizers = [runner.visualizer
+                   for runner in runners_started_in_one_second(tmp_path, monkeypatch, Runner.from_cfg, fixed_name)]
     assert visualizers[0] is not visualizers[1]
     assert visualizers[1]._vis_backends['LocalVisBackend']._save_dir.startswith(str(tmp_path / 'second'))

@@ -14,6 +14,23 @@ from ..conftest import ROOT
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
 
 
+def runners_started_in_one_second(tmp_path, monkeypatch, build, edit=lambda cfg: None) -> list:
+    """Two runners of ``CONFIG`` (work dirs ``first`` and ``second`` under ``tmp_path``, data of their own) built by
+    ``build(cfg)`` after ``edit(cfg)``, with the clock frozen so that both start in one second."""
+    now = time.localtime()
+    monkeypatch.setattr(time, 'localtime', lambda *args: now)
+    root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, size=64)
+    runners = []
+    for name in ('first', 'second'):
+        cfg = Config.fromfile(CONFIG)
+        for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
+            cfg[loader].dataset.data_root = root
+        cfg.work_dir = str(tmp_path / name)
+        edit(cfg)
+        runners.append(build(cfg))
+    return runners
+
+
 def test_two_runs_started_in_one_second_log_into_their_own_files(tmp_path, monkeypatch):
     """MMEngine names a runner's logger, message hub and visualizer ``<experiment>_<start second>`` and reuses an
     existing instance of that name: a quick training and then its test, in one process within one second, wrote the
@@ -21,20 +38,10 @@ def test_two_runs_started_in_one_second_log_into_their_own_files(tmp_path, monke
     is frozen so that both runners start in one second; conftest's per-test runner names are undone, so this is the
     product's own naming."""
     monkeypatch.undo()  # conftest._own_runner_names: every in-process test runner gets a name of its own
-    now = time.localtime()
-    monkeypatch.setattr(time, 'localtime', lambda *args: now)
-    root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, size=64)
-    runners = []
-    for name in ('train', 'test'):
-        cfg = Config.fromfile(CONFIG)
-        for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-            cfg[loader].dataset.data_root = root
-        cfg.work_dir = str(tmp_path / name)
-        runners.append(build_runner(cfg))
-    first, second = runners
+    first, second = runners_started_in_one_second(tmp_path, monkeypatch, build_runner)
     assert first.timestamp == second.timestamp
     assert second.logger is not first.logger
-    assert osp.dirname(second.logger.log_file) == osp.join(str(tmp_path / 'test'), second.timestamp)
+    assert osp.dirname(second.logger.log_file) == osp.join(str(tmp_path / 'second'), second.timestamp)
     assert second.message_hub is not first.message_hub
     assert second.visualizer is not first.visualizer
     assert second.experiment_name.startswith(osp.splitext(osp.basename(CONFIG))[0])
