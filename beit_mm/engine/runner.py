@@ -1,5 +1,5 @@
-"""The runner of one run, as ``tools/train.py`` and ``tools/test.py`` build it (:func:`beit_mm.apis.train.train`,
-:func:`beit_mm.apis.testing.run_test`)."""
+"""The runner of one run, as ``tools/train.py`` and ``tools/test.py`` build it and end it
+(:func:`beit_mm.apis.train.train`, :func:`beit_mm.apis.testing.run_test`)."""
 import itertools
 import os.path as osp
 
