@@ -193,11 +193,11 @@ def device_batch_seconds(cfg, dataset, batch: int, device, batches: int = 3, col
                          seed: int = 0) -> tuple[float, float | None]:
     """Wall-clock seconds per batch of ``batch`` samples of the config's data preprocessor on ``device`` (median of
     ``batches`` timed calls after one untimed, the device synchronised after each), and of the batched JPEG decode
-    alone (:func:`beit_mm.data.device_views.decode_images`) when the samples carry encoded bytes (else None). The
+    alone (:func:`beit_mm.data.transforms.device_views.decode_images`) when the samples carry encoded bytes (else None). The
     samples are made first, untimed, collated by the config's ``collate_fn`` (or the one named)."""
     from mmengine.registry import FUNCTIONS, MODELS
 
-    from beit_mm.data.device_views import decode_images
+    from beit_mm.data.transforms.device_views import decode_images
     preprocessor = MODELS.build(data_preprocessor(cfg)).to(device)
     if collate_fn is None:
         collate_fn = cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type']

@@ -90,7 +90,7 @@ def mim_part(root: str, amp_dtype: torch.dtype | None, tokenizer_like_peer: bool
     import numpy as np
     from mmpretrain.structures import DataSample
 
-    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.data.transforms.masking import BlockwiseMaskGenerator
     from beit_mm.models.tokenizers import map_pixels
 
     def make_inputs(batch: int, device: torch.device) -> dict:
@@ -147,7 +147,7 @@ def mim2_part(root: str, amp_dtype: torch.dtype | None) -> Part:
     import numpy as np
     from mmpretrain.structures import DataSample
 
-    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.data.transforms.masking import BlockwiseMaskGenerator
     from beit_mm.registry import MODELS as BEIT_MM_MODELS
 
     def make_inputs(batch: int, device: torch.device) -> dict:

@@ -1,4 +1,4 @@
-"""A tiny synthetic set in ADE20K's panoptic layout (:mod:`beit_mm.data.ade20k_panoptic`), drawn as the COCO demo.
+"""A tiny synthetic set in ADE20K's panoptic layout (:mod:`beit_mm.data.datasets.ade20k_panoptic`), drawn as the COCO demo.
 
 :func:`make_demo_ade20k_panoptic` writes::
 
@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .ade20k_panoptic import THINGS
+from .datasets.ade20k_panoptic import THINGS
 from .demo_coco import COCO_DEMO_CATEGORIES, make_coco_sample
 
 SPLITS = (('training', 'train'), ('validation', 'val'))

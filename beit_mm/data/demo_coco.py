@@ -33,7 +33,7 @@ import pycocotools.mask as mask_utils
 from PIL import Image
 
 from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .coco_panoptic import id2rgb
+from .datasets.coco_panoptic import id2rgb
 from .demo import _texture
 
 SPLITS = ('train', 'val')

@@ -1,4 +1,4 @@
-"""A small synthetic set in the custom layout (:class:`beit_mm.data.custom.CustomSegDataset`), drawn by the ADE20K
+"""A small synthetic set in the custom layout (:class:`beit_mm.data.datasets.custom.CustomSegDataset`), drawn by the ADE20K
 demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of its classes.
 
 :func:`make_demo_custom` writes::
@@ -23,7 +23,7 @@ from PIL import Image
 
 from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
 from ..fileio.inputs import open_image
-from .custom import CLASSES_FILE, PALETTE_FILE
+from .datasets.custom import CLASSES_FILE, PALETTE_FILE
 from .demo import DEMO_CLASSES, make_classes_sample
 
 # mask value -> the ADE20K demo class drawn for it (its name, colour and texture): sky, grass, car

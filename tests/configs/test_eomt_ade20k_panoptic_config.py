@@ -13,7 +13,7 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 
 from beit_mm.converters.eomt import drop_class_head
-from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER
+from beit_mm.data.datasets.ade20k_panoptic import OFFICIAL_ORDER
 from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
 from beit_mm.registry import MODELS
 

@@ -23,7 +23,7 @@ from PIL import Image
 
 from beit_mm.apis.testing import run_test
 from beit_mm.data.checks import DatasetCheckError, check_seg_dataset, check_split_folders
-from beit_mm.data.custom import CustomSegDataset
+from beit_mm.data.datasets.custom import CustomSegDataset
 from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, custom_demo_files, make_demo_custom
 from beit_mm.fileio.demo_root import NotADemoRootError
 from beit_mm.fileio.outputs import OutputError, check_output

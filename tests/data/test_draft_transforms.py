@@ -24,10 +24,10 @@ from mmcv.transforms import Compose
 from mmpretrain.structures import DataSample
 from PIL import Image, ImageEnhance, ImageStat
 
-from beit_mm.data.color_jitter import color_jitter, pil_luma, stack_jitter_parameters
 from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.draft_transforms import (DecodeTwoViewRandomResizedCrop, SampleColorJitter, draft_scale,
-                                           whole_image_contrast_mean)
+from beit_mm.data.transforms.color_jitter import (SampleColorJitter, color_jitter, pil_luma, stack_jitter_parameters,
+                                                  whole_image_contrast_mean)
+from beit_mm.data.transforms.decode import DecodeTwoViewRandomResizedCrop, draft_scale
 from beit_mm.models.selfsup import MIMDataPreprocessor
 
 SIZE, TOKENIZER_SIZE = 64, 32
@@ -310,7 +310,7 @@ def _jpeg_variants() -> dict[str, bytes]:
 def test_header_layout_reads_what_pillow_reads(monkeypatch):
     """``header_layout`` (the file room's marker scan for plain JPEGs) gives Pillow's size, format, mode and EXIF
     orientation for every kind of JPEG and a PNG; plain JPEGs never reach Pillow's parser, an EXIF or MPF one does."""
-    from beit_mm.data import draft_transforms
+    from beit_mm.data.transforms import decode as draft_transforms
     variants = _jpeg_variants()
     png = io.BytesIO()
     Image.fromarray(photo_like_image(20, 30, np.random.default_rng(3))).save(png, format='PNG')
@@ -333,7 +333,7 @@ def test_header_layout_reads_what_pillow_reads(monkeypatch):
 def test_crop_refuses_a_decode_of_another_size_than_declared(photos, transform, monkeypatch):
     """A header whose size is not what OpenCV decodes (the box was drawn on it): an error naming the file and both
     sizes, at full and at reduced scale, instead of a clipped crop."""
-    from beit_mm.data import draft_transforms
+    from beit_mm.data.transforms import decode as draft_transforms
     step = Compose([dict(type=f'beit_mm.{transform}', **({'size': SIZE} if 'TwoView' in transform else
                                                           {'scale': SIZE}))])
     for path, lying in ((photos[0], (97, 128, True)), (photos[2], (480, 641, True))):

@@ -27,10 +27,10 @@ from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from PIL import Image
 
-from beit_mm.data.color_jitter import color_jitter, stack_jitter_parameters
 from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.device_views import decode_images
-from beit_mm.data.pil_resample import pil_resize, resample_coefficients
+from beit_mm.data.transforms.color_jitter import color_jitter, stack_jitter_parameters
+from beit_mm.data.transforms.device_views import decode_images
+from beit_mm.data.transforms.pil_resample import pil_resize, resample_coefficients
 from beit_mm.models.selfsup import MIMDataPreprocessor
 from beit_mm.models.tokenizers import DALLEEncoder
 
@@ -116,7 +116,7 @@ def test_whole_image_jitter_equals_pillow(photos):
     """mmpretrain's ColorJitter(backend='pillow') on the whole BGR image vs the preprocessor's jitter of the whole
     RGB image with the same draws (the contrast grey its own, at its step): equal uint8 values, 24 cases."""
     from mmpretrain.datasets.transforms import ColorJitter
-    from beit_mm.data.draft_transforms import SampleColorJitter
+    from beit_mm.data.transforms.color_jitter import SampleColorJitter
     checked = 0
     for path in photos:
         bgr = cv2.imread(path)

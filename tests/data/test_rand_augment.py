@@ -26,10 +26,10 @@ from mmpretrain.structures import DataSample
 from PIL import Image
 from scipy import stats
 
-from beit_mm.data.cls_transforms import SampleRandAugment, SampleRandomErasing
 from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.rand_augment import rand_augment, random_erasing
-from beit_mm.data.warp_affine import inverse_affine, warp_affine_bicubic
+from beit_mm.data.transforms.rand_augment import SampleRandAugment, rand_augment
+from beit_mm.data.transforms.random_erasing import SampleRandomErasing, random_erasing
+from beit_mm.data.transforms.warp_affine import inverse_affine, warp_affine_bicubic
 from beit_mm.models.classifiers import AugmentClsDataPreprocessor
 
 FT_CONFIG = 'configs/beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py'

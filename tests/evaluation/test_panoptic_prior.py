@@ -16,7 +16,7 @@ class _Split:
 
     def __init__(self, tmp_path, maps):
         from PIL import Image
-        from beit_mm.data.coco_panoptic import id2rgb
+        from beit_mm.data.datasets.coco_panoptic import id2rgb
         self.metainfo = dict(classes=('car', 'sky', 'road'), thing_classes=('car', ), stuff_classes=('sky', 'road'))
         self.infos = []
         for i, ids in enumerate(maps):

@@ -455,7 +455,7 @@ def test_a_sparse_checkpoint_is_refused_before_it_is_read(tmp_path):
 
 
 def test_class_names_with_control_characters_are_refused(tmp_path):
-    from beit_mm.data.custom import read_classes
+    from beit_mm.data.datasets.custom import read_classes
     path = str(tmp_path / 'classes.txt')
     with open(path, 'w') as f:
         f.write('road\n\x1b]0;owned\x07\x1b[2Jsky\ncar\n')
@@ -478,7 +478,7 @@ def _probe(folder: str, results) -> None:
 
     from mmcv.transforms import LoadImageFromFile
 
-    from beit_mm.data.coco_panoptic import LoadCocoAnnotations
+    from beit_mm.data.datasets.coco_panoptic import LoadCocoAnnotations
 
     def peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

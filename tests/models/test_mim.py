@@ -16,7 +16,7 @@ from mmengine.optim import OptimWrapper
 
 from beit_mm.converters.beit import convert_beit
 from beit_mm.converters.dalle import convert_dalle
-from beit_mm.data.mim_transforms import TwoViewRandomResizedCrop, random_resized_crop_box
+from beit_mm.data.transforms.crop import TwoViewRandomResizedCrop, random_resized_crop_box
 from beit_mm.models.heads import BEiTMIMHead
 from beit_mm.models.selfsup import BEiTPretrain, MIMDataPreprocessor
 from beit_mm.models.tokenizers import DALLEEncoder, map_pixels

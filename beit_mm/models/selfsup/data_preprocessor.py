@@ -10,13 +10,13 @@ MMEngine's ``pseudo_collate`` or ``default_collate``)::
                          ColorJitter still to apply in their metainfo ``color_jitter``
 
 Where the samples carry ``color_jitter`` (all or none of a batch), both views get it here, batched on the device after
-BGR -> RGB and before the normalization (:func:`beit_mm.data.color_jitter.color_jitter`: Pillow's enhancements, the
+BGR -> RGB and before the normalization (:func:`beit_mm.data.transforms.color_jitter.color_jitter`: Pillow's enhancements, the
 drawn order and factors, the contrast grey of the whole image).
 
 Where the samples carry ``two_view_resize`` (``beit_mm.EncodedTwoViewRandomResizedCrop``, collated by
 ``pseudo_collate``), ``data['inputs']`` holds each sample's JPEG bytes (1-D uint8) or decoded whole image
 ((3, H, W) RGB uint8) and the views are made here, on the preprocessor's device
-(:mod:`beit_mm.data.device_views`): the bytes decoded in one batched ``decode_jpeg`` call, then the jitter on the whole
+(:mod:`beit_mm.data.transforms.device_views`): the bytes decoded in one batched ``decode_jpeg`` call, then the jitter on the whole
 image, the flip, the crop and the two resizes, as the exact pipeline orders them. These views are RGB already
 (``to_rgb`` applies to decoded BGR views only).
 
@@ -41,8 +41,9 @@ from torch import Tensor
 
 from beit_mm.registry import MODELS
 
-from ...data.color_jitter import color_jitter, stack_jitter_parameters
-from ...data.device_views import decode_declared, jitter_whole_images, two_views
+from ...data.transforms.color_jitter import SampleColorJitter, color_jitter, stack_jitter_parameters
+from ...data.transforms.device_views import decode_declared, jitter_whole_images, two_views
+from ...data.transforms.encoded import EncodedTwoViewRandomResizedCrop
 from ..tokenizers.dalle import map_pixels
 
 # 8-bit pixels: the tokenizer's map_pixels takes [0, 1].
@@ -106,7 +107,7 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         images = decode_declared(inputs, samples, self.mean.device, 'EncodedTwoViewRandomResizedCrop')
         if jitter[0] is not None:
             images = jitter_whole_images(images, jitter)
-        resize = samples[0].two_view_resize
+        resize = samples[0].metainfo[EncodedTwoViewRandomResizedCrop.key]
         return two_views(images, [s.crop_bbox for s in samples], [bool(s.flip) for s in samples], resize)
 
     def forward(self, data: dict, training: bool = False) -> dict:
@@ -118,11 +119,11 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
         if not any(bool(torch.as_tensor(s.mask).any()) for s in samples):  # before the copy: no device sync
             raise ValueError('no position of the batch is masked, so the MIM loss is undefined; check the mask '
                              'generator (BEiTMaskGenerator num_masking_patches, or mask_ratio)')
-        jitter = [s.metainfo.get('color_jitter') for s in samples]
+        jitter = [s.metainfo.get(SampleColorJitter.key) for s in samples]
         if any(j is not None for j in jitter) and any(j is None for j in jitter):
             raise ValueError('some samples of the batch carry a color_jitter to apply and some do not; use one '
                              'train pipeline for the whole dataset')
-        encoded = [s.metainfo.get('two_view_resize') is not None for s in samples]
+        encoded = [s.metainfo.get(EncodedTwoViewRandomResizedCrop.key) is not None for s in samples]
         if any(encoded):
             if not all(encoded):
                 raise ValueError('some samples of the batch carry encoded images (two_view_resize) and some do not; '

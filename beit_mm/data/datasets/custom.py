@@ -23,9 +23,9 @@ from typing import Sequence
 from mmengine import fileio
 from mmseg.datasets import BaseSegDataset
 
-from ..fileio.text_file import TextFileError, check_printable, read_text_lines
-from ..registry import DATASETS
-from .checks import DatasetCheckError
+from ...fileio.text_file import TextFileError, check_printable, read_text_lines
+from ...registry import DATASETS
+from ..checks import DatasetCheckError
 
 CLASSES_FILE = 'classes.txt'
 PALETTE_FILE = 'palette.txt'

@@ -1,39 +1,30 @@
-"""mmpretrain's ``RandAugment`` ops and ``RandomErasing`` fill on batched 8-bit BGR tensors, each image with the op and
-parameters drawn for it on the worker (:class:`beit_mm.data.cls_transforms.SampleRandAugment`,
-:class:`beit_mm.data.cls_transforms.SampleRandomErasing`).
+"""mmpretrain's ``RandAugment`` drawn on the worker (:class:`SampleRandAugment`) and applied by the data preprocessor
+to batched 8-bit BGR tensors (:func:`rand_augment`), each image with its own ops.
 
-mmpretrain 1.2's ops (``datasets/transforms/auto_augment.py``) call mmcv 2.1's image functions on BGR uint8 arrays
-and cast each result back to uint8 (``astype``: truncation). Reproduced here:
-
-- ``Invert``, ``Posterize``, ``Solarize``, ``SolarizeAdd``: integer and float64 comparisons, as NumPy computes them;
-- ``AutoContrast`` (``mmcv.auto_contrast``, cutoff 0): each channel mapped by ``clip(v * 255 / (hi - lo) - lo * 255 /
-  (hi - lo))`` in float64; ``Equalize`` (``mmcv.imequalize``): each channel's histogram, the integer step and LUT;
-- ``Brightness``, ``Contrast``, ``Sharpness`` (``cv2.addWeighted`` of float32 images: float64 arithmetic, one
-  rounding to float32, then mmcv's clip and truncation); ``Contrast``'s grey the rounded mean of OpenCV's
-  ``COLOR_BGR2GRAY`` (15-bit weights); ``Sharpness``'s blur ``cv2.filter2D`` with PIL's SMOOTH kernel (reflect-101
-  border, rounded); ``ColorTransform`` (``mmcv.adjust_color``: ``cv2.addWeighted`` of uint8 images, OpenCV's
-  float32 fused multiply-add, rounded);
-- ``Rotate``, ``Shear``, ``Translate``: ``cv2.warpAffine`` bicubic with the pad colour
-  (:func:`beit_mm.data.warp_affine.warp_affine_bicubic`, from the matrix the worker computed as mmcv does).
-
-On the CPU (``backend='auto'``) :func:`rand_augment` calls mmcv's functions themselves, several times cheaper there
-than the tensor ops, which are for the GPU.
-
-``RandomErasing``'s box is drawn on the worker with mmpretrain's draws; its fill (``mode='rand'``: per-pixel
-``N(fill_color, fill_std)`` cast to int and clipped, or uniform 0..255 without ``fill_std``; ``'const'``: the fill
-colour) is drawn here from torch's RNG on the device: the same distribution, not NumPy's numbers.
+The sampler makes exactly mmpretrain 1.2's NumPy draws in its order (``random_policy_indices``, then each op's
+``random_disable``, ``random_magnitude``, ``random_negative``). The ops reproduce mmcv 2.1's image functions with
+their uint8 truncation: integer and float64 comparisons (``Invert``, ``Posterize``, ``Solarize``, ``SolarizeAdd``);
+``AutoContrast`` and ``Equalize`` per channel; ``cv2.addWeighted`` blends (``Brightness``, ``Contrast`` with OpenCV's
+grey, ``Sharpness`` with PIL's SMOOTH kernel, ``ColorTransform``); ``Rotate``/``Shear``/``Translate`` as one bicubic
+``cv2.warpAffine`` (:func:`beit_mm.data.transforms.warp_affine.warp_affine_bicubic`). On the CPU mmcv's own calls
+are used, several times cheaper there than the tensor ops.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
+import math
+
 import cv2
 import numpy as np
 import torch
+from mmcv.transforms import BaseTransform
 from torch import Tensor
 
-from .warp_affine import warp_affine_bicubic
+from beit_mm.registry import TRANSFORMS
+
+from .warp_affine import inverse_affine, warp_affine_bicubic
 
 # OpenCV's COLOR_BGR2GRAY of 8-bit images: (B, G, R) weights / 2**15, rounded (imgproc color_rgb.simd.hpp).
 GRAY_WEIGHTS_BGR = (3735, 19235, 9798)
@@ -42,6 +33,116 @@ GRAY_SHIFT = 15
 SMOOTH_CENTER, SMOOTH_SUM = 5.0, 13.0
 # The ops whose images are warped (one batched warp for all three).
 WARP_OPS = ('Rotate', 'Shear', 'Translate')
+
+
+def _pad(value) -> tuple[int, int, int]:
+    """mmcv's pad value (one int or one per channel) as a BGR triple."""
+    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * 3
+
+
+def _signed(op, value: float | None) -> float:
+    """``op.random_negative(value if given else op.random_magnitude())``, as mmpretrain's ops call them."""
+    return op.random_negative(op.random_magnitude() if value is None else value)
+
+
+def _unsigned(op, value: float | None) -> float:
+    """``value if given else op.random_magnitude()`` (the ops whose magnitude has no sign)."""
+    return op.random_magnitude() if value is None else value
+
+
+def _warp(op, matrix) -> dict:
+    """A geometric op's record: the inverse of mmcv's matrix as ``cv2.warpAffine`` computes it, and the pad colour."""
+    return dict(type=type(op).__name__, inverse=inverse_affine(matrix), pad_val=_pad(op.pad_val))
+
+
+def _rotate(op, img_shape) -> dict:
+    # mmcv.imrotate: centre ((w - 1) / 2, (h - 1) / 2), cv2.getRotationMatrix2D(center, -angle, scale)
+    h, w = img_shape
+    angle = _signed(op, op.angle)
+    center = ((w - 1) * 0.5, (h - 1) * 0.5) if op.center is None else tuple(op.center)
+    return _warp(op, cv2.getRotationMatrix2D(center, -angle, op.scale))
+
+
+def _shear(op, img_shape) -> dict:
+    m = _signed(op, op.magnitude)  # mmcv._get_shear_matrix (float32)
+    matrix = np.float32([[1, m, 0], [0, 1, 0]] if op.direction == 'horizontal' else [[1, 0, 0], [m, 1, 0]])
+    return _warp(op, matrix)
+
+
+def _translate(op, img_shape) -> dict:
+    m = _signed(op, op.magnitude)  # mmpretrain Translate: offset = magnitude * width (or height), float32 matrix
+    h, w = img_shape
+    matrix = (np.float32([[1, 0, m * w], [0, 1, 0]]) if op.direction == 'horizontal'
+              else np.float32([[1, 0, 0], [0, 1, m * h]]))
+    return _warp(op, matrix)
+
+
+def _drawers() -> dict:
+    """mmpretrain op class -> ``f(op, img_shape)`` making that op's draws after ``random_disable``."""
+    from mmpretrain.datasets.transforms import auto_augment as aa
+
+    def plain(op, img_shape):
+        return dict(type=type(op).__name__)
+
+    def factor(op, img_shape):  # Contrast, ColorTransform, Brightness, Sharpness: factor = 1 + magnitude
+        return dict(type=type(op).__name__, factor=1 + _signed(op, op.magnitude))
+
+    return {
+        aa.AutoContrast: plain, aa.Equalize: plain, aa.Invert: plain,
+        aa.Rotate: _rotate, aa.Shear: _shear, aa.Translate: _translate,
+        aa.Posterize: lambda op, s: dict(type='Posterize', bits=int(math.ceil(_unsigned(op, op.bits)))),
+        aa.Solarize: lambda op, s: dict(type='Solarize', thr=float(_unsigned(op, op.thr))),
+        aa.SolarizeAdd: lambda op, s: dict(type='SolarizeAdd', magnitude=float(_unsigned(op, op.magnitude)),
+                                           thr=float(op.thr)),
+        aa.ColorTransform: factor, aa.Contrast: factor, aa.Brightness: factor, aa.Sharpness: factor,
+    }
+
+
+@TRANSFORMS.register_module()
+class SampleRandAugment(BaseTransform):
+    """mmpretrain ``RandAugment``'s draws without touching the pixels: ``results[key]``, the chosen ops that were not
+    disabled, in order, each ``dict(type, **parameters)`` (geometric ops: the inverse matrix ``cv2.warpAffine``
+    computes from mmcv's).
+
+    Args:
+        policies, num_policies, magnitude_level, magnitude_std, total_level, hparams: as mmpretrain's
+            ``RandAugment``. The geometric ops must interpolate bicubically (the tensor warp is OpenCV's bicubic).
+
+    Raises:
+        ValueError: a policy with no tensor implementation, or a geometric op with another interpolation.
+    """
+
+    key = 'rand_augment'
+
+    def __init__(self, policies, num_policies: int, magnitude_level: float, magnitude_std=0., total_level: float = 10,
+                 hparams: dict | None = None) -> None:
+        from mmpretrain.datasets.transforms import RandAugment
+        self.reference = RandAugment(policies=policies, num_policies=num_policies, magnitude_level=magnitude_level,
+                                     magnitude_std=magnitude_std, total_level=total_level,
+                                     hparams=dict(pad_val=128) if hparams is None else dict(hparams))
+        drawers = _drawers()
+        self.drawers = []
+        for op in self.reference.transforms:
+            if type(op) not in drawers:
+                raise ValueError(f'SampleRandAugment: no device-side {type(op).__name__}; use mmpretrain RandAugment '
+                                 'on the worker (the exact pipeline) for this policy')
+            if getattr(op, 'interpolation', 'bicubic') != 'bicubic':
+                raise ValueError(f"SampleRandAugment: {type(op).__name__}(interpolation={op.interpolation!r}); the "
+                                 "device-side warp is OpenCV's bicubic: set hparams=dict(interpolation='bicubic')")
+            self.drawers.append(drawers[type(op)])
+
+    def transform(self, results: dict) -> dict:
+        img_shape = tuple(results['img_shape'][:2])
+        ops = []
+        for i in self.reference.random_policy_indices():
+            op = self.reference.transforms[i]
+            if not op.random_disable():
+                ops.append(self.drawers[i](op, img_shape))
+        results[self.key] = ops
+        return results
+
+    def __repr__(self) -> str:
+        return f'{self.__class__.__name__}({self.reference!r})'
 
 
 def _column(values: Sequence[float], device: torch.device, dtype=torch.float64) -> Tensor:
@@ -220,33 +321,4 @@ def rand_augment(images: Tensor, ops: Sequence[Sequence[dict]], backend: str = '
         for apply, index in groups.items():
             rows = torch.tensor(index, device=out.device)
             out[rows] = apply(out[rows], [ops[i][slot] for i in index])
-    return out
-
-
-def random_erasing(images: Tensor, params: Sequence[dict | None]) -> Tensor:
-    """mmpretrain ``RandomErasing``'s fill of each image's drawn box, the noise from torch's RNG on the device.
-
-    Args:
-        images: (N, 3, H, W) uint8 BGR.
-        params: per image None (not erased) or ``dict(box=(top, left, h, w), mode, fill_color, fill_std)`` as
-            ``SampleRandomErasing`` draws it.
-
-    Returns:
-        (N, 3, H, W) uint8, a new tensor.
-    """
-    out = images.clone()
-    for i, p in enumerate(params):
-        if p is None:
-            continue
-        top, left, h, w = p['box']
-        fill = torch.tensor(p['fill_color'], dtype=torch.float64, device=out.device).view(3, 1, 1)
-        if p['mode'] == 'const':
-            patch = fill.to(torch.uint8).expand(3, h, w)
-        elif p.get('fill_std') is None:
-            patch = torch.empty((3, h, w), dtype=torch.float64, device=out.device).uniform_(0, 256).to(torch.uint8)
-        else:
-            std = torch.tensor(p['fill_std'], dtype=torch.float64, device=out.device).view(3, 1, 1)
-            noise = torch.randn((3, h, w), dtype=torch.float64, device=out.device) * std + fill
-            patch = noise.to(torch.int32).clamp_(0, 255).to(torch.uint8)
-        out[i, :, top:top + h, left:left + w] = patch
     return out

@@ -1,35 +1,86 @@
-"""Pillow's colour enhancements (``PIL.ImageEnhance``) on batched tensors, each image with its own factors and order.
+"""ColorJitter drawn on the worker, applied to the batch by the data preprocessor.
 
-The ColorJitter of the BEiT recipes (unilm: torchvision's ``ColorJitter`` on PIL images; beit_mm's exact pipeline:
-mmpretrain's ``ColorJitter(backend='pillow')``, which calls mmcv's ``adjust_brightness``/``adjust_contrast``/
-``adjust_color``, i.e. the same Pillow classes) blends each image with a "degenerate" image by Pillow's
-``Image.blend(degenerate, image, factor)``:
+:class:`SampleColorJitter` makes mmpretrain ``ColorJitter``'s draws and hands them over under its :attr:`key`;
+:func:`color_jitter` applies them to a batch as Pillow's ``ImageEnhance`` does: each op a blend with a degenerate image
+(brightness: black; contrast: the grey ``int(luma mean + 0.5)`` of the whole image; saturation: the pixel's luma) by
+``Image.blend``'s float32 ``in1 + factor * (in2 - in1)``, clipped to [0, 255] and truncated (``libImaging/Blend.c``),
+with Pillow's luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16`` (``libImaging/Convert.c``). On the same uint8
+image, factors, order and contrast grey the result equals Pillow's pixel for pixel (without fused multiply-adds).
 
-- brightness: the degenerate image is black (0);
-- contrast: a constant grey, ``int(mean + 0.5)`` of the image's luma (Pillow's ``Contrast`` computes it once per
-  call, on the whole image it is given);
-- saturation (Pillow's ``Color``): the image's own luma, per pixel.
-
-Pillow's blend on 8-bit bands is ``(uint8)(float)(in1 + factor * (in2 - in1))`` in float32, clipped to [0, 255]
-(``libImaging/Blend.c``), and its RGB -> L luma is ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``
-(``libImaging/Convert.c``). Both are reproduced here, so on the same uint8 image, with the same factors, order and
-contrast mean, the result is equal to Pillow's pixel for pixel (float32 arithmetic without fused multiply-adds: the
-CPU kernels of these element-wise ops; a compiled or CUDA kernel that fuses them may round one value the other way).
-
-torchvision's tensor ops (``transforms.v2.functional.adjust_*``) take one factor per call and compute the contrast
-mean from the tensor they are given; here each image has its own factors and the contrast mean is carried from the
-whole image (the ops run on a crop of it), hence these few lines of our own.
+torchvision's tensor ops take one factor per call and the contrast grey of the tensor given; here each image has its
+own factors and the grey comes from the whole image while the ops run on crops of it.
 """
 from __future__ import annotations
 
+import math
+
+import cv2
+import numpy as np
 import torch
+from mmcv.transforms import BaseTransform
+from PIL import Image, ImageEnhance, ImageStat
 from torch import Tensor
+
+from beit_mm.registry import TRANSFORMS
 
 # Pillow's fixed-point ITU-R 601-2 luma weights (libImaging/Convert.c, L24): (R, G, B) / 2**16.
 LUMA_WEIGHTS = (19595, 38470, 7471)
 LUMA_SHIFT = 16
 # The op ids of mmpretrain's / torchvision's ColorJitter order: a permutation of these four.
 BRIGHTNESS, CONTRAST, SATURATION, HUE = 0, 1, 2, 3
+# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
+CONTRAST_MEAN_SIDE = 128
+# Pillow's enhancement of each op id (mmcv's adjust_* with backend='pillow' call the same classes).
+_ENHANCE = {BRIGHTNESS: ImageEnhance.Brightness, SATURATION: ImageEnhance.Color}
+
+
+@TRANSFORMS.register_module()
+class SampleColorJitter(BaseTransform):
+    """Draw mmpretrain ``ColorJitter``'s parameters (its draws, in its order) without touching the pixels:
+    ``results[key] = dict(order, brightness, contrast, saturation)``; a decoding crop after it adds the contrast
+    grey ``contrast_mean`` (:func:`whole_image_contrast_mean`).
+
+    Args:
+        brightness, contrast, saturation: jitter strengths as mmpretrain's ``ColorJitter``.
+        hue: must be 0 (the device-side jitter has no hue op).
+    """
+
+    key = 'color_jitter'
+
+    def __init__(self, brightness: float = 0., contrast: float = 0., saturation: float = 0., hue: float = 0.) -> None:
+        from mmpretrain.datasets.transforms import ColorJitter
+        if hue:
+            raise ValueError(f'SampleColorJitter(hue={hue}): the device-side jitter has no hue op; use hue=0, or the '
+                             'exact pipeline (mmpretrain ColorJitter before the crop) for a hue jitter')
+        self.reference = ColorJitter(brightness=brightness, contrast=contrast, saturation=saturation, hue=hue)
+        self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
+
+    def transform(self, results: dict) -> dict:
+        order, b, c, s, _ = self.reference._rand_params()  # mmpretrain 1.2: the permutation, then one draw per op
+        results[self.key] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(brightness={self.brightness}, contrast={self.contrast}, '
+                f'saturation={self.saturation}, hue={self.hue})')
+
+
+def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
+    """Pillow's contrast grey as the exact pipeline computes it: the ops before contrast in ``jitter['order']``
+    applied to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a side, then
+    ``int(luma mean + 0.5)``."""
+    height, width = image.shape[:2]
+    factor = max(1, math.ceil(max(height, width) / max_side))
+    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+        image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
+    small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+    for op in jitter['order']:
+        if op == CONTRAST:
+            break
+        value = jitter.get({BRIGHTNESS: 'brightness', SATURATION: 'saturation'}.get(op, ''))
+        if op in _ENHANCE and value is not None:
+            small = _ENHANCE[op](small).enhance(value)
+    return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
 
 
 def pil_luma(images: Tensor) -> Tensor:
@@ -131,9 +182,8 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
 
 def stack_jitter_parameters(params: list[dict],
                             whole_images: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
-    """The per-image parameters that ``beit_mm.SampleColorJitter`` (+ the decoding transform's ``contrast_mean``)
-    drew, as the CPU tensors :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``,
-    a factor of None as NaN.
+    """The parameters :class:`SampleColorJitter` drew (and the decoding crop's ``contrast_mean``) as the CPU tensors
+    :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``, a factor of None as NaN.
 
     Args:
         params: one ``color_jitter`` dict per image.

@@ -1,32 +1,13 @@
-"""BEiT's crops from the file's bytes: the crop box drawn on the JPEG's declared size, the JPEG decoded at the smallest
-DCT scale that still covers the crop at the output resolution, ColorJitter left to the data preprocessor.
+"""BEiT's crops from the file's bytes: the box drawn on the JPEG's declared size, the JPEG decoded at the smallest DCT
+scale that still covers the crop at the output size, ColorJitter left to the data preprocessor.
 
-The exact pipeline (:mod:`beit_mm.data.mim_transforms`; unilm ``beit/datasets.py`` ``DataAugmentationForBEiT``)::
-
-    LoadImageFromFile -> ColorJitter(0.4, 0.4, 0.4) -> RandomFlip(0.5) -> TwoViewRandomResizedCrop(224, 112)
-
-decodes the whole image and jitters all of its pixels before a crop that keeps 8-100% of them. This one::
-
-    SampleColorJitter(0.4, 0.4, 0.4) -> DecodeTwoViewRandomResizedCrop(224, 112, flip_prob=0.5)
-    -> ... -> PackInputs(meta_keys=(..., 'color_jitter'))   + MIMDataPreprocessor applies the jitter, batched
-
-draws the same random numbers in the same order from NumPy's global RNG (mmpretrain ``ColorJitter._rand_params``: the
-order, then the brightness, contrast and saturation factors; mmcv ``RandomFlip``: one ``np.random.choice``; the
-crop box: :func:`beit_mm.data.mim_transforms.random_resized_crop_box`), so for the same seed the crop box, the flip
-and the jitter factors equal the exact pipeline's. What differs:
-
-- the pixels are resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (OpenCV's ``IMREAD_REDUCED_COLOR_*``:
-  libjpeg's scaled IDCT) when the crop is at least 2x the output size in both directions; at scale 1 the views are
-  the exact pipeline's (the same OpenCV decode, the same crop, the same Pillow resize);
-- ColorJitter acts on the two resized views instead of the whole image before the resize: Pillow's blend clips to
-  [0, 255] and truncates after each op, so it commutes with the resize only up to those roundings;
-- the contrast grey (Pillow's ``Contrast``: the rounded luma mean of the image it is given, here the whole image
-  after the ops that precede contrast in the drawn order) is computed from the decoded whole image resized to at most
-  :data:`CONTRAST_MEAN_SIDE` pixels a side (a bilinear sample of a quarter of its pixels or more), and carried to
-  the preprocessor.
-
-``DecodeRandomResizedCrop`` does the same for the fine-tuning recipes' ``LoadImageFromFile -> RandomResizedCrop
--> RandomFlip`` (mmpretrain's draws, then mmcv's flip draw; no jitter).
+``SampleColorJitter -> DecodeTwoViewRandomResizedCrop(flip_prob=0.5)`` makes the exact pipeline's draws
+(``LoadImageFromFile -> ColorJitter -> RandomFlip -> TwoViewRandomResizedCrop``) in its order from NumPy's global RNG,
+so a seed gives the same box, flip and jitter factors. What differs: a crop at least 2x the output in both directions
+is resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (OpenCV's ``IMREAD_REDUCED_COLOR_*``; at scale 1 the views
+are the exact pipeline's); the jitter acts on the resized views, so it commutes with the resize only up to Pillow's
+roundings; the contrast grey comes from the whole image resized to at most 128 pixels a side.
+``DecodeRandomResizedCrop`` does the same for ``LoadImageFromFile -> RandomResizedCrop -> RandomFlip``.
 """
 from __future__ import annotations
 
@@ -35,20 +16,16 @@ import math
 
 import cv2
 import numpy as np
-from mmcv.transforms import BaseTransform
-from mmengine import fileio
-from PIL import Image, ImageEnhance, ImageStat
+from PIL import Image
 
 from beit_mm.fileio.images import jpeg_header
 from beit_mm.registry import TRANSFORMS
 
-from .color_jitter import BRIGHTNESS, CONTRAST, HUE, SATURATION
-from .mim_transforms import _pair, check_crop_range, random_resized_crop_box
+from .color_jitter import SampleColorJitter, whole_image_contrast_mean
+from .crop import RandomResizedCropBase, pair, random_resized_crop_box
 
 # libjpeg's DCT scalings that Pillow's draft asks for (1/8 ... 1/1), largest first.
 JPEG_DRAFT_SCALES = (8, 4, 2, 1)
-# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
-CONTRAST_MEAN_SIDE = 128
 # EXIF tag of the orientation (OpenCV applies it when decoding, as the exact pipeline's LoadImageFromFile does), and
 # its values that turn the image by 90 degrees.
 EXIF_ORIENTATION = 0x0112
@@ -62,40 +39,6 @@ IMREAD_AT_SCALE = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IM
                    8: cv2.IMREAD_REDUCED_COLOR_8}
 PIL_RESAMPLE = dict(nearest=Image.NEAREST, bilinear=Image.BILINEAR, bicubic=Image.BICUBIC, box=Image.BOX,
                     hamming=Image.HAMMING, lanczos=Image.LANCZOS)
-# Pillow's enhancement of each ColorJitter op id (mmcv's adjust_* with backend='pillow' call the same classes).
-_ENHANCE = {BRIGHTNESS: ImageEnhance.Brightness, SATURATION: ImageEnhance.Color}
-
-
-@TRANSFORMS.register_module()
-class SampleColorJitter(BaseTransform):
-    """Draw mmpretrain ``ColorJitter``'s parameters (its own draws, in its order) without touching the pixels:
-    ``results['color_jitter'] = dict(order, brightness, contrast, saturation)`` for the data preprocessor, which
-    applies them (:func:`beit_mm.data.color_jitter.color_jitter`); a transform that decodes the image adds the
-    contrast grey (``contrast_mean``).
-
-    Args:
-        brightness, contrast, saturation: jitter strengths as mmpretrain's ``ColorJitter`` (a factor is drawn from
-            ``[max(0, 1 - v), 1 + v]``, or the given (min, max)).
-        hue: must be 0: hue is not applied on tensors here.
-    """
-
-    def __init__(self, brightness: float = 0., contrast: float = 0., saturation: float = 0., hue: float = 0.) -> None:
-        from mmpretrain.datasets.transforms import ColorJitter
-        if hue:
-            raise ValueError(f'SampleColorJitter(hue={hue}): the device-side jitter has no hue op; use hue=0, or the '
-                             'exact pipeline (mmpretrain ColorJitter before the crop) for a hue jitter')
-        self.reference = ColorJitter(brightness=brightness, contrast=contrast, saturation=saturation, hue=hue)
-        self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
-
-    def transform(self, results: dict) -> dict:
-        # mmpretrain 1.2 ColorJitter._rand_params: the permutation, then one uniform per op that is on
-        order, b, c, s, _ = self.reference._rand_params()
-        results['color_jitter'] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
-        return results
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(brightness={self.brightness}, contrast={self.contrast}, '
-                f'saturation={self.saturation}, hue={self.hue})')
 
 
 def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
@@ -105,24 +48,6 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
         if crop_h >= scale * out_h and crop_w >= scale * out_w:
             return scale
     return 1
-
-
-def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
-    """Pillow's contrast grey as the exact pipeline computes it: the ops that precede contrast in ``jitter['order']``
-    applied (Pillow's own enhancements) to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a
-    side, then ``int(luma mean + 0.5)``."""
-    height, width = image.shape[:2]
-    factor = max(1, math.ceil(max(height, width) / max_side))
-    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
-        image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
-    small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
-    for op in jitter['order']:
-        if op == CONTRAST:
-            break
-        value = jitter.get({BRIGHTNESS: 'brightness', SATURATION: 'saturation'}.get(op, ''))
-        if op in _ENHANCE and value is not None:
-            small = _ENHANCE[op](small).enhance(value)
-    return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
 
 
 def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
@@ -210,7 +135,7 @@ def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
 
 
 @TRANSFORMS.register_module()
-class DecodeTwoViewRandomResizedCrop(BaseTransform):
+class DecodeTwoViewRandomResizedCrop(RandomResizedCropBase):
     """Read ``results['img_path']``, flip with ``flip_prob``, draw BEiT's crop box on the image's declared size,
     decode at the smallest JPEG scale that covers the crop at ``size``, resize the crop to the backbone and tokenizer
     views (Pillow, the source's interpolations): ``results['img'] = [view, tokenizer_view]`` BGR uint8, as
@@ -218,7 +143,7 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
 
     Added keys: ``img`` (list), ``img_shape`` (of the view), ``ori_shape``, ``crop_bbox`` ``(top, left, height,
     width)`` in the (flipped) image as ``TwoViewRandomResizedCrop`` reports it, ``flip``, ``flip_direction``,
-    ``draft_scale``; ``color_jitter['contrast_mean']`` when ``SampleColorJitter`` ran before.
+    ``draft_scale``; the jitter's ``contrast_mean`` when ``SampleColorJitter`` ran before.
 
     Args:
         size, tokenizer_size, scale, ratio, interpolation, tokenizer_interpolation: as ``TwoViewRandomResizedCrop``
@@ -227,6 +152,10 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         draft: decode JPEGs at a reduced DCT scale where the crop allows; False: always at full size.
         backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
     """
+
+    filters = tuple(PIL_RESAMPLE)
+    fields = ('size', 'tokenizer_size', 'scale', 'ratio', 'interpolation', 'tokenizer_interpolation', 'flip_prob',
+              'draft')
 
     def __init__(self,
                  size: int | tuple[int, int] = 224,
@@ -238,24 +167,14 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
                  flip_prob: float = 0.5,
                  draft: bool = True,
                  backend_args: dict | None = None) -> None:
-        scale, ratio = check_crop_range(scale, ratio)
-        for name in (interpolation, tokenizer_interpolation):
-            if name not in PIL_RESAMPLE:
-                raise ValueError(f'interpolation {name!r} is not one of Pillow\'s {sorted(PIL_RESAMPLE)}')
-        if not 0 <= flip_prob <= 1:
-            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
-        self.size = _pair(size)
-        self.tokenizer_size = _pair(tokenizer_size)
-        self.scale, self.ratio = scale, ratio
-        self.interpolation = interpolation
-        self.tokenizer_interpolation = tokenizer_interpolation
-        self.flip_prob = flip_prob
+        self.scale, self.ratio = self.check(scale, ratio, (interpolation, tokenizer_interpolation), flip_prob,
+                                            backend_args)
+        self.set_views(size, tokenizer_size, interpolation, tokenizer_interpolation)
         self.draft = draft
-        self.backend_args = None if backend_args is None else dict(backend_args)
 
     def transform(self, results: dict) -> dict:
         flip = random_flip(self.flip_prob)
-        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        data = self.read(results)
         height, width, is_jpeg = upright_size(data)
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
         if flip:  # the box was drawn on the flipped image
@@ -263,7 +182,7 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         largest = (max(self.size[0], self.tokenizer_size[0]), max(self.size[1], self.tokenizer_size[1]))
         whole, region, box, scale = decode_region(data, is_jpeg, (top, left, h, w), largest, self.draft,
                                                   (height, width), results['img_path'])
-        jitter = results.get('color_jitter')
+        jitter = results.get(SampleColorJitter.key)
         if jitter is not None and jitter.get('contrast') is not None:
             jitter['contrast_mean'] = whole_image_contrast_mean(whole, jitter)
         view = region.resize(self.size[::-1], PIL_RESAMPLE[self.interpolation], box=box)
@@ -281,15 +200,9 @@ class DecodeTwoViewRandomResizedCrop(BaseTransform):
         results['draft_scale'] = scale
         return results
 
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
-                f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
-                f'tokenizer_interpolation={self.tokenizer_interpolation!r}, flip_prob={self.flip_prob}, '
-                f'draft={self.draft})')
-
 
 @TRANSFORMS.register_module()
-class DecodeRandomResizedCrop(BaseTransform):
+class DecodeRandomResizedCrop(RandomResizedCropBase):
     """``LoadImageFromFile -> RandomResizedCrop [-> RandomFlip]`` (mmpretrain's, Pillow backend; mmcv's flip) in
     one step from the file's bytes: the crop box drawn on the image's declared size with mmpretrain's draws, then (with
     ``flip_prob``) ``RandomFlip``'s one draw, the JPEG decoded at the smallest scale that covers the crop at ``scale``
@@ -309,6 +222,9 @@ class DecodeRandomResizedCrop(BaseTransform):
         backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
     """
 
+    filters = tuple(PIL_RESAMPLE)
+    fields = ('scale', 'crop_ratio_range', 'aspect_ratio_range', 'interpolation', 'flip_prob', 'draft')
+
     def __init__(self,
                  scale: int | tuple[int, int] = 224,
                  crop_ratio_range: tuple[float, float] = (0.08, 1.0),
@@ -317,24 +233,15 @@ class DecodeRandomResizedCrop(BaseTransform):
                  flip_prob: float | None = None,
                  draft: bool = True,
                  backend_args: dict | None = None) -> None:
-        if flip_prob is not None and not 0 <= flip_prob <= 1:
-            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1] (or None: no flip)')
-        if not 0 < crop_ratio_range[0] <= crop_ratio_range[1] <= 1:
-            raise ValueError(f'crop_ratio_range={crop_ratio_range} must satisfy 0 < min <= max <= 1')
-        if not 0 < aspect_ratio_range[0] <= aspect_ratio_range[1]:
-            raise ValueError(f'aspect_ratio_range={aspect_ratio_range} must satisfy 0 < min <= max')
-        if interpolation not in PIL_RESAMPLE:
-            raise ValueError(f'interpolation {interpolation!r} is not one of Pillow\'s {sorted(PIL_RESAMPLE)}')
-        self.scale = _pair(scale)
-        self.crop_ratio_range = tuple(crop_ratio_range)
-        self.aspect_ratio_range = tuple(aspect_ratio_range)
+        self.crop_ratio_range, self.aspect_ratio_range = self.check(crop_ratio_range, aspect_ratio_range,
+                                                                    (interpolation,), flip_prob, backend_args,
+                                                                    ('crop_ratio_range', 'aspect_ratio_range'))
+        self.scale = pair(scale)
         self.interpolation = interpolation
-        self.flip_prob = flip_prob
         self.draft = draft
-        self.backend_args = None if backend_args is None else dict(backend_args)
 
     def transform(self, results: dict) -> dict:
-        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        data = self.read(results)
         height, width, is_jpeg = upright_size(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
         flip = self.flip_prob is not None and random_flip(self.flip_prob)
@@ -350,8 +257,3 @@ class DecodeRandomResizedCrop(BaseTransform):
             results['flip'] = flip
             results['flip_direction'] = 'horizontal' if flip else None
         return results
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(scale={self.scale}, crop_ratio_range={self.crop_ratio_range}, '
-                f'aspect_ratio_range={self.aspect_ratio_range}, interpolation={self.interpolation!r}, '
-                f'flip_prob={self.flip_prob}, draft={self.draft})')

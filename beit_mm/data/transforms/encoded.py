@@ -1,29 +1,19 @@
 """BEiT's two-view crop and the fine-tuning recipes' random resized crop with the decode left to the data preprocessor:
-the worker reads the file's bytes and makes the random draws; the JPEG is decoded, cropped, resized, flipped (and for
-MIM jittered) on the preprocessor's device.
+the worker reads the bytes and makes the draws (those of :mod:`beit_mm.data.transforms.decode`, in its order); the
+JPEG is decoded, cropped, resized, flipped (and jittered) on the preprocessor's device.
 
-The draws are those of :class:`beit_mm.data.draft_transforms.DecodeTwoViewRandomResizedCrop` (and so of the exact
-pipeline ``LoadImageFromFile -> ColorJitter -> RandomFlip -> TwoViewRandomResizedCrop``), in the same order from
-NumPy's global RNG: ``SampleColorJitter``'s jitter parameters (a transform before this one), the flip (mmcv
-``RandomFlip``'s one draw), the crop box on the image's declared upright size (torchvision's ``get_params``).
-
-A JPEG that the GPU decoder may not take as the CPU one does is decoded here instead (OpenCV, as
-``LoadImageFromFile``): a file that is not a JPEG, a JPEG that is not 3-channel YCbCr (greyscale, CMYK/YCCK: nvjpeg's
-colour conversion differs or is missing) and a JPEG with an EXIF orientation other than 1 (``decode_jpeg`` on a GPU
-does not apply it). Such a sample carries the decoded whole image instead of the bytes; the preprocessor then skips
-only the decode.
+A file the GPU decoder may not take as the CPU one does (not a JPEG, not 3-channel YCbCr, an EXIF orientation other
+than 1) is decoded on the worker instead (OpenCV, as ``LoadImageFromFile``), and its sample carries the whole image.
 """
 from __future__ import annotations
 
 import cv2
 import numpy as np
-from mmcv.transforms import BaseTransform
-from mmengine import fileio
 
 from beit_mm.registry import TRANSFORMS
 
-from .draft_transforms import ROTATED_ORIENTATIONS, header_layout, random_flip
-from .mim_transforms import _pair, check_crop_range, random_resized_crop_box
+from .crop import RandomResizedCropBase, pair, random_resized_crop_box
+from .decode import ROTATED_ORIENTATIONS, header_layout, random_flip
 from .pil_resample import FILTERS
 
 # Pillow's mode of a 3-channel YCbCr JPEG (the only kind whose bytes go to the preprocessor).
@@ -54,16 +44,15 @@ def decode_whole(data: bytes) -> np.ndarray:
 
 
 @TRANSFORMS.register_module()
-class EncodedTwoViewRandomResizedCrop(BaseTransform):
+class EncodedTwoViewRandomResizedCrop(RandomResizedCropBase):
     """Read ``results['img_path']``'s bytes, draw the flip and BEiT's crop box on the image's declared size, and
     leave the decode, crop, resize and flip to the data preprocessor (``MIMDataPreprocessor``).
 
     Added keys: ``img`` (the file's bytes as a 1-D uint8 array, or the decoded whole image (H, W, 3) RGB uint8 for
     the files the module docstring lists), ``img_shape`` (of the view), ``ori_shape`` (upright), ``crop_bbox``
     ``(top, left, height, width)`` in the flipped image as ``TwoViewRandomResizedCrop`` reports it, ``flip``,
-    ``flip_direction`` and ``two_view_resize`` (``dict(size, interpolation, tokenizer_size,
-    tokenizer_interpolation)``, what the preprocessor resizes to). Pack ``crop_bbox``, ``flip``, ``ori_shape``,
-    ``two_view_resize`` and ``color_jitter`` into the metainfo (``PackInputs(meta_keys=...)``) and collate with
+    ``flip_direction`` and :attr:`key` (``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``, what
+    the preprocessor resizes to). The pack transform must carry :attr:`handover` (and the jitter's key); collate with
     ``pseudo_collate`` (the byte strings differ in length).
 
     Args:
@@ -72,6 +61,12 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
         flip_prob: probability of a horizontal flip (mmcv ``RandomFlip(prob)``'s draw, before the crop box).
         backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
     """
+
+    key = 'two_view_resize'
+    handover = ('crop_bbox', 'flip', 'ori_shape', key)
+    filters = tuple(FILTERS)
+    filter_hint = ' (the device resize); use beit_mm.DecodeTwoViewRandomResizedCrop for the other Pillow filters'
+    fields = ('size', 'tokenizer_size', 'scale', 'ratio', 'interpolation', 'tokenizer_interpolation', 'flip_prob')
 
     def __init__(self,
                  size: int | tuple[int, int] = 224,
@@ -82,24 +77,13 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
                  tokenizer_interpolation: str = 'lanczos',
                  flip_prob: float = 0.5,
                  backend_args: dict | None = None) -> None:
-        scale, ratio = check_crop_range(scale, ratio)
-        for name in (interpolation, tokenizer_interpolation):
-            if name not in FILTERS:
-                raise ValueError(f'interpolation {name!r} is not one of {sorted(FILTERS)} (the device resize); use '
-                                 'beit_mm.DecodeTwoViewRandomResizedCrop for the other Pillow filters')
-        if not 0 <= flip_prob <= 1:
-            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
-        self.size = _pair(size)
-        self.tokenizer_size = _pair(tokenizer_size)
-        self.scale, self.ratio = scale, ratio
-        self.interpolation = interpolation
-        self.tokenizer_interpolation = tokenizer_interpolation
-        self.flip_prob = flip_prob
-        self.backend_args = None if backend_args is None else dict(backend_args)
+        self.scale, self.ratio = self.check(scale, ratio, (interpolation, tokenizer_interpolation), flip_prob,
+                                            backend_args)
+        self.set_views(size, tokenizer_size, interpolation, tokenizer_interpolation)
 
     def transform(self, results: dict) -> dict:
         flip = random_flip(self.flip_prob)
-        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        data = self.read(results)
         height, width, decodable = encoded_header(data)
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
         results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
@@ -108,19 +92,14 @@ class EncodedTwoViewRandomResizedCrop(BaseTransform):
         results['crop_bbox'] = (top, left, h, w)
         results['flip'] = flip
         results['flip_direction'] = 'horizontal' if flip else None
-        results['two_view_resize'] = dict(size=self.size, interpolation=self.interpolation,
-                                          tokenizer_size=self.tokenizer_size,
-                                          tokenizer_interpolation=self.tokenizer_interpolation)
+        results[self.key] = dict(size=self.size, interpolation=self.interpolation,
+                                 tokenizer_size=self.tokenizer_size,
+                                 tokenizer_interpolation=self.tokenizer_interpolation)
         return results
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
-                f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
-                f'tokenizer_interpolation={self.tokenizer_interpolation!r}, flip_prob={self.flip_prob})')
 
 
 @TRANSFORMS.register_module()
-class EncodedRandomResizedCrop(BaseTransform):
+class EncodedRandomResizedCrop(RandomResizedCropBase):
     """``LoadImageFromFile -> RandomResizedCrop -> RandomFlip`` (mmpretrain's, Pillow backend) with the decode left to
     the data preprocessor (``AugmentClsDataPreprocessor``): read ``results['img_path']``'s bytes, draw mmpretrain's
     crop box on the image's declared size, then mmcv ``RandomFlip``'s flip; the preprocessor decodes, crops, resizes
@@ -128,8 +107,8 @@ class EncodedRandomResizedCrop(BaseTransform):
 
     Added keys: ``img`` (the bytes, or the whole image decoded on the worker for the files the module docstring
     lists), ``img_shape`` (of the crop), ``ori_shape`` (upright), ``crop_bbox`` ``(top, left, height, width)``,
-    ``flip``, ``flip_direction``, ``crop_resize`` (``dict(size, interpolation)``). Pack ``ori_shape``, ``crop_bbox``,
-    ``flip`` and ``crop_resize`` into the metainfo and collate with ``pseudo_collate``.
+    ``flip``, ``flip_direction``, :attr:`key` (``dict(size, interpolation)``). The pack transform must carry
+    :attr:`handover`; collate with ``pseudo_collate``.
 
     Args:
         scale, crop_ratio_range, aspect_ratio_range: as mmpretrain's ``RandomResizedCrop`` (``scale`` is the output
@@ -140,6 +119,12 @@ class EncodedRandomResizedCrop(BaseTransform):
         backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
     """
 
+    key = 'crop_resize'
+    handover = ('crop_bbox', 'flip', 'ori_shape', key)
+    filters = tuple(FILTERS)
+    filter_hint = ' (the device resize); use beit_mm.DecodeRandomResizedCrop for the other Pillow filters'
+    fields = ('scale', 'crop_ratio_range', 'aspect_ratio_range', 'interpolation', 'flip_prob')
+
     def __init__(self,
                  scale: int | tuple[int, int] = 224,
                  crop_ratio_range: tuple[float, float] = (0.08, 1.0),
@@ -147,19 +132,14 @@ class EncodedRandomResizedCrop(BaseTransform):
                  interpolation: str = 'bicubic',
                  flip_prob: float = 0.5,
                  backend_args: dict | None = None) -> None:
-        self.crop_ratio_range, self.aspect_ratio_range = check_crop_range(crop_ratio_range, aspect_ratio_range)
-        if interpolation not in FILTERS:
-            raise ValueError(f'interpolation {interpolation!r} is not one of {sorted(FILTERS)} (the device resize); '
-                             'use beit_mm.DecodeRandomResizedCrop for the other Pillow filters')
-        if not 0 <= flip_prob <= 1:
-            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
-        self.scale = _pair(scale)
+        self.crop_ratio_range, self.aspect_ratio_range = self.check(
+            crop_ratio_range, aspect_ratio_range, (interpolation,), flip_prob, backend_args,
+            ('crop_ratio_range', 'aspect_ratio_range'))
+        self.scale = pair(scale)
         self.interpolation = interpolation
-        self.flip_prob = flip_prob
-        self.backend_args = None if backend_args is None else dict(backend_args)
 
     def transform(self, results: dict) -> dict:
-        data = fileio.get(results['img_path'], backend_args=self.backend_args)
+        data = self.read(results)
         height, width, decodable = encoded_header(data)
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
         flip = random_flip(self.flip_prob)
@@ -169,10 +149,5 @@ class EncodedRandomResizedCrop(BaseTransform):
         results['crop_bbox'] = box
         results['flip'] = flip
         results['flip_direction'] = 'horizontal' if flip else None
-        results['crop_resize'] = dict(size=self.scale, interpolation=self.interpolation)
+        results[self.key] = dict(size=self.scale, interpolation=self.interpolation)
         return results
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(scale={self.scale}, crop_ratio_range={self.crop_ratio_range}, '
-                f'aspect_ratio_range={self.aspect_ratio_range}, interpolation={self.interpolation!r}, '
-                f'flip_prob={self.flip_prob})')

@@ -20,7 +20,7 @@ from mmdet.datasets.transforms import LoadPanopticAnnotations as DetLoadPanoptic
 
 from beit_mm.registry import TRANSFORMS
 
-from .checks import DatasetCheckError
+from ..checks import DatasetCheckError
 
 #: How far outside its image (pixels, each side) a polygon vertex may lie: COCO's lie within half a pixel.
 POLYGON_MARGIN = 32

@@ -1,22 +1,21 @@
-"""mmseg's ``PhotoMetricDistortion`` on tensors, pixel for pixel as OpenCV computes it on 8-bit images.
+"""mmseg's ``PhotoMetricDistortion`` drawn on the worker and applied by the data preprocessor, pixel for pixel as
+OpenCV computes it on 8-bit images.
 
-mmseg 1.2 ``PhotoMetricDistortion.transform`` (mmseg/datasets/transforms/transforms.py) acts on the uint8 BGR crop:
-brightness (``x + beta``), contrast (``x * alpha``; first or last, by one draw), saturation (S of HSV ``* alpha``),
-hue (H of HSV ``+ delta`` mod 180), each op clipped to [0, 255] and truncated to uint8, each HSV round trip through
-OpenCV's 8-bit ``COLOR_BGR2HSV`` / ``COLOR_HSV2BGR`` (H in [0, 180)). :func:`bgr_to_hsv` and :func:`hsv_to_bgr` are
-those two conversions (OpenCV 4 ``color_hsv.simd.hpp`` ``RGB2HSV_b``: 12-bit fixed-point division tables;
-``HSV2RGB_b``: a float32 sector formula), so that the distortion can run on the device after the batch is collated;
-:func:`photometric_distortion` applies one image's drawn parameters (with OpenCV itself for an image on the CPU).
-
-The parameters (``dict(brightness, contrast, contrast_last, saturation, hue)``, None where the op's coin said no)
-are drawn on the worker by :class:`beit_mm.data.seg_transforms.SamplePhotoMetricDistortion`.
+mmseg 1.2 ``PhotoMetricDistortion.transform`` acts on the uint8 BGR crop: brightness ``x + beta``, contrast
+``x * alpha`` (first or last, by one draw), saturation (S of HSV ``* alpha``), hue (H ``+ delta`` mod 180), each
+clipped and truncated to uint8, each HSV round trip OpenCV's 8-bit ``COLOR_BGR2HSV``/``COLOR_HSV2BGR``.
+:func:`bgr_to_hsv` and :func:`hsv_to_bgr` are those conversions (OpenCV 4 ``color_hsv.simd.hpp``), so the distortion
+runs on the device after collation.
 """
 from __future__ import annotations
 
 import cv2
 import numpy as np
 import torch
+from mmcv.transforms import BaseTransform
 from torch import Tensor
+
+from beit_mm.registry import TRANSFORMS
 
 # OpenCV RGB2HSV_b: fixed-point bits of its division tables, and the hue range of COLOR_BGR2HSV (not *_FULL).
 HSV_SHIFT = 12
@@ -26,6 +25,51 @@ SECTOR_BGR = ((1, 3, 0), (1, 0, 2), (3, 0, 1), (0, 2, 1), (0, 1, 3), (2, 1, 0))
 # Pixels OpenCV's HSV2RGB_b converts per vector iteration: 4 registers of float32 lanes, 32 with AVX2 (64 with
 # AVX-512); the rest of a row goes through its scalar code, which rounds where the vector code truncates.
 OPENCV_HSV_BLOCK = 32
+
+
+@TRANSFORMS.register_module()
+class SamplePhotoMetricDistortion(BaseTransform):
+    """Draw mmseg ``PhotoMetricDistortion``'s parameters (its draws, in its order) without touching the pixels:
+    ``results[key] = dict(brightness, contrast, contrast_last, saturation, hue)`` (None where an op's coin said no),
+    applied by the data preprocessor (:func:`photometric_distortion`).
+
+    Args:
+        brightness_delta, contrast_range, saturation_range, hue_delta: as mmseg's ``PhotoMetricDistortion``.
+    """
+
+    key = 'photometric_distortion'
+
+    def __init__(self,
+                 brightness_delta: int = 32,
+                 contrast_range: tuple[float, float] = (0.5, 1.5),
+                 saturation_range: tuple[float, float] = (0.5, 1.5),
+                 hue_delta: int = 18) -> None:
+        self.brightness_delta = brightness_delta
+        self.contrast_range = tuple(contrast_range)
+        self.saturation_range = tuple(saturation_range)
+        self.hue_delta = hue_delta
+
+    def transform(self, results: dict) -> dict:
+        # mmseg 1.2 PhotoMetricDistortion.transform: brightness, the contrast mode, [contrast], saturation, hue,
+        # [contrast]; each op one np.random.randint(2) coin, then its value if the coin is 1
+        rng = np.random
+        brightness = float(rng.uniform(-self.brightness_delta, self.brightness_delta)) if rng.randint(2) else None
+        contrast_last = rng.randint(2) == 0
+        contrast = None
+        if not contrast_last and rng.randint(2):
+            contrast = float(rng.uniform(*self.contrast_range))
+        saturation = float(rng.uniform(*self.saturation_range)) if rng.randint(2) else None
+        hue = int(rng.randint(-self.hue_delta, self.hue_delta)) if rng.randint(2) else None
+        if contrast_last and rng.randint(2):
+            contrast = float(rng.uniform(*self.contrast_range))
+        results[self.key] = dict(brightness=brightness, contrast=contrast, contrast_last=bool(contrast_last),
+                                        saturation=saturation, hue=hue)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(brightness_delta={self.brightness_delta}, '
+                f'contrast_range={self.contrast_range}, saturation_range={self.saturation_range}, '
+                f'hue_delta={self.hue_delta})')
 
 
 def _division_tables(device: torch.device) -> tuple[Tensor, Tensor]:

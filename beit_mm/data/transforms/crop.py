@@ -1,23 +1,9 @@
-"""BEiT's two-view crop: one random resized crop, resized twice (backbone view and tokenizer view).
+"""The random resized crops: torchvision's box draw, the base the five crop transforms share, and BEiT's two-view crop.
 
-unilm ``beit/datasets.py`` (``DataAugmentationForBEiT``) and ``beit/transforms.py``
-(``RandomResizedCropAndInterpolationWithTwoPic``): ColorJitter(0.4) and a horizontal flip act on the whole image, then
-ONE crop box (scale 0.08-1, aspect ratio 3/4-4/3) is resized to 224 (bicubic) for the backbone and to 112 (lanczos)
-for the dVAE tokenizer, so both views show the same content and token (i, j) of the tokenizer describes patch (i, j)
-of the backbone view.
-
-Pipeline (mmpretrain transforms where they serve)::
-
-    LoadImageFromFile -> ColorJitter(0.4, 0.4, 0.4) -> RandomFlip(0.5, horizontal)
-    -> beit_mm.TwoViewRandomResizedCrop(224, 112) -> beit_mm.BEiTMaskGenerator(14, 75) -> PackInputs
-
-``PackInputs`` (mmpretrain) turns ``results['img'] = [view, tokenizer_view]`` into two CHW uint8 tensors and puts
-``results['mask']`` into ``DataSample.mask``; ``beit_mm.MIMDataPreprocessor`` batches and normalizes them.
-
-Differences to mmpretrain 1.2.0's ``RandomResizedCropAndInterpolationWithTwoPic``: its crop offsets exclude the last
-position (``np.random.randint(0, H - h)``) and it rejects crops as large as the image (``w < W``); here both follow
-unilm/torchvision (``randint(0, H - h)`` inclusive, ``w <= W``). The resize backend is Pillow as in unilm (mmpretrain
-uses OpenCV, whose 'lanczos' is Lanczos-4 over 8x8 pixels, not Pillow's antialiased Lanczos-3).
+BEiT's two-view crop (unilm ``beit/transforms.py`` ``RandomResizedCropAndInterpolationWithTwoPic``) resizes ONE box to
+the backbone view (224, bicubic) and the tokenizer view (112, lanczos), so token (i, j) describes patch (i, j). Unlike
+mmpretrain 1.2's copy, the offsets include the last position and a box may be as large as the image (unilm's and
+torchvision's rule); the resize backend is Pillow, as unilm's.
 """
 from __future__ import annotations
 
@@ -27,6 +13,7 @@ from collections.abc import Sequence
 import mmcv
 import numpy as np
 from mmcv.transforms import BaseTransform
+from mmengine import fileio
 
 from beit_mm.registry import TRANSFORMS
 
@@ -34,20 +21,22 @@ from beit_mm.registry import TRANSFORMS
 NUM_CROP_ATTEMPTS = 10
 
 
-def _pair(size: int | tuple[int, int]) -> tuple[int, int]:
+def pair(size: int | tuple[int, int]) -> tuple[int, int]:
+    """``size`` as ``(height, width)``."""
     return (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
 
 
-def check_crop_range(scale: Sequence[float], ratio: Sequence[float]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """A random resized crop's ``(scale, ratio)`` ranges as tuples.
+def check_crop_range(scale: Sequence[float], ratio: Sequence[float],
+                     names: tuple[str, str] = ('scale', 'ratio')) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A random resized crop's ``(scale, ratio)`` ranges as tuples; ``names`` are the arguments' in the errors.
 
     Raises:
         ValueError: ``scale`` is not ``0 < min <= max <= 1`` or ``ratio`` not ``0 < min <= max``.
     """
     if not 0 < scale[0] <= scale[1] <= 1:
-        raise ValueError(f'scale={scale} must satisfy 0 < min <= max <= 1')
+        raise ValueError(f'{names[0]}={scale} must satisfy 0 < min <= max <= 1')
     if not 0 < ratio[0] <= ratio[1]:
-        raise ValueError(f'ratio={ratio} must satisfy 0 < min <= max')
+        raise ValueError(f'{names[1]}={ratio} must satisfy 0 < min <= max')
     return tuple(scale), tuple(ratio)
 
 
@@ -90,8 +79,50 @@ def random_resized_crop_box(img_h: int,
     return (img_h - h) // 2, (img_w - w) // 2, h, w
 
 
+class RandomResizedCropBase(BaseTransform):
+    """The base of the random resized crops: argument checks, the file read and a ``__repr__`` of :attr:`fields`.
+
+    A subclass sets :attr:`filters` (the interpolation names it can apply; empty: any; :attr:`filter_hint` ends the
+    error) and :attr:`fields` (the attributes its ``__repr__`` shows), and calls :meth:`check` in its ``__init__``.
+    """
+
+    filters: tuple[str, ...] = ()
+    filter_hint = ''
+    fields: tuple[str, ...] = ()
+
+    def check(self, area: Sequence[float], ratio: Sequence[float], interpolations: Sequence[str],
+              flip_prob: float | None = None, backend_args: dict | None = None,
+              names: tuple[str, str] = ('scale', 'ratio')) -> tuple[tuple, tuple]:
+        """Store ``flip_prob`` and ``backend_args``; return ``(area, ratio)`` as tuples.
+
+        Raises:
+            ValueError: a range out of order (:func:`check_crop_range`), an interpolation not in :attr:`filters`,
+                or ``flip_prob`` outside [0, 1].
+        """
+        for name in interpolations:
+            if self.filters and name not in self.filters:
+                raise ValueError(f'interpolation {name!r} is not one of {sorted(self.filters)}{self.filter_hint}')
+        if flip_prob is not None and not 0 <= flip_prob <= 1:
+            raise ValueError(f'flip_prob={flip_prob} must be in [0, 1]')
+        self.flip_prob = flip_prob
+        self.backend_args = None if backend_args is None else dict(backend_args)
+        return check_crop_range(area, ratio, names)
+
+    def set_views(self, size, tokenizer_size, interpolation: str, tokenizer_interpolation: str) -> None:
+        """Store a two-view crop's output sizes ``(height, width)`` and interpolations."""
+        self.size, self.tokenizer_size = pair(size), pair(tokenizer_size)
+        self.interpolation, self.tokenizer_interpolation = interpolation, tokenizer_interpolation
+
+    def read(self, results: dict) -> bytes:
+        """The bytes of ``results['img_path']`` (MMEngine's file backends, as ``LoadImageFromFile``)."""
+        return fileio.get(results['img_path'], backend_args=self.backend_args)
+
+    def __repr__(self) -> str:
+        return f'{self.__class__.__name__}(' + ', '.join(f'{n}={getattr(self, n)!r}' for n in self.fields) + ')'
+
+
 @TRANSFORMS.register_module()
-class TwoViewRandomResizedCrop(BaseTransform):
+class TwoViewRandomResizedCrop(RandomResizedCropBase):
     """One random resized crop of ``results['img']`` resized to two sizes: ``results['img'] = [view, tokenizer_view]``.
 
     Required keys: ``img`` (H, W, 3) uint8. Modified: ``img`` -> list ``[(size_h, size_w, 3), (tok_h, tok_w, 3)]``,
@@ -108,6 +139,8 @@ class TwoViewRandomResizedCrop(BaseTransform):
         backend: 'pillow' (unilm) or 'cv2' (mmpretrain).
     """
 
+    fields = ('size', 'tokenizer_size', 'scale', 'ratio', 'interpolation', 'tokenizer_interpolation', 'backend')
+
     def __init__(self,
                  size: int | tuple[int, int] = 224,
                  tokenizer_size: int | tuple[int, int] = 112,
@@ -116,14 +149,10 @@ class TwoViewRandomResizedCrop(BaseTransform):
                  interpolation: str = 'bicubic',
                  tokenizer_interpolation: str = 'lanczos',
                  backend: str = 'pillow') -> None:
-        scale, ratio = check_crop_range(scale, ratio)
+        self.scale, self.ratio = self.check(scale, ratio, ())
         if backend not in ('pillow', 'cv2'):
             raise ValueError(f"backend={backend!r}; use 'pillow' (unilm) or 'cv2'")
-        self.size = _pair(size)
-        self.tokenizer_size = _pair(tokenizer_size)
-        self.scale, self.ratio = scale, ratio
-        self.interpolation = interpolation
-        self.tokenizer_interpolation = tokenizer_interpolation
+        self.set_views(size, tokenizer_size, interpolation, tokenizer_interpolation)
         self.backend = backend
 
     def transform(self, results: dict) -> dict:
@@ -141,8 +170,3 @@ class TwoViewRandomResizedCrop(BaseTransform):
         results['img_shape'] = view.shape[:2]
         results['crop_bbox'] = (top, left, h, w)
         return results
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(size={self.size}, tokenizer_size={self.tokenizer_size}, '
-                f'scale={self.scale}, ratio={self.ratio}, interpolation={self.interpolation!r}, '
-                f'tokenizer_interpolation={self.tokenizer_interpolation!r}, backend={self.backend!r})')

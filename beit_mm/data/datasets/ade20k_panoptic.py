@@ -30,9 +30,9 @@ from mmdet.datasets.base_det_dataset import BaseDetDataset
 from mmdet.structures.mask import BitmapMasks
 from mmengine import fileio
 
-from ..fileio.inputs import open_image
-from ..registry import DATASETS, TRANSFORMS
-from .checks import DatasetCheckError
+from ...fileio.inputs import open_image
+from ...registry import DATASETS, TRANSFORMS
+from ..checks import DatasetCheckError
 
 NUM_CLASSES = 150
 #: The stuff classes as indices of ADE20K's 150 (the official ``stuff_classes``, eomt_large_640.yaml:24).
