@@ -1,17 +1,19 @@
-"""What a worker-side sampler hands to the data preprocessor must reach it through the pack transform's ``meta_keys``.
+"""What a worker-side transform hands to the data preprocessor must reach it through the pack transform's
+``meta_keys`` (``beit_mm.data.checks.handover``): checked when the run is built, and here over every config.
 
-The BEiT MIM demo on the draft pipeline (``SampleColorJitter -> DecodeTwoViewRandomResizedCrop -> BEiTMaskGenerator
--> PackInputs``) with ``'color_jitter'`` left out of ``PackInputs``' ``meta_keys``.
+Without the check, the BEiT MIM demo on the draft pipeline with ``'color_jitter'`` left out of ``PackInputs``'
+``meta_keys`` trained 2 iterations with exit 0, no warning, and no jitter (the packed samples carried none).
 """
 from __future__ import annotations
 
-import re
-import warnings
+import glob
+import os.path as osp
 
+import pytest
 import torch
-from mmcv.transforms import Compose
 from mmengine.config import Config
-from mmengine.dataset import default_collate
+
+from beit_mm.data.checks import HandoverError, check_handover, check_pipeline
 
 from beit_mm.models.tokenizers import DALLEEncoder
 
@@ -40,31 +42,54 @@ def draft_demo(tmp_path, with_key: bool) -> tuple[Config, dict]:
         'default_hooks.checkpoint.interval': 2}
 
 
-def test_draft_demo_without_the_jitter_key_trains_silently_without_jitter(tmp_path, mm_warnings):
-    """Before the hand-over check: the run ends normally, warns of nothing, and the preprocessor never sees a
-    ``color_jitter`` (the packed samples carry none, so the views are only normalized)."""
+def test_draft_demo_without_the_jitter_key_fails_when_the_run_is_built(tmp_path):
     from beit_mm.apis.train import train
-    from beit_mm.models.selfsup import MIMDataPreprocessor
-    cfg, options = draft_demo(tmp_path, with_key=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
+    _, options = draft_demo(tmp_path, with_key=False)
+    with pytest.raises(HandoverError, match=r"SampleColorJitter hands 'color_jitter' .* PackInputs drops it.*Fix: add "
+                                            r"'color_jitter' to PackInputs\(meta_keys=...\)"):
         train(DEMO, work_dir=str(tmp_path / 'work'), cfg_options=options)
-    log = next((tmp_path / 'work').rglob('*.log')).read_text()
-    assert re.search(r'Iter\(train\) \[2/2\].*loss: \d', log), log[-2000:]
-    jitter_words = [str(w.message) for w in caught if 'jitter' in str(w.message).lower()]
-    assert not jitter_words and not [m for m in mm_warnings if 'jitter' in m.lower()]
-    assert 'color_jitter' not in log.replace("'color_jitter'", '')  # only the dumped config names it, if anything
+    assert not list((tmp_path / 'work').rglob('*.pth'))
 
-    pipeline = Compose(options['train_dataloader.dataset.pipeline'])
-    import numpy as np
-    path = next((tmp_path / 'ade' / 'images' / 'training').glob('*.jpg'))
-    np.random.seed(0)
-    packed = pipeline(dict(img_path=str(path)))
-    assert 'color_jitter' not in packed['data_samples'].metainfo
-    np.random.seed(0)
-    drawn = Compose(options['train_dataloader.dataset.pipeline'][:3])(dict(img_path=str(path)))
-    assert drawn['color_jitter']['order']  # the sampler did draw a jitter; it is dropped by PackInputs
-    pre = MIMDataPreprocessor(mean=[127.5] * 3, std=[127.5] * 3)
-    out = pre(default_collate([packed]))['inputs']['images']
-    view = torch.from_numpy(drawn['img'][0].copy()).permute(2, 0, 1).flip(0).float()
-    torch.testing.assert_close(out[0], (view - 127.5) / 127.5)  # unjittered view
+
+JITTER = dict(type='beit_mm.SampleColorJitter', brightness=0.4)
+CROP = dict(type='beit_mm.EncodedRandomResizedCrop', scale=64)
+
+
+@pytest.mark.parametrize('pipeline, match', [
+    ([JITTER, dict(type='PackInputs', meta_keys=('img_path', ))], "'color_jitter'.*PackInputs drops it"),
+    ([JITTER, dict(type='PackInputs')], "'color_jitter'.*its meta_keys \\('sample_idx'"),  # the default keys
+    ([JITTER], "'color_jitter'.*no pack transform follows it"),
+    ([CROP, dict(type='PackInputs', meta_keys=('flip', 'ori_shape', 'crop_resize'))], "'crop_bbox'"),
+    ([dict(type='beit_mm.SamplePhotoMetricDistortion'), dict(type='PackSegInputs')], "'photometric_distortion'"),
+    ([dict(type='RandomApply', transforms=[JITTER]), dict(type='PackInputs')], "'color_jitter'"),
+])
+def test_a_dropped_key_is_named_with_both_transforms(pipeline, match):
+    with pytest.raises(HandoverError, match=match):
+        check_pipeline(pipeline)
+
+
+def test_packed_keys_pass():
+    check_pipeline([JITTER, CROP, dict(type='mmpretrain.PackInputs', meta_keys=(
+        'color_jitter', 'crop_bbox', 'flip', 'ori_shape', 'crop_resize'))])
+    check_pipeline([dict(type='LoadImageFromFile'), dict(type='PackSegInputs')])  # nothing handed over
+    check_pipeline([dict(type='LoadImageFromFile')])  # no pack transform, nothing handed over
+
+
+CONFIGS = sorted(p for p in glob.glob(f'{ROOT}/configs/**/*.py', recursive=True) if '/_base_/' not in p)
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: osp.relpath(p, f'{ROOT}/configs'))
+def test_every_config_hands_over_its_keys(path):
+    """The data loaders' pipelines, and every pipeline a config offers by name (``train_pipeline_gpu_decode``)."""
+    cfg = Config.fromfile(path)
+    check_handover(cfg)
+    for name, value in cfg.items():
+        if (name.endswith('pipeline') or '_pipeline_' in name) and isinstance(value, list):
+            check_pipeline(value, name)
+
+
+def test_the_check_sees_what_the_mim_pipeline_hands_over():
+    from beit_mm.data.checks.handover import handover_keys
+    pipeline = Config.fromfile(f'{ROOT}/configs/_base_/datasets/imagenet_mim.py').train_pipeline_gpu_decode
+    assert [handover_keys(t) for t in pipeline[:2]] == [
+        ('color_jitter', ), ('crop_bbox', 'flip', 'ori_shape', 'two_view_resize')]
