@@ -115,7 +115,7 @@ def test_preprocessor_jitter_equals_pillow_on_the_same_crop(photos):
     """mmpretrain's ColorJitter(backend='pillow') on a BGR crop vs MIMDataPreprocessor's jitter of the same crop with
     the same draws: equal uint8 values (the contrast grey computed on that crop, as Pillow does)."""
     from mmpretrain.datasets.transforms import ColorJitter
-    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
     checked = 0
     for path in photos:
         bgr = np.asarray(Image.open(path).convert('RGB'))[16:80, 24:104, ::-1].copy()  # a 64 x 80 crop
@@ -194,7 +194,7 @@ def test_jitter_after_the_resize_close_to_the_exact_pipeline(photos):
     per image (measured: <= 1.6, 0.6 over all; single pixels up to 26 where brightness > 1 clipped before the
     resize)."""
     exact, draft = exact_pipeline(), draft_pipeline(draft=False)
-    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
     for path in photos:
         for seed in range(5):
             a, b = run(exact, path, seed), run(draft, path, seed)

@@ -63,7 +63,7 @@ def gpu_pipeline(jitter: bool = True, size: int = SIZE, tokenizer_size: int = TO
                            flip_prob=0.5), MASK, dict(type='mmpretrain.PackInputs', meta_keys=META)])
 
 
-PRE = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+PRE = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
 
 
 def device_views(samples: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
