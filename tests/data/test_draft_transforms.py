@@ -1,7 +1,7 @@
 """The draft MIM pipeline (``SampleColorJitter -> DecodeTwoViewRandomResizedCrop`` + the jitter in
 ``MIMDataPreprocessor``) against the exact one (``LoadImageFromFile -> ColorJitter -> RandomFlip ->
 TwoViewRandomResizedCrop``, unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in mmpretrain's
-transforms), on photo-like JPEGs (``beit_mm.data.demo_photos``).
+transforms), on photo-like JPEGs (``beit_mm.data.demo.photos``).
 
 What is equal and what is bounded (the numbers measured on these images, the bounds a little above them):
 - the same seed gives the same crop box, flip and mask (the same NumPy draws in the same order);
@@ -24,7 +24,7 @@ from mmcv.transforms import Compose
 from mmpretrain.structures import DataSample
 from PIL import Image, ImageEnhance, ImageStat
 
-from beit_mm.data.demo_photos import photo_like_image
+from beit_mm.data.demo.photos import photo_like_image
 from beit_mm.data.transforms.color_jitter import (SampleColorJitter, color_jitter, pil_luma, stack_jitter_parameters,
                                                   whole_image_contrast_mean)
 from beit_mm.data.transforms.decode import DecodeTwoViewRandomResizedCrop, draft_scale

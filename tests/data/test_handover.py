@@ -25,7 +25,7 @@ DEMO = f'{ROOT}/configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96p
 def draft_demo(tmp_path, with_key: bool) -> tuple[Config, dict]:
     """The demo config and its cfg_options for a 2-iteration run on the draft pipeline (``'color_jitter'`` packed
     or not)."""
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     cfg = Config.fromfile(DEMO)
     pipeline = Config.fromfile(f'{ROOT}/configs/_base_/datasets/imagenet_mim.py').train_pipeline
     pipeline[1].update(size=cfg.img_size, tokenizer_size=cfg.img_size // 2, scale=(0.2, 1.0))

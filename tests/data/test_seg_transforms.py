@@ -19,7 +19,7 @@ from mmseg.models.data_preprocessor import SegDataPreProcessor
 from mmseg.structures import SegDataSample
 from PIL import Image
 
-from beit_mm.data.demo_photos import photo_like_image
+from beit_mm.data.demo.photos import photo_like_image
 from beit_mm.data.transforms.photometric import (SamplePhotoMetricDistortion, bgr_to_hsv, hsv_to_bgr,
                                                  photometric_distortion)
 from beit_mm.data.transforms.seg_crop import HistogramRandomCrop

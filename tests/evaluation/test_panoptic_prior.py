@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 
-from beit_mm.data.demo_coco import make_demo_coco
+from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.evaluation.panoptic_prior import VOID, positional_prior, prior_prediction
 
 from ..conftest import ROOT, load_tool

@@ -154,7 +154,7 @@ def test_an_image_signature_without_a_readable_size_is_refused(tmp_path):
 
 @pytest.fixture(scope='module')
 def coco_root(tmp_path_factory) -> str:
-    from beit_mm.data.demo_coco import make_demo_coco
+    from beit_mm.data.demo.coco import make_demo_coco
     return make_demo_coco(str(tmp_path_factory.mktemp('coco') / 'demo'), 1, 2, 32, seed=0)
 
 
@@ -162,7 +162,7 @@ def _coco_dataset(root: str, ann_file: str, loader: dict):
     from mmdet.registry import DATASETS
     from mmengine.registry import init_default_scope
 
-    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO
     init_default_scope('mmdet')
     return DATASETS.build(dict(type='CocoDataset', data_root=root, metainfo=COCO_DEMO_METAINFO, test_mode=True,
                                ann_file=ann_file, data_prefix=dict(img='val2017/'),
@@ -223,7 +223,7 @@ def _panoptic_dataset(root: str, ann_file: str):
     from mmdet.registry import DATASETS
     from mmengine.registry import init_default_scope
 
-    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO
     init_default_scope('mmdet')
     return DATASETS.build(dict(type='CocoPanopticDataset', data_root=root, metainfo=COCO_DEMO_METAINFO,
                                test_mode=True, ann_file=ann_file,

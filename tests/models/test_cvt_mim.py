@@ -294,7 +294,7 @@ def test_full_config_recipe_and_build():
 
 
 def test_demo_config_trains_two_iterations_and_checkpoint_loads_for_finetuning(tmp_path):
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     make_demo_ade20k(str(tmp_path / 'ade'), num_train=4, num_val=1, size=64, seed=0)
     cfg = Config.fromfile(CFG_DEMO)
     tok = DALLEEncoder(**cfg.tokenizer)

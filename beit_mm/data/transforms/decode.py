@@ -52,10 +52,9 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
 
 def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
     """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` as Pillow's ``Image.open`` reads
-    its header (the size before the orientation; 1 without one), nothing decoded. A JPEG with one 8-bit frame of 1, 3
-    or 4 components and no ``Exif`` or ``MPF`` segment is read by the file room's marker scan
-    (:func:`beit_mm.fileio.images.jpeg_header`, libjpeg's: it also reads stray bytes between segments, which Pillow
-    refuses and OpenCV decodes); every other file by Pillow.
+    its header (the size before the orientation; 1 without one), nothing decoded. A plain 8-bit JPEG is read by the
+    file room's marker scan (:func:`beit_mm.fileio.images.jpeg_header`, which, as libjpeg, skips stray bytes between
+    segments), every other file by Pillow.
 
     Raises:
         PIL.UnidentifiedImageError: Pillow reads no image in ``data``.

@@ -4,9 +4,10 @@ then per image the exact pipeline's steps in its order::
 
     ColorJitter (whole image) -> RandomFlip (whole image) -> crop -> resize to the two views (Pillow's filters)
 
-The jitter is Pillow's ``ImageEnhance`` on tensors (:func:`beit_mm.data.transforms.color_jitter.color_jitter`), the contrast grey
-taken from the whole image at its contrast step as Pillow does; the resize is Pillow's 8-bit resampling on tensors
-(:func:`beit_mm.data.transforms.pil_resample.pil_resize`). Nothing here calls Pillow or OpenCV, so it all runs on a GPU.
+The jitter is Pillow's ``ImageEnhance`` on tensors (:func:`beit_mm.data.transforms.color_jitter.color_jitter`), the
+contrast grey taken from the whole image at its contrast step as Pillow does; the resize is Pillow's 8-bit resampling
+on tensors (:func:`beit_mm.data.transforms.pil_resample.pil_resize`). Nothing here calls Pillow or OpenCV, so it all
+runs on a GPU.
 """
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips:
 def resized_crops(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]],
                   outputs: Sequence[tuple[tuple[int, int], str]]) -> list[Tensor]:
     """Crop each image and resize the crop to each of ``outputs`` with Pillow's filters
-    (:func:`beit_mm.data.transforms.pil_resample.apply_tables`), the resize tables of the whole batch copied in one transfer.
+    (:func:`beit_mm.data.transforms.pil_resample.apply_tables`), the resize tables of the whole batch copied in one
+    transfer.
 
     Args:
         images: B tensors (3, H_i, W_i) uint8.

@@ -21,23 +21,12 @@ Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``, BEiT v1's 
         if delta == 0: stop (10 failed attempts)
         mask_count += delta
 
-Consequences (tested in ``tests/data/test_masking.py``): the masked count never exceeds ``num_masking_patches`` (every
-accepted rectangle adds at most ``budget`` new patches) and may fall short of it when ten attempts in a row fail to
-place a rectangle that fits the last few patches of the budget (14x14, 75, min 16: 32.9% of 10,000 masks, mean 74.5,
-min 62); the mask is the union of the accepted rectangles, which may overlap and merge; rectangles drawn while the
-remaining budget is below ``min_num_patches`` are smaller than ``min_num_patches``.
-
-BEiT v2's rule (``exact_count=True``; unilm ``beit2/masking_generator.py`` lines 92-105): the same loop, then the
-shortfall is filled with patches drawn uniformly without replacement from the unmasked ones, so every mask has exactly
-``num_masking_patches`` patches. (unilm's branch that unmasks patches when the loop overshoots is never taken: the
-count cannot exceed the target, see above.) mmpretrain 1.2's ``BEiTMaskGenerator`` differs from both: it repeats the
-loop until the count is exact (``datasets/transforms/processing.py``).
-
-The only difference from unilm: randomness comes from a ``numpy.random.Generator`` passed in (unilm uses Python's
-global ``random``, and NumPy's global state for the v2 fill-up), drawn in the same order (``U(a, b) = a + (b - a) *
-rng.random()`` like ``random.uniform``; ``randint[a, b] = rng.integers(a, b + 1)``; the fill-up is
-``rng.choice(num_unmasked, shortfall, replace=False)`` over the unmasked patches in row-major order, as
-``np.random.choice`` over ``(mask == 0).nonzero()``), so both rules can be checked against unilm's code draw for draw.
+The count never exceeds ``num_masking_patches`` and may fall short of it when ten attempts in a row fail (14x14, 75,
+min 16: 32.9% of masks, mean 74.5). BEiT v2's rule (``exact_count=True``; unilm ``beit2/masking_generator.py`` lines
+92-105) fills the shortfall with unmasked patches drawn uniformly without replacement. Randomness comes from a
+``numpy.random.Generator`` passed in, drawn in unilm's order (``U(a, b) = a + (b - a) * rng.random()``,
+``randint[a, b] = rng.integers(a, b + 1)``, the fill-up ``rng.choice(num_unmasked, shortfall, replace=False)`` in
+row-major order), so both rules match unilm draw for draw.
 """
 import math
 from typing import NamedTuple
@@ -46,6 +35,7 @@ import numpy as np
 from mmcv.transforms import BaseTransform
 
 from beit_mm.registry import TRANSFORMS
+
 
 class TooFewMaskedPatchesError(ValueError):
     """The mask generator's arguments give (nearly) empty masks, hence a NaN MIM loss."""

@@ -1,17 +1,10 @@
 """Pillow's 8-bit resampling (``Image.resize`` of an RGB image: bicubic, Lanczos) on tensors, on any device.
 
-Pillow (``libImaging/Resample.c``) resamples in two separable passes, horizontal then vertical, each output pixel a
-weighted sum over the input pixels under the filter's support (widened by the downscaling factor: an antialiased
-resize). The weights are computed in double precision (``precompute_coeffs``), normalized to sum 1, then turned into
-22-bit fixed-point integers (``normalize_coeffs_8bpc``); each pass sums ``pixel * weight`` in int32 from
-``1 << 21`` and keeps ``clip(sum >> 22, 0, 255)``, so the first pass rounds to 8 bits before the second one
-(summed here in int64: the same values, Pillow's int32 sums do not overflow).
-The same weights (computed with NumPy in float64 in the same order) and the same integer arithmetic here, on the
-CPU or a GPU, give the pixels of that algorithm. Pillow 13 runs some resizes vertical pass first (which ones is not
-reproduced here); on those the values differ where the first pass clipped or rounded differently.
-
-torch's ``interpolate(..., antialias=True)`` uses the same bicubic filter but in floating point without the
-intermediate rounding, and has no Lanczos; hence these few lines.
+Pillow (``libImaging/Resample.c``) resamples in two separable passes, horizontal then vertical, with weights computed
+in float64, normalized, and turned into 22-bit fixed-point integers; each pass sums ``pixel * weight`` from
+``1 << 21`` and keeps ``clip(sum >> 22, 0, 255)``. The same weights and integer arithmetic here give Pillow's pixels
+(Pillow 13 runs some resizes vertical pass first, which is not reproduced). torch's antialiased ``interpolate`` has no
+intermediate rounding and no Lanczos.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A small synthetic set in the Pascal Context layout that mmseg's ``PascalContextDataset59`` reads (the output of
 mmseg's ``tools/dataset_converters/pascal_context.py`` inside VOC2010; ``configs/_base_/datasets/
 pascal_context_59.py``), drawn by the ADE20K demo's generator with eight of its classes
-(:mod:`beit_mm.data.demo_seg_layout`).
+(:mod:`beit_mm.data.demo.seg_layout`).
 
 :func:`make_demo_pascal_context` writes, ``root`` standing for ``VOCdevkit/VOC2010``::
 
@@ -15,7 +15,7 @@ import os.path as osp
 
 import numpy as np
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
+from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2; tests/configs/test_dataset_configs.py
 # reads them there); the label maps store index + 1 (0 is background)
@@ -55,7 +55,7 @@ def make_demo_pascal_context(root: str, num_train: int = 200, num_val: int = 40,
         NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
     stored = {name: index + 1 for name, index in PASCAL_CONTEXT_59_INDEX.items()}
-    return write_seg_demo(root, f'{__name__}.make_demo_pascal_context',
+    return write_seg_demo(root, 'beit_mm.data.demo_pascal_context.make_demo_pascal_context',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),
                           pascal_context_layout(num_train, num_val, seed), demo_classes(stored), void=BACKGROUND,
                           size=size, seed=seed)

@@ -1,7 +1,7 @@
 """Demo roots: the folders the demo-data generators write, and the rule that keeps the generators off other data.
 
-A generator (:func:`beit_mm.data.demo.make_demo_ade20k`, :func:`beit_mm.data.demo_imagenet.make_demo_imagenet`,
-:func:`beit_mm.data.demo_custom.make_demo_custom`, and any ``beit_mm/data/demo_<layout>.py``) writes, replaces and
+A generator (:func:`beit_mm.data.demo.ade20k.make_demo_ade20k`, :func:`beit_mm.data.demo.imagenet.make_demo_imagenet`,
+:func:`beit_mm.data.demo.custom.make_demo_custom`, and any ``beit_mm/data/demo/<layout>.py``) writes, replaces and
 removes files in its root only through a :class:`GeneratedTree` (:func:`open_demo_root`; :func:`claim_demo_root` opens
 the same tree and returns its mode). Its invariants:
 
@@ -36,12 +36,12 @@ import os.path as osp
 import stat
 from collections.abc import Collection, Iterable, Iterator
 
-from .dataset_roots import DEMO_MARKER, enclosing_dataset_root
-from .inputs import open_input
-from .json_file import JSONFileError, read_json
-from .manifest import file_sha256
-from .outputs import atomic_file
-from .text_file import read_bounded
+from ...fileio.dataset_roots import DEMO_MARKER, enclosing_dataset_root
+from ...fileio.inputs import open_input
+from ...fileio.json_file import JSONFileError, read_json
+from ...fileio.manifest import file_sha256
+from ...fileio.outputs import atomic_file
+from ...fileio.text_file import read_bounded
 
 MARKER = DEMO_MARKER
 JOURNAL = '.beit_mm_demo.files'  # what the generator wrote: "<sha256> <relative path>" lines
@@ -358,7 +358,8 @@ def open_demo_root(root: str, generator: str, arguments: dict, expected: Collect
 
     Args:
         root: the dataset root the generator was given.
-        generator: the generator's qualified name, e.g. ``'beit_mm.data.demo.make_demo_ade20k'`` (kept in the marker).
+        generator: the generator's id, kept in the marker, e.g. ``'beit_mm.data.demo.make_demo_ade20k'``: fixed
+            once written, since a root whose marker names another id is refused.
         arguments: the generator's arguments except ``root`` (kept in the marker; JSON-serializable).
         expected: relative paths of every file this call writes, the marker aside.
 

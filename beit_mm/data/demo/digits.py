@@ -9,7 +9,7 @@ One sample (:func:`make_digits_sample`): a background of a random colour and tex
 grid (no overlap), each scaled to :data:`GLYPH_SCALE` of the image side at a random place in its quadrant and drawn in
 a random colour far from the background's, its ink as alpha; label = digit + 1 on ink pixels (upscaled ink >= half of
 the maximum), 0 ("other", ignored by ``reduce_zero_label``) elsewhere: 10 classes. Written in ADE20K layout by
-``beit_mm.data.demo.make_demo_ade20k(style='digits')`` / ``tools/make_demo_data.py --dataset digits``.
+``beit_mm.data.demo.ade20k.make_demo_ade20k(style='digits')`` / ``tools/make_demo_data.py --dataset digits``.
 
 ``ink='dark'`` (style ``'digits-dark'``, ``--dataset digits-dark``) draws pen on paper instead: a light background
 (every channel in :data:`PAPER_RANGE`) and dark ink (every channel in :data:`DARK_INK_RANGE`), the rest unchanged.
@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image
 
-from .demo_imagenet import TEXTURES, texture
+from .imagenet import TEXTURES, texture
 
 DIGIT_CLASSES = tuple(str(d) for d in range(10))  # raw label d + 1 for digit d
 NUM_DIGIT_CLASSES = len(DIGIT_CLASSES)

@@ -10,7 +10,7 @@
 
 plus ``root/.beit_mm_demo.json``, the marker, and ``root/.beit_mm_demo.files``, the journal of the files written with
 their sha256: the generator replaces and removes only files the journal lists with their present content, and refuses
-any other folder, a root holding a link or a file it did not write, before writing (:mod:`beit_mm.fileio.demo_root`),
+any other folder, a root holding a link or a file it did not write, before writing (:mod:`beit_mm.data.demo.root`),
 so a real ADE20K root given by mistake, or images a user added to a demo root, are left as they are.
 
 Three styles:
@@ -23,7 +23,8 @@ Three styles:
   flat grey background; every object gets a random colour and texture, so no object pixel's colour tells its class:
   the interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
   ``with_annotations=False`` writes the images only (an unlabeled pool for pretraining).
-- ``'digits'`` (the MIM study's second dataset, :mod:`beit_mm.data.digits`): real handwriting, scikit-learn's bundled
+- ``'digits'`` (the MIM study's second dataset, :mod:`beit_mm.data.demo.digits`): real handwriting, scikit-learn's
+  bundled
   UCI digits, four per image on a noisy textured background; raw id d + 1 on the ink of digit d, 0 ("other")
   elsewhere, so 10 classes with ``reduce_zero_label=True``; validation images use glyphs training never sees.
   ``'digits-dark'``: the same digits in dark ink on light paper (the colour-ink digits defeat a from-scratch study
@@ -44,11 +45,11 @@ import colorsys
 import numpy as np
 from PIL import Image
 
-from .demo_imagenet import SHAPES, TEXTURES, shape_mask, texture
+from .imagenet import SHAPES, TEXTURES, shape_mask, texture
 from .digits import make_digits_sample
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from ..fileio.demo_root import save_demo_image as _save_in_tree
-from ..fileio.inputs import open_image
+from .root import KEEP, UPDATE, open_demo_root
+from .root import save_demo_image as _save_in_tree
+from ...fileio.inputs import open_image
 
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
@@ -206,9 +207,9 @@ def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = Tru
 
 
 def save_demo_image(image: Image.Image, path: str, **kwargs) -> None:
-    """Save ``image`` at ``path`` (in a demo root claimed by :func:`beit_mm.fileio.demo_root.claim_demo_root`) in the
+    """Save ``image`` at ``path`` (in a demo root claimed by :func:`beit_mm.data.demo.root.claim_demo_root`) in the
     format its suffix names, through the root's journal, a temporary file and a rename
-    (:func:`beit_mm.fileio.demo_root.save_demo_image`: never over a file the generator did not write)."""
+    (:func:`beit_mm.data.demo.root.save_demo_image`: never over a file the generator did not write)."""
     _save_in_tree(image, path, **kwargs)
 
 
@@ -222,7 +223,7 @@ def make_demo_ade20k(root: str,
     """Write the demo dataset under ``root`` (layout in the module docstring); skip what is already complete.
 
     ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.fileio.demo_root.claim_demo_root`).
+    before a file is written (:func:`beit_mm.data.demo.root.claim_demo_root`).
 
     Args:
         root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).
@@ -231,7 +232,7 @@ def make_demo_ade20k(root: str,
         size (int): image side in pixels.
         seed (int): seed of the generator; the same arguments give the same files.
         style (str): ``'classes'`` (colour names the class), ``'shapes'`` (the outline does), ``'digits'``
-            (handwritten digits in random colours, :mod:`beit_mm.data.digits`; needs scikit-learn) or
+            (handwritten digits in random colours, :mod:`beit_mm.data.demo.digits`; needs scikit-learn) or
             ``'digits-dark'`` (the same digits in dark ink on light paper).
         with_annotations (bool): also write the label maps; False gives an unlabeled image pool.
 
@@ -246,7 +247,7 @@ def make_demo_ade20k(root: str,
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed, style=style,
                      with_annotations=with_annotations)
     expected = demo_ade20k_files(num_train, num_val, with_annotations)
-    tree = open_demo_root(root, f'{__name__}.make_demo_ade20k', arguments, expected)
+    tree = open_demo_root(root, 'beit_mm.data.demo.make_demo_ade20k', arguments, expected)
     if tree.mode == KEEP:
         return root  # an old demo root holding exactly these files: used as it is
     rng = np.random.default_rng(seed)
@@ -288,7 +289,7 @@ def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int,
         DatasetCheckError: (a ``ValueError``) a mask is an RGB image, a 0/255 binary map, already reduced (contains
             255 = ignore), or has values above 150; the message names the file and the fix.
     """
-    from .checks import (DatasetCheckError, LabelRule, Problem, check_label_values,  # (kept local: merge-friendly)
+    from ..checks import (DatasetCheckError, LabelRule, Problem, check_label_values,  # (kept local: merge-friendly)
                          label_problems)
     rule = LabelRule(num_classes=ADE20K_NUM_CLASSES, reduce_zero_label=True)
     # raw ADE20K masks hold 0..150 only, so 255 here (which other sets may use for void pixels) means reduced masks

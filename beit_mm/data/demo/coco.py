@@ -19,8 +19,8 @@ earlier ones; an instance hidden to under :data:`MIN_VISIBLE` pixels is left out
 grass (bottom); sometimes a random-colour region without a segment (void, id 0). Contiguous labels as mmdet's:
 things first (0 person, 1 car), then stuff (2 road, 3 sky, 4 grass).
 
-Ownership as :func:`beit_mm.data.demo_custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker and journal (:func:`beit_mm.fileio.demo_root.open_demo_root`); every file is journaled, then written through a
+Ownership as :func:`beit_mm.data.demo.custom.make_demo_custom`: the root must be new, empty or carry this generator's
+marker and journal (:func:`beit_mm.data.demo.root.open_demo_root`); every file is journaled, then written through a
 temporary file and a rename, and only files the journal lists with their present content are replaced or removed.
 """
 from __future__ import annotations
@@ -32,9 +32,9 @@ import numpy as np
 import pycocotools.mask as mask_utils
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .datasets.coco_panoptic import id2rgb
-from .demo import _texture
+from .root import KEEP, UPDATE, open_demo_root
+from ..datasets.coco_panoptic import id2rgb
+from .ade20k import _texture
 
 SPLITS = ('train', 'val')
 # COCO category id -> (name, isthing, base RGB colour, texture); thing ids first, ascending, so mmdet's contiguous
@@ -148,7 +148,7 @@ def make_demo_coco(root: str, num_train: int = 40, num_val: int = 10, size: int 
                         for kind in ('panoptic', 'instances')]
     expected = annotation_files + [p for rows in layout.values() for _, image, png in rows for p in (image, png)]
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed)
-    tree = open_demo_root(root, f'{__name__}.make_demo_coco', arguments, expected)
+    tree = open_demo_root(root, 'beit_mm.data.demo_coco.make_demo_coco', arguments, expected)
     if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     height, width = size, size + size // 2

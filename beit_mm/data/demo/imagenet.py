@@ -9,7 +9,7 @@ Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the u
     root/.beit_mm_demo.json, .beit_mm_demo.files  the marker and the journal of the files written (sha256): the
                                                   generator replaces and removes only files the journal lists with
                                                   their content, and refuses any other folder, a link or a file it
-                                                  did not write, before writing (:mod:`beit_mm.fileio.demo_root`)
+                                                  did not write, before writing (:mod:`beit_mm.data.demo.root`)
 
 Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
 a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
@@ -27,7 +27,7 @@ from typing import List, Tuple
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
+from .root import KEEP, UPDATE, open_demo_root, write_demo_file
 
 SHAPES: Tuple[str, ...] = ('disc', 'square', 'triangle', 'ring', 'cross', 'diamond')
 TEXTURES: Tuple[str, ...] = ('flat', 'hstripes', 'checker', 'dots')
@@ -120,7 +120,7 @@ def demo_imagenet_files(wnids: List[str], per_class_train: int, per_class_val: i
 
 def _write_text_if_changed(path: str, text: str) -> None:
     """Write ``text`` at ``path`` in a claimed demo root unless it holds it already
-    (:func:`beit_mm.fileio.demo_root.write_demo_file` skips equal content)."""
+    (:func:`beit_mm.data.demo.root.write_demo_file` skips equal content)."""
     write_demo_file(path, text)
 
 
@@ -134,7 +134,7 @@ def make_demo_imagenet(root: str,
     """Write the demo classification set under ``root`` (layout in the module docstring); skip complete splits.
 
     ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.fileio.demo_root.claim_demo_root`).
+    before a file is written (:func:`beit_mm.data.demo.root.claim_demo_root`).
 
     Args:
         root: dataset root (``data_root`` of mmpretrain's ``ImageNet``/``CustomDataset``).
@@ -159,7 +159,7 @@ def make_demo_imagenet(root: str,
     arguments = dict(num_classes=num_classes, per_class_train=per_class_train, per_class_val=per_class_val, size=size,
                      seed=seed, ann_files=ann_files)
     expected = demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files)
-    tree = open_demo_root(root, f'{__name__}.make_demo_imagenet', arguments, expected)
+    tree = open_demo_root(root, 'beit_mm.data.demo_imagenet.make_demo_imagenet', arguments, expected)
     if tree.mode == KEEP:
         return root  # an old demo root holding exactly these files: used as it is
     # files of other arguments first: a stale class folder would shift the labels, a stale meta/*.txt override the

@@ -1,5 +1,5 @@
-"""A small synthetic set in the custom layout (:class:`beit_mm.data.datasets.custom.CustomSegDataset`), drawn by the ADE20K
-demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of its classes.
+"""A small synthetic set in the custom layout (:class:`beit_mm.data.datasets.custom.CustomSegDataset`), drawn by the
+ADE20K demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of its classes.
 
 :func:`make_demo_custom` writes::
 
@@ -9,9 +9,9 @@ demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of i
     root/masks/{train,val}/<stem>.png      uint8 class indices 0..2, 255 (ignored) on the random-colour regions
 
 The stems are random hex strings (``3f9c0a51e2b7``), drawn from the seed: nothing in a name tells its split, index or
-class, as in a set exported from a labelling tool. Ownership as :func:`beit_mm.data.demo.make_demo_ade20k`: the root
-must be new, empty or this generator's, every file in it journaled with its content, and every write and removal goes
-through its :class:`beit_mm.fileio.demo_root.GeneratedTree`.
+class, as in a set exported from a labelling tool. Ownership as :func:`beit_mm.data.demo.ade20k.make_demo_ade20k`: the
+root must be new, empty or this generator's, every file in it journaled with its content, and every write and removal
+goes through its :class:`beit_mm.data.demo.root.GeneratedTree`.
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import os.path as osp
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root, write_demo_file
-from ..fileio.inputs import open_image
-from .datasets.custom import CLASSES_FILE, PALETTE_FILE
-from .demo import DEMO_CLASSES, make_classes_sample
+from .root import KEEP, UPDATE, open_demo_root, write_demo_file
+from ...fileio.inputs import open_image
+from ..datasets.custom import CLASSES_FILE, PALETTE_FILE
+from .ade20k import DEMO_CLASSES, make_classes_sample
 
 # mask value -> the ADE20K demo class drawn for it (its name, colour and texture): sky, grass, car
 CUSTOM_DEMO_CLASSES = {value: DEMO_CLASSES[ade_id] for value, ade_id in enumerate((3, 10, 21))}
@@ -53,7 +53,7 @@ def custom_demo_files(num_train: int, num_val: int, seed: int) -> dict[str, list
 
 
 def _write_text(path: str, text: str) -> None:
-    """Write ``text`` at ``path`` in a claimed demo root (:func:`beit_mm.fileio.demo_root.write_demo_file`: journaled,
+    """Write ``text`` at ``path`` in a claimed demo root (:func:`beit_mm.data.demo.root.write_demo_file`: journaled,
     atomic, never over a file the generator did not write)."""
     write_demo_file(path, text)
 
@@ -68,7 +68,7 @@ def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: i
     layout = custom_demo_files(num_train, num_val, seed)
     expected = [CLASSES_FILE, PALETTE_FILE] + [path for pairs in layout.values() for pair in pairs for path in pair]
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed)
-    tree = open_demo_root(root, f'{__name__}.make_demo_custom', arguments, expected)
+    tree = open_demo_root(root, 'beit_mm.data.demo_custom.make_demo_custom', arguments, expected)
     if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     names = [CUSTOM_DEMO_CLASSES[v][0] for v in sorted(CUSTOM_DEMO_CLASSES)]

@@ -1,13 +1,13 @@
-"""The writer shared by the demo generators of mmseg's dataset layouts (:mod:`beit_mm.data.demo_coco_stuff`,
-:mod:`beit_mm.data.demo_pascal_context`, :mod:`beit_mm.data.demo_cityscapes`): a layout is a list of (image, label
+"""The writer shared by the demo generators of mmseg's dataset layouts (:mod:`beit_mm.data.demo.coco_stuff`,
+:mod:`beit_mm.data.demo.pascal_context`, :mod:`beit_mm.data.demo.cityscapes`): a layout is a list of (image, label
 map) paths per split and a few text files (split lists); the pixels are the ADE20K demo's drawings
 (:func:`beit_mm.data.demo.make_classes_sample`: every class its own colour and texture, some void regions), with the
 mask value each dataset stores for the demo's classes.
 
-Ownership as :func:`beit_mm.data.demo_custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker and journal (:func:`beit_mm.fileio.demo_root.open_demo_root`); a second call with the same arguments rewrites
+Ownership as :func:`beit_mm.data.demo.custom.make_demo_custom`: the root must be new, empty or carry this generator's
+marker and journal (:func:`beit_mm.data.demo.root.open_demo_root`); a second call with the same arguments rewrites
 nothing; every file is journaled, then written through a temporary file and a rename, and only files the journal lists
-with their present content are replaced or removed (:class:`beit_mm.fileio.demo_root.GeneratedTree`).
+with their present content are replaced or removed (:class:`beit_mm.data.demo.root.GeneratedTree`).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .demo import DEMO_CLASSES, make_classes_sample
+from .root import KEEP, UPDATE, open_demo_root
+from .ade20k import DEMO_CLASSES, make_classes_sample
 
 # the ADE20K demo's drawn classes by name (its colour and texture), for the layouts' own mask values
 DEMO_LOOKS = {name: (colour, texture) for name, colour, texture in DEMO_CLASSES.values()}

@@ -1,7 +1,7 @@
 """Photo-like JPEGs in ImageNet's training layout, for timing input pipelines (no download needed).
 
 A photograph's amplitude spectrum falls as 1/f (natural-image statistics), so its JPEG keeps many AC coefficients
-and decodes slower than the flat, striped demo images of :mod:`beit_mm.data.demo_imagenet`. Each image here is 1/f
+and decodes slower than the flat, striped demo images of :mod:`beit_mm.data.demo.imagenet`. Each image here is 1/f
 noise with random phases in three correlated colour channels, a random mean colour and mild sensor noise, saved at
 JPEG quality 90: about 0.6 bytes per pixel, ImageNet's order (its training JPEGs average ~110 KB for ~400 x 350 px).
 
@@ -9,15 +9,15 @@ Layout written by :func:`make_photo_imagenet`::
 
     root/train/<wnid>/<wnid>_<i>.JPEG     count images over ``num_classes`` folders
     root/meta/train.txt                    "<wnid>/<file> <label>" lines (mmpretrain ``ImageNet(split='train')``)
-    root/.beit_mm_demo.json, .beit_mm_demo.files   marker and journal (:mod:`beit_mm.fileio.demo_root`)
+    root/.beit_mm_demo.json, .beit_mm_demo.files   marker and journal (:mod:`beit_mm.data.demo.root`)
 """
 from __future__ import annotations
 
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .demo_imagenet import demo_wnids
+from .root import KEEP, UPDATE, open_demo_root
+from .imagenet import demo_wnids
 
 # amplitude ~ 1 / f ** SPECTRAL_SLOPE (natural images: about 1)
 SPECTRAL_SLOPE = 1.0
@@ -54,7 +54,7 @@ def make_photo_imagenet(root: str, count: int, height: int = 375, width: int = 5
     wnids = demo_wnids(num_classes)
     files = [f'{wnids[i % num_classes]}/{wnids[i % num_classes]}_{i}.JPEG' for i in range(count)]
     arguments = dict(count=count, height=height, width=width, num_classes=num_classes, seed=seed)
-    tree = open_demo_root(root, f'{__name__}.make_photo_imagenet', arguments,
+    tree = open_demo_root(root, 'beit_mm.data.demo_photos.make_photo_imagenet', arguments,
                           [f'train/{f}' for f in files] + ['meta/train.txt'])
     if tree.mode == KEEP:
         return root

@@ -1,6 +1,6 @@
 """Small synthetic sets in the two COCO-Stuff layouts that mmseg's ``COCOStuffDataset`` reads (its suffixes ``.jpg``
 and ``_labelTrainIds.png``), drawn by the ADE20K demo's generator with eight of its classes
-(:mod:`beit_mm.data.demo_seg_layout`).
+(:mod:`beit_mm.data.demo.seg_layout`).
 
 :func:`make_demo_coco_stuff164k` writes the layout of mmseg's ``tools/dataset_converters/coco_stuff164k.py``
 (``configs/_base_/datasets/coco-stuff164k.py``)::
@@ -21,7 +21,7 @@ import os.path as osp
 
 import numpy as np
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
+from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> its index in COCOStuffDataset.METAINFO['classes'] (mmseg 1.2.2; tests/configs/test_dataset_configs.py reads
 # them there): the 164k label maps store the index, the 10k ones index + 1
@@ -66,7 +66,7 @@ def make_demo_coco_stuff164k(root: str, num_train: int = 200, num_val: int = 40,
     Raises:
         NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
-    return write_seg_demo(root, f'{__name__}.make_demo_coco_stuff164k',
+    return write_seg_demo(root, 'beit_mm.data.demo_coco_stuff.make_demo_coco_stuff164k',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),
                           coco_stuff164k_layout(num_train, num_val, seed), demo_classes(COCO_STUFF_INDEX),
                           void=IGNORE_INDEX, size=size, seed=seed)
@@ -80,7 +80,7 @@ def make_demo_coco_stuff10k(root: str, num_train: int = 200, num_val: int = 40, 
         NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
     stored = {name: index + 1 for name, index in COCO_STUFF_INDEX.items()}
-    return write_seg_demo(root, f'{__name__}.make_demo_coco_stuff10k',
+    return write_seg_demo(root, 'beit_mm.data.demo_coco_stuff.make_demo_coco_stuff10k',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),
                           coco_stuff10k_layout(num_train, num_val, seed), demo_classes(stored), void=0, size=size,
                           seed=seed)

@@ -1,4 +1,5 @@
-"""A tiny synthetic set in ADE20K's panoptic layout (:mod:`beit_mm.data.datasets.ade20k_panoptic`), drawn as the COCO demo.
+"""A tiny synthetic set in ADE20K's panoptic layout (:mod:`beit_mm.data.datasets.ade20k_panoptic`), drawn as the COCO
+demo.
 
 :func:`make_demo_ade20k_panoptic` writes::
 
@@ -7,12 +8,12 @@
     root/annotations_instance/{training,validation}/<same stem>.png   R the instance category 1..100, G the instance
                                                                        id, B 0; 0 where no instance
 
-The drawings are :func:`beit_mm.data.demo_coco.make_coco_sample`'s, with ADE20K's classes for COCO's
+The drawings are :func:`beit_mm.data.demo.coco.make_coco_sample`'s, with ADE20K's classes for COCO's
 (:data:`ADE20K_OF_COCO`): things person and car (1-3 instances per image), stuff sky over road or grass, sometimes an
 unlabelled region (semantic 0, no instance). Labels (mmdet's ADE20K panoptic order): person 3, car 8 (things), road
 106, sky 102, grass 107 (stuff).
 
-Ownership as the other demo generators: :func:`beit_mm.fileio.demo_root.open_demo_root`.
+Ownership as the other demo generators: :func:`beit_mm.data.demo.root.open_demo_root`.
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ import os.path as osp
 import numpy as np
 from PIL import Image
 
-from ..fileio.demo_root import KEEP, UPDATE, open_demo_root
-from .datasets.ade20k_panoptic import THINGS
-from .demo_coco import COCO_DEMO_CATEGORIES, make_coco_sample
+from .root import KEEP, UPDATE, open_demo_root
+from ..datasets.ade20k_panoptic import THINGS
+from .coco import COCO_DEMO_CATEGORIES, make_coco_sample
 
 SPLITS = (('training', 'train'), ('validation', 'val'))
 #: COCO demo category id -> ADE20K class index (of the 150; the PNG stores index + 1): person 12, car 20, road 6,
@@ -68,7 +69,7 @@ def make_demo_ade20k_panoptic(root: str, num_train: int = 40, num_val: int = 10,
     layout = ade20k_panoptic_demo_files(num_train, num_val)
     expected = [p for rows in layout.values() for row in rows for p in row]
     arguments = dict(num_train=num_train, num_val=num_val, size=size, seed=seed)
-    tree = open_demo_root(root, f'{__name__}.make_demo_ade20k_panoptic', arguments, expected)
+    tree = open_demo_root(root, 'beit_mm.data.demo_ade20k_panoptic.make_demo_ade20k_panoptic', arguments, expected)
     if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     tree.remove_stale(expected)

@@ -1,7 +1,7 @@
 """A small synthetic set in the Cityscapes layout that mmseg's ``CityscapesDataset`` reads (the official
 ``leftImg8bit``/``gtFine`` folders after mmseg's ``tools/dataset_converters/cityscapes.py``, which adds the
 ``_gtFine_labelTrainIds.png`` maps; ``configs/_base_/datasets/cityscapes.py``), drawn by the ADE20K demo's generator
-with six of its classes (:mod:`beit_mm.data.demo_seg_layout`), two drawings side by side for Cityscapes' 2:1 frames.
+with six of its classes (:mod:`beit_mm.data.demo.seg_layout`), two drawings side by side for Cityscapes' 2:1 frames.
 
 :func:`make_demo_cityscapes` writes::
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os.path as osp
 
-from .demo_seg_layout import SegDemoLayout, demo_classes, write_seg_demo
+from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
 # demo class -> the Cityscapes train id (CityscapesDataset.METAINFO['classes'] index; mmseg 1.2.2) it is drawn as
 CITYSCAPES_TRAIN_ID = {'road': 0, 'wall': 3, 'tree': 8, 'grass': 9, 'sky': 10, 'car': 13}
@@ -44,7 +44,7 @@ def make_demo_cityscapes(root: str, num_train: int = 200, num_val: int = 40, siz
     Raises:
         NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
     """
-    return write_seg_demo(root, f'{__name__}.make_demo_cityscapes',
+    return write_seg_demo(root, 'beit_mm.data.demo_cityscapes.make_demo_cityscapes',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),
                           cityscapes_layout(num_train, num_val), demo_classes(CITYSCAPES_TRAIN_ID),
                           void=IGNORE_INDEX, size=size, seed=seed, width_factor=2)
