@@ -93,3 +93,9 @@ def test_the_check_sees_what_the_mim_pipeline_hands_over():
     pipeline = Config.fromfile(f'{ROOT}/configs/_base_/datasets/imagenet_mim.py').train_pipeline_gpu_decode
     assert [handover_keys(t) for t in pipeline[:2]] == [
         ('color_jitter', ), ('crop_bbox', 'flip', 'ori_shape', 'two_view_resize')]
+
+
+def test_built_loaders_and_transform_objects_are_passed_over():
+    from mmengine.dataset import Compose
+    check_handover(dict(train_dataloader=torch.utils.data.DataLoader([]), val_dataloader=None,
+                        test_dataloader=dict(dataset=dict(pipeline=[Compose([]), dict(type='PackInputs')]))))

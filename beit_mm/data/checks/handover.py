@@ -104,6 +104,7 @@ def check_handover(cfg: Mapping) -> None:
         HandoverError: see :func:`check_pipeline`.
     """
     for loader in DATALOADERS:
-        for dataset in _datasets((cfg.get(loader) or {}).get('dataset')):
+        dataloader = cfg.get(loader)
+        for dataset in _datasets(dataloader.get('dataset') if isinstance(dataloader, Mapping) else None):
             if dataset.get('pipeline'):
                 check_pipeline(dataset['pipeline'], f'{loader}.dataset ({dataset.get("type")})')
