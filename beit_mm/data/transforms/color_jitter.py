@@ -84,14 +84,7 @@ def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = C
 
 
 def pil_luma(images: Tensor) -> Tensor:
-    """Pillow's ``convert('L')`` of RGB images.
-
-    Args:
-        images: (B, 3, H, W) RGB, integer values 0..255 (any dtype).
-
-    Returns:
-        (B, 1, H, W) int32 luma, 0..255.
-    """
+    """Pillow's ``convert('L')``: (B, 3, H, W) RGB 0..255 (any dtype) -> (B, 1, H, W) int32 luma."""
     rgb = images.to(torch.int32)
     weights = torch.tensor(LUMA_WEIGHTS, dtype=torch.int32, device=images.device).view(1, 3, 1, 1)
     return ((rgb * weights).sum(1, keepdim=True) + (1 << (LUMA_SHIFT - 1))) >> LUMA_SHIFT
@@ -99,16 +92,8 @@ def pil_luma(images: Tensor) -> Tensor:
 
 def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
     """Pillow's ``Image.blend(degenerate, images, factor)`` on 8-bit values: ``in1 + factor * (in2 - in1)`` in
-    float32, clipped to [0, 255] and truncated.
-
-    Args:
-        degenerate: broadcastable to ``images``, integer values 0..255.
-        images: (B, C, H, W), integer values 0..255.
-        factor: (B,) blend factors (any real number; outside [0, 1] the result is clipped).
-
-    Returns:
-        float32 like ``images``, integer values 0..255.
-    """
+    float32, clipped to [0, 255] and truncated. ``images`` (B, C, H, W) and ``degenerate`` (broadcastable) 0..255,
+    ``factor`` (B,); returns float32 like ``images``."""
     in1 = degenerate.to(torch.float32)
     alpha = factor.to(torch.float32).view(-1, 1, 1, 1)
     blended = (images.to(torch.float32) - in1) * alpha + in1
@@ -126,14 +111,9 @@ def adjust_saturation(images: Tensor, factor: Tensor) -> Tensor:
 
 
 def adjust_contrast(images: Tensor, factor: Tensor, mean: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image, blended toward ``mean``.
-
-    Args:
-        images: (B, 3, H, W) RGB 0..255.
-        factor: (B,) contrast factors.
-        mean: (B,) the grey Pillow blends toward: ``int(luma mean + 0.5)`` of the image ``Contrast`` was given
-            (:func:`contrast_mean` of the whole image, where the images here are crops of it).
-    """
+    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image: ``images`` (B, 3, H, W) RGB 0..255
+    blended toward ``mean`` (B,), the grey of the image ``Contrast`` was given (:func:`contrast_mean` of the whole
+    image, where these are crops of it)."""
     return pil_blend(mean.to(torch.float32).view(-1, 1, 1, 1), images, factor)
 
 
