@@ -13,6 +13,7 @@ own factors and the grey comes from the whole image while the ops run on crops o
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 
 import cv2
 import numpy as np
@@ -184,3 +185,29 @@ def stack_jitter_parameters(params: list[dict],
     mean = None if whole_images else torch.tensor([int(p.get('contrast_mean', 0)) for p in params], dtype=torch.int64)
     return (order, *(torch.tensor([factor(p, k) for p in params], dtype=torch.float32)
                      for k in ('brightness', 'contrast', 'saturation')), mean)
+
+
+def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
+    """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
+    size batched together.
+
+    Args:
+        images: B tensors (3, H_i, W_i) RGB 0..255.
+        params: B ``color_jitter`` dicts (``SampleColorJitter``'s ``order``, ``brightness``, ``contrast``,
+            ``saturation``).
+
+    Returns:
+        B tensors (3, H_i, W_i) uint8.
+    """
+    groups = defaultdict(list)
+    for i, image in enumerate(images):
+        groups[tuple(image.shape)].append(i)
+    out: list[Tensor | None] = [None] * len(images)
+    for index in groups.values():
+        order, brightness, contrast, saturation, _ = stack_jitter_parameters([params[i] for i in index],
+                                                                           whole_images=True)
+        jittered = color_jitter(torch.stack([images[i] for i in index]), order, brightness, contrast, saturation,
+                                None).to(torch.uint8)
+        for i, image in zip(index, jittered):
+            out[i] = image
+    return out

@@ -1,17 +1,11 @@
-"""BEiT's two views made on the data preprocessor's device from what ``EncodedTwoViewRandomResizedCrop`` packed: the
-JPEG bytes decoded in one batched ``torchvision.io.decode_jpeg`` call (nvjpeg on a GPU, libjpeg-turbo on the CPU),
-then per image the exact pipeline's steps in its order::
-
-    ColorJitter (whole image) -> RandomFlip (whole image) -> crop -> resize to the two views (Pillow's filters)
-
-The jitter is Pillow's ``ImageEnhance`` on tensors (:func:`beit_mm.data.transforms.color_jitter.color_jitter`), the
-contrast grey taken from the whole image at its contrast step as Pillow does; the resize is Pillow's 8-bit resampling
-on tensors (:func:`beit_mm.data.transforms.pil_resample.pil_resize`). Nothing here calls Pillow or OpenCV, so it all
-runs on a GPU.
+"""BEiT's two views and the fine-tuning crops made on the data preprocessor's device from what the Encoded crops
+packed: the JPEG bytes decoded in one batched ``torchvision.io.decode_jpeg`` call (nvjpeg on a GPU, libjpeg-turbo on
+the CPU), then per image the flip, the crop and Pillow's resizes on tensors
+(:func:`beit_mm.data.transforms.pil_resample.apply_tables`); the jitter of the whole images, before them, is
+:func:`beit_mm.data.transforms.color_jitter.jitter_whole_images`. Nothing here calls Pillow or OpenCV.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,7 +13,6 @@ import torch
 from torch import Tensor
 from torchvision.io import ImageReadMode, decode_jpeg
 
-from .color_jitter import color_jitter, stack_jitter_parameters
 from .pil_resample import apply_tables, resize_tables
 
 
@@ -72,32 +65,6 @@ def decode_declared(inputs, samples: Sequence, device: torch.device | str, trans
                              f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
                              'size, so nothing was cropped. Fix: re-encode the file with a standard tool')
     return images
-
-
-def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
-    """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
-    size batched together.
-
-    Args:
-        images: B tensors (3, H_i, W_i) RGB 0..255.
-        params: B ``color_jitter`` dicts (``SampleColorJitter``'s ``order``, ``brightness``, ``contrast``,
-            ``saturation``).
-
-    Returns:
-        B tensors (3, H_i, W_i) uint8.
-    """
-    groups = defaultdict(list)
-    for i, image in enumerate(images):
-        groups[tuple(image.shape)].append(i)
-    out: list[Tensor | None] = [None] * len(images)
-    for index in groups.values():
-        order, brightness, contrast, saturation, _ = stack_jitter_parameters([params[i] for i in index],
-                                                                           whole_images=True)
-        jittered = color_jitter(torch.stack([images[i] for i in index]), order, brightness, contrast, saturation,
-                                None).to(torch.uint8)
-        for i, image in zip(index, jittered):
-            out[i] = image
-    return out
 
 
 def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips: Sequence[bool],

@@ -23,8 +23,9 @@ from torch import Tensor
 
 from beit_mm.registry import MODELS
 
-from ...data.transforms.color_jitter import SampleColorJitter, color_jitter, stack_jitter_parameters
-from ...data.transforms.device_views import decode_declared, jitter_whole_images, two_views
+from ...data.transforms.color_jitter import (SampleColorJitter, color_jitter, jitter_whole_images,
+                                              stack_jitter_parameters)
+from ...data.transforms.device_views import decode_declared, two_views
 from ...data.transforms.encoded import EncodedTwoViewRandomResizedCrop
 
 
