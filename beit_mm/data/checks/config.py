@@ -112,8 +112,8 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
     """Before the datasets are built: every segmentation split's image folder exists and holds an image.
 
     MMEngine's ``BaseDataset`` fails on an empty split inside ``np.concatenate`` ("need at least one array to
-    concatenate") and on a missing folder with a bare ``FileNotFoundError``; ``tools/train.py`` and
-    ``tools/analysis/check_dataset.py`` call this first. Splits listed by an ``ann_file`` are not checked here.
+    concatenate") and on a missing folder with a bare ``FileNotFoundError``. Splits listed by an ``ann_file`` are not
+    checked here.
 
     Raises:
         DatasetCheckError: names the folder, the suffix looked for and the fix.

@@ -36,8 +36,8 @@ def exif_orientation(image: Image.Image) -> int:
 
 
 def loader_applies_orientation(color_type: str = 'color', imdecode_backend: str = 'cv2') -> bool:
-    """Whether mmcv's ``LoadImageFromFile(color_type=..., imdecode_backend=...)`` applies an image's EXIF orientation
-    (``tests/data/test_dataset_checks.py`` compares this with mmcv's decoder for every combination)."""
+    """Whether mmcv's ``LoadImageFromFile(color_type=..., imdecode_backend=...)`` applies an image's EXIF
+    orientation."""
     return color_type in _ORIENTING_COLOR_TYPES and imdecode_backend in _ORIENTING_BACKENDS
 
 

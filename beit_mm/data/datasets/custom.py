@@ -11,9 +11,8 @@ No 0 = "other" convention: ``reduce_zero_label=False``, every value below N is a
 the dataset is built, and every problem of the class files is a :class:`beit_mm.data.checks.DatasetCheckError` that
 names the file, the problem and the fix: a missing or empty ``classes.txt``, a blank line among the names (it would
 shift every later class by one), duplicate names, names with control characters, and a palette of another length or
-with values that are not ``0..255`` triples. The checks of the images and masks themselves (pairs, sizes, values, the heads' class count) run
-before the first iteration (:class:`beit_mm.engine.hooks.dataset_check.SegDatasetCheckHook`) and in
-``tools/analysis/check_dataset.py``.
+with values that are not ``0..255`` triples. The images and masks themselves are checked before the first iteration
+(:class:`beit_mm.engine.hooks.dataset_check.SegDatasetCheckHook`).
 """
 from __future__ import annotations
 

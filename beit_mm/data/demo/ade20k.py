@@ -1,39 +1,19 @@
 """A small synthetic dataset in ADE20K's layout, and a check of ADE20K label maps.
 
-:func:`make_demo_ade20k` writes::
+:func:`make_demo_ade20k` writes ``root/images/{training,validation}/ADE_*.jpg`` (RGB, size x size) and
+``root/annotations/{training,validation}/ADE_*.png`` (uint8, ADE20K's raw convention: 0 = "other", 1..150 the
+classes), under the demo-root policy of :mod:`beit_mm.data.demo.root`. Load them with mmseg's ``ADE20KDataset`` and
+``reduce_zero_label=True``. Styles:
 
-    root/images/training/ADE_train_00000001.jpg ...      RGB, size x size
-    root/images/validation/ADE_val_00000001.jpg ...
-    root/annotations/training/ADE_train_00000001.png ...  uint8 label maps, ADE20K's raw convention:
-    root/annotations/validation/ADE_val_00000001.png ...  0 = "other" (ignored with reduce_zero_label=True),
-                                                          1..150 = the ADE20K classes
+- ``'classes'``: a textured background class with 2-4 shapes of other classes, each class its own colour and texture
+  (:data:`DEMO_CLASSES`), so colour alone names the class and a tiny model learns it in minutes on a CPU;
+- ``'shapes'``: a pixel's class is the shape of its object (:data:`SHAPE_CLASSES`, raw ids 1..7), every object a
+  random colour and texture, so a model has to see the outline; ``with_annotations=False`` writes the images only;
+- ``'digits'`` / ``'digits-dark'``: scikit-learn's UCI handwritten digits, four per image, raw id d + 1 on the ink of
+  digit d (:mod:`beit_mm.data.demo.digits`); validation images use glyphs training never sees.
 
-plus ``root/.beit_mm_demo.json``, the marker, and ``root/.beit_mm_demo.files``, the journal of the files written with
-their sha256: the generator replaces and removes only files the journal lists with their present content, and refuses
-any other folder, a root holding a link or a file it did not write, before writing (:mod:`beit_mm.data.demo.root`),
-so a real ADE20K root given by mistake, or images a user added to a demo root, are left as they are.
-
-Three styles:
-
-- ``'classes'`` (the main demo): a textured background class with 2-4 rectangles, ellipses and blobs of other classes
-  and sometimes a small "other" region. Every class has its own colour and texture (:data:`DEMO_CLASSES`), plus mild
-  noise and JPEG artefacts, so a tiny BEiT + UPerNet learns it in minutes on a CPU: colour alone names the class.
-- ``'shapes'`` (the MIM study's data, ``tools/analysis/mim_study.py``): a pixel's class is the *shape* of the object it
-  belongs to (:data:`SHAPE_CLASSES`: background, disc, square, triangle, ring, cross, diamond; raw ids 1..7) on a
-  flat grey background; every object gets a random colour and texture, so no object pixel's colour tells its class:
-  the interior of a disc and of a square look the same, and a model has to see the outline, several patches away.
-  ``with_annotations=False`` writes the images only (an unlabeled pool for pretraining).
-- ``'digits'`` (the MIM study's second dataset, :mod:`beit_mm.data.demo.digits`): real handwriting, scikit-learn's
-  bundled
-  UCI digits, four per image on a noisy textured background; raw id d + 1 on the ink of digit d, 0 ("other")
-  elsewhere, so 10 classes with ``reduce_zero_label=True``; validation images use glyphs training never sees.
-  ``'digits-dark'``: the same digits in dark ink on light paper (the colour-ink digits defeat a from-scratch study
-  model at the study's budget; these do not).
-
-Load them with mmseg's ``ADE20KDataset`` and ``reduce_zero_label=True``.
-
-:func:`check_ade20k_labels` catches the label mistakes that give near-zero mIoU on ADE20K: masks stored as 0/255
-binary maps, masks that were already reduced (255 present), colour masks and values above 150.
+:func:`check_ade20k_labels` catches the label mistakes that give near-zero mIoU: 0/255 binary masks, masks reduced
+already (255 present), colour masks and values above 150.
 """
 import glob
 import os.path as osp

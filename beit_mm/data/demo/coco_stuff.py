@@ -23,8 +23,8 @@ import numpy as np
 
 from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> its index in COCOStuffDataset.METAINFO['classes'] (mmseg 1.2.2; tests/configs/test_dataset_configs.py reads
-# them there): the 164k label maps store the index, the 10k ones index + 1
+# demo class -> its index in COCOStuffDataset.METAINFO['classes'] (mmseg 1.2.2): the 164k label maps store the index,
+# the 10k ones index + 1
 COCO_STUFF_INDEX = {'sky': 145, 'grass': 112, 'car': 2, 'road': 137, 'tree': 157, 'wall': 161, 'water': 166,
                     'floor': 103}  # sky-other, grass, car, road, tree, wall-other, water-other, floor-other
 COCO_STUFF_NAMES = {'sky': 'sky-other', 'wall': 'wall-other', 'water': 'water-other', 'floor': 'floor-other'}

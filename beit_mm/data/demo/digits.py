@@ -9,12 +9,11 @@ One sample (:func:`make_digits_sample`): a background of a random colour and tex
 grid (no overlap), each scaled to :data:`GLYPH_SCALE` of the image side at a random place in its quadrant and drawn in
 a random colour far from the background's, its ink as alpha; label = digit + 1 on ink pixels (upscaled ink >= half of
 the maximum), 0 ("other", ignored by ``reduce_zero_label``) elsewhere: 10 classes. Written in ADE20K layout by
-``beit_mm.data.demo.ade20k.make_demo_ade20k(style='digits')`` / ``tools/make_demo_data.py --dataset digits``.
+``beit_mm.data.demo.ade20k.make_demo_ade20k(style='digits')``.
 
-``ink='dark'`` (style ``'digits-dark'``, ``--dataset digits-dark``) draws pen on paper instead: a light background
+``ink='dark'`` (style ``'digits-dark'``) draws pen on paper instead: a light background
 (every channel in :data:`PAPER_RANGE`) and dark ink (every channel in :data:`DARK_INK_RANGE`), the rest unchanged.
-The colour-ink digits are at chance for a from-scratch study BEiT after 1200 fine-tuning iterations (it must first
-learn that any colour far from the background is ink); the dark-ink digits are not (docs/pretraining.md).
+A from-scratch model must first learn that any colour far from the background is ink; dark ink spares it that.
 """
 from __future__ import annotations
 

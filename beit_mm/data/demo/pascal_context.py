@@ -17,8 +17,8 @@ import numpy as np
 
 from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2; tests/configs/test_dataset_configs.py
-# reads them there); the label maps store index + 1 (0 is background)
+# demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2); the label maps store index + 1
+# (0 is background)
 PASCAL_CONTEXT_59_INDEX = {'sky': 46, 'grass': 28, 'car': 13, 'road': 40, 'tree': 52, 'wall': 55, 'water': 56,
                            'floor': 25}
 BACKGROUND = 0

@@ -1,30 +1,20 @@
 """Demo roots: the folders the demo-data generators write, and the rule that keeps the generators off other data.
 
-A generator (:func:`beit_mm.data.demo.ade20k.make_demo_ade20k`, :func:`beit_mm.data.demo.imagenet.make_demo_imagenet`,
-:func:`beit_mm.data.demo.custom.make_demo_custom`, and any ``beit_mm/data/demo/<layout>.py``) writes, replaces and
-removes files in its root only through a :class:`GeneratedTree` (:func:`open_demo_root`; :func:`claim_demo_root` opens
-the same tree and returns its mode). Its invariants:
+A generator writes, replaces and removes files in its root only through a :class:`GeneratedTree`
+(:func:`open_demo_root`; :func:`claim_demo_root` returns its mode). Invariants:
 
-- **A file is removed or replaced only when the generator's journal lists it with its present content.** The root
-  holds :data:`MARKER` (``.beit_mm_demo.json``: the generator and its arguments) and :data:`JOURNAL`
-  (``.beit_mm_demo.files``: one ``<sha256> <relative path>`` line per file written, appended *before* the file or its
-  temporary file ``.<name>.part`` appears). A root is opened only when every entry under it is a plain file that the
-  journal lists with that file's sha256 (or the temporary file of a listed file, left by a killed run); anything else -- a file a
-  user added, a listed file changed since, a link at any depth, a FIFO -- refuses the whole root with
-  :class:`NotADemoRootError`, naming up to :data:`MAX_NAMED_FILES` of them, before anything is written.
-- **No link is followed.** Entries are found with ``os.walk`` without following links (a link to a folder is an entry,
-  and refused); a write creates its folders one by one and refuses a path through a link.
-- **A marker proves nothing by itself.** A marker without a journal (a root marked before journals existed, or a forged
-  marker) opens nothing: the root is used as it is when it holds exactly the files of this call (:data:`KEEP`, nothing
-  written), or when it holds nothing else at all (a run killed right after writing its marker), and refused otherwise.
-- A new or empty root: the marker, then an empty journal, are written first (atomically), so a root half-written by a
-  killed run is still recognized; an unmarked root holding exactly the files of this call (a demo written before
-  markers existed) is reused as it is; any other folder, a root that is a link, a file, another generator's root, or a
-  root inside another dataset root (:mod:`beit_mm.fileio.dataset_roots`) is refused before anything is written.
+- A file is removed or replaced only when the root's :data:`JOURNAL` (``<sha256> <relative path>`` lines, appended
+  before the file or its ``.<name>.part`` appears) lists it with its present content; a root holding anything else (a
+  user's file, a changed file, a link at any depth, a FIFO) is refused whole with :class:`NotADemoRootError`, before
+  anything is written.
+- No link is followed: entries are walked without following links, and writes create their folders one by one.
+- A :data:`MARKER` (the generator and its arguments) without a journal opens nothing: such a root is used as it is
+  only when it holds exactly this call's files (:data:`KEEP`) or nothing else at all.
+- A new or empty root gets the marker, then an empty journal, first; an unmarked root holding exactly this call's
+  files is reused as it is; any other folder, a link, a file, another generator's root, or a root inside a dataset
+  root (:mod:`beit_mm.fileio.dataset_roots`) is refused.
 
-What is not promised: the journal is not signed. Someone who can write into the root can list a file in it with the
-file's sha256 (having read the file), and the generator then treats that file as its own; a file changed between the
-check at the start and the generator's write of the same name is replaced.
+Not promised: the journal is not signed, so whoever can write into the root can claim a file for the generator.
 """
 from __future__ import annotations
 

@@ -96,8 +96,8 @@ class DALLEEncoder(BaseModule):
         n_blk_per_group: residual blocks per group.
         input_channels: image channels.
         vocab_size: number of visual tokens (logit channels).
-        channels_last: run convolutions in ``torch.channels_last`` memory format (faster on CPU and GPU; see
-            ``tools/analysis/benchmark_dalle.py``). Same numbers up to float rounding.
+        channels_last: run convolutions in ``torch.channels_last`` memory format (faster on CPU and GPU). Same
+            numbers up to float rounding.
         autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'``: autocast for the input conv and the groups;
             the output conv runs in fp32 as in ``dall_e`` (its ``use_float16=False``). Low precision can flip the
             argmax of near-tied logits, so token ids may differ from fp32 for a small fraction of positions.
