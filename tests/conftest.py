@@ -30,7 +30,7 @@ def ade_demo_root(tmp_path_factory) -> str:
     """The one ADE20K-layout demo root of the session (``make_demo_ade20k``: 4 training, 2 validation images of 96
     px, seed 0, in a folder named ``ADEChallengeData2016``), for every test that trains, evaluates or infers on "some
     ADE20K" data. Read-only: a test that changes data makes its own root (``make_demo_ade20k(tmp_path / ...)``)."""
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     root = tmp_path_factory.mktemp('ade_demo') / 'ADEChallengeData2016'
     return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
 

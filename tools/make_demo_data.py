@@ -17,7 +17,7 @@
     python tools/make_demo_data.py --layout ade20k-panoptic [--root data/ade_panoptic_demo] [--num-train 40]
                                    [--num-val 10] [--size 64] [--seed 0]
 
-``ade20k``: ``beit_mm.data.demo.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
+``ade20k``: ``beit_mm.data.demo.ade20k.make_demo_ade20k`` (ADEChallengeData2016 layout, labels checked afterwards);
 ``shapes``: the same layout with ``style='shapes'`` (7 classes named by outline, not colour: the MIM study's data;
 ``--no-annotations`` writes an unlabeled image pool, e.g. ``--root data/shapes_unlabeled --num-train 3000 --num-val 0
 --seed 1``);
@@ -27,8 +27,8 @@ from glyphs training never uses; the MIM study's second dataset; the unlabeled p
 --num-train 3000 --num-val 0 --seed 1 --no-annotations``);
 ``digits-dark``: the same digits in dark ink on light paper (``style='digits-dark'``, default root data/digits_dark;
 the digits a from-scratch study model learns within the study's budget);
-``imagenet``: ``beit_mm.data.demo_imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
-``--layout custom``: ``beit_mm.data.demo_custom.make_demo_custom``, the ``ade20k`` demo's drawings with three of its
+``imagenet``: ``beit_mm.data.demo.imagenet.make_demo_imagenet`` (ImageNet folder layout, wnid-named class folders).
+``--layout custom``: ``beit_mm.data.demo.custom.make_demo_custom``, the ``ade20k`` demo's drawings with three of its
 classes in the custom layout of ``beit_mm.CustomSegDataset`` (``classes.txt`` = sky, grass, car; ``palette.txt``;
 ``images/{train,val}/<random stem>.jpg|.png``, ``masks/{train,val}/<stem>.png`` with values 0..2 and 255 ignored).
 ``--layout coco-stuff164k|coco-stuff10k|pascal-context|cityscapes``: the same drawings in the exact layouts of
@@ -37,11 +37,11 @@ mmseg's ``COCOStuffDataset`` (``images/train2017``, ``annotations/train2017/<id>
 ``SegmentationClassContext``, ``ImageSets/SegmentationContext/{train,val}.txt``) and ``CityscapesDataset``
 (``leftImg8bit/<split>/<city>/*_leftImg8bit.png``, ``gtFine/<split>/<city>/*_gtFine_labelTrainIds.png``), for
 ``configs/_base_/datasets/{coco-stuff164k,coco-stuff10k,pascal_context_59,cityscapes}.py``
-(:mod:`beit_mm.data.demo_coco_stuff`, :mod:`beit_mm.data.demo_pascal_context`, :mod:`beit_mm.data.demo_cityscapes`).
-``--layout coco``: ``beit_mm.data.demo_coco.make_demo_coco``, COCO's panoptic and instance layout (things person, car;
+(:mod:`beit_mm.data.demo.coco_stuff`, :mod:`beit_mm.data.demo.pascal_context`, :mod:`beit_mm.data.demo.cityscapes`).
+``--layout coco``: ``beit_mm.data.demo.coco.make_demo_coco``, COCO's panoptic and instance layout (things person, car;
 stuff road, sky, grass): ``{train,val}2017/*.jpg``, ``annotations/panoptic_{train,val}2017.json`` and ``.../*.png``,
 ``annotations/instances_{train,val}2017.json``, for mmdet's ``CocoPanopticDataset`` and ``CocoDataset``.
-``--layout ade20k-panoptic``: ``beit_mm.data.demo_ade20k_panoptic.make_demo_ade20k_panoptic``, the same drawings in
+``--layout ade20k-panoptic``: ``beit_mm.data.demo.ade20k_panoptic.make_demo_ade20k_panoptic``, the same drawings in
 ADE20K's panoptic layout as the official EoMT reads it (``images/``, ``annotations/`` and ``annotations_instance/``,
 each with ``training/`` and ``validation/``), for ``beit_mm.ADE20KPanopticDataset``.
 
@@ -49,21 +49,21 @@ The root must be new, an empty folder, or a demo root this tool wrote (``.beit_m
 ``.beit_mm_demo.files`` listing every file it wrote with its sha256): any other folder (a real dataset), a link, a
 folder inside another dataset root, and a demo root holding anything its journal does not vouch for (images a user
 added, a file edited since, a link at any depth) are refused before anything is written, with one line and exit code
-2 (:mod:`beit_mm.fileio.demo_root`). Files are replaced and removed only when the journal lists them with their
+2 (:mod:`beit_mm.data.demo.root`). Files are replaced and removed only when the journal lists them with their
 content; each is written through a temporary file and a rename, so a killed run leaves no truncated image.
 """
 import argparse
 import sys
 
-from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
-from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
-from beit_mm.data.demo_cityscapes import make_demo_cityscapes
-from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
-from beit_mm.data.demo_coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
-from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
-from beit_mm.data.demo_imagenet import make_demo_imagenet
-from beit_mm.data.demo_pascal_context import make_demo_pascal_context
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.demo.ade20k import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
+from beit_mm.data.demo.cityscapes import make_demo_cityscapes
+from beit_mm.data.demo.coco import COCO_DEMO_METAINFO, make_demo_coco
+from beit_mm.data.demo.coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
+from beit_mm.data.demo.custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
+from beit_mm.data.demo.imagenet import make_demo_imagenet
+from beit_mm.data.demo.pascal_context import make_demo_pascal_context
+from beit_mm.data.demo.root import NotADemoRootError
 
 # --layout of mmseg's datasets: (generator, default root)
 LAYOUTS = {

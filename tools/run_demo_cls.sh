@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The classification demo on built-in data: creates or reuses the environment, generates the 5-class ImageNet-layout
-# demo set if missing (beit_mm.data.demo_imagenet -> data/imagenet_demo), trains a tiny CvT on CPU (or GPU), evaluates
+# demo set if missing (beit_mm.data.demo.imagenet -> data/imagenet_demo), trains a tiny CvT on CPU (or GPU), evaluates
 # it with tools/test.py and prints the final top-1. Checkpoints and logs land in work_dirs/<config name>/.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -52,7 +52,7 @@ class _Options:
 
 def class_orders() -> dict[str, tuple[int, ...]]:
     """``--class-order`` name -> the source's class index of each beit_mm label (EoMT class heads)."""
-    from ..data.ade20k_panoptic import OFFICIAL_ORDER
+    from ..data.datasets.ade20k_panoptic import OFFICIAL_ORDER
     return {'ade20k-panoptic': OFFICIAL_ORDER}
 
 

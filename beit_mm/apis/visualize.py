@@ -84,7 +84,7 @@ def vqkd_token_ids(vqkd, images: torch.Tensor) -> torch.Tensor:
 
 def mask_generator(cfg: Config, seed: int):
     """The ``BEiTMaskGenerator`` of a MIM config's training pipeline, seeded ``seed``."""
-    from ..data.masking import BEiTMaskGenerator
+    from ..data.transforms.masking import BEiTMaskGenerator
     from ..registry import TRANSFORMS
     for t in cfg.train_dataloader.dataset.pipeline:
         cls = t['type'] if isinstance(t['type'], type) else TRANSFORMS.get(t['type'])

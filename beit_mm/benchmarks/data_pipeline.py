@@ -193,11 +193,11 @@ def device_batch_seconds(cfg, dataset, batch: int, device, batches: int = 3, col
                          seed: int = 0) -> tuple[float, float | None]:
     """Wall-clock seconds per batch of ``batch`` samples of the config's data preprocessor on ``device`` (median of
     ``batches`` timed calls after one untimed, the device synchronised after each), and of the batched JPEG decode
-    alone (:func:`beit_mm.data.device_views.decode_images`) when the samples carry encoded bytes (else None). The
-    samples are made first, untimed, collated by the config's ``collate_fn`` (or the one named)."""
+    alone (:func:`beit_mm.data.transforms.device_views.decode_images`) when the samples carry encoded bytes (else
+    None). The samples are made first, untimed, collated by the config's ``collate_fn`` (or the one named)."""
     from mmengine.registry import FUNCTIONS, MODELS
 
-    from beit_mm.data.device_views import decode_images
+    from beit_mm.data.transforms.device_views import decode_images
     preprocessor = MODELS.build(data_preprocessor(cfg)).to(device)
     if collate_fn is None:
         collate_fn = cfg.train_dataloader.get('collate_fn', dict(type='pseudo_collate'))['type']
@@ -369,10 +369,10 @@ def loader_settings(workers: int) -> dict:
 def make_image_sets(work_dir: str, ade_size: int, imagenet_size: tuple[int, int], count: int) -> dict[str, str]:
     """The images the pipelines read, under ``work_dir``: ADE20K (``tools/make_demo_data.py``'s generator, ``count``
     training images of ``ade_size``^2 px with their annotations) and photo-like ImageNet training JPEGs of
-    ``imagenet_size`` (height, width) with ``meta/train.txt`` (:mod:`beit_mm.data.demo_photos`).
+    ``imagenet_size`` (height, width) with ``meta/train.txt`` (:mod:`beit_mm.data.demo.photos`).
     ``{'ade20k': root, 'imagenet': root}``."""
-    from beit_mm.data.demo import make_demo_ade20k
-    from beit_mm.data.demo_photos import make_photo_imagenet
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
+    from beit_mm.data.demo.photos import make_photo_imagenet
     ade = make_demo_ade20k(osp.join(work_dir, 'ade'), num_train=count, num_val=1, size=ade_size)
     imagenet = make_photo_imagenet(osp.join(work_dir, 'imagenet_photos'), count, *imagenet_size)
     return {'ade20k': ade, 'imagenet': imagenet}

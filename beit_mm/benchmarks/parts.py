@@ -90,7 +90,7 @@ def mim_part(root: str, amp_dtype: torch.dtype | None, tokenizer_like_peer: bool
     import numpy as np
     from mmpretrain.structures import DataSample
 
-    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.data.transforms.masking import BlockwiseMaskGenerator
     from beit_mm.models.tokenizers import map_pixels
 
     def make_inputs(batch: int, device: torch.device) -> dict:
@@ -98,14 +98,15 @@ def mim_part(root: str, amp_dtype: torch.dtype | None, tokenizer_like_peer: bool
         masks = BlockwiseMaskGenerator(14, 75)
         rng = np.random.default_rng(0)
         mask = torch.from_numpy(np.stack([masks(rng) for _ in range(batch)])).to(device)
-        return dict(images=torch.randn(batch, 3, 224, 224, generator=g).to(device),
-                    target_images=map_pixels(torch.rand(batch, 3, 112, 112, generator=g)).to(device),
+        images = torch.randn(batch, 3, 224, 224, generator=g).to(device)
+        raw = (torch.rand(batch, 3, 112, 112, generator=g) * 255).to(device)
+        return dict(images=images, target_images=raw, peer_target_images=map_pixels(raw / 255),
                     mask=mask, samples=[DataSample().set_mask(m) for m in mask])
 
     def step(model, ours, x):
         if ours:
             return model.loss(dict(images=x['images'], target_images=x['target_images'], mask=x['mask']))['loss']
-        return model.loss([x['images'], x['target_images']], x['samples'])['loss']
+        return model.loss([x['images'], x['peer_target_images']], x['samples'])['loss']
 
     ours_cfg = osp.join(root, 'configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
     peer_cfg = peer_config('mmpretrain', 'beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py')
@@ -147,7 +148,7 @@ def mim2_part(root: str, amp_dtype: torch.dtype | None) -> Part:
     import numpy as np
     from mmpretrain.structures import DataSample
 
-    from beit_mm.data.masking import BlockwiseMaskGenerator
+    from beit_mm.data.transforms.masking import BlockwiseMaskGenerator
     from beit_mm.registry import MODELS as BEIT_MM_MODELS
 
     def make_inputs(batch: int, device: torch.device) -> dict:

@@ -34,8 +34,9 @@ init; a beit_mm EoMT state dict without ``class_head.*`` does the same through `
 (``beit_mm.EoMT.class_set_weights``).
 
 Another class order (:func:`reorder_classes`): the official ADE20K panoptic weights keep ADE20K's 150 classes in their
-order; beit_mm's ADE20K panoptic data follows mmdet's (things first, :data:`beit_mm.data.ade20k_panoptic.OFFICIAL_ORDER`),
-so their class head's rows are put in that order (the "no object" row stays last).
+order; beit_mm's ADE20K panoptic data follows mmdet's (things first,
+:data:`beit_mm.data.datasets.ade20k_panoptic.OFFICIAL_ORDER`), so their class head's rows are put in that order (the
+"no object" row stays last).
 """
 from __future__ import annotations
 

@@ -33,12 +33,16 @@ def build_runner(cfg: Config, config_dump_in_log_dir: bool = False) -> Runner:
 
     Raises:
         KeyError: the config's ``runner_type`` is not a registered runner.
+        HandoverError: a key a pipeline hands to the data preprocessor is not packed
+            (:func:`beit_mm.data.checks.check_handover`).
 
     MMEngine names those three instances ``<experiment name>_<start second>`` and returns an existing instance of
     that name: a second run started in the same process within the same second (a quick training, then its test)
     logged into the first run's log file and shared its message hub, and with a fixed visualizer name every later run
     drew into the first one's ``save_dir``.
     """
+    from beit_mm.data.checks.handover import check_handover
+    check_handover(cfg)
     if 'visualizer' in cfg:
         cfg.visualizer.pop('name', None)
     number = next(_RUNNERS_BUILT)

@@ -94,7 +94,7 @@ class MIMForward(nn.Module):
 
 
 def mim_inputs(model: nn.Module, h: int, w: int) -> tuple[Tensor, Tensor, Tensor]:
-    """(images (1, 3, H, W), tokenizer view (1, 3, h * p, w * p) in [0.1, 0.9], mask (1, h, w)) for the mask grid
+    """(images (1, 3, H, W), tokenizer view (1, 3, h * p, w * p) RGB 0..255, mask (1, h, w)) for the mask grid
     ``h, w = H/16, W/16`` and the tokenizer's pixels per target ``p``."""
     patch = getattr(model.backbone, 'patch_size', 16)  # CvT MIM predicts on its stride-16 stage
     if h % patch or w % patch:
@@ -106,7 +106,7 @@ def mim_inputs(model: nn.Module, h: int, w: int) -> tuple[Tensor, Tensor, Tensor
     mask = torch.zeros(1, gh * gw, dtype=torch.bool)
     mask[:, :max(1, round(MIM_MASK_RATIO * gh * gw))] = True
     images = torch.randn(1, 3, h, w)
-    target_images = torch.rand(1, 3, gh * downsample, gw * downsample) * 0.8 + 0.1
+    target_images = torch.rand(1, 3, gh * downsample, gw * downsample) * 255
     return images, target_images, mask.view(1, gh, gw)
 
 

@@ -35,8 +35,8 @@ from mmengine.evaluator import BaseMetric
 from mmengine.logging import MMLogger, print_log
 from terminaltables import AsciiTable
 
-from beit_mm.data.ade20k_panoptic import read_panoptic_segments
-from beit_mm.data.coco_panoptic import rgb2id
+from beit_mm.data.datasets.ade20k_panoptic import read_panoptic_segments
+from beit_mm.data.datasets.coco_panoptic import rgb2id
 from beit_mm.fileio.inputs import open_image
 from beit_mm.registry import METRICS
 

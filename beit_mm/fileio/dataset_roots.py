@@ -9,14 +9,14 @@ datasets are, or carries the marker of a beit_mm demo generator:
   ``beit_mm.CustomSegDataset``), ``leftImg8bit/`` and ``gtFine/`` (Cityscapes), ``JPEGImages/`` and
   ``SegmentationClassContext/`` or ``SegmentationClass/`` (Pascal Context, VOC), ``train2017/`` or ``val2017/`` and
   ``annotations/`` (COCO panoptic and instance), ``train/`` and ``meta/`` (ImageNet as mmpretrain reads it);
-- it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.fileio.demo_root`), which also
+- it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.data.demo.root`), which also
   covers the demo ImageNet folders (``train/<wnid>/``, ``val/<wnid>/``).
 """
 from __future__ import annotations
 
 import os.path as osp
 
-#: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.fileio.demo_root.MARKER`).
+#: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.data.demo.root.MARKER`).
 DEMO_MARKER = '.beit_mm_demo.json'
 #: The folder pairs that make a folder a dataset root when both are present: the layouts of mmseg's, mmdet's and
 #: mmpretrain's datasets this project reads, and the custom layout.

@@ -34,7 +34,7 @@ IMAGE_SIZE = 64
 
 def make_data(name: str, args: TransferStudySettings) -> tuple[str, str]:
     """Write (or reuse) the labeled root and the unlabeled pool of dataset ``name``; return their paths."""
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     spec = DATASETS[name]
     labeled = make_demo_ade20k(osp.join(args.data_dir, spec['folder']), args.num_train or spec['num_train'],
                                spec['num_val'] if args.num_val is None else args.num_val, IMAGE_SIZE, seed=0,

@@ -62,7 +62,7 @@ def mim_pictures(model: nn.Module, dvae: nn.Module, images: Tensor, target_image
         model: the MIM model (``model.target_generator`` is the tokenizer).
         dvae: ``beit_mm.DVAE`` whose encoder is that tokenizer (its decoder is used).
         images: (B, 3, H, W) normalized backbone view.
-        target_images: (B, 3, H', W') tokenizer view in its pixel space (``map_pixels``).
+        target_images: (B, 3, H', W') tokenizer view, float RGB 0..255.
         mask: (B, h, w) bool, True = masked.
     """
     vocab = model.head.vocab_size
@@ -74,7 +74,7 @@ def mim_pictures(model: nn.Module, dvae: nn.Module, images: Tensor, target_image
     dvae.eval()
     try:
         grid = tuple(mask.shape[1:])
-        target_ids = model.target_generator.get_token_ids(target_images)  # (B, h*w)
+        target_ids = model.target_generator.get_targets(dict(target_images=target_images))  # (B, h*w)
         logits = masked_token_logits(model, images, mask)
         flat_mask = mask.flatten(1)
         predicted_ids = torch.where(flat_mask, logits.argmax(-1), target_ids)

@@ -30,7 +30,7 @@ model = dict(
     type='beit_mm.BEiTPretrain',
     # --imagenet_default_mean_and_std for the backbone view; the tokenizer view goes to VQ-KD as 0..255 RGB
     data_preprocessor=dict(type='beit_mm.MIMDataPreprocessor', mean=[123.675, 116.28, 103.53],
-                           std=[58.395, 57.12, 57.375], to_rgb=True, target_pixels='raw'),
+                           std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
         type='beit_mm.BEiT',
         arch='base',

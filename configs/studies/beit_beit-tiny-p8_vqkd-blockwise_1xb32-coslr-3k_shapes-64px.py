@@ -14,7 +14,6 @@ vqkd_arch = dict(  # = vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-6
     decoder=dict(embed_dims=128, num_layers=1, num_heads=4, mlp_ratio=4.0),
     img_size=64, patch_size=8, num_codes=256, code_dims=32, out_dims=128)
 model = dict(
-    data_preprocessor=dict(target_pixels='raw'),
     head=dict(vocab_size=vqkd_arch['num_codes']),
     target_generator=dict(_delete_=True, type='beit_mm.VQKD', arch=vqkd_arch, autocast_dtype=None,
                           init_cfg=dict(type='Pretrained', checkpoint=vqkd_checkpoint)))

@@ -27,7 +27,7 @@ from beit_mm.apis.export import (MatrixAdaptiveAvgPool2d, compare_outputs, descr
                                 fix_input_grid, onnx_metadata)
 from beit_mm.apis.onnx_inference import infer_onnx
 from beit_mm.apis.segment import infer_images
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 
 from ..conftest import ROOT, assert_close_to_scale, load_tool
 

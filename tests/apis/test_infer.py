@@ -10,7 +10,7 @@ from PIL import Image
 
 from beit_mm.apis import build_from_config, drop_pretrained_init
 from beit_mm.apis.segment import infer_images
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 
 from ..conftest import ROOT
 

@@ -22,7 +22,7 @@ from mmengine.registry import init_default_scope
 
 from beit_mm.apis.convert import convert_checkpoint
 from beit_mm.fileio import CheckpointFileError
-from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo.imagenet import make_demo_imagenet
 from beit_mm.models.backbones.cvt import CvT
 
 from ..conftest import ROOT, run_train, shrink_seg_config

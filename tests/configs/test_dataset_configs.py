@@ -29,11 +29,11 @@ from mmengine.structures import PixelData
 from PIL import Image
 
 from beit_mm.data.checks import DatasetCheckError, check_seg_dataset
-from beit_mm.data.demo_cityscapes import CITYSCAPES_NAMES, CITYSCAPES_TRAIN_ID, make_demo_cityscapes
-from beit_mm.data.demo_coco_stuff import (COCO_STUFF_INDEX, COCO_STUFF_NAMES, make_demo_coco_stuff10k,
+from beit_mm.data.demo.cityscapes import CITYSCAPES_NAMES, CITYSCAPES_TRAIN_ID, make_demo_cityscapes
+from beit_mm.data.demo.coco_stuff import (COCO_STUFF_INDEX, COCO_STUFF_NAMES, make_demo_coco_stuff10k,
                                           make_demo_coco_stuff164k)
-from beit_mm.data.demo_pascal_context import PASCAL_CONTEXT_59_INDEX, make_demo_pascal_context
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.demo.pascal_context import PASCAL_CONTEXT_59_INDEX, make_demo_pascal_context
+from beit_mm.data.demo.root import NotADemoRootError
 
 from ..conftest import ROOT, load_tool, narrow_beit
 from .test_vit_adapter_configs import PRECISION, read

@@ -1,7 +1,7 @@
 """The full-size EoMT ADE20K panoptic config (configs/eomt/*ade20k-panoptic*.py) against the official EoMT recipe,
 tests/configs/reference_recipes.py ``RECIPES_EOMT_ADE20K_PANOPTIC`` (each value with its tue-mps/eomt@7bd19dd
 path:line; nothing there is read from the config under test), and one narrowed training step on the generated ADE20K
-panoptic demo (beit_mm.data.demo_ade20k_panoptic, the real layout), MMEngine's Runner in-process, followed by a
+panoptic demo (beit_mm.data.demo.ade20k_panoptic, the real layout), MMEngine's Runner in-process, followed by a
 validation with the config's own metric.
 """
 import glob
@@ -13,8 +13,8 @@ from mmengine.registry import init_default_scope
 from mmengine.runner import Runner
 
 from beit_mm.converters.eomt import drop_class_head
-from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER
-from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+from beit_mm.data.datasets.ade20k_panoptic import OFFICIAL_ORDER
+from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
 from beit_mm.registry import MODELS
 
 from ..conftest import ROOT

@@ -1,7 +1,7 @@
 """The full-size EoMT COCO panoptic and instance configs (configs/eomt/*coco*.py) against the official EoMT recipes,
 tests/configs/reference_recipes.py ``RECIPES_EOMT_COCO`` (each value with its tue-mps/eomt@7bd19dd path:line; nothing there is
 read from the configs under test), and one narrowed training step of each task on the generated COCO-layout demo
-(beit_mm.data.demo_coco), MMEngine's Runner in-process, followed by a validation with the config's own metric.
+(beit_mm.data.demo.coco), MMEngine's Runner in-process, followed by a validation with the config's own metric.
 The BEiT-L and BEiT v2-L COCO configs (no published run) hold the official recipe of their task at 640 (the same
 ``RECIPES_EOMT_COCO`` values) with the backbone swapped: BEiT-L from the unilm pretrained-only file their model index
 entry's command converts.
@@ -15,7 +15,7 @@ import pytest
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from beit_mm.data.demo_coco import make_demo_coco
+from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.engine.hooks.compile import use_compile_hook
 from beit_mm.models.backbones.beit import ARCHS
 

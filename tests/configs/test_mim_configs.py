@@ -13,7 +13,7 @@ import torch
 from mmengine.config import Config
 from mmengine.registry import init_default_scope
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.models.tokenizers import DALLEEncoder
 
 from ..conftest import ROOT, imagenet_from_ade, run_train, shrink_imagenet_loaders

@@ -93,7 +93,7 @@ def test_no_weight_decay_groups():
 def test_study_config_trains_from_a_backbone_teacher(tmp_path):
     """configs/studies/vqkd-tiny-*: 2 iterations through tools/train.py on generated images, the teacher a random
     study BEiT saved as a MIM checkpoint (backbone.* keys); held-out statistics are written."""
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     from beit_mm.models.backbones import BEiT
     root = tmp_path / 'data'
     make_demo_ade20k(str(root), num_train=8, num_val=4, size=64, seed=0)

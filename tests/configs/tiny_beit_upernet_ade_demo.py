@@ -1,4 +1,4 @@
-# A tiny BEiT + Feature2Pyramid + UPerNet segmentor on the demo ADE20K data (beit_mm.data.demo), for tool tests.
+# A tiny BEiT + Feature2Pyramid + UPerNet segmentor on the demo ADE20K data (beit_mm.data.demo.ade20k), for tool tests.
 # 4 iterations at batch 2 on 64x64 crops, a checkpoint every 2, validation at the end; everything on CPU in seconds.
 # Distributed recipe as written (SyncBN, nccl): single-process and CPU runs are adapted by the tools
 # (beit_mm.engine.launch). Set the data root with --cfg-options or edit `data_root`.

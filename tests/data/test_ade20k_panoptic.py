@@ -14,9 +14,9 @@ from mmdet.evaluation.functional import INSTANCE_OFFSET
 from mmengine.registry import init_default_scope
 from PIL import Image
 
-from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER, STUFF, THINGS, panoptic_segments
+from beit_mm.data.datasets.ade20k_panoptic import OFFICIAL_ORDER, STUFF, THINGS, panoptic_segments
 from beit_mm.data.checks import DatasetCheckError
-from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
 from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
 
 from ..conftest import load_tool

@@ -2,7 +2,7 @@
 its root, every bad input gets one named message (files, problem, fix) before training, and the custom demo trains
 and tests end to end through the tools.
 
-The data is the custom-layout demo (``beit_mm.data.demo_custom``: random stems, .jpg and .png images, three classes,
+The data is the custom-layout demo (``beit_mm.data.demo.custom``: random stems, .jpg and .png images, three classes,
 255 on void regions); each check test corrupts a copy in one way. Where the check is new in the shared code (two
 images of one stem, an auxiliary head with the wrong class count, the classes file named in the fixes, several image
 suffixes) the test fails on the code before this file was added.
@@ -23,9 +23,9 @@ from PIL import Image
 
 from beit_mm.apis.testing import run_test
 from beit_mm.data.checks import DatasetCheckError, check_seg_dataset, check_split_folders
-from beit_mm.data.custom import CustomSegDataset
-from beit_mm.data.demo_custom import CUSTOM_DEMO_CLASSES, custom_demo_files, make_demo_custom
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.datasets.custom import CustomSegDataset
+from beit_mm.data.demo.custom import CUSTOM_DEMO_CLASSES, custom_demo_files, make_demo_custom
+from beit_mm.data.demo.root import NotADemoRootError
 from beit_mm.fileio.outputs import OutputError, check_output
 
 from ..conftest import ROOT, run_tool

@@ -1,9 +1,9 @@
 """Every bad segmentation input gets a named error before training: files, count and fix (``beit_mm.data.checks``).
 
-Each test corrupts a copy of the demo ADE20K data (``beit_mm.data.demo``) in one way and asserts the message names
-the file(s), the count and the fix; the clean copy passes. The hook test runs a real Runner and checks that the error
-comes before the first iteration (no iteration logged, ``runner.iter == 0``), and that a bad file outside the sample
-is caught at the iteration that loads it, by file name, before ``F.cross_entropy`` fails on it.
+Each test corrupts a copy of the demo ADE20K data (``beit_mm.data.demo.ade20k``) in one way and asserts the message
+names the file(s), the count and the fix; the clean copy passes. The hook test runs a real Runner and checks that the
+error comes before the first iteration (no iteration logged, ``runner.iter == 0``), and that a bad file outside the
+sample is caught at the iteration that loads it, by file name, before ``F.cross_entropy`` fails on it.
 """
 import logging
 import os
@@ -23,7 +23,7 @@ from PIL import Image
 
 from beit_mm.data.checks import (EXIF_ORIENTATION, DatasetCheckError, check_seg_dataset, check_split,
                                  check_split_folders, loader_applies_orientation, sample_indices, split_info)
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')

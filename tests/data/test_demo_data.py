@@ -1,4 +1,4 @@
-"""Demo ADE20K data (``beit_mm.data.demo``): layout, counts, label convention, learnability, idempotency, and the
+"""Demo ADE20K data (``beit_mm.data.demo.ade20k``): layout, counts, label convention, learnability, idempotency, and the
 label validator on good and bad masks.
 
 References: ADE20K's raw annotation convention (ADEChallengeData2016: uint8, 0 = other, 1..150 = classes; mmseg's
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from beit_mm.data.demo import DEMO_CLASSES, check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo.ade20k import DEMO_CLASSES, check_ade20k_labels, make_demo_ade20k
 
 NUM_TRAIN, NUM_VAL, SIZE = 12, 4, 64
 

@@ -1,4 +1,4 @@
-"""The generated ImageNet-layout demo set (beit_mm.data.demo_imagenet): layout, class order as mmpretrain reads it
+"""The generated ImageNet-layout demo set (beit_mm.data.demo.imagenet): layout, class order as mmpretrain reads it
 (folder layout and annotation-file layout agree, label = sorted-wnid index), determinism, and that its classes are
 learnable (a nearest-centroid classifier on mean colour separates the validation images)."""
 import glob
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from beit_mm.data.demo_imagenet import demo_class_style, demo_wnids, make_demo_imagenet
+from beit_mm.data.demo.imagenet import demo_class_style, demo_wnids, make_demo_imagenet
 
 NUM_CLASSES, TRAIN, VAL, SIZE = 5, 8, 4, 32
 

@@ -1,5 +1,5 @@
-"""The 'digits' demo style (beit_mm.data.digits): scikit-learn's UCI handwritten digits, four per image, label = digit
-+ 1 on ink. References: the glyphs and their digits as scikit-learn returns them (``load_digits``), the ink rule
+"""The 'digits' demo style (beit_mm.data.demo.digits): scikit-learn's UCI handwritten digits, four per image, label =
+digit + 1 on ink. References: the glyphs and their digits as scikit-learn returns them (``load_digits``), the ink rule
 re-applied here to each quadrant, mmseg's ADE20KDataset reading the written root."""
 import json
 import os
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from beit_mm.data import digits as D
-from beit_mm.data.demo import check_ade20k_labels, make_demo_ade20k
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.demo import digits as D
+from beit_mm.data.demo.ade20k import check_ade20k_labels, make_demo_ade20k
+from beit_mm.data.demo.root import NotADemoRootError
 
 from ..conftest import run_tool
 
@@ -89,7 +89,8 @@ def test_root_is_read_by_mmseg_and_is_deterministic(tmp_path):
     dataset = ADE20KDataset(data_root=a, data_prefix=dict(img_path='images/validation',
                                                           seg_map_path='annotations/validation'),
                             metainfo=dict(classes=ADE20KDataset.METAINFO['classes'][:10]), reduce_zero_label=True,
-                            pipeline=[dict(type='LoadImageFromFile'), dict(type='LoadAnnotations', reduce_zero_label=True)])
+                            pipeline=[dict(type='LoadImageFromFile'), dict(type='LoadAnnotations',
+                            reduce_zero_label=True)])
     assert len(dataset) == 3
     seg = dataset[0]['gt_seg_map']
     assert set(np.unique(seg)) <= set(range(10)) | {255} and 255 in seg

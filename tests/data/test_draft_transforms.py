@@ -1,7 +1,7 @@
 """The draft MIM pipeline (``SampleColorJitter -> DecodeTwoViewRandomResizedCrop`` + the jitter in
 ``MIMDataPreprocessor``) against the exact one (``LoadImageFromFile -> ColorJitter -> RandomFlip ->
 TwoViewRandomResizedCrop``, unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in mmpretrain's
-transforms), on photo-like JPEGs (``beit_mm.data.demo_photos``).
+transforms), on photo-like JPEGs (``beit_mm.data.demo.photos``).
 
 What is equal and what is bounded (the numbers measured on these images, the bounds a little above them):
 - the same seed gives the same crop box, flip and mask (the same NumPy draws in the same order);
@@ -24,10 +24,10 @@ from mmcv.transforms import Compose
 from mmpretrain.structures import DataSample
 from PIL import Image, ImageEnhance, ImageStat
 
-from beit_mm.data.color_jitter import color_jitter, pil_luma, stack_jitter_parameters
-from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.draft_transforms import (DecodeTwoViewRandomResizedCrop, SampleColorJitter, draft_scale,
-                                           whole_image_contrast_mean)
+from beit_mm.data.demo.photos import photo_like_image
+from beit_mm.data.transforms.color_jitter import (SampleColorJitter, color_jitter, pil_luma, stack_jitter_parameters,
+                                                  whole_image_contrast_mean)
+from beit_mm.data.transforms.decode import DecodeTwoViewRandomResizedCrop, draft_scale
 from beit_mm.models.selfsup import MIMDataPreprocessor
 
 SIZE, TOKENIZER_SIZE = 64, 32
@@ -115,7 +115,7 @@ def test_preprocessor_jitter_equals_pillow_on_the_same_crop(photos):
     """mmpretrain's ColorJitter(backend='pillow') on a BGR crop vs MIMDataPreprocessor's jitter of the same crop with
     the same draws: equal uint8 values (the contrast grey computed on that crop, as Pillow does)."""
     from mmpretrain.datasets.transforms import ColorJitter
-    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
     checked = 0
     for path in photos:
         bgr = np.asarray(Image.open(path).convert('RGB'))[16:80, 24:104, ::-1].copy()  # a 64 x 80 crop
@@ -194,7 +194,7 @@ def test_jitter_after_the_resize_close_to_the_exact_pipeline(photos):
     per image (measured: <= 1.6, 0.6 over all; single pixels up to 26 where brightness > 1 clipped before the
     resize)."""
     exact, draft = exact_pipeline(), draft_pipeline(draft=False)
-    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+    pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
     for path in photos:
         for seed in range(5):
             a, b = run(exact, path, seed), run(draft, path, seed)
@@ -310,7 +310,7 @@ def _jpeg_variants() -> dict[str, bytes]:
 def test_header_layout_reads_what_pillow_reads(monkeypatch):
     """``header_layout`` (the file room's marker scan for plain JPEGs) gives Pillow's size, format, mode and EXIF
     orientation for every kind of JPEG and a PNG; plain JPEGs never reach Pillow's parser, an EXIF or MPF one does."""
-    from beit_mm.data import draft_transforms
+    from beit_mm.data.transforms import decode as draft_transforms
     variants = _jpeg_variants()
     png = io.BytesIO()
     Image.fromarray(photo_like_image(20, 30, np.random.default_rng(3))).save(png, format='PNG')
@@ -333,7 +333,7 @@ def test_header_layout_reads_what_pillow_reads(monkeypatch):
 def test_crop_refuses_a_decode_of_another_size_than_declared(photos, transform, monkeypatch):
     """A header whose size is not what OpenCV decodes (the box was drawn on it): an error naming the file and both
     sizes, at full and at reduced scale, instead of a clipped crop."""
-    from beit_mm.data import draft_transforms
+    from beit_mm.data.transforms import decode as draft_transforms
     step = Compose([dict(type=f'beit_mm.{transform}', **({'size': SIZE} if 'TwoView' in transform else
                                                           {'scale': SIZE}))])
     for path, lying in ((photos[0], (97, 128, True)), (photos[2], (480, 641, True))):

@@ -1,6 +1,6 @@
 """The GPU-decode MIM pipeline (``SampleColorJitter -> EncodedTwoViewRandomResizedCrop`` on the worker, the decode,
 jitter, flip, crop and resizes in ``MIMDataPreprocessor``) against the exact one (``LoadImageFromFile -> ColorJitter
--> RandomFlip -> TwoViewRandomResizedCrop``) and the draft one, on photo-like JPEGs (``beit_mm.data.demo_photos``),
+-> RandomFlip -> TwoViewRandomResizedCrop``) and the draft one, on photo-like JPEGs (``beit_mm.data.demo.photos``),
 with the preprocessor on the CPU (torchvision's libjpeg-turbo decoder; nvjpeg is not tested here).
 
 What is equal and what is bounded (the numbers measured on these images, the bounds a little above them):
@@ -27,10 +27,10 @@ from mmengine.config import Config
 from mmengine.dataset import pseudo_collate
 from PIL import Image
 
-from beit_mm.data.color_jitter import color_jitter, stack_jitter_parameters
-from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.device_views import decode_images
-from beit_mm.data.pil_resample import pil_resize, resample_coefficients
+from beit_mm.data.demo.photos import photo_like_image
+from beit_mm.data.transforms.color_jitter import color_jitter, stack_jitter_parameters
+from beit_mm.data.transforms.device_views import decode_images
+from beit_mm.data.transforms.pil_resample import pil_resize, resample_coefficients
 from beit_mm.models.selfsup import MIMDataPreprocessor
 from beit_mm.models.tokenizers import DALLEEncoder
 
@@ -63,7 +63,7 @@ def gpu_pipeline(jitter: bool = True, size: int = SIZE, tokenizer_size: int = TO
                            flip_prob=0.5), MASK, dict(type='mmpretrain.PackInputs', meta_keys=META)])
 
 
-PRE = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True, target_pixels='raw')
+PRE = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
 
 
 def device_views(samples: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,7 +116,7 @@ def test_whole_image_jitter_equals_pillow(photos):
     """mmpretrain's ColorJitter(backend='pillow') on the whole BGR image vs the preprocessor's jitter of the whole
     RGB image with the same draws (the contrast grey its own, at its step): equal uint8 values, 24 cases."""
     from mmpretrain.datasets.transforms import ColorJitter
-    from beit_mm.data.draft_transforms import SampleColorJitter
+    from beit_mm.data.transforms.color_jitter import SampleColorJitter
     checked = 0
     for path in photos:
         bgr = cv2.imread(path)
@@ -210,7 +210,7 @@ def test_demo_mim_trains_with_the_gpu_decode_pipeline(tmp_path):
     """The demo MIM config with the GPU-decode pipeline (the demo's sizes and mask) and pseudo_collate, set by
     cfg_options: 2 iterations through ``beit_mm.apis.train.train`` in this process."""
     from beit_mm.apis.train import train
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     config = f'{ROOT}/configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py'
     cfg = Config.fromfile(config)
     pipeline = Config.fromfile(f'{ROOT}/configs/_base_/datasets/imagenet_mim.py').train_pipeline_gpu_decode

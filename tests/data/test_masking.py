@@ -1,4 +1,4 @@
-"""Tests of beit_mm.data.masking: BEiT's blockwise mask generator (True = masked).
+"""Tests of beit_mm.data.transforms.masking: BEiT's blockwise mask generator (True = masked).
 
 Reference: unilm ``beit/masking_generator.py`` ``MaskingGenerator`` (commit 2312c6f), copied below verbatim except
 that its calls to Python's global ``random`` go to an adapter over the same ``numpy.random.Generator``
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from beit_mm.data.masking import BEiTMaskGenerator, BlockwiseMaskGenerator
+from beit_mm.data.transforms.masking import BEiTMaskGenerator, BlockwiseMaskGenerator
 from beit_mm.registry import TRANSFORMS
 
 

@@ -10,10 +10,10 @@ import torch
 from mmengine.registry import init_default_scope
 from PIL import Image
 
-from beit_mm.data.coco_panoptic import id2rgb, rgb2id
-from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
+from beit_mm.data.datasets.coco_panoptic import id2rgb, rgb2id
+from beit_mm.data.demo.coco import COCO_DEMO_METAINFO, make_demo_coco
 from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.demo.root import NotADemoRootError
 
 NUM_TRAIN, NUM_VAL, SIZE = 4, 2, 32
 

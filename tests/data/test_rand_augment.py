@@ -5,7 +5,7 @@ recipes use them (unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` ``build_tr
 ``rand-m9-mstd0.5-inc1`` and ``reprob 0.25``, ``remode 'pixel'``; the parameters are pinned in
 tests/configs/reference_recipes.py).
 
-What is equal and what is not, on photo-like crops (``beit_mm.data.demo_photos``):
+What is equal and what is not, on photo-like crops (``beit_mm.data.demo.photos``):
 - exact (0 of all values differ): each of the 15 ``timm_increasing`` ops, with the same seed (the same NumPy draws:
   the RNG state after the draws is equal too); ``cv2.warpAffine`` bicubic with a constant border (rotate, shear,
   translate); the recipe's two-op RandAugment; the erasing box, and every pixel outside it;
@@ -26,10 +26,10 @@ from mmpretrain.structures import DataSample
 from PIL import Image
 from scipy import stats
 
-from beit_mm.data.cls_transforms import SampleRandAugment, SampleRandomErasing
-from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.rand_augment import rand_augment, random_erasing
-from beit_mm.data.warp_affine import inverse_affine, warp_affine_bicubic
+from beit_mm.data.demo.photos import photo_like_image
+from beit_mm.data.transforms.rand_augment import SampleRandAugment, rand_augment
+from beit_mm.data.transforms.random_erasing import SampleRandomErasing, random_erasing
+from beit_mm.data.transforms.warp_affine import inverse_affine, warp_affine_bicubic
 from beit_mm.models.classifiers import AugmentClsDataPreprocessor
 
 FT_CONFIG = 'configs/beit/beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py'
@@ -337,7 +337,7 @@ def test_cvt_demo_trains_with_the_device_augmentation(kind, tmp_path):
     import re
 
     from beit_mm.apis.train import train
-    from beit_mm.data.demo_imagenet import make_demo_imagenet
+    from beit_mm.data.demo.imagenet import make_demo_imagenet
     config = 'configs/demo/cvt-13-tiny_1xb32-30e_in1k-demo-64px.py'
     recipe = Config.fromfile('configs/_base_/datasets/imagenet_bs256_cvt_224.py')
     pipeline = recipe.train_pipeline if kind == 'draft' else recipe.train_pipeline_gpu_decode

@@ -19,9 +19,10 @@ from mmseg.models.data_preprocessor import SegDataPreProcessor
 from mmseg.structures import SegDataSample
 from PIL import Image
 
-from beit_mm.data.demo_photos import photo_like_image
-from beit_mm.data.photometric import bgr_to_hsv, hsv_to_bgr, photometric_distortion
-from beit_mm.data.seg_transforms import PHOTOMETRIC_KEY, HistogramRandomCrop
+from beit_mm.data.demo.photos import photo_like_image
+from beit_mm.data.transforms.photometric import (SamplePhotoMetricDistortion, bgr_to_hsv, hsv_to_bgr,
+                                                 photometric_distortion)
+from beit_mm.data.transforms.seg_crop import HistogramRandomCrop
 from beit_mm.models.segmentors import PhotoMetricSegDataPreProcessor
 
 CROP = (64, 64)
@@ -78,7 +79,7 @@ def test_same_seed_same_crop_flip_draws_and_distorted_crop(samples, backend):
             assert np.array_equal(a['gt_seg_map'], b['gt_seg_map']), (sample['img_path'], seed)
             assert a['flip'] == b['flip'] and a['img_shape'] == b['img_shape'] and a['scale'] == b['scale']
             assert all(np.array_equal(x, y) for x, y in zip(state_a, state_b)), 'a different number of draws'
-            params = b[PHOTOMETRIC_KEY]
+            params = b[SamplePhotoMetricDistortion.key]
             got = photometric_distortion(as_tensor(b['img']), params, backend).permute(1, 2, 0).numpy()
             assert np.array_equal(got, a['img']), (sample['img_path'], seed, params)
             widths.add(b['img'].shape[1])
@@ -143,7 +144,7 @@ def batch(with_params: bool) -> dict:
                                                      dict(brightness=None, contrast=0.6, contrast_last=False,
                                                           saturation=None, hue=5)]):
         inputs.append(torch.from_numpy(photo_like_image(h, w, rng)).permute(2, 0, 1).contiguous())
-        sample = SegDataSample(metainfo={PHOTOMETRIC_KEY: params} if with_params else {})
+        sample = SegDataSample(metainfo={SamplePhotoMetricDistortion.key: params} if with_params else {})
         sample.gt_sem_seg = PixelData(data=torch.from_numpy(rng.integers(0, 150, (1, h, w))))
         samples.append(sample)
     return dict(inputs=inputs, data_samples=samples)
@@ -165,7 +166,7 @@ def test_preprocessor_without_parameters_is_mmsegs(training):
 def test_preprocessor_distorts_before_padding():
     """With parameters: mmseg's preprocessing of the crops distorted first; the padding keeps pad_val."""
     data = batch(with_params=True)
-    distorted = dict(data, inputs=[photometric_distortion(x, s.metainfo[PHOTOMETRIC_KEY])
+    distorted = dict(data, inputs=[photometric_distortion(x, s.metainfo[SamplePhotoMetricDistortion.key])
                                    for x, s in zip(data['inputs'], data['data_samples'])])
     want = SegDataPreProcessor(**PREPROCESSOR)(distorted, True)['inputs']
     got = PhotoMetricSegDataPreProcessor(**PREPROCESSOR)(batch(with_params=True), True)['inputs']
@@ -176,6 +177,6 @@ def test_preprocessor_distorts_before_padding():
 
 def test_preprocessor_refuses_a_mixed_batch():
     data = batch(with_params=True)
-    data['data_samples'][1].set_metainfo({PHOTOMETRIC_KEY: None})
+    data['data_samples'][1].set_metainfo({SamplePhotoMetricDistortion.key: None})
     with pytest.raises(ValueError, match='some samples'):
         PhotoMetricSegDataPreProcessor(**PREPROCESSOR)(data, True)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 
 from ..conftest import run_tool
 

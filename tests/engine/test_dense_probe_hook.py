@@ -7,7 +7,7 @@ import os
 import pytest
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.engine.hooks import DenseProbeHook
 from beit_mm.studies.configs import rescale_iterations
 

@@ -17,7 +17,7 @@ import sys
 import pytest
 import torch
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from tests.engine.test_kill_resume import CONFIG, ROOT, _config, _finish, _kill, _launch, _wait_for
 
 TRAIN = [sys.executable, osp.join(ROOT, 'tools', 'train.py')]

@@ -23,8 +23,8 @@ from mmengine.optim import OptimWrapper
 from mmengine.runner import Runner
 
 from beit_mm.fileio import CheckpointFileError, load_state_dict_file
-from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.data.masking import BEiTMaskGenerator, BlockwiseMaskGenerator, TooFewMaskedPatchesError
+from beit_mm.data.demo.ade20k import make_demo_ade20k
+from beit_mm.data.transforms.masking import BEiTMaskGenerator, BlockwiseMaskGenerator, TooFewMaskedPatchesError
 from beit_mm.fileio.checkpoint import is_complete_checkpoint
 from beit_mm.fileio.outputs import AtomicLocalBackend, atomic_write_bytes
 from beit_mm.fileio.work_dir import find_last_complete_checkpoint

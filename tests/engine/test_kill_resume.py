@@ -38,7 +38,7 @@ import time
 import pytest
 import torch
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.fileio.checkpoint import is_complete_checkpoint
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))

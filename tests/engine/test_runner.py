@@ -7,7 +7,7 @@ import pytest
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.engine.runner import build_runner
 
 from ..conftest import ROOT

@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo.imagenet import make_demo_imagenet
 
 from ..conftest import ROOT
 

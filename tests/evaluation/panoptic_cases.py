@@ -15,7 +15,7 @@ import torch
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 from PIL import Image
 
-from beit_mm.data.coco_panoptic import id2rgb
+from beit_mm.data.datasets.coco_panoptic import id2rgb
 
 META = dict(classes=('person', 'car', 'sky', 'grass'), thing_classes=('person', 'car'), stuff_classes=('sky', 'grass'))
 PERSON, CAR, SKY, GRASS = range(4)

@@ -68,7 +68,7 @@ def instance_samples(root: str, rng: np.random.Generator) -> tuple[str, dict, li
     shifted by up to 2 pixels with a random score, plus one random false positive per image."""
     from mmdet.datasets.api_wrappers import COCO
 
-    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO, make_demo_coco
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO, make_demo_coco
     make_demo_coco(root, 1, 5, 32, seed=0)
     ann_file = osp.join(root, 'annotations', 'instances_val2017.json')
     coco = COCO(ann_file)
@@ -199,7 +199,7 @@ def hang_report(tmp: str) -> str:
 def runs(tmp_path_factory) -> tuple[dict, list[dict], str]:
     """(the metrics on 1 process, each rank's metrics on 2 processes, the folder holding their work dirs)."""
     tmp = str(tmp_path_factory.mktemp('metrics'))
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     rng = np.random.default_rng(0)
     make_demo_ade20k(osp.join(tmp, 'ade'), ADE_TRAIN, ADE_VAL, 64, seed=0)
     ann_file, instance_meta, instance = instance_samples(osp.join(tmp, 'coco'), rng)

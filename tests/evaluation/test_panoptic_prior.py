@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from mmdet.evaluation.functional import INSTANCE_OFFSET
 
-from beit_mm.data.demo_coco import make_demo_coco
+from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.evaluation.panoptic_prior import VOID, positional_prior, prior_prediction
 
 from ..conftest import ROOT, load_tool
@@ -16,7 +16,7 @@ class _Split:
 
     def __init__(self, tmp_path, maps):
         from PIL import Image
-        from beit_mm.data.coco_panoptic import id2rgb
+        from beit_mm.data.datasets.coco_panoptic import id2rgb
         self.metainfo = dict(classes=('car', 'sky', 'road'), thing_classes=('car', ), stuff_classes=('sky', 'road'))
         self.infos = []
         for i, ids in enumerate(maps):

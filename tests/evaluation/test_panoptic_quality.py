@@ -21,7 +21,7 @@ import pytest
 import torch
 from PIL import Image
 
-from beit_mm.data.ade20k_panoptic import ADE20KPanopticDataset, STUFF, THINGS
+from beit_mm.data.datasets.ade20k_panoptic import ADE20KPanopticDataset, STUFF, THINGS
 from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
 
 from .panoptic_cases import CASES, META, ground_truth, mmdet_sample, prediction, write_coco

@@ -16,7 +16,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.evaluation import probe as P
 from beit_mm.models.backbones import BEiT, CvT
 
@@ -162,7 +162,7 @@ def test_probe_tool_on_a_checkpoint_its_backbone_file_and_an_image_folder(tmp_pa
     the last line is the summary; --imagenet-root adds the k-NN / linear top-1 lines."""
     import re
 
-    from beit_mm.data.demo_imagenet import make_demo_imagenet
+    from beit_mm.data.demo.imagenet import make_demo_imagenet
     labeled = make_demo_ade20k(str(tmp_path / 'ade'), 8, 4, 64, seed=0)
     images = make_demo_imagenet(str(tmp_path / 'in'), num_classes=3, per_class_train=6, per_class_val=3, size=64)
     model = P.probe_model(os.path.join(ROOT, DEMO), None, seed=1)

@@ -14,7 +14,7 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.apis import build_from_config
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.evaluation.token_groups import nmi, patch_colours, purity, token_group_stats
 
 from ..conftest import ROOT, run_tool

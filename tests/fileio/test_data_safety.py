@@ -24,9 +24,9 @@ import pytest
 from mmengine.logging import MessageHub, MMLogger
 from PIL import Image
 
-from beit_mm.data.demo import make_demo_ade20k
-from beit_mm.data.demo_custom import make_demo_custom
-from beit_mm.data.demo_imagenet import make_demo_imagenet
+from beit_mm.data.demo.ade20k import make_demo_ade20k
+from beit_mm.data.demo.custom import make_demo_custom
+from beit_mm.data.demo.imagenet import make_demo_imagenet
 from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
 
 from ..conftest import ROOT, load_tool, run_tool
@@ -187,7 +187,7 @@ def test_demo_generators_refuse_a_real_dataset_root(real_roots, call):
 
 def test_refuses_a_root_that_is_a_file_or_holds_a_link(tmp_path):
     """A file given as root, and a root holding only a link (to real data elsewhere), are not empty folders."""
-    from beit_mm.fileio.demo_root import NotADemoRootError
+    from beit_mm.data.demo.root import NotADemoRootError
     real = make_real_imagenet(str(tmp_path / 'imagenet'))
     (tmp_path / 'file').write_text('not a folder\n')
     linked = tmp_path / 'linked'
@@ -203,7 +203,7 @@ def test_refuses_a_root_that_is_a_file_or_holds_a_link(tmp_path):
 
 def test_refuses_a_demo_root_of_the_other_generator(tmp_path):
     root = make_demo_imagenet(str(tmp_path / 'in'), 2, 1, 1, 16)
-    from beit_mm.fileio.demo_root import NotADemoRootError
+    from beit_mm.data.demo.root import NotADemoRootError
     before = snapshot(root)
     with pytest.raises(NotADemoRootError, match='make_demo_imagenet'):
         make_demo_ade20k(root, 2, 1, 32)
@@ -230,7 +230,7 @@ def test_existing_empty_folder_is_used_and_marked_first(tmp_path):
 def test_a_half_made_demo_root_is_still_its_own(tmp_path, monkeypatch):
     """The marker is written first: a generator killed halfway (here the 5th image raises) leaves a root that the next
     call recognizes and completes, equal to a root made in one go."""
-    from beit_mm.data import demo_imagenet
+    from beit_mm.data.demo import imagenet as demo_imagenet
     draw, calls = demo_imagenet.make_demo_image, []
 
     def dies_at_the_fifth(*args):
@@ -272,7 +272,7 @@ def test_custom_demo_root_is_regenerated_for_other_arguments(tmp_path):
 def test_unmarked_complete_demo_root_is_reused_read_only(tmp_path):
     """A demo root written before the marker existed (exactly the files of this call, nothing else) is reused without
     writing anything; with other arguments it is refused like any folder that is not marked."""
-    from beit_mm.fileio.demo_root import NotADemoRootError
+    from beit_mm.data.demo.root import NotADemoRootError
     root = str(tmp_path / 'old_demo')
     make_demo_imagenet(root, 2, 2, 1, 16, ann_files=True)
     os.remove(osp.join(root, MARKER))
@@ -294,7 +294,7 @@ def _real_folder(path: str, count: int = 11) -> str:
 
 def _refused(call, *paths, match: str) -> None:
     """``call()`` raises NotADemoRootError matching ``match``, and no file under ``paths`` changes (bytes, mtime)."""
-    from beit_mm.fileio.demo_root import NotADemoRootError
+    from beit_mm.data.demo.root import NotADemoRootError
     before = [snapshot(p) for p in paths]
     with pytest.raises(NotADemoRootError, match=match):
         call()
@@ -374,7 +374,7 @@ def test_a_forged_marker_opens_no_real_root(real_roots):
 def test_a_new_generator_gets_the_journal_through_the_shared_helpers(tmp_path):
     """A generator written as the existing ones (``claim_demo_root`` + the file room's write helpers) journals every
     file: its second call rewrites nothing, and a file a user added is refused, not deleted."""
-    from beit_mm.fileio.demo_root import KEEP, claim_demo_root, save_demo_image, write_demo_file
+    from beit_mm.data.demo.root import KEEP, claim_demo_root, save_demo_image, write_demo_file
 
     def make(root, n):
         files = [f'img/{i}.png' for i in range(n)] + ['classes.txt']

@@ -154,7 +154,7 @@ def test_an_image_signature_without_a_readable_size_is_refused(tmp_path):
 
 @pytest.fixture(scope='module')
 def coco_root(tmp_path_factory) -> str:
-    from beit_mm.data.demo_coco import make_demo_coco
+    from beit_mm.data.demo.coco import make_demo_coco
     return make_demo_coco(str(tmp_path_factory.mktemp('coco') / 'demo'), 1, 2, 32, seed=0)
 
 
@@ -162,7 +162,7 @@ def _coco_dataset(root: str, ann_file: str, loader: dict):
     from mmdet.registry import DATASETS
     from mmengine.registry import init_default_scope
 
-    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO
     init_default_scope('mmdet')
     return DATASETS.build(dict(type='CocoDataset', data_root=root, metainfo=COCO_DEMO_METAINFO, test_mode=True,
                                ann_file=ann_file, data_prefix=dict(img='val2017/'),
@@ -223,7 +223,7 @@ def _panoptic_dataset(root: str, ann_file: str):
     from mmdet.registry import DATASETS
     from mmengine.registry import init_default_scope
 
-    from beit_mm.data.demo_coco import COCO_DEMO_METAINFO
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO
     init_default_scope('mmdet')
     return DATASETS.build(dict(type='CocoPanopticDataset', data_root=root, metainfo=COCO_DEMO_METAINFO,
                                test_mode=True, ann_file=ann_file,
@@ -455,7 +455,7 @@ def test_a_sparse_checkpoint_is_refused_before_it_is_read(tmp_path):
 
 
 def test_class_names_with_control_characters_are_refused(tmp_path):
-    from beit_mm.data.custom import read_classes
+    from beit_mm.data.datasets.custom import read_classes
     path = str(tmp_path / 'classes.txt')
     with open(path, 'w') as f:
         f.write('road\n\x1b]0;owned\x07\x1b[2Jsky\ncar\n')
@@ -478,7 +478,7 @@ def _probe(folder: str, results) -> None:
 
     from mmcv.transforms import LoadImageFromFile
 
-    from beit_mm.data.coco_panoptic import LoadCocoAnnotations
+    from beit_mm.data.datasets.coco_panoptic import LoadCocoAnnotations
 
     def peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

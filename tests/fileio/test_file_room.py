@@ -127,7 +127,7 @@ def test_load_from_url(hub, marker, tmp_path):
 def test_tools_test_with_a_url(hub, marker, tmp_path):
     """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by name."""
     from beit_mm.apis.testing import RunTestRefused, run_test
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     plant(URL, marker)
     data = make_demo_ade20k(str(tmp_path / 'ade'), num_train=1, num_val=1, size=32)
     with pytest.raises(RunTestRefused, match='pickled Python objects that safe loading'):
@@ -257,8 +257,8 @@ def test_safetensors_header_is_bounded(tmp_path):
 @pytest.mark.parametrize('content', [b'', b'{"generator": ', b'[]'])
 def test_a_demo_marker_proves_ownership_by_its_content(tmp_path, content):
     """Anyone can create a file named like the marker: an empty or unparsable one gives no right to rewrite."""
-    from beit_mm.data.demo import make_demo_ade20k
-    from beit_mm.fileio.demo_root import MARKER, NotADemoRootError
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
+    from beit_mm.data.demo.root import MARKER, NotADemoRootError
     root = tmp_path / 'data'
     (root / 'images').mkdir(parents=True)
     (root / 'images' / 'mine.jpg').write_bytes(b'user data')

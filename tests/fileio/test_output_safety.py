@@ -28,7 +28,7 @@ from PIL import Image
 from beit_mm.apis import build_from_config
 from beit_mm.apis.onnx_inference import infer_onnx
 from beit_mm.apis.segment import infer_images
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.fileio.outputs import OutputError
 
 from ..conftest import ROOT, load_tool

@@ -9,7 +9,7 @@ References and tolerances:
   mmpretrain 1.2.0's BEiT v2 (``BEiTPretrainViT`` + ``BEiTV2Neck`` + ``BEiTV2Head``, targets from its ``VQKD``) with
   the same weights, converted by ``beit_mm.converters.beit`` from the mmpretrain checkpoint layout, fp32 loss max abs
   diff <= 1e-4;
-- the tokenizer view: ``MIMDataPreprocessor(target_pixels='raw')`` hands the 0..255 RGB view on unchanged (exact).
+- the tokenizer view: ``MIMDataPreprocessor`` hands the 0..255 RGB view on unchanged (exact); VQ-KD maps it.
 """
 import math
 
@@ -44,7 +44,7 @@ def v2_cfg() -> dict:
                 target_generator=dict(type='beit_mm.DALLEEncoder', group_count=4, n_hid=8, n_blk_per_group=1,
                                       vocab_size=VOCAB, channels_last=False),
                 data_preprocessor=dict(type='beit_mm.MIMDataPreprocessor', mean=[123.675, 116.28, 103.53],
-                                       std=[58.395, 57.12, 57.375], target_pixels='raw'))
+                                       std=[58.395, 57.12, 57.375]))
 
 
 def make_batch(b=2, seed=0):
@@ -151,22 +151,20 @@ def test_loss_is_both_cross_entropies_and_reaches_every_parameter():
 
 
 def test_raw_tokenizer_view_for_vqkd():
-    """target_pixels='raw': the tokenizer view reaches the target generator as float RGB 0..255 (VQ-KD maps it to
+    """The tokenizer view reaches the target generator as float RGB 0..255 (VQ-KD maps it to
     [-1, 1] itself); the backbone view is (x - ImageNet mean) / std after BGR -> RGB."""
     from mmpretrain.structures import DataSample
     g = torch.Generator().manual_seed(0)
     views = [torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=g) for _ in range(2)]
     tok_views = [torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8, generator=g) for _ in range(2)]
     masks = [torch.eye(4, dtype=torch.bool) for _ in range(2)]
-    pre = MIMDataPreprocessor(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], target_pixels='raw')
+    pre = MIMDataPreprocessor(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375])
     out = pre(dict(inputs=[[v, t] for v, t in zip(views, tok_views)],
                    data_samples=[DataSample().set_mask(m) for m in masks]))['inputs']
     assert torch.equal(out['target_images'], torch.stack(tok_views).flip(1).float())
     mean = torch.tensor([123.675, 116.28, 103.53]).view(1, 3, 1, 1)
     std = torch.tensor([58.395, 57.12, 57.375]).view(1, 3, 1, 1)
     assert (out['images'] - (torch.stack(views).flip(1).float() - mean) / std).abs().max() <= 1e-5
-    with pytest.raises(ValueError, match="'raw'"):
-        MIMDataPreprocessor(mean=[0] * 3, std=[1] * 3, target_pixels='vqkd')
 
 
 def mmpretrain_beitv2(drop_path_rate=0.0):

@@ -23,7 +23,7 @@ from mmengine.registry import init_default_scope
 from beit_mm.models.backbones import CvT
 from beit_mm.models.layers.mask_utils import leaked_pixels, upsample_mask
 from beit_mm.models.selfsup import BEiTPretrain
-from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
+from beit_mm.models.tokenizers import DALLEEncoder
 
 from ..conftest import ROOT, randomize_, run_tool
 
@@ -60,7 +60,7 @@ def make_inputs(b: int = 2, seed: int = 0) -> dict:
     g = torch.Generator().manual_seed(seed)
     images = torch.randn(b, 3, SIZE, SIZE, generator=g)
     cells = torch.rand(b, 3, GRID, GRID, generator=g)  # flat colours per patch: several different token ids
-    target_images = map_pixels(cells.repeat_interleave(8, 2).repeat_interleave(8, 3))
+    target_images = cells.repeat_interleave(8, 2).repeat_interleave(8, 3) * 255  # RGB 0..255
     mask = torch.zeros(b, GRID, GRID, dtype=torch.bool)
     mask[0, 1, 1] = True  # isolated patch
     mask[1, 0:3, 1:4] = True  # 3x3 block: (1, 2) has all 8 neighbours masked
@@ -159,7 +159,7 @@ def test_loss_step_by_step_and_gradients():
         images[b, :, PATCH * i:PATCH * (i + 1), PATCH * j:PATCH * (j + 1)] = 0
         mask_0[b, 4 * i:4 * i + 4, 4 * j:4 * j + 4] = True
     feat = model.backbone(images, mask_0)[0]  # (B, C_2, 4, 4)
-    ids = model.target_generator.get_token_ids(inputs['target_images']).view(2, GRID, GRID)
+    ids = model.target_generator.get_targets(inputs).view(2, GRID, GRID)
     assert ids.unique().numel() > 2
     picked = [(b, i, j) for b, i, j in mask.nonzero().tolist()]
     logits = torch.stack([model.head.lm_head(feat[b, :, i, j]) for b, i, j in picked])
@@ -194,7 +194,7 @@ def test_unmasked_targets_do_not_contribute():
     inputs = make_inputs()
     mask = inputs['mask'].flatten(1)
     tokens = model.extract_feat(inputs['images'], inputs['mask'])
-    ids = model.target_generator.get_token_ids(inputs['target_images'])
+    ids = model.target_generator.get_targets(inputs)
     loss = model.head.loss(tokens, ids, mask)['loss']
     assert torch.equal(loss, model.head.loss(tokens, torch.where(mask, ids, (ids + 1) % VOCAB), mask)['loss'])
     assert not torch.equal(loss, model.head.loss(tokens, torch.where(mask, (ids + 1) % VOCAB, ids), mask)['loss'])
@@ -294,7 +294,7 @@ def test_full_config_recipe_and_build():
 
 
 def test_demo_config_trains_two_iterations_and_checkpoint_loads_for_finetuning(tmp_path):
-    from beit_mm.data.demo import make_demo_ade20k
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
     make_demo_ade20k(str(tmp_path / 'ade'), num_train=4, num_val=1, size=64, seed=0)
     cfg = Config.fromfile(CFG_DEMO)
     tok = DALLEEncoder(**cfg.tokenizer)

@@ -17,7 +17,7 @@ import torch.distributions as D
 from mmengine.config import Config
 
 from beit_mm.converters.dvae import extract_dvae_encoder
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.engine.hooks import DVAEScheduleHook, cosine_anneal
 from beit_mm.models.tokenizers import DALLEEncoder
 from beit_mm.models.tokenizers.dalle import map_pixels

@@ -38,7 +38,7 @@ def test_semantic_demo_trains_then_tests_with_miou(ade_demo_root, tmp_path):
 
 
 def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path):
-    from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+    from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
     root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
     cfg = _tiny(PANOPTIC, root, tmp_path / 'work')
     assert cfg.model.backbone.type == 'beit_mm.DINOv3' and cfg.model.task == 'panoptic'

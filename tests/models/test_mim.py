@@ -1,7 +1,8 @@
 """BEiT masked image modeling: two-view pipeline, data preprocessor, MIM head, the BEiTPretrain algorithm.
 
 References and tolerances:
-- preprocessor: exact formulas ((x - 127.5) / 127.5; DALL-E's ``map_pixels(x / 255) = 0.8 x / 255 + 0.1``), fp32
+- preprocessor: exact formulas ((x - 127.5) / 127.5; the tokenizer view 0..255, mapped by DALL-E's own
+  ``map_pixels(x / 255) = 0.8 x / 255 + 0.1``), fp32
   max abs diff <= 1e-6; mmpretrain's TwoNormDataPreprocessor(second_mean=-31.875, second_std=318.75) gives the same.
 - head: ``F.cross_entropy`` over the masked positions selected by hand, <= 1e-6.
 - algorithm: mmpretrain 1.2.0's BEiT pretraining (``BEiTPretrainViT`` + ``BEiTV1Head`` + ``DALL-E``) with the same
@@ -16,7 +17,7 @@ from mmengine.optim import OptimWrapper
 
 from beit_mm.converters.beit import convert_beit
 from beit_mm.converters.dalle import convert_dalle
-from beit_mm.data.mim_transforms import TwoViewRandomResizedCrop, random_resized_crop_box
+from beit_mm.data.transforms.crop import TwoViewRandomResizedCrop, random_resized_crop_box
 from beit_mm.models.heads import BEiTMIMHead
 from beit_mm.models.selfsup import BEiTPretrain, MIMDataPreprocessor
 from beit_mm.models.tokenizers import DALLEEncoder, map_pixels
@@ -46,7 +47,7 @@ def make_inputs(b=2, seed=0):
     images = torch.randn(b, 3, 32, 32, generator=g)
     # a 4x4 grid of flat random colours, so the tiny random tokenizer gives several different ids
     cells = torch.rand(b, 3, 4, 4, generator=g)
-    target_images = map_pixels(cells.repeat_interleave(8, 2).repeat_interleave(8, 3))
+    target_images = cells.repeat_interleave(8, 2).repeat_interleave(8, 3) * 255  # RGB 0..255
     mask = torch.zeros(b, 4, 4, dtype=torch.bool)
     mask[0, :2, :2] = True
     mask[1, 1:, 3] = True
@@ -123,8 +124,7 @@ def test_preprocessor_values_exact_and_mask_batching():
     rgb1 = torch.stack(v1)[:, [2, 1, 0]].float()
     rgb2 = torch.stack(v2)[:, [2, 1, 0]].float()
     assert torch.equal(out['images'], (rgb1 - 127.5) / 127.5)
-    assert (out['target_images'] - (0.8 * rgb2 / 255 + 0.1)).abs().max() <= 1e-6
-    assert out['target_images'].min() >= 0.1 and out['target_images'].max() <= 0.9
+    assert torch.equal(out['target_images'], rgb2)  # 0..255: DALL-E's map_pixels(x / 255) is the tokenizer's
     assert out['mask'].dtype == torch.bool and torch.equal(out['mask'], torch.stack(masks))
     # default_collate layout gives the same, and equals mmpretrain's disguised-constant form of map_pixels
     out2 = pre(dict(inputs=[torch.stack(v1), torch.stack(v2)], data_samples=samples))['inputs']
@@ -132,7 +132,7 @@ def test_preprocessor_values_exact_and_mask_batching():
     mmp = TwoNormDataPreprocessor(mean=[127.5] * 3, std=[127.5] * 3, second_mean=[-31.875] * 3,
                                   second_std=[318.75] * 3, to_rgb=True)
     ref = mmp(dict(inputs=[torch.stack(v1), torch.stack(v2)], data_samples=samples))['inputs']
-    assert (ref[1] - out['target_images']).abs().max() <= 1e-6
+    assert (ref[1] - map_pixels(out['target_images'] / 255)).abs().max() <= 1e-6
     with pytest.raises(ValueError, match='BEiTMaskGenerator'):
         pre(dict(inputs=[[a, b] for a, b in zip(v1, v2)], data_samples=[DataSample(), DataSample()]))
     unmasked = [DataSample().set_mask(torch.zeros(2, 2, dtype=torch.bool)) for _ in range(2)]
@@ -201,7 +201,7 @@ def test_train_step_gradients_and_masked_only(tmp_path):
     # loss equals the head on the final-normed masked tokens vs the tokenizer's ids, computed step by step
     out = model(inputs, mode='loss')
     tokens, _ = model.backbone.forward_tokens(inputs['images'], inputs['mask'])
-    ids = tok.get_token_ids(inputs['target_images'])
+    ids = tok.get_targets(inputs)
     assert ids.unique().numel() > 2  # the targets are not all one token
     ref = model.head.loss(tokens[-1][:, 1:], ids, inputs['mask'].flatten(1))
     assert (out['loss'] - ref['loss']).abs() <= 1e-6 and out['mim_acc'] == ref['mim_acc']
@@ -240,7 +240,7 @@ def test_unmasked_targets_do_not_contribute(tmp_path):
     inputs = make_inputs()
     mask = inputs['mask'].flatten(1)
     tokens = model.extract_feat(inputs['images'], inputs['mask'])
-    ids = model.target_generator.get_token_ids(inputs['target_images'])
+    ids = model.target_generator.get_targets(inputs)
     changed = torch.where(mask, ids, (ids + 1) % VOCAB)
     assert torch.equal(model.head.loss(tokens, ids, mask)['loss'], model.head.loss(tokens, changed, mask)['loss'])
     changed_masked = torch.where(mask, (ids + 1) % VOCAB, ids)
@@ -286,8 +286,8 @@ def test_parity_with_mmpretrain_beit_pretraining():
     inputs = make_inputs()
     samples = [DataSample().set_mask(m) for m in inputs['mask']]
     with torch.no_grad():
-        ref_loss = ref.loss([inputs['images'], inputs['target_images']], samples)['loss']
+        ref_loss = ref.loss([inputs['images'], map_pixels(inputs['target_images'] / 255)], samples)['loss']
         our_loss = ours.loss(inputs)['loss']
-    assert ours.target_generator.get_token_ids(inputs['target_images']).unique().numel() > 2
+    assert ours.target_generator.get_targets(inputs).unique().numel() > 2
     assert torch.isfinite(ref_loss) and ref_loss > 0.1
     assert (ref_loss - our_loss).abs() <= 1e-4, (ref_loss, our_loss)

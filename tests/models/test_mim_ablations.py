@@ -14,7 +14,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.data.masking import BEiTMaskGenerator, RandomMaskGenerator
+from beit_mm.data.transforms.masking import BEiTMaskGenerator, RandomMaskGenerator
 from beit_mm.models.heads import PixelRegressionHead
 from beit_mm.models.selfsup import BEiTPretrain
 from beit_mm.models.tokenizers import PatchPixelTarget, patchify

@@ -20,7 +20,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis.testing import run_test
-from beit_mm.data.demo_coco import make_demo_coco
+from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.models.losses.mask_classification import panoptic_targets
 from beit_mm.models.segmentors.mask_postprocess import instance_results, panoptic_segments, to_original_size
 
@@ -195,7 +195,7 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
 def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path, capsys):
     """The ADE20K panoptic demo (semantic + instance PNGs, 150 classes, things first) trained 3 iterations, then
     tools/test.py's library entry printing PQ over the classes present and drawing mmdet's panoptic pictures."""
-    from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+    from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
     root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
     cfg = _tiny(ADE20K_PANOPTIC, root, tmp_path / 'work')
     log = run_train(cfg, tmp_path / 'panoptic.py')

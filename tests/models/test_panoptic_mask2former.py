@@ -22,7 +22,7 @@ from mmengine.runner import Runner
 from mmseg.models.necks import Feature2Pyramid
 
 from beit_mm.apis.testing import run_test
-from beit_mm.data.demo_coco import make_demo_coco
+from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.models.backbones import BEiT, BEiTAdapter
 
 from ..conftest import ROOT
@@ -109,7 +109,7 @@ def test_panoptic_demo_trains_then_tests_with_pq(coco_root, tmp_path):
 
 def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_path):
     """ADE20K panoptic (semantic + instance PNGs, mmdet's 150 classes, things first) through mmdet's Mask2Former."""
-    from beit_mm.data.demo_ade20k_panoptic import make_demo_ade20k_panoptic
+    from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
     root = make_demo_ade20k_panoptic(str(tmp_path_factory.mktemp('ade') / 'demo'), 4, 2, 64, seed=0)
     runner = Runner.from_cfg(_tiny(ADE20K_PANOPTIC, root, tmp_path / 'work'))
     runner.train()

@@ -11,7 +11,7 @@ import sys
 import pytest
 from mmengine.config import Config
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.studies import heads, runs
 from beit_mm.studies.settings import HeadStudySettings
 

@@ -21,7 +21,7 @@ import pytest
 from mmengine.config import Config
 from PIL import Image
 
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.evaluation import probe as P
 from beit_mm.studies import configs as C
 from beit_mm.studies import graph, mim, runs
@@ -73,7 +73,7 @@ def test_shapes_style_needs_the_outline():
     """Every class appears in many colours: the mean colour of a class's pixels varies across images about as much as
     the colours of the whole image do, unlike the 'classes' style where colour names the class."""
     rng = np.random.default_rng(0)
-    from beit_mm.data.demo import SAMPLERS
+    from beit_mm.data.demo.ade20k import SAMPLERS
     spread = {}
     for style in ('shapes', 'classes'):
         per_class = {}

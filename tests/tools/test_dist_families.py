@@ -262,10 +262,10 @@ def data(tmp_path_factory) -> dict:
     weights in their real key layouts."""
     from mmengine.config import Config
 
-    from beit_mm.data.demo import make_demo_ade20k
-    from beit_mm.data.demo_coco import make_demo_coco
-    from beit_mm.data.demo_custom import make_demo_custom
-    from beit_mm.data.demo_imagenet import make_demo_imagenet
+    from beit_mm.data.demo.ade20k import make_demo_ade20k
+    from beit_mm.data.demo.coco import make_demo_coco
+    from beit_mm.data.demo.custom import make_demo_custom
+    from beit_mm.data.demo.imagenet import make_demo_imagenet
     from beit_mm.models.backbones import BEiT
     from beit_mm.models.tokenizers import DALLEEncoder
     base = tmp_path_factory.mktemp('data')

@@ -157,7 +157,7 @@ def test_official_ade20k_panoptic_weights_convert_in_mmdets_class_order(tmp_path
     ``OFFICIAL_ORDER[i]`` (max |diff| 0 on the same image), "no object" last, every other weight the same."""
     from beit_mm.apis import build_from_config
     from beit_mm.converters.eomt import beit_mm_to_hf_eomt
-    from beit_mm.data.ade20k_panoptic import OFFICIAL_ORDER
+    from beit_mm.data.datasets.ade20k_panoptic import OFFICIAL_ORDER
     from ..models.test_eomt_hf import tiny_config
     cfg = tiny_config()
     cfg.model.num_classes = 150

@@ -35,7 +35,7 @@ from mmengine.runner import CheckpointLoader, Runner
 
 from beit_mm.apis import CheckpointFileError
 from beit_mm.apis.start_checkpoint import set_resume
-from beit_mm.data.demo import make_demo_ade20k
+from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.engine import amp_optim_wrapper
 from beit_mm.engine.amp import enable_amp
 from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16

@@ -159,14 +159,14 @@ def test_mim_pictures_agree_with_the_training_loss():
     mim, dvae = _tiny_mim_and_dvae()
     g = torch.Generator().manual_seed(0)
     images = torch.randn(2, 3, 96, 96, generator=g)
-    target_images = torch.rand(2, 3, 48, 48, generator=g) * 0.8 + 0.1
+    target_images = torch.rand(2, 3, 48, 48, generator=g) * 255
     mask = torch.zeros(2, 6, 6, dtype=torch.bool)
     mask[:, 1:4, 2:5] = True
     mask[1, 5, :] = True
     with torch.no_grad():
         ref = mim.loss(dict(images=images, target_images=target_images, mask=mask))
         logits = masked_token_logits(mim, images, mask)
-        target = mim.target_generator.get_token_ids(target_images)
+        target = mim.target_generator.get_targets(dict(target_images=target_images))
     flat = mask.flatten(1)
     assert logits.shape == (2, 36, 512)
     assert torch.allclose(F.cross_entropy(logits[flat], target[flat]), ref['loss'], atol=1e-6)

@@ -6,7 +6,7 @@
         [--num-train N] [--num-val N] [--num-unlabeled N] [MIM_STUDY_OPTION ...]
 
 For every dataset (``beit_mm.studies.transfer.DATASETS``): the labeled set and the unlabeled pool are written by the
-project's data tool (``beit_mm.data.demo.make_demo_ade20k``: ``<data-dir>/<folder>`` with raw ids 1..K in ADE20K
+project's data tool (``beit_mm.data.demo.ade20k.make_demo_ade20k``: ``<data-dir>/<folder>`` with raw ids 1..K in ADE20K
 layout, ``<data-dir>/<folder>_unlabeled``; a root that is not the tool's own is refused, never overwritten), then
 the MIM study (``beit_mm.studies.mim``, what ``tools/analysis/mim_study.py`` runs) runs on them in this process with
 the same arms, heads, seeds and budgets into
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.fileio.demo_root import NotADemoRootError
+from beit_mm.data.demo.root import NotADemoRootError
 from beit_mm.fileio.outputs import OutputError
 from beit_mm.studies.settings import StudySettingsError, TransferStudySettings, add_mim_study_arguments
 from beit_mm.studies.transfer import DATASETS, DEFAULT_DATASETS, run_transfer_study

@@ -20,7 +20,6 @@ from mmengine.model import is_model_wrapper
 
 from beit_mm.registry import HOOKS
 
-from ...models.tokenizers.dvae import unmap_pixels
 from ...visualization.figures import mim_figure, to_uint8
 from ...apis import load_model
 from ...visualization.mim import mim_pictures
@@ -60,6 +59,6 @@ class MIMVisualizationHook(Hook):
         pics = mim_pictures(model, self.dvae, images, target, mask)
         pre = model.data_preprocessor
         image = to_uint8((images[0] * pre.std[0] + pre.mean[0]) / 255)
-        picture = mim_figure(image, to_uint8(unmap_pixels(target[0])), pics,
+        picture = mim_figure(image, to_uint8(target[0] / 255), pics,
                              title=f'iteration {runner.iter + 1}')
         runner.visualizer.add_image('mim', picture, step=runner.iter + 1)

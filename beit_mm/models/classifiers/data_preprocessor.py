@@ -1,17 +1,10 @@
-"""mmpretrain's ``ClsDataPreprocessor`` that first applies the RandAugment ops and the random erasing the samples carry.
+"""mmpretrain's ``ClsDataPreprocessor`` that first applies what the train pipeline's samplers drew.
 
-Input: what mmpretrain's ``PackInputs`` gives, collated by ``default_collate`` or ``pseudo_collate``:
-``data['inputs']`` (B, 3, H, W) uint8 BGR (or a list of (3, H, W)), ``data['data_samples']`` DataSamples whose
-metainfo holds ``rand_augment`` and ``random_erasing`` when the train pipeline drew them
-(``beit_mm.SampleRandAugment``, ``beit_mm.SampleRandomErasing``). Those are applied to the batch on the device, in
-the exact pipeline's order (RandAugment, then erasing), before the BGR -> RGB flip, the normalization and the batch
-augments (Mixup/CutMix) (:mod:`beit_mm.data.rand_augment`: tensor ops on a GPU, mmcv's own calls on a CPU).
-Samples without them (validation, test, the exact train pipeline) pass through mmpretrain's preprocessing unchanged.
-
-Where the samples carry ``crop_resize`` (``beit_mm.EncodedRandomResizedCrop``, collated by ``pseudo_collate``),
-``data['inputs']`` holds each sample's JPEG bytes (1-D uint8) or decoded whole image ((3, H, W) RGB uint8), and the
-crops are made here first, in the exact pipeline's order (:mod:`beit_mm.data.device_views`): the bytes decoded in one
-batched ``decode_jpeg`` call, then per image the crop, Pillow's resize and the flip.
+The samples' metainfo carries ``SampleRandAugment.key``, ``SampleRandomErasing.key`` and
+``EncodedRandomResizedCrop.key`` when those transforms ran: the crops are made from the packed bytes or whole images
+(:mod:`beit_mm.data.transforms.device_views`), then RandAugment and the erasing are applied on the device in the exact
+pipeline's order, before the BGR -> RGB flip, the normalization and the batch augments. Samples without them pass
+through mmpretrain's preprocessing unchanged.
 """
 from __future__ import annotations
 
@@ -20,11 +13,10 @@ from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
 
 from beit_mm.registry import MODELS
 
-from ...data.cls_transforms import RAND_AUGMENT_KEY, RANDOM_ERASING_KEY
-from ...data.device_views import decode_declared, resized_crops
-from ...data.rand_augment import rand_augment, random_erasing
-
-CROP_RESIZE_KEY = 'crop_resize'
+from ...data.transforms.device_views import decode_declared, resized_crops
+from ...data.transforms.encoded import EncodedRandomResizedCrop
+from ...data.transforms.rand_augment import SampleRandAugment, rand_augment
+from ...data.transforms.random_erasing import SampleRandomErasing, random_erasing
 
 
 def _carried(samples, key: str) -> list | None:
@@ -54,8 +46,8 @@ class AugmentClsDataPreprocessor(ClsDataPreprocessor):
                 size.
         """
         samples = data.get('data_samples') or []
-        ops, erasing = _carried(samples, RAND_AUGMENT_KEY), _carried(samples, RANDOM_ERASING_KEY)
-        crops = _carried(samples, CROP_RESIZE_KEY)
+        ops, erasing = _carried(samples, SampleRandAugment.key), _carried(samples, SampleRandomErasing.key)
+        crops = _carried(samples, EncodedRandomResizedCrop.key)
         if ops is None and erasing is None and crops is None:
             return super().forward(data, training)
         if crops is not None:

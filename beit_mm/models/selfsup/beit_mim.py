@@ -16,9 +16,9 @@ The three interfaces:
   two token sets) and ``beit_mm.CvT`` (``with_mask_token=True``, ``out_indices=(2,)``; mask token at the stage-0
   embedding, tokens of the stride-16 stage-2 map; ``docs/cvt_mim.md``).
 - target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder`` (visual token ids of the
-  tokenizer view, the paper's default), ``beit_mm.VQKD`` (BEiT v2's semantic tokens of the 224 px tokenizer view,
-  ``MIMDataPreprocessor(target_pixels='raw')``) or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone
-  view, the paper's pixel-regression baseline).
+  tokenizer view, the paper's default), ``beit_mm.VQKD`` (BEiT v2's semantic tokens of the 224 px tokenizer view)
+  or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone view, the paper's pixel-regression
+  baseline); each maps the 0..255 tokenizer view to its own input.
 - head ``loss(tokens, target, mask) -> dict`` and ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
   (cross-entropy over the vocabulary, ``mim_acc``; for BEiT v2's pair the shared ``lm_head`` on both, ``loss`` +
   ``loss_cls_pt``) or ``beit_mm.PixelRegressionHead`` (L2).
@@ -103,7 +103,7 @@ class BEiTPretrain(BaseModel):
 
         Args:
             inputs: ``images`` (B, 3, H, W) normalized backbone view; ``target_images`` (B, 3, h', w') tokenizer view
-                in its pixel space; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
+                as float RGB 0..255; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
             data_samples: unused (the preprocessor already took the masks out of them).
         Returns:
             the head's ``loss`` and metrics (``mim_acc`` and its baseline for token targets; BEiT v2 adds

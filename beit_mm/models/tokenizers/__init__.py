@@ -5,9 +5,10 @@ The target interface (what ``beit_mm.BEiTPretrain`` calls under ``torch.no_grad(
     get_targets(inputs: dict[str, Tensor]) -> Tensor     # (B, N, ...) one target per backbone patch, row-major
 
 ``inputs`` is ``beit_mm.MIMDataPreprocessor``'s output: ``images`` (B, 3, H, W), the normalized backbone view, and
-``target_images`` (B, 3, h, w), the tokenizer view in the tokenizer's own pixel space. Implementations:
+``target_images`` (B, 3, h, w), the tokenizer view as float RGB 0..255, which each generator maps to its own input.
+Implementations:
 
-- ``dalle.DALLEEncoder``: frozen DALL-E dVAE encoder; reads ``target_images`` (``map_pixels`` of [0, 1] RGB) and
+- ``dalle.DALLEEncoder``: frozen DALL-E dVAE encoder; maps ``target_images`` by ``map_pixels(x / 255)`` and
   returns int64 token ids (B, h/8 * w/8).
 - ``pixels.PatchPixelTarget``: per-patch normalized pixels of ``images``, float (B, N, p * p * 3).
 - ``vqkd.VQKD``: BEiT v2's vector-quantized knowledge-distillation tokenizer; reads ``target_images`` (float RGB in

@@ -7,8 +7,9 @@ official ones with ``nn.Conv2d``'s ``weight``/``bias`` in place of ``w``/``b`` (
 them), e.g. ``blocks.input.weight`` (256, 3, 7, 7), ``blocks.group_1.block_1.res_path.conv_1.weight``,
 ``blocks.group_2.block_1.id_path.weight``, ``blocks.output.conv.weight`` (8192, 2048, 1, 1).
 
-Input convention: pixels in [0, 1] mapped by :func:`map_pixels` (the tokenizer's pixel space), e.g. the 112x112 second
-view of BEiT's two-view crop. Output: logits ``(B, vocab_size, H/8, W/8)``; token ids = argmax over the vocabulary.
+Input convention: :meth:`DALLEEncoder.forward` takes pixels in [0, 1] mapped by :func:`map_pixels`;
+:meth:`DALLEEncoder.get_targets` takes the 0..255 RGB tokenizer view and maps it itself. Output: logits
+``(B, vocab_size, H/8, W/8)``; token ids = argmax over the vocabulary.
 """
 import math
 from collections import OrderedDict
@@ -22,6 +23,8 @@ from beit_mm.registry import MODELS
 
 # dall_e/utils.py `logit_laplace_eps`: the logit-Laplace likelihood of the dVAE keeps pixels inside [eps, 1 - eps].
 LOGIT_LAPLACE_EPS = 0.1
+# 8-bit pixels: map_pixels takes [0, 1].
+MAX_PIXEL_VALUE = 255.0
 # dall_e/encoder.py `Encoder` defaults (the released `encoder.pkl`).
 DALLE_GROUP_COUNT = 4
 DALLE_N_HID = 256
@@ -93,8 +96,8 @@ class DALLEEncoder(BaseModule):
         n_blk_per_group: residual blocks per group.
         input_channels: image channels.
         vocab_size: number of visual tokens (logit channels).
-        channels_last: run convolutions in ``torch.channels_last`` memory format (faster on CPU and GPU; see
-            ``tools/analysis/benchmark_dalle.py``). Same numbers up to float rounding.
+        channels_last: run convolutions in ``torch.channels_last`` memory format (faster on CPU and GPU). Same
+            numbers up to float rounding.
         autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'``: autocast for the input conv and the groups;
             the output conv runs in fp32 as in ``dall_e`` (its ``use_float16=False``). Low precision can flip the
             argmax of near-tied logits, so token ids may differ from fp32 for a small fraction of positions.
@@ -219,9 +222,9 @@ class DALLEEncoder(BaseModule):
         """The target-generator interface of ``beit_mm.BEiTPretrain``: token ids of the tokenizer view.
 
         Args:
-            inputs: ``beit_mm.MIMDataPreprocessor``'s output; reads ``target_images`` (B, C, h, w) in the
-                tokenizer's pixel space.
+            inputs: ``beit_mm.MIMDataPreprocessor``'s output; reads ``target_images`` (B, C, h, w) float RGB 0..255,
+                mapped here by ``map_pixels(x / 255)``.
         Returns:
             int64 (B, h/8 * w/8), see :meth:`get_token_ids`.
         """
-        return self.get_token_ids(inputs['target_images'])
+        return self.get_token_ids(map_pixels(inputs['target_images'] / MAX_PIXEL_VALUE))

@@ -20,8 +20,7 @@ layers, the quantizer, the teacher and the loss always run in fp32. unilm (``mod
 ``engine_for_vqkd.py`` line 59, ``engine_for_pretraining.py`` lines 54-56) runs the whole tokenizer under the step's
 fp16 autocast and takes only ``encode_task_layer`` out of it: there the quantizer's distance matmul, the
 ``decode_task_layer``, the teacher and the loss are fp16. Keeping the quantizer fp32 is beit_mm's choice (with bf16
-autocast its distances would be 8x coarser than unilm's fp16); the token ids it changes are measured in
-``docs/recipes.md`` (``tools/analysis/tokenizer_precision.py``).
+autocast its distances would be 8x coarser than unilm's fp16).
 """
 from __future__ import annotations
 

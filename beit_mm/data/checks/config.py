@@ -1,0 +1,147 @@
+"""Checks of a config's data folders before any dataset is built: the roots it reads, a demo root it does not read,
+split folders that are missing or empty."""
+from __future__ import annotations
+
+import logging
+import os
+import os.path as osp
+from collections.abc import Mapping, Sequence
+
+from mmengine.logging import print_log
+
+from .labels import DatasetCheckError
+from .splits import suffix_text, suffixes
+
+
+def _dataset_cfgs(node) -> list:
+    """The leaf dataset configs of a dataloader's ``dataset`` (inside ``dataset=`` / ``datasets=`` wrappers)."""
+    if 'datasets' in node:
+        return [leaf for d in node['datasets'] for leaf in _dataset_cfgs(d)]
+    if 'dataset' in node:
+        return _dataset_cfgs(node['dataset'])
+    return [node]
+
+
+def config_data_roots(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+                      ) -> list[str]:
+    """The folders a config's datasets read: every leaf dataset's ``data_root`` and its ``data_prefix`` folders
+    (joined to the root), for the outputs check (:func:`beit_mm.fileio.outputs.check_output`: no output goes there).
+    """
+    found = []
+    for loader in loaders:
+        dataloader = cfg.get(loader)
+        if not dataloader or not dataloader.get('dataset'):
+            continue
+        for ds in _dataset_cfgs(dataloader['dataset']):
+            root = ds.get('data_root') or ''
+            prefix = ds.get('data_prefix') or {}  # mmseg: dict(img_path=..., seg_map_path=...); mmpretrain: a str
+            prefixes = [p for p in ([prefix] if isinstance(prefix, str) else prefix.values())
+                        if isinstance(p, str) and p]
+            for folder in ([root] if root else []) + [osp.join(root, p) for p in prefixes]:
+                if folder not in found:
+                    found.append(folder)
+    return found
+
+
+def _default_argument(dataset_type: str, name: str, scope: str | None):
+    import inspect
+
+    from mmengine.registry import DATASETS
+    with DATASETS.switch_scope_and_registry(scope) as registry:
+        cls = registry.get(dataset_type)
+    parameter = inspect.signature(cls.__init__).parameters.get(name) if cls is not None else None
+    return None if parameter is None else parameter.default
+
+
+def _has_file(directory: str, suffix: tuple[str, ...]) -> bool:
+    for _, _, files in os.walk(directory):
+        if any(name.endswith(suffix) for name in files):
+            return True
+    return False
+
+
+def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> str | None:
+    """Log (and return) a warning when the config's top-level ``data_root`` is read by none of the ``loaders``'
+    datasets: ``--cfg-options data_root=X`` sets that variable after the config has copied it into the datasets, so
+    the run would read the old root (silently, when it exists)."""
+    top = cfg.get('data_root')
+    roots = sorted({str(ds.get('data_root')) for loader in loaders if (cfg.get(loader) or {}).get('dataset')
+                    for ds in _dataset_cfgs(cfg[loader]['dataset']) if ds.get('data_root')})
+    if not isinstance(top, str) or not roots or top in roots:
+        return None
+    options = ' '.join(f'{name}.dataset.data_root={top}' for name in ('train_dataloader', 'val_dataloader',
+                                                                      'test_dataloader'))
+    message = (f"the config's data_root={top!r} is read by none of its datasets, which read {roots}: "
+               '--cfg-options data_root=... only sets that variable, after the config copied it into the datasets. '
+               f'Fix: set the datasets\' roots, --cfg-options {options}')
+    print_log(message, logger='current', level=logging.WARNING)
+    return message
+
+
+def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
+    """A classification or unlabeled dataset without ``ann_file`` (mmpretrain's ``CustomDataset``/``ImageNet``: class
+    folders or a flat pool under ``data_root/data_prefix``) needs its folder; mmpretrain lists it with a bare
+    ``FileNotFoundError`` from ``os.scandir``."""
+    if img_path is None:
+        return
+    img_dir = osp.join(ds.get('data_root') or '', img_path)
+    if not osp.isdir(img_dir):
+        raise DatasetCheckError(
+            f'[{loader}] the image folder {img_dir} does not exist. Fix: check data_root ({ds.get("data_root")!r}) '
+            f'and data_prefix ({img_path!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for '
+            'demo data run python tools/make_demo_data.py (the config\'s header names the command of its data)')
+
+
+def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
+    """A dataset in mmdet's layout (``data_prefix`` with ``img``; COCO's ``ann_file``) needs its annotation file and
+    every folder of its ``data_prefix``; mmdet fails on them with a bare ``FileNotFoundError`` or inside
+    ``np.concatenate``."""
+    root = ds.get('data_root') or ''
+    wanted = [('annotation file', osp.join(root, ds['ann_file']), osp.isfile)] if ds.get('ann_file') else []
+    wanted += [(f'{key} folder', osp.join(root, folder), osp.isdir) for key, folder in prefix.items()
+               if isinstance(folder, str)]
+    missing = [f'{what} {path}' for what, path, exists in wanted if not exists(path)]
+    if missing:
+        raise DatasetCheckError(
+            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({root!r}), ann_file and data_prefix '
+            f'of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
+            'tools/make_demo_data.py (the config\'s header names the command of its data)')
+
+
+def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
+    """Before the datasets are built: every segmentation split's image folder exists and holds an image.
+
+    MMEngine's ``BaseDataset`` fails on an empty split inside ``np.concatenate`` ("need at least one array to
+    concatenate") and on a missing folder with a bare ``FileNotFoundError``. Splits listed by an ``ann_file`` are not
+    checked here.
+
+    Raises:
+        DatasetCheckError: names the folder, the suffix looked for and the fix.
+    """
+    warn_unread_data_root(cfg, loaders)
+    scope = cfg.get('default_scope')
+    for loader in loaders:
+        dataloader = cfg.get(loader)
+        if not dataloader or not dataloader.get('dataset'):
+            continue
+        for ds in _dataset_cfgs(dataloader['dataset']):
+            prefix = ds.get('data_prefix') or {}
+            if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
+                _check_det_split(loader, ds, prefix)
+                continue
+            if ds.get('ann_file'):
+                continue
+            if isinstance(prefix, str) or 'seg_map_path' not in prefix:  # mmpretrain: class folders, unlabeled pools
+                _check_image_folder(loader, ds, prefix if isinstance(prefix, str) else prefix.get('img_path'))
+                continue
+            img_dir = osp.join(ds.get('data_root') or '', prefix.get('img_path', ''))
+            suffix = suffixes(ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or '')
+            fix = (f'Fix: check data_root ({ds.get("data_root")!r}) and data_prefix.img_path '
+                   f'({prefix.get("img_path")!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); '
+                   'for the demo data run python tools/make_demo_data.py')
+            if not osp.isdir(img_dir):
+                raise DatasetCheckError(f'[{loader}] the image folder {img_dir} does not exist. {fix}')
+            if not _has_file(img_dir, suffix):
+                raise DatasetCheckError(f'[{loader}] the split is empty: no image matched '
+                                        f'{img_dir}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
+                                        f'({suffix[0] if len(suffix) == 1 else suffix!r})')

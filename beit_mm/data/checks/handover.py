@@ -1,0 +1,110 @@
+"""The hand-over from the worker to the device: every key a pipeline's transforms hand to the data preprocessor must be
+listed in the ``meta_keys`` of the pack transform after them.
+
+A transform class declares what it hands over as class attributes: ``key``, and ``handover`` (all its keys) where it
+hands over more than one. mmpretrain's ``PackInputs``, mmseg's ``PackSegInputs`` and mmdet's ``PackDetInputs`` copy
+only their ``meta_keys`` (their defaults when none are given) into the samples' metainfo and drop every other key
+without a word, so a missing key would train without its augmentation.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping, Sequence
+
+# The pack transforms by name, and where their classes live (for their default meta_keys).
+PACK_TRANSFORMS = {'PackInputs': 'mmpretrain.datasets.transforms', 'PackSegInputs': 'mmseg.datasets.transforms',
+                   'PackDetInputs': 'mmdet.datasets.transforms'}
+DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
+
+
+class HandoverError(ValueError):
+    """A key a transform hands to the data preprocessor does not reach it; the message names the key, both transforms
+    and the fix."""
+
+
+def _name(transform: Mapping) -> str:
+    kind = transform.get('type', '')
+    return kind.__name__ if isinstance(kind, type) else str(kind)
+
+
+def handover_keys(transform: Mapping) -> tuple[str, ...]:
+    """The keys the transform configured by ``transform`` hands to the data preprocessor (empty for most)."""
+    kind = transform.get('type')
+    if isinstance(kind, str):
+        from beit_mm.registry import TRANSFORMS
+        kind = TRANSFORMS.get(kind) if kind.startswith('beit_mm.') or '.' not in kind else None
+    if not isinstance(kind, type) or not hasattr(kind, 'key'):
+        return ()
+    return tuple(getattr(kind, 'handover', (kind.key, )))
+
+
+def packed_keys(transform: Mapping) -> tuple[str, ...] | None:
+    """The metainfo keys a pack transform keeps (its ``meta_keys``, or its class's default); None for any other
+    transform."""
+    name = _name(transform).rsplit('.', 1)[-1]
+    if name not in PACK_TRANSFORMS:
+        return None
+    if 'meta_keys' in transform:
+        return tuple(transform['meta_keys'])
+    cls = getattr(importlib.import_module(PACK_TRANSFORMS[name]), name)
+    return tuple(inspect.signature(cls).parameters['meta_keys'].default)
+
+
+def _flat(pipeline: Sequence) -> list[Mapping]:
+    """The transforms of ``pipeline`` in order, those nested in a wrapper (``transforms=[...]``) included."""
+    flat = []
+    for transform in pipeline:
+        if isinstance(transform, Mapping):
+            flat.append(transform)
+            nested = transform.get('transforms')
+            flat.extend(_flat(nested) if isinstance(nested, Sequence) and not isinstance(nested, str) else [])
+        elif isinstance(transform, Sequence) and not isinstance(transform, str):
+            flat.extend(_flat(transform))
+    return flat
+
+
+def check_pipeline(pipeline: Sequence, where: str = 'the pipeline') -> None:
+    """Check that every handed-over key of ``pipeline`` (a list of transform configs) is packed after it.
+
+    Raises:
+        HandoverError: a key no later pack transform lists in its ``meta_keys``, or no pack transform after it.
+    """
+    pending: dict[str, str] = {}  # key -> the transform that hands it over
+    for transform in _flat(pipeline):
+        for key in handover_keys(transform):
+            pending[key] = _name(transform)
+        packed = packed_keys(transform)
+        if packed is None:
+            continue
+        for key, sampler in pending.items():
+            if key not in packed:
+                raise HandoverError(
+                    f"{where}: {sampler} hands '{key}' to the data preprocessor, but {_name(transform)} drops it: "
+                    f"its meta_keys {packed} do not list '{key}', so the run would train without it. Fix: add "
+                    f"'{key}' to {_name(transform)}(meta_keys=...)")
+        pending = {}
+    for key, sampler in pending.items():
+        raise HandoverError(f"{where}: {sampler} hands '{key}' to the data preprocessor, but no pack transform "
+                            f"follows it. Fix: end the pipeline with a pack transform whose meta_keys list '{key}'")
+
+
+def _datasets(node) -> list[Mapping]:
+    """The dataset configs in ``node``, wrappers' inner datasets included."""
+    if not isinstance(node, Mapping):
+        return []
+    inner = [node.get('dataset')] + list(node.get('datasets') or [])
+    return [node] + [d for child in inner for d in _datasets(child)]
+
+
+def check_handover(cfg: Mapping) -> None:
+    """:func:`check_pipeline` on every dataset pipeline of the config's data loaders.
+
+    Raises:
+        HandoverError: see :func:`check_pipeline`.
+    """
+    for loader in DATALOADERS:
+        dataloader = cfg.get(loader)
+        for dataset in _datasets(dataloader.get('dataset') if isinstance(dataloader, Mapping) else None):
+            if dataset.get('pipeline'):
+                check_pipeline(dataset['pipeline'], f'{loader}.dataset ({dataset.get("type")})')

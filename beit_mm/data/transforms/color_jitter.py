@@ -1,0 +1,213 @@
+"""ColorJitter drawn on the worker, applied to the batch by the data preprocessor.
+
+:class:`SampleColorJitter` makes mmpretrain ``ColorJitter``'s draws and hands them over under its :attr:`key`;
+:func:`color_jitter` applies them to a batch as Pillow's ``ImageEnhance`` does: each op a blend with a degenerate image
+(brightness: black; contrast: the grey ``int(luma mean + 0.5)`` of the whole image; saturation: the pixel's luma) by
+``Image.blend``'s float32 ``in1 + factor * (in2 - in1)``, clipped to [0, 255] and truncated (``libImaging/Blend.c``),
+with Pillow's luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16`` (``libImaging/Convert.c``). On the same uint8
+image, factors, order and contrast grey the result equals Pillow's pixel for pixel (without fused multiply-adds).
+
+torchvision's tensor ops take one factor per call and the contrast grey of the tensor given; here each image has its
+own factors and the grey comes from the whole image while the ops run on crops of it.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import cv2
+import numpy as np
+import torch
+from mmcv.transforms import BaseTransform
+from PIL import Image, ImageEnhance, ImageStat
+from torch import Tensor
+
+from beit_mm.registry import TRANSFORMS
+
+# Pillow's fixed-point ITU-R 601-2 luma weights (libImaging/Convert.c, L24): (R, G, B) / 2**16.
+LUMA_WEIGHTS = (19595, 38470, 7471)
+LUMA_SHIFT = 16
+# The op ids of mmpretrain's / torchvision's ColorJitter order: a permutation of these four.
+BRIGHTNESS, CONTRAST, SATURATION, HUE = 0, 1, 2, 3
+# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
+CONTRAST_MEAN_SIDE = 128
+# Pillow's enhancement of each op id (mmcv's adjust_* with backend='pillow' call the same classes).
+_ENHANCE = {BRIGHTNESS: ImageEnhance.Brightness, SATURATION: ImageEnhance.Color}
+
+
+@TRANSFORMS.register_module()
+class SampleColorJitter(BaseTransform):
+    """Draw mmpretrain ``ColorJitter``'s parameters (its draws, in its order) without touching the pixels:
+    ``results[key] = dict(order, brightness, contrast, saturation)``; a decoding crop after it adds the contrast
+    grey ``contrast_mean`` (:func:`whole_image_contrast_mean`).
+
+    Args:
+        brightness, contrast, saturation: jitter strengths as mmpretrain's ``ColorJitter``.
+        hue: must be 0 (the device-side jitter has no hue op).
+    """
+
+    key = 'color_jitter'
+
+    def __init__(self, brightness: float = 0., contrast: float = 0., saturation: float = 0., hue: float = 0.) -> None:
+        from mmpretrain.datasets.transforms import ColorJitter
+        if hue:
+            raise ValueError(f'SampleColorJitter(hue={hue}): the device-side jitter has no hue op; use hue=0, or the '
+                             'exact pipeline (mmpretrain ColorJitter before the crop) for a hue jitter')
+        self.reference = ColorJitter(brightness=brightness, contrast=contrast, saturation=saturation, hue=hue)
+        self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
+
+    def transform(self, results: dict) -> dict:
+        order, b, c, s, _ = self.reference._rand_params()  # mmpretrain 1.2: the permutation, then one draw per op
+        results[self.key] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
+        return results
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(brightness={self.brightness}, contrast={self.contrast}, '
+                f'saturation={self.saturation}, hue={self.hue})')
+
+
+def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
+    """Pillow's contrast grey as the exact pipeline computes it: the ops before contrast in ``jitter['order']``
+    applied to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a side, then
+    ``int(luma mean + 0.5)``."""
+    height, width = image.shape[:2]
+    factor = max(1, math.ceil(max(height, width) / max_side))
+    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+        image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
+    small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
+    for op in jitter['order']:
+        if op == CONTRAST:
+            break
+        value = jitter.get({BRIGHTNESS: 'brightness', SATURATION: 'saturation'}.get(op, ''))
+        if op in _ENHANCE and value is not None:
+            small = _ENHANCE[op](small).enhance(value)
+    return int(ImageStat.Stat(small.convert('L')).mean[0] + 0.5)
+
+
+def pil_luma(images: Tensor) -> Tensor:
+    """Pillow's ``convert('L')``: (B, 3, H, W) RGB 0..255 (any dtype) -> (B, 1, H, W) int32 luma."""
+    rgb = images.to(torch.int32)
+    weights = torch.tensor(LUMA_WEIGHTS, dtype=torch.int32, device=images.device).view(1, 3, 1, 1)
+    return ((rgb * weights).sum(1, keepdim=True) + (1 << (LUMA_SHIFT - 1))) >> LUMA_SHIFT
+
+
+def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``Image.blend(degenerate, images, factor)`` on 8-bit values: ``in1 + factor * (in2 - in1)`` in
+    float32, clipped to [0, 255] and truncated. ``images`` (B, C, H, W) and ``degenerate`` (broadcastable) 0..255,
+    ``factor`` (B,); returns float32 like ``images``."""
+    in1 = degenerate.to(torch.float32)
+    alpha = factor.to(torch.float32).view(-1, 1, 1, 1)
+    blended = (images.to(torch.float32) - in1) * alpha + in1
+    return blended.clamp_(0.0, 255.0).floor_()
+
+
+def adjust_brightness(images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Brightness(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) 0..255."""
+    return pil_blend(torch.zeros((), device=images.device), images, factor)
+
+
+def adjust_saturation(images: Tensor, factor: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Color(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) RGB 0..255."""
+    return pil_blend(pil_luma(images), images, factor)
+
+
+def adjust_contrast(images: Tensor, factor: Tensor, mean: Tensor) -> Tensor:
+    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image: ``images`` (B, 3, H, W) RGB 0..255
+    blended toward ``mean`` (B,), the grey of the image ``Contrast`` was given (:func:`contrast_mean` of the whole
+    image, where these are crops of it)."""
+    return pil_blend(mean.to(torch.float32).view(-1, 1, 1, 1), images, factor)
+
+
+def contrast_mean(images: Tensor) -> Tensor:
+    """Pillow's contrast grey of whole images: ``int(mean(convert('L')) + 0.5)``. (B, 3, H, W) -> (B,) int64."""
+    luma = pil_luma(images).to(torch.float64)
+    return (luma.mean(dim=(1, 2, 3)) + 0.5).floor().to(torch.int64)
+
+
+def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Tensor, saturation: Tensor,
+                 mean: Tensor | None) -> Tensor:
+    """mmpretrain's / torchvision's ColorJitter (hue 0) with per-image parameters, on a batch.
+
+    Args:
+        images: (B, 3, H, W) RGB, integer values 0..255 (uint8 or float), on any device.
+        order: (B, 4) int on the CPU, each row a permutation of (0 brightness, 1 contrast, 2 saturation, 3 hue); hue
+            (3) is skipped (the recipes jitter no hue).
+        brightness, contrast, saturation: (B,) factors on the CPU; NaN = that op is off for the image.
+        mean: (B,) the contrast grey of each image on the CPU (:func:`adjust_contrast`); None: each image's own,
+            computed at its contrast step (:func:`contrast_mean`, as Pillow does: ``images`` are whole images).
+
+    Returns:
+        (B, 3, H, W) float32 on the device of ``images``, integer values 0..255.
+
+    The images each op applies to are chosen on the CPU, so a CUDA batch is indexed without a device sync.
+    """
+    out = images.to(torch.float32)
+    device = out.device
+    factors = {BRIGHTNESS: brightness, CONTRAST: contrast, SATURATION: saturation}
+    for step in range(order.shape[1]):
+        for op, factor in factors.items():
+            index = ((order[:, step] == op) & ~torch.isnan(factor)).nonzero().flatten()
+            if not index.numel():
+                continue
+            x, alpha = out[index.to(device)], factor[index].to(device)
+            if op == BRIGHTNESS:
+                x = adjust_brightness(x, alpha)
+            elif op == CONTRAST:
+                grey = contrast_mean(x) if mean is None else mean[index].to(device)
+                x = adjust_contrast(x, alpha, grey)
+            else:
+                x = adjust_saturation(x, alpha)
+            out[index.to(device)] = x
+    return out
+
+
+def stack_jitter_parameters(params: list[dict],
+                            whole_images: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
+    """The parameters :class:`SampleColorJitter` drew (and the decoding crop's ``contrast_mean``) as the CPU tensors
+    :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``, a factor of None as NaN.
+
+    Args:
+        params: one ``color_jitter`` dict per image.
+        whole_images: the jitter applies to the whole images, which give their own contrast grey: ``mean`` is None
+            and ``contrast_mean`` is not needed.
+
+    Raises:
+        ValueError: an image with a contrast factor but no ``contrast_mean`` (not ``whole_images``).
+    """
+    def factor(p: dict, key: str) -> float:
+        return float('nan') if p.get(key) is None else float(p[key])
+    for p in params:
+        if not whole_images and p.get('contrast') is not None and 'contrast_mean' not in p:
+            raise ValueError('a color_jitter with a contrast factor but no contrast_mean: put '
+                             'beit_mm.DecodeTwoViewRandomResizedCrop (which computes it from the whole image) after '
+                             'beit_mm.SampleColorJitter in the pipeline')
+    order = torch.tensor([p['order'] for p in params], dtype=torch.int64)
+    mean = None if whole_images else torch.tensor([int(p.get('contrast_mean', 0)) for p in params], dtype=torch.int64)
+    return (order, *(torch.tensor([factor(p, k) for p in params], dtype=torch.float32)
+                     for k in ('brightness', 'contrast', 'saturation')), mean)
+
+
+def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
+    """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
+    size batched together.
+
+    Args:
+        images: B tensors (3, H_i, W_i) RGB 0..255.
+        params: B ``color_jitter`` dicts (``SampleColorJitter``'s ``order``, ``brightness``, ``contrast``,
+            ``saturation``).
+
+    Returns:
+        B tensors (3, H_i, W_i) uint8.
+    """
+    groups = defaultdict(list)
+    for i, image in enumerate(images):
+        groups[tuple(image.shape)].append(i)
+    out: list[Tensor | None] = [None] * len(images)
+    for index in groups.values():
+        order, brightness, contrast, saturation, _ = stack_jitter_parameters([params[i] for i in index],
+                                                                           whole_images=True)
+        jittered = color_jitter(torch.stack([images[i] for i in index]), order, brightness, contrast, saturation,
+                                None).to(torch.uint8)
+        for i, image in zip(index, jittered):
+            out[i] = image
+    return out

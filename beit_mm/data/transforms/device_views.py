@@ -1,0 +1,142 @@
+"""BEiT's two views and the fine-tuning crops made on the data preprocessor's device from what the Encoded crops
+packed: the JPEG bytes decoded in one batched ``torchvision.io.decode_jpeg`` call (nvjpeg on a GPU, libjpeg-turbo on
+the CPU), then per image the flip, the crop and Pillow's resizes on tensors
+(:func:`beit_mm.data.transforms.pil_resample.apply_tables`); the jitter of the whole images, before them, is
+:func:`beit_mm.data.transforms.color_jitter.jitter_whole_images`. Nothing here calls Pillow or OpenCV.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+from torchvision.io import ImageReadMode, decode_jpeg
+
+from .pil_resample import apply_tables, resize_tables
+
+
+def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[Tensor]:
+    """The whole images of a batch on ``device``: the 1-D uint8 tensors (a JPEG file's bytes, on the CPU) decoded to
+    RGB in one ``decode_jpeg`` call; the (3, H, W) uint8 ones (decoded on the worker) copied.
+
+    Returns:
+        B tensors (3, H_i, W_i) uint8 RGB on ``device``, in the order of ``inputs``.
+
+    Raises:
+        ValueError: an input that is neither.
+    """
+    encoded = [i for i, t in enumerate(inputs) if t.dim() == 1]
+    images: list[Tensor | None] = [None] * len(inputs)
+    if encoded:
+        decoded = decode_jpeg([inputs[i].cpu() for i in encoded], mode=ImageReadMode.RGB, device=device)
+        for i, image in zip(encoded, decoded):
+            images[i] = image
+    for i, t in enumerate(inputs):
+        if t.dim() == 3 and t.shape[0] == 3:
+            images[i] = t.to(device, non_blocking=True)
+        elif t.dim() != 1:
+            raise ValueError(f'input {i} has shape {tuple(t.shape)}: expected the JPEG bytes (1-D uint8) or a decoded '
+                             '(3, H, W) image, as beit_mm.EncodedTwoViewRandomResizedCrop packs them')
+    return images
+
+
+def decode_declared(inputs, samples: Sequence, device: torch.device | str, transform: str) -> list[Tensor]:
+    """:func:`decode_images` of a ``pseudo_collate`` batch of encoded samples, each checked against the size its
+    header declared (``sample.ori_shape``, on which the worker drew the crop box).
+
+    Args:
+        inputs: ``data['inputs']``: per sample the JPEG bytes (1-D uint8) or a whole image decoded on the worker.
+        samples: the batch's data samples, with ``ori_shape`` (and ``img_path`` for the message).
+        device: where to decode.
+        transform: the worker transform that packed them, named in the errors.
+
+    Raises:
+        ValueError: the inputs are not per-sample tensors (not ``pseudo_collate``), or an image decoded to another
+            size than its header declared.
+    """
+    if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
+        raise ValueError(f'encoded images (beit_mm.{transform}) need the per-sample inputs of pseudo_collate: set '
+                         "train_dataloader.collate_fn=dict(type='pseudo_collate')")
+    images = decode_images(inputs, device)
+    for image, sample in zip(images, samples):
+        if tuple(image.shape[1:]) != tuple(sample.ori_shape):
+            raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "
+                             f'header declared {tuple(sample.ori_shape)}; the crop box was drawn on the declared '
+                             'size, so nothing was cropped. Fix: re-encode the file with a standard tool')
+    return images
+
+
+def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips: Sequence[bool],
+              resize: dict) -> tuple[Tensor, Tensor]:
+    """Flip, crop and resize each whole image to the backbone view and the tokenizer view.
+
+    Args:
+        images: B tensors (3, H_i, W_i) uint8 (jittered where the pipeline jitters).
+        crop_bboxes: B boxes ``(top, left, height, width)`` in the flipped image.
+        flips: B horizontal flips, applied to the whole image before the crop.
+        resize: ``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``.
+
+    Returns:
+        ``(views (B, 3, H, W), tokenizer_views (B, 3, h, w))`` uint8; the tokenizer views are the views when both
+        have the same size and interpolation.
+    """
+    size, tokenizer_size = tuple(resize['size']), tuple(resize['tokenizer_size'])
+    same = (size, resize['interpolation']) == (tokenizer_size, resize['tokenizer_interpolation'])
+    outputs = [(size, resize['interpolation'])]
+    if not same:
+        outputs.append((tokenizer_size, resize['tokenizer_interpolation']))
+    flipped = [image.flip(-1) if flip else image for image, flip in zip(images, flips)]
+    stacked = resized_crops(flipped, crop_bboxes, outputs)
+    return stacked[0], stacked[-1]
+
+
+def resized_crops(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]],
+                  outputs: Sequence[tuple[tuple[int, int], str]]) -> list[Tensor]:
+    """Crop each image and resize the crop to each of ``outputs`` with Pillow's filters
+    (:func:`beit_mm.data.transforms.pil_resample.apply_tables`), the resize tables of the whole batch copied in one
+    transfer.
+
+    Args:
+        images: B tensors (3, H_i, W_i) uint8.
+        crop_bboxes: B boxes ``(top, left, height, width)``.
+        outputs: ``[(size (h, w), interpolation)]``.
+
+    Returns:
+        One (B, 3, h, w) uint8 tensor per output.
+    """
+    plans = [[resize_tables((h, w), out, interpolation) for out, interpolation in outputs]
+             for _, _, h, w in crop_bboxes]
+    tables = _to_device([[table for plan in image_plans for table in plan] for image_plans in plans],
+                        images[0].device)
+    views: list[list[Tensor]] = [[] for _ in outputs]
+    for image, (top, left, h, w), plan, on_device in zip(images, crop_bboxes, plans, tables):
+        crop = image[:, top:top + h, left:left + w]
+        for k, out in enumerate(plan):
+            views[k].append(apply_tables(crop, on_device[:len(out)]))
+            on_device = on_device[len(out):]
+    return [torch.stack(v) for v in views]
+
+
+def _to_device(tables: list[list[tuple[int, np.ndarray, np.ndarray]]],
+               device: torch.device) -> list[list[tuple[int, Tensor, Tensor]]]:
+    """Every image's resize tables copied to ``device`` in one host-to-device transfer (pinned when it is a GPU):
+    a copy per table would wait for the device each time."""
+    arrays = [a for image in tables for _, index, weight in image for a in (index, weight)]
+    if not arrays:
+        return [[] for _ in tables]
+    flat = torch.from_numpy(np.concatenate([a.ravel() for a in arrays]))
+    if device.type == 'cuda':
+        flat = flat.pin_memory()
+    flat = flat.to(device, non_blocking=True)
+    out, at = [], 0
+    for image in tables:
+        moved = []
+        for dim, index, weight in image:
+            parts = []
+            for a in (index, weight):
+                parts.append(flat[at:at + a.size].view(a.shape))
+                at += a.size
+            moved.append((dim, *parts))
+        out.append(moved)
+    return out
