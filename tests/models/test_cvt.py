@@ -198,19 +198,19 @@ def test_converter_errors_name_keys_and_source():
 
 
 def test_sdpa_matches_eager():
-    """fused_attn=True (SDPA) and False (eager) agree to 1e-5 on the whole backbone, cls-token stage included."""
+    """attn_impl='sdpa' and 'eager' agree to 1e-5 on the whole backbone, cls-token stage included."""
     torch.manual_seed(0)
-    fused = CvT(arch=SMALL_13, fused_attn=True, out_indices=(0, 1, 2)).eval()
+    fused = CvT(arch=SMALL_13, attn_impl='sdpa', out_indices=(0, 1, 2)).eval()
     randomize(fused)
-    eager = CvT(arch=SMALL_13, fused_attn=False, out_indices=(0, 1, 2)).eval()
+    eager = CvT(arch=SMALL_13, attn_impl='eager', out_indices=(0, 1, 2)).eval()
     eager.load_state_dict(fused.state_dict(), strict=True)
     x = torch.randn(2, 3, 64, 64)
     with torch.no_grad():
         for a, b in zip(fused(x), eager(x)):
             assert max_diff(a, b) <= 1e-5
 
-    attn_f = ConvProjectionAttention(24, 3, with_cls_token=True, fused_attn=True).eval()
-    attn_e = ConvProjectionAttention(24, 3, with_cls_token=True, fused_attn=False).eval()
+    attn_f = ConvProjectionAttention(24, 3, with_cls_token=True, attn_impl='sdpa').eval()
+    attn_e = ConvProjectionAttention(24, 3, with_cls_token=True, attn_impl='eager').eval()
     attn_e.load_state_dict(attn_f.state_dict())
     tokens = torch.randn(2, 1 + 5 * 7, 24)
     with torch.no_grad():

@@ -81,11 +81,11 @@ class CvTBlock(nn.Module):
     """
 
     def __init__(self, embed_dims: int, num_heads: int, with_cls_token: bool, drop_path: float, act: str,
-                 fused_attn: bool) -> None:
+                 attn_impl: str) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(embed_dims)
         self.attn = ConvProjectionAttention(
-            embed_dims, num_heads, with_cls_token=with_cls_token, fused_attn=fused_attn)
+            embed_dims, num_heads, with_cls_token=with_cls_token, attn_impl=attn_impl)
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         self.norm2 = nn.LayerNorm(embed_dims)
         self.mlp = Mlp(embed_dims, MLP_RATIO * embed_dims, act_layer=ACT_LAYERS[act])
@@ -121,7 +121,7 @@ class CvTStage(nn.Module):
     """
 
     def __init__(self, in_channels: int, embed_dims: int, depth: int, num_heads: int, kernel_size: int, stride: int,
-                 padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, fused_attn: bool,
+                 padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, attn_impl: str,
                  with_cp: bool, with_mask_token: bool = False) -> None:
         super().__init__()
         self.with_cp = with_cp
@@ -129,7 +129,7 @@ class CvTStage(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_cls_token else None
         self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
         self.blocks = nn.ModuleList(
-            CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, fused_attn) for j in range(depth))
+            CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, attn_impl) for j in range(depth))
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor], tuple[int, int]]:
         x, hw_shape = self.patch_embed(x)
@@ -198,7 +198,7 @@ class CvT(BaseModule):
         frozen_stages: stages ``0..frozen_stages`` get ``requires_grad=False`` and eval mode; 2 also freezes ``norm``;
             -1 freezes nothing.
         act: 'quick_gelu' (official code and checkpoints) or 'gelu' (HF port).
-        fused_attn: SDPA (True) or eager attention (False); same function.
+        attn_impl: ``'sdpa'`` or ``'eager'`` attention; the same function.
         with_mask_token: learn ``stage0.mask_token`` (1, 1, C_0) for masked image modeling: ``forward(x, mask)``
             replaces the stage-0 tokens where ``mask`` (B, H_0, W_0) is True right after ``stage0.patch_embed``.
         init_cfg: mmengine init config (e.g. ``dict(type='Pretrained', checkpoint=...)``); without one the weights
@@ -221,7 +221,7 @@ class CvT(BaseModule):
                  norm_eval: bool = False,
                  frozen_stages: int = -1,
                  act: str = 'quick_gelu',
-                 fused_attn: bool = True,
+                 attn_impl: str = 'sdpa',
                  with_mask_token: bool = False,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
@@ -264,7 +264,7 @@ class CvT(BaseModule):
                 with_cls_token=s == NUM_STAGES - 1,
                 drop_paths=dpr[s],
                 act=act,
-                fused_attn=fused_attn,
+                attn_impl=attn_impl,
                 with_cp=with_cp,
                 with_mask_token=with_mask_token and s == 0)
             self.add_module(f'stage{s}', stage)

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+CONV_ATTN_IMPLS = ('sdpa', 'eager')
+
 
 class ConvProjection(nn.Sequential):
     """Depthwise conv + BatchNorm on a token map, flattened back to tokens (the paper's "dw_bn" projection).
@@ -62,8 +64,8 @@ class ConvProjectionAttention(nn.Module):
         stride_kv: stride of the key/value projections.
         padding: padding of all three projections.
         qkv_bias: bias of ``proj_{q,k,v}`` (True in every released CvT).
-        fused_attn: True uses ``F.scaled_dot_product_attention`` (with ``scale=`` set explicitly), False the eager
-            ``softmax(q @ k^T * scale) @ v``. Both compute the same function (tested).
+        attn_impl: ``'sdpa'`` (``F.scaled_dot_product_attention`` with ``scale=`` set explicitly) or ``'eager'``
+            (``softmax(q @ k^T * scale) @ v``); both compute the same function.
 
     Shapes: ``forward(x: (B, N, C), hw_shape=(H, W)) -> (B, N, C)`` with ``N = H * W (+ 1 with the cls token)``.
     """
@@ -77,15 +79,17 @@ class ConvProjectionAttention(nn.Module):
                  stride_kv: int = 2,
                  padding: int = 1,
                  qkv_bias: bool = True,
-                 fused_attn: bool = True) -> None:
+                 attn_impl: str = 'sdpa') -> None:
         super().__init__()
         if embed_dims % num_heads != 0:
             raise ValueError(f'embed_dims={embed_dims} is not divisible by num_heads={num_heads}; '
                              'pick num_heads that divides the stage width')
+        if attn_impl not in CONV_ATTN_IMPLS:
+            raise ValueError(f'attn_impl={attn_impl!r} is not one of {CONV_ATTN_IMPLS} for CvT attention')
         self.embed_dims = embed_dims
         self.num_heads = num_heads
         self.with_cls_token = with_cls_token
-        self.fused_attn = fused_attn
+        self.attn_impl = attn_impl
         # Official CvT and HF: the full width, not the head width (checkpoint parity).
         self.scale = embed_dims**-0.5
 
@@ -133,7 +137,7 @@ class ConvProjectionAttention(nn.Module):
         k = self._split_heads(self.proj_k(k))  # (B, heads, N_kv, C/heads)
         v = self._split_heads(self.proj_v(v))
 
-        if self.fused_attn:
+        if self.attn_impl == 'sdpa':
             out = F.scaled_dot_product_attention(q, k, v, scale=self.scale)
         else:
             attn = (q @ k.transpose(-2, -1)) * self.scale  # (B, heads, N, N_kv)
