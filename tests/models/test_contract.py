@@ -10,7 +10,6 @@ Reference parity and behaviour the contract cannot see live in the per-model tes
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import os.path as osp
 import pkgutil
@@ -52,8 +51,8 @@ BACKBONES = {
                          norm_cfg=dict(type='BN'), drop_path_rate=0.0), (4, 8, 16, 32), None,
                     # ViT-Adapter's get_num_layer_for_vit (czczup/ViT-Adapter@fd64a51 segmentation/mmcv_custom/
                     # layer_decay_optimizer_constructor.py:21-44): the adapter's own names -> num_layers + 1
-                    ({'cls_token': 0, 'patch_embed.proj.weight': 0, 'blocks.0.attn.qkv.weight': 1, 'blocks.3.gamma_2': 4,
-                      'level_embed': 5, 'spm.stem.0.weight': 5, 'interactions.0.injector.gamma': 5,
+                    ({'cls_token': 0, 'patch_embed.proj.weight': 0, 'blocks.0.attn.qkv.weight': 1,
+                      'blocks.3.gamma_2': 4, 'level_embed': 5, 'spm.stem.0.weight': 5, 'interactions.0.injector.gamma': 5,
                       'interactions.3.extra_extractors.1.ffn.fc1.weight': 5, 'up.weight': 5, 'norm4.weight': 5}, 6)),
     'CvT': (dict(arch=dict(embed_dims=[16, 24, 32], depths=[1, 1, 2], num_heads=[1, 2, 2]), drop_path_rate=0.0,
                  out_indices=(0, 1, 2, 3)), (4, 8, 16, 32), lambda m, hw: m.stage0_grid(hw),
