@@ -1,18 +1,10 @@
-"""Convert BEiT checkpoints of unilm, timm, HF transformers, mmseg and mmpretrain to beit_mm's ``BEiT`` names.
+"""BEiT checkpoints of unilm, timm, HF transformers, mmseg and mmpretrain -> beit_mm ``BEiT`` names (unilm's).
 
-beit_mm keeps unilm's names, so unilm and timm files are near-identity. The output holds the backbone's keys only
-(plus ``lm_head.*``/``fc_norm.*``/``head.*`` on request) and loads with ``load_state_dict(strict=True)`` into the
-matching ``BEiT``:
-
-- a pretrained-only (MIM) file has a shared relative position bias: by default it is copied into every block
-  (``blocks.i.attn.relative_position_bias_table``) as unilm's fine-tuning does, giving a ``BEiT(use_rel_pos_bias=True)``
-  with ``final_norm=True`` (the file's ``norm``); ``expand_shared_rel_pos_bias=False`` keeps ``rel_pos_bias.*``;
-- ``mask_token`` and ``lm_head.*`` are dropped unless ``keep_mim_head=True``; so is BEiT v2's cls-token pretraining
-  path (unilm ``cls_pt_layers.*``; mmpretrain's ``neck.patch_aggregation.*``), which only pretraining uses, so a v2
-  pretrained file converts like a v1 one (unilm ``beit2/run_class_finetuning.py`` ignores these keys too);
-- a whole mmpretrain MIM checkpoint (``backbone.*``, ``neck.*``, ``head.cls_head.*``, ``target_generator.*``) keeps
-  its backbone; v2's final norm, which mmpretrain keeps in ``BEiTV2Neck`` (``neck.norm``), becomes ``norm``;
-- ``img_size`` resamples relative position bias tables (unilm's geometric cubic method) and position embeddings.
+The output holds the backbone's keys (plus ``lm_head.*``/``fc_norm.*``/``head.*`` on request) and loads strictly
+into the matching ``BEiT``. A shared relative position bias is copied into every block unless
+``expand_shared_bias=False``; MIM-only keys (``mask_token``, ``lm_head.*``, BEiT v2's ``cls_pt_layers.*``) are dropped
+unless ``keep_mim_head``; a whole mmpretrain MIM checkpoint keeps its backbone (v2's ``neck.norm`` becomes ``norm``);
+``img_size`` resamples the position tables.
 """
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""CvT checkpoints -> ``beit_mm.CvT`` state dicts (pure functions, no I/O).
+"""CvT checkpoints -> ``beit_mm.CvT`` state dicts (pure functions).
 
-Sources:
-    'official': microsoft/CvT releases (``CvT-13-224x224-IN-1k.pth`` etc.), a flat state dict whose names are already
-        ours; the conversion only validates the keys.
-    'hf': HF transformers ``CvtModel`` (``encoder.stages.*``) or ``CvtForImageClassification`` (``cvt.encoder.*``,
-        ``layernorm.*``, ``classifier.*``), e.g. ``microsoft/cvt-13``.
-
-Output: the keys of ``CvT`` (BatchNorm running stats and ``num_batches_tracked`` included; ``norm.*`` when the source
-has a final norm, i.e. classification checkpoints) plus, when the source has an ImageNet classifier, its Linear under
-``head.weight`` / ``head.bias`` untouched (official name; HF ``classifier``). Strip ``head.*`` (or move it to
-``head.fc.*`` for mmpretrain's ``LinearClsHead``) before loading into a bare ``CvT``; the rest loads with
-``strict=True`` into ``CvT(final_norm=<has norm.*>)`` of the matching arch. HF's checkpoints are the official
-QuickGELU-trained weights (HF's conversion script copies them) although HF's ``CvtModel`` runs exact GELU: keep
-``act='quick_gelu'`` to reproduce the official numbers from either source; ``act='gelu'`` only to match ``CvtModel``.
+Sources: 'official' (microsoft/CvT releases, already our names: only validated) and 'hf' (``CvtModel`` or
+``CvtForImageClassification``). The output holds ``CvT``'s keys, ``norm.*`` when the source has a final norm and the
+classifier as ``head.*``. HF's weights are the official QuickGELU-trained ones: keep ``act='quick_gelu'`` for the
+official numbers.
 """
 import re
 from collections.abc import Mapping
@@ -89,20 +80,17 @@ def _unknown_keys_error(bad: list[str], source: str) -> ValueError:
 
 
 def convert_cvt(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tensor]:
-    """Convert a CvT checkpoint to ``beit_mm.CvT`` names (see the module docstring for the output layout).
+    """A CvT checkpoint -> ``beit_mm.CvT`` names.
 
     Args:
-        state_dict: the flat state dict of an official CvT checkpoint or of an HF ``CvtModel`` /
-            ``CvtForImageClassification``.
+        state_dict: an official or HF (``CvtModel`` / ``CvtForImageClassification``) flat state dict.
         source: 'official' or 'hf'.
 
     Returns:
-        ``CvT`` keys (+ ``norm.*`` if present) and ``head.weight`` / ``head.bias`` if the source has a classifier.
-        Tensors are shared with the input, not copied.
+        ``CvT`` keys (+ ``norm.*``, ``head.*`` when present), sharing the input's tensors.
 
     Raises:
-        ValueError: unknown ``source``, or keys that belong to neither layout (named in the message, with the
-            ``source`` to use when they match the other layout).
+        ValueError: unknown ``source``, or keys of neither layout (named, with the source they match).
     """
     if source not in _SUPPORTED_SOURCES:
         raise ValueError(f'unknown CvT checkpoint source {source!r}; use one of {_SUPPORTED_SOURCES}')
@@ -151,15 +139,11 @@ _TO_HF_RULES: list[tuple[re.Pattern, str]] = [(re.compile(p), r) for p, r in [
 
 
 def cvt_to_hf(state_dict: Mapping[str, Tensor], with_classifier: bool) -> dict[str, Tensor]:
-    """``beit_mm.CvT`` state dict (official names; ``norm.*`` and ``head.*`` optional) -> HF CvT names.
-
-    ``with_classifier=False``: ``CvtModel`` names (``encoder.stages.*``; HF's ``CvtModel`` has no final norm, so
-    ``norm.*``/``head.*`` must be absent). ``with_classifier=True``: ``CvtForImageClassification`` names
-    (``cvt.encoder.*``, ``norm`` -> ``layernorm``, ``head`` -> ``classifier``; both required). ``stage0.mask_token``
-    (MIM) has no HF counterpart and is refused.
+    """``beit_mm.CvT`` state dict -> HF ``CvtModel`` names, or with ``with_classifier`` ``CvtForImageClassification``'s
+    (``norm`` and ``head`` required).
 
     Raises:
-        ValueError: keys without an HF counterpart, or a missing/extra final norm or head for the chosen class.
+        ValueError: keys without an HF counterpart (a mask token, a final norm for ``CvtModel``) or a missing head.
     """
     out: dict[str, Tensor] = {}
     bad: list[str] = []

@@ -1,15 +1,8 @@
 """DALL-E dVAE encoder checkpoints -> ``beit_mm.DALLEEncoder`` state dicts (pure functions).
 
-Sources:
-
-- ``'openai'``: the state dict of OpenAI's ``encoder.pkl`` (``dall_e.encoder.Encoder``; read it with
-  :func:`load_openai_encoder`). Keys ``blocks.input.{w,b}``, ``blocks.group_G.block_K.res_path.conv_N.{w,b}``,
-  ``blocks.group_G.block_1.id_path.{w,b}``, ``blocks.output.conv.{w,b}``.
-- ``'mmpretrain'``: mmpretrain 1.2.0's ``DALL-E`` target generator (``mmpretrain/models/selfsup/cae.py``,
-  ``DALLEEncoder``, whose weights are ``dalle_encoder.pth``) keeps the same ``blocks.*.{w,b}`` names; a whole
-  mmpretrain BEiT/CAE checkpoint holds them under ``target_generator.``, in which case only those keys are taken.
-
-Conversion renames ``w`` -> ``weight`` and ``b`` -> ``bias``; shapes are unchanged.
+Sources: ``'openai'`` (the state dict of OpenAI's ``encoder.pkl``, :func:`load_openai_encoder`) and ``'mmpretrain'``
+(mmpretrain 1.2's ``DALL-E`` target generator, the same ``blocks.*.{w,b}`` names, under ``target_generator.`` in a
+whole checkpoint). Converting renames ``w`` -> ``weight`` and ``b`` -> ``bias``.
 """
 import re
 import warnings
@@ -26,17 +19,16 @@ _RENAME = {'w': 'weight', 'b': 'bias'}
 
 
 def load_openai_encoder(path: str) -> dict[str, torch.Tensor]:
-    """State dict of OpenAI's ``encoder.pkl`` (``https://cdn.openai.com/dall-e/encoder.pkl``).
+    """State dict of OpenAI's ``encoder.pkl``, a pickled ``dall_e.encoder.Encoder``.
 
-    The file is a pickled whole ``dall_e.encoder.Encoder`` module, not a state dict: reading it needs the ``dall_e``
-    package importable and ``torch.load(..., weights_only=False)``, i.e. it unpickles arbitrary objects. Only do this
-    for files you trust, and only once: convert with :func:`convert_dalle` and save the plain state dict, which
-    ``DALLEEncoder(init_cfg=dict(type='Pretrained', checkpoint=...))`` loads without unpickling code.
+    Unpickling runs code from the file (``weights_only=False``, needs ``dall_e``): do it once, for a trusted file, and
+    keep the converted state dict.
 
     Args:
         path: the ``encoder.pkl`` file.
+
     Returns:
-        its state dict (``blocks.*.w`` / ``blocks.*.b`` float32 tensors), ready for ``convert_dalle(sd, 'openai')``.
+        its state dict (``blocks.*.w`` / ``blocks.*.b``), for ``convert_dalle(sd, 'openai')``.
     """
     import dall_e  # noqa: F401  (the pickle refers to dall_e.encoder.Encoder; fails early with a clear message)
 

@@ -1,20 +1,10 @@
-"""timm DINOv2 ViT with registers (``vit_*_patch14_reg4_dinov2``) -> a DINOv2-style ``beit_mm.BEiT`` at another patch
-size and image size: the start of EoMT's official runs (github.com/tue-mps/eomt @ 7bd19dd ``models/vit.py:33-39``:
-``timm.create_model('vit_large_patch14_reg4_dinov2', pretrained=True, img_size=512, patch_size=16)``).
+"""timm DINOv2 with registers (``vit_*_patch14_reg4_dinov2``) -> a DINOv2-style ``beit_mm.BEiT`` at another patch and
+image size, as EoMT's official runs build it (tue-mps/eomt@7bd19dd ``models/vit.py:33-39``).
 
-What timm does when it builds that model from the 14-px checkpoint (timm 1.0.31 ``models/vision_transformer.py``
-``checkpoint_filter_fn``), rewritten here as pure functions:
-
-- the patch embedding kernel (C, 3, 14, 14) -> (C, 3, 16, 16) by the pseudo-inverse of the bicubic, antialiased
-  resize (FlexiViT's "PI-resize": the new kernel gives on a patch upsampled to 16 px what the old one gave on the
-  14-px patch): :func:`pi_resize_patch_embed`;
-- the patch-only position embedding (1, 37*37, C) -> (1, 32*32, C) bicubic with antialias: :func:`resize_grid_embed`.
-
-Names: ``cls_token``, ``reg_token``, ``pos_embed``, ``patch_embed.proj.*``, ``blocks.i.{norm1,norm2,attn.proj,
-mlp.fc1,mlp.fc2}.*`` and ``norm.*`` are the same; ``blocks.i.attn.qkv.bias`` (3C) -> ``q_bias`` and ``v_bias`` (the key
-third dropped: softmax ignores a shift common to a row, ``beit_mm/converters/eomt.py``); ``blocks.i.ls{1,2}.gamma`` ->
-``gamma_{1,2}``. The result loads into ``BEiT(use_abs_pos_emb=True, no_embed_class=True, num_register_tokens=R,
-use_rel_pos_bias=False, final_norm=True)`` (``configs/eomt/eomt_dinov2-*.py``).
+timm 1.0.31's ``checkpoint_filter_fn`` as pure functions: the patch kernel by the pseudo-inverse of the bicubic
+antialiased resize (FlexiViT's PI-resize, :func:`pi_resize_patch_embed`) and the patch-only position embedding by
+bicubic antialiased resampling (:func:`resize_grid_embed`). ``attn.qkv.bias`` -> ``q_bias``/``v_bias`` (the key third
+dropped), ``ls{1,2}.gamma`` -> ``gamma_{1,2}``; other names are the same.
 """
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """HF transformers ``EomtForUniversalSegmentation`` <-> beit_mm ``EoMT`` on a DINOv2-style ``BEiT`` (pure functions).
 
-HF's EoMT (transformers >= 4.56, ``models/eomt/modeling_eomt.py``) is a DINOv2 ViT with registers: position
-embeddings for the patches only, added before ``[cls, registers]`` are prepended; separate q/k/v projections with
-biases; layer scale ``lambda1``; LayerNorm eps 1e-6; a final ``layernorm`` that every prediction reads. beit_mm holds it
-as ``BEiT(use_abs_pos_emb=True, no_embed_class=True, num_register_tokens=R, use_rel_pos_bias=False)``
-(``configs/_base_/models/eomt_dinov2.py``)::
+HF's EoMT is a DINOv2 ViT with registers, held as ``BEiT(use_abs_pos_emb=True, no_embed_class=True,
+num_register_tokens=R, use_rel_pos_bias=False)``::
 
     HF                                                beit_mm
     embeddings.cls_token / register_tokens            backbone.cls_token / backbone.reg_token
@@ -12,7 +9,7 @@ as ``BEiT(use_abs_pos_emb=True, no_embed_class=True, num_register_tokens=R, use_
     embeddings.position_embeddings.weight (N, C)      backbone.pos_embed (1, N, C)
     layers.i.attention.{q,k,v}_proj.weight            backbone.blocks.i.attn.qkv.weight (3C, C), q|k|v rows
     layers.i.attention.q_proj.bias / v_proj.bias      backbone.blocks.i.attn.q_bias / v_bias
-    layers.i.attention.k_proj.bias                    (none: see below)
+    layers.i.attention.k_proj.bias                    (none)
     layers.i.attention.out_proj.*                     backbone.blocks.i.attn.proj.*
     layers.i.layer_scale{1,2}.lambda1                 backbone.blocks.i.gamma_{1,2}
     layers.i.{norm1,norm2,mlp.fc1,mlp.fc2}.*          backbone.blocks.i.{same}.*
@@ -22,21 +19,9 @@ as ``BEiT(use_abs_pos_emb=True, no_embed_class=True, num_register_tokens=R, use_
     upscale_block.block.j.{conv1,conv2,layernorm2d}.* upscale.j.{conv1,conv2,norm}.*
     attn_mask_probs                                   attn_mask_probs
 
-The key bias: a query's scores are ``q . (k_j + b_k) = q . k_j + q . b_k``; the second term is the same for every key
-``j`` of that query, and softmax is invariant to a constant added to a row (an additive attention mask included), so
-the key bias does not change the attention output. BEiT's attention has none (its qkv bias is ``[q_bias, 0,
-v_bias]``); converting drops it, and writing back gives HF a zero key bias. ``criterion.empty_weight`` (HF's loss
-buffer, ``no_object_weight`` of its config) is dropped: beit_mm's loss config holds it.
-
-Fine-tuning on a new class set (:func:`drop_class_head`): the official ``load_ckpt_class_head=False``
-(``training/lightning_module.py:81-98,881-905``) loads everything but the class head, which keeps the new model's own
-init; a beit_mm EoMT state dict without ``class_head.*`` does the same through ``load_from``
-(``beit_mm.EoMT.class_set_weights``).
-
-Another class order (:func:`reorder_classes`): the official ADE20K panoptic weights keep ADE20K's 150 classes in their
-order; beit_mm's ADE20K panoptic data follows mmdet's (things first,
-:data:`beit_mm.data.datasets.ade20k_panoptic.OFFICIAL_ORDER`), so their class head's rows are put in that order (the
-"no object" row stays last).
+HF's key bias is dropped (softmax cancels a per-query constant) and written back as zero; ``criterion.empty_weight``
+(HF's loss buffer) is dropped. :func:`drop_class_head` keeps the new model's class head (the official
+``load_ckpt_class_head=False``); :func:`reorder_classes` puts the class rows in another order.
 """
 from __future__ import annotations
 
@@ -173,8 +158,7 @@ _EOMT_KEYS = ('q.weight', 'class_head.weight', 'mask_head.0.weight', 'backbone.n
 
 
 def check_beit_mm_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """``state_dict`` itself (a copy) when it is a beit_mm ``EoMT`` state dict (a ``tools/train.py`` checkpoint's
-    weights); ValueError naming what it lacks otherwise (an HF file: ``--source hf``)."""
+    """A copy of ``state_dict`` when it is a beit_mm ``EoMT`` state dict; ValueError naming what it lacks otherwise."""
     lacking = [k for k in _EOMT_KEYS if k not in state_dict]
     if lacking:
         hint = ('an HF EomtForUniversalSegmentation file: use --source hf' if 'query.weight' in state_dict
@@ -184,9 +168,7 @@ def check_beit_mm_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def drop_class_head(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A beit_mm ``EoMT`` state dict without ``class_head.*`` (the weights of ``EoMT.class_set_weights``): the start
-    of a fine-tuning run on a new class set, whose class head keeps its init (official ``load_ckpt_class_head=False``).
-    Every other weight, ``attn_mask_probs`` included (the annealing hook resets it from step 0), is kept."""
+    """A beit_mm ``EoMT`` state dict without ``class_head.*``: a new class set keeps its class head's init."""
     out = {k: v for k, v in state_dict.items() if not k.startswith('class_head.')}
     if len(out) == len(state_dict):
         raise ValueError('the state dict has no class_head.* weights to drop (not a beit_mm EoMT state dict)')

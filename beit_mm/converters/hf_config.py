@@ -1,25 +1,10 @@
-"""HF transformers ``config.json`` contents for a built beit_mm model, and the reasons when HF cannot hold it.
+"""HF transformers ``config.json`` contents for a built beit_mm model, or :class:`HFIncompatible` listing every part the
+HF class cannot represent exactly (pure functions over built modules).
 
-Pure functions over built modules (no I/O): :func:`beit_hf_config`, :func:`segmentation_hf_config`,
-:func:`cvt_hf_config`. Each raises :class:`HFIncompatible` listing every part of the model that the HF class cannot
-represent exactly (so converting it would change its outputs).
-
-What HF's ``BeitForSemanticSegmentation`` (transformers 4.46) can hold, from its code:
-
-- the backbone's features are ``hidden_states[idx]`` for ``idx + 1 in config.out_indices``, where ``hidden_states[0]``
-  is the embedding output and ``hidden_states[k]`` the output of block ``k - 1``; ``out_indices`` must lie in
-  ``[0, num_layers]`` (its backbone-config check). So beit_mm's block ``b`` is HF's out index ``b + 2``, and only
-  blocks ``b <= num_layers - 2`` can be selected: **the last block cannot**. mmseg/unilm's BEiT UPerNet configs use
-  ``out_indices=(3, 5, 7, 11)`` on 12 blocks (block 11 is the last), so none of them fits; a model whose 4 levels
-  come from blocks ``<= num_layers - 2`` does;
-- neck: ``Feature2Pyramid`` with rescales (4, 2, 1, 0.5) and BN (HF: ``fpn1`` = ConvT-BN-GELU-ConvT, ``fpn2`` = ConvT,
-  ``fpn3`` identity, ``fpn4`` max-pool);
-- decode head: ``UPerHead`` on the 4 levels with ``channels == embed_dims`` (HF sets ``channels = hidden_size``),
-  ``in_channels == [embed_dims] * 4``, ``align_corners=False``, any ``pool_scales``;
-- auxiliary head: none, or an ``FCNHead`` on level 2 with 3x3 convs, dilation 1 (``auxiliary_channels``,
-  ``auxiliary_num_convs``, ``auxiliary_concat_input``);
-- BatchNorm eps 1e-5 everywhere (HF builds ``nn.BatchNorm2d`` with defaults), square input (HF reshapes the tokens
-  to ``image_size // patch_size`` squares).
+HF's ``BeitForSemanticSegmentation`` (transformers 4.46) holds: features ``hidden_states[b + 1]`` of blocks
+``b <= num_layers - 2`` (the last block cannot be a level); a ``Feature2Pyramid`` neck with rescales (4, 2, 1, 0.5)
+and BN; a ``UPerHead`` with ``channels == embed_dims`` and ``align_corners=False``; optionally an ``FCNHead`` on level
+2 with 3x3 convs, dilation 1; BatchNorm eps 1e-5; square inputs.
 """
 from __future__ import annotations
 

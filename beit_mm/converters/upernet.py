@@ -10,8 +10,6 @@ HF's port copies mmseg's modules, so only a few names differ::
     auxiliary_head.conv_seg.*         auxiliary_head.classifier.*
     decode_head.{psp_modules,bottleneck,lateral_convs,fpn_convs,fpn_bottleneck}.*.{conv,bn}.*   same names
     auxiliary_head.{convs,conv_cat}.*.{conv,bn}.*                                               same names
-
-Which segmentors HF can hold is checked from the config (``beit_mm.converters.hf_config``).
 """
 from __future__ import annotations
 

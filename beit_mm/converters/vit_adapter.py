@@ -1,19 +1,10 @@
-"""Convert official ViT-Adapter BEiT segmentors (czczup/ViT-Adapter ``segmentation/``, mmseg 0.x) to beit_mm.
+"""Official ViT-Adapter BEiT segmentors (czczup/ViT-Adapter ``segmentation/``, mmseg 0.x) -> beit_mm.
 
-:class:`beit_mm.BEiTAdapter` keeps the official parameter names, so the backbone converts by stripping the
-segmentor's ``backbone.`` and dropping the ``relative_position_index`` buffers (beit_mm computes them); every other
-key must be one of the official BEiTAdapter's (:data:`KNOWN_KEY`, from ``beit_adapter.py``, ``adapter_modules.py`` and
-``base/beit.py``), or the file is refused with the keys named. ``keep_heads=True`` keeps a UPerNet segmentor's
-``decode_head.*``/``auxiliary_head.*`` (mmseg 0.x's UPerHead and FCNHead, whose names mmseg 1.x kept: every head key
-must match :data:`UPERNET_HEAD_KEY`) under a ``backbone.``-prefixed whole-segmentor dict. ViT-Adapter's Mask2Former
-head also sits under ``decode_head.`` but is built from mmdet 2.x / mmcv 1.x parts (``mmseg_custom``:
-``transformer_decoder.layers.N.attentions.0``, ``ffns.0``, ``pixel_decoder.encoder.layers.N.attentions.0``, ...),
-whose names and layout are not mmseg 1.x's ``Mask2FormerHead``'s (mmdet 3.x ``self_attn``/``cross_attn``/``ffn``):
-loaded as is, most of its tensors would stay at random init. It is refused with the backbone-only conversion offered.
-
-:func:`convert_vit_adapter_checkpoint` converts a whole checkpoint file's content and carries its class names and
-palette (mmseg 0.x ``meta.CLASSES``/``meta.PALETTE``, or ``meta.dataset_meta``) into ``meta.dataset_meta``, where
-mmseg 1.x's ``MMSegInferencer`` reads them (without them it paints ADE20K's colours).
+The backbone keeps the official names: converting strips ``backbone.``, drops the ``relative_position_index``
+buffers and refuses any key outside :data:`KNOWN_KEY`. ``keep_heads=True`` keeps a UPerNet segmentor's heads, whose
+mmseg 0.x names mmseg 1.x kept (:data:`UPERNET_HEAD_KEY`); a Mask2Former head (mmdet 2.x layout, not mmseg 1.x's) is
+refused with the backbone-only conversion offered. Whole checkpoints carry their class names and palette into
+``meta.dataset_meta``.
 """
 from __future__ import annotations
 
@@ -77,9 +68,9 @@ def convert_vit_adapter(state_dict: Mapping[str, Tensor], keep_heads: bool = Fal
 
 
 def dataset_meta(checkpoint: Mapping) -> dict | None:
-    """``{'classes': ..., 'palette': ...}`` of a loaded checkpoint's ``meta``: mmseg 1.x ``meta.dataset_meta`` or
-    mmseg 0.x / mmcv 1.x ``meta.CLASSES`` and ``meta.PALETTE`` (what ViT-Adapter's releases carry); None without
-    class names."""
+    """``{'classes', 'palette'}`` of a checkpoint's ``meta`` (mmseg 1.x ``dataset_meta`` or mmseg 0.x ``CLASSES`` and
+    ``PALETTE``); None without class names.
+    """
     meta = checkpoint.get('meta')
     if not isinstance(meta, Mapping):
         return None

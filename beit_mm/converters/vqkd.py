@@ -1,16 +1,9 @@
-"""Convert VQ-KD tokenizers (unilm BEiT v2, mmpretrain 1.2) and their teachers (HF CLIP, DINO) to beit_mm names.
+"""VQ-KD tokenizers (unilm BEiT v2, mmpretrain 1.2) and their DINO teacher -> beit_mm names.
 
-beit_mm's ``VQKD`` keeps unilm's names (``encoder.*``, ``decoder.*``, ``encode_task_layer.{0,2}``,
-``decode_task_layer.{0,2}``, ``quantize.embedding.{weight,initted}``, ``quantize.cluster_size``) with two differences:
-its encoder/decoder are ``beit_mm.BEiT`` with a final ``norm`` where unilm's ViT has ``fc_norm`` on the patch tokens
-(the same LayerNorm: it acts per token, and the class token is dropped after it), and the quantizer has no
-``embedding.cluster_size``/``embedding.embed_avg`` (written by unilm's ``norm_ema_quantizer.py`` but never read).
-
-- ``unilm``: ``{'model': state_dict}`` as ``beit2/run_vqkd_training.py`` saves it; the teacher
-  (``teacher_model.*``), its input scaling (``scaling_layer.*``) and loss modules (``loss*``) are dropped.
-- ``mmpretrain``: mmpretrain 1.2's ``VQKD`` (``mmpretrain/models/selfsup/beit.py``) holds the encoder (a ``BEiTViT``:
-  ``layers.i.ln1``, ``ffn.layers.0.0``, ``patch_embed.projection``, final norm ``ln1``), ``encode_task_layer`` and the
-  quantizer, but no decoder: the result loads into ``VQKD(with_decoder=False)`` (tokenizing only).
+beit_mm's ``VQKD`` keeps unilm's names except that its ViTs are ``beit_mm.BEiT`` with a final ``norm`` where unilm's
+have ``fc_norm`` (the same per-token LayerNorm) and that the quantizer drops the never-read
+``embedding.cluster_size``/``embed_avg``. ``unilm``: the teacher, scaling layer and losses are dropped;
+``mmpretrain``: encoder, task layer and quantizer, no decoder (loads into ``VQKD(with_decoder=False)``).
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """beit_mm's DINOv3 parts on their own: the rotary embedding's coordinates and periods as the DINOv3 paper and code
 define them (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/rope_position_encoding.py``), its training-only
-augmentations, the attention kernels' agreement, the backbone's maps at any size, its layer ids for layer-wise lr
-decay, and the converters' refusals. Numbers against the reference implementations: test_dinov3_reference.py."""
+augmentations, the attention kernels' agreement under EoMT's attention mask, the layer scale's init, and the
+converters' refusals. Numbers against the reference implementations: test_dinov3_reference.py; what every backbone
+shares: test_contract.py."""
 import math
 
 import pytest
@@ -84,18 +85,9 @@ def test_sdpa_and_eager_attention_agree():
     assert (outs['sdpa'] - outs['eager']).abs().max() <= 1e-5
 
 
-def test_backbone_maps_at_any_size_and_layer_ids():
-    model = MODELS.build(dict(type='beit_mm.DINOv3', arch=TINY, img_size=64, out_indices=(0, -1))).eval()
+def test_layer_scale_init_and_size_refusal():
+    model = MODELS.build(dict(type='beit_mm.DINOv3', arch=TINY, img_size=64)).eval()
     model.init_weights()
-    with torch.no_grad():
-        maps = model(torch.randn(2, 3, 48, 80))
-    assert [m.shape for m in maps] == [(2, 64, 3, 5)] * 2
-    assert model.get_layer_depth('backbone.cls_token', 'backbone.') == (0, 5)
-    assert model.get_layer_depth('backbone.reg_token', 'backbone.') == (0, 5)
-    assert model.get_layer_depth('backbone.patch_embed.proj.weight', 'backbone.') == (0, 5)
-    assert model.get_layer_depth('backbone.blocks.2.gamma_1', 'backbone.') == (3, 5)
-    assert model.get_layer_depth('backbone.norm.weight', 'backbone.') == (4, 5)
-    assert model.get_layer_depth('decode_head.conv.weight', 'backbone.') == (4, 5)
     assert all(torch.equal(blk.gamma_1, torch.full((64, ), 1e-5)) for blk in model.blocks)
     with pytest.raises(ValueError, match='not divisible by the patch size'):
         model(torch.randn(1, 3, 50, 64))

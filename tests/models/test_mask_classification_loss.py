@@ -12,6 +12,18 @@ sets it up (github.com/tue-mps/eomt at 7bd19ddd621c5c6adedcd260458a34783cd4a45f,
 With every target matched (Q >= N) EoMT's normaliser (matched pairs, lines 78-97) equals transformers' (target
 count); :func:`test_fewer_queries_than_targets` checks EoMT's where they differ.
 
+The rules, with their sources (paths relative to each repository):
+
+- EoMT @ 7bd19dd: the matcher's costs are the loss coefficients, class 2.0 included (lines 47-52; transformers' own
+  matcher uses 1.0); the mask losses are divided by the number of matched pairs, averaged over processes and clamped
+  to >= 1 (lines 78-97); semantic targets: one binary mask per class present, ignored pixels in none
+  (``datasets/ade20k_semantic.py:47-59``).
+- transformers 4.46.3 ``models/mask2former/modeling_mask2former.py``: point sampling with ``grid_sample`` on [0, 1]
+  coordinates, ``align_corners=False`` (lines 250-280); the match cost clamped to +-1e10, NaN -> 0, solved by SciPy's
+  ``linear_sum_assignment`` (lines 418-480); dice ``1 - (2 sum(p t) + 1) / (sum p + sum t + 1)`` (lines 283-310,
+  333-352); BCE averaged over points (313-330, 355-380); importance sampling (lines 676-729); targets zero-padded at
+  the bottom and right (lines 534-549); class cross-entropy with unmatched queries labelled no-object (lines 551-583).
+
 Measured on an Intel Xeon (AVX512-BF16): losses and gradients equal bit for bit (max |diff| 0.0; losses 2.1-3.9,
 largest gradients 0.006 on the mask logits, 0.2 on the class logits).
 

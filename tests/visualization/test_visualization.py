@@ -74,12 +74,12 @@ def test_beit_probs_reproduce_module_output(fused):
         assert (_mix(amap, module) - out).abs().max() < TOL, amap.name
 
 
-@pytest.mark.parametrize('fused', [True, False])
-def test_cvt_probs_reproduce_module_output(fused):
+@pytest.mark.parametrize('impl', ['sdpa', 'eager'])
+def test_cvt_probs_reproduce_module_output(impl):
     """CvT: strided keys (stride-2 projections), the last stage's cls token, BatchNorm in eval mode."""
     from beit_mm.models.layers.conv_attention import ConvProjectionAttention
     model = randomize_(CvT(arch=dict(embed_dims=[16, 24, 32], depths=[1, 1, 2], num_heads=[1, 2, 2]),
-                           fused_attn=fused)).eval()
+                           attn_impl=impl)).eval()
     outs, handles = _module_outputs(model, ConvProjectionAttention)
     maps = record_attention(model, torch.randn(2, 3, 64, 64))
     for h in handles:

@@ -1,15 +1,9 @@
 """BEiT backbone (Bao et al., "BEiT: BERT Pre-Training of Image Transformers"; unilm ``beit/modeling_finetune.py``).
 
-Parameter names equal the official checkpoints' (``cls_token``, ``patch_embed.proj``, ``blocks.i.attn.qkv``,
-``q_bias``, ``v_bias``, ``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``norm``,
-``cls_pt_layers.*``), so official and timm files load after near-identity conversion (``beit_mm.converters.beit``).
-
-BEiT v2's cls-token pretraining (Peng et al. 2022; unilm ``beit2/modeling_pretrain.py``,
-``VisionTransformerForMaskedImageModelingCLS``) is the ``cls_pretrain`` switch: ``head_layers`` extra blocks
-``cls_pt_layers`` read the last block's cls token next to the patch tokens of block ``early_layers`` and, through the
-same final ``norm``, give :meth:`BEiT.forward_masked` a second set of patch tokens for the (shared) MIM head. The
-extra blocks live here, not in a head, because they share the backbone's relative position bias and final norm, as in
-unilm's file, whose names (``cls_pt_layers.i.*``) they keep.
+Parameter names are the official checkpoints' (``blocks.i.attn.qkv``, ``q_bias``, ``v_bias``,
+``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``cls_pt_layers.*``). BEiT v2's cls-token
+pretraining (unilm ``beit2/modeling_pretrain.py``) is the ``cls_pretrain`` switch; its extra blocks live here because
+they share the backbone's relative position bias and final norm.
 """
 from __future__ import annotations
 
@@ -72,53 +66,38 @@ def _check_cls_pretrain(cfg: dict, num_layers: int, with_mask_token: bool, final
 
 @MODELS.register_module()
 class BEiT(TokenMapsMixin, BaseModule):
-    r"""BEiT vision transformer returning multi-level feature maps.
+    """BEiT vision transformer returning multi-level feature maps.
 
     Args:
-        arch: 'tiny' | 'small' | 'base' | 'large' or a dict with ``embed_dims``, ``num_layers``, ``num_heads`` and
+        arch: 'tiny' | 'small' | 'base' | 'large' or a dict of ``embed_dims``, ``num_layers``, ``num_heads``,
             ``mlp_ratio``.
-        img_size: training image size; sets the grid of position embeddings and relative position bias tables
-            (inputs of other sizes divisible by ``patch_size`` are handled by resampling them on the fly).
+        img_size: training size; the grid of the position tables (other sizes resample them on the fly).
         patch_size: patch side in pixels.
         in_channels: input channels.
-        use_abs_pos_emb: learn an absolute position embedding ``pos_embed`` (1, 1 + N, C).
-        no_embed_class: the position embedding covers the patches only, (1, N, C), added before the cls and register
-            tokens are prepended (timm's ``no_embed_class``; DINOv2 with registers, EoMT's ViTs).
-        num_register_tokens: ``R`` learnable register tokens ``reg_token`` (1, R, C) after the cls token, without a
-            position (Darcet et al. 2024, "Vision Transformers Need Registers"; timm's name). Tokens are then
-            ``[cls, R registers, patches]``; every output drops all ``1 + R`` prefix tokens. Registers need a
-            position embedding without a cls row (``no_embed_class``) or none, and no relative position bias (its
-            table has rows for one cls token only).
-        use_rel_pos_bias: a relative position bias table in every block.
-        use_shared_rel_pos_bias: one table ``rel_pos_bias`` shared by all blocks (BEiT pretraining).
-        layer_scale_init_value: initial layer scale gamma (0.1 for B, 1e-5 for L in pretraining); 0 disables it.
-        drop_path_rate: stochastic depth of the last block; linear from 0 over the blocks.
+        use_abs_pos_emb: learn ``pos_embed`` (1, 1 + N, C).
+        no_embed_class: the position embedding covers the patches only, (1, N, C) (timm's ``no_embed_class``).
+        num_register_tokens: ``R`` tokens ``reg_token`` (1, R, C) after the cls token, without a position (Darcet et
+            al. 2024); needs no relative position bias and, with ``use_abs_pos_emb``, ``no_embed_class``.
+        use_rel_pos_bias: a relative position bias table per block.
+        use_shared_rel_pos_bias: one table ``rel_pos_bias`` for all blocks (BEiT pretraining).
+        layer_scale_init_value: initial gamma; 0 disables layer scale.
+        drop_rate, attn_drop_rate: dropout after the embeddings and projections / on the attention.
+        drop_path_rate: stochastic depth of the last block, linear from 0.
         out_indices: blocks whose outputs ``forward`` returns (negative counts from the end).
-        final_norm: apply the final LayerNorm ``norm`` to the last block's output.
-        with_mask_token: learn ``mask_token`` for masked image modeling (``forward(x, mask)``).
-        with_cp: gradient checkpointing of every block (saves memory, costs a second forward).
-        cls_pretrain: BEiT v2 cls-token pretraining, ``dict(early_layers=9, head_layers=2)`` (large: 21, 2; unilm
-            PRETRAINING.md ``--early_layers``/``--head_layers``), or None. Adds ``cls_pt_layers``, ``head_layers``
-            blocks with the drop-path rates and init rescaling of positions ``early_layers .. early_layers +
-            head_layers - 1`` of the main stack; needs ``with_mask_token`` and ``final_norm``. Only
-            :meth:`forward_masked` uses them; fine-tuning drops them (``tools/convert_checkpoint.py``).
-        attn_impl: attention kernel: ``'auto'`` (the measured-fastest for the device, dtype and mode; table in
-            ``beit_mm/models/layers/attention.py``), ``'sdpa'`` or ``'eager'``; all compute the same function.
-        init_mode: the random initialization without a checkpoint, after unilm's two model files:
-            ``'finetune'`` (``beit/modeling_finetune.py``, ``VisionTransformer.__init__``/``_init_weights``: Linear
-            weights and cls/pos tokens timm ``trunc_normal_(std=0.02)`` with bounds +-2, zero biases, unit
-            LayerNorms, the patch-embedding conv left at PyTorch's default) or ``'pretrain'``
-            (``beit/modeling_pretrain.py``, ``VisionTransformerForMaskedImageModeling``: the same with unilm's
-            ``trunc_normal_`` cut at +-std, applied to the cls/mask/pos tokens, Linear weights and the patch-embedding
-            conv, whose bias is zeroed). Both then divide block i's ``attn.proj`` and ``mlp.fc2`` weights by
-            ``sqrt(2 i)`` (``fix_init_weight``, i from 1); relative position bias tables start at zero.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format state dict
-            (``tools/convert_checkpoint.py`` writes one) and fails when backbone weights are missing;
-            ``keep_init=[REGEX, ...]`` names weights not to load (they keep the random init of ``init_mode``), e.g.
-            ``[r'^blocks\.(10|11)\.']`` re-initializes the last two of 12 blocks.
+        final_norm: the final LayerNorm ``norm`` on the last block's output.
+        with_mask_token: learn ``mask_token`` for masked image modeling.
+        with_cp: activation checkpointing of every block.
+        cls_pretrain: ``dict(early_layers, head_layers)`` for BEiT v2's cls-token pretraining (unilm
+            ``--early_layers``/``--head_layers``), or None; needs ``with_mask_token`` and ``final_norm``.
+        attn_impl: ``'auto'`` (the fastest for the device, dtype and mode), ``'sdpa'``, ``'eager'``, ``'flex'`` or
+            ``'cudnn'``; the same function.
+        init_mode: ``'finetune'`` (unilm ``modeling_finetune.py``) or ``'pretrain'`` (``modeling_pretrain.py``)
+            random init.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None, keep_init=[REGEX, ...])`` loads a beit_mm
+            state dict, failing on missing backbone weights; ``keep_init`` names weights that keep the random init.
     """
 
-    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
+    #: FSDP units, as HF's ``_no_split_modules``.
     fsdp_wrap_units = (BEiTBlock, )
     EMBEDDING_PARAMS = ('cls_token', 'reg_token', 'mask_token', 'pos_embed')  # layer id 0 (TokenMapsMixin)
 
@@ -228,8 +207,7 @@ class BEiT(TokenMapsMixin, BaseModule):
         """unilm's random initialization (``init_mode``), in place."""
         pretrain = self.init_mode == 'pretrain'
         trunc_normal = trunc_normal_within_std_ if pretrain else trunc_normal_timm_
-        # unilm builds cls_pt_layers after its _init_weights pass: they keep PyTorch's default Linear init
-        # (modeling_pretrain.py VisionTransformerForMaskedImageModelingCLS.__init__), only rescaled below
+        # unilm builds cls_pt_layers after its init pass: PyTorch's default Linear init, rescaled below
         cls_pt_modules = set(self.cls_pt_layers.modules()) if self.cls_pt_layers is not None else set()
         with torch.no_grad():
             for p in (self.cls_token, self.mask_token, self.pos_embed):
@@ -260,11 +238,10 @@ class BEiT(TokenMapsMixin, BaseModule):
 
     # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
-        """Images (B, 3, H, W) -> tokens (B, 1 + R + h*w, C), the cls token first, then the ``R`` registers, and
-        the patch grid (h, w).
+        """(B, 3, H, W) -> tokens (B, 1 + R + h*w, C) (cls, registers, patches) and the grid (h, w).
 
-        ``mask`` (B, h, w) or (B, h*w) bool, True = masked: those patch embeddings are replaced by ``mask_token``
-        before position embeddings are added (unilm ``modeling_pretrain.py``).
+        ``mask`` (B, h, w) or (B, h*w) bool, True = masked, replaces patch embeddings by ``mask_token`` before the
+        position embedding is added (unilm ``modeling_pretrain.py``).
         """
         x = self.patch_embed(x)
         grid = (x.shape[2], x.shape[3])
@@ -316,16 +293,15 @@ class BEiT(TokenMapsMixin, BaseModule):
         return self.embed_dims
 
     def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        """The masked-image-modeling interface (``beit_mm.BEiTPretrain``): final-normed patch tokens.
+        """Final-normed patch tokens for masked image modeling.
 
         Args:
             x: (B, 3, H, W) images.
-            mask: (B, H/p, W/p) bool, True = masked: those patch embeddings are replaced by ``mask_token``.
+            mask: (B, H/p, W/p) bool, True = masked.
+
         Returns:
-            (B, H/p * W/p, C), row-major like the mask; the cls token takes part in attention but is not returned.
-            With ``cls_pretrain`` (BEiT v2), a pair: those tokens and the ``cls_pt_layers`` tokens (B, H/p * W/p, C),
-            i.e. ``norm(cls_pt_layers([cls token of the last block, patch tokens of block early_layers]))`` without
-            the cls token (unilm ``VisionTransformerForMaskedImageModelingCLS.forward_features``).
+            (B, H/p * W/p, C), row-major like the mask. With ``cls_pretrain`` a pair: those and the ``cls_pt_layers``
+            tokens, ``norm(cls_pt_layers([last cls token, patch tokens of block early_layers]))`` without the cls token.
         """
         self.check_forward_masked()
         if self.cls_pt_layers is None:
@@ -396,9 +372,9 @@ def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
 
 
 def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: 'BEiT') -> dict[str, Tensor]:
-    """Fit a beit_mm-named state dict to a ``BEiT`` instance at load time (timm's ``checkpoint_filter_fn``, kept next to
-    the model it fits): a shared relative position bias goes into
-    every block when the model has per-block tables, and tables/position embeddings are resampled to its grid."""
+    """Fit a beit_mm state dict to ``model`` at load time (timm's ``checkpoint_filter_fn``): a shared relative position
+    bias copied into per-block tables, tables and position embeddings resampled to its grid.
+    """
     sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
     if model.rel_pos_bias is None:
         sd = expand_shared_rel_pos_bias(sd)

@@ -1,11 +1,7 @@
-"""ViT-Adapter on BEiT and BEiT v2 (Chen et al., ICLR 2023; czczup/ViT-Adapter
-``segmentation/mmseg_custom/models/backbones/beit_adapter.py``): beit_mm's :class:`BEiT` plus a spatial prior
-module, one interaction block (injector, extractor) per group of blocks, and a 4-level output at strides 4/8/16/32
-for UPerNet or Mask2Former heads without a pyramid neck.
-
-Names equal the official (``blocks.*``, ``cls_token``, ``patch_embed.proj``, ``level_embed``, ``spm.*``,
-``interactions.i.*``, ``up``, ``norm1..4``), so an official segmentor's ``backbone.*`` loads strictly after
-:func:`beit_mm.converters.vit_adapter.convert_vit_adapter` (which drops only the ``relative_position_index`` buffers).
+"""ViT-Adapter on BEiT (Chen et al., ICLR 2023; czczup/ViT-Adapter ``segmentation/mmseg_custom/models/backbones/
+beit_adapter.py``): a spatial prior module and one interaction block per group of blocks give 4 levels at strides
+4/8/16/32. Names are the official ones, so an official segmentor's ``backbone.*`` loads after dropping its
+``relative_position_index`` buffers.
 """
 from __future__ import annotations
 
@@ -21,8 +17,7 @@ from ..layers.vit_adapter import InteractionBlock, SpatialPriorModule, deform_in
 from .beit import BEiT, checkpoint_filter_fn
 from .pretrained import load_pretrained_backbone
 
-#: The adapter's own weights: they keep their random init when a plain BEiT checkpoint is loaded
-#: (``init_cfg=dict(type='Pretrained', checkpoint=..., keep_init=ADAPTER_WEIGHTS)``).
+#: The adapter's own weights, which keep their init when a plain BEiT checkpoint is loaded (``keep_init``).
 ADAPTER_WEIGHTS = (r'^(level_embed|spm\.|interactions\.|up\.|norm[1-4]\.)', )
 
 #: ViT-Adapter's stride: the prior's levels are 2x, 1x and 0.5x the ViT grid, so the ViT must be at stride 16.
@@ -31,32 +26,25 @@ PATCH_SIZE = 16
 
 @MODELS.register_module()
 class BEiTAdapter(BEiT):
-    """BEiT with ViT-Adapter: (B, 3, H, W) -> 4 maps (B, C, H/4, W/4), (B, C, H/8, W/8), (B, C, H/16, W/16),
-    (B, C, H/32, W/32); H and W must be multiples of 32.
+    """BEiT with ViT-Adapter: (B, 3, H, W), H and W multiples of 32 -> 4 maps (B, C, H/s, W/s), s = 4, 8, 16, 32.
 
-    Layer decay is :meth:`BEiT.get_layer_depth`'s: embeddings 0, block i -> i + 1, and the adapter's own parameters
-    (``spm``, ``interactions``, ``level_embed``, ``up``, ``norm1..4``) fall under "everything else" -> num_layers + 1,
-    the full learning rate, as ViT-Adapter's ``get_num_layer_for_vit`` gives every name it does not list
-    (``segmentation/mmcv_custom/layer_decay_optimizer_constructor.py`` lines 21-44).
+    Layer decay is :meth:`BEiT.get_layer_depth`'s: the adapter's own parameters get the last id, the full learning
+    rate, as ViT-Adapter's ``get_num_layer_for_vit``.
 
     Args:
-        interaction_indexes: the block groups ``[[first, last], ...]``, one interaction block each, e.g.
-            ``[[0, 5], [6, 11], [12, 17], [18, 23]]`` for BEiT-L; they must cover the blocks in order. Four groups give
-            the 4 ViT maps that are added to the prior's 4 levels (``add_vit_feature``).
-        conv_inplane: width of the spatial prior module's first stage (official 64).
+        interaction_indexes: block groups ``[[first, last], ...]`` covering the blocks in order, one interaction each.
+        conv_inplane: width of the spatial prior module's first stage.
         n_points: sampling points per head and level of the deformable attention.
         deform_num_heads: heads of the deformable attention.
-        cffn_ratio: hidden width of the extractor's CFFN relative to ``embed_dims``.
-        deform_ratio: width of the deformable attention's value projection relative to ``embed_dims``.
+        cffn_ratio: the extractor's CFFN width / ``embed_dims``.
+        deform_ratio: the deformable attention's value width / ``embed_dims``.
         with_cffn: the extractor's CFFN.
-        add_vit_feature: add the 4 groups' ViT maps (resampled to 4x, 2x, 1x, 0.5x) to the prior's levels.
-        norm_cfg: the norm of the spatial prior and of the 4 outputs (official: ``SyncBatchNorm``).
-        layer_scale_init_value: the blocks' gamma and the injectors' gamma (official ``init_values``).
-        drop_path_rate: the blocks' stochastic depth (linear to this value) and the extractors' CFFN drop path (this
-            value, as official).
-        **kwargs: the other :class:`BEiT` arguments. Not supported, as the official model has no such path: absolute
-            position embeddings, a shared relative position bias, register tokens, mask token, cls pretraining,
-            final norm.
+        add_vit_feature: add the 4 groups' ViT maps to the prior's levels (needs 4 groups).
+        norm_cfg: the norm of the spatial prior and of the outputs (official: ``SyncBatchNorm``).
+        layer_scale_init_value: the blocks' and the injectors' initial gamma.
+        drop_path_rate: the blocks' stochastic depth (linear to it) and the extractors' CFFN drop path.
+        **kwargs: other :class:`BEiT` arguments; absolute position embeddings, a shared bias, registers, a mask token,
+            cls pretraining and a final norm are refused.
     """
 
     def __init__(self,
@@ -113,9 +101,9 @@ class BEiTAdapter(BEiT):
 
     # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
-        """unilm's BEiT init plus the official adapter init (:func:`init_adapter_weights`, ``level_embed`` normal
-        std 1), or a checkpoint: ``init_cfg=dict(type='Pretrained', checkpoint=PATH, keep_init=ADAPTER_WEIGHTS)``
-        for a plain BEiT file, without ``keep_init`` for a converted ViT-Adapter file."""
+        """BEiT's init plus the official adapter init, or a checkpoint (a plain BEiT file with
+        ``init_cfg.keep_init=ADAPTER_WEIGHTS``).
+        """
         self._init_random()
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
             load_pretrained_backbone(
@@ -134,7 +122,7 @@ class BEiTAdapter(BEiT):
 
     # --------------------------------------------------------------- forward
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """(B, 3, H, W) -> (f1, f2, f3, f4), (B, C, H/s, W/s) at s = 4, 8, 16, 32 (official ``BEiTAdapter.forward``)."""
+        """(B, 3, H, W) -> (f1, f2, f3, f4) at strides 4, 8, 16, 32 (official ``BEiTAdapter.forward``)."""
         if mask is not None:
             raise ValueError('BEiTAdapter is a dense-prediction backbone; it takes no MIM mask')
         b, _, height, width = x.shape

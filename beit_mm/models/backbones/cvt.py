@@ -1,19 +1,9 @@
 """CvT backbone (Wu et al., 2021, "CvT: Introducing Convolutions to Vision Transformers").
 
-Three stages, each a convolutional token embedding (conv + LayerNorm over tokens) followed by pre-norm transformer
-blocks whose attention projects q/k/v through depthwise conv + BatchNorm (``ConvProjectionAttention``). Only the last
-stage carries a cls token; there is no position embedding. Parameter names are those of the official checkpoints
-(microsoft/CvT ``lib/models/cls_cvt.py``), so ``beit_mm.converters.cvt.convert_cvt(sd, 'official')`` is an identity on
-names::
-
-    stage{s}.patch_embed.{proj,norm}.*          conv k7 s4 p2 (s=0) / k3 s2 p1 (s=1,2); LayerNorm
-    stage2.cls_token                            (1, 1, C_2)
-    stage0.mask_token                           (1, 1, C_0), only with ``with_mask_token=True`` (masked image modeling)
-    stage{s}.blocks.{j}.{norm1,norm2}.*         LayerNorm
-    stage{s}.blocks.{j}.attn.conv_proj_{q,k,v}.{conv,bn}.*
-    stage{s}.blocks.{j}.attn.{proj_q,proj_k,proj_v,proj}.*
-    stage{s}.blocks.{j}.mlp.{fc1,fc2}.*         ratio 4
-    norm.*                                      final LayerNorm over C_2 (the classifier's input norm)
+Three stages of a convolutional token embedding and pre-norm blocks with conv-projection attention; a cls token in the
+last stage only, no position embedding. Parameter names are those of microsoft/CvT ``lib/models/cls_cvt.py``
+(``stage{s}.patch_embed``, ``stage2.cls_token``, ``stage{s}.blocks.{j}.{norm1,attn,norm2,mlp}``, ``norm``), so the
+official converter is an identity on names.
 """
 import contextlib
 from collections.abc import Iterator, Sequence
@@ -33,13 +23,12 @@ from ..layers.mask_utils import conv_output_size, upsample_mask
 from ..layers.mlp import Mlp
 from .pretrained import load_pretrained_backbone
 
-# Presets of the paper (Table 2) and the official configs (microsoft/CvT experiments/imagenet/cvt/*.yaml).
+# Paper Table 2, official experiments/imagenet/cvt/*.yaml
 ARCH_SETTINGS: dict[str, dict[str, list[int]]] = {
     'cvt-13': dict(embed_dims=[64, 192, 384], depths=[1, 2, 10], num_heads=[1, 3, 6]),
     'cvt-21': dict(embed_dims=[64, 192, 384], depths=[1, 4, 16], num_heads=[1, 3, 6]),
     'cvt-w24': dict(embed_dims=[192, 768, 1024], depths=[2, 2, 20], num_heads=[3, 12, 16]),
 }
-# Convolutional token embedding of every released CvT (official configs: PATCH_SIZE, PATCH_STRIDE, PATCH_PADDING).
 PATCH_KERNELS = (7, 3, 3)
 PATCH_STRIDES = (4, 2, 2)
 PATCH_PADDINGS = (2, 1, 1)
@@ -58,10 +47,7 @@ ACT_LAYERS: dict[str, type[nn.Module]] = {'quick_gelu': QuickGELU, 'gelu': nn.GE
 
 
 class ConvEmbed(nn.Module):
-    """Convolutional token embedding: conv, then LayerNorm over channels.
-
-    Shapes: ``(B, C_in, H, W) -> ((B, H' * W', C), (H', W'))``.
-    """
+    """Conv, then LayerNorm over channels: ``(B, C_in, H, W) -> ((B, H' * W', C), (H', W'))``."""
 
     def __init__(self, in_channels: int, embed_dims: int, kernel_size: int, stride: int, padding: int) -> None:
         super().__init__()
@@ -75,17 +61,14 @@ class ConvEmbed(nn.Module):
 
 
 class CvTBlock(nn.Module):
-    """Pre-norm transformer block with convolutional-projection attention.
-
-    ``x = x + drop_path(attn(norm1(x))); x = x + drop_path(mlp(norm2(x)))``; shapes ``(B, N, C) -> (B, N, C)``.
-    """
+    """Pre-norm block with conv-projection attention: ``(B, N, C) -> (B, N, C)``."""
 
     def __init__(self, embed_dims: int, num_heads: int, with_cls_token: bool, drop_path: float, act: str,
-                 fused_attn: bool) -> None:
+                 attn_impl: str) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(embed_dims)
         self.attn = ConvProjectionAttention(
-            embed_dims, num_heads, with_cls_token=with_cls_token, fused_attn=fused_attn)
+            embed_dims, num_heads, with_cls_token=with_cls_token, attn_impl=attn_impl)
         self.drop_path = DropPath(drop_path) if drop_path > 0 else nn.Identity()
         self.norm2 = nn.LayerNorm(embed_dims)
         self.mlp = Mlp(embed_dims, MLP_RATIO * embed_dims, act_layer=ACT_LAYERS[act])
@@ -97,10 +80,10 @@ class CvTBlock(nn.Module):
 
 @contextlib.contextmanager
 def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
-    """Undo whatever the body does to the BatchNorm buffers (running stats, ``num_batches_tracked``) of ``module``.
+    """Restore the BatchNorm buffers of ``module`` after the body.
 
-    Wraps the recomputation pass of activation checkpointing: the forward pass already applied the momentum update
-    once, and the recomputation (which must run the very same ops) would apply it a second time.
+    Wraps the recomputation of activation checkpointing, whose repeated forward would update the running statistics a
+    second time.
     """
     buffers = [b for m in module.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
     saved = [b.clone() for b in buffers]
@@ -113,15 +96,14 @@ def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
 
 
 class CvTStage(nn.Module):
-    """One CvT stage: conv token embedding, optional mask token, optional cls token, ``depth`` blocks.
+    """Conv token embedding, optional mask and cls tokens, ``depth`` blocks.
 
-    Shapes: ``(B, C_in, H, W) -> (tokens (B, H' * W', C), cls (B, 1, C) or None, (H', W'))``; the returned tokens
-    exclude the cls token. With ``with_mask_token``, ``forward(x, mask)`` replaces the embedded tokens where ``mask``
-    ((B, H', W') bool, True = masked) is set by ``mask_token``, before the cls token and the blocks.
+    ``forward(x (B, C_in, H, W), mask (B, H', W') bool or None) -> (tokens (B, H' * W', C), cls (B, 1, C) or None,
+    (H', W'))``; masked tokens (True) are replaced by ``mask_token`` before the blocks.
     """
 
     def __init__(self, in_channels: int, embed_dims: int, depth: int, num_heads: int, kernel_size: int, stride: int,
-                 padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, fused_attn: bool,
+                 padding: int, with_cls_token: bool, drop_paths: Sequence[float], act: str, attn_impl: str,
                  with_cp: bool, with_mask_token: bool = False) -> None:
         super().__init__()
         self.with_cp = with_cp
@@ -129,7 +111,7 @@ class CvTStage(nn.Module):
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_cls_token else None
         self.mask_token = nn.Parameter(torch.zeros(1, 1, embed_dims)) if with_mask_token else None
         self.blocks = nn.ModuleList(
-            CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, fused_attn) for j in range(depth))
+            CvTBlock(embed_dims, num_heads, with_cls_token, drop_paths[j], act, attn_impl) for j in range(depth))
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor], tuple[int, int]]:
         x, hw_shape = self.patch_embed(x)
@@ -160,11 +142,8 @@ class CvTStage(nn.Module):
 
 
 def cvt_drop_path_rates(drop_path_rate: Union[float, Sequence[float]], depths: Sequence[int]) -> list[list[float]]:
-    """Stochastic-depth rate of every block, per stage: ``[[rate of stage s block j for j] for s]``.
-
-    As the official code (microsoft/CvT ``lib/models/cls_cvt.py``: ``ConvolutionalVisionTransformer`` gives stage ``s``
-    ``spec['DROP_PATH_RATE'][s]`` (line 515) and each stage spreads it with ``torch.linspace(0, rate, depth)``
-    (line 416)). A float applies to every stage.
+    """Stochastic-depth rates per stage, ``torch.linspace(0, rate_s, depth_s)`` (microsoft/CvT ``cls_cvt.py`` lines 416,
+    515); a float applies to every stage.
     """
     rates = [float(drop_path_rate)] * len(depths) if isinstance(drop_path_rate, (int, float)) else list(drop_path_rate)
     if len(rates) != len(depths):
@@ -178,36 +157,22 @@ class CvT(BaseModule):
     """Convolutional vision Transformer backbone.
 
     Args:
-        arch: 'cvt-13', 'cvt-21', 'cvt-w24', or a dict with per-stage lists (length 3) ``embed_dims``, ``depths``,
-            ``num_heads``.
+        arch: 'cvt-13', 'cvt-21', 'cvt-w24', or a dict of per-stage lists ``embed_dims``, ``depths``, ``num_heads``.
         in_channels: image channels.
-        drop_path_rate: stochastic depth per stage, as the official ``MODEL.SPEC.DROP_PATH_RATE`` (one rate per
-            stage, e.g. ``(0.0, 0.0, 0.1)`` for CvT-13/21, ``(0.0, 0.0, 0.3)`` for W24): inside stage ``s`` the rates
-            of its blocks are ``torch.linspace(0, drop_path_rate[s], depths[s])`` (microsoft/CvT
-            ``lib/models/cls_cvt.py`` line 416, one ``VisionTransformer`` per stage). A single float is the same rate
-            for every stage. See :func:`cvt_drop_path_rates`.
-        out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)`` with shape
-            (B, C_2), the input of a linear classifier (mmpretrain's ``LinearClsHead`` takes ``feats[-1]``).
-        out_indices: featmap levels: 0, 1, 2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)) and 3 is the
-            stage-2 map max-pooled 2x (stride 32), so that a UPerHead gets four levels. Only used with 'featmap'.
-        final_norm: build the final LayerNorm ``norm`` over C_2 (official and HF classification checkpoints carry
-            it). With 'cls_token' it normalizes the cls token (required); with 'featmap' it normalizes the stage-2
-            map (levels 2 and 3) so that no parameter goes unused. False gives the raw stage maps (HF ``CvtModel``).
-        with_cp: activation checkpointing per block (BatchNorm running stats are updated once, not twice).
-        norm_eval: keep the BatchNorms of the conv projections in eval mode (running stats) during training.
-        frozen_stages: stages ``0..frozen_stages`` get ``requires_grad=False`` and eval mode; 2 also freezes ``norm``;
-            -1 freezes nothing.
-        act: 'quick_gelu' (official code and checkpoints) or 'gelu' (HF port).
-        fused_attn: SDPA (True) or eager attention (False); same function.
-        with_mask_token: learn ``stage0.mask_token`` (1, 1, C_0) for masked image modeling: ``forward(x, mask)``
-            replaces the stage-0 tokens where ``mask`` (B, H_0, W_0) is True right after ``stage0.patch_embed``.
-        init_cfg: mmengine init config (e.g. ``dict(type='Pretrained', checkpoint=...)``); without one the weights
-            follow the official init (trunc-normal 0.02 for Linear and the cls token, unit norms).
-
-    ``forward(x: (B, in_channels, H, W)) -> tuple[Tensor, ...]``; see ``out_type``.
+        drop_path_rate: stochastic depth per stage (official ``MODEL.SPEC.DROP_PATH_RATE``) or one float for all.
+        out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)``, (B, C_2).
+        out_indices: levels 0-2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)); 3 is level 2 max-pooled 2x.
+        final_norm: the final LayerNorm ``norm``: on the cls token ('cls_token', required) or on the stage-2 map.
+        with_cp: activation checkpointing per block.
+        norm_eval: keep the conv projections' BatchNorms in eval mode while training.
+        frozen_stages: freeze stages ``0..frozen_stages`` (2 also ``norm``); -1 freezes nothing.
+        act: 'quick_gelu' (official checkpoints) or 'gelu' (HF port).
+        attn_impl: ``'sdpa'`` or ``'eager'``; the same function.
+        with_mask_token: learn ``stage0.mask_token`` (1, 1, C_0) for masked image modeling.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``; without it the official init.
     """
 
-    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``), as HF's ``_no_split_modules``.
+    #: FSDP units, as HF's ``_no_split_modules``.
     fsdp_wrap_units = (CvTBlock, )
 
     def __init__(self,
@@ -221,7 +186,7 @@ class CvT(BaseModule):
                  norm_eval: bool = False,
                  frozen_stages: int = -1,
                  act: str = 'quick_gelu',
-                 fused_attn: bool = True,
+                 attn_impl: str = 'sdpa',
                  with_mask_token: bool = False,
                  init_cfg: Optional[Union[dict, list]] = None) -> None:
         super().__init__(init_cfg=init_cfg)
@@ -264,7 +229,7 @@ class CvT(BaseModule):
                 with_cls_token=s == NUM_STAGES - 1,
                 drop_paths=dpr[s],
                 act=act,
-                fused_attn=fused_attn,
+                attn_impl=attn_impl,
                 with_cp=with_cp,
                 with_mask_token=with_mask_token and s == 0)
             self.add_module(f'stage{s}', stage)
@@ -272,7 +237,7 @@ class CvT(BaseModule):
 
         self.apply(self._official_init)
         nn.init.trunc_normal_(self.stage2.cls_token, std=0.02)
-        if with_mask_token:  # unilm BEiT's mask token init
+        if with_mask_token:
             nn.init.trunc_normal_(self.stage0.mask_token, std=0.02)
         self._freeze_stages()
 
@@ -291,7 +256,7 @@ class CvT(BaseModule):
 
     @staticmethod
     def _official_init(m: nn.Module) -> None:
-        """microsoft/CvT ``_init_weights_trunc_normal``: Linear trunc-normal(0.02) with zero bias, unit norms."""
+        """microsoft/CvT ``_init_weights_trunc_normal``: Linear trunc-normal(0.02), zero bias, unit norms."""
         if isinstance(m, nn.Linear):
             nn.init.trunc_normal_(m.weight, std=0.02)
             if m.bias is not None:
@@ -301,12 +266,8 @@ class CvT(BaseModule):
             nn.init.zeros_(m.bias)
 
     def init_weights(self) -> None:
-        """The official init (applied in ``__init__``), or the checkpoint of ``init_cfg=dict(type='Pretrained', ...)``.
-
-        ``init_cfg=dict(type='Pretrained', checkpoint=PATH, prefix=None)`` loads a beit_mm-format CvT state dict (a file
-        of ``tools/convert_checkpoint.py --model cvt``, no prefix) and ``prefix='backbone.'`` the backbone of a beit_mm
-        classifier or segmentor checkpoint. Any backbone weight missing from the file is an error (no partly random
-        backbone); keys the backbone does not use (``head.*``, ``norm.*`` with ``final_norm=False``) are a warning.
+        """The official init, or a beit_mm-format checkpoint (``init_cfg.prefix='backbone.'`` for a classifier's or
+        segmentor's); missing backbone weights raise, unused keys warn.
         """
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
             load_pretrained_backbone(
@@ -339,14 +300,10 @@ class CvT(BaseModule):
         return self
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, ...]:
-        """Args: x (B, in_channels, H, W); mask (B, H_0, W_0) bool, True = masked (needs ``with_mask_token``): those
-        stage-0 tokens are replaced by ``stage0.mask_token`` right after ``stage0.patch_embed``.
+        """(B, in_channels, H, W) -> the maps of ``out_indices`` ('featmap'), or ``(norm(cls),)`` (B, C_2).
 
-        Returns:
-            'featmap': one NCHW map per entry of ``out_indices``: level s in {0, 1, 2} is (B, C_s, H_s, W_s) with
-            ``H_0 = floor((H - 3) / 4) + 1`` (about H / 4), ``H_{s+1} = floor((H_s - 1) / 2) + 1`` (about H_s / 2);
-            level 3 is ``max_pool2d(level 2, 2)``. The cls token is dropped.
-            'cls_token': ``(norm(cls_token),)`` with shape (B, C_2).
+        ``mask`` (B, H_0, W_0) bool, True = masked, replaces stage-0 tokens by ``stage0.mask_token``. Level sizes:
+        ``H_0 = (H - 3) // 4 + 1``, ``H_{s+1} = (H_s - 1) // 2 + 1``, level 3 ``max_pool2d(level 2, 2)``.
         """
         maps, cls_token = self._stage_maps(x, mask, norm_last=self.out_type == 'featmap')
         if self.out_type == 'cls_token':
@@ -355,8 +312,7 @@ class CvT(BaseModule):
         return tuple(maps[i] for i in self.out_indices)
 
     def _stage_maps(self, x: Tensor, mask: Optional[Tensor], norm_last: bool) -> tuple[list[Tensor], Tensor]:
-        """The three stage maps (B, C_s, H_s, W_s) (the last one final-normed when ``norm_last`` and the backbone
-        has ``norm``) and the stage-2 cls token (B, 1, C_2)."""
+        """The stage maps (B, C_s, H_s, W_s), the last final-normed if ``norm_last``, and the cls token."""
         maps: list[Tensor] = []
         cls_token: Optional[Tensor] = None
         for s in range(NUM_STAGES):
@@ -368,9 +324,7 @@ class CvT(BaseModule):
         return maps, cls_token
 
     def dense_features(self, x: Tensor, layers: Optional[Sequence[int]] = None) -> list[Tensor]:
-        """The probe interface (``beit_mm.evaluation.probe``): the stage maps ``layers`` (subset of 0, 1, 2;
-        None: all three, the levels a segmentor reads) as (B, C_s, H_s, W_s), the stage-2 map final-normed when the
-        backbone has ``norm``. ``x``: (B, 3, H, W) normalized images."""
+        """The stage maps ``layers`` (of 0, 1, 2; None: all), the last final-normed: the probe interface."""
         layers = tuple(range(NUM_STAGES)) if layers is None else tuple(layers)
         if not layers or any(i not in range(-NUM_STAGES, NUM_STAGES) for i in layers):
             raise ValueError(f'layers {layers} must be CvT stage indices 0..{NUM_STAGES - 1}')
@@ -389,16 +343,12 @@ class CvT(BaseModule):
         return self.embed_dims[-1]
 
     def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor:
-        """The masked-image-modeling interface (``beit_mm.BEiTPretrain``; design note ``docs/cvt_mim.md``).
-
-        The patch mask (16 px patches: the stride of stage 2) is upsampled to the stage-0 token grid (stride 4,
-        nearest) and the masked stage-0 tokens are replaced by ``stage0.mask_token`` right after
-        ``stage0.patch_embed``; the final-normed stage-2 map, aligned one-to-one with the patch grid, is returned as
-        tokens. The stage-2 cls token takes part in attention but is not returned.
+        """Masked image modeling: final-normed stage-2 tokens with the stage-0 tokens under the mask replaced.
 
         Args:
             x: (B, 3, H, W) images.
-            mask: (B, H/16, W/16) bool, True = masked.
+            mask: (B, H/16, W/16) bool, True = masked; upsampled (nearest) to the stage-0 grid.
+
         Returns:
             (B, H/16 * W/16, C_2), row-major like the mask.
         """
@@ -421,19 +371,10 @@ class CvT(BaseModule):
             raise ValueError('CvT MIM classifies final-normed stage-2 tokens; build the backbone with final_norm=True')
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id of a parameter for layer-wise lr decay (mmpretrain's hierarchical/Swin rule).
+        """Layer id for layer-wise lr decay (mmpretrain's hierarchical rule), and the number of ids.
 
-        ``num_layers = sum(depths) + 2``; stage s ``patch_embed``, ``cls_token`` and ``mask_token`` ->
-        ``sum(depths[:s])`` (the mask token: 0); stage s
-        block j -> ``sum(depths[:s]) + j + 1``; the final ``norm`` and any name outside the backbone (not starting
-        with ``prefix``) -> ``num_layers - 1``. The lr scale is ``decay ** (num_layers - layer_id - 1)``.
-
-        Args:
-            param_name: e.g. 'backbone.stage1.blocks.0.attn.proj_q.weight'.
-            prefix: the backbone's prefix in ``param_name`` (e.g. 'backbone.').
-
-        Returns:
-            (layer_id, num_layers).
+        ``num_layers = sum(depths) + 2``. Stage s's embedding and tokens -> ``sum(depths[:s])``, its block j -> that
+        + j + 1; the final norm and names outside ``prefix`` -> ``num_layers - 1``.
         """
         num_layers = sum(self.depths) + 2
         if not param_name.startswith(prefix):

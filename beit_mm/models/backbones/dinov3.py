@@ -1,12 +1,7 @@
-"""DINOv3 ViT backbone (Siméoni et al., "DINOv3", 2025; facebookresearch/dinov3 @ 6876159
-``dinov3/models/vision_transformer.py``, ``dinov3/hub/backbones.py``).
+"""DINOv3 ViT backbone (Siméoni et al., 2025; facebookresearch/dinov3 @ 6876159 ``models/vision_transformer.py``).
 
-A plain ViT with patch 16, no absolute position embedding: every block rotates the patch tokens' queries and keys by
-2-D RoPE (:mod:`beit_mm.models.layers.rope`), so the same weights run at any input size divisible by 16. Tokens are
-``[cls, R storage (register) tokens, patches]``; blocks are :class:`~beit_mm.models.layers.dinov3_block.DINOv3Block`
-(layer scale, LayerNorm eps 1e-5, GELU MLP for S/B/L, SwiGLU for H+ and 7B). Names follow beit_mm's BEiT
-(``cls_token``, ``reg_token``, ``patch_embed.proj``, ``blocks.i.{norm1,attn.qkv,attn.q_bias,attn.v_bias,attn.proj,
-gamma_1,norm2,mlp.*,gamma_2}``, ``norm``); ``beit_mm.converters.dinov3`` maps the official and Hugging Face files.
+A plain ViT whose blocks rotate the patch tokens' queries and keys by 2-D RoPE, so it runs at any size divisible by
+the patch; tokens ``[cls, R storage tokens, patches]``; names as beit_mm's BEiT.
 """
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ from .beit import PatchEmbed
 from .pretrained import load_pretrained_backbone
 from .token_maps import TokenMapsMixin
 
-#: The LVD-1689M ViTs (dinov3/hub/backbones.py ``dinov3_vit{s,b,l}16``, ``dinov3_vith16plus``, ``dinov3_vit7b16``).
+#: The LVD-1689M ViTs (dinov3/hub/backbones.py).
 ARCHS: dict[str, dict] = {
     'small': dict(embed_dims=384, num_layers=12, num_heads=6, mlp_ratio=4.0, ffn='mlp'),
     'base': dict(embed_dims=768, num_layers=12, num_heads=12, mlp_ratio=4.0, ffn='mlp'),
@@ -40,35 +35,31 @@ _ARCH_OPTIONAL = {'ffn': 'mlp', 'swiglu_align': 8, 'qv_bias': True}
 
 @MODELS.register_module()
 class DINOv3(TokenMapsMixin, BaseModule):
-    r"""DINOv3 vision transformer returning multi-level feature maps.
+    """DINOv3 vision transformer returning multi-level feature maps.
 
     Args:
-        arch: 'small' | 'base' | 'large' | 'huge-plus' | '7b', or a dict with ``embed_dims``, ``num_layers``,
+        arch: 'small' | 'base' | 'large' | 'huge-plus' | '7b', or a dict of ``embed_dims``, ``num_layers``,
             ``num_heads``, ``mlp_ratio`` and optionally ``ffn`` ('mlp' | 'swiglu'), ``swiglu_align``, ``qv_bias``.
-        img_size: the training image size; informational (RoPE has no grid of its own: any size divisible by
-            ``patch_size`` runs).
-        patch_size: patch side in pixels (16).
+        img_size: the training size (informational: RoPE has no grid).
+        patch_size: patch side in pixels.
         in_channels: input channels.
-        num_register_tokens: ``R`` storage tokens ``reg_token`` (1, R, C) after the cls token (4 in the releases).
-        layer_scale_init_value: initial layer scale (1e-5); 0 disables it.
-        rope_base, rope_min_period, rope_max_period, rope_normalize_coords: the rotary embedding's periods and
-            coordinate normalization (:class:`~beit_mm.models.layers.rope.RopePositionEmbedding`; releases: base 100,
-            'separate').
-        rope_shift_coords, rope_jitter_coords, rope_rescale_coords: its training-time coordinate augmentations, drawn
-            in every block's forward in training mode, off in eval (releases: rescale 2, which transformers'
-            DINOv3 and the official EoMT fine-tuning keep on in training).
-        norm_eps: LayerNorm epsilon of the blocks and the final norm (1e-5).
+        num_register_tokens: ``R`` storage tokens ``reg_token`` (1, R, C).
+        layer_scale_init_value: initial layer scale; 0 disables it.
+        rope_base, rope_min_period, rope_max_period, rope_normalize_coords: the rotary periods and coordinates.
+        rope_shift_coords, rope_jitter_coords, rope_rescale_coords: RoPE's training-time coordinate augmentations.
+        norm_eps: LayerNorm epsilon.
+        drop_rate, attn_drop_rate: dropout after the embeddings and projections / on the attention.
         drop_path_rate: stochastic depth of the last block, linear from 0.
         out_indices: blocks whose outputs ``forward`` returns (negative counts from the end).
         final_norm: the final LayerNorm ``norm`` on the last block's output.
-        with_mask_token: learn ``mask_token`` (1, 1, C) (masked image modeling; ``forward(x, mask)``).
-        with_cp: gradient checkpointing of every block.
-        attn_impl: ``'auto'`` | ``'sdpa'`` | ``'eager'`` (:class:`~beit_mm.models.layers.dinov3_block.DINOv3Attention`).
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``, a beit_mm-format state dict
-            (``tools/convert_checkpoint.py --model dinov3``); missing backbone weights raise.
+        with_mask_token: learn ``mask_token`` (1, 1, C) for masked image modeling.
+        with_cp: activation checkpointing of every block.
+        attn_impl: ``'auto'`` | ``'sdpa'`` | ``'eager'``; the same function.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``: a beit_mm state dict; missing backbone
+            weights raise.
     """
 
-    #: FSDP units (``beit_mm.engine.fsdp.transformer_block_wrap_policy``).
+    #: FSDP units.
     fsdp_wrap_units = (DINOv3Block, )
 
     def __init__(self,
@@ -151,9 +142,9 @@ class DINOv3(TokenMapsMixin, BaseModule):
         self._init_random()
 
     def _init_random(self) -> None:
-        """facebookresearch/dinov3 ``DinoVisionTransformer.init_weights`` + ``init_weights_vit``: cls and storage
-        tokens normal(0.02), mask token zero, Linear weights trunc_normal(0.02) (PyTorch's, cut at +-2) with zero
-        biases, unit LayerNorms, layer scales at their init value, the patch embedding U(+-1/sqrt(in * p * p))."""
+        """facebookresearch/dinov3 ``init_weights``: tokens normal(0.02), mask token zero, Linear trunc_normal(0.02)
+        with zero bias, unit LayerNorms, the patch embedding U(+-1/sqrt(in * p * p)).
+        """
         with torch.no_grad():
             nn.init.normal_(self.cls_token, std=0.02)
             if self.reg_token is not None:
@@ -197,8 +188,7 @@ class DINOv3(TokenMapsMixin, BaseModule):
         return self.pos_drop(torch.cat(prefix + [x], dim=1)), grid
 
     def position_encoding(self, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
-        """What each block takes for its positions: RoPE's (sin, cos), (h*w, D) each, for the grid (h, w) (augmented
-        afresh at each call in training mode, as the official backbone does per block)."""
+        """RoPE's (sin, cos), (h*w, D) each, for the grid (h, w); augmented anew at each call in training."""
         return self.rope(grid)
 
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None,

@@ -17,18 +17,16 @@ def load_pretrained_backbone(model: nn.Module,
                              adapt: Callable[[Mapping[str, Tensor], nn.Module], dict[str, Tensor]] | None = None,
                              convert_hint: str = '',
                              keep_init: Sequence[str] = ()) -> None:
-    r"""Load ``checkpoint`` (a beit_mm-format state dict) into ``model``; raise if any of its parameters is missing.
+    """Load ``checkpoint`` (a beit_mm state dict) into ``model``; raise if any of its parameters is missing.
 
     Args:
         model: the backbone.
-        checkpoint: path of a file written by ``tools/convert_checkpoint.py`` or by a beit_mm training run.
-        prefix: keep only keys with this prefix and strip it ('backbone.' for a segmentor/classifier checkpoint).
+        checkpoint: path of a beit_mm-format file.
+        prefix: keep only keys with this prefix and strip it ('backbone.' for a segmentor's or classifier's).
         adapt: ``adapt(state_dict, model)`` fits the weights to the model (e.g. resamples position tables).
         convert_hint: the converter command to suggest when keys do not match.
-        keep_init: regular expressions (``re.search``) of backbone weight names that are *not* loaded and keep the
-            model's current (random) values, e.g. ``[r'^blocks\.5\.']`` to re-initialize the last of 6 blocks or
-            ``['gamma_']`` to drop the layer scales; each must match at least one weight (a typo raises), and the
-            log names how many were kept. Every other weight must be in the checkpoint, as without it.
+        keep_init: regular expressions (``re.search``) of weights not loaded, which keep their current values; each must
+            match at least one weight.
     """
     logger = MMLogger.get_current_instance()
     state_dict = load_state_dict_file(checkpoint)

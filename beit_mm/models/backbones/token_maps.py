@@ -1,5 +1,4 @@
-"""The patch-token outputs a plain ViT backbone (BEiT, DINOv3) shares: maps for the segmentors, the blocks a pyramid
-neck takes, the probe interface and the layer ids of layer-wise lr decay."""
+"""The patch-token outputs plain ViT backbones (BEiT, DINOv3) share: maps, probe features, layer ids."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -9,9 +8,7 @@ from torch import Tensor
 
 class TokenMapsMixin:
     """Outputs of a backbone with ``num_layers`` blocks whose ``forward_tokens(x, mask, out_indices)`` returns token
-    sequences (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w).
-
-    ``EMBEDDING_PARAMS``: the parameter names (besides ``patch_embed.*``) that get layer id 0.
+    sequences (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w); ``EMBEDDING_PARAMS`` get layer id 0.
     """
 
     EMBEDDING_PARAMS: tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token')
@@ -21,20 +18,16 @@ class TokenMapsMixin:
         return [t[:, self.num_prefix_tokens:].transpose(1, 2).reshape(t.shape[0], -1, h, w) for t in outs]
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, ...]:
-        """(B, 3, H, W) -> tuple of (B, C, H/p, W/p) maps, one per ``out_indices`` entry (cls and register tokens
-        dropped)."""
+        """(B, 3, H, W) -> one (B, C, H/p, W/p) map per ``out_indices`` entry (prefix tokens dropped)."""
         return tuple(self._maps(*self.forward_tokens(x, mask)))
 
     def segmentation_layers(self) -> tuple[int, ...]:
-        """The blocks a segmentor feeds its pyramid neck: those at 1/3, 1/2, 2/3 and all of the depth, i.e. mmseg /
-        unilm UPerNet's (3, 5, 7, 11) for 12 blocks (``configs/_base_/models/upernet_beit.py``) and (7, 11, 15, 23)
-        for 24 (BEiT-L); (1, 2, 3, 5) for the study's 6 and (0, 1, 2, 3) for the demo's 4."""
+        """The blocks at 1/3, 1/2, 2/3 and all of the depth: mmseg/unilm UPerNet's (3, 5, 7, 11) for 12 blocks."""
         return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
 
     def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
-        """The probe interface (``beit_mm.evaluation.probe``): patch-token maps (B, C, H/p, W/p) of the blocks
-        ``layers`` (negative counts from the end; None: :meth:`segmentation_layers`), in block order; the last
-        block's tokens pass the final norm when the backbone has one. ``x``: (B, 3, H, W) normalized images.
+        """Patch-token maps (B, C, H/p, W/p) of the blocks ``layers`` (None: :meth:`segmentation_layers`), in block
+        order, the last block's final-normed: the probe interface.
 
         Raises:
             ValueError: ``layers`` empty or naming a block the backbone does not have.
@@ -46,11 +39,8 @@ class TokenMapsMixin:
         return self._maps(*self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers})))
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id of a parameter for layer-wise lr decay, and the number of ids (num_layers + 2).
-
-        ``EMBEDDING_PARAMS`` and the patch embedding -> 0; block i -> i + 1; everything else (a shared relative
-        position bias, as in unilm; the final norm; BEiT v2's ``cls_pt_layers``, which exist only in pretraining;
-        parameters outside the backbone) -> num_layers + 1. lr scale = decay ** (num_layers + 1 - id).
+        """Layer id for layer-wise lr decay and the number of ids (num_layers + 2): embeddings 0, block i -> i + 1,
+        everything else (a shared bias, the final norm, ``cls_pt_layers``, names outside ``prefix``) -> num_layers + 1.
         """
         num_ids = self.num_layers + 2
         if not param_name.startswith(prefix):

@@ -1,15 +1,8 @@
-"""BEiT's masked-image-modeling head: a linear classifier over the visual vocabulary at masked positions.
+"""BEiT's masked-image-modeling head (unilm ``beit/modeling_pretrain.py``): ``lm_head`` Linear(C, vocab_size) on the
+final-normed patch tokens at masked positions, cross-entropy against the tokenizer's ids.
 
-unilm ``beit/modeling_pretrain.py`` (``VisionTransformerForMaskedImageModeling``): the backbone's final LayerNorm'd
-patch tokens at masked positions -> ``lm_head`` Linear(C, vocab_size) -> cross-entropy against the tokenizer's ids,
-averaged over all masked positions of the batch; ``mlm_acc`` = fraction of masked positions whose argmax is right.
-The parameter is named ``lm_head`` as in unilm, so ``lm_head.weight`` / ``lm_head.bias`` of a pretrained-only unilm
-checkpoint (``tools/convert_checkpoint.py --keep-mim-head``) load into this head unchanged.
-
-BEiT v2 (unilm ``beit2/engine_for_pretraining.py`` lines 60-66, ``shared_lm_head=True``): the backbone's
-``forward_masked`` gives a second token set (the cls-token pretraining path, ``BEiT(cls_pretrain=...)``); the same
-``lm_head`` classifies both and the loss is the sum of the two cross-entropies (``loss`` + ``loss_cls_pt``, which
-MMEngine adds up as unilm's ``loss_1 + loss_2``).
+BEiT v2 (``beit2/engine_for_pretraining.py`` lines 60-66, ``shared_lm_head=True``): the same ``lm_head`` classifies
+the cls-pretraining tokens too, and the two cross-entropies add up.
 """
 from __future__ import annotations
 
@@ -34,13 +27,10 @@ class BEiTMIMHead(BaseModule):
     """Linear(C, vocab_size) on masked patch tokens, cross-entropy and masked-token accuracy.
 
     Args:
-        embed_dims: token width C (the backbone's).
-        vocab_size: number of visual tokens (8192 for DALL-E's dVAE).
-        init_cfg: None = unilm's init (``modeling_pretrain.py``: ``lm_head.weight`` trunc-normal std 0.02 cut at
-            +-0.02, zero bias); ``dict(type='Pretrained',
-            checkpoint=PATH, prefix='')`` loads ``<prefix>lm_head.weight`` / ``.bias`` from a beit_mm-format file
-            (``convert_checkpoint.py --keep-mim-head`` writes them without prefix; a beit_mm MIM run's checkpoint
-            has them under ``head.``) and fails if they are missing.
+        embed_dims: token width C.
+        vocab_size: number of visual tokens.
+        init_cfg: None: unilm's init (trunc-normal 0.02 cut at +-0.02, zero bias); ``dict(type='Pretrained',
+            checkpoint=PATH, prefix='')`` loads ``<prefix>lm_head.*`` from a beit_mm state dict and fails without them.
     """
 
     def __init__(self, embed_dims: int, vocab_size: int = DALLE_VOCAB_SIZE, init_cfg: dict | None = None) -> None:
@@ -87,18 +77,16 @@ class BEiTMIMHead(BaseModule):
         return self.lm_head(tokens)
 
     def loss(self, patch_tokens: Tensor | tuple[Tensor, Tensor], target: Tensor, mask: Tensor) -> dict[str, Tensor]:
-        """Cross-entropy and accuracy at masked positions only.
+        """Cross-entropy and accuracy at masked positions.
 
         Args:
-            patch_tokens: (B, N, C) final-normed patch tokens (cls token removed), N = h * w; or BEiT v2's pair of
-                such tensors (backbone tokens, cls-pretraining tokens).
-            target: (B, N) int64 visual token ids of the tokenizer view.
-            mask: (B, N) or (B, h, w) bool, True = masked; only these positions are classified.
+            patch_tokens: (B, N, C) final-normed patch tokens, or BEiT v2's pair (backbone, cls-pretraining tokens).
+            target: (B, N) int64 token ids.
+            mask: (B, N) or (B, h, w) bool, True = masked.
+
         Returns:
-            ``loss``: mean cross-entropy over the M masked positions of the batch; ``mim_acc``: fraction of them
-            whose argmax equals the target; ``mim_acc_baseline``: the trivial baseline of ``mim_acc``, the fraction
-            of them holding the batch's most frequent target token (detached). For a pair, also ``loss_cls_pt`` and
-            ``mim_acc_cls_pt`` of the second set.
+            ``loss`` (mean over the masked positions), ``mim_acc``, ``mim_acc_baseline`` (the share of the most frequent
+            target, detached); for a pair also ``loss_cls_pt`` and ``mim_acc_cls_pt``.
         """
         if isinstance(patch_tokens, (tuple, list)):
             tokens, cls_pt_tokens = patch_tokens
@@ -111,9 +99,7 @@ class BEiTMIMHead(BaseModule):
             raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
                              f'{tuple(mask.shape)} disagree on (B, N); the tokenizer view must give one token per '
                              'patch (e.g. 112 px for DALL-E with 224 px / 16 px patches)')
-        # static shapes (torch.compile(fullgraph=True), no host sync): every position is classified and the
-        # unmasked ones are ignored, instead of gathering the M masked ones; M = 0 gives NaN (MIMDataPreprocessor
-        # refuses such a batch before it reaches the device)
+        # static shapes (no host sync): classify every position, ignore the unmasked; M = 0 gives NaN
         logits = self.lm_head(patch_tokens)  # (B, N, vocab_size)
         labels = torch.where(mask, target, IGNORE_INDEX)
         num_masked = mask.sum()

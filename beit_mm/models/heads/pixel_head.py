@@ -1,8 +1,5 @@
-"""Pixel-regression MIM head: the BEiT paper's pixel-target baseline (section 3.3, Table 4 "Recover pixels").
-
-A Linear(C, p * p * C_img) decoder on the masked patch tokens and the mean squared error against
-``beit_mm.PatchPixelTarget``'s per-patch normalized pixels, averaged over masked patches only (MAE
-``models_mae.py`` ``forward_loss``: ``loss.mean(dim=-1)`` per patch, then ``(loss * mask).sum() / mask.sum()``).
+"""Pixel-regression MIM head, the BEiT paper's pixel-target baseline (sec. 3.3): Linear(C, p * p * C_img) on masked
+patch tokens, MSE against per-patch normalized pixels over masked patches (MAE ``models_mae.py`` ``forward_loss``).
 """
 from __future__ import annotations
 
@@ -17,13 +14,13 @@ from ..layers.weight_init import trunc_normal_within_std_
 
 @MODELS.register_module()
 class PixelRegressionHead(BaseModule):
-    """Linear pixel decoder on masked patch tokens with an L2 loss on masked patches.
+    """Linear pixel decoder on masked patch tokens with an L2 loss.
 
     Args:
-        embed_dims: token width C (the backbone's masked-token width).
-        patch_size: patch side p in pixels (the target generator's).
+        embed_dims: token width C.
+        patch_size: patch side p (the target generator's).
         in_channels: image channels.
-        init_cfg: None = unilm's pretraining init of linear layers (trunc normal 0.02 cut at +-0.02, zero bias).
+        init_cfg: None: unilm's pretraining init (trunc normal 0.02 cut at +-0.02, zero bias).
     """
 
     def __init__(self, embed_dims: int, patch_size: int, in_channels: int = 3, init_cfg: dict | None = None) -> None:
@@ -56,16 +53,13 @@ class PixelRegressionHead(BaseModule):
         return self.decoder(tokens)
 
     def loss(self, patch_tokens: Tensor, target: Tensor, mask: Tensor) -> dict[str, Tensor]:
-        """Mean squared error on masked patches.
+        """Args:
+            patch_tokens: (B, N, C) tokens of the masked forward.
+            target: (B, N, p * p * in_channels) pixels.
+            mask: (B, N) or (B, h, w) bool, True = masked.
 
-        Args:
-            patch_tokens: (B, N, C) patch tokens of the masked forward.
-            target: (B, N, p * p * in_channels) target pixels.
-            mask: (B, N) or (B, h, w) bool, True = masked; only these patches count.
         Returns:
-            ``loss``: MSE averaged over the values of each masked patch, then over the M masked patches;
-            ``loss_baseline``: the same for predicting 0 everywhere (the per-patch mean of normalized targets), the
-            trivial baseline to read ``loss`` against (detached).
+            ``loss``: MSE per masked patch, averaged; ``loss_baseline``: the same for predicting 0 (detached).
         """
         b, n, _ = patch_tokens.shape
         mask = mask.reshape(b, -1)
@@ -73,8 +67,7 @@ class PixelRegressionHead(BaseModule):
             raise ValueError(f'patch tokens {tuple(patch_tokens.shape)}, target {tuple(target.shape)} and mask '
                              f'{tuple(mask.shape)} disagree; the target generator must give one '
                              f'{self.decoder.out_features}-value target per patch')
-        # static shapes (torch.compile(fullgraph=True), no host sync): every patch is decoded and the unmasked ones
-        # weigh 0, instead of gathering the M masked ones; M = 0 gives NaN (MIMDataPreprocessor refuses such a batch)
+        # static shapes (no host sync): decode every patch, the unmasked weigh 0; M = 0 gives NaN
         num_masked = mask.sum()
         pred = self.decoder(patch_tokens).float()  # (B, N, p * p * C)
         labels = target.float()

@@ -1,32 +1,13 @@
 """BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, four kernels.
 
-Kernels (``attn_impl``): ``'eager'`` (softmax(QK^T + bias) V, as unilm), ``'sdpa'`` (``F.scaled_dot_product_attention``
-with the bias gathered once per block in the compute dtype, rows 8-aligned; on CUDA pinned to the memory-efficient
-kernel, math as fallback: flash attention takes no float bias), ``'cudnn'`` (SDPA pinned to cuDNN attention, the
-memory-efficient kernel where cuDNN refuses the inputs) and ``'flex'`` (FlexAttention reading the bias from the table
-inside ``score_mod``: the (heads, N, N) bias is never materialized).
+``attn_impl``: ``'eager'`` (softmax(QK^T + bias) V, as unilm), ``'sdpa'`` (``F.scaled_dot_product_attention``, the
+bias gathered in the compute dtype with 8-aligned rows; on CUDA the memory-efficient kernel), ``'cudnn'`` (SDPA on
+cuDNN attention) and ``'flex'`` (FlexAttention reading the bias table inside ``score_mod``). ``'auto'`` picks the
+fastest measured on a BEiT-B attention layer (:func:`select_attn_impl`).
 
-``attn_impl='auto'`` (the default) picks the measured-fastest: one BEiT-B ``BEiTAttention`` (768 wide, 12 heads,
-projections included), time over eager's:
-
-| device | dtype | train (forward + backward) | inference | auto picks |
-|---|---|---|---|---|
-| CPU (EPYC, AVX512-BF16) | fp32 | sdpa x1.08 (N=197), x1.05 (N=1601) | sdpa x0.81, x0.64 | eager / sdpa |
-| CPU (EPYC, AVX512-BF16) | bf16 | sdpa x2.00, x2.68 | sdpa x0.92, x0.75 | eager / sdpa |
-| H200, torch 2.11 | fp32 | sdpa x1.00, x1.01; cudnn = sdpa; flex x4.1, x8.5 | sdpa x0.89, x0.88 | sdpa |
-| H200, torch 2.11 | bf16 | sdpa x0.69, x0.57; cudnn = sdpa; flex x1.34, x11.4 | sdpa x0.40, x0.54; cudnn x0.30, x0.45 | sdpa / cudnn |
-
-(N=197 at batch 128 and N=1601 at batch 8 on the GPU.) With a bias that needs a gradient cuDNN refuses and the
-memory-efficient kernel runs (the profiler names ``fmha_cutlassB...sm80`` for both); for inference cuDNN runs its
-sm90 flash kernel, 2.1x faster than the memory-efficient one. FlexAttention's backward accumulates the table's
-gradient with atomic adds into a few hundred rows, hence its cost in training. ``auto`` keeps cuDNN away from
-attention masks (EoMT's), where it has NaN reports (pytorch/pytorch#196678, #191612).
-
-``'flex'`` never stops a run: before its first use per device, dtype, head width and mode a small FlexAttention of
-the same kind is compiled with each of :data:`FLEX_KERNEL_OPTIONS` in turn (inductor's own tiles, then smaller ones
-that fit the device's shared memory per block); the first that compiles is used (on the H200 in bf16 the second:
-inductor's own backward tiles exceed its 232448 bytes per block), and where none does (or on CPU in training, where
-torch has no FlexAttention backward) SDPA runs instead after one warning naming the device and the errors.
+``'flex'`` never stops a run: each device, dtype, head width and mode is first compiled with the option sets of
+:data:`FLEX_KERNEL_OPTIONS` in turn; where none compiles (or on CPU in training: no backward) SDPA runs after one
+warning.
 """
 from __future__ import annotations
 
@@ -45,7 +26,7 @@ from .rel_pos_bias import (flat_relative_position_index, gather_relative_positio
 ATTN_IMPLS = ('auto', 'sdpa', 'eager', 'flex', 'cudnn')
 # Row alignment (elements) of the gathered bias that CUDA's memory-efficient SDPA kernel takes without copying.
 SDPA_BIAS_ALIGN = 8
-# Biased attention on CUDA: memory-efficient kernel, math as the fallback (see the module docstring).
+# Biased attention on CUDA: memory-efficient kernel (flash attention takes no float bias), math as fallback.
 BIASED_SDPA_BACKENDS = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # attn_impl='cudnn': cuDNN attention, the memory-efficient kernel where cuDNN refuses the inputs.
 CUDNN_SDPA_BACKENDS = [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
@@ -57,20 +38,14 @@ def _compile_flex_attention():
 
 
 def _compiled_flex_attention(*args, **kwargs) -> Tensor:
-    """``flex_attention`` compiled, built at the first call.
-
-    FlexAttention runs as generated kernels only when compiled; its eager form (the CPU path) is a reference loop.
-    ``torch.compile`` at import time would load TorchDynamo's debugging and partitioning modules (networkx among them)
-    into every process that imports beit_mm: ~2 s of each tool's start on a 2-core AVX2 machine.
-    """
+    """``flex_attention`` compiled at its first call (compiling at import would load TorchDynamo into every process)."""
     return _compile_flex_attention()(*args, **kwargs)
 
 
 # Devices where FlexAttention runs compiled and so is probed before its first use (:func:`flex_plan`).
 PROBED_DEVICES = ('cuda', )
-# FlexAttention kernel options tried in order on a probed device: inductor's defaults for the device (``{}``), then
-# smaller tiles and fewer pipeline stages (forward BLOCK_M/N; backward BLOCK_M1/N1/M2/N2), which need less shared
-# memory per block. Inductor's sm90 bf16 backward defaults ask more than an H100/H200 block holds.
+# FlexAttention kernel options tried in order: inductor's defaults (``{}``), then smaller tiles and fewer stages, which
+# need less shared memory per block (inductor's sm90 bf16 backward defaults exceed an H100/H200 block).
 FLEX_KERNEL_OPTIONS = (
     {},
     dict(fwd_BLOCK_M=128, fwd_BLOCK_N=64, fwd_num_stages=3, fwd_num_warps=4,
@@ -84,9 +59,9 @@ FLEX_KERNEL_OPTIONS = (
 
 def select_attn_impl(device_type: str, needs_grad: bool, dtype: torch.dtype | None = None,
                      masked: bool = False) -> str:
-    """What ``attn_impl='auto'`` runs (the module docstring's table): on CPU eager with gradients, SDPA without (the
-    same for fp32 and bf16, 197 and 1601 tokens); on CUDA cuDNN attention for bf16/fp16 inference without an
-    attention mask, SDPA (memory-efficient kernel) otherwise."""
+    """What ``attn_impl='auto'`` runs: on CPU eager with gradients, SDPA without; on CUDA cuDNN attention for bf16/fp16
+    inference without an attention mask (cuDNN has NaN reports with masks, pytorch/pytorch#196678), SDPA otherwise.
+    """
     if device_type == 'cpu':
         return 'eager' if needs_grad else 'sdpa'
     if device_type == 'cuda' and not needs_grad and not masked and dtype in (torch.bfloat16, torch.float16):
@@ -95,10 +70,9 @@ def select_attn_impl(device_type: str, needs_grad: bool, dtype: torch.dtype | No
 
 
 def flex_shared_memory(options: dict, head_dim: int, itemsize: int) -> int:
-    """Rough shared memory (bytes) per block of FlexAttention's kernels under ``options`` (one of
-    :data:`FLEX_KERNEL_OPTIONS`; ``{}`` counts as the largest tiles): the resident tile plus ``num_stages`` buffered
-    ones of width ``head_dim``, the larger of forward and backward. A lower bound used to skip options that cannot
-    fit; the probe compile decides."""
+    """A lower bound of FlexAttention's shared memory per block (bytes) under ``options`` (``{}``: the largest
+    tiles), used to skip option sets that cannot fit.
+    """
     o = {'fwd_BLOCK_M': 128, 'fwd_BLOCK_N': 128, 'fwd_num_stages': 3, 'bwd_BLOCK_M1': 64, 'bwd_BLOCK_N1': 128,
          'bwd_BLOCK_M2': 128, 'bwd_BLOCK_N2': 64, 'bwd_num_stages': 3, **options}
     fwd = o['fwd_BLOCK_M'] + 2 * o['fwd_num_stages'] * o['fwd_BLOCK_N']
@@ -162,33 +136,24 @@ def _flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: i
 
 @torch.compiler.assume_constant_result
 def flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: int, train: bool) -> int:
-    """The index into :data:`FLEX_KERNEL_OPTIONS` that FlexAttention runs with on this device, dtype, head width and
-    mode, or -1 where no option set compiles (or there is no backward to train with): then SDPA runs instead, after
-    one warning per process and case naming the device and the errors.
+    """The index into :data:`FLEX_KERNEL_OPTIONS` FlexAttention runs with for this case, or -1 (then SDPA runs).
 
-    Each case is probed once per process by compiling and running a small FlexAttention of the same kind
-    (:func:`_probe_flex`); options whose estimated shared memory (:func:`flex_shared_memory`) exceeds the device's
-    per-block limit (``torch.cuda.get_device_properties``) are skipped. The answer is a constant to
-    ``torch.compile``, so a model compiled whole takes the same path."""
+    Each case is probed once per process (:func:`_probe_flex`); the answer is a constant to ``torch.compile``.
+    """
     return _flex_plan(device_type, device_index, dtype_name, head_dim, train)
 
 
 class BEiTAttention(nn.Module):
-    """Self-attention of a BEiT block with checkpoint-native parameter names.
-
-    Parameters: ``qkv.weight`` (3C, C) without bias, ``q_bias``/``v_bias`` (C,) (the key bias is zero),
+    """Self-attention of a BEiT block: ``qkv.weight`` (3C, C), ``q_bias``/``v_bias`` (C,),
     ``relative_position_bias_table`` ((2Wh-1)(2Ww-1)+3, heads) when ``grid`` is given, ``proj``.
 
     Args:
         embed_dims: token width C.
-        num_heads: attention heads; head width C // num_heads.
-        grid: patch grid (Wh, Ww) of a per-block relative position bias, or None for none.
+        num_heads: attention heads.
+        grid: patch grid (Wh, Ww) of a per-block relative position bias, or None.
         qv_bias: learn q and v biases.
-        attn_drop: dropout on attention probabilities.
-        proj_drop: dropout after the output projection.
-        attn_impl: ``'auto'`` (the measured-fastest kernel for the device, dtype and whether gradients are needed;
-            see the module docstring), ``'sdpa'`` (``F.scaled_dot_product_attention``) or ``'eager'`` (explicit
-            softmax(QK^T + bias) V). All compute the same function.
+        attn_drop, proj_drop: dropout on the attention probabilities / after ``proj``.
+        attn_impl: ``'auto'``, ``'sdpa'``, ``'eager'``, ``'flex'`` or ``'cudnn'`` (module docstring).
     """
 
     def __init__(self,
@@ -236,11 +201,16 @@ class BEiTAttention(nn.Module):
 
     def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None, num_queries: int = 0,
                 attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, K + 1 + Wh*Ww, C): ``num_queries`` (K) query tokens (EoMT's; 0 without), then the cls token, then
-        the patches; grid: the input's (Wh, Ww); shared_table: a shared relative position bias table already
-        resampled to ``grid`` (num_relative_distance(grid), heads), added to this block's own before the bias is
-        gathered. The queries take the cls token's rows and columns of the bias (:func:`with_query_rows`).
-        attn_mask: (B, T, T) bool, True = may attend, or None. Returns (B, T, C)."""
+        """Args:
+            x: (B, K + 1 + Wh*Ww, C): ``num_queries`` K query tokens (EoMT's), the cls token, the patches.
+            grid: the input's (Wh, Ww).
+            shared_table: a shared bias table resampled to ``grid``, added to this block's own.
+            num_queries: K; the queries take the cls token's bias rows and columns.
+            attn_mask: (B, T, T) bool, True = may attend, or None.
+
+        Returns:
+            (B, T, C).
+        """
         b, n, c = x.shape
         bias = None
         if self.q_bias is not None:

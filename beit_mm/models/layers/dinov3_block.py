@@ -1,12 +1,8 @@
-"""The DINOv3 ViT block: pre-norm self-attention with rotary position embedding on the patch tokens, then an MLP
-(GELU or SwiGLU), each scaled by a layer scale (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/block.py``,
-``attention.py``, ``ffn_layers.py``).
+"""The DINOv3 block (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/block.py``): pre-norm attention with RoPE on the
+patch tokens, then a GELU or SwiGLU MLP, each with a layer scale; names as ``BEiTBlock``'s, SwiGLU's as DINOv3's.
 
-Parameter names as :class:`~beit_mm.models.layers.BEiTBlock`'s (``norm1``, ``attn.qkv.weight``, ``attn.q_bias``,
-``attn.v_bias``, ``attn.proj``, ``gamma_1``, ``norm2``, ``mlp.fc1/fc2``, ``gamma_2``), SwiGLU's as DINOv3's
-(``mlp.w1``, ``mlp.w2``, ``mlp.w3``). The released ViTs mask the key bias to zero (``mask_k_bias``): the qkv bias is
-``[q_bias, 0, v_bias]`` as in BEiT. Unlike in BEiT the key bias could not be dropped if it were learned, since RoPE
-rotates it with each key's position; no released DINOv3 has one.
+The released ViTs mask the key bias to zero, so the qkv bias is ``[q_bias, 0, v_bias]`` as in BEiT (with RoPE a
+learned key bias could not be dropped).
 """
 from __future__ import annotations
 
@@ -40,15 +36,14 @@ class SwiGLU(nn.Module):
 
 
 class DINOv3Attention(nn.Module):
-    """Multi-head self-attention whose q and k of the patch tokens are rotated by RoPE before the softmax.
+    """Multi-head self-attention with RoPE on the patch tokens' q and k.
 
     Args:
         embed_dims: token width C.
-        num_heads: heads; head width C // num_heads (a multiple of 4).
-        qv_bias: learn ``q_bias`` and ``v_bias`` (the key bias is zero).
+        num_heads: heads; head width C // num_heads, a multiple of 4.
+        qv_bias: learn ``q_bias`` and ``v_bias``.
         attn_drop, proj_drop: dropout on the attention probabilities / after ``proj``.
-        attn_impl: ``'auto'`` (SDPA, except eager for CPU training, as BEiT's attention), ``'sdpa'`` or ``'eager'``;
-            both compute the same function.
+        attn_impl: ``'auto'``, ``'sdpa'`` or ``'eager'``; the same function.
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qv_bias: bool = True, attn_drop: float = 0.0,
@@ -69,9 +64,9 @@ class DINOv3Attention(nn.Module):
         self.proj_drop = nn.Dropout(proj_drop)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, T, C) whose last h*w tokens are the patches; rope: (sin, cos), (h*w, D) each
-        (:class:`~beit_mm.models.layers.rope.RopePositionEmbedding`); attn_mask: (B, T, T) bool, True = may
-        attend, or None. Returns (B, T, C)."""
+        """x: (B, T, C), the last h*w tokens the patches; rope: (sin, cos), (h*w, D) each; attn_mask: (B, T, T) bool,
+        True = may attend, or None. Returns (B, T, C).
+        """
         b, n, c = x.shape
         bias = None
         if self.q_bias is not None:
@@ -101,14 +96,13 @@ class DINOv3Block(nn.Module):
         embed_dims: token width C.
         num_heads: attention heads.
         mlp_ratio: MLP hidden width / C (SwiGLU: before its 2/3 and alignment).
-        ffn: ``'mlp'`` (fc1-GELU-fc2) or ``'swiglu'`` (:class:`SwiGLU`).
+        ffn: ``'mlp'`` or ``'swiglu'``.
         swiglu_align: SwiGLU hidden width alignment.
-        qv_bias: q and v biases in the attention.
+        qv_bias: q and v biases.
         layer_scale_init_value: initial gamma; 0 disables layer scale.
-        drop_path: stochastic depth rate of this block (per sample, as timm's; DINOv3 pretraining drops a batch
-            subset instead, which fine-tuning does not use).
+        drop_path: stochastic depth rate (per sample, as timm's).
         attn_impl: :class:`DINOv3Attention`'s.
-        norm_eps: LayerNorm epsilon (1e-5 in the released ViTs, ``layernormbf16``).
+        norm_eps: LayerNorm epsilon.
     """
 
     def __init__(self,
@@ -142,10 +136,9 @@ class DINOv3Block(nn.Module):
 
     def forward(self, x: Tensor, grid: tuple[int, int], rope: tuple[Tensor, Tensor], num_queries: int = 0,
                 attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, K + P + h*w, C) -> the same shape. ``grid`` (h, w) and ``num_queries`` (K, EoMT's queries in front)
-        are the block interface of beit_mm's backbones (:class:`~beit_mm.models.layers.BEiTBlock`); RoPE needs only
-        the last h*w tokens to be the patches. ``rope``: (sin, cos) of the grid; ``attn_mask`` (B, T, T) bool, True =
-        may attend."""
+        """x: (B, K + P + h*w, C) -> the same shape; ``grid`` and ``num_queries`` as ``BEiTBlock``'s, ``rope`` the
+        grid's (sin, cos), ``attn_mask`` (B, T, T) bool, True = may attend.
+        """
         y = self.attn(self.norm1(x), rope, attn_mask)
         x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
         y = self.mlp(self.norm2(x))

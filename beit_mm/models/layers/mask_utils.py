@@ -1,7 +1,4 @@
-"""Masks on token grids of different strides (pure functions).
-
-Convention (as everywhere in beit_mm): a mask is a bool tensor, **True = masked**, row-major like the token sequence.
-"""
+"""Masks on token grids of different strides (pure functions); bool, True = masked, row-major."""
 from __future__ import annotations
 
 import torch
@@ -10,17 +7,14 @@ from torch import Tensor
 
 
 def upsample_mask(mask: Tensor, size: tuple[int, int]) -> Tensor:
-    """Nearest upsampling of a patch mask to a finer token grid by an integer factor per axis.
-
-    A BEiT mask on the 14x14 grid of 16 px patches becomes the mask of CvT's 56x56 stage-0 grid (stride 4) with
-    ``upsample_mask(mask, (56, 56))``: stage-0 token ``(i, j)`` is masked iff patch ``(i // 4, j // 4)`` is.
+    """Nearest upsampling of a patch mask to a finer token grid, by an integer factor per axis.
 
     Args:
         mask: (B, h, w) bool, True = masked.
-        size: (H, W) of the target grid; ``H % h == 0`` and ``W % w == 0``.
+        size: (H, W) of the target grid, multiples of (h, w).
 
     Returns:
-        (B, H, W) bool with ``out[b, i, j] = mask[b, i // (H // h), j // (W // w)]``.
+        (B, H, W) bool, ``out[b, i, j] = mask[b, i // (H // h), j // (W // w)]``.
     """
     if mask.dim() != 3:
         raise ValueError(f'mask must be (B, h, w), got shape {tuple(mask.shape)}')
@@ -37,20 +31,15 @@ def conv_output_size(size: int, kernel_size: int, stride: int, padding: int) -> 
 
 
 def leaked_pixels(mask: Tensor, image_size: tuple[int, int], kernel_size: int, stride: int, padding: int) -> Tensor:
-    """Pixels of masked patches that a *visible* token of an overlapping conv embedding reads.
-
-    The mask is applied to the tokens of a convolution (kernel ``k``, stride ``s``, padding ``p``; CvT's stage-0
-    embedding: 7, 4, 2) after :func:`upsample_mask`; a visible token next to a masked patch still reads the pixels
-    of its receptive field ``[s * i - p, s * i - p + k)`` that lie inside that patch. For CvT's stage 0 and 16 px
-    patches these are rows/columns 0, 14 and 15 of a masked patch whose neighbour on that side is visible.
+    """Pixels of masked patches that a visible token of an overlapping conv embedding reads.
 
     Args:
         mask: (B, h, w) bool patch mask, True = masked.
-        image_size: (H, W) pixels; multiples of (h, w).
+        image_size: (H, W) pixels, multiples of (h, w).
         kernel_size, stride, padding: the token embedding convolution.
 
     Returns:
-        (B, H, W) bool: True where a pixel belongs to a masked patch and lies in a visible token's receptive field.
+        (B, H, W) bool: True where a pixel of a masked patch lies in a visible token's receptive field.
     """
     height, width = image_size
     grid = (conv_output_size(height, kernel_size, stride, padding), conv_output_size(width, kernel_size, stride,

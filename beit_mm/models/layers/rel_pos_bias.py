@@ -1,20 +1,9 @@
 """Relative position bias of BEiT (unilm ``beit/modeling_finetune.py``) and its resampling to other grids.
 
-The table has ``(2*Wh-1) * (2*Ww-1) + 3`` rows and one column per head. Row ``(dh + Wh-1) * (2*Ww-1) + (dw + Ww-1)``
-holds the bias for a token pair ``dh`` rows and ``dw`` columns apart; the 3 extra rows are, in order,
-cls->token, token->cls and cls->cls.
-
-Resampling a table trained on one grid to another (224 -> 640 px: 27x27 -> 79x79 relative offsets) follows unilm's
-geometric-progression method: the source offsets are placed on a grid whose spacing grows geometrically away from 0, so
-that its extent equals the target's, and a bicubic interpolating spline (FITPACK's ``interp2d(kind='cubic')``, i.e. a
-not-a-knot cubic spline per axis) is evaluated at the integer target offsets. It is re-done here with torch because
-SciPy >= 1.14 removed ``interp2d``.
-
-Shrinking a table to a smaller grid with the same patch size (an input smaller than the one the table was built for,
-e.g. a slide-inference window at the border of a small image) is exact: every offset ``(dh, dw)`` of the smaller grid
-is also an offset of the larger one, at the same distance in pixels, so its rows are the central
-``(2*wh-1) x (2*ww-1)`` block of the table. The bias of a token pair is then the same as for that pair inside the
-larger grid.
+The table has ``(2*Wh-1) * (2*Ww-1) + 3`` rows, one column per head: row ``(dh + Wh-1) * (2*Ww-1) + (dw + Ww-1)`` is
+the bias of a token pair ``dh`` rows and ``dw`` columns apart, then cls->token, token->cls and cls->cls. Growing a
+table follows unilm's geometric-progression offsets with a not-a-knot bicubic spline (SciPy's removed ``interp2d``,
+re-done in torch); shrinking takes the central block of offsets, which is exact.
 """
 from __future__ import annotations
 
@@ -66,14 +55,9 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
                                   dtype: torch.dtype | None = None) -> Tensor:
     """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads).
 
-    ``dtype``: the result's dtype (default the table's). The rows are gathered in the table's dtype and cast after, so
-    the gradient of the table is accumulated in the table's precision (fp32 under bf16 autocast), not in bf16.
-
-    With ``align > 1`` the rows are gathered into a buffer whose row stride is rounded up to a multiple of ``align``
-    elements and the (heads, N, N) view of it is returned. CUDA's memory-efficient SDPA kernel needs an 8-aligned
-    bias and otherwise pads (copies) it on every call (``preprocess_mask``/``pad_bias`` in pytorch
-    ``aten/src/ATen/native/transformers/attention.cpp``); gathering into the padded layout costs nothing extra.
-    The values equal the ``align=1`` result exactly.
+    ``dtype``: the result's (default the table's); rows are gathered in the table's dtype and cast after, so the
+    table's gradient accumulates in its own precision. ``align > 1`` rounds the row stride up to a multiple of
+    ``align``: CUDA's memory-efficient SDPA copies a bias that is not 8-aligned on every call.
     """
     if torch.onnx.is_in_onnx_export():  # a fixed-size export: plain ints, so the index is a constant of the graph
         grid = tuple(int(g) for g in grid)
@@ -81,8 +65,7 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     n = grid[0] * grid[1] + 1
     n_pad = -(-n // align) * align
     index = flat_relative_position_index(grid, n_pad, table.device)
-    # index_select, not table[index]: its backward (index_add_) is ~2x faster on CPU than advanced indexing's
-    # (index_put_ with accumulate), which ran once per block in every MIM step (shared table, 12 gathers)
+    # index_select: its backward (index_add_) is ~2x faster on CPU than advanced indexing's index_put_
     bias = table.index_select(0, index).view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
     if torch.onnx.is_in_onnx_export():  # same values; the ONNX exporter has no in-place copy (folded to a constant)
         return bias[:, :, :n].to(dtype or table.dtype).contiguous()
@@ -93,11 +76,11 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
 
 
 def with_query_rows(bias: Tensor, num_queries: int) -> Tensor:
-    """Bias (heads, 1 + N, 1 + N) of [cls, patches] -> (heads, K + 1 + N, K + 1 + N) of [K queries, cls, patches]:
-    every query takes the cls token's row and column, so a query is biased towards a patch as the cls token is
-    (the table's cls->token row), a patch towards a query as towards the cls token (token->cls), and queries and the
-    cls token among themselves by the cls->cls entry. EoMT's queries, like the cls token, have no position; this
-    rule keeps a pretrained table's meaning for them and adds no parameter. ``num_queries=0`` returns ``bias``."""
+    """Bias (heads, 1 + N, 1 + N) of [cls, patches] -> (heads, K + 1 + N, K + 1 + N) of [K queries, cls, patches].
+
+    Every query takes the cls token's row and column: EoMT's queries, like the cls token, have no position, so a
+    pretrained table keeps its meaning and no parameter is added.
+    """
     if num_queries == 0:
         return bias
     n = bias.shape[-1]
@@ -114,10 +97,10 @@ def flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torc
 
 
 def _flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
-    """``relative_position_index(grid)`` with its rows padded to ``n_pad`` columns (padding reads row 0; it is sliced
-    away and gets no gradient), flattened, on ``device``: (N * n_pad,). Cached per device: copying the CPU index to
-    the GPU in every block cost 3.9 ms of each block's forward at 640 px (1601 tokens) on an H100, 0.25 vs 0.15 s
-    for mmseg's backbone in slide inference (``benchmark.py --parts slide640 --profile``: ``Memcpy HtoD`` 39%)."""
+    """``relative_position_index(grid)`` with rows padded to ``n_pad`` columns (padding reads row 0, sliced away),
+    flattened, on ``device``: (N * n_pad,). Cached per device: a host-to-device copy per block cost 39% of a 640 px
+    slide inference on an H100.
+    """
     if torch.compiler.is_compiling():  # built on the device inside the graph, no host-to-device copy
         index = _relative_position_index(grid, device)
     else:
@@ -221,10 +204,7 @@ def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid
 
 
 class RelativePositionBias(nn.Module):
-    """A relative position bias table shared by all blocks (BEiT pretraining: ``rel_pos_bias.*`` in checkpoints).
-
-    ``forward(grid)`` returns the table resampled to ``grid``; each block adds it to its own table (if any) and
-    gathers the (heads, N, N) bias once (:class:`beit_mm.models.layers.BEiTAttention`).
+    """A relative position bias table shared by all blocks (BEiT pretraining, ``rel_pos_bias.*``).
 
     Args:
         grid: patch grid (Wh, Ww) the table is built for.

@@ -1,10 +1,7 @@
 """unilm BEiT's truncated-normal initializations (pure functions on tensors).
 
-unilm ``beit/modeling_pretrain.py`` redefines ``trunc_normal_(tensor, mean=0., std=1.)`` as timm's
-``trunc_normal_(tensor, mean, std, a=-std, b=std)``: a normal cut at one standard deviation, so the values lie in
-[-std, std] and their standard deviation is ``std * sqrt(1 - 2 phi(1) / (2 Phi(1) - 1))`` (about 0.54 std: 0.0108 for
-std 0.02). ``beit/modeling_finetune.py`` imports timm's ``trunc_normal_`` itself, whose bounds are the absolute values
-a=-2, b=2 (for std 0.02 effectively an untruncated normal).
+``beit/modeling_pretrain.py`` cuts the normal at one std (``a=-std, b=std``: the values' std is about 0.54 std);
+``beit/modeling_finetune.py`` uses timm's ``trunc_normal_`` with absolute bounds -2 and 2.
 """
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ import math
 import torch
 from torch import Tensor
 
-# unilm `modeling_pretrain.py` `VisionTransformerForMaskedImageModeling(init_std=0.02)` and `modeling_finetune.py`
-# (`trunc_normal_(..., std=.02)`): the std of every truncated-normal init of BEiT.
+# unilm's std of every truncated-normal init of BEiT
 BEIT_INIT_STD = 0.02
 # timm `trunc_normal_` default bounds (absolute values), used by unilm `modeling_finetune.py`.
 TIMM_TRUNC_BOUND = 2.0

@@ -1,28 +1,9 @@
-"""Mask2Former's matching loss, as EoMT trains with it: Hungarian matching of queries to target masks, then class
-cross-entropy and point-sampled mask cross-entropy + dice on the matched pairs.
+"""Mask2Former's matching loss as EoMT trains with it (tue-mps/eomt@7bd19dd ``training/mask_classification_loss.py``
+over transformers' ``Mask2FormerLoss``): Hungarian matching of queries to target masks on ``num_points`` uniform
+points (costs = the loss coefficients, class 2.0 included), then class cross-entropy (no-object weight 0.1) and
+importance-sampled point BCE + dice on the matched pairs, normalised by the matched pairs over all processes.
 
-Rules, with their sources (paths relative to each repository):
-
-- EoMT, github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f`` (MIT License):
-  ``training/mask_classification_loss.py`` subclasses transformers' ``Mask2FormerLoss``; the matcher's costs are the
-  loss coefficients, class 2.0 included (lines 47-52; transformers' own ``Mask2FormerLoss`` matches with class cost 1.0,
-  Mask2Former's original with 2.0); the mask losses are divided by the number of matched pairs, averaged over
-  processes and clamped to >= 1 (lines 78-97); the total weights mask 5.0, dice 5.0, class 2.0 (lines 99-116);
-  no-object weight 0.1, 12544 points, oversampling 3.0, importance ratio 0.75
-  (``training/mask_classification_semantic.py:30-38``). Semantic targets: one binary mask per class present, ignored
-  pixels in none (``datasets/ade20k_semantic.py:47-59``).
-- transformers 4.46.3, ``models/mask2former/modeling_mask2former.py``: point sampling with ``grid_sample`` on
-  [0, 1] coordinates, ``align_corners=False`` (lines 250-280); the match cost ``mask x pairwise BCE + class x
-  (-p[target class]) + dice x pairwise dice`` on the same ``num_points`` uniform points for every mask of an image,
-  clamped to +-1e10 and NaN -> 0, solved by SciPy's ``linear_sum_assignment`` (lines 418-480); dice
-  ``1 - (2 sum(p t) + 1) / (sum p + sum t + 1)`` (lines 283-310, 333-352); BCE averaged over points (313-330,
-  355-380); importance sampling: ``oversample_ratio x num_points`` uniform points per matched mask, the
-  ``importance_sample_ratio`` share with the smallest ``|logit|`` kept, the rest drawn uniformly (lines 676-729);
-  targets zero-padded at the bottom and right to the largest in the batch (lines 534-549); class cross-entropy with
-  weight 1 per class and ``no_object`` for the extra class, unmatched queries labelled no-object (lines 551-583).
-
-Random draws come from torch's global generator in the reference's order (per image: the match points; then the
-oversampled and the uniform loss points), so a seeded run draws the reference's points.
+Random points come from torch's global generator in the reference's order, so a seeded run draws its points.
 """
 from __future__ import annotations
 

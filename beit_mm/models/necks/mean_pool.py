@@ -1,8 +1,5 @@
-"""Mean pooling of the patch tokens + ``fc_norm``: BEiT's fine-tuning representation (unilm ``modeling_finetune.py``,
-``use_mean_pooling=True``: ``fc_norm(x[:, 1:].mean(1))``, the backbone's own final norm being identity).
-
-The parameter is named ``fc_norm`` as in unilm/timm fine-tuned checkpoints (``neck.fc_norm.*`` inside an mmpretrain
-``ImageClassifier``).
+"""Mean-pooled patch tokens + ``fc_norm``: BEiT's fine-tuning representation (unilm ``modeling_finetune.py``,
+``use_mean_pooling=True``), named as in unilm/timm fine-tuned checkpoints.
 """
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ class MeanPoolNeck(BaseModule):
         self.fc_norm = nn.LayerNorm(in_channels, eps=FC_NORM_EPS)
 
     def forward(self, inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-        """Tuple of (B, C, h, w) maps (``beit_mm.BEiT.forward``, cls token already dropped) -> tuple of (B, C)."""
+        """Tuple of (B, C, h, w) maps -> tuple of (B, C)."""
         if not isinstance(inputs, (tuple, list)) or any(x.dim() != 4 for x in inputs):
             raise ValueError('MeanPoolNeck expects a tuple of (B, C, h, w) maps, as beit_mm.BEiT returns')
         return tuple(self.fc_norm(x.mean(dim=(2, 3))) for x in inputs)
