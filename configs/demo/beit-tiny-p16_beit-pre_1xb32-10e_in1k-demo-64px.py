@@ -11,7 +11,6 @@ mim_checkpoint = 'work_dirs/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px
 embed_dims = 96
 model = dict(
     type='ImageClassifier',
-    # the MIM demo's mean/std (inherited from beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py: ImageNet)
     data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5, mean=[123.675, 116.28, 103.53],
                            std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
@@ -54,5 +53,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', interval=max_epochs, max_keep_ckpts=1, save_best=None))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
 randomness = dict(seed=0, deterministic=True)

@@ -7,7 +7,7 @@
 # Another set in this layout: --cfg-options {train,val,test}_dataloader.dataset.data_root=<root> and the heads'
 # num_classes (the dataset check before training names both when they disagree).
 _base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
-num_classes = 3  # data/custom_demo/classes.txt: sky, grass, car
+num_classes = 3
 dataset_type = 'beit_mm.CustomSegDataset'
 data_root = 'data/custom_demo'
 crop_size = (64, 64)

@@ -24,6 +24,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', interval=5, max_keep_ckpts=2, save_best=None))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) prints the same top-1 every run; tools/run_demo_cls.sh
-# reports the last checkpoint (no selection on the split it scores).
 randomness = dict(seed=0, deterministic=True)

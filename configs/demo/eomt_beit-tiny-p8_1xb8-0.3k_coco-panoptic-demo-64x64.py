@@ -16,10 +16,10 @@ stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
 model = dict(
     data_preprocessor=dict(
         type='mmdet.DetDataPreprocessor',
-        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        mean=[127.5, 127.5, 127.5],
         std=[127.5, 127.5, 127.5],
         bgr_to_rgb=True,
-        pad_size_divisor=img_size,  # every image fits img_size x img_size: padded to exactly that, bottom and right
+        pad_size_divisor=img_size,
         pad_mask=True,
         mask_pad_value=0,
         pad_seg=True,
@@ -39,8 +39,8 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
 default_hooks = dict(checkpoint=dict(interval=max_iters),
-                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
-custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check; the annealing step
+                     visualization=dict(type='mmdet.DetVisualizationHook'))
+custom_hooks = [
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
     dict(type='beit_mm.EoMTMaskAnnealingHook'),

@@ -15,8 +15,8 @@ crop_size = (64, 64)
 embed_dims = 96
 model = dict(
     data_preprocessor=dict(
-        type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
-        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        type='beit_mm.PhotoMetricSegDataPreProcessor',
+        mean=[127.5, 127.5, 127.5],
         std=[127.5, 127.5, 127.5],
         bgr_to_rgb=True,
         pad_val=0,
@@ -27,11 +27,11 @@ model = dict(
     num_blocks=2,
     mask_annealing=dict(start_steps=[277, 554], end_steps=[554, 831], poly_power=0.9),
     test_cfg=dict(mode='whole'))
-custom_hooks = [  # default_runtime's, and the annealing step
+custom_hooks = [
     dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
-    dict(type='beit_mm.EoMTMaskAnnealingHook'),  # the annealing step; EoMT refuses to train without it
+    dict(type='beit_mm.EoMTMaskAnnealingHook'),
 ]
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)

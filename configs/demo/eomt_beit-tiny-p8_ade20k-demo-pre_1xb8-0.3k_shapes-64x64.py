@@ -19,7 +19,7 @@ _base_ = ['./eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py']
 load_from = 'checkpoints/eomt-demo_no-class-head.pth'
 data_root = 'data/shapes'
 num_classes = 7
-class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')  # ADE20K's first 7 names: raw ids 1..7
+class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')
 model = dict(num_classes=num_classes, mask_annealing=dict(start_steps=[83, 166], end_steps=[166, 249]))
 dataset = dict(data_root=data_root, metainfo=dict(classes=class_names))
 train_dataloader = dict(dataset=dataset)

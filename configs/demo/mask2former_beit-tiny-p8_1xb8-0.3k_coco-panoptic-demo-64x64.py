@@ -13,7 +13,7 @@ _base_ = [
     '../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py',
     '../_base_/schedules/demo_adamw-layer-decay_1k.py', '../_base_/datasets/coco-panoptic_demo-64x64.py'
 ]
-custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's detector and head
+custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 img_size = 64
 embed_dims = 96
 head_dims = 64
@@ -24,7 +24,7 @@ num_stuff_classes = len(stuff_classes)
 num_classes = num_things_classes + num_stuff_classes
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
-    data_preprocessor=dict(pad_size_divisor=img_size),  # every image fits 64x64: padded to exactly that
+    data_preprocessor=dict(pad_size_divisor=img_size),
     backbone=dict(
         arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
         img_size=img_size,
@@ -58,13 +58,12 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
 default_hooks = dict(checkpoint=dict(interval=max_iters),
-                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
-custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check
+                     visualization=dict(type='mmdet.DetVisualizationHook'))
+custom_hooks = [
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
 ]
 visualizer = dict(_delete_=True, type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
-# (each run gets a visualizer of its own: beit_mm.engine.runner.build_runner)
 tta_model = None
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)

@@ -12,7 +12,7 @@ _base_ = [
     '../_base_/models/mask2former_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
     '../_base_/schedules/demo_adamw-layer-decay_1k.py'
 ]
-custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's head parts
+custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 crop_size = (64, 64)
 norm_cfg = dict(type='BN', requires_grad=True)
 embed_dims = 96

@@ -7,10 +7,6 @@
 # EoMT predicts from (the cls-token pretraining blocks are dropped on conversion). Layer scale init 1e-5 as BEiT v2-L
 # pretraining (configs/beit2/beitv2_beit-large-p16_8xb256-amp-coslr-1600e_in1k.py; the checkpoint's gammas replace it).
 # Published: none. EoMT's published runs use DINOv2/DINOv3 backbones; no BEiT v2 + EoMT number was found.
-#
-# Differences from the official run: the backbone (BEiT v2 BEiT-L instead of DINOv2-L with 4 registers); ImageNet
-# mean/std as the official and as BEiT v2 pretraining (unilm beit2, --imagenet_default_mean_and_std); the rest as the
-# official config's header.
 #   python tools/convert_checkpoint.py --model beit --source unilm beitv2_large_patch16_224_pt1k.pth \
 #       checkpoints/beitv2-large_pt1k.pth
 _base_ = ['./eomt_beit-large_4xb4-amp-12e_coco-panoptic-640x640.py']

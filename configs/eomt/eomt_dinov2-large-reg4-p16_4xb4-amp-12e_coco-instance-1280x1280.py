@@ -17,7 +17,7 @@ train_pipeline = [
     dict(type='beit_mm.LoadCocoAnnotations', with_bbox=True, with_mask=True),
     dict(type='mmdet.RandomFlip', prob=0.5),
     dict(type='mmdet.RandomResize', scale=(img_size, img_size), ratio_range=(0.1, 2.0), keep_ratio=True,
-         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+         resize_type='mmdet.Resize'),
     dict(type='mmdet.RandomCrop', crop_size=(img_size, img_size), crop_type='absolute', recompute_bbox=True,
          allow_negative_crop=True),
     dict(type='mmdet.PackDetInputs'),

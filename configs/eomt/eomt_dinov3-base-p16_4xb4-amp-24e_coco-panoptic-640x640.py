@@ -9,7 +9,7 @@
 #       checkpoints/dinov3-base.pth
 _base_ = ['./eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
 pretrained = 'checkpoints/dinov3-base.pth'
-max_iters = 24 * 7391  # 24 epochs of the base config's iters_per_epoch = 177384
+max_iters = 24 * 7391
 model = dict(
     backbone=dict(arch='base', init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     num_blocks=3,

@@ -43,7 +43,7 @@ model = dict(
         importance_sample_ratio=0.75),
     ignore_index=255,
     test_cfg=dict(mode='whole'))
-custom_hooks = [  # default_runtime's, and the annealing step
+custom_hooks = [
     dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),

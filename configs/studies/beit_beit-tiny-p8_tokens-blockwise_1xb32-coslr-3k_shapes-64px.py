@@ -14,7 +14,7 @@
 #           train_dataloader.dataset.data_root=data/shapes_unlabeled
 _base_ = ['../beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py']
 tokenizer_checkpoint = 'work_dirs/mim_study/tokenizer.pth'
-tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)  # = dvae-tiny-v256_1xb32-1k_shapes-64px.py
+tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)
 data_root = 'data/shapes_unlabeled'
 img_size = 64
 patch_size = 8
@@ -44,7 +44,6 @@ train_dataloader = dict(
                  pipeline=train_pipeline))
 
 model = dict(
-    # BEiT's [-1, 1] pixels, the normalization of the study's fine-tuning config (upernet_beit)
     data_preprocessor=dict(mean=[127.5, 127.5, 127.5], std=[127.5, 127.5, 127.5]),
     backbone=dict(arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=6, num_heads=4, mlp_ratio=4.0),
                   img_size=img_size,
@@ -63,10 +62,9 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters)
-auto_scale_lr = dict(enable=False, base_batch_size=32)  # this recipe's batch (BatchSizeCheckHook compares with it)
+auto_scale_lr = dict(enable=False, base_batch_size=32)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
-    # every 500 iterations (the last one kept), so a cut run resumes (mim_study.py resumes its own cut runs)
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
 labeled_root = 'data/shapes'

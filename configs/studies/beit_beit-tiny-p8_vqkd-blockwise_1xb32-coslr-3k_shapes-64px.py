@@ -9,7 +9,7 @@
 #           train_dataloader.dataset.data_root=data/shapes_unlabeled
 _base_ = ['./beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py']
 vqkd_checkpoint = 'work_dirs/mim_study/vqkd_tokenizer.pth'
-vqkd_arch = dict(  # = vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py's arch
+vqkd_arch = dict(
     encoder=dict(embed_dims=128, num_layers=4, num_heads=4, mlp_ratio=4.0),
     decoder=dict(embed_dims=128, num_layers=1, num_heads=4, mlp_ratio=4.0),
     img_size=64, patch_size=8, num_codes=256, code_dims=32, out_dims=128)

@@ -15,7 +15,7 @@ _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']
 data_root = 'data/shapes_unlabeled'
 img_size = 64
 max_iters = 1000
-tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)  # = the study MIM configs' `tokenizer`
+tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -30,7 +30,7 @@ train_dataloader = dict(
     dataset=dict(data_root=data_root, data_prefix='images/training', pipeline=train_pipeline))
 model = dict(_delete_=True, type='beit_mm.DVAE', **tokenizer, decoder_n_init=64, rec_loss='logit_laplace',
              kl_weight=6.6, usage_weight=1.0)
-heldout_folder = 'data/shapes/images/validation'  # images the tokenizer never trains on
+heldout_folder = 'data/shapes/images/validation'
 custom_hooks = [
     dict(type='beit_mm.DVAEScheduleHook', temperature=(1.0, 1 / 16), temperature_iters=max_iters * 6 // 10,
          kl_weight=(0.0, 6.6), kl_weight_iters=max_iters // 10),
@@ -46,5 +46,5 @@ param_scheduler = [
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
     logger=dict(interval=100),
-    checkpoint=dict(interval=250, max_keep_ckpts=1))  # every 250 iterations, so a cut run resumes
+    checkpoint=dict(interval=250, max_keep_ckpts=1))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

@@ -8,7 +8,6 @@
 # drop_last=True as unilm (run_beitv2_pretraining.py line 251): 625 steps per epoch at 2048, not 626.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
 data_root = 'data/imagenet/'
-# The exact pipeline: unilm's order, the whole image decoded and jittered before the crop.
 train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
@@ -19,11 +18,6 @@ train_pipeline_exact = [
          max_num_patches=None, min_aspect=0.3, exact_count=True),
     dict(type='PackInputs'),
 ]
-# The draft pipeline (used): the same random draws in the same order, the JPEG decoded at the smallest DCT scale that
-# covers the crop at 224 px, one 224 bicubic resize for both views (the two views of the exact pipeline are equal),
-# the ColorJitter applied by MIMDataPreprocessor, batched on the device (beit_mm/data/draft_transforms.py;
-# docs/performance.md#data-loading). Back to the exact pipeline:
-# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
     dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
@@ -33,12 +27,6 @@ train_pipeline = [
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
                                        'color_jitter')),
 ]
-# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
-# EXIF-rotated file is decoded on the worker), and MIMDataPreprocessor decodes the batch with torchvision's
-# decode_jpeg on its device (nvjpeg on a GPU), then applies the exact pipeline's jitter, flip, crop and Pillow resizes
-# there (beit_mm/data/encoded_transforms.py, device_views.py; docs/performance.md#data-loading: what is exact). Select
-# it with (the byte strings differ in length: pseudo_collate):
-# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
 train_pipeline_gpu_decode = [
     dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
     dict(type='beit_mm.EncodedTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
@@ -50,7 +38,7 @@ train_pipeline_gpu_decode = [
 ]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=7,  # docs/performance.md#data-loading: 125-140 img/s per worker, 600 per GPU
+    num_workers=7,
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,

@@ -34,8 +34,8 @@ tta_pipeline = [
                      [dict(type='LoadAnnotations', reduce_zero_label=True)], [dict(type='PackSegInputs')]]),
 ]
 train_dataloader = dict(
-    batch_size=2,  # the 8 GPUs x 2 images of ViT-Adapter's Pascal Context recipes (mmseg's file has 4)
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 65-92 img/s, a GPU takes 16-27
+    batch_size=2,
+    num_workers=2,
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),
@@ -57,5 +57,5 @@ val_dataloader = dict(
         ann_file='ImageSets/SegmentationContext/val.txt',
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])  # reports aAcc, mIoU, mAcc
+val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])
 test_evaluator = val_evaluator

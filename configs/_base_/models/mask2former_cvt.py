@@ -13,16 +13,16 @@
 _base_ = ['./mask2former_beit.py']
 model = dict(
     data_preprocessor=dict(
-        mean=[123.675, 116.28, 103.53],  # M:8
-        std=[58.395, 57.12, 57.375]),  # M:9
+        mean=[123.675, 116.28, 103.53],
+        std=[58.395, 57.12, 57.375]),
     backbone=dict(
         _delete_=True,
         type='beit_mm.CvT',
         arch='cvt-13',
-        drop_path_rate=(0.0, 0.0, 0.1),  # per stage, as CvT-13's ImageNet recipe and the CvT UPerNet configs
+        drop_path_rate=(0.0, 0.0, 0.1),
         out_type='featmap',
         out_indices=(0, 1, 2, 3),
-        final_norm=True,  # the ImageNet checkpoints carry norm.*; it normalizes levels 2 and 3
+        final_norm=True,
         with_cp=False),
     neck=None,
     decode_head=dict(in_channels=[64, 192, 384, 384]))
