@@ -1,9 +1,7 @@
-# EoMT (encoder-only mask transformer, Kerssies et al. CVPR 2025, arXiv 2503.19108) on BEiT-B, ADE20K semantic
-# segmentation 512x512, 4 GPUs x 4 images (16), 39153 iterations (31 epochs), mixed precision, from the
-# self-supervised (MIM, pretrained-only) ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k, as
-# configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py: the shared relative position bias is copied into every
-# block and resampled from 14x14 to 32x32 on load, and the file's final norm is the norm EoMT predicts from.
-# Published: none. EoMT's published runs use DINOv2/DINOv3 backbones; no BEiT + EoMT number was found.
+# EoMT (Kerssies et al. CVPR 2025) on BEiT-B, ADE20K semantic 512x512, 4 GPUs x 4 images, 39153 iterations (31
+# epochs), AMP, from the pretrained-only ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k.
+# Published: none (EoMT publishes DINOv2/DINOv3 runs only). Source: tue-mps/eomt@7bd19dd
+# configs/dinov2/ade20k/semantic/eomt_large_512.yaml with a BEiT-B backbone.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth \
 #       checkpoints/beit-base_pt22k.pth
 _base_ = [

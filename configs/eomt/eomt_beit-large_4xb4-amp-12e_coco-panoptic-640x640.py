@@ -1,11 +1,6 @@
-# EoMT on BEiT-L for COCO panoptic segmentation at 640x640: the official EoMT-L COCO panoptic 640 recipe
-# (eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py, whose header cites every value in
-# github.com/tue-mps/eomt @ 7bd19dd) with its DINOv2-L backbone swapped for BEiT-L, from the self-supervised (MIM,
-# pretrained-only) ImageNet-22k checkpoint unilm beit_large_patch16_224_pt22k, as the ADE20K semantic BEiT-L EoMT
-# config (eomt_beit-large_4xb4-amp-39k_ade20k-640x640.py): the shared relative position bias is copied into every block
-# and resampled from 14x14 to 40x40 on load, and the file's final norm is the norm EoMT predicts from.
-# Published: none. EoMT's published runs use DINOv2/DINOv3 backbones (tue-mps/eomt model_zoo/dinov2.md, dinov3.md;
-# COCO panoptic EoMT-L 640, DINOv2: 56.0 PQ); no BEiT + EoMT number was found.
+# EoMT on BEiT-L, COCO panoptic 640x640: eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py (the
+# official recipe, tue-mps/eomt@7bd19dd) with BEiT-L from the pretrained-only unilm beit_large_patch16_224_pt22k.
+# Published: none (EoMT publishes DINOv2/DINOv3 runs only; DINOv2 EoMT-L 640: 56.0 PQ).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k.pth \
 #       checkpoints/beit-large_pt22k.pth
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py', '../_base_/models/eomt_beit-large.py']

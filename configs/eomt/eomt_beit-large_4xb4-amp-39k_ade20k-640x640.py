@@ -1,9 +1,6 @@
-# EoMT on BEiT-L, ADE20K semantic segmentation 640x640, 4 GPUs x 4 images (16), 39153 iterations (31 epochs), mixed
-# precision, from the self-supervised (MIM, pretrained-only) ImageNet-22k checkpoint unilm beit_large_patch16_224_pt22k:
-# the shared relative position bias is copied into every block and resampled from 14x14 to 40x40 on load, and the
-# file's final norm is the norm EoMT predicts from. (The UPerNet BEiT-L config starts from the ImageNet-22k fine-tuned
-# file, which has no final norm, only the mean-pooling fc_norm; EoMT's official backbones are self-supervised only.)
-# Published: none. EoMT's published runs use DINOv2/DINOv3 backbones; no BEiT + EoMT number was found.
+# EoMT on BEiT-L, ADE20K semantic 640x640, 4 GPUs x 4 images, 39153 iterations (31 epochs), AMP, from the
+# pretrained-only ImageNet-22k checkpoint unilm beit_large_patch16_224_pt22k (its final norm is EoMT's).
+# Published: none (EoMT publishes DINOv2/DINOv3 runs only).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k.pth \
 #       checkpoints/beit-large_pt22k.pth
 _base_ = ['./eomt_beit-base_4xb4-amp-39k_ade20k-512x512.py']

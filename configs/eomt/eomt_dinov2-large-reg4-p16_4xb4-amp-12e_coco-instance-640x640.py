@@ -1,8 +1,6 @@
-# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for COCO instance segmentation at 640x640: the official
-# configuration, github.com/tue-mps/eomt @ 7bd19dd configs/dinov2/coco/instance/eomt_large_640.yaml with
-# training/mask_classification_instance.py and datasets/coco_instance.py + datasets/transforms.py.
-# Published: 45.2 mask AP (COCO val2017, pycocotools; tue-mps/eomt model_zoo/dinov2.md:213-216,239; weights on HF:
-# tue-mps/coco_instance_eomt_large_640).
+# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for COCO instance segmentation at 640x640, the official recipe.
+# Published: 45.2 mask AP (COCO val2017; tue-mps/eomt model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/coco/instance/eomt_large_640.yaml.
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
 model = dict(
     data_preprocessor=dict(pad_seg=False),

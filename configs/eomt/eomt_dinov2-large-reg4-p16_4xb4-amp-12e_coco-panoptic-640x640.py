@@ -1,9 +1,6 @@
-# EoMT-L (DINOv2-style ViT-L/16 with 4 registers, as eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py) for
-# COCO panoptic segmentation at 640x640: the official configuration, github.com/tue-mps/eomt @ 7bd19dd
-# configs/dinov2/coco/panoptic/eomt_large_640.yaml with training/mask_classification_panoptic.py (the task module) and
-# datasets/coco_panoptic.py + datasets/transforms.py (the data).
-# Published: 56.0 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov2.md:47-51; weights on HF:
-# tue-mps/coco_panoptic_eomt_large_640).
+# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for COCO panoptic segmentation at 640x640, the official recipe.
+# Published: 56.0 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/coco/panoptic/eomt_large_640.yaml.
 #   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 640 --patch-size 16 \
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-640.pth
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py']

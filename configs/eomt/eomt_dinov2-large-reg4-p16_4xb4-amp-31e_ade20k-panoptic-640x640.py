@@ -1,9 +1,7 @@
-# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for ADE20K panoptic segmentation at 640x640, fine-tuned from the
-# COCO panoptic EoMT-L 640: the official configuration, github.com/tue-mps/eomt @ 7bd19dd
-# configs/dinov2/ade20k/panoptic/eomt_large_640.yaml with training/mask_classification_panoptic.py (the task module)
-# and datasets/ade20k_panoptic.py + datasets/transforms.py (the data).
-# Published: 50.6 PQ (ADE20K panoptic val, "pre-trained on COCO panoptic"; tue-mps/eomt model_zoo/dinov2.md:114-120,
-# 155; weights on HF: tue-mps/ade20k_panoptic_eomt_large_640).
+# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for ADE20K panoptic 640x640, fine-tuned from the COCO panoptic
+# EoMT-L.
+# Published: 50.6 PQ (ADE20K panoptic val; tue-mps/eomt model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/ade20k/panoptic/eomt_large_640.yaml.
 #   python tools/convert_checkpoint.py --model eomt --source hf --drop-class-head model.safetensors \
 #       checkpoints/eomt-large-640_coco-panoptic_no-class-head.pth
 #   python tools/convert_checkpoint.py --model eomt --source hf --class-order ade20k-panoptic model.safetensors \

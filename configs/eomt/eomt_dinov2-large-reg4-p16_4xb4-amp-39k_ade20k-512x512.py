@@ -1,10 +1,8 @@
-# EoMT on a DINOv2-style ViT-L (patch 16, 4 register tokens, absolute position embeddings for the patches only, layer
-# scale, no relative position bias): the official ADE20K semantic configuration, github.com/tue-mps/eomt @ 7bd19dd
-# configs/dinov2/ade20k/semantic/eomt_large_512.yaml, and the architecture of HF transformers'
-# EomtForUniversalSegmentation (transformers 4.57.6, models/eomt/modeling_eomt.py), whose weights this config holds
-# exactly (tests/models/test_eomt_hf.py: logits within 1e-4 of HF's with the same weights).
-# Published: 58.4 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov2.md:191-196; weights on HF:
-# tue-mps/ade20k_semantic_eomt_large_512).
+# EoMT on a DINOv2-style ViT-L/16 with 4 registers, ADE20K semantic 512x512, the official recipe; its weights are
+# those
+# of HF transformers' EomtForUniversalSegmentation. Published: 58.4 mIoU (ADE20K val; tue-mps/eomt
+# model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/ade20k/semantic/eomt_large_512.yaml.
 #   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-512.pth
 #   python tools/convert_checkpoint.py --model eomt --source hf model.safetensors checkpoints/eomt-large-512_ade20k.pth

@@ -1,9 +1,6 @@
-# EoMT-L on DINOv3 ViT-L/16 (LVD-1689M; 4 storage tokens, 2-D RoPE, no absolute position embedding) for ADE20K
-# semantic segmentation at 512x512: the official configs/dinov3/ade20k/semantic/eomt_large_512.yaml (github.com/
-# tue-mps/eomt @ 7bd19dd), which is the DINOv2 run of eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py with
-# another backbone, 16 epochs, lr 2e-4, no layer decay, warmup (2000, 3000) and earlier mask annealing.
-# Published: 59.5 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov3.md:65-71; weights on HF:
-# tue-mps/ade_semantic_eomt_large_512_dinov3, deltas to the DINOv3 weights).
+# EoMT-L on DINOv3 ViT-L/16 (4 storage tokens, 2-D RoPE) for ADE20K semantic 512x512, 16 epochs.
+# Published: 59.5 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov3.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov3/ade20k/semantic/eomt_large_512.yaml.
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitl16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-large.pth
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py', '../_base_/models/eomt_dinov3-large.py']

@@ -1,11 +1,8 @@
-# Mask2Former on BEiT-B, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations, from the ImageNet-22k fine-tuned
-# checkpoint unilm beit_base_patch16_224_pt22k_ft22k (the one ViT-Adapter's Mask2Former BEiT configs start from; the
-# UPerNet BEiT-B 640 config reads the same file):
+# Mask2Former on BEiT-B (no adapter: mmseg's Mask2FormerHead over beit_mm's pyramid neck), ADE20K 640x640, 8 GPUs x 2
+# images, 160k iterations, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none for this setup.
+# Source: czczup/ViT-Adapter@fd64a51 segmentation/configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth
-# Published: none for this setup. ViT-Adapter publishes Mask2Former + BEiT on ADE20K only with its adapter and BEiT-L
-# (58.3 mIoU single scale, 640, 160k; ViT-Adapter segmentation/README.md:67); its BEiT-B Mask2Former runs are on
-# COCO-Stuff-10k and Pascal Context (README.md:81,97).
 _base_ = [
     '../_base_/models/mask2former_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -1,22 +1,8 @@
-# Mask2Former on CvT-13, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, from the ImageNet-1k CvT-13 checkpoint
-# (microsoft/CvT CvT-13-224x224-IN-1k.pth; convert it first, the classifier head is dropped:
+# Mask2Former on CvT-13, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, from microsoft/CvT's CvT-13 IN-1k file.
+# Published: none (no CvT Mask2Former run exists); mmseg's Swin-T Mask2Former recipe, slide inference.
+# Source: open-mmlab/mmsegmentation v1.2.2 configs/mask2former/mask2former_swin-t_8xb2-160k_ade20k-512x512.py.
 #   python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth \
 #       checkpoints/cvt-13_in1k.pth
-# Published: none (no CvT Mask2Former run exists). This follows mmseg's Swin-T Mask2Former recipe, Swin-T being the
-# hierarchical backbone of CvT-13's size (28M vs 20M parameters) with a published Mask2Former ADE20K run (48.66 mIoU,
-# mmseg v1.2.2 configs/mask2former/metafile.yaml:206, 8x A100, batch 16: :210,214).
-# Sources, open-mmlab/mmsegmentation v1.2.2 (as shipped in the mmsegmentation 1.2.2 wheel, mmseg/.mim/configs):
-# - S = configs/mask2former/mask2former_swin-t_8xb2-160k_ade20k-512x512.py (the parameter-wise lr and decay);
-# - M = configs/mask2former/mask2former_r50_8xb2-160k_ade20k-512x512.py (S's base: head, data, optimizer, schedule);
-# - D = configs/_base_/datasets/ade20k.py (M's dataset: the test pipeline).
-# Known differences from the Swin-T run:
-# - backbone: CvT-13 with its ImageNet drop path per stage (0, 0, 0.1) where Swin-T has 0.3 (S:17); its levels are
-#   the three stage maps plus the stage-2 map max-pooled to stride 32 (configs/_base_/models/mask2former_cvt.py);
-# - the backbone's lr x 0.1 and no weight decay on its norms and position parameters (S:25-49) name CvT's parameters:
-#   every LayerNorm and the BatchNorm of each conv projection, and stage 2's cls token (CvT's only position-like
-#   parameter, Swin's absolute_pos_embed / relative_position_bias_table in S:35-36);
-# - test: slide inference, 512 windows at stride 341 (as configs/cvt/cvt-13_upernet_8xb2-160k_ade20k-512x512.py),
-#   where M:136 runs the whole image: whole-image inference of a 2048x512 image would attend over 65k stage-0 tokens.
 _base_ = [
     '../_base_/models/mask2former_cvt.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

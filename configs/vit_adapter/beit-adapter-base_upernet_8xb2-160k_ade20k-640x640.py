@@ -1,14 +1,8 @@
-# ViT-Adapter-B on BEiT-B + UPerNet, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations, from the ImageNet-22k
-# fine-tuned BEiT-B (unilm beit_base_patch16_224_pt22k_ft22k, the file ViT-Adapter's BEiT-B configs start from, C:10;
-# the adapter's own weights start at their init):
+# ViT-Adapter-B on BEiT-B + UPerNet, ADE20K 640x640: the BEiT-L recipe with the BEiT-B sizes of ViT-Adapter's BEiT-B
+# Mask2Former configs, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none (ViT-Adapter publishes no
+# UPerNet run of its BEiT-B adapter).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth
-# Published: none for ADE20K. ViT-Adapter publishes no UPerNet run of its BEiT-B adapter on any dataset; its BEiT-B
-# adapter runs are Mask2Former on COCO-Stuff-10k (50.0 mIoU ss / 50.5 ms, segmentation/README.md:81) and Pascal
-# Context 59 (64.0 / 64.4, segmentation/README.md:97); on ADE20K its UPerNet BEiT run is BEiT-L (58.0 / 58.4, 640,
-# 160k; segmentation/README.md:66, beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py here) and its UPerNet B
-# runs are ViT-Adapter-B on DeiT-B (48.8 / 49.7, 512; segmentation/README.md:61) and AugReg-B (51.9 / 52.5, 512;
-# segmentation/README.md:63).
 _base_ = ['./beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py']
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'
 width = 768

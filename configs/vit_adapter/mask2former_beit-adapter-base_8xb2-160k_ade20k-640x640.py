@@ -1,13 +1,7 @@
-# Mask2Former on ViT-Adapter-B over BEiT-B, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations, from the ImageNet-22k
-# fine-tuned BEiT-B (unilm beit_base_patch16_224_pt22k_ft22k, the file ViT-Adapter's BEiT-B configs start from, C:10;
-# the adapter's own weights start at their init):
+# Mask2Former on ViT-Adapter-B over BEiT-B, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations: the ADE20K BEiT-L
+# recipe with ViT-Adapter's BEiT-B values, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none for ADE20K.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth
-# Published: none for ADE20K. ViT-Adapter publishes its BEiT-B adapter with Mask2Former on COCO-Stuff-10k (50.0 mIoU
-# single scale / 50.5 multi-scale, 512, 40k; segmentation/README.md:81) and Pascal Context 59 (64.0 / 64.4, 480, 40k;
-# segmentation/README.md:97), and on ADE20K only BEiT-L (58.3 / 59.0, 640, 160k; segmentation/README.md:67,
-# mask2former_beit-adapter-large_8xb2-160k_ade20k-640x640.py here). This config is the closest recipe to those: the
-# ADE20K BEiT-L recipe (M) for data, crop and schedule with the BEiT-B values of C.
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
 crop_size = (640, 640)
 pretrained = 'checkpoints/beit-base_pt22k-ft22k.pth'

@@ -1,12 +1,6 @@
-# Mask2Former on ViT-Adapter-L over BEiT-L, COCO-Stuff-10k 512x512, 8 GPUs x 2 images, 40k iterations,
-# from the ImageNet-22k fine-tuned BEiT-L (unilm beit_large_patch16_224_pt22k_ft22k; the adapter's own weights
-# start at their init):
-#   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
-#       checkpoints/beit-large_pt22k-ft22k.pth
-# Published: 53.2 mIoU single scale, 54.2 multi-scale, 568M parameters (czczup/ViT-Adapter segmentation/configs/
-# coco_stuff10k/README.md:15). The released segmentor's backbone converts with
-#   python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
-# (its head is ViT-Adapter's mmdet 2.x port, whose names differ from mmseg 1.x's Mask2FormerHead: not converted).
+# Mask2Former on ViT-Adapter-L over BEiT-L, COCO-Stuff-10k 512x512, 8 GPUs x 2 images, 40k iterations, from unilm
+# beit_large_patch16_224_pt22k_ft22k. Published: 53.2 mIoU single scale, 54.2 multi-scale (czczup/ViT-Adapter
+# segmentation/configs/coco_stuff10k/README.md).
 _base_ = ['./mask2former_beit-adapter-base_8xb2-40k_coco-stuff10k-512x512.py']
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'
 width = 1024

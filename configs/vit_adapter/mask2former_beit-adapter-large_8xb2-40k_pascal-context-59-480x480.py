@@ -1,12 +1,6 @@
-# Mask2Former on ViT-Adapter-L over BEiT-L, Pascal Context (59 classes) 480x480, 8 GPUs x 2 images, 40k iterations,
-# from the ImageNet-22k fine-tuned BEiT-L (unilm beit_large_patch16_224_pt22k_ft22k; the adapter's own weights
-# start at their init):
-#   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
-#       checkpoints/beit-large_pt22k-ft22k.pth
-# Published: 67.8 mIoU single scale, 68.2 multi-scale, 568M parameters (czczup/ViT-Adapter segmentation/configs/
-# pascal_context/README.md:15). The released segmentor's backbone converts with
-#   python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
-# (its head is ViT-Adapter's mmdet 2.x port, whose names differ from mmseg 1.x's Mask2FormerHead: not converted).
+# Mask2Former on ViT-Adapter-L over BEiT-L, Pascal Context 59 480x480, 8 GPUs x 2 images, 40k iterations, from unilm
+# beit_large_patch16_224_pt22k_ft22k. Published: 67.8 mIoU single scale, 68.2 multi-scale (czczup/ViT-Adapter
+# segmentation/configs/pascal_context/README.md).
 _base_ = ['./mask2former_beit-adapter-base_8xb2-40k_pascal-context-59-480x480.py']
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'
 width = 1024

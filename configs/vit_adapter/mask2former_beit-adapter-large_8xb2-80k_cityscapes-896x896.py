@@ -1,7 +1,6 @@
 # Mask2Former on ViT-Adapter-L over BEiT-L, Cityscapes 896x896, 16 images a step, 80k iterations, from ViT-Adapter's
-# Mapillary Vistas-trained segmentor (mask2former_beit_adapter_large_896_80k_mapillary.zip, ViT-Adapter release
-# v0.2.3). Published: 84.9 mIoU single scale, 85.8 multi-scale on Cityscapes val (85.2 multi-scale on test), 571M
-# parameters (czczup/ViT-Adapter segmentation/configs/cityscapes/README.md:15, 23).
+# Mapillary Vistas-trained segmentor (release v0.2.3). Published: 84.9 mIoU single scale, 85.8 multi-scale on val
+# (czczup/ViT-Adapter segmentation/configs/cityscapes/README.md).
 #   python tools/convert_checkpoint.py --model vit_adapter --source official \
 #       mask2former_beit_adapter_large_896_80k_mapillary.pth checkpoints/beit-adapter-large_m2f-mapillary_backbone.pth
 _base_ = ['./mask2former_beit-adapter-large_8xb2-80k_coco-stuff164k-896x896.py']

@@ -1,13 +1,6 @@
-# Mask2Former on ViT-Adapter-L over BEiT-L, COCO-Stuff-164k 896x896, 16 images a step, 80k iterations, from the
-# ImageNet-22k fine-tuned BEiT-L (unilm beit_large_patch16_224_pt22k_ft22k; the adapter's own weights start at their
-# init):
-#   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
-#       checkpoints/beit-large_pt22k-ft22k.pth
-# Published: 51.7 mIoU single scale, 52.0 multi-scale, 571M parameters (czczup/ViT-Adapter segmentation/configs/
-# coco_stuff164k/README.md:14). The released segmentor's backbone (mask2former_beit_adapter_large_896_80k_
-# cocostuff164k.zip, unzipped) converts with
-#   python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
-# (its head is ViT-Adapter's mmdet 2.x port, whose names differ from mmseg 1.x's Mask2FormerHead: not converted).
+# Mask2Former on ViT-Adapter-L over BEiT-L, COCO-Stuff-164k 896x896, 16 images a step, 80k iterations, from unilm
+# beit_large_patch16_224_pt22k_ft22k. Published: 51.7 mIoU single scale, 52.0 multi-scale (czczup/ViT-Adapter
+# segmentation/configs/coco_stuff164k/README.md).
 _base_ = ['./mask2former_beit-adapter-large_8xb2-40k_coco-stuff10k-512x512.py']
 crop_size = (896, 896)
 scale = (3584, 896)

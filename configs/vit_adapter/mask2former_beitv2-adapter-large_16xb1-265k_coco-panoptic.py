@@ -1,11 +1,8 @@
-# Mask2Former panoptic segmentation (mmdet 3.3.0's Mask2Former, Mask2FormerHead, MaskFormerFusionHead) on
-# ViT-Adapter-L over BEiT v2-L, COCO panoptic (133 classes: 80 things, 53 stuff), 16 GPUs x 1 image, 265.5k iterations
-# ("3x"), DETR-style multi-scale training, from the BEiT v2-L ImageNet-1k pretrained, ImageNet-21k fine-tuned weights
-# (unilm beitv2_large_patch16_224_pt1k_ft21k; the adapter's own weights start at their init):
+# Mask2Former panoptic (mmdet 3.3.0) on ViT-Adapter-L over BEiT v2-L, COCO panoptic, 16 GPUs x 1 image, 265.5k
+# iterations, from unilm beitv2_large_patch16_224_pt1k_ft21k. Published: 58.4 PQ, 48.9 mask AP on COCO val2017
+# (czczup/ViT-Adapter detection/configs/mask2former/README.md).
 #   python tools/convert_checkpoint.py --model beit --source unilm beitv2_large_patch16_224_pt1k_ft21k.pth \
 #       checkpoints/beitv2-large_pt1k-ft21k.pth
-# Published: 58.4 PQ (things 65.0, stuff 48.4), 52.9 box AP, 48.9 mask AP on COCO val2017 (czczup/ViT-Adapter
-# detection/configs/mask2former/README.md:64, its evaluation output :79-84).
 _base_ = ['../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py']
 custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 pretrained = 'checkpoints/beitv2-large_pt1k-ft21k.pth'
