@@ -7,35 +7,8 @@
 # up with random patches to the exact count, exact_count=True; v1's rule may mask fewer).
 # drop_last=True as unilm (run_beitv2_pretraining.py line 251): 625 steps per epoch at 2048, not 626.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
+_base_ = ['./pipelines/beitv2-mim_exact.py', './pipelines/beitv2-mim_draft.py', './pipelines/beitv2-mim_gpu-decode.py']
 data_root = 'data/imagenet/'
-train_pipeline_exact = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='beit_mm.TwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', backend='pillow'),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs'),
-]
-train_pipeline = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'color_jitter')),
-]
-train_pipeline_gpu_decode = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.EncodedTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'crop_bbox', 'color_jitter', 'two_view_resize')),
-]
 train_dataloader = dict(
     batch_size=256,
     num_workers=7,
@@ -45,4 +18,4 @@ train_dataloader = dict(
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
-                 pipeline=train_pipeline))
+                 pipeline={{_base_.train_pipeline}}))
