@@ -1,7 +1,6 @@
 # BEiT-B/16 fine-tuned on ImageNet-1k from a beit_mm MIM checkpoint, 100 epochs, 8 GPUs x 128, mixed precision.
 # Published: 83.2 top-1 after 800 epochs of MIM (BEiT paper; unilm beit/README.md).
-# Source: microsoft/unilm@768a3c87 beit/get_started_for_image_classification.md (BEiT-base) and
-# run_class_finetuning.py.
+# Source: microsoft/unilm@768a3c87 beit/get_started_for_image_classification.md (BEiT-base) and run_class_finetuning.py.
 _base_ = ['../_base_/datasets/imagenet_bs128_beit_ft.py']
 mim_checkpoint = 'work_dirs/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k/epoch_800.pth'
 

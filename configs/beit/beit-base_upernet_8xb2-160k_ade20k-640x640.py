@@ -4,7 +4,7 @@
 # Source: microsoft/unilm@768a3c87
 # beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_640_slide_160k_ade20k_pt2ft.py.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
-#       checkpoints/beit-base_pt22k-ft22k.pth).
+#       checkpoints/beit-base_pt22k-ft22k.pth
 _base_ = [
     '../_base_/models/upernet_beit.py', '../_base_/datasets/ade20k_640x640.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -1,5 +1,5 @@
-# BEiT-L + UPerNet, ADE20K 640x640, 8 GPUs x 1 image with 2-step gradient accumulation, 320k iterations = 160k
-# updates, mixed precision, from the ImageNet-22k fine-tuned checkpoint unilm beit_large_patch16_224_pt22k_ft22k.
+# BEiT-L + UPerNet, ADE20K 640x640, 8 GPUs x 1 image with 2-step gradient accumulation, 320k iterations = 160k updates,
+# mixed precision, from the ImageNet-22k fine-tuned checkpoint unilm beit_large_patch16_224_pt22k_ft22k.
 # Published: 56.7 mIoU (unilm beit/README.md), 56.33 (mmseg 0.x configs/beit/README.md).
 # Source: microsoft/unilm@768a3c87
 # beit/semantic_segmentation/configs/beit/upernet/upernet_beit_large_24_640_slide_160k_ade20k_pt2ft.py.

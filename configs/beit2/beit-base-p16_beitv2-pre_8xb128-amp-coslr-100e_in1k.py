@@ -1,11 +1,11 @@
 # BEiT v2 BEiT-B/16 fine-tuned on ImageNet-1k from its 1600-epoch VQ-KD pretraining, 100 epochs, 8 GPUs x 128, AMP.
 # Published: 85.5 top-1 (unilm beit2/README.md, beitv2_base_patch16_224_pt1k_ft1k).
 # Source: microsoft/unilm@768a3c87 beit2/get_started_for_image_classification.md and run_class_finetuning.py.
-#  python tools/convert_checkpoint.py --model beit --source unilm beitv2_base_patch16_224_pt1k.pth \
-#      checkpoints/beitv2-base_pt1k.pth
+#   python tools/convert_checkpoint.py --model beit --source unilm beitv2_base_patch16_224_pt1k.pth \
+#       checkpoints/beitv2-base_pt1k.pth
 # A beit_mm run of beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py loads instead with
-#  model.backbone.init_cfg = dict(type='Pretrained', prefix='backbone.',
-#      checkpoint='work_dirs/beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k/epoch_1600.pth')
+#   model.backbone.init_cfg = dict(type='Pretrained', prefix='backbone.',
+#       checkpoint='work_dirs/beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k/epoch_1600.pth')
 _base_ = ['../_base_/datasets/imagenet_bs128_beit_ft.py']
 pretrained = 'checkpoints/beitv2-base_pt1k.pth'
 

@@ -1,5 +1,5 @@
-# BEiT v2 BEiT-L/16 fine-tuned on ImageNet-1k from its 1600-epoch VQ-KD pretraining, 50 epochs, 8 GPUs x 128, AMP
-# (128 BEiT-L images per GPU may need model.backbone.with_cp=True).
+# BEiT v2 BEiT-L/16 fine-tuned on ImageNet-1k from its 1600-epoch VQ-KD pretraining, 50 epochs, 8 GPUs x 128, AMP (128
+# BEiT-L images per GPU may need model.backbone.with_cp=True).
 # Published: 87.3 top-1 (unilm beit2/README.md, beitv2_large_patch16_224_pt1k_ft1k).
 # Source: microsoft/unilm@768a3c87 beit2/get_started_for_image_classification.md (large).
 #   python tools/convert_checkpoint.py --model beit --source unilm beitv2_large_patch16_224_pt1k.pth \

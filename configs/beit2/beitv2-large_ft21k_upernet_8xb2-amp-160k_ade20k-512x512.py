@@ -1,5 +1,5 @@
-# BEiT v2 BEiT-L + UPerNet, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, AMP, from the ImageNet-21k
-# intermediate fine-tuned checkpoint unilm beitv2_large_patch16_224_pt1k_ft21k.
+# BEiT v2 BEiT-L + UPerNet, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, AMP, from the ImageNet-21k intermediate
+# fine-tuned checkpoint unilm beitv2_large_patch16_224_pt1k_ft21k.
 # Published: 57.5 mIoU (unilm beit2/README.md "Fine-tuning on ADE20K").
 # Source: microsoft/unilm@768a3c87
 # beit2/semantic_segmentation/configs/beit/upernet/upernet_beit_large_24_512_slide_160k_21ktoade20k.py.

@@ -1,5 +1,4 @@
-# BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k, 300 epochs: the 1600-epoch config with Adam beta2 0.98 and
-# no
+# BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k, 300 epochs: the 1600-epoch config with Adam beta2 0.98 and no
 # drop path (unilm beit2/PRETRAINING.md). Published downstream: 85.0 top-1 after 100 epochs of fine-tuning.
 _base_ = ['./beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py']
 drop_path_rate = 0.0

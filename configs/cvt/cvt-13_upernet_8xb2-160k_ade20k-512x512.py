@@ -1,11 +1,11 @@
 # CvT-13 + UPerNet, ADE20K 512x512, 8 GPUs x 2 images, 160k iterations, fp32, from microsoft/CvT's CvT-13 IN-1k file.
 # Published: none (no CvT UPerNet recipe exists): mmseg's Swin-T UPerNet 160k recipe plus layer decay 0.9.
-#  python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth \
-#      checkpoints/cvt-13_in1k.pth
+#   python tools/convert_checkpoint.py --model cvt --source official CvT-13-224x224-IN-1k.pth \
+#       checkpoints/cvt-13_in1k.pth
 # A backbone of cvt-13_8xb256-300e_in1k.py or beit_cvt-13_8xb256-amp-coslr-300e_in1k.py loads directly:
-#  init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-300e_in1k/epoch_300.pth', prefix='backbone.'))
-#  init_cfg=dict(type='Pretrained', checkpoint='work_dirs/beit_cvt-13_8xb256-amp-coslr-300e_in1k/epoch_300.pth',
-#                prefix='backbone.')).
+#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/cvt-13_8xb256-300e_in1k/epoch_300.pth', prefix='backbone.'))
+#   init_cfg=dict(type='Pretrained', checkpoint='work_dirs/beit_cvt-13_8xb256-amp-coslr-300e_in1k/epoch_300.pth',
+#                 prefix='backbone.')).
 _base_ = [
     '../_base_/models/upernet_cvt.py', '../_base_/datasets/ade20k_512x512.py', '../_base_/default_runtime.py',
     '../_base_/schedules/schedule_160k.py'

@@ -1,6 +1,6 @@
 # CvT-21 on ImageNet-1k from scratch, 224x224, 8 GPUs x 128 images, 300 epochs. Published: 82.5 top-1 (CvT paper).
-# Source: microsoft/CvT@f851e681 experiments/imagenet/cvt/cvt-21-224x224.yaml (its own recipe: repeated augmentation,
-# no RandAugment); warmup and cosine step per iteration.
+# Source: microsoft/CvT@f851e681 experiments/imagenet/cvt/cvt-21-224x224.yaml (its own recipe: repeated augmentation, no
+# RandAugment); warmup and cosine step per iteration.
 _base_ = ['./cvt-13_8xb256-300e_in1k.py']
 model = dict(backbone=dict(arch='cvt-21', drop_path_rate=(0.0, 0.0, 0.1)))
 train_pipeline_exact = [

@@ -1,14 +1,6 @@
-# Demo: Mask2Former panoptic segmentation (mmdet 3.3.0's Mask2Former detector, Mask2FormerHead and MaskFormerFusionHead:
-# configs/_base_/models/mask2former_beit_coco-panoptic.py) on the EoMT panoptic demo's tiny BEiT (4 blocks, 96 wide,
-# 8x8-pixel patches), data and schedule (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py), trained
-# FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco -> data/coco_demo:
-# things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to fit 64x64;
-# mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), PQ/SQ/RQ (all, things, stuff) from
-# beit_mm.PanopticQualityMetric (panopticapi's rule). As the semantic Mask2Former demo
-# (configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py): backbone blocks (0, 1, 2, 3) -> Feature2Pyramid,
-# the head narrowed from 256 to 64 channels in 4 heads (feed-forward 4x) and the loss's sampled points cut from 12544
-# to the semantic demo's 196 (CPU time: the point loss and matching of 10 predictions x 8 images dominate a step).
-# Scopes: beit_mm's default_scope 'mmseg' (default_runtime.py) with every mmdet part named 'mmdet.<name>'.
+# Demo: Mask2Former panoptic segmentation (mmdet 3.3.0) on the EoMT panoptic demo's tiny BEiT, data and schedule,
+# trained from scratch on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco), 1 process x 8
+# images, 300 iterations; the head narrowed to 64 channels and 196 sampled points as the semantic Mask2Former demo.
 _base_ = [
     '../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py',
     '../_base_/schedules/demo_adamw-layer-decay_1k.py', '../_base_/datasets/coco-panoptic_demo-64x64.py'

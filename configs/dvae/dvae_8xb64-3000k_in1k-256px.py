@@ -1,5 +1,5 @@
-# DALL-E-size dVAE tokenizer (8192 codes) trained on ImageNet-1k at 256x256, 8 GPUs x 64, 3M updates, fp32, after
-# the DALL-E paper's appendix A.2. Published: none (OpenAI released no training code). Its exported encoder is a
+# DALL-E-size dVAE tokenizer (8192 codes) trained on ImageNet-1k at 256x256, 8 GPUs x 64, 3M updates, fp32, after the
+# DALL-E paper's appendix A.2. Published: none (OpenAI released no training code). Its exported encoder is a
 # `tokenizer_checkpoint` for configs/beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py.
 #   bash tools/dist_train.sh configs/dvae/dvae_8xb64-3000k_in1k-256px.py 8
 #   python -c "..extract_dvae_encoder.." -> checkpoints/dalle_encoder.pth  (see tools/run_chain.sh, stage 3)

@@ -1,5 +1,5 @@
-# EoMT (Kerssies et al. CVPR 2025) on BEiT-B, ADE20K semantic 512x512, 4 GPUs x 4 images, 39153 iterations (31
-# epochs), AMP, from the pretrained-only ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k.
+# EoMT (Kerssies et al. CVPR 2025) on BEiT-B, ADE20K semantic 512x512, 4 GPUs x 4 images, 39153 iterations (31 epochs),
+# AMP, from the pretrained-only ImageNet-22k checkpoint unilm beit_base_patch16_224_pt22k.
 # Published: none (EoMT publishes DINOv2/DINOv3 runs only). Source: tue-mps/eomt@7bd19dd
 # configs/dinov2/ade20k/semantic/eomt_large_512.yaml with a BEiT-B backbone.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k.pth \

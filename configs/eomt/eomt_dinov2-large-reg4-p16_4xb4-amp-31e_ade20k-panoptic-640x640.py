@@ -1,5 +1,4 @@
-# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for ADE20K panoptic 640x640, fine-tuned from the COCO panoptic
-# EoMT-L.
+# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for ADE20K panoptic 640x640, fine-tuned from the COCO panoptic EoMT-L.
 # Published: 50.6 PQ (ADE20K panoptic val; tue-mps/eomt model_zoo/dinov2.md).
 # Source: tue-mps/eomt@7bd19dd configs/dinov2/ade20k/panoptic/eomt_large_640.yaml.
 #   python tools/convert_checkpoint.py --model eomt --source hf --drop-class-head model.safetensors \

@@ -1,7 +1,5 @@
-# EoMT on a DINOv2-style ViT-L/16 with 4 registers, ADE20K semantic 512x512, the official recipe; its weights are
-# those
-# of HF transformers' EomtForUniversalSegmentation. Published: 58.4 mIoU (ADE20K val; tue-mps/eomt
-# model_zoo/dinov2.md).
+# EoMT on a DINOv2-style ViT-L/16 with 4 registers, ADE20K semantic 512x512, the official recipe; its weights are those
+# of HF transformers' EomtForUniversalSegmentation. Published: 58.4 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov2.md).
 # Source: tue-mps/eomt@7bd19dd configs/dinov2/ade20k/semantic/eomt_large_512.yaml.
 #   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 512 --patch-size 16 \
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-512.pth

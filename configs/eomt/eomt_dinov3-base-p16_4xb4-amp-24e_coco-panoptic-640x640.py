@@ -1,7 +1,7 @@
 # EoMT-B on DINOv3 ViT-B/16 for COCO panoptic 640x640, 24 epochs: eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-
 # 640x640.py with ViT-B and L2 = 3. Published: 53.1 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov3.md).
-# Source: tue-mps/eomt@7bd19dd configs/dinov3/coco/panoptic/eomt_base_640_2x.yaml. The weights are gated (DINOv3
-# License on huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m):
+# Source: tue-mps/eomt@7bd19dd configs/dinov3/coco/panoptic/eomt_base_640_2x.yaml. The weights are gated (DINOv3 License
+# on huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m):
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitb16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-base.pth
 _base_ = ['./eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-640x640.py']

@@ -1,5 +1,4 @@
-# EoMT-L on DINOv3 ViT-L/16 for COCO instance 1280x1280: eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py
-# at
+# EoMT-L on DINOv3 ViT-L/16 for COCO instance 1280x1280: eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py at
 # 1280 (the model zoo's input size). Published: 49.9 mask AP (COCO val2017; tue-mps/eomt model_zoo/dinov3.md).
 # Source: tue-mps/eomt@7bd19dd configs/dinov3/coco/instance/eomt_large_1280.yaml.
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitl16-pretrain-lvd1689m.safetensors \

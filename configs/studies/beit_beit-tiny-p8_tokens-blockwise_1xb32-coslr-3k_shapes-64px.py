@@ -1,14 +1,6 @@
-# MIM study, stage 2 (the default arm): BEiT masked image modeling of a tiny BEiT (patch 8, 128 wide, 6 blocks,
-# 4 heads) on the unlabeled pool's 64x64 images: 8x8 patch grid, blockwise mask of 40% of it (26 of 64 patches,
-# blocks of >= 4 patches), targets = ids of the study's dVAE tokenizer on the same 64 px view (8x8 ids, one per
-# patch). 1 process x 32 images, 3000 iterations (32 epochs of 3000 images, ~12 min on 2 CPU cores), AdamW lr 1.5e-3
-# (BEiT's, at batch 2048), warmup 10%, cosine, clip 3, unilm's pretraining init, layer scale 0.1, shared relative
-# position bias.
-# beit_mm.DenseProbeHook probes the frozen features every 500 iterations (and at iteration 0) on the labeled set
-# (data/shapes, 7 classes; tools/analysis/mim_study.py points it at --labeled-root): linear-probe mIoU / mAcc and k-NN
-# accuracy of 8 px patch labels, first 128 training / 64 validation images, blocks (1, 2, 3, 5) as UPerNet reads them.
-# Ablation arms (same everything else): *_mim-pixels-blockwise.py (targets = per-patch normalized pixels, L2) and
-# *_mim-tokens-random.py (uniformly random masking of the same count).
+# MIM study, stage 2 (the default arm): BEiT masked image modeling of a tiny BEiT (patch 8, 128 wide, 6 blocks) on the
+# unlabeled pool's 64x64 images, blockwise mask of 26 of 64 patches, targets = ids of the study's dVAE tokenizer; 1
+# process x 32 images, 3000 iterations. beit_mm.DenseProbeHook probes the frozen features every 500 iterations.
 #   python tools/train.py configs/studies/beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py \
 #       --cfg-options model.target_generator.init_cfg.checkpoint=TOKENIZER.pth \
 #           train_dataloader.dataset.data_root=data/shapes_unlabeled

@@ -1,16 +1,9 @@
-# MIM study, stage 1: the tokenizer. A small DALL-E-architecture dVAE (4 groups x 1 block, 32 wide, 256 codes) trained
-# on the unlabeled pool's 64x64 images (any folder tree: images/training of an ADE20K-layout root) -> 8x8 codes, one
-# per 8 px patch of the study's BEiT (patch 8, 64 px), 1 process x 32 images, 1k iterations (~8 min on 2 CPU cores).
-# Recipe: DALL-E's (appendix A.2: logit-Laplace likelihood, KL weight beta 0 -> 6.6 over the first updates, Gumbel
-# temperature 1 -> 1/16 cosine), with the annealing spread over this short run: beta reaches 6.6 after 10% and the
-# temperature 1/16 after 60% of the iterations, AdamW lr 1e-3 with 100 warmup iterations and cosine decay, clip 10.
-# Plus beit_mm's codebook-usage term (usage_weight=1.0: KL of the batch's average code distribution to the uniform
-# prior, wav2vec 2.0's diversity loss; see beit_mm.DVAE): without it the hard codes collapse on these images, whose
-# flat backgrounds fill three quarters of the patches (held-out numbers in docs/pretraining.md).
+# MIM study, stage 1: the tokenizer. A small DALL-E-architecture dVAE (256 codes) on the unlabeled pool's 64x64 images
+# -> 8x8 codes, 1 process x 32 images, 1k iterations, DALL-E's recipe with its annealing spread over the short run, plus
+# beit_mm's codebook-usage term (without it the hard codes collapse on these flat-background images).
 #   python tools/train.py configs/studies/dvae-tiny-v256_1xb32-1k_shapes-64px.py --cfg-options \
 #       train_dataloader.dataset.data_root=data/shapes_unlabeled
 #   python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/<this config>/iter_1000.pth tokenizer.pth
-# TokenizerEvalHook logs held-out codebook usage, perplexity and PSNR and writes reconstruction grids.
 _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']
 data_root = 'data/shapes_unlabeled'
 img_size = 64

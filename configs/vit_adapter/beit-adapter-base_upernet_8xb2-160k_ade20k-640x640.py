@@ -1,6 +1,6 @@
 # ViT-Adapter-B on BEiT-B + UPerNet, ADE20K 640x640: the BEiT-L recipe with the BEiT-B sizes of ViT-Adapter's BEiT-B
-# Mask2Former configs, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none (ViT-Adapter publishes no
-# UPerNet run of its BEiT-B adapter).
+# Mask2Former configs, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none (ViT-Adapter publishes no UPerNet
+# run of its BEiT-B adapter).
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth
 _base_ = ['./beit-adapter-large_upernet_8xb2-160k_ade20k-640x640.py']

@@ -2,10 +2,10 @@
 # beit_large_patch16_224_pt22k_ft22k (the adapter's own weights start at their init).
 # Published: 58.0 mIoU single scale, 58.4 multi-scale (czczup/ViT-Adapter segmentation/configs/ade20k/README.md).
 # Source: czczup/ViT-Adapter@fd64a51 segmentation/configs/ade20k/upernet_beit_adapter_large_640_160k_ade20k_ss.py.
-#  python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
-#      checkpoints/beit-large_pt22k-ft22k.pth
+#   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
+#       checkpoints/beit-large_pt22k-ft22k.pth
 # The released segmentor converts to this model with
-#  python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
+#   python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
 _base_ = ['../_base_/models/upernet_beit-adapter-large.py', '../_base_/datasets/ade20k_640x640.py']
 crop_size = (640, 640)
 train_pipeline = [

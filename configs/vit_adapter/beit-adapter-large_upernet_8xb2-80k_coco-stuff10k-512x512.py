@@ -1,10 +1,9 @@
 # ViT-Adapter-L on BEiT-L + UPerNet, COCO-Stuff-10k 512x512, 8 GPUs x 2 images, 80k iterations: the ADE20K recipe.
-# Published: 51.0 mIoU single scale, 51.4 multi-scale (czczup/ViT-Adapter
-# segmentation/configs/coco_stuff10k/README.md).
+# Published: 51.0 mIoU single scale, 51.4 multi-scale (czczup/ViT-Adapter segmentation/configs/coco_stuff10k/README.md).
 # Source: czczup/ViT-Adapter@fd64a51
 # segmentation/configs/coco_stuff10k/upernet_beit_adapter_large_512_80k_cocostuff10k_ss.py.
 # The released segmentor converts with
-#  python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
+#   python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
 _base_ = ['../_base_/models/upernet_beit-adapter-large.py', '../_base_/datasets/coco-stuff10k.py']
 crop_size = (512, 512)
 scale = (2048, 512)

@@ -4,7 +4,7 @@
 # Source: czczup/ViT-Adapter@fd64a51
 # segmentation/configs/coco_stuff164k/upernet_beit_adapter_large_640_80k_cocostuff164k_ss.py.
 # The released segmentor converts with
-#  python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
+#   python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
 _base_ = ['../_base_/models/upernet_beit-adapter-large.py', '../_base_/datasets/coco-stuff164k.py']
 crop_size = (640, 640)
 scale = (2560, 640)

@@ -4,7 +4,7 @@
 # Source: czczup/ViT-Adapter@fd64a51
 # segmentation/configs/pascal_context/upernet_beit_adapter_large_480_80k_pascal_context_59_ss.py.
 # The released segmentor converts with
-#  python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
+#   python tools/convert_checkpoint.py --model vit_adapter --source official --keep-head SRC DST
 _base_ = ['../_base_/models/upernet_beit-adapter-large.py', '../_base_/datasets/pascal_context_59.py']
 crop_size = (480, 480)
 img_scale = (520, 520)

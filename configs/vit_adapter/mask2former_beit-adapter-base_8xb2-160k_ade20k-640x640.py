@@ -1,5 +1,5 @@
-# Mask2Former on ViT-Adapter-B over BEiT-B, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations: the ADE20K BEiT-L
-# recipe with ViT-Adapter's BEiT-B values, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none for ADE20K.
+# Mask2Former on ViT-Adapter-B over BEiT-B, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations: the ADE20K BEiT-L recipe
+# with ViT-Adapter's BEiT-B values, from unilm beit_base_patch16_224_pt22k_ft22k. Published: none for ADE20K.
 #   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
 #       checkpoints/beit-base_pt22k-ft22k.pth
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']

@@ -3,8 +3,8 @@
 # segmentation/configs/coco_stuff10k/README.md).
 # Source: czczup/ViT-Adapter@fd64a51
 # segmentation/configs/coco_stuff10k/mask2former_beit_adapter_base_512_40k_cocostuff10k_ss.py.
-#  python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
-#      checkpoints/beit-base_pt22k-ft22k.pth
+#   python tools/convert_checkpoint.py --model beit --source unilm beit_base_patch16_224_pt22k_ft22k.pth \
+#       checkpoints/beit-base_pt22k-ft22k.pth
 _base_ = ['../_base_/models/mask2former_beit-adapter-base.py', '../_base_/datasets/coco-stuff10k.py']
 crop_size = (512, 512)
 scale = (2048, 512)

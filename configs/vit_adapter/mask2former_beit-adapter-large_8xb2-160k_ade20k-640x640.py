@@ -1,10 +1,10 @@
 # Mask2Former on ViT-Adapter-L over BEiT-L, ADE20K 640x640, 8 GPUs x 2 images, 160k iterations, from unilm
 # beit_large_patch16_224_pt22k_ft22k. Published: 58.3 mIoU single scale, 59.0 multi-scale (czczup/ViT-Adapter
 # segmentation/configs/ade20k/README.md).
-#  python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
-#      checkpoints/beit-large_pt22k-ft22k.pth
+#   python tools/convert_checkpoint.py --model beit --source unilm beit_large_patch16_224_pt22k_ft22k.pth \
+#       checkpoints/beit-large_pt22k-ft22k.pth
 # The released segmentor's backbone converts (its mmdet 2.x head does not) with
-#  python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
+#   python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
 _base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
 crop_size = (640, 640)
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'

@@ -1,7 +1,7 @@
 # BEiT v2's VQ-KD tokenizer unilm `vqkd_encoder_base_decoder_3x768x12_clip`, distilled from CLIP ViT-B/16 on
 # ImageNet-1k, 8 GPUs x 64, 100 epochs, bf16 transformers. Published: none (codebook usage in beit2/TOKENIZER.md).
-# Source: microsoft/unilm@768a3c87 beit2/TOKENIZER.md and run_vqkd_training.py. The teacher is OpenAI's ViT-B-16.pt
-# or a Hugging Face CLIPVisionModelWithProjection folder:
+# Source: microsoft/unilm@768a3c87 beit2/TOKENIZER.md and run_vqkd_training.py. The teacher is OpenAI's ViT-B-16.pt or a
+# Hugging Face CLIPVisionModelWithProjection folder:
 #   bash tools/dist_train.sh configs/vqkd/vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py 8 \
 #       --cfg-options model.teacher.checkpoint=/path/to/ViT-B-16.pt
 custom_imports = dict(imports=['beit_mm'], allow_failed_imports=False)
