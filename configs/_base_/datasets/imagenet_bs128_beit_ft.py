@@ -1,12 +1,6 @@
-# ImageNet-1k classification for BEiT fine-tuning (unilm beit/datasets.py build_transform, timm create_transform):
-# RandomResizedCrop 224 bicubic, h-flip, RandAugment rand-m9-mstd0.5-inc1, RandomErasing 0.25 (per-pixel noise);
-# eval: resize the short side to 256 (crop_pct 224/256), centre crop 224. The fill values are timm's for the
-# normalization the fine-tuning config uses (ImageNet mean/std, the MIM run's): RandAugment pads with the mean colour
-# round(255 * IMAGENET_DEFAULT_MEAN) = RGB (124, 116, 104) (timm auto_augment img_mean); random erasing
-# (remode='pixel') draws N(0, 1) in normalized space, i.e. mean + std * N(0, 1) in pixels. mmpretrain's transforms
-# run on BGR images, hence the reversed lists. The train loader drops the last incomplete batch (unilm
-# run_class_finetuning.py line 272: 1251 steps per epoch at 1024).
-# Layout: data/imagenet/{train,val}/ with meta/{train,val}.txt (mmpretrain ImageNet; train/<wnid>/ folders also work).
+# ImageNet-1k classification for BEiT fine-tuning (unilm beit/datasets.py build_transform): RandomResizedCrop 224
+# bicubic, h-flip, RandAugment rand-m9-mstd0.5-inc1, RandomErasing 0.25; eval resizes the short side to 256 and
+# centre-crops 224. Layout: data/imagenet/{train,val}/ with meta/{train,val}.txt.
 data_root = 'data/imagenet/'
 bgr_mean = [103.53, 116.28, 123.675]
 bgr_std = [57.375, 57.12, 58.395]

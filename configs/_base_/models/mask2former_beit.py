@@ -1,16 +1,7 @@
-# Mask2Former (Cheng et al. CVPR 2022, arXiv 2112.01527) on a plain BEiT, through mmseg 1.2.2's real EncoderDecoder and
-# Mask2FormerHead (which wraps mmdet 3.3.0's: MSDeformAttnPixelDecoder, 9 masked-attention decoder layers, Hungarian
-# matching). The backbone is fed to the head as UPerNet's BEiT configs feed UPerHead (upernet_beit.py): blocks
-# (3, 5, 7, 11) -> Feature2Pyramid (4x ConvT-BN-GELU-ConvT, 2x ConvT, 1x, 0.5x max-pool) -> 4 levels at strides
-# 4, 8, 16, 32; the pixel decoder's deformable encoder reads the last 3, the mask features come from the first.
-# (ViT-Adapter's Mask2Former BEiT configs make the 4 levels with its adapter: configs/vit_adapter/.)
-# Sources (path:line), the same values in both:
-# - M = open-mmlab/mmsegmentation v1.2.2 configs/mask2former/mask2former_r50_8xb2-160k_ade20k-512x512.py (as shipped
-#   in the mmsegmentation 1.2.2 wheel, mmseg/.mim/configs): the mmseg 1.x / mmdet 3.x field names;
-# - C = czczup/ViT-Adapter@fd64a51 segmentation/configs/coco_stuff10k/mask2former_beit_adapter_base_512_40k_
-#   cocostuff10k_ss.py, ViT-Adapter's BEiT-B Mask2Former (its ADE20K configs are BEiT-L only).
-# Configs set the backbone's size and init, the data preprocessor, num_classes (and the loss's class_weight, one
-# per class plus the no-object weight) and test_cfg, and add 'mmdet.models' to custom_imports (M:3).
+# Mask2Former (Cheng et al. CVPR 2022) on a plain BEiT through mmseg 1.2.2's EncoderDecoder and Mask2FormerHead: blocks
+# (3, 5, 7, 11) -> Feature2Pyramid -> 4 levels at strides 4-32, as the UPerNet BEiT configs.
+# Source: open-mmlab/mmsegmentation v1.2.2 configs/mask2former/mask2former_r50_8xb2-160k_ade20k-512x512.py. Configs set
+# the backbone's size and init, the data preprocessor, num_classes with the loss's class_weight, test_cfg.
 norm_cfg = dict(type='SyncBN', requires_grad=True)
 num_classes = 150
 data_preprocessor = dict(

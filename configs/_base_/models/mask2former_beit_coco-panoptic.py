@@ -1,17 +1,7 @@
-# Mask2Former (Cheng et al. CVPR 2022) for panoptic and instance segmentation on a plain BEiT, through mmdet 3.3.0's
-# real parts: the Mask2Former detector, its Mask2FormerHead (MSDeformAttnPixelDecoder, 9 masked-attention decoder
-# layers, Hungarian matching, point-sampled mask losses) and MaskFormerFusionHead (mmdet's panoptic and instance
-# post-processing). mmseg's Mask2FormerHead (configs/_base_/models/mask2former_beit.py) is semantic only.
-# The backbone feeds the head as in the semantic BEiT Mask2Former: blocks (3, 5, 7, 11) -> mmseg's Feature2Pyramid
-# (4x, 2x, 1x, 0.5x) -> 4 levels at strides 4, 8, 16, 32.
-# Scopes: the configs keep beit_mm's default_scope 'mmseg' (configs/_base_/default_runtime.py) and name every mmdet part
-# with its scope ('mmdet.Mask2Former', 'mmdet.HungarianAssigner', ...), beit_mm's backbone 'beit_mm.BEiT' and mmseg's
-# neck 'mmseg.Feature2Pyramid', so the model builds in any default scope; mmdet's head builds its nested parts
-# (pixel decoder, losses, assigner, costs, sampler) from these scoped names.
-# Source of the head values (path:line): D = mmdet 3.3.0 configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-
-# panoptic.py (as shipped in the mmdet 3.3.0 wheel, mmdet/.mim/configs). Configs set the backbone's size and init, the
-# data preprocessor, the class counts (head, fusion head and the loss's class_weight: one per class plus the no-object
-# weight) and test_cfg's panoptic_on / instance_on.
+# Mask2Former panoptic and instance segmentation on a plain BEiT through mmdet 3.3.0's Mask2Former, Mask2FormerHead and
+# MaskFormerFusionHead; every mmdet part is named with its scope, so the model builds in any default scope.
+# Source: mmdet 3.3.0 configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-panoptic.py. Configs set the backbone, the
+# data preprocessor, the class counts and test_cfg's panoptic_on / instance_on.
 norm_cfg = dict(type='SyncBN', requires_grad=True)
 num_things_classes = 80
 num_stuff_classes = 53
