@@ -1,12 +1,8 @@
 # BEiT-B/16 masked image modeling on ImageNet-1k with DALL-E tokens, 800 epochs, 8 GPUs x 256, mixed precision.
 # Published downstream: 83.2 top-1 after 100 epochs of fine-tuning (BEiT paper; unilm beit/README.md).
 # Source: microsoft/unilm@768a3c87 beit/README.md "Pre-training BEiT-base on ImageNet-1k" and run_beit_pretraining.py.
-# The checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`.
-# The checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`.
-# checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`.
-# The checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`.
 #   python tools/convert_checkpoint.py --model dalle --source openai encoder.pkl checkpoints/dalle_encoder.pth
-# The checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`; the fine-tuning configs
+# The checkpoints (work_dirs/<this config>/epoch_N.pth) keep the backbone under `backbone.`.
 _base_ = ['../_base_/datasets/imagenet_mim.py']
 tokenizer_checkpoint = 'checkpoints/dalle_encoder.pth'
 

@@ -1,10 +1,5 @@
-# CPU demo: train the MIM demo's tokenizer (DALL-E encoder architecture, 4 groups x 1 block, 32 wide, 512 codes) as
-# a dVAE on 48x48 crops of the generated ADE20K-layout images (python tools/make_demo_data.py -> data/ade_demo; labels
-# unused), 1 process x 16 images, 200 iterations (about 5-10 minutes on 2 CPU cores). 48x48 is the tokenizer view of
-# configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py (96x96 backbone crops), 6x6 codes.
-# Annealing, shortened from DALL-E's 3M-update recipe: tau 1 -> 1/16 (cosine) over the first 150 iterations, beta
-# 0 -> 6.6 (cosine) over the first 20. beta keeps DALL-E's meaning here: at 8x downsampling the ratio of latent
-# positions to pixel values (1/192) is the same at 48px as at 256px.
+# CPU demo: the MIM demo's tokenizer (DALL-E encoder architecture, 512 codes) trained as a dVAE on 48x48 crops of the
+# generated ADE20K-layout images, 1 process x 16 images, 200 iterations, DALL-E's annealing shortened to the run.
 #   python tools/train.py configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py
 #   then export the encoder for the MIM demo: see tools/run_chain.sh (beit_mm.converters.dvae.extract_dvae_encoder)
 _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']

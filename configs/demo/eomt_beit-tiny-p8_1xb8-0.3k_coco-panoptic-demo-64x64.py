@@ -1,10 +1,6 @@
-# Demo: EoMT panoptic segmentation (beit_mm.EoMT, task='panoptic') on a tiny BEiT (4 blocks, 96 wide, 8x8-pixel patches)
-# trained FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco ->
-# data/coco_demo: things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to
-# fit 64x64 (keeping their 3:2 aspect) and padded to it, as the official EoMT feeds COCO (training/lightning_module.py:
-# 699-745 @ 7bd19dd); mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), and PQ/SQ/RQ
-# from beit_mm.PanopticQualityMetric (panopticapi's rule). The EoMT demo's optimizer and annealing structure
-# (configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py) scaled to 300 iterations: U = 300 x 0.83 / 3 = 83.
+# Demo: EoMT panoptic segmentation (beit_mm.EoMT, task='panoptic') on a tiny BEiT trained from scratch on the generated
+# COCO-layout demo (python tools/make_demo_data.py --layout coco), 1 process x 8 images, 300 iterations, images fitted
+# into 64x64 and padded as the official EoMT feeds COCO; the EoMT demo's optimizer and annealing at 300 iterations.
 _base_ = [
     '../_base_/models/eomt_beit.py', '../_base_/default_runtime.py', '../_base_/schedules/demo_adamw-layer-decay_1k.py',
     '../_base_/datasets/coco-panoptic_demo-64x64.py'
