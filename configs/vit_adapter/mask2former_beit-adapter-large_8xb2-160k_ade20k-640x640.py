@@ -5,32 +5,17 @@
 #       checkpoints/beit-large_pt22k-ft22k.pth
 # The released segmentor's backbone converts (its mmdet 2.x head does not) with
 #   python tools/convert_checkpoint.py --model vit_adapter --source official SRC DST
-_base_ = ['../mask2former/mask2former_beit-base_8xb2-160k_ade20k-640x640.py']
-crop_size = (640, 640)
+_base_ = ['./mask2former_beit-adapter-base_8xb2-160k_ade20k-640x640.py']
 pretrained = 'checkpoints/beit-large_pt22k-ft22k.pth'
 width = 1024
 model = dict(
     backbone=dict(
-        _delete_=True,
-        type='beit_mm.BEiTAdapter',
         arch='large',
-        img_size=640,
-        patch_size=16,
-        use_abs_pos_emb=False,
-        use_rel_pos_bias=True,
-        layer_scale_init_value=1e-6,
         drop_path_rate=0.3,
-        conv_inplane=64,
-        n_points=4,
         deform_num_heads=16,
-        cffn_ratio=0.25,
-        deform_ratio=0.5,
         with_cp=True,
         interaction_indexes=[[0, 5], [6, 11], [12, 17], [18, 23]],
-        norm_cfg=dict(type='SyncBN', requires_grad=True),
-        init_cfg=dict(type='Pretrained', checkpoint=pretrained,
-                      keep_init=[r'^(level_embed|spm\.|interactions\.|up\.|norm[1-4]\.)'])),
-    neck=None,
+        init_cfg=dict(checkpoint=pretrained)),
     decode_head=dict(
         in_channels=[width] * 4,
         feat_channels=width,

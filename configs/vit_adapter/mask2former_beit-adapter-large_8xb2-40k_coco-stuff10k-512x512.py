@@ -7,7 +7,6 @@ width = 1024
 model = dict(
     backbone=dict(
         arch='large',
-        layer_scale_init_value=1e-6,
         drop_path_rate=0.3,
         deform_num_heads=16,
         with_cp=True,
