@@ -16,15 +16,6 @@ model = dict(
     decode_head=dict(num_classes=num_classes),
     auxiliary_head=dict(num_classes=num_classes),
     test_cfg=dict(crop_size=crop_size, stride=(320, 320)))
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='RandomResize', scale=img_scale, ratio_range=(0.5, 2.0), keep_ratio=True),
-    dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PhotoMetricDistortion'),
-    dict(type='PackSegInputs'),
-]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=test_scale, keep_ratio=True),
@@ -32,7 +23,6 @@ test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='PackSegInputs'),
 ]
-train_dataloader = dict(batch_size=2, dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(batch_size=1, dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
 max_iters = 80000

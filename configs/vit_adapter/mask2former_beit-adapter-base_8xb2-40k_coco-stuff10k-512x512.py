@@ -9,15 +9,6 @@ _base_ = ['../_base_/models/mask2former_beit-adapter-base.py', '../_base_/datase
 crop_size = (512, 512)
 scale = (2048, 512)
 num_classes = 171
-train_pipeline = [
-    dict(type='LoadImageFromFile'),
-    dict(type='LoadAnnotations', reduce_zero_label=True),
-    dict(type='RandomResize', scale=scale, ratio_range=(0.5, 2.0), keep_ratio=True),
-    dict(type='RandomCrop', crop_size=crop_size, cat_max_ratio=0.75),
-    dict(type='RandomFlip', prob=0.5),
-    dict(type='PhotoMetricDistortion'),
-    dict(type='PackSegInputs'),
-]
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=scale, keep_ratio=True),
@@ -25,6 +16,5 @@ test_pipeline = [
     dict(type='LoadAnnotations', reduce_zero_label=True),
     dict(type='PackSegInputs'),
 ]
-train_dataloader = dict(batch_size=2, dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(batch_size=1, dataset=dict(pipeline=test_pipeline))
 test_dataloader = val_dataloader
