@@ -56,7 +56,7 @@ def compare(before: dict, after: dict) -> list[str]:
     return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest='mode', required=True)
     write = sub.add_parser('write', help='snapshot every config under a folder into a JSON file')
@@ -65,7 +65,7 @@ def main() -> int:
     comp = sub.add_parser('compare', help='print the configs whose values differ; exit 1 if any')
     comp.add_argument('before')
     comp.add_argument('after', help='a snapshot JSON file or a configs folder to snapshot now')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.mode == 'write':
         shot = snapshot(args.root)
         with open(args.out, 'w') as f:
