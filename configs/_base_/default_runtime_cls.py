@@ -11,12 +11,11 @@ default_hooks = dict(
 env_cfg = dict(
     cudnn_benchmark=False,
     mp_cfg=dict(mp_start_method='fork', opencv_num_threads=0),
-    dist_cfg=dict(backend='nccl'))  # tools/train.py switches to gloo when CUDA is unavailable
+    dist_cfg=dict(backend='nccl'))
 vis_backends = [dict(type='LocalVisBackend')]
 visualizer = dict(type='UniversalVisualizer', vis_backends=vis_backends)
 log_level = 'INFO'
 load_from = None
 resume = False
 randomness = dict(seed=None, deterministic=False)
-# Warn at start when processes x batch x accumulation differs from auto_scale_lr.base_batch_size (the recipe's batch).
 custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]

@@ -1,15 +1,11 @@
-# BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k, 300 epochs (the short schedule): everything as the
-# 1600-epoch config except Adam beta2 0.98 and no drop path. Published downstream: 85.0 top-1 after 100 epochs of
-# ImageNet fine-tuning (unilm beit2/get_started_for_image_classification.md, beitv2_base_patch16_224_pt1k_300e_ft1k).
-# Reference: unilm beit2/PRETRAINING.md "--epochs: we use 300 for short schedules", "--opt_betas: 0.98 for 300
-# epochs", "--drop_path: 0. for 300 epochs"; mmpretrain configs/beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py
-# uses the same (betas (0.9, 0.98), drop_path_rate 0.).
+# BEiT v2 BEiT-B/16 masked image modeling on ImageNet-1k, 300 epochs: the 1600-epoch config with Adam beta2 0.98 and no
+# drop path (unilm beit2/PRETRAINING.md). Published downstream: 85.0 top-1 after 100 epochs of fine-tuning.
 _base_ = ['./beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py']
 drop_path_rate = 0.0
 model = dict(backbone=dict(drop_path_rate=drop_path_rate))
 optim_wrapper = dict(optimizer=dict(betas=(0.9, 0.98)))
 max_epochs = 300
-param_scheduler = [  # unilm cosine_scheduler with --epochs 300 (see the 1600-epoch config)
+param_scheduler = [
     dict(type='LinearLR', start_factor=1e-9, by_epoch=True, begin=0, end=10, convert_to_iter_based=True),
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=True, begin=10, end=max_epochs, convert_to_iter_based=True),
 ]

@@ -12,8 +12,8 @@ crop_size = (64, 64)
 norm_cfg = dict(type='BN', requires_grad=True)
 embed_dims = 96
 model = dict(
-    data_preprocessor=dict(size=crop_size, test_cfg=dict(size_divisor=32)),  # the adapter needs multiples of 32
-    backbone=dict(_delete_=True, **_base_.beit_adapter_tiny),  # configs/_base_/models/beit-adapter-tiny_demo.py
+    data_preprocessor=dict(size=crop_size, test_cfg=dict(size_divisor=32)),
+    backbone=dict(_delete_=True, **_base_.beit_adapter_tiny),
     neck=None,
     decode_head=dict(in_channels=[embed_dims] * 4, channels=32, norm_cfg=norm_cfg),
     auxiliary_head=dict(in_channels=embed_dims, channels=16, norm_cfg=norm_cfg),

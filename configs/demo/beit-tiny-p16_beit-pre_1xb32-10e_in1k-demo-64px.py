@@ -1,6 +1,6 @@
 # CPU demo: fine-tune the tiny BEiT of the MIM demo (configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py: patch 16,
 # 96 wide, 4 blocks, 3 heads) from that run's checkpoint on the generated 5-class ImageNet-layout set
-# (beit_mm.data.demo_imagenet -> data/imagenet_demo), 64x64 crops, 1 process x 32 images, 10 epochs (70 iterations).
+# (beit_mm.data.demo.imagenet -> data/imagenet_demo), 64x64 crops, 1 process x 32 images, 10 epochs (70 iterations).
 # The checkpoint's shared relative position bias (6x6 grid) is copied into every block and resampled to 4x4 on load.
 # Recipe of beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py minus mixup/cutmix/RandAugment/erasing (200 images).
 #   python tools/train.py configs/demo/beit-tiny-p16_beit-pre_1xb32-10e_in1k-demo-64px.py \
@@ -11,7 +11,6 @@ mim_checkpoint = 'work_dirs/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px
 embed_dims = 96
 model = dict(
     type='ImageClassifier',
-    # the MIM demo's mean/std (inherited from beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py: ImageNet)
     data_preprocessor=dict(type='ClsDataPreprocessor', num_classes=5, mean=[123.675, 116.28, 103.53],
                            std=[58.395, 57.12, 57.375], to_rgb=True),
     backbone=dict(
@@ -54,5 +53,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', interval=max_epochs, max_keep_ckpts=1, save_best=None))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
 randomness = dict(seed=0, deterministic=True)

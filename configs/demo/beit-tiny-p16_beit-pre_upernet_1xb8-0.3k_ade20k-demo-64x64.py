@@ -10,7 +10,6 @@ _base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
 mim_checkpoint = 'work_dirs/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px/iter_300.pth'
 max_iters = 300
 model = dict(
-    # the MIM demo's mean/std (inherited from beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py: ImageNet)
     data_preprocessor=dict(mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]),
     backbone=dict(patch_size=16, init_cfg=dict(type='Pretrained', checkpoint=mim_checkpoint, prefix='backbone.')))
 param_scheduler = [

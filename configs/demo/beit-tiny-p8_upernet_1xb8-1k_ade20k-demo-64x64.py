@@ -21,5 +21,4 @@ model = dict(
     auxiliary_head=dict(in_channels=embed_dims, channels=16, norm_cfg=norm_cfg),
     test_cfg=dict(mode='whole'))
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) prints the same mIoU every run.
 randomness = dict(seed=0, deterministic=True)

@@ -1,13 +1,8 @@
-# Demo of "Your own dataset" (docs/data.md): the tiny BEiT (patch 8) + UPerNet demo
-# (beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py: same model, schedule, seed) trained from scratch on a set in the
-# custom layout of beit_mm.CustomSegDataset, here the generated three-class one
-# (python tools/make_demo_data.py --layout custom -> data/custom_demo: sky, grass, car; 128 px files resized to 64 as
-# the ADE20K demo's). Only the data part differs: the custom layout (configs/_base_/datasets/custom.py's dataset and
-# prefixes) at the demo's 64x64 size, reduce_zero_label=False, and the heads' num_classes = the lines of classes.txt.
-# Another set in this layout: --cfg-options {train,val,test}_dataloader.dataset.data_root=<root> and the heads'
-# num_classes (the dataset check before training names both when they disagree).
+# Demo of "Your own dataset" (docs/data.md): the tiny BEiT + UPerNet demo trained from scratch on the generated
+# three-class set in beit_mm.CustomSegDataset's layout (python tools/make_demo_data.py --layout custom). Another set in
+# this layout: --cfg-options {train,val,test}_dataloader.dataset.data_root=<root> and the heads' num_classes.
 _base_ = ['./beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py']
-num_classes = 3  # data/custom_demo/classes.txt: sky, grass, car
+num_classes = 3
 dataset_type = 'beit_mm.CustomSegDataset'
 data_root = 'data/custom_demo'
 crop_size = (64, 64)

@@ -53,5 +53,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=100, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
-# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
 randomness = dict(seed=0, deterministic=True)

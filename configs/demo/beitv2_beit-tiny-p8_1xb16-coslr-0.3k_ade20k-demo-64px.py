@@ -9,7 +9,7 @@
 #       --cfg-options model.target_generator.init_cfg.checkpoint=VQKD.pth   (or edit `tokenizer_checkpoint`)
 _base_ = ['../beit2/beitv2_beit-base-p16_8xb256-amp-coslr-1600e_in1k.py']
 tokenizer_checkpoint = 'checkpoints/vqkd_demo.pth'
-tokenizer = dict(  # the study VQ-KD's arch (its decoder is not built for tokenizing)
+tokenizer = dict(
     encoder=dict(embed_dims=128, num_layers=4, num_heads=4, mlp_ratio=4.0),
     decoder=dict(embed_dims=128, num_layers=1, num_heads=4, mlp_ratio=4.0),
     img_size=64, patch_size=8, num_codes=256, code_dims=32, out_dims=128)
@@ -19,7 +19,7 @@ patch_size = 8
 embed_dims = 96
 max_iters = 300
 
-train_pipeline = [  # the recipe's exact pipeline at 64 px (8x8 patches: 24 masked, as 75 of 14x14)
+train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
     dict(type='RandomFlip', prob=0.5, direction='horizontal'),
@@ -42,7 +42,7 @@ train_dataloader = dict(
 model = dict(
     backbone=dict(arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
                   img_size=img_size, patch_size=patch_size, drop_path_rate=0.0,
-                  cls_pretrain=dict(early_layers=3, head_layers=1)),  # BEiT-B: 9 of 12, 2
+                  cls_pretrain=dict(early_layers=3, head_layers=1)),
     head=dict(embed_dims=embed_dims, vocab_size=tokenizer['num_codes']),
     target_generator=dict(arch=tokenizer, init_cfg=dict(type='Pretrained', checkpoint=tokenizer_checkpoint)))
 
@@ -57,5 +57,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=10),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=100, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
-# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
 randomness = dict(seed=0, deterministic=True)

@@ -1,5 +1,5 @@
 # Demo: a tiny CvT (stage widths 32/64/128, depths 1/1/2) trained FROM SCRATCH on the generated 5-class ImageNet-layout
-# demo set (beit_mm.data.demo_imagenet -> data/imagenet_demo), 1 process x 32 images, 30 epochs, 64x64: the CvT
+# demo set (beit_mm.data.demo.imagenet -> data/imagenet_demo), 1 process x 32 images, 30 epochs, 64x64: the CvT
 # ImageNet recipe minus mixup/cutmix/RandAugment/erasing (200 training images). A few minutes on 2 CPU cores:
 #   bash tools/run_demo_cls.sh
 _base_ = [
@@ -24,6 +24,4 @@ default_hooks = dict(
     logger=dict(type='LoggerHook', interval=5),
     checkpoint=dict(type='CheckpointHook', interval=5, max_keep_ckpts=2, save_best=None))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) prints the same top-1 every run; tools/run_demo_cls.sh
-# reports the last checkpoint (no selection on the split it scores).
 randomness = dict(seed=0, deterministic=True)

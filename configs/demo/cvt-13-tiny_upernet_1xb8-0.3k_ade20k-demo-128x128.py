@@ -31,8 +31,6 @@ param_scheduler = [
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=300)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    # no best-checkpoint selection: tools/run_demo.sh reports the last checkpoint on the validation split
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=300, max_keep_ckpts=2, save_best=None))
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) prints the same mIoU every run.
 randomness = dict(seed=0, deterministic=True)

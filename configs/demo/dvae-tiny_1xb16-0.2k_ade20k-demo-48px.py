@@ -1,17 +1,12 @@
-# CPU demo: train the MIM demo's tokenizer (DALL-E encoder architecture, 4 groups x 1 block, 32 wide, 512 codes) as
-# a dVAE on 48x48 crops of the generated ADE20K-layout images (python tools/make_demo_data.py -> data/ade_demo; labels
-# unused), 1 process x 16 images, 200 iterations (about 5-10 minutes on 2 CPU cores). 48x48 is the tokenizer view of
-# configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py (96x96 backbone crops), 6x6 codes.
-# Annealing, shortened from DALL-E's 3M-update recipe: tau 1 -> 1/16 (cosine) over the first 150 iterations, beta
-# 0 -> 6.6 (cosine) over the first 20. beta keeps DALL-E's meaning here: at 8x downsampling the ratio of latent
-# positions to pixel values (1/192) is the same at 48px as at 256px.
+# CPU demo: the MIM demo's tokenizer (DALL-E encoder architecture, 512 codes) trained as a dVAE on 48x48 crops of the
+# generated ADE20K-layout images, 1 process x 16 images, 200 iterations, DALL-E's annealing shortened to the run.
 #   python tools/train.py configs/demo/dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py
 #   then export the encoder for the MIM demo: see tools/run_chain.sh (beit_mm.converters.dvae.extract_dvae_encoder)
 _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']
 data_root = 'data/ade_demo'
 img_size = 48
 max_iters = 200
-tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=512)  # = the MIM demo's `tokenizer`
+tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=512)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -24,13 +19,11 @@ train_dataloader = dict(
     batch_size=16,
     num_workers=2,
     dataset=dict(data_root=data_root, data_prefix='images/training', pipeline=train_pipeline))
-# usage_weight: beit_mm's codebook-usage term (see beit_mm.DVAE); without it this run ended with 25 of 512 codes in use.
 model = dict(_delete_=True, type='beit_mm.DVAE', **tokenizer, decoder_n_init=64, rec_loss='logit_laplace',
              kl_weight=6.6, usage_weight=1.0)
 custom_hooks = [
     dict(type='beit_mm.DVAEScheduleHook', temperature=(1.0, 1 / 16), temperature_iters=150, kl_weight=(0.0, 6.6),
          kl_weight_iters=20),
-    # held-out codebook usage, perplexity, PSNR and grids on <data_root>/images/validation
     dict(type='beit_mm.TokenizerEvalHook', folder=None, img_size=img_size, num_images=40, interval=max_iters),
 ]
 base_lr = 2e-3
@@ -44,5 +37,4 @@ default_hooks = dict(
     logger=dict(interval=20),
     checkpoint=dict(interval=max_iters, max_keep_ckpts=1))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))
-# Seeded and deterministic: the same machine (and thread count) gives the same result every run.
 randomness = dict(seed=0, deterministic=True)

@@ -1,8 +1,5 @@
-# Demo: EoMT instance segmentation (beit_mm.EoMT, task='instance') on the panoptic demo's tiny BEiT, data and schedule
-# (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py), with COCO's instance files of the generated
-# demo (annotations/instances_{train,val}2017.json: person, car) read by mmdet's CocoDataset; mask AP from mmdet's
-# CocoMetric (pycocotools). The official post-processing keeps the top 100 query x class scores
-# (training/mask_classification_instance.py:44 @ 7bd19dd).
+# Demo: EoMT instance segmentation (beit_mm.EoMT, task='instance') on the panoptic demo's tiny BEiT, data and schedule,
+# with the generated demo's COCO instance files (person, car); mask AP from mmdet's CocoMetric.
 _base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
           '../_base_/datasets/coco-instance_demo-64x64.py']
 data_root = 'data/coco_demo/'

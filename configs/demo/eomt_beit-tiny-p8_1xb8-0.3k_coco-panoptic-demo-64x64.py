@@ -1,10 +1,6 @@
-# Demo: EoMT panoptic segmentation (beit_mm.EoMT, task='panoptic') on a tiny BEiT (4 blocks, 96 wide, 8x8-pixel patches)
-# trained FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco ->
-# data/coco_demo: things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to
-# fit 64x64 (keeping their 3:2 aspect) and padded to it, as the official EoMT feeds COCO (training/lightning_module.py:
-# 699-745 @ 7bd19dd); mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), and PQ/SQ/RQ
-# from beit_mm.PanopticQualityMetric (panopticapi's rule). The EoMT demo's optimizer and annealing structure
-# (configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py) scaled to 300 iterations: U = 300 x 0.83 / 3 = 83.
+# Demo: EoMT panoptic segmentation (beit_mm.EoMT, task='panoptic') on a tiny BEiT trained from scratch on the generated
+# COCO-layout demo (python tools/make_demo_data.py --layout coco), 1 process x 8 images, 300 iterations, images fitted
+# into 64x64 and padded as the official EoMT feeds COCO; the EoMT demo's optimizer and annealing at 300 iterations.
 _base_ = [
     '../_base_/models/eomt_beit.py', '../_base_/default_runtime.py', '../_base_/schedules/demo_adamw-layer-decay_1k.py',
     '../_base_/datasets/coco-panoptic_demo-64x64.py'
@@ -16,10 +12,10 @@ stuff_classes = ('road', 'sky-other-merged', 'grass-merged')
 model = dict(
     data_preprocessor=dict(
         type='mmdet.DetDataPreprocessor',
-        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        mean=[127.5, 127.5, 127.5],
         std=[127.5, 127.5, 127.5],
         bgr_to_rgb=True,
-        pad_size_divisor=img_size,  # every image fits img_size x img_size: padded to exactly that, bottom and right
+        pad_size_divisor=img_size,
         pad_mask=True,
         mask_pad_value=0,
         pad_seg=True,
@@ -39,8 +35,8 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
 default_hooks = dict(checkpoint=dict(interval=max_iters),
-                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
-custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check; the annealing step
+                     visualization=dict(type='mmdet.DetVisualizationHook'))
+custom_hooks = [
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
     dict(type='beit_mm.EoMTMaskAnnealingHook'),

@@ -1,12 +1,7 @@
-# Demo: EoMT (encoder-only mask transformer, Kerssies et al. CVPR 2025) on a tiny BEiT (4 blocks, 96 wide, 8x8-pixel
-# patches) trained FROM SCRATCH on the generated ADE20K-layout demo data (python tools/make_demo_data.py), 1 process x
-# 8 images, 1k iterations, 64x64 crops: the UPerNet demo's backbone, data, optimizer and schedule
-# (configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py), so the two heads compare at the same budget.
-# EoMT's own values (github.com/tue-mps/eomt @ 7bd19dd): 100 queries for ADE20K semantic
-# (configs/dinov2/ade20k/semantic/eomt_large_512.yaml), the Mask2Former loss coefficients and points
-# (training/mask_classification_semantic.py:30-38), and the annealing structure of that config (lines 13-14: block j
-# of the last L2 starts at (j + 1) U and ends at (j + 2) U, the last end at 83% of the 39153 steps of 31 epochs)
-# scaled to 1k iterations and L2 = 2 of 4 blocks: U = 1000 x 0.83 / 3 = 277.
+# Demo: EoMT (Kerssies et al. CVPR 2025) on a tiny BEiT trained from scratch on the generated ADE20K-layout demo data, 1
+# process x 8 images, 1k iterations, 64x64 crops: the UPerNet demo's backbone, data, optimizer and schedule, so the two
+# heads compare at the same budget. EoMT's values of tue-mps/eomt@7bd19dd configs/dinov2/ade20k/semantic/
+# eomt_large_512.yaml, its annealing scaled to 1k iterations and L2 = 2 of 4 blocks (U = 277).
 _base_ = [
     '../_base_/models/eomt_beit.py', '../_base_/datasets/ade20k_demo_64x64.py', '../_base_/default_runtime.py',
     '../_base_/schedules/demo_adamw-layer-decay_1k.py'
@@ -15,8 +10,8 @@ crop_size = (64, 64)
 embed_dims = 96
 model = dict(
     data_preprocessor=dict(
-        type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
-        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        type='beit_mm.PhotoMetricSegDataPreProcessor',
+        mean=[127.5, 127.5, 127.5],
         std=[127.5, 127.5, 127.5],
         bgr_to_rgb=True,
         pad_val=0,
@@ -27,11 +22,11 @@ model = dict(
     num_blocks=2,
     mask_annealing=dict(start_steps=[277, 554], end_steps=[554, 831], poly_power=0.9),
     test_cfg=dict(mode='whole'))
-custom_hooks = [  # default_runtime's, and the annealing step
+custom_hooks = [
     dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
-    dict(type='beit_mm.EoMTMaskAnnealingHook'),  # the annealing step; EoMT refuses to train without it
+    dict(type='beit_mm.EoMTMaskAnnealingHook'),
 ]
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)

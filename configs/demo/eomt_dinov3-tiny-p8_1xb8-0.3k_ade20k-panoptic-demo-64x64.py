@@ -11,6 +11,6 @@ model = dict(
         patch_size=8,
         num_register_tokens=4,
         layer_scale_init_value=0.1,
-        rope_rescale_coords=2.0,  # DINOv3's training-time RoPE rescale (off in eval)
+        rope_rescale_coords=2.0,
         drop_path_rate=0.0,
         final_norm=True))

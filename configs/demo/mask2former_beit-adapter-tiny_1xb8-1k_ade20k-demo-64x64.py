@@ -6,6 +6,6 @@
 # (beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py).
 _base_ = ['./mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py', '../_base_/models/beit-adapter-tiny_demo.py']
 model = dict(
-    data_preprocessor=dict(test_cfg=dict(_delete_=True, size_divisor=32)),  # the adapter needs multiples of 32
-    backbone=dict(_delete_=True, **_base_.beit_adapter_tiny),  # configs/_base_/models/beit-adapter-tiny_demo.py
+    data_preprocessor=dict(test_cfg=dict(_delete_=True, size_divisor=32)),
+    backbone=dict(_delete_=True, **_base_.beit_adapter_tiny),
     neck=None)

@@ -1,9 +1,6 @@
-# Demo: Mask2Former instance segmentation (mmdet 3.3.0's Mask2Former with no stuff classes, instance_on, as mmdet's
-# configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco.py:3-35 derives its instance config from the panoptic one) on
-# the panoptic demo's tiny BEiT, data and schedule (configs/demo/mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-
-# 64x64.py), with COCO's instance files of the generated demo (annotations/instances_{train,val}2017.json: person, car)
-# read by mmdet's CocoDataset; mask AP from mmdet's CocoMetric (pycocotools). mmdet's post-processing keeps the top 100
-# query x class scores (test_cfg.max_per_image).
+# Demo: Mask2Former instance segmentation (mmdet 3.3.0, no stuff classes, instance_on, as mmdet derives its instance
+# config from the panoptic one) on the panoptic demo's tiny BEiT, data and schedule, with the generated demo's COCO
+# instance files (person, car); mask AP from mmdet's CocoMetric.
 _base_ = ['./mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
           '../_base_/datasets/coco-instance_demo-64x64.py']
 data_root = 'data/coco_demo/'

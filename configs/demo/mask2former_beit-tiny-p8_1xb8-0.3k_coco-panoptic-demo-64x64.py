@@ -1,19 +1,11 @@
-# Demo: Mask2Former panoptic segmentation (mmdet 3.3.0's Mask2Former detector, Mask2FormerHead and MaskFormerFusionHead:
-# configs/_base_/models/mask2former_beit_coco-panoptic.py) on the EoMT panoptic demo's tiny BEiT (4 blocks, 96 wide,
-# 8x8-pixel patches), data and schedule (configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py), trained
-# FROM SCRATCH on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco -> data/coco_demo:
-# things person, car; stuff road, sky, grass), 1 process x 8 images, 300 iterations, images resized to fit 64x64;
-# mmdet's CocoPanopticDataset with beit_mm.LoadPanopticAnnotations (no panopticapi), PQ/SQ/RQ (all, things, stuff) from
-# beit_mm.PanopticQualityMetric (panopticapi's rule). As the semantic Mask2Former demo
-# (configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py): backbone blocks (0, 1, 2, 3) -> Feature2Pyramid,
-# the head narrowed from 256 to 64 channels in 4 heads (feed-forward 4x) and the loss's sampled points cut from 12544
-# to the semantic demo's 196 (CPU time: the point loss and matching of 10 predictions x 8 images dominate a step).
-# Scopes: beit_mm's default_scope 'mmseg' (default_runtime.py) with every mmdet part named 'mmdet.<name>'.
+# Demo: Mask2Former panoptic segmentation (mmdet 3.3.0) on the EoMT panoptic demo's tiny BEiT, data and schedule,
+# trained from scratch on the generated COCO-layout demo (python tools/make_demo_data.py --layout coco), 1 process x 8
+# images, 300 iterations; the head narrowed to 64 channels and 196 sampled points as the semantic Mask2Former demo.
 _base_ = [
     '../_base_/models/mask2former_beit_coco-panoptic.py', '../_base_/default_runtime.py',
     '../_base_/schedules/demo_adamw-layer-decay_1k.py', '../_base_/datasets/coco-panoptic_demo-64x64.py'
 ]
-custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's detector and head
+custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 img_size = 64
 embed_dims = 96
 head_dims = 64
@@ -24,7 +16,7 @@ num_stuff_classes = len(stuff_classes)
 num_classes = num_things_classes + num_stuff_classes
 norm_cfg = dict(type='BN', requires_grad=True)
 model = dict(
-    data_preprocessor=dict(pad_size_divisor=img_size),  # every image fits 64x64: padded to exactly that
+    data_preprocessor=dict(pad_size_divisor=img_size),
     backbone=dict(
         arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=4, num_heads=3, mlp_ratio=4.0),
         img_size=img_size,
@@ -58,13 +50,12 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=20, end=max_iters),
 ]
 default_hooks = dict(checkpoint=dict(interval=max_iters),
-                     visualization=dict(type='mmdet.DetVisualizationHook'))  # mmdet's pictures (--show-dir)
-custom_hooks = [  # default_runtime's without the ADE20K-layout dataset check
+                     visualization=dict(type='mmdet.DetVisualizationHook'))
+custom_hooks = [
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),
 ]
 visualizer = dict(_delete_=True, type='beit_mm.PanopticDetLocalVisualizer', vis_backends=[dict(type='LocalVisBackend')])
-# (each run gets a visualizer of its own: beit_mm.engine.runner.build_runner)
 tta_model = None
 env_cfg = dict(cudnn_benchmark=False, dist_cfg=dict(backend='gloo'))
 randomness = dict(seed=0, deterministic=True)

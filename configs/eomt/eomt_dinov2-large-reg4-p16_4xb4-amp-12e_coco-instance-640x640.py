@@ -1,22 +1,6 @@
-# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for COCO instance segmentation at 640x640: the official
-# configuration, github.com/tue-mps/eomt @ 7bd19dd configs/dinov2/coco/instance/eomt_large_640.yaml with
-# training/mask_classification_instance.py and datasets/coco_instance.py + datasets/transforms.py.
-# Published: 45.2 mask AP (COCO val2017, pycocotools; tue-mps/eomt model_zoo/dinov2.md:213-216,239; weights on HF:
-# tue-mps/coco_instance_eomt_large_640).
-#
-# Start: checkpoints/dinov2-large-reg4_p16-640.pth, as the panoptic 640 config. Data: COCO 2017 in mmdet's layout under
-# data/coco (train2017/, val2017/, annotations/instances_{train,val}2017.json), mmdet's CocoDataset; mask AP from
-# mmdet's CocoMetric (pycocotools), as the published number.
-#
-# Official values (tue-mps/eomt @ 7bd19dd, path:line); optimizer, lr schedule, loss, batch, precision and seed as the
-# panoptic 640 config (mask_classification_instance.py:28-41 has the same defaults):
-# - schedule: 12 epochs (eomt_large_640.yaml:2), validation every 2 epochs (:3); 7329 steps an epoch: the 117266
-#   train2017 images with an annotation (datasets/dataset.py:86-103 keeps the images named in the annotations) in
-#   batches of 16 with drop_last (datasets/coco_instance.py:184) = 87948 iterations;
-# - model: 200 queries (eomt_large_640.yaml:19), L2 = 4 (models/eomt.py:24), 80 classes (coco_instance.py:109);
-#   mask annealing starts 14782, 29564, 44346, 59128, ends 29564, 44346, 59128, 73910 (eomt_large_640.yaml:14-15:
-#   the panoptic config's steps); the top 100 query x class scores kept per image (mask_classification_instance.py:44);
-# - data and test: as the panoptic 640 config (coco_instance.py:110-111: no colour jitter, scale range 0.1-2.0).
+# EoMT-L (DINOv2-style ViT-L/16 with 4 registers) for COCO instance segmentation at 640x640, the official recipe.
+# Published: 45.2 mask AP (COCO val2017; tue-mps/eomt model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/coco/instance/eomt_large_640.yaml.
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
 model = dict(
     data_preprocessor=dict(pad_seg=False),
@@ -29,7 +13,7 @@ train_pipeline = [
     dict(type='beit_mm.LoadCocoAnnotations', with_bbox=True, with_mask=True),
     dict(type='mmdet.RandomFlip', prob=0.5),
     dict(type='mmdet.RandomResize', scale=(640, 640), ratio_range=(0.1, 2.0), keep_ratio=True,
-         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+         resize_type='mmdet.Resize'),
     dict(type='mmdet.RandomCrop', crop_size=(640, 640), crop_type='absolute', recompute_bbox=True,
          allow_negative_crop=True),
     dict(type='mmdet.PackDetInputs'),
@@ -62,7 +46,7 @@ val_evaluator = dict(
     _delete_=True, type='mmdet.CocoMetric', ann_file='data/coco/annotations/instances_val2017.json', metric='segm')
 test_evaluator = val_evaluator
 iters_per_epoch = 7329
-max_iters = 12 * iters_per_epoch  # 87948
+max_iters = 12 * iters_per_epoch
 param_scheduler = [
     dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=(500, 1000), poly_power=0.9, by_epoch=False, begin=0,
          end=max_iters),

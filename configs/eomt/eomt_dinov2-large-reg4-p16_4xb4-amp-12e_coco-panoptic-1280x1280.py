@@ -1,11 +1,6 @@
-# EoMT-L for COCO panoptic segmentation at 1280x1280: the official configs/dinov2/coco/panoptic/eomt_large_1280.yaml
-# (github.com/tue-mps/eomt @ 7bd19dd), which is eomt_large_640.yaml with img_size [1280, 1280] (eomt_large_1280.yaml:24;
-# the same 12 epochs, 200 queries and annealing steps, :2,13-14,18): everything as
-# eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py at 1280 (jitter target, crop, test resize and pad,
-# the ViT's 80x80 position embedding).
-# Published: 58.3 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov2.md:88-91; weights on HF:
-# tue-mps/coco_panoptic_eomt_large_1280). The README's "up to 58.9 PQ with EoMT-L at 1280x1280" (README.md:44) is
-# the DINOv3 run (model_zoo/dinov3.md:42-45), not this DINOv2 one.
+# EoMT-L for COCO panoptic segmentation at 1280x1280: eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py
+# at 1280. Published: 58.3 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov2.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov2/coco/panoptic/eomt_large_1280.yaml.
 #   python tools/convert_checkpoint.py --model dinov2 --source timm --img-size 1280 --patch-size 16 \
 #       vit_large_patch14_reg4_dinov2.lvd142m.safetensors checkpoints/dinov2-large-reg4_p16-1280.pth
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
@@ -19,7 +14,7 @@ train_pipeline = [
     dict(type='beit_mm.LoadPanopticAnnotations', with_bbox=True, with_mask=True, with_seg=True),
     dict(type='mmdet.RandomFlip', prob=0.5),
     dict(type='mmdet.RandomResize', scale=(img_size, img_size), ratio_range=(0.1, 2.0), keep_ratio=True,
-         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+         resize_type='mmdet.Resize'),
     dict(type='mmdet.RandomCrop', crop_size=(img_size, img_size), crop_type='absolute', recompute_bbox=True,
          allow_negative_crop=True),
     dict(type='mmdet.PackDetInputs'),

@@ -1,15 +1,12 @@
-# EoMT-B on DINOv3 ViT-B/16 (LVD-1689M) for COCO panoptic segmentation at 640x640, the 2x schedule: the official
-# configs/dinov3/coco/panoptic/eomt_base_640_2x.yaml (github.com/tue-mps/eomt @ 7bd19dd): the DINOv3 ViT-L config
-# eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-640x640.py with ViT-B, L2 = 3 blocks, 24 epochs and the annealing of
-# that schedule.
-# Published: 53.1 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov3.md:27-33; weights on HF:
-# tue-mps/coco_panoptic_eomt_base_640_dinov3, deltas to the DINOv3 weights).
-# Start (gated: accept the DINOv3 License on huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m):
+# EoMT-B on DINOv3 ViT-B/16 for COCO panoptic 640x640, 24 epochs: eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-
+# 640x640.py with ViT-B and L2 = 3. Published: 53.1 PQ (COCO panoptic val2017; tue-mps/eomt model_zoo/dinov3.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov3/coco/panoptic/eomt_base_640_2x.yaml. The weights are gated (DINOv3 License
+# on huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m):
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitb16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-base.pth
 _base_ = ['./eomt_dinov3-large-p16_4xb4-amp-12e_coco-panoptic-640x640.py']
 pretrained = 'checkpoints/dinov3-base.pth'
-max_iters = 24 * 7391  # 24 epochs of the base config's iters_per_epoch = 177384
+max_iters = 24 * 7391
 model = dict(
     backbone=dict(arch='base', init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     num_blocks=3,

@@ -1,11 +1,6 @@
-# EoMT-L on DINOv3 ViT-L/16 for COCO instance segmentation at 1280x1280: the official
-# configs/dinov3/coco/instance/eomt_large_1280.yaml (github.com/tue-mps/eomt @ 7bd19dd) as
-# eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py at 1280. That yaml sets no img_size (the DINOv2 one does,
-# configs/dinov2/coco/instance/eomt_large_1280.yaml:25), so run as written it trains at 640; the model zoo gives the
-# published model's input as 1280x1280 (model_zoo/dinov3.md:98), which this config follows.
-# Published: 49.9 mask AP (COCO val2017; tue-mps/eomt model_zoo/dinov3.md:96-102; weights on HF:
-# tue-mps/coco_instance_eomt_large_1280_dinov3, deltas to the DINOv3 weights).
-# Start: checkpoints/dinov3-large.pth (RoPE: the same file at every size):
+# EoMT-L on DINOv3 ViT-L/16 for COCO instance 1280x1280: eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py at
+# 1280 (the model zoo's input size). Published: 49.9 mask AP (COCO val2017; tue-mps/eomt model_zoo/dinov3.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov3/coco/instance/eomt_large_1280.yaml.
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitl16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-large.pth
 _base_ = ['./eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py']
@@ -16,7 +11,7 @@ train_pipeline = [
     dict(type='beit_mm.LoadCocoAnnotations', with_bbox=True, with_mask=True),
     dict(type='mmdet.RandomFlip', prob=0.5),
     dict(type='mmdet.RandomResize', scale=(img_size, img_size), ratio_range=(0.1, 2.0), keep_ratio=True,
-         resize_type='mmdet.Resize'),  # mmdet's Resize (boxes, masks, panoptic map), not mmcv's
+         resize_type='mmdet.Resize'),
     dict(type='mmdet.RandomCrop', crop_size=(img_size, img_size), crop_type='absolute', recompute_bbox=True,
          allow_negative_crop=True),
     dict(type='mmdet.PackDetInputs'),

@@ -1,21 +1,8 @@
-# EoMT-L on DINOv3 ViT-L/16 (LVD-1689M; 4 storage tokens, 2-D RoPE, no absolute position embedding) for ADE20K
-# semantic segmentation at 512x512: the official configs/dinov3/ade20k/semantic/eomt_large_512.yaml (github.com/
-# tue-mps/eomt @ 7bd19dd), which is the DINOv2 run of eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py with
-# another backbone, 16 epochs, lr 2e-4, no layer decay, warmup (2000, 3000) and earlier mask annealing.
-# Published: 59.5 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov3.md:65-71; weights on HF:
-# tue-mps/ade_semantic_eomt_large_512_dinov3, deltas to the DINOv3 weights).
-#
-# Start, as the official run (models/vit.py:27-33 loads facebook/dinov3-vitl16-pretrain-lvd1689m with transformers):
-# the HF folder is gated (accept the DINOv3 License on huggingface.co/facebook/dinov3-vitl16-pretrain-lvd1689m, then
-# download its model.safetensors, saved under the name below); the official .pth converts with --source official:
+# EoMT-L on DINOv3 ViT-L/16 (4 storage tokens, 2-D RoPE) for ADE20K semantic 512x512, 16 epochs.
+# Published: 59.5 mIoU (ADE20K val; tue-mps/eomt model_zoo/dinov3.md).
+# Source: tue-mps/eomt@7bd19dd configs/dinov3/ade20k/semantic/eomt_large_512.yaml.
 #   python tools/convert_checkpoint.py --model dinov3 --source hf dinov3-vitl16-pretrain-lvd1689m.safetensors \
 #       checkpoints/dinov3-large.pth
-#
-# Differences from the DINOv2 config (line-level sources: tests/configs/reference_recipes.py RECIPES_EOMT_DINOV3):
-# backbone DINOv3 ViT-L/16; 16 epochs; lr 2e-4; llrd 1.0 with lr_mult 0.1 (lr_mult multiplies nothing in the official
-# optimizer, it only exempts the last L2 blocks from a decay that llrd 1.0 does not make: every parameter trains at
-# 2e-4); warmup (2000, 3000); annealing starts 0, 6520, 9780, 13040, ends 3000, 9780, 13040, 16300.
-# delta_weights (eomt_large_512.yaml:19) only says how the published weights are stored.
 _base_ = ['./eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py', '../_base_/models/eomt_dinov3-large.py']
 pretrained = 'checkpoints/dinov3-large.pth'
 model = dict(
@@ -23,7 +10,7 @@ model = dict(
                   init_cfg=dict(type='Pretrained', checkpoint=pretrained)),
     mask_annealing=dict(start_steps=[0, 6520, 9780, 13040], end_steps=[3000, 9780, 13040, 16300]))
 base_lr = 2e-4
-max_iters = 16 * 1263  # 16 epochs of the base config's iters_per_epoch = 20208
+max_iters = 16 * 1263
 optim_wrapper = dict(optimizer=dict(lr=base_lr), paramwise_cfg=dict(layer_decay_rate=1.0, llrd_l2_enabled=False))
 param_scheduler = [
     dict(type='beit_mm.TwoStageWarmupPolyLR', warmup_steps=(2000, 3000), poly_power=0.9, by_epoch=False, begin=0,

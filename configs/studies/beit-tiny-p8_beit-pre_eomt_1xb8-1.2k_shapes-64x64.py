@@ -1,14 +1,6 @@
-# MIM study, stage 3 with EoMT (tools/analysis/mim_study.py --heads eomt): the study's UPerNet fine-tuning config
-# (beit-tiny-p8_beit-pre_upernet_1xb8-1.2k_shapes-64x64.py: same backbone, init, data, optimizer, layer decay,
-# schedule, 1200 iterations at batch 8) with the neck and both heads replaced by EoMT (beit_mm.EoMT, Kerssies et al.
-# CVPR 2025): 100 queries join the patch tokens for the last 2 of the 6 blocks, mask and class predictions from the
-# final norm, masked attention annealed away. Differences from the UPerNet arm, forced by EoMT: drop path 0 (the
-# official blocks run without it, tue-mps/eomt models/eomt.py:185-195; UPerNet's arm uses 0.1) and the final norm
-# (EoMT predicts from it; the MIM checkpoints carry it).
-# EoMT's own values (github.com/tue-mps/eomt @ 7bd19dd): 100 queries (configs/dinov2/ade20k/semantic/
-# eomt_large_512.yaml:18), the Mask2Former loss coefficients and points (training/mask_classification_semantic.py
-# defaults), and the annealing structure of that config (lines 13-14: block j of the last L2 starts at (j + 1) U and
-# ends at (j + 2) U, the last end at 83% of the run) at 1200 iterations and L2 = 2: U = 1200 x 0.83 / 3 = 332.
+# MIM study, stage 3 with EoMT (tools/analysis/mim_study.py --heads eomt): the study's UPerNet fine-tuning config with
+# the neck and heads replaced by EoMT (100 queries for the last 2 of 6 blocks, no drop path, final norm), annealing
+# structure of tue-mps/eomt@7bd19dd configs/dinov2/ade20k/semantic/eomt_large_512.yaml at 1200 iterations (U = 332).
 #   python tools/train.py configs/studies/beit-tiny-p8_beit-pre_eomt_1xb8-1.2k_shapes-64x64.py \
 #       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_3000.pth
 _base_ = ['./beit-tiny-p8_beit-pre_upernet_1xb8-1.2k_shapes-64x64.py']
@@ -43,7 +35,7 @@ model = dict(
         importance_sample_ratio=0.75),
     ignore_index=255,
     test_cfg=dict(mode='whole'))
-custom_hooks = [  # default_runtime's, and the annealing step
+custom_hooks = [
     dict(type='beit_mm.SegDatasetCheckHook', num_samples=200),
     dict(type='beit_mm.NonFiniteLossHook'),
     dict(type='beit_mm.BatchSizeCheckHook'),

@@ -10,7 +10,7 @@
 #   python tools/train.py configs/studies/beit-tiny-p8_beit-pre_mask2former_1xb8-1.2k_shapes-64x64.py \
 #       --cfg-options model.backbone.init_cfg.checkpoint=work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_3000.pth
 _base_ = ['./beit-tiny-p8_beit-pre_upernet_1xb8-1.2k_shapes-64x64.py']
-custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)  # mmdet's head parts
+custom_imports = dict(imports=['beit_mm', 'mmdet.models'], allow_failed_imports=False)
 head_dims = 64
 model = dict(
     auxiliary_head=None,
@@ -55,7 +55,7 @@ model = dict(
                              add_identity=True)),
             init_cfg=None),
         loss_cls=dict(type='mmdet.CrossEntropyLoss', use_sigmoid=False, loss_weight=2.0, reduction='mean',
-                      class_weight=[1.0] * 7 + [0.1]),  # the base's 7 classes, then no-object
+                      class_weight=[1.0] * 7 + [0.1]),
         loss_mask=dict(type='mmdet.CrossEntropyLoss', use_sigmoid=True, reduction='mean', loss_weight=5.0),
         loss_dice=dict(type='mmdet.DiceLoss', use_sigmoid=True, activate=True, reduction='mean', naive_dice=True,
                        eps=1.0, loss_weight=5.0),

@@ -14,7 +14,7 @@ _base_ = [
 mim_checkpoint = 'work_dirs/mim_study/mim/tokens-blockwise_seed0/iter_3000.pth'
 data_root = 'data/shapes'
 num_classes = 7
-class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')  # ADE20K's first 7 class names
+class_names = ('wall', 'building', 'sky', 'floor', 'tree', 'ceiling', 'road')
 crop_size = (64, 64)
 norm_cfg = dict(type='BN', requires_grad=True)
 embed_dims = 128
@@ -53,7 +53,7 @@ param_scheduler = [
     dict(type='PolyLR', power=1.0, eta_min=0.0, by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=max_iters)
-auto_scale_lr = dict(enable=False, base_batch_size=8)  # this recipe's batch (BatchSizeCheckHook compares with it)
+auto_scale_lr = dict(enable=False, base_batch_size=8)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=max_iters, max_keep_ckpts=1, save_best=None))

@@ -1,20 +1,12 @@
-# MIM study, stage 2 (the default arm): BEiT masked image modeling of a tiny BEiT (patch 8, 128 wide, 6 blocks,
-# 4 heads) on the unlabeled pool's 64x64 images: 8x8 patch grid, blockwise mask of 40% of it (26 of 64 patches,
-# blocks of >= 4 patches), targets = ids of the study's dVAE tokenizer on the same 64 px view (8x8 ids, one per
-# patch). 1 process x 32 images, 3000 iterations (32 epochs of 3000 images, ~12 min on 2 CPU cores), AdamW lr 1.5e-3
-# (BEiT's, at batch 2048), warmup 10%, cosine, clip 3, unilm's pretraining init, layer scale 0.1, shared relative
-# position bias.
-# beit_mm.DenseProbeHook probes the frozen features every 500 iterations (and at iteration 0) on the labeled set
-# (data/shapes, 7 classes; tools/analysis/mim_study.py points it at --labeled-root): linear-probe mIoU / mAcc and k-NN
-# accuracy of 8 px patch labels, first 128 training / 64 validation images, blocks (1, 2, 3, 5) as UPerNet reads them.
-# Ablation arms (same everything else): *_mim-pixels-blockwise.py (targets = per-patch normalized pixels, L2) and
-# *_mim-tokens-random.py (uniformly random masking of the same count).
+# MIM study, stage 2 (the default arm): BEiT masked image modeling of a tiny BEiT (patch 8, 128 wide, 6 blocks) on the
+# unlabeled pool's 64x64 images, blockwise mask of 26 of 64 patches, targets = ids of the study's dVAE tokenizer; 1
+# process x 32 images, 3000 iterations. beit_mm.DenseProbeHook probes the frozen features every 500 iterations.
 #   python tools/train.py configs/studies/beit_beit-tiny-p8_tokens-blockwise_1xb32-coslr-3k_shapes-64px.py \
 #       --cfg-options model.target_generator.init_cfg.checkpoint=TOKENIZER.pth \
 #           train_dataloader.dataset.data_root=data/shapes_unlabeled
 _base_ = ['../beit/beit_beit-base-p16_8xb256-amp-coslr-800e_in1k.py']
 tokenizer_checkpoint = 'work_dirs/mim_study/tokenizer.pth'
-tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)  # = dvae-tiny-v256_1xb32-1k_shapes-64px.py
+tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)
 data_root = 'data/shapes_unlabeled'
 img_size = 64
 patch_size = 8
@@ -44,7 +36,6 @@ train_dataloader = dict(
                  pipeline=train_pipeline))
 
 model = dict(
-    # BEiT's [-1, 1] pixels, the normalization of the study's fine-tuning config (upernet_beit)
     data_preprocessor=dict(mean=[127.5, 127.5, 127.5], std=[127.5, 127.5, 127.5]),
     backbone=dict(arch=dict(_delete_=True, embed_dims=embed_dims, num_layers=6, num_heads=4, mlp_ratio=4.0),
                   img_size=img_size,
@@ -63,10 +54,9 @@ param_scheduler = [
     dict(type='CosineAnnealingLR', eta_min=1e-5, by_epoch=False, begin=warmup_iters, end=max_iters),
 ]
 train_cfg = dict(_delete_=True, type='IterBasedTrainLoop', max_iters=max_iters)
-auto_scale_lr = dict(enable=False, base_batch_size=32)  # this recipe's batch (BatchSizeCheckHook compares with it)
+auto_scale_lr = dict(enable=False, base_batch_size=32)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=100),
-    # every 500 iterations (the last one kept), so a cut run resumes (mim_study.py resumes its own cut runs)
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
 labeled_root = 'data/shapes'

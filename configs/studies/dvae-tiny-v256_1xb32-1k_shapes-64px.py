@@ -1,21 +1,14 @@
-# MIM study, stage 1: the tokenizer. A small DALL-E-architecture dVAE (4 groups x 1 block, 32 wide, 256 codes) trained
-# on the unlabeled pool's 64x64 images (any folder tree: images/training of an ADE20K-layout root) -> 8x8 codes, one
-# per 8 px patch of the study's BEiT (patch 8, 64 px), 1 process x 32 images, 1k iterations (~8 min on 2 CPU cores).
-# Recipe: DALL-E's (appendix A.2: logit-Laplace likelihood, KL weight beta 0 -> 6.6 over the first updates, Gumbel
-# temperature 1 -> 1/16 cosine), with the annealing spread over this short run: beta reaches 6.6 after 10% and the
-# temperature 1/16 after 60% of the iterations, AdamW lr 1e-3 with 100 warmup iterations and cosine decay, clip 10.
-# Plus beit_mm's codebook-usage term (usage_weight=1.0: KL of the batch's average code distribution to the uniform
-# prior, wav2vec 2.0's diversity loss; see beit_mm.DVAE): without it the hard codes collapse on these images, whose
-# flat backgrounds fill three quarters of the patches (held-out numbers in docs/pretraining.md).
+# MIM study, stage 1: the tokenizer. A small DALL-E-architecture dVAE (256 codes) on the unlabeled pool's 64x64 images
+# -> 8x8 codes, 1 process x 32 images, 1k iterations, DALL-E's recipe with its annealing spread over the short run, plus
+# beit_mm's codebook-usage term (without it the hard codes collapse on these flat-background images).
 #   python tools/train.py configs/studies/dvae-tiny-v256_1xb32-1k_shapes-64px.py --cfg-options \
 #       train_dataloader.dataset.data_root=data/shapes_unlabeled
 #   python tools/convert_checkpoint.py --model dalle --source dvae work_dirs/<this config>/iter_1000.pth tokenizer.pth
-# TokenizerEvalHook logs held-out codebook usage, perplexity and PSNR and writes reconstruction grids.
 _base_ = ['../dvae/dvae_8xb64-3000k_in1k-256px.py']
 data_root = 'data/shapes_unlabeled'
 img_size = 64
 max_iters = 1000
-tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)  # = the study MIM configs' `tokenizer`
+tokenizer = dict(group_count=4, n_hid=32, n_blk_per_group=1, vocab_size=256)
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -30,7 +23,7 @@ train_dataloader = dict(
     dataset=dict(data_root=data_root, data_prefix='images/training', pipeline=train_pipeline))
 model = dict(_delete_=True, type='beit_mm.DVAE', **tokenizer, decoder_n_init=64, rec_loss='logit_laplace',
              kl_weight=6.6, usage_weight=1.0)
-heldout_folder = 'data/shapes/images/validation'  # images the tokenizer never trains on
+heldout_folder = 'data/shapes/images/validation'
 custom_hooks = [
     dict(type='beit_mm.DVAEScheduleHook', temperature=(1.0, 1 / 16), temperature_iters=max_iters * 6 // 10,
          kl_weight=(0.0, 6.6), kl_weight_iters=max_iters // 10),
@@ -46,5 +39,5 @@ param_scheduler = [
 train_cfg = dict(max_iters=max_iters)
 default_hooks = dict(
     logger=dict(interval=100),
-    checkpoint=dict(interval=250, max_keep_ckpts=1))  # every 250 iterations, so a cut run resumes
+    checkpoint=dict(interval=250, max_keep_ckpts=1))
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

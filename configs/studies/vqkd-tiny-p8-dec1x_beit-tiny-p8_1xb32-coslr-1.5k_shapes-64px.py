@@ -1,24 +1,19 @@
-# MIM study: a tiny VQ-KD tokenizer distilled from a backbone pretrained label-free on the study pool, instead of the
-# dVAE (configs/studies/dvae-tiny-v256_1xb32-1k_shapes-64px.py). Encoder: BEiT 4 blocks x 128 wide, patch 8 on 64x64 images
-# -> 8x8 codes (one per patch of the study's BEiT), 256 codes x 32, 1-block decoder to the teacher's 128-d features.
-# Teacher: the study's BEiT (patch 8, 128 wide, 6 blocks) after masked image modeling, e.g. the pixel-target arm:
+# MIM study: a tiny VQ-KD tokenizer (BEiT 4 x 128 encoder, patch 8, 256 codes x 32, 1-block decoder) distilled from the
+# study's BEiT after masked image modeling, beit2/TOKENIZER.md's recipe at 1 process x 32 images, 1500 iterations.
+# The teacher, e.g. the pixel-target arm, then the tokenizer:
 #   python tools/train.py configs/studies/beit_beit-tiny-p8_pixels-blockwise_1xb32-coslr-3k_shapes-64px.py \
 #       --work-dir work_dirs/vqkd_teacher --cfg-options train_dataloader.dataset.data_root=data/shapes_unlabeled
 #   python tools/train.py configs/studies/vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py \
 #       --cfg-options model.teacher.backbone.init_cfg.checkpoint=work_dirs/vqkd_teacher/iter_3000.pth
-# Recipe: beit2/TOKENIZER.md's (AdamW betas (0.9, 0.99), weight decay 1e-4, k-means init, EMA 0.99, cosine loss,
-# min crop scale 0.08, bicubic) at 1 process x 32 images, lr 1e-3 with 10% warmup, 1500 iterations (~16 epochs of
-# 3000 images). TokenizerEvalHook logs held-out usage, perplexity, dead codes and teacher cosine.
-# dead_code_ratio=0.0 is unilm's quantizer; > 0 turns on beit_mm's dead-code re-seeding (beit_mm.NormEMAQuantizer).
 _base_ = ['../vqkd/vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py']
 data_root = 'data/shapes_unlabeled'
-heldout_folder = 'data/shapes/images/validation'  # images the tokenizer never trains on
+heldout_folder = 'data/shapes/images/validation'
 teacher_checkpoint = 'work_dirs/vqkd_teacher/iter_3000.pth'
 img_size = 64
 max_iters = 1500
 warmup_iters = 150
 base_lr = 1e-3
-embed_dims = 128  # the teacher's width
+embed_dims = 128
 
 model = dict(
     arch=dict(_delete_=True,
@@ -30,12 +25,11 @@ model = dict(
     teacher=dict(
         _delete_=True,
         type='beit_mm.BackboneTeacher',
-        # = configs/studies/beit_beit-tiny-p8_*_1xb32-coslr-3k_shapes-64px.py's backbone, final-normed patch tokens
         backbone=dict(type='beit_mm.BEiT', arch=dict(embed_dims=embed_dims, num_layers=6, num_heads=4, mlp_ratio=4.0),
                       img_size=img_size, patch_size=8, use_abs_pos_emb=False, use_rel_pos_bias=False,
                       use_shared_rel_pos_bias=True, layer_scale_init_value=0.1, drop_path_rate=0.0, final_norm=True,
                       init_cfg=dict(type='Pretrained', checkpoint=teacher_checkpoint, prefix='backbone.')),
-        mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)))  # the study's MIM data_preprocessor: [-1, 1] pixels
+        mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5)))
 
 train_pipeline = [
     dict(type='LoadImageFromFile'),
@@ -62,6 +56,6 @@ custom_hooks = [
 ]
 default_hooks = dict(
     logger=dict(interval=100),
-    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=1))  # every 500 iterations: a cut run resumes
+    checkpoint=dict(by_epoch=False, interval=500, max_keep_ckpts=1))
 log_processor = dict(by_epoch=False)
 env_cfg = dict(dist_cfg=dict(backend='gloo'))

@@ -1,6 +1,4 @@
-# unilm `vqkd_encoder_base_decoder_1x768x12_dino`: the 1x recipe distilled from DINO ViT-B/16 (768-d patch tokens
-# after the final norm, ImageNet-normalized input: beit2/vqkd_teacher/dino.py, modeling_vqkd.py ScalingLayerForIM).
-# Convert DINO's dino_vitbase16_pretrain.pth first:
+# unilm `vqkd_encoder_base_decoder_1x768x12_dino`: the 1x recipe distilled from DINO ViT-B/16.
 #   python tools/convert_checkpoint.py --model dino --source official dino_vitbase16_pretrain.pth \
 #       checkpoints/dino_vitb16.pth
 _base_ = ['./vqkd-base-p16-dec3x_clip-b16_8xb64-amp-coslr-100e_in1k.py']

@@ -170,7 +170,7 @@ def test_data_and_test_mode_are_the_official(name):
     shorter side resized to the crop, windows of the crop's size whose starts equal the official ones for every image
     up to 2:1."""
     cfg = load(name)
-    size = 640 if name == LARGE else IMG_SIZE  # BEiT-L: the UPerNet BEiT-L recipe's crop (config header)
+    size = 640 if name == LARGE else IMG_SIZE  # BEiT-L: the UPerNet BEiT-L recipe's crop
     train = {t['type']: t for t in cfg.train_dataloader.dataset.pipeline}
     assert train['LoadAnnotations'].reduce_zero_label is True
     assert train['RandomResize'].scale == (size, size) and train['RandomResize'].ratio_range == SCALE_RANGE

@@ -251,8 +251,8 @@ def _build(cfg: Config) -> nn.Module:
 
 def test_beit_param_groups_match_vit_adapter_constructor():
     """Every parameter of the BEiT-B Mask2Former segmentor (names and ndims of the full model; widths narrowed) gets
-    ViT-Adapter's lr scale and weight decay, except its head queries/embeddings (layer 0 there, the known difference
-    named in the config header: scale 1 here)."""
+    ViT-Adapter's lr scale and weight decay, except its head queries/embeddings (layer 0 there, lr x 0.95^13; the
+    known difference: beit_mm's constructor puts every parameter outside the backbone at layer L + 1, scale 1)."""
     refs = RECIPES_M2F['mask2former/' + BEIT_B]
     cfg = load(BEIT_B)
     narrow_beit(cfg)

@@ -25,7 +25,7 @@ M2F_B = 'mask2former_beit-adapter-base_8xb2-160k_ade20k-640x640.py'
 # czczup/ViT-Adapter@fd64a51 segmentation/configs/ade20k/: U = upernet_beit_adapter_large_640_160k_ade20k_ss.py,
 # M = mask2former_beit_adapter_large_640_160k_ade20k_ss.py; S = _base_/schedules/schedule_160k.py;
 # C = segmentation/configs/coco_stuff10k/mask2former_beit_adapter_base_512_40k_cocostuff10k_ss.py (the BEiT-B
-# adapter: ViT-Adapter publishes none on ADE20K; the B configs are U / M with C's BEiT-B values, config headers).
+# adapter: ViT-Adapter publishes none on ADE20K; the B configs are U / M with C's BEiT-B values).
 BACKBONE = {
     'backbone.img_size': (640, 'U:15, M:15'),
     'backbone.patch_size': (16, 'U:16, M:16'),

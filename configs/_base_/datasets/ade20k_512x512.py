@@ -2,7 +2,6 @@
 _base_ = ['./ade20k_640x640.py']
 crop_size = (512, 512)
 test_scale = (2048, 512)
-# The exact pipeline: mmseg's transforms, PhotoMetricDistortion on the worker.
 train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),
@@ -12,10 +11,6 @@ train_pipeline_exact = [
     dict(type='PhotoMetricDistortion'),
     dict(type='PackSegInputs'),
 ]
-# The pipeline used: the same draws in the same order, so the same crops, flips and distortion parameters for a
-# seed; the category check of the crop on a histogram; the distortion applied by beit_mm.PhotoMetricSegDataPreProcessor
-# on the device (beit_mm/data/seg_transforms.py; docs/performance.md#data-loading: what is exact, the cost).
-# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),

@@ -4,8 +4,6 @@ dataset_type = 'ADE20KDataset'
 data_root = 'data/ade/ADEChallengeData2016'
 crop_size = (640, 640)
 test_scale = (2560, 640)
-# The exact pipeline: mmseg's transforms, PhotoMetricDistortion on the worker.
-# PackSegInputs' default meta keys and the distortion the data preprocessor applies
 pack_meta_keys = ('img_path', 'seg_map_path', 'ori_shape', 'img_shape', 'pad_shape', 'scale_factor', 'flip',
                   'flip_direction', 'reduce_zero_label', 'photometric_distortion')
 train_pipeline_exact = [
@@ -17,10 +15,6 @@ train_pipeline_exact = [
     dict(type='PhotoMetricDistortion'),
     dict(type='PackSegInputs'),
 ]
-# The pipeline used: the same draws in the same order, so the same crops, flips and distortion parameters for a
-# seed; the category check of the crop on a histogram; the distortion applied by beit_mm.PhotoMetricSegDataPreProcessor
-# on the device (beit_mm/data/seg_transforms.py; docs/performance.md#data-loading: what is exact, the cost).
-# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='LoadAnnotations', reduce_zero_label=True),
@@ -47,7 +41,7 @@ tta_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=2,
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 79-97 img/s, a GPU takes 16-27
+    num_workers=2,
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),
@@ -67,5 +61,5 @@ val_dataloader = dict(
         data_prefix=dict(img_path='images/validation', seg_map_path='annotations/validation'),
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])  # reports aAcc, mIoU, mAcc
+val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])
 test_evaluator = val_evaluator

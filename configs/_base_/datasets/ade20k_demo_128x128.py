@@ -13,7 +13,7 @@ train_pipeline = [
     dict(type='PhotoMetricDistortion'),
     dict(type='PackSegInputs'),
 ]
-train_pipeline_exact = train_pipeline  # this config trains with mmseg's transforms: the exact pipeline
+train_pipeline_exact = train_pipeline
 test_pipeline = [
     dict(type='LoadImageFromFile'),
     dict(type='Resize', scale=test_scale, keep_ratio=True),

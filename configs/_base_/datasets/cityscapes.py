@@ -34,7 +34,7 @@ tta_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=2,
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 65-92 img/s, a GPU takes 16-27
+    num_workers=2,
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),
@@ -54,5 +54,5 @@ val_dataloader = dict(
         data_prefix=dict(img_path='leftImg8bit/val', seg_map_path='gtFine/val'),
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])  # reports aAcc, mIoU, mAcc
+val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])
 test_evaluator = val_evaluator

@@ -32,8 +32,8 @@ tta_pipeline = [
                      [dict(type='LoadAnnotations')], [dict(type='PackSegInputs')]]),
 ]
 train_dataloader = dict(
-    batch_size=2,  # the 8 GPUs x 2 images of ViT-Adapter's COCO-Stuff UPerNet recipes (mmseg's file has 4)
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 65-92 img/s, a GPU takes 16-27
+    batch_size=2,
+    num_workers=2,
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),
@@ -53,5 +53,5 @@ val_dataloader = dict(
         data_prefix=dict(img_path='images/val2017', seg_map_path='annotations/val2017'),
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])  # reports aAcc, mIoU, mAcc
+val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])
 test_evaluator = val_evaluator

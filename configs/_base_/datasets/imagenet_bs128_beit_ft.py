@@ -1,21 +1,13 @@
-# ImageNet-1k classification for BEiT fine-tuning (unilm beit/datasets.py build_transform, timm create_transform):
-# RandomResizedCrop 224 bicubic, h-flip, RandAugment rand-m9-mstd0.5-inc1, RandomErasing 0.25 (per-pixel noise);
-# eval: resize the short side to 256 (crop_pct 224/256), centre crop 224. The fill values are timm's for the
-# normalization the fine-tuning config uses (ImageNet mean/std, the MIM run's): RandAugment pads with the mean colour
-# round(255 * IMAGENET_DEFAULT_MEAN) = RGB (124, 116, 104) (timm auto_augment img_mean); random erasing
-# (remode='pixel') draws N(0, 1) in normalized space, i.e. mean + std * N(0, 1) in pixels. mmpretrain's transforms
-# run on BGR images, hence the reversed lists. The train loader drops the last incomplete batch (unilm
-# run_class_finetuning.py line 272: 1251 steps per epoch at 1024).
-# Layout: data/imagenet/{train,val}/ with meta/{train,val}.txt (mmpretrain ImageNet; train/<wnid>/ folders also work).
+# ImageNet-1k classification for BEiT fine-tuning (unilm beit/datasets.py build_transform): RandomResizedCrop 224
+# bicubic, h-flip, RandAugment rand-m9-mstd0.5-inc1, RandomErasing 0.25; eval resizes the short side to 256 and
+# centre-crops 224. Layout: data/imagenet/{train,val}/ with meta/{train,val}.txt.
 data_root = 'data/imagenet/'
-bgr_mean = [103.53, 116.28, 123.675]  # ImageNet mean, BGR
-bgr_std = [57.375, 57.12, 58.395]  # ImageNet std, BGR
-# RandAugment rand-m9-mstd0.5-inc1 and random erasing, the same arguments in every train pipeline below.
+bgr_mean = [103.53, 116.28, 123.675]
+bgr_std = [57.375, 57.12, 58.395]
 rand_augment = dict(policies='timm_increasing', num_policies=2, total_level=10, magnitude_level=9, magnitude_std=0.5,
                     hparams=dict(pad_val=[round(x) for x in bgr_mean], interpolation='bicubic'))
 random_erasing = dict(erase_prob=0.25, mode='rand', min_area_ratio=0.02, max_area_ratio=1 / 3, fill_color=bgr_mean,
                       fill_std=bgr_std)
-# The exact pipeline: the whole image decoded, then cropped.
 train_pipeline_exact = [
     dict(type='LoadImageFromFile'),
     dict(type='RandomResizedCrop', scale=224, backend='pillow', interpolation='bicubic'),
@@ -24,12 +16,6 @@ train_pipeline_exact = [
     dict(type='RandomErasing', **random_erasing),
     dict(type='PackInputs'),
 ]
-# The draft pipeline (used): LoadImageFromFile + RandomResizedCrop + RandomFlip in one step with the same draws, the
-# JPEG decoded at the smallest DCT scale that covers the crop at 224 px (equal views at scale 1;
-# beit_mm/data/draft_transforms.py); RandAugment's and RandomErasing's draws made here, the ops applied to the batch
-# by the model's beit_mm.AugmentClsDataPreprocessor on the device (beit_mm/data/cls_transforms.py,
-# docs/performance.md#data-loading).
-# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
 train_pipeline = [
     dict(type='beit_mm.DecodeRandomResizedCrop', scale=224, interpolation='bicubic', flip_prob=0.5),
     dict(type='beit_mm.SampleRandAugment', **rand_augment),
@@ -37,11 +23,6 @@ train_pipeline = [
     dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'flip',
                                        'flip_direction', 'rand_augment', 'random_erasing')),
 ]
-# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
-# EXIF-rotated file is decoded on the worker), and AugmentClsDataPreprocessor decodes the batch with torchvision's
-# decode_jpeg on its device (nvjpeg on a GPU), crops, resizes (Pillow's bicubic on tensors) and flips there before the
-# RandAugment ops (beit_mm/data/encoded_transforms.py; docs/performance.md#data-loading: what is exact). Select it with
-# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
 train_pipeline_gpu_decode = [
     dict(type='beit_mm.EncodedRandomResizedCrop', scale=224, interpolation='bicubic', flip_prob=0.5),
     train_pipeline[1],
@@ -56,7 +37,7 @@ test_pipeline = [
 ]
 train_dataloader = dict(
     batch_size=128,
-    num_workers=13,  # docs/performance.md#data-loading: 228-300 img/s per worker; 2547/GPU needs 11-14, a node has 13
+    num_workers=13,
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,

@@ -1,4 +1,4 @@
-# The generated classification demo set (beit_mm.data.demo_imagenet.make_demo_imagenet -> data/imagenet_demo):
+# The generated classification demo set (beit_mm.data.demo.imagenet.make_demo_imagenet -> data/imagenet_demo):
 # ImageNet's folder layout with 5 wnid-named classes, 64x64 images. mmpretrain's ImageNet dataset insists on 1000
 # class folders, so the demo reads the same layout with CustomDataset (classes = sorted folder names, as ImageNet).
 dataset_type = 'CustomDataset'

@@ -2,54 +2,15 @@
 # ColorJitter 0.4 and h-flip on the whole image, then ONE random resized crop (scale 0.08-1) resized to 224 (bicubic,
 # backbone) and 112 (lanczos, DALL-E tokenizer), blockwise mask of 75 of the 14x14 patches.
 # Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
+_base_ = ['./pipelines/beit-mim_exact.py', './pipelines/beit-mim_draft.py', './pipelines/beit-mim_gpu-decode.py']
 data_root = 'data/imagenet/'
-# The exact pipeline: unilm's order, the whole image decoded and jittered before the crop.
-train_pipeline_exact = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='beit_mm.TwoViewRandomResizedCrop', size=224, tokenizer_size=112, scale=(0.08, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='lanczos', backend='pillow'),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3),
-    dict(type='PackInputs'),
-]
-# The draft pipeline (used): the same random draws in the same order (so the same crop boxes, flips and jitter
-# factors for a seed), the crop box drawn on the JPEG's declared size, the JPEG decoded at the smallest DCT scale that
-# covers the crop at 224 px, the ColorJitter applied by MIMDataPreprocessor to the two views, batched on the device
-# (beit_mm/data/draft_transforms.py; docs/performance.md#data-loading: what is exact, the cost per image).
-# Back to the exact pipeline: train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
-train_pipeline = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=112, scale=(0.08, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='lanczos', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'color_jitter')),
-]
-# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
-# EXIF-rotated file is decoded on the worker), and MIMDataPreprocessor decodes the batch with torchvision's
-# decode_jpeg on its device (nvjpeg on a GPU), then applies the exact pipeline's jitter, flip, crop and Pillow resizes
-# there (beit_mm/data/encoded_transforms.py, device_views.py; docs/performance.md#data-loading: what is exact). Select
-# it with (the byte strings differ in length: pseudo_collate):
-# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
-train_pipeline_gpu_decode = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.EncodedTwoViewRandomResizedCrop', size=224, tokenizer_size=112, scale=(0.08, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='lanczos', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'crop_bbox', 'color_jitter', 'two_view_resize')),
-]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=13,  # docs/performance.md#data-loading: 159-176 img/s per worker; 1848/GPU needs 14-15: a node has 13
+    num_workers=13,
     pin_memory=True,
     persistent_workers=True,
-    drop_last=True,  # unilm run_beit_pretraining.py line 203: len(dataset) // 2048 = 625 steps per epoch
+    drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
-                 pipeline=train_pipeline))
+                 pipeline={{_base_.train_pipeline}}))

@@ -1,60 +1,15 @@
-# ImageNet-1k without labels for BEiT v2 masked image modeling (unilm beit2/datasets.py DataAugmentationForBEiT with
-# the PRETRAINING.md flags): ColorJitter 0.4 and h-flip on the whole image, then ONE random resized crop
-# (--min_crop_scale 0.2) resized to 224 bicubic for the backbone and to 224 bicubic (--second_input_size 224
-# --second_interpolation bicubic) for the VQ-KD tokenizer, which reads the 0..255 view itself
-# (MIMDataPreprocessor hands it on); blockwise mask of exactly 75 of the 14x14 patches (--num_mask_patches 75,
-# --min_mask_patches_per_block 16, beit2/masking_generator.py min_aspect 0.3 and lines 92-105: the blocks are topped
-# up with random patches to the exact count, exact_count=True; v1's rule may mask fewer).
-# drop_last=True as unilm (run_beitv2_pretraining.py line 251): 625 steps per epoch at 2048, not 626.
-# Layout: data/imagenet/train/<wnid>/*.JPEG (every image below train/ is used; labels are not read).
+# ImageNet-1k without labels for BEiT v2 masked image modeling (unilm beit2/datasets.py with the PRETRAINING.md flags):
+# one random resized crop (scale 0.2-1) to 224 for the backbone and the VQ-KD tokenizer, exactly 75 of 14x14 masked.
+# Layout: data/imagenet/train/<wnid>/*.JPEG (labels are not read).
+_base_ = ['./pipelines/beitv2-mim_exact.py', './pipelines/beitv2-mim_draft.py', './pipelines/beitv2-mim_gpu-decode.py']
 data_root = 'data/imagenet/'
-# The exact pipeline: unilm's order, the whole image decoded and jittered before the crop.
-train_pipeline_exact = [
-    dict(type='LoadImageFromFile'),
-    dict(type='ColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='RandomFlip', prob=0.5, direction='horizontal'),
-    dict(type='beit_mm.TwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', backend='pillow'),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs'),
-]
-# The draft pipeline (used): the same random draws in the same order, the JPEG decoded at the smallest DCT scale that
-# covers the crop at 224 px, one 224 bicubic resize for both views (the two views of the exact pipeline are equal),
-# the ColorJitter applied by MIMDataPreprocessor, batched on the device (beit_mm/data/draft_transforms.py;
-# docs/performance.md#data-loading). Back to the exact pipeline:
-# train_dataloader = dict(dataset=dict(pipeline=train_pipeline_exact)).
-train_pipeline = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.DecodeTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'color_jitter')),
-]
-# The GPU-decode pipeline: the same draws; the worker only reads the file's bytes (a non-JPEG, greyscale, CMYK or
-# EXIF-rotated file is decoded on the worker), and MIMDataPreprocessor decodes the batch with torchvision's
-# decode_jpeg on its device (nvjpeg on a GPU), then applies the exact pipeline's jitter, flip, crop and Pillow resizes
-# there (beit_mm/data/encoded_transforms.py, device_views.py; docs/performance.md#data-loading: what is exact). Select
-# it with (the byte strings differ in length: pseudo_collate):
-# train_dataloader = dict(collate_fn=dict(type='pseudo_collate'), dataset=dict(pipeline=train_pipeline_gpu_decode))
-train_pipeline_gpu_decode = [
-    dict(type='beit_mm.SampleColorJitter', brightness=0.4, contrast=0.4, saturation=0.4, hue=0.),
-    dict(type='beit_mm.EncodedTwoViewRandomResizedCrop', size=224, tokenizer_size=224, scale=(0.2, 1.0),
-         interpolation='bicubic', tokenizer_interpolation='bicubic', flip_prob=0.5),
-    dict(type='beit_mm.BEiTMaskGenerator', input_size=14, num_masking_patches=75, min_num_patches=16,
-         max_num_patches=None, min_aspect=0.3, exact_count=True),
-    dict(type='PackInputs', meta_keys=('sample_idx', 'img_path', 'ori_shape', 'img_shape', 'flip', 'flip_direction',
-                                       'crop_bbox', 'color_jitter', 'two_view_resize')),
-]
 train_dataloader = dict(
     batch_size=256,
-    num_workers=7,  # docs/performance.md#data-loading: 125-140 img/s per worker, 600 per GPU
+    num_workers=7,
     pin_memory=True,
     persistent_workers=True,
     drop_last=True,
     sampler=dict(type='DefaultSampler', shuffle=True),
     collate_fn=dict(type='default_collate'),
     dataset=dict(type='CustomDataset', data_root=data_root, data_prefix='train', with_label=False,
-                 pipeline=train_pipeline))
+                 pipeline={{_base_.train_pipeline}}))

@@ -1,10 +1,7 @@
-# Pascal Context, 59 classes (mmseg's PascalContextDataset59, the layout of mmseg's
-# tools/dataset_converters/pascal_context.py inside VOC2010: JPEGImages/<stem>.jpg (all of VOC2010's images, listed or
-# not), SegmentationClassContext/<stem>.png with 0 = background and the 59 classes as 1..59, and the split lists
-# ImageSets/SegmentationContext/{train,val}.txt, one stem a line), 480x480 crops of images resized to 520 (test scale
-# 520x520): mmseg 1.2.2 configs/_base_/datasets/pascal_context_59.py with beit_mm's loader settings.
-# reduce_zero_label maps 0 -> 255 (ignored) and k -> k - 1 (the dataset's default too).
-# Demo data in this layout: python tools/make_demo_data.py --layout pascal-context (data/pascal_context_demo/VOC2010).
+# Pascal Context, 59 classes (mmseg's PascalContextDataset59 in VOC2010, the layout of mmseg's
+# tools/dataset_converters/pascal_context.py), 480x480 crops of images resized to 520: mmseg 1.2.2
+# configs/_base_/datasets/pascal_context_59.py with beit_mm's loader settings. Demo data in this layout: python
+# tools/make_demo_data.py --layout pascal-context.
 dataset_type = 'PascalContextDataset59'
 data_root = 'data/VOCdevkit/VOC2010/'
 img_scale = (520, 520)
@@ -34,8 +31,8 @@ tta_pipeline = [
                      [dict(type='LoadAnnotations', reduce_zero_label=True)], [dict(type='PackSegInputs')]]),
 ]
 train_dataloader = dict(
-    batch_size=2,  # the 8 GPUs x 2 images of ViT-Adapter's Pascal Context recipes (mmseg's file has 4)
-    num_workers=2,  # docs/performance.md#data-loading: one worker gives 65-92 img/s, a GPU takes 16-27
+    batch_size=2,
+    num_workers=2,
     pin_memory=True,
     persistent_workers=True,
     sampler=dict(type='InfiniteSampler', shuffle=True),
@@ -57,5 +54,5 @@ val_dataloader = dict(
         ann_file='ImageSets/SegmentationContext/val.txt',
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])  # reports aAcc, mIoU, mAcc
+val_evaluator = dict(type='IoUMetric', iou_metrics=['mIoU'])
 test_evaluator = val_evaluator

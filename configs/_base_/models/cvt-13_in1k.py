@@ -4,7 +4,6 @@
 # `data_preprocessor`).
 model = dict(
     type='ImageClassifier',
-    # drop path per stage (cvt-13-224x224.yaml DROP_PATH_RATE [0.0, 0.0, 0.1]; linear inside each stage)
     backbone=dict(type='beit_mm.CvT', arch='cvt-13', drop_path_rate=(0.0, 0.0, 0.1), out_type='cls_token'),
     neck=None,
     head=dict(
@@ -12,6 +11,6 @@ model = dict(
         num_classes=1000,
         in_channels=384,
         loss=dict(type='LabelSmoothLoss', label_smooth_val=0.1, mode='original'),
-        init_cfg=dict(type='TruncNormal', layer='Linear', std=0.02, bias=0.0),  # official _init_weights_trunc_normal
+        init_cfg=dict(type='TruncNormal', layer='Linear', std=0.02, bias=0.0),
         cal_acc=False),
     train_cfg=dict(augments=[dict(type='Mixup', alpha=0.8), dict(type='CutMix', alpha=1.0)]))

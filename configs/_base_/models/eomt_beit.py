@@ -1,10 +1,6 @@
-# EoMT (beit_mm.EoMT, Kerssies et al. CVPR 2025) on a plain BEiT: K queries join the patch tokens for the last L2
-# blocks, mask and class predictions from the final norm after each of them, masked attention annealed away during
-# training (custom_hooks need beit_mm.EoMTMaskAnnealingHook), Mask2Former's matching loss on every prediction.
-# Values of github.com/tue-mps/eomt @ 7bd19dd: 100 queries (configs/dinov2/ade20k/semantic/eomt_large_512.yaml:18),
-# no drop path (models/eomt.py:185-195), predictions from the final norm (models/eomt.py:175,197), loss coefficients
-# and points (training/mask_classification_semantic.py:30-38). Configs set the backbone's size, the data
-# preprocessor, L2 (num_blocks), the annealing steps and test_cfg.
+# EoMT (Kerssies et al. CVPR 2025) on a plain BEiT: queries join the patch tokens for the last L2 blocks, masked
+# attention annealed away (custom_hooks need beit_mm.EoMTMaskAnnealingHook). Source: tue-mps/eomt@7bd19dd
+# configs/dinov2/ade20k/semantic/eomt_large_512.yaml. Configs set the backbone, L2, the annealing steps and test_cfg.
 model = dict(
     type='beit_mm.EoMT',
     backbone=dict(
@@ -12,8 +8,8 @@ model = dict(
         use_abs_pos_emb=False,
         use_rel_pos_bias=True,
         layer_scale_init_value=0.1,
-        drop_path_rate=0.0,  # EoMT runs the blocks without drop path
-        final_norm=True),  # predictions read the final norm
+        drop_path_rate=0.0,
+        final_norm=True),
     num_classes=150,
     num_queries=100,
     masked_attn=True,

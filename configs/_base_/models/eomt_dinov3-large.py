@@ -8,6 +8,6 @@ eomt_dinov3_large = dict(
     patch_size=16,
     num_register_tokens=4,
     layer_scale_init_value=1e-5,
-    rope_rescale_coords=2.0,  # DINOv3's training-time RoPE rescale, which transformers' DINOv3 keeps in training
+    rope_rescale_coords=2.0,
     drop_path_rate=0.0,
     final_norm=True)

@@ -1,33 +1,23 @@
-# Mask2Former (Cheng et al. CVPR 2022) for panoptic and instance segmentation on a plain BEiT, through mmdet 3.3.0's
-# real parts: the Mask2Former detector, its Mask2FormerHead (MSDeformAttnPixelDecoder, 9 masked-attention decoder
-# layers, Hungarian matching, point-sampled mask losses) and MaskFormerFusionHead (mmdet's panoptic and instance
-# post-processing). mmseg's Mask2FormerHead (configs/_base_/models/mask2former_beit.py) is semantic only.
-# The backbone feeds the head as in the semantic BEiT Mask2Former: blocks (3, 5, 7, 11) -> mmseg's Feature2Pyramid
-# (4x, 2x, 1x, 0.5x) -> 4 levels at strides 4, 8, 16, 32.
-# Scopes: the configs keep beit_mm's default_scope 'mmseg' (configs/_base_/default_runtime.py) and name every mmdet part
-# with its scope ('mmdet.Mask2Former', 'mmdet.HungarianAssigner', ...), beit_mm's backbone 'beit_mm.BEiT' and mmseg's
-# neck 'mmseg.Feature2Pyramid', so the model builds in any default scope; mmdet's head builds its nested parts
-# (pixel decoder, losses, assigner, costs, sampler) from these scoped names.
-# Source of the head values (path:line): D = mmdet 3.3.0 configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-
-# panoptic.py (as shipped in the mmdet 3.3.0 wheel, mmdet/.mim/configs). Configs set the backbone's size and init, the
-# data preprocessor, the class counts (head, fusion head and the loss's class_weight: one per class plus the no-object
-# weight) and test_cfg's panoptic_on / instance_on.
-norm_cfg = dict(type='SyncBN', requires_grad=True)  # tools/train.py uses BN when the run is not distributed
-num_things_classes = 80  # D:27
-num_stuff_classes = 53  # D:28
+# Mask2Former panoptic and instance segmentation on a plain BEiT through mmdet 3.3.0's Mask2Former, Mask2FormerHead and
+# MaskFormerFusionHead; every mmdet part is named with its scope, so the model builds in any default scope.
+# Source: mmdet 3.3.0 configs/mask2former/mask2former_r50_8xb2-lsj-50e_coco-panoptic.py. Configs set the backbone, the
+# data preprocessor, the class counts and test_cfg's panoptic_on / instance_on.
+norm_cfg = dict(type='SyncBN', requires_grad=True)
+num_things_classes = 80
+num_stuff_classes = 53
 num_classes = num_things_classes + num_stuff_classes
 model = dict(
     type='mmdet.Mask2Former',
     data_preprocessor=dict(
         type='mmdet.DetDataPreprocessor',
-        mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+        mean=[127.5, 127.5, 127.5],
         std=[127.5, 127.5, 127.5],
-        bgr_to_rgb=True,  # D:19
-        pad_size_divisor=32,  # D:20
-        pad_mask=True,  # D:21
-        mask_pad_value=0,  # D:22
-        pad_seg=True,  # D:23
-        seg_pad_value=255),  # D:24
+        bgr_to_rgb=True,
+        pad_size_divisor=32,
+        pad_mask=True,
+        mask_pad_value=0,
+        pad_seg=True,
+        seg_pad_value=255),
     backbone=dict(
         type='beit_mm.BEiT',
         arch='base',
@@ -44,58 +34,58 @@ model = dict(
     neck=dict(type='mmseg.Feature2Pyramid', embed_dim=768, rescales=[4, 2, 1, 0.5], norm_cfg=norm_cfg),
     panoptic_head=dict(
         type='mmdet.Mask2FormerHead',
-        in_channels=[768, 768, 768, 768],  # the 4 levels' widths
-        strides=[4, 8, 16, 32],  # D:46
-        feat_channels=256,  # D:47
-        out_channels=256,  # D:48
+        in_channels=[768, 768, 768, 768],
+        strides=[4, 8, 16, 32],
+        feat_channels=256,
+        out_channels=256,
         num_things_classes=num_things_classes,
         num_stuff_classes=num_stuff_classes,
-        num_queries=100,  # D:51
-        num_transformer_feat_level=3,  # D:52
+        num_queries=100,
+        num_transformer_feat_level=3,
         pixel_decoder=dict(
             type='mmdet.MSDeformAttnPixelDecoder',
-            num_outs=3,  # D:55
-            norm_cfg=dict(type='GN', num_groups=32),  # D:56
-            act_cfg=dict(type='ReLU'),  # D:57
-            encoder=dict(  # DeformableDetrTransformerEncoder
-                num_layers=6,  # D:59
-                layer_cfg=dict(  # DeformableDetrTransformerEncoderLayer
-                    self_attn_cfg=dict(  # MultiScaleDeformableAttention
-                        embed_dims=256,  # D:62
-                        num_heads=8,  # D:63
-                        num_levels=3,  # D:64
-                        num_points=4,  # D:65
-                        dropout=0.0,  # D:66
-                        batch_first=True),  # D:67
+            num_outs=3,
+            norm_cfg=dict(type='GN', num_groups=32),
+            act_cfg=dict(type='ReLU'),
+            encoder=dict(
+                num_layers=6,
+                layer_cfg=dict(
+                    self_attn_cfg=dict(
+                        embed_dims=256,
+                        num_heads=8,
+                        num_levels=3,
+                        num_points=4,
+                        dropout=0.0,
+                        batch_first=True),
                     ffn_cfg=dict(
-                        embed_dims=256,  # D:69
-                        feedforward_channels=1024,  # D:70
-                        num_fcs=2,  # D:71
-                        ffn_drop=0.0,  # D:72
-                        act_cfg=dict(type='ReLU', inplace=True)))),  # D:73
-            positional_encoding=dict(num_feats=128, normalize=True)),  # D:74
-        enforce_decoder_input_project=False,  # D:75
-        positional_encoding=dict(num_feats=128, normalize=True),  # D:76
-        transformer_decoder=dict(  # Mask2FormerTransformerDecoder
-            return_intermediate=True,  # D:78
-            num_layers=9,  # D:79
-            layer_cfg=dict(  # Mask2FormerTransformerDecoderLayer
-                self_attn_cfg=dict(embed_dims=256, num_heads=8, dropout=0.0, batch_first=True),  # D:81-85
-                cross_attn_cfg=dict(embed_dims=256, num_heads=8, dropout=0.0, batch_first=True),  # D:86-90
+                        embed_dims=256,
+                        feedforward_channels=1024,
+                        num_fcs=2,
+                        ffn_drop=0.0,
+                        act_cfg=dict(type='ReLU', inplace=True)))),
+            positional_encoding=dict(num_feats=128, normalize=True)),
+        enforce_decoder_input_project=False,
+        positional_encoding=dict(num_feats=128, normalize=True),
+        transformer_decoder=dict(
+            return_intermediate=True,
+            num_layers=9,
+            layer_cfg=dict(
+                self_attn_cfg=dict(embed_dims=256, num_heads=8, dropout=0.0, batch_first=True),
+                cross_attn_cfg=dict(embed_dims=256, num_heads=8, dropout=0.0, batch_first=True),
                 ffn_cfg=dict(
-                    embed_dims=256,  # D:92
-                    feedforward_channels=2048,  # D:93
-                    num_fcs=2,  # D:94
-                    ffn_drop=0.0,  # D:95
-                    act_cfg=dict(type='ReLU', inplace=True))),  # D:96
+                    embed_dims=256,
+                    feedforward_channels=2048,
+                    num_fcs=2,
+                    ffn_drop=0.0,
+                    act_cfg=dict(type='ReLU', inplace=True))),
             init_cfg=None),
         loss_cls=dict(
             type='mmdet.CrossEntropyLoss',
             use_sigmoid=False,
-            loss_weight=2.0,  # D:101
+            loss_weight=2.0,
             reduction='mean',
-            class_weight=[1.0] * num_classes + [0.1]),  # no-object 0.1: D:103
-        loss_mask=dict(type='mmdet.CrossEntropyLoss', use_sigmoid=True, reduction='mean', loss_weight=5.0),  # D:104-108
+            class_weight=[1.0] * num_classes + [0.1]),
+        loss_mask=dict(type='mmdet.CrossEntropyLoss', use_sigmoid=True, reduction='mean', loss_weight=5.0),
         loss_dice=dict(
             type='mmdet.DiceLoss',
             use_sigmoid=True,
@@ -103,30 +93,30 @@ model = dict(
             reduction='mean',
             naive_dice=True,
             eps=1.0,
-            loss_weight=5.0)),  # D:109-116
+            loss_weight=5.0)),
     panoptic_fusion_head=dict(
         type='mmdet.MaskFormerFusionHead',
         num_things_classes=num_things_classes,
         num_stuff_classes=num_stuff_classes,
         loss_panoptic=None,
-        init_cfg=None),  # D:117-122
+        init_cfg=None),
     train_cfg=dict(
-        num_points=12544,  # D:124
-        oversample_ratio=3.0,  # D:125
-        importance_sample_ratio=0.75,  # D:126
+        num_points=12544,
+        oversample_ratio=3.0,
+        importance_sample_ratio=0.75,
         assigner=dict(
             type='mmdet.HungarianAssigner',
             match_costs=[
-                dict(type='mmdet.ClassificationCost', weight=2.0),  # D:130
-                dict(type='mmdet.CrossEntropyLossCost', weight=5.0, use_sigmoid=True),  # D:131-132
-                dict(type='mmdet.DiceCost', weight=5.0, pred_act=True, eps=1.0)  # D:133
+                dict(type='mmdet.ClassificationCost', weight=2.0),
+                dict(type='mmdet.CrossEntropyLossCost', weight=5.0, use_sigmoid=True),
+                dict(type='mmdet.DiceCost', weight=5.0, pred_act=True, eps=1.0)
             ]),
-        sampler=dict(type='mmdet.MaskPseudoSampler')),  # D:135
+        sampler=dict(type='mmdet.MaskPseudoSampler')),
     test_cfg=dict(
-        panoptic_on=True,  # D:137
-        semantic_on=False,  # D:140
-        instance_on=True,  # D:141
-        max_per_image=100,  # D:143
-        iou_thr=0.8,  # D:144
-        filter_low_score=True),  # D:147
+        panoptic_on=True,
+        semantic_on=False,
+        instance_on=True,
+        max_per_image=100,
+        iou_thr=0.8,
+        filter_low_score=True),
     init_cfg=None)

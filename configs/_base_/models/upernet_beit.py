@@ -1,9 +1,9 @@
 # UPerNet on a plain BEiT (unilm semantic_segmentation / mmseg upernet_beit): blocks (3, 5, 7, 11) -> 4-level pyramid
 # (4x ConvT-BN-GELU-ConvT, 2x ConvT, 1x, 0.5x max-pool) -> UPerHead; FCN auxiliary head on level 2 with weight 0.4.
-norm_cfg = dict(type='SyncBN', requires_grad=True)  # tools/train.py uses BN when the run is not distributed
+norm_cfg = dict(type='SyncBN', requires_grad=True)
 data_preprocessor = dict(
-    type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
-    mean=[127.5, 127.5, 127.5],  # BEiT normalizes to [-1, 1]
+    type='beit_mm.PhotoMetricSegDataPreProcessor',
+    mean=[127.5, 127.5, 127.5],
     std=[127.5, 127.5, 127.5],
     bgr_to_rgb=True,
     pad_val=0,

@@ -3,9 +3,9 @@
 # (384 channels) -> UPerHead (512 channels, as mmseg's Swin UPerNet); FCN auxiliary head on level 2 with weight 0.4.
 # The cls token of stage 2 takes part in attention but is not returned. Inputs normalized with ImageNet mean/std
 # (CvT's INPUT.MEAN/STD).
-norm_cfg = dict(type='SyncBN', requires_grad=True)  # tools/train.py uses BN when the run is not distributed
+norm_cfg = dict(type='SyncBN', requires_grad=True)
 data_preprocessor = dict(
-    type='beit_mm.PhotoMetricSegDataPreProcessor',  # mmseg's, + the distortion a train pipeline leaves to it
+    type='beit_mm.PhotoMetricSegDataPreProcessor',
     mean=[123.675, 116.28, 103.53],
     std=[58.395, 57.12, 57.375],
     bgr_to_rgb=True,
@@ -17,10 +17,10 @@ model = dict(
     backbone=dict(
         type='beit_mm.CvT',
         arch='cvt-13',
-        drop_path_rate=(0.0, 0.0, 0.1),  # per stage, as CvT-13's ImageNet recipe
+        drop_path_rate=(0.0, 0.0, 0.1),
         out_type='featmap',
         out_indices=(0, 1, 2, 3),
-        final_norm=True,  # the ImageNet checkpoints carry norm.*; it normalizes levels 2 and 3
+        final_norm=True,
         with_cp=False),
     decode_head=dict(
         type='UPerHead',

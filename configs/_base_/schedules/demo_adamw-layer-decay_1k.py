@@ -22,5 +22,4 @@ param_scheduler = [
 train_cfg = dict(type='IterBasedTrainLoop', max_iters=max_iters, val_interval=500)
 default_hooks = dict(
     logger=dict(type='LoggerHook', interval=50, log_metric_by_epoch=False),
-    # no best-checkpoint selection: tools/run_demo.sh reports the last checkpoint on the validation split
     checkpoint=dict(type='CheckpointHook', by_epoch=False, interval=500, max_keep_ckpts=2, save_best=None))

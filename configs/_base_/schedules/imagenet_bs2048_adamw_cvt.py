@@ -9,8 +9,6 @@ max_epochs = 300
 optim_wrapper = dict(
     type='OptimWrapper',
     optimizer=dict(type='AdamW', lr=base_lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
-    # layer_decay_rate=1.0: no layer decay, only the weight-decay exemptions, matched by module type (norms), by the
-    # name `bias` and by the exact name component `cls_token` (no substring matching).
     constructor='beit_mm.LayerDecayOptimWrapperConstructor',
     paramwise_cfg=dict(layer_decay_rate=1.0, no_decay_names=('cls_token', ), bias_decay_mult=0.0,
                        norm_decay_mult=0.0))
@@ -23,5 +21,4 @@ param_scheduler = [
 train_cfg = dict(by_epoch=True, max_epochs=max_epochs, val_interval=1)
 val_cfg = dict()
 test_cfg = dict()
-# Other total batch sizes: tools/train.py --cfg-options auto_scale_lr.enable=True scales lr linearly from 2048.
 auto_scale_lr = dict(enable=False, base_batch_size=2048)
