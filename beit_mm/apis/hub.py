@@ -118,14 +118,10 @@ HF_WRITER = 'beit_mm.apis.hub.save_hf'
 
 
 def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> str:
-    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``, and the manifest of those files),
-    replacing ``out_dir`` as a whole and atomically (:func:`beit_mm.fileio.outputs.atomic_dir`: no stale shard or
-    index of an old folder survives; an old folder holding anything its manifest does not list is refused); returns
-    the HF class name.
+    """Write ``model`` as an HF folder (``config.json``, ``model.safetensors`` and a manifest), replacing ``out_dir``
+    as a whole and atomically; returns the HF class name.
 
-    EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
-    so the folder is written directly (``config.json`` with ``model_type: eomt``, safetensors with ``format: pt``);
-    ``tests/models/test_eomt_hf.py`` loads it strictly with transformers 4.57.6 and compares the logits."""
+    EoMT's folder is written directly: the transformers kept for mmpretrain has no ``EomtForUniversalSegmentation``."""
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
     if cfg['model_type'] == 'eomt':
         from safetensors.torch import save_file
