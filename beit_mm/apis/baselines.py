@@ -1,4 +1,4 @@
-"""Trivial baselines of a config's metric, for the demo and study pages (``tools/analysis/panoptic_prior.py``)."""
+"""Trivial baselines of a config's metric: what a model scores without looking at the images."""
 from __future__ import annotations
 
 from mmengine.config import Config

@@ -1,19 +1,10 @@
-"""Checkpoint conversion, the one dispatch over :mod:`beit_mm.converters` (``tools/convert_checkpoint.py`` is argparse
-over :func:`convert_checkpoint`).
+"""Checkpoint conversion, the one dispatch over :mod:`beit_mm.converters`.
 
-An official/foreign checkpoint -> a beit_mm file ``{'state_dict': ...}`` (``model``/``source``: the table
-:data:`CONVERTERS`, model -> source -> converter), or the other way (``to='hf'|'timm'``): a beit_mm training checkpoint
-(or work dir) -> an HF transformers folder / a timm state dict (:mod:`beit_mm.apis.hub`; the model is built from
-``config``: the config source a checkpoint stores is code and is never run).
-
-Outputs are written atomically (a kill leaves the old file, the new one or nothing); an existing ``dst`` is refused
-unless ``overwrite``, and so is a ``dst`` that is a link, ``src`` or ``config``, or lies in a dataset root
-(:func:`beit_mm.fileio.outputs.check_output`).
-
-Files are read with ``torch.load(weights_only=True)`` except the official DALL-E ``encoder.pkl``, a pickled module
-that only the ``openai`` DALL-E source unpickles, and OpenAI's TorchScript CLIP release, which only ``model='clip',
-source='openai', trust_code=True`` loads (both run code the file carries: trusted files only). HF ``*.safetensors``
-files are read with safetensors when it is installed.
+An official or foreign checkpoint becomes a beit_mm file ``{'state_dict': ...}`` (:data:`CONVERTERS`, model ->
+source -> converter), or a beit_mm training checkpoint becomes an HF folder or a timm state dict (``to='hf'|'timm'``,
+the model built from ``config``). Outputs are checked first and written atomically. Files are read with
+``torch.load(weights_only=True)``, except the two sources that run code the file carries, trusted by name: the
+official DALL-E ``encoder.pkl`` and OpenAI's TorchScript CLIP (``trust_code=True``).
 """
 from __future__ import annotations
 
@@ -286,10 +277,12 @@ def convert_checkpoint(src: str, dst: str, *, model=None, source=None, img_size=
                        keep_mim_head=False, keep_head=False, drop_class_head=False, keep_shared_rel_pos_bias=False,
                        class_order=None, to=None, config=None, overwrite=False, part='auto', beitv2=False) -> str:
     """Convert ``src`` into ``dst`` and return ``dst``: ``model``/``source`` (a layout of :data:`MODELS`) -> a beit_mm
-    file ``{'state_dict': ...}``; or ``to='hf'|'timm'`` with ``config`` -> an HF folder / a timm file. Keyword names
-    are the dest names of ``tools/convert_checkpoint.py``'s flags. A refusal raises :class:`ConversionError` (flags
-    that do not go together: :class:`ConversionUsageError`) with a message naming the file, the problem and the fix;
-    nothing is written then."""
+    file ``{'state_dict': ...}``; or ``to='hf'|'timm'`` with ``config`` -> an HF folder / a timm file. The keywords
+    are the conversion entry point's flags.
+
+    Raises:
+        ConversionError: a refusal, nothing written; :class:`ConversionUsageError` for flags that do not go together.
+    """
     from ..fileio.outputs import OutputError
     opts = _Options(img_size=img_size, patch_size=patch_size, trust_code=trust_code, keep_mim_head=keep_mim_head,
                     keep_head=keep_head, drop_class_head=drop_class_head,

@@ -1,23 +1,16 @@
 """Export a beit_mm model to ONNX at a fixed input size (mmdeploy's place for mmseg/mmpretrain models).
 
-What is exported (:func:`export_module`), input ``input`` (B, 3, H, W) float32, already normalized the way the config's
-``data_preprocessor`` does it (mean/std, RGB order; both are written into the file's metadata), all sizes static:
+The input ``input`` is (B, 3, H, W) float32, normalized as the config's ``data_preprocessor`` does (mean, std and
+channel order go into the file's metadata); every size is static. Outputs by kind (:func:`export_module`):
 
-- ``'segmentor'`` (mmseg ``EncoderDecoder``): ``logits`` (B, K, H, W), the decode head's class scores resized to the
-  input size (bilinear, the head's ``align_corners``): what mmseg's ``encode_decode`` returns for one whole-image
-  forward at the crop size. ``beit_mm.EoMT`` exports whole the same way (its ``encode_decode``: per-pixel sum over
-  queries of class probability x mask probability); it has no decoder to leave out. Slide windows, flips and scales
-  stay in Python around the exported model (``tools/infer.py --onnx``), as they are loops over this call.
-- ``'classifier'`` (mmpretrain ``ImageClassifier``): ``logits`` (B, num_classes), before softmax.
-- ``'backbone'`` (any config's ``model.backbone``): ``feat0``, ``feat1``, ... the backbone's output maps.
+- ``'segmentor'``: ``logits`` (B, K, H, W), one whole-image ``encode_decode`` (``beit_mm.EoMT`` included); slide
+  windows, flips and scales stay in Python around the exported model;
+- ``'classifier'``: ``logits`` (B, num_classes), before softmax;
+- ``'backbone'``: ``feat0``, ``feat1``, ... the backbone's output maps.
 
-The relative position bias is resolved for the exported grid before tracing (:func:`fix_input_grid`): every table
-(per block and shared) and the absolute position embedding are resampled once in PyTorch to ``(H/p, W/p)``, so the
-graph holds no resampling, only a gather of each block's table with a constant index. The export does not fold
-constants: folded, the biases would be stored as (heads, N, N) floats per block (605 MB for BEiT-B at 512, 1.5 GB at
-640, past ONNX's 2 GB protobuf limit together with the weights) instead of tables of a few thousand rows;
-onnxruntime folds them once when it loads the model. Adaptive average pooling (UPerNet's pyramid pooling) becomes two products with constant
-averaging matrices (:class:`MatrixAdaptiveAvgPool2d`), which ONNX can express at any size.
+Position tables are resampled to the exported grid before tracing (:func:`fix_input_grid`) and constants are not
+folded: folded, the relative position biases would take (heads, N, N) floats per block, past ONNX's 2 GB limit at
+640 px, where onnxruntime folds them once at load.
 """
 from __future__ import annotations
 
@@ -43,8 +36,8 @@ from .inference import is_segmentor_config, model_class
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
 INPUT_NAME = 'input'
-#: The ``metadata_props`` keys an export writes and :mod:`beit_mm.apis.onnx_inference` reads: the model kind (one of
-#: :data:`KINDS`), the input shape ``[batch, 3, H, W]`` (JSON), the class names and palette (JSON, segmentors).
+#: ``metadata_props`` keys: the model kind (one of :data:`KINDS`), the input shape ``[batch, 3, H, W]`` (JSON), the
+#: class names and palette (JSON, segmentors).
 KIND_KEY = 'beit_mm.kind'
 SHAPE_KEY = 'beit_mm.shape'
 DATASET_META_KEY = 'dataset_meta'
@@ -54,9 +47,8 @@ class ExportError(ValueError):
     """A model that cannot be exported as asked; the message names the fix."""
 
 
-#: Bounds of the metadata an export writes from a checkpoint's ``meta.dataset_meta`` (class names, palette): a
-#: checkpoint's records can share one object many times (pickle memo), so a small file can declare a list of a
-#: million long names; its size is checked element by element before anything is joined or written.
+#: Bounds of the metadata an export writes from a checkpoint's ``meta.dataset_meta``: through the pickle memo a small
+#: file can declare a million long names, so sizes are checked before anything is joined.
 MAX_CLASSES = 65536
 MAX_CLASS_NAME_CHARS = 256
 MAX_METADATA_BYTES = 2**20  # all metadata_props of one exported file together
@@ -67,9 +59,7 @@ def dataset_meta_json(meta, source: str) -> str | None:
     as plain, bounded values, or None when it has no ``classes``.
 
     Raises:
-        ExportError: classes that are not strings, more than :data:`MAX_CLASSES`, a name over
-            :data:`MAX_CLASS_NAME_CHARS`, a palette entry that is not three integers 0..255, more palette entries than
-            classes, or JSON over :data:`MAX_METADATA_BYTES`; the message names ``source`` and the bound.
+        ExportError: classes or palette not plain names and ``[r, g, b]`` bytes, or over a bound above.
     """
     if not isinstance(meta, dict) or 'classes' not in meta:
         return None
@@ -94,9 +84,8 @@ def dataset_meta_json(meta, source: str) -> str | None:
 
 
 def model_kind(cfg: Config) -> str:
-    """'segmentor' (an mmseg segmentor: ``EncoderDecoder``, ``beit_mm.EoMT``), 'classifier' (mmpretrain
-    ``ImageClassifier``) or 'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is
-    exported); a subclass counts as its base class (:func:`beit_mm.apis.inference.model_class`)."""
+    """'segmentor' (an mmseg segmentor), 'classifier' (mmpretrain ``ImageClassifier``) or 'backbone' (anything
+    else, e.g. a MIM model, of which only the backbone is exported); a subclass counts as its base class."""
     if is_segmentor_config(cfg):
         return 'segmentor'
     if issubclass(model_class(cfg), ImageClassifier):
@@ -105,12 +94,11 @@ def model_kind(cfg: Config) -> str:
 
 
 def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
-    """Resample, in place, every BEiT's position tables of ``model`` for ``shape`` (H, W) inputs.
+    """Resample, in place, every BEiT's position tables of ``model`` to the ``(H/p, W/p)`` grid of ``shape``, so its
+    forward at that size resamples nothing and computes the same function.
 
-    Each per-block and shared relative position bias table and the absolute position embedding are resampled from
-    the grid the model was built for to ``(H/p, W/p)`` (``resize_rel_pos_bias_table``: unilm's geometric cubic method
-    when growing, the exact central block when shrinking) and the model's grid is set to it, so its forward at that
-    size resamples nothing. The function computed at ``shape`` is unchanged (the forward resamples the same way).
+    Raises:
+        ExportError: ``shape`` is not divisible by a BEiT's patch size.
     """
     for module in model.modules():
         if not isinstance(module, BEiT):
@@ -131,7 +119,7 @@ def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
                 shared.grid = grid
             for attn in module.modules():
                 if isinstance(attn, BEiTAttention):
-                    attn.attn_impl = 'eager'  # the same function as SDPA; a plain MatMul-Add-Softmax-MatMul graph
+                    attn.attn_impl = 'eager'  # the same function as SDPA, as a plain graph
                 if isinstance(attn, BEiTAttention) and attn.relative_position_bias_table is not None:
                     attn.relative_position_bias_table = nn.Parameter(
                         resize_rel_pos_bias_table(attn.relative_position_bias_table, attn.grid, grid))
@@ -140,8 +128,8 @@ def fix_input_grid(model: nn.Module, shape: tuple[int, int]) -> None:
 
 
 def pool_matrix(size: int, out: int) -> Tensor:
-    """(out, size) matrix whose row i averages the input cells of adaptive average pooling's window i:
-    ``[floor(i * size / out), ceil((i + 1) * size / out))`` (PyTorch's ``adaptive_avg_pool2d`` windows)."""
+    """(out, size) matrix whose row i averages the cells ``[floor(i * size / out), ceil((i + 1) * size / out))``,
+    adaptive average pooling's window i."""
     rows = []
     for i in range(out):
         start, end = (i * size) // out, -(-((i + 1) * size) // out)
@@ -152,9 +140,8 @@ def pool_matrix(size: int, out: int) -> Tensor:
 class MatrixAdaptiveAvgPool2d(nn.Module):
     """``nn.AdaptiveAvgPool2d`` as ``P_h @ x @ P_w^T`` with constant window-averaging matrices (:func:`pool_matrix`).
 
-    ONNX's exporter handles adaptive pooling only when the output size divides the input size; UPerNet's pyramid
-    pooling (scales 1, 2, 3, 6) on a 16x16 map (512 px at stride 32) does not. At a fixed input size the matrices
-    are constants, and the result equals adaptive average pooling up to float summation order.
+    ONNX's exporter handles adaptive pooling only when the output size divides the input size, which UPerNet's
+    pyramid pooling at 512 px does not; at a fixed input size the matrices are constants.
     """
 
     def __init__(self, output_size) -> None:
@@ -216,8 +203,7 @@ class BackboneMaps(nn.Module):
 
 
 def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Module:
-    """A copy of ``model`` (eval mode, position tables fixed for ``shape``, adaptive pooling as constant matrices)
-    wrapped to return plain tensors."""
+    """A copy of ``model`` in eval mode, fixed for ``shape``, wrapped to return plain tensors of ``kind``."""
     if kind not in KINDS:
         raise ValueError(f'unknown export kind {kind!r}; choose one of {KINDS}')
     model = copy.deepcopy(model).eval()
@@ -230,15 +216,14 @@ def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Mod
         module = ClassifierLogits(model)
     else:
         module = BackboneMaps(getattr(model, 'backbone', model))
-    with torch.no_grad():  # builds the cached relative position index of this grid, a constant when traced
+    with torch.no_grad():  # caches the relative position index, a constant when traced
         module.eval()(torch.zeros(1, 3, *shape))
     return module
 
 
 def check_deterministic(model: nn.Module) -> None:
-    """Refuse a ``beit_mm.EoMT`` taken in the middle of its mask annealing: with a masked block's probability strictly
-    between 0 and 1 its forward drops masks at random (``anneal_attention_mask``), which an export would freeze into
-    one draw. At 0 (annealing done: no masks at inference) or 1 (masks always on) the forward is a function."""
+    """Refuse a ``beit_mm.EoMT`` taken during its mask annealing, whose forward drops masks at random: an export would
+    freeze one draw."""
     probs = getattr(model, 'attn_mask_probs', None)
     if probs is None or not getattr(model, 'masked_attn', False):
         return
@@ -268,13 +253,10 @@ def preprocess_metadata(cfg: Config) -> dict[str, str]:
 
 def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, batch: int = 1,
                 metadata: dict[str, str] | None = None, opset: int = OPSET) -> list[str]:
-    """Write ``model`` (see :func:`export_module`) to the ONNX file ``out``; returns the output names.
+    """Write ``model`` (see :func:`export_module`) to the ONNX file ``out`` atomically; returns the output names.
 
-    TorchScript-based exporter (``dynamo=False``), constant folding off (module docstring), every shape static: input
-    (``batch``, 3, H, W).
-    (A dynamic batch axis makes UPerHead's adaptive pooling unexportable: ONNX's AdaptiveAvgPool needs known sizes.)
-    ``metadata`` goes into the file's ``metadata_props`` (with ``beit_mm.kind``, ``beit_mm.shape``). The file is
-    written atomically (:func:`beit_mm.fileio.outputs.atomic_file`): a kill leaves the old file, the new one or nothing.
+    TorchScript-based exporter, constant folding off, input (``batch``, 3, H, W) static: a dynamic batch axis would
+    make UPerHead's adaptive pooling unexportable. ``metadata`` goes into ``metadata_props`` with the kind and shape.
     """
     import io
 
@@ -284,7 +266,7 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     module = export_module(model, kind, shape)
     names = output_names(module, shape)
     with torch.no_grad(), warnings.catch_warnings():
-        # every size is a constant of this export: the tracer's notes about Python ints and constants are expected
+        # every size is a constant of this export
         warnings.simplefilter('ignore', torch.jit.TracerWarning)
         buffer = io.BytesIO()
         torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), buffer, input_names=[INPUT_NAME],
@@ -298,7 +280,7 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     for key, value in props.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value
-    data = proto.SerializeToString()  # before the temporary file exists: the write itself is one call
+    data = proto.SerializeToString()
     with atomic_file(out) as tmp, open(tmp, 'wb') as f:
         f.write(data)
     return names
@@ -310,12 +292,15 @@ def onnx_metadata(path: str) -> dict[str, str]:
 
 
 def read_onnx(path: str) -> tuple[bytes, dict[str, str]]:
-    """An ONNX file's bytes, read once through the file room, and its ``metadata_props`` as a dict; a named error for
-    a missing file or one that is not ONNX (e.g. a ``.pth`` checkpoint)."""
+    """An ONNX file's bytes and its ``metadata_props`` as a dict.
+
+    Raises:
+        FileNotFoundError, ValueError: the file is missing or not ONNX (e.g. a ``.pth`` checkpoint).
+    """
     import onnx
     if not osp.exists(path):
         raise FileNotFoundError(f'ONNX file {path} does not exist. Fix: write it with tools/export.py')
-    data = read_input(path, 'ONNX file')  # a regular file (a FIFO or device is refused, never waited on)
+    data = read_input(path, 'ONNX file')
     try:
         proto = onnx.load_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends
@@ -329,10 +314,9 @@ def read_onnx(path: str) -> tuple[bytes, dict[str, str]]:
 def compare_outputs(got: list, ref: list) -> dict[str, float | int]:
     """onnxruntime outputs against PyTorch's, as arrays of the same shapes (B, C, ...).
 
-    Returns ``max_abs_diff`` over all outputs, and over the positions of dim 1's argmax (pixels or samples)
-    ``positions``, ``argmax_differ`` (where the two argmax differ) and ``near_ties`` (those of them where the
-    reference's top-2 margin is at most ``2 * max_abs_diff``). When every value is within ``max_abs_diff``, an argmax can change only at
-    such a near tie; random weights make near ties common, so float kernels of another CPU may flip a few of them.
+    Returns ``max_abs_diff`` over all outputs and, over the positions of dim 1's argmax, ``positions``,
+    ``argmax_differ`` and ``near_ties`` (those where the reference's top-2 margin is at most ``2 * max_abs_diff``,
+    the only places an argmax can flip while every value is within ``max_abs_diff``).
     """
     diff = max(float(np.abs(np.asarray(g, np.float64) - np.asarray(r, np.float64)).max()) for g, r in zip(got, ref))
     positions = differ = near = 0

@@ -1,18 +1,14 @@
 """Write a beit_mm model as an HF transformers folder or a timm state dict (the I/O around ``beit_mm.converters``).
 
-- :func:`save_hf`: ``config.json`` (with ``id2label``/``label2id``) + ``model.safetensors`` that the HF class named in
-  ``architectures`` loads with no missing or unexpected key: ``BeitForSemanticSegmentation`` (BEiT + UPerNet
-  segmentors HF can hold, see ``beit_mm.converters.hf_config``), ``BeitForImageClassification`` (BEiT +
-  ``MeanPoolNeck`` + ``LinearClsHead``), ``BeitModel`` (anything else with a BEiT backbone, e.g. a MIM model: its
-  backbone; a backbone without final norm, as a segmentor's, loads with ``BeitModel.from_pretrained(DIR,
-  add_pooling_layer=False)``: HF's pooler would need an fc_norm it does not have), ``CvtForImageClassification`` /
-  ``CvtModel``, ``EomtForUniversalSegmentation`` (an EoMT on a DINOv2-style BEiT). The HF model is built and
-  loaded strictly before saving, so a folder is only written when HF holds every weight (EoMT: see :func:`save_hf`).
-- :func:`save_timm`: a timm ``Beit`` state dict file ``NAME.pth`` and ``NAME.json`` next to it with the
-  ``timm.create_model`` arguments (model name, size overrides, ``pretrained_cfg_overlay``) that load it strictly.
+- :func:`save_hf`: ``config.json`` (with ``id2label``) and ``model.safetensors`` that the HF class named in
+  ``architectures`` (BEiT segmentation, classification or ``BeitModel``, CvT, EoMT) loads with no missing or
+  unexpected key; the HF model is built and loaded strictly first, so a folder is written only when HF holds every
+  weight;
+- :func:`save_timm`: a timm ``Beit`` state dict ``NAME.pth`` and beside it ``NAME.json``, the
+  ``timm.create_model`` arguments that load it strictly;
+- :func:`load_hf_state_dict`: an HF folder's weights back to beit_mm names.
 
-Both write atomically (:mod:`beit_mm.fileio.outputs`): a kill leaves the old folder/file, the new one or nothing.
-- :func:`load_hf_state_dict`: an HF folder's weights back to beit_mm names (the round trip).
+Both writers write atomically.
 """
 from __future__ import annotations
 
@@ -118,14 +114,10 @@ HF_WRITER = 'beit_mm.apis.hub.save_hf'
 
 
 def save_hf(model: nn.Module, out_dir: str, classes: list[str] | None = None, part: str = 'auto') -> str:
-    """Write ``model`` as an HF folder (``config.json`` + ``model.safetensors``, and the manifest of those files),
-    replacing ``out_dir`` as a whole and atomically (:func:`beit_mm.fileio.outputs.atomic_dir`: no stale shard or
-    index of an old folder survives; an old folder holding anything its manifest does not list is refused); returns
-    the HF class name.
+    """Write ``model`` as an HF folder (``config.json``, ``model.safetensors`` and a manifest), replacing ``out_dir``
+    as a whole and atomically; returns the HF class name.
 
-    EoMT: transformers 4.46.3, which this environment keeps for mmpretrain, has no ``EomtForUniversalSegmentation``,
-    so the folder is written directly (``config.json`` with ``model_type: eomt``, safetensors with ``format: pt``);
-    ``tests/models/test_eomt_hf.py`` loads it strictly with transformers 4.57.6 and compares the logits."""
+    EoMT's folder is written directly: the transformers kept for mmpretrain has no ``EomtForUniversalSegmentation``."""
     cfg, state_dict = hf_model_and_state_dict(model, classes, part)
     if cfg['model_type'] == 'eomt':
         from safetensors.torch import save_file

@@ -1,17 +1,10 @@
-"""Segmenting images with an ONNX file of ``tools/export.py`` (:mod:`beit_mm.apis.export` writes it and its metadata,
-whose keys are imported from there), in Python around onnxruntime: ``tools/infer.py --onnx``.
+"""Segmenting images with an exported ONNX segmentor (:mod:`beit_mm.apis.export`), in Python around onnxruntime.
 
-The config's pipeline, normalization, slide windows and resizing are used as with the checkpoint
-(:func:`beit_mm.apis.segment.infer_images`); onnxruntime runs each window at the exported size. A window (or, in
-whole mode, an image) smaller than the exported size is zero-padded in normalized space, like mmseg's own padding,
-and its scores cropped back; mmseg instead runs such a window at its own size, the only difference between the two
-paths. Larger whole images need slide mode or an export at their size.
-
-An ONNX file is a program, so what it declares is bounded before it runs: its operators are those ``tools/export.py``
-writes for beit_mm's models (:data:`EXPORTED_OPERATORS`; control flow, functions and other domains refused by name:
-:func:`check_graph`), its window is at most the pixel limit and pads an input to at most
-:data:`MAX_WINDOW_PADDING` times its pixels (:func:`check_window`), and each run is stopped by a timeout or Ctrl-C
-(:func:`run_bounded`: onnxruntime's ``RunOptions.terminate``, which its executor checks between operators).
+The config's pipeline, normalization, slide windows and resizing are used as with the checkpoint; onnxruntime runs
+each window at the exported size, a smaller window zero-padded in normalized space and its scores cropped back. An
+ONNX file is a program, so what it declares is bounded before it runs: only the operators the exporter writes
+(:func:`check_graph`), a bounded window (:func:`check_window`), and each run stopped by a timeout or Ctrl-C
+(:func:`run_bounded`).
 """
 from __future__ import annotations
 
@@ -26,14 +19,12 @@ from .segment_io import list_images, open_output_folder, output_names, write_out
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
 MAX_EXPORT_SIDE = 2**14
-#: The most pixels a window may have per pixel of the input it is padded from (an export at the config's input size
-#: pads little; a window the size of a 16x larger image serves no input).
+#: The most pixels a window may have per pixel of the input it is padded from.
 MAX_WINDOW_PADDING = 16
 #: Seconds one onnxruntime run (one window) may take before it is stopped.
 RUN_TIMEOUT_S = 600.0
-#: The operators (default domain) that ``tools/export.py`` (TorchScript exporter, opset 17, constant folding off)
-#: writes for the demo segmentors (tiny BEiT, BEiT-Adapter and CvT under UperNet; EoMT), plus elementwise math and
-#: reductions of the same families (``_ELEMENTWISE``). No control flow (Loop, If, Scan) and nothing else.
+#: The operators (default domain) the exporter writes for beit_mm's segmentors, plus elementwise math and reductions
+#: of the same families; no control flow.
 _EXPORTED = ('Add', 'BatchNormalization', 'Cast', 'Concat', 'Constant', 'ConstantOfShape', 'Conv', 'ConvTranspose',
              'Div', 'Einsum', 'Equal', 'Erf', 'Expand', 'Gather', 'Greater', 'GridSample', 'Identity',
              'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
@@ -46,17 +37,15 @@ EXPORTED_OPERATORS = frozenset(_EXPORTED + _ELEMENTWISE)
 
 
 class OnnxModelError(ValueError):
-    """An ONNX file whose graph, window or running time is out of bounds; the message names the file, the problem
-    and the fix."""
+    """An ONNX file whose graph, window or running time is out of bounds."""
 
 
 def check_graph(model_bytes: bytes, onnx_file: str) -> None:
-    """Refuse an ONNX model (its serialized bytes) holding anything but :data:`EXPORTED_OPERATORS` of the default
-    domain: control flow (an attribute holding a graph: Loop, If, Scan), local functions, other domains (custom
-    operators) or unknown operators, each named with its node.
+    """Refuse a serialized ONNX model holding anything but :data:`EXPORTED_OPERATORS` of the default domain:
+    control flow, local functions, custom or unknown operators.
 
     Raises:
-        OnnxModelError: naming ``onnx_file``, the operator and the fix.
+        OnnxModelError: naming the operator and its node.
     """
     import onnx
     proto = onnx.load_from_string(model_bytes)
@@ -76,11 +65,11 @@ def check_graph(model_bytes: bytes, onnx_file: str) -> None:
 
 
 def check_window(window: tuple[int, int], input_hw: tuple[int, int], onnx_file: str) -> None:
-    """Refuse a window (``H, W`` of the export) above the pixel limit, or padding an input of ``input_hw`` (the
-    image, or a slide crop's full size) to more than :data:`MAX_WINDOW_PADDING` times its pixels.
+    """Refuse a window (``H, W`` of the export) above the pixel limit, or padding an input of ``input_hw`` to more
+    than :data:`MAX_WINDOW_PADDING` times its pixels.
 
     Raises:
-        OnnxModelError: naming ``onnx_file``, both sizes and the fix.
+        OnnxModelError: naming both sizes.
     """
     from ..fileio.images import LIMIT_VARIABLE, max_image_pixels
     (h_win, w_win), (h_in, w_in) = window, input_hw
@@ -98,11 +87,10 @@ def check_window(window: tuple[int, int], input_hw: tuple[int, int], onnx_file: 
 
 
 def run_bounded(session, feeds: dict, onnx_file: str, timeout_s: float = RUN_TIMEOUT_S) -> list:
-    """``session.run(None, feeds)`` in a worker thread, stopped (onnxruntime's ``RunOptions.terminate``, checked
-    between operators) when it takes longer than ``timeout_s`` seconds or on Ctrl-C in the calling thread.
+    """``session.run(None, feeds)`` in a worker thread, stopped after ``timeout_s`` seconds or on Ctrl-C.
 
     Raises:
-        OnnxModelError: the timeout passed (naming ``onnx_file`` and the fix).
+        OnnxModelError: the timeout passed.
         KeyboardInterrupt: Ctrl-C, after the run stopped.
     """
     import onnxruntime as ort
@@ -144,8 +132,8 @@ def run_bounded(session, feeds: dict, onnx_file: str, timeout_s: float = RUN_TIM
 
 
 def run_windows(x, run, window: tuple[int, int], mode: str, stride: tuple[int, int] | None):
-    """Class scores (1, K, H, W) of a normalized image ``x`` (1, 3, H, W): one call of ``run`` (a (1, 3, h, w) array
-    -> (1, K, h, w) scores at the fixed ``window`` size) for ``mode='whole'``, mmseg's slide windows for 'slide'."""
+    """Class scores (1, K, H, W) of a normalized image ``x`` (1, 3, H, W), ``run`` mapping one ``window``-sized
+    array to its scores: once for ``mode='whole'``, over mmseg's slide windows for 'slide'."""
     import torch
     import torch.nn.functional as F
     h_img, w_img = x.shape[2:]
@@ -175,9 +163,8 @@ def run_windows(x, run, window: tuple[int, int], mode: str, stride: tuple[int, i
 
 
 def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
-    """The input shape ``(batch, 3, H, W)`` a ``tools/export.py`` file declares in its metadata, parsed bounded
-    (:func:`beit_mm.fileio.json_file.parse_json`) and checked: four positive ints, 3 channels, each at most
-    :data:`MAX_EXPORT_SIDE`, before any array of that size is allocated.
+    """The input shape ``(batch, 3, H, W)`` an export declares in its metadata, checked before any array of that
+    size is allocated (each side at most :data:`MAX_EXPORT_SIDE`).
 
     Raises:
         ValueError: the metadata is missing, not JSON, or not such a shape.
@@ -200,12 +187,11 @@ def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
 
 def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
                overwrite: bool = False, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, np.ndarray]:
-    """:func:`beit_mm.apis.segment.infer_images` with a ``tools/export.py`` ONNX segmentor run by onnxruntime (module
-    docstring); each run (window) stopped after ``timeout_s`` seconds.
+    """:func:`beit_mm.apis.segment.infer_images` with an exported ONNX segmentor run by onnxruntime; each window's
+    run stopped after ``timeout_s`` seconds.
 
     Raises:
-        OnnxModelError: a graph, window or run out of bounds (:func:`check_graph`, :func:`check_window`,
-            :func:`run_bounded`), before or instead of running it."""
+        OnnxModelError: a graph, window or run out of bounds."""
     import onnxruntime as ort
     import torch
     import torch.nn.functional as F
@@ -226,7 +212,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     folder, planned = open_output_folder(out_dir, images, names, [config, onnx_file, *inputs], overwrite)
     cfg = Config.fromfile(config)
     init_default_scope(cfg.get('default_scope', 'mmseg'))
-    model_bytes, meta = read_onnx(onnx_file)  # read once, through the file room
+    model_bytes, meta = read_onnx(onnx_file)
     if meta.get(KIND_KEY) != 'segmentor':
         raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get(KIND_KEY)})')
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)

@@ -1,12 +1,9 @@
 """The starting weights a config names: present before a run starts, or a named error saying where they come from.
 
-A full-size config starts from converted official weights (``init_cfg=dict(type='Pretrained',
-checkpoint='checkpoints/beit-base_pt22k-ft22k.pth')``, a tokenizer's checkpoint, ``load_from``). When such a file is
-missing, the run used to stop inside MMEngine's model initialisation with a traceback and "convert official weights
-first". :func:`check_pretrained_files` names every missing file before anything is built, and for each one the
-official file it is converted from, where that is published and the exact converter command: facts read from the
-model index entry of the config (the ``metafile.yml`` beside the config file, ``Converted From``), the one place they
-are written.
+:func:`check_pretrained_files` names every missing file a config starts from (``init_cfg`` checkpoints, a
+tokenizer's, ``load_from``) before anything is built, with the official file it is converted from, where that is
+published and the converter command: facts read from the ``metafile.yml`` beside the config, the one place they are
+written.
 """
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The inputs and outputs of segmenting image files and folders (:mod:`beit_mm.apis.segment` with a checkpoint,
-:mod:`beit_mm.apis.onnx_inference` with an ONNX file): the images of the inputs, checked from their headers; their
-names under ``vis/`` and ``pred/``; the output folder, checked before any work; the label maps and overlays, each
-written atomically.
+"""The inputs and outputs of segmenting image files and folders: the input images, checked from their headers; their
+names under ``vis/`` and ``pred/``; the output folder; the label maps and overlays, each written atomically.
 """
 from __future__ import annotations
 
@@ -16,13 +14,11 @@ TOOL = 'tools/infer.py'
 
 
 def list_images(inputs: list[str]) -> list[str]:
-    """Image files of ``inputs`` (files kept in order, folders expanded to their sorted images, repeats dropped), each
-    a regular file whose header is an image's within the pixel limit
-    (:func:`beit_mm.fileio.images.check_image_file`), checked before the model is built.
+    """Image files of ``inputs`` (files in order, folders expanded to their sorted images, repeats dropped), each a
+    regular file whose header is an image's within the pixel limit.
 
     Raises:
-        FileNotFoundError: an input that does not exist, or a folder without images; NotARegularFileError (one): an
-            input or a folder's image that is a FIFO, a device or a socket.
+        FileNotFoundError: a missing input, a folder without images, or no regular file.
         ImageTooLargeError (a ValueError): an image over the pixel limit.
         ValueError: a file that is not an image.
     """
@@ -76,9 +72,7 @@ def planned_outputs(images: list[str], names: list[str]) -> list[str]:
 
 def open_output_folder(out_dir: str, images: list[str], names: list[str], inputs: list[str | None],
                        overwrite: bool):
-    """``(folder, planned)``: the output folder, checked before any work
-    (:class:`beit_mm.fileio.output_folder.OutputFolder`; no input may be, hold or contain it), and the files this run
-    writes there (:meth:`OutputFolder.begin` announces them and removes an earlier run's)."""
+    """``(folder, planned)``: the output folder, checked before any work, and the files this run writes there."""
     from ..fileio.output_folder import OutputFolder
     planned = planned_outputs(images, names)
     folder = OutputFolder(out_dir, TOOL, overwrite, inputs=[*inputs, *images], flag='--overwrite')
@@ -86,8 +80,7 @@ def open_output_folder(out_dir: str, images: list[str], names: list[str], inputs
 
 
 def save_image(array: np.ndarray, folder, rel: str) -> None:
-    """Write an image atomically into the output folder (:meth:`OutputFolder.file`), in the format its suffix
-    names."""
+    """Write an image atomically into the output folder, in the format its suffix names."""
     suffix = osp.splitext(rel)[1].lower()
     with folder.file(rel) as tmp:
         Image.fromarray(array).save(tmp, format=Image.registered_extensions().get(suffix, 'PNG'))

@@ -1,28 +1,10 @@
-"""Testing (and evaluating) a checkpoint, everything ``tools/test.py`` prepares (the CLI of mmseg 1.2.2's
-``tools/test.py``), behind :func:`run_test`.
+"""Testing a checkpoint with a config, everything the test entry point prepares, behind :func:`run_test`.
 
-- ``show``/``show_dir``: turn on drawing of ``default_hooks.visualization`` (``SegVisualizationHook``); ``show_dir``
-  sets the visualizer's ``save_dir`` (overlays under ``<show_dir>/vis_data/vis_image/``, one for every test image).
-  MMEngine's visualizer draws on process 0 only: a run of N processes draws process 0's share of the test images
-  (about 1 in N) and says so in a warning.
-- ``out``: ``test_evaluator.output_dir`` and ``keep_results=True`` (prediction PNGs for offline evaluation).
-- Outputs (:mod:`beit_mm.fileio.outputs`), checked before anything is built: ``out`` and ``show_dir`` are output
-  folders (new, empty, or written by an earlier run, whose files ``overwrite`` replaces, only those); mmseg and
-  MMEngine write them into a stage (``.<name>.part`` next to the folder) whose files are moved in when the test ends,
-  each file whole, with a manifest of what was written (:class:`beit_mm.fileio.output_folder.OutputFolder`). No output
-  (work dir included) may be a link, an input (the config, the checkpoint), or lie in a data root of the config or in
-  any folder laid out as a dataset.
-- The checkpoint (a file, a work dir's last checkpoint, or a URL) is checked against the config's model before the
-  runner is built, as ``tools/infer.py`` does (:func:`beit_mm.apis.inference.check_loaded_weights`): another model's
-  checkpoint (missing weights that inference reads, other shapes), non-float or NaN/inf weights are refused
-  (:class:`RunTestRefused`) instead of a random model's scores.
-- ``tta``: test ``cfg.tta_model`` wrapping ``cfg.model`` with ``cfg.tta_pipeline``. For slide inference (a backbone
-  with a fixed window) the pipeline's ``Resize(scale_factor=r)`` steps are replaced by unilm's/mmseg 0.x multi-scale
-  resizing (:func:`setr_multiscale_resizes`): image scale ``test_scale * r`` with the short side raised to the crop, so
-  no window smaller than the crop reaches the backbone.
-- SyncBN and CPU distributed runs: as in training (:mod:`beit_mm.engine.launch`).
-
-No function here is named ``test*``: pytest would collect it from a test module that imports it.
+Every output is checked before anything is built: ``out`` and ``show_dir`` are output folders written through a stage
+and moved in whole when the test ends (:class:`beit_mm.fileio.output_folder.OutputFolder`); no output may be a link,
+an input or lie in a data root. The checkpoint is checked against the config's model first, so another model's
+weights are refused instead of scored. ``tta`` with slide inference resizes as unilm does (short side raised to the
+crop). No function here is named ``test*``: pytest would collect it from a test module that imports it.
 """
 from __future__ import annotations
 
@@ -52,14 +34,17 @@ TOOL = 'tools/test.py'
 
 class RunTestRefused(Exception):
     """An output, the checkpoint or the config refused before anything is built or written; the message names the
-    problem and the fix (``tools/test.py`` prints ``test.py: error: <message>`` and exits 2)."""
+    problem and the fix."""
 
 
 def trigger_visualization_hook(cfg: Config, show: bool = False, show_dir: Optional[str] = None,
                                wait_time: float = 2, save_dir: Optional[str] = None) -> Config:
-    """Turn on ``default_hooks.visualization`` drawing for ``show``/``show_dir``, of every test image (interval 1,
-    as mmdet's test hook draws each image: with the configs' training-time interval of 50, a 40-image test set drew
-    none); the visualizer writes into ``save_dir`` (``show_dir``'s stage)."""
+    """Turn on ``default_hooks.visualization`` drawing of every test image (interval 1) for ``show``/``show_dir``;
+    the visualizer writes into ``save_dir`` (``show_dir``'s stage).
+
+    Raises:
+        RuntimeError: the config has no visualization hook or, for ``show_dir``, no visualizer.
+    """
     default_hooks = cfg.default_hooks
     if 'visualization' not in default_hooks:
         raise RuntimeError("--show/--show-dir need a visualization hook: add default_hooks.visualization="
@@ -78,23 +63,15 @@ def trigger_visualization_hook(cfg: Config, show: bool = False, show_dir: Option
     return cfg
 
 
-#: SETR_Resize never bounds the long side (unilm resize_transform.py lines 174-185 rescale to a short side only);
-#: mmcv's Resize takes (long, short) bounds, so the long bound is one that no image reaches.
+#: A long-side bound no image reaches: unilm's SETR_Resize bounds the short side only.
 UNBOUNDED_LONG_SIDE = 2**31 - 1
 
 
 def setr_multiscale_resizes(test_scale: Sequence[int], ratios: Sequence[float],
                             crop_size: Sequence[int]) -> List[dict]:
-    """One ``Resize`` per ratio, as unilm's/mmseg 0.x multi-scale evaluation of BEiT resizes.
-
-    unilm ``beit/semantic_segmentation/configs/beit/upernet/upernet_beit_base_12_640_slide_160k_ade20k_ms.py``:
-    ``MultiScaleFlipAug(img_scale=(2560, 640), img_ratios=[0.5, ..., 1.75])`` gives the scales
-    ``(int(2560 * r), int(640 * r))`` (mmcv 1.x ``MultiScaleFlipAug.__init__``), and ``SETR_Resize(keep_ratio=True,
-    crop_size=crop_size, setr_multi_scale=True)`` (``mmcv_custom/resize_transform.py`` lines 173-188) rescales the
-    image so its short side is ``max(crop_size[0], min(scale))``, with no bound on the long side (mmseg 0.x's
-    ``Resize(keep_ratio=True, min_size=640)`` in ``configs/beit/upernet_beit-base_640x640_160k_ade20k_ms.py`` does the
-    same). Every resized image is therefore at least as large as the crop, and slide inference only feeds whole
-    crop-size windows to the backbone.
+    """One ``Resize`` per ratio, as unilm's multi-scale evaluation of BEiT: short side ``max(crop, short * r)``,
+    long side unbounded (unilm ``mmcv_custom/resize_transform.py:173-188``, ``SETR_Resize``), so slide inference feeds
+    only whole crop-size windows to the backbone.
 
     Args:
         test_scale: (long, short) single-scale test scale, e.g. (2560, 640).
@@ -112,8 +89,7 @@ def setr_multiscale_resizes(test_scale: Sequence[int], ratios: Sequence[float],
 
 
 def _ratio_resizes(tta_pipeline: list) -> Tuple[list, int, List[float]]:
-    """``(transforms, index, ratios)``: the ``TestTimeAug`` choice lists of ``tta_pipeline``, the index of the list of
-    ``Resize(scale_factor=r)`` choices and those ratios."""
+    """``(choice lists of the TestTimeAug step, index of the Resize(scale_factor=r) list, the ratios)``."""
     for step in tta_pipeline:
         if config_type_is(step.get('type'), TestTimeAug, TRANSFORMS):
             for index, choices in enumerate(step['transforms']):
@@ -127,11 +103,8 @@ def _ratio_resizes(tta_pipeline: list) -> Tuple[list, int, List[float]]:
 
 
 def slide_tta_pipeline(cfg: Config) -> list:
-    """``cfg.tta_pipeline`` with its ratio resizes replaced by :func:`setr_multiscale_resizes` for slide inference.
-
-    The test scale is the ``Resize.scale`` of ``cfg.test_pipeline`` and the crop is ``cfg.model.test_cfg.crop_size``.
-    Configs that do not test with ``mode='slide'`` get ``cfg.tta_pipeline`` unchanged.
-    """
+    """``cfg.tta_pipeline``, its ratio resizes replaced by :func:`setr_multiscale_resizes` under slide inference
+    (test scale from ``cfg.test_pipeline``, crop from ``cfg.model.test_cfg``); unchanged otherwise."""
     pipeline = copy.deepcopy(cfg.tta_pipeline)
     test_cfg = cfg.model.get('test_cfg') or {}
     if test_cfg.get('mode') != 'slide':
@@ -157,17 +130,15 @@ def apply_tta(cfg: Config) -> Config:
 
 
 def checkpoint_path(checkpoint: str) -> str:
-    """The checkpoint file to test: a file, a work dir's last checkpoint (:func:`beit_mm.apis.resolve_checkpoint`),
-    or a remote name as given."""
+    """The checkpoint file to test: a file, a work dir's last checkpoint, or a remote name as given."""
     from ..fileio.remote import is_remote
     from .inference import resolve_checkpoint
     return checkpoint if is_remote(checkpoint) else resolve_checkpoint(checkpoint)
 
 
 def check_checkpoint(cfg: Config, config: str, path: str) -> None:
-    """Refuse a checkpoint that does not fit ``cfg``'s model for inference, as ``tools/infer.py`` does
-    (:func:`beit_mm.apis.inference.check_loaded_weights`: no other shapes, no non-float or non-finite weights, every
-    weight inference reads present). A remote file is opened through :mod:`beit_mm.fileio.remote` (cached)."""
+    """Refuse a checkpoint that does not fit ``cfg``'s model for inference: other shapes, non-float or non-finite
+    weights, or a weight inference reads missing."""
     from mmengine.runner import CheckpointLoader
 
     from ..fileio import load_state_dict_file, unwrap_state_dict
@@ -181,8 +152,7 @@ def check_checkpoint(cfg: Config, config: str, path: str) -> None:
 
 def output_folders(cfg: Config, config: str, checkpoint: str, out: Optional[str] = None,
                    show_dir: Optional[str] = None, overwrite: bool = False) -> dict:
-    """Check every output before anything is built (:mod:`beit_mm.fileio.outputs`); ``{'out': OutputFolder,
-    'show_dir': OutputFolder}`` for the options given."""
+    """Check every output before anything is built; ``{'out' | 'show_dir': OutputFolder}`` for the options given."""
     inputs = [config, checkpoint, *config_data_roots(cfg)]
     check_output(cfg.work_dir, overwrite=True, kind='dir', inputs=inputs)
     if out and show_dir:
@@ -200,17 +170,16 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
              show: bool = False, show_dir: Optional[str] = None, overwrite: bool = False, wait_time: float = 2,
              cfg_options: Optional[dict] = None, launcher: str = 'none', tta: bool = False,
              local_rank: int = 0) -> dict:
-    """Test ``checkpoint`` with ``config`` (``runner.test()``, which logs the metrics: mIoU, mAcc, aAcc for
-    ``IoUMetric``) in the calling process; the keywords are ``tools/test.py``'s flags (module docstring).
+    """Test ``checkpoint`` with ``config`` (``runner.test()``) in the calling process; the keywords are the test
+    entry point's flags.
 
     Returns:
         ``{'metrics': the runner's metrics, 'written': {'out' | 'show_dir': (folder, [files written])}}`` (``written``
         empty on ranks other than the main one).
 
     Raises:
-        RunTestRefused: an output, the checkpoint or its fit to the config's model refused, before anything is built
-            or written.
-        RuntimeError: ``show``/``show_dir``/``tta`` without what they need in the config (the message names it).
+        RunTestRefused: an output, the checkpoint or its fit to the config's model refused.
+        RuntimeError: ``show``/``show_dir``/``tta`` without what they need in the config.
     """
     if 'LOCAL_RANK' not in os.environ:
         os.environ['LOCAL_RANK'] = str(local_rank)
@@ -221,7 +190,7 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
         cfg.work_dir = work_dir
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
-    try:  # outputs and the checkpoint: named errors before anything is built or written
+    try:
         cfg.load_from = checkpoint_path(checkpoint)
         folders = output_folders(cfg, config, cfg.load_from, out, show_dir, overwrite)
         check_checkpoint(cfg, config, cfg.load_from)
@@ -238,7 +207,6 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     adapt_cfg_to_launcher(cfg, launcher)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
-    # its own logger and visualizer, and the training's config dump in the work dir kept: this run's goes to its log dir
     runner = build_runner(cfg, config_dump_in_log_dir=True)
     if (show or show_dir) and get_world_size() > 1 and is_main_process():
         print_log(f'drawing on {get_world_size()} processes: MMEngine\'s visualizer draws on process 0 only, so the '
@@ -254,6 +222,6 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
     finally:
         release_dataloader_workers(runner)
     written = {key: (folder.path, folder.commit()) for key, folder in folders.items()} if is_main_process() else {}
-    del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
+    del runner  # it holds the DDP wrapper, which holds the process group
     destroy_process_group()
     return {'metrics': metrics, 'written': written}

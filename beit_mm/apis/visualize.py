@@ -1,26 +1,14 @@
-"""Pictures of what a beit_mm model sees (PNG files): the four pictures of ``tools/visualize.py``, which is argparse
-over these functions (keyword names = the dest names of its flags).
+"""Pictures of what a beit_mm model sees, as PNG files; the keywords are the visualization entry point's flags.
 
-- :func:`draw_attention`: per-head attention of one query patch at one block, plus attention rollout (BEiT or CvT;
-  any task's config).
-- :func:`draw_tokens`: a dVAE's token ids as a colour map next to the image, and the tokens decoded.
-- :func:`draw_token_maps`: dVAE and/or VQ-KD token maps of the same labeled images side by side, plus how much a token
-  id tells about the patch's class, colour and position (NMI, purity) next to shuffled ids
-  (:mod:`beit_mm.evaluation.token_groups`).
-- :func:`draw_mim`: image, blockwise mask, tokenizer reconstruction, model prediction decoded through the dVAE decoder.
+- :func:`draw_attention`: per-head attention of one query patch at one block, plus attention rollout;
+- :func:`draw_tokens`: a dVAE's token ids as a colour map next to the image, and the tokens decoded;
+- :func:`draw_token_maps`: token maps of labeled images side by side, with how much a token id tells about the
+  patch's class, colour and position;
+- :func:`draw_mim`: image, mask, tokenizer reconstruction and model prediction, decoded through the dVAE.
 
-Images are resized (bicubic) to ``size`` (default: a segmentation config's crop, a MIM config's crop, else 224) and
-normalized with the config's ``data_preprocessor`` mean/std; no random augmentation. ``block`` indexes the attention
-modules in forward order (BEiT: blocks 0..L-1; CvT: stage 0, 1, 2 blocks; -1 = the last block); ``query`` is a (row,
-col) on that block's query grid (default: its centre). Rollout (Abnar & Zuidema 2020) runs over the blocks of the last
-block's grid (a BEiT's all blocks; a CvT's last stage, with strided keys spread over the query grid). The MIM mask is
-the config's ``BEiTMaskGenerator`` with ``seed``; the dVAE must be the one whose encoder is the MIM model's tokenizer
-(tools/run_chain.sh trains both).
-
-``out`` is checked before any model is built (:func:`beit_mm.fileio.outputs.check_output`, raising
-:class:`~beit_mm.fileio.outputs.OutputError`): an existing file needs ``overwrite``; a link, an input (config,
-checkpoint, image, data root), or a path in a data root is refused. The PNG is written atomically. Each function
-draws with torch's CPU generator seeded 0 and restores the caller's generator afterwards.
+Images are resized to ``size`` and normalized as the config does, without random augmentation; ``block`` indexes the
+attention modules in forward order and ``query`` is a (row, col) on that block's query grid. ``out`` is checked before
+any model is built and written atomically; each function draws with torch's CPU generator seeded 0 and restores it.
 """
 from __future__ import annotations
 

@@ -1,21 +1,11 @@
-"""The train data pipelines of the full-size recipes measured on their own: images per CPU second of one DataLoader
-worker (one process, one thread, as a worker runs: torch and OpenCV at 1 thread), the exact (reference) pipeline next
-to the one the config trains with, and from them the workers that feed a GPU rate.
-``tools/analysis/benchmark_data.py`` is the CLI.
+"""The train data pipelines of the full-size recipes measured on their own, and the DataLoader workers that feed a
+GPU rate: ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
 
-A worker's rate is ``images / CPU seconds`` of ``dataset[i]`` over shuffled indices after a warm-up (read, decode,
-the augmentations, packing; the batch collate is left out); CPU seconds, not wall-clock ones, so that other jobs on a
-shared machine do not make workers look slower than a worker with a core of its own is. The data preprocessor's CPU
-cost per image (normalization, and the ColorJitter that a draft pipeline leaves to it) is measured on its own, on
-batches of the same images, and reported as the rate a worker would have if the preprocessor ran on its CPU (it runs
-on the GPU in training). A config's GPU-decode pipeline (the workers only read the bytes and draw) is timed with the
-other two; its preprocessor cost (decode, jitter, crop, resizes) is the CPU's, not the GPU's. Workers needed per
-GPU = ``max(2, ceil(HEADROOM * gpu_rate / worker_rate))``.
-
-On a device (:func:`device_batch_seconds`, :func:`loader_rate`) the data preprocessor is timed where it runs in
-training: wall-clock seconds per batch of the recipe's size, the device synchronised, JPEG decode on its own for the
-GPU-decode batches; and the whole input side as a node runs it: MMEngine's DataLoader with N workers feeding the
-preprocessor on the device, images/s delivered, to set beside the step's rate.
+A worker's rate is ``images / CPU seconds`` of ``dataset[i]`` at one thread over shuffled indices after a warm-up;
+CPU seconds, so that other jobs on a shared machine do not make workers look slow. The exact (reference) pipeline is
+timed beside the one the config trains with and its GPU-decode variant; the data preprocessor's cost is measured
+apart, on the CPU (:func:`preprocessor_seconds`) or where it runs in training (:func:`device_batch_seconds`,
+:func:`loader_rate`).
 """
 from __future__ import annotations
 
@@ -27,30 +17,23 @@ import statistics
 import time
 from dataclasses import dataclass
 
-# Workers are sized for this much more than the GPU's rate: the main process, larger JPEGs, a busy node.
-HEADROOM = 1.25
-# Never fewer: with one worker every slow image (a large JPEG, a rare augmentation) stalls the step.
-MIN_WORKERS = 2
-# DataLoader workers per GPU an 8-GPU H100/H200 node (DGX: 2 x 56 cores) gives: 14 cores, one for the training process.
-NODE_WORKERS = 13
-# Images per batch when the data preprocessor is timed on the CPU.
+HEADROOM = 1.25  # workers sized for this much more than the GPU's rate
+MIN_WORKERS = 2  # with one worker every slow image stalls the step
+NODE_WORKERS = 13  # per GPU of an 8-GPU DGX node (14 cores each, one for the training process)
 PREPROCESSOR_BATCH = 16
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """A full-size recipe's train pipeline: ``config`` (relative to the checkout), the image set its dataset reads
-    (``layout``: 'ade20k' or 'imagenet') and ``gpu_rate``, images/s of one GPU to feed by default."""
+    """A full-size recipe: its config, the image set it reads (``layout``: 'ade20k' or 'imagenet') and
+    ``gpu_rate``, images/s of one GPU to feed."""
     name: str
     config: str
     layout: str
     gpu_rate: float
 
 
-# Default GPU rates, one H200, bf16: fine-tuning and BEiT v1 MIM the compiled step at the recipe batch (2547 and 1848
-# img/s); BEiT v2 MIM and segmentation the eager step of docs/studies/gpu-report-h200.md (batch 32 / 2, rounded up).
-# CvT-13 has no GPU measurement: BEiT-B fine-tuning's rate stands in (CvT-13 has a quarter of its FLOPs).
-# A GPU session's rates at the recipe batch (benchmark.py --compile) go in with --gpu-rate.
+# GPU rates measured on one H200 in bf16; CvT-13 takes BEiT-B fine-tuning's (it has a quarter of its FLOPs).
 RECIPES = (
     Recipe('ADE20K 512 (UPerNet, EoMT, Mask2Former)', 'configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py',
            'ade20k', 27.0),
@@ -66,8 +49,7 @@ RECIPES = (
 
 
 def workers_needed(gpu_rate: float, worker_rate: float, headroom: float = HEADROOM) -> int:
-    """DataLoader workers per GPU to produce ``headroom * gpu_rate`` images/s at ``worker_rate`` each, at least
-    :data:`MIN_WORKERS`."""
+    """DataLoader workers per GPU to produce ``headroom * gpu_rate`` images/s at ``worker_rate`` each."""
     if worker_rate <= 0:
         raise ValueError(f'worker_rate must be positive, got {worker_rate}')
     return max(MIN_WORKERS, math.ceil(headroom * gpu_rate / worker_rate))
@@ -85,10 +67,8 @@ def load_config(config: str):
 
 
 def pipelines(cfg) -> dict[str, list]:
-    """``{'reference': exact pipeline, 'new': the trained one}``: a config that trains with a cheaper pipeline keeps
-    the exact one as ``train_pipeline_exact``; otherwise both are the config's own. A config with a GPU-decode
-    pipeline (``train_pipeline_gpu_decode``: the workers read the bytes, the data preprocessor decodes) adds it as
-    ``'gpu_decode'``."""
+    """``{'reference': train_pipeline_exact, 'new': the trained one}``, plus ``'gpu_decode'`` where the config has
+    ``train_pipeline_gpu_decode``; without an exact pipeline both are the trained one."""
     used = cfg.train_dataloader.dataset.pipeline
     found = dict(reference=cfg.get('train_pipeline_exact', used), new=used)
     if cfg.get('train_pipeline_gpu_decode') is not None:
@@ -117,11 +97,9 @@ def _one_thread():
 
 def worker_rates(datasets: dict, images: int, warmup: int = 4, rounds: int = 4,
                  seed: int = 0) -> dict[str, tuple[float, float]]:
-    """``{name: (images per CPU second, images per wall-clock second)}`` of ``dataset[i]`` for each of ``datasets`` in
-    this process at one thread (torch and OpenCV), as one DataLoader worker, on the same shuffled indices. The
-    datasets take turns in ``rounds`` rounds of ``images / rounds`` images each, so that a change of load on a shared
-    machine touches them alike. The CPU-second rate is what a worker with a core of its own gives; the wall-clock
-    rate is what it gave here."""
+    """``{name: (images per CPU second, images per wall-clock second)}`` of ``dataset[i]`` at one thread, as one
+    DataLoader worker, on the same shuffled indices; the datasets take turns in ``rounds`` rounds so that a change of
+    load touches them alike."""
     import torch
     threads = _one_thread()
     try:
@@ -153,15 +131,14 @@ def worker_rate(dataset, images: int, warmup: int = 4, seed: int = 0) -> tuple[f
 
 
 def data_preprocessor(cfg):
-    """The config's data preprocessor: ``model.data_preprocessor``, or the top-level ``data_preprocessor`` that
-    MMEngine's Runner gives a model without one (mmpretrain's layout); None without either."""
+    """The config's ``model.data_preprocessor``, else its top-level ``data_preprocessor``, else None."""
     return cfg.model.get('data_preprocessor') or cfg.get('data_preprocessor')
 
 
 def preprocessor_seconds(cfg, dataset, images: int, seed: int = 0, collate_fn: str | None = None) -> float:
-    """CPU seconds per image of the config's data preprocessor (:func:`data_preprocessor`) on the CPU at one thread,
-    on batches of :data:`PREPROCESSOR_BATCH` (at most ``images``) samples of ``dataset`` collated by the config's
-    ``collate_fn`` (or the one named; the samples made first, untimed)."""
+    """CPU seconds per image of the config's data preprocessor at one thread, on batches of
+    :data:`PREPROCESSOR_BATCH` samples of ``dataset`` made first and collated by ``collate_fn`` (default: the
+    config's)."""
     import torch
     from mmengine.registry import FUNCTIONS, MODELS
     preprocessor = MODELS.build(data_preprocessor(cfg))
@@ -191,10 +168,8 @@ def _synchronize(device) -> None:
 
 def device_batch_seconds(cfg, dataset, batch: int, device, batches: int = 3, collate_fn: str | None = None,
                          seed: int = 0) -> tuple[float, float | None]:
-    """Wall-clock seconds per batch of ``batch`` samples of the config's data preprocessor on ``device`` (median of
-    ``batches`` timed calls after one untimed, the device synchronised after each), and of the batched JPEG decode
-    alone (:func:`beit_mm.data.transforms.device_views.decode_images`) when the samples carry encoded bytes (else
-    None). The samples are made first, untimed, collated by the config's ``collate_fn`` (or the one named)."""
+    """Wall-clock seconds per batch of the config's data preprocessor on ``device`` (median of ``batches`` after one
+    untimed), and of the batched JPEG decode alone when the samples carry encoded bytes (else None)."""
     from mmengine.registry import FUNCTIONS, MODELS
 
     from beit_mm.data.transforms.device_views import decode_images
@@ -223,13 +198,8 @@ def device_batch_seconds(cfg, dataset, batch: int, device, batches: int = 3, col
 
 def loader_rate(cfg, data_root: str, pipeline: list, workers: int, device, batch: int,
                 collate_fn: str | None = None, seed: int = 0) -> float:
-    """Images/s delivered by the config's train dataloader (MMEngine's ``Runner.build_dataloader``, an infinite
-    shuffled sampler over ``data_root``'s images, ``pipeline``, ``workers`` workers, host memory pinned on CUDA)
-    through the data preprocessor on ``device``, the device synchronised at both ends.
-
-    Each worker makes whole batches, so the first ``workers`` batches arrive together after one batch's time: the
-    clock starts once they are taken and runs over the next ``2 * workers`` (at least 4), the rate the workers keep
-    up."""
+    """Images/s delivered by the config's train dataloader with ``workers`` workers through the data preprocessor
+    on ``device``. The clock starts after the first ``workers`` batches, which arrive together."""
     from mmengine.registry import MODELS
     from mmengine.runner import Runner
     warmup, batches = workers, max(4, 2 * workers)
@@ -257,10 +227,8 @@ def loader_rate(cfg, data_root: str, pipeline: list, workers: int, device, batch
 
 @dataclass(frozen=True)
 class DeviceMeasurement:
-    """One recipe's pipeline (``kind``: 'reference', 'new' or 'gpu_decode') on a device: its data preprocessor's
-    seconds per batch of ``batch``, the batched JPEG decode's (GPU-decode batches), the step's seconds per batch at
-    ``gpu_rate``, and the images/s a DataLoader with ``workers`` workers delivered through the preprocessor (None:
-    not run)."""
+    """One recipe's pipeline (``kind``: 'reference', 'new' or 'gpu_decode') on a device: seconds per batch of the
+    preprocessor, the JPEG decode and the step at ``gpu_rate``, and the loader's images/s (None: not run)."""
     recipe: Recipe
     kind: str
     batch: int
@@ -276,17 +244,15 @@ class DeviceMeasurement:
 
     @property
     def rate_with_preprocessor(self) -> float:
-        """The GPU's images/s when the preprocessor runs before each step on the same device (MMEngine's
-        ``train_step``: not overlapped)."""
+        """The GPU's images/s when the preprocessor runs before each step on the same device, not overlapped."""
         return self.batch / (self.step_seconds + self.preprocessor_seconds)
 
 
 def measure_on_device(recipe: Recipe, config: str, data_root: str, device, gpu_rate: float, batch: int | None = None,
                       batches: int = 3, workers: int = 0, kinds: tuple[str, ...] | None = None
                       ) -> list[DeviceMeasurement]:
-    """:func:`device_batch_seconds` of each of ``recipe``'s pipelines (:func:`pipelines`, those of ``kinds`` if
-    given) at ``batch`` (default: the config's ``train_dataloader.batch_size``), and with ``workers`` > 0 its
-    :func:`loader_rate` with that many workers."""
+    """:func:`device_batch_seconds` of each of ``recipe``'s pipelines (those of ``kinds``) at ``batch`` (default:
+    the config's), and with ``workers`` > 0 their :func:`loader_rate`."""
     cfg = load_config(config)
     batch = batch or cfg.train_dataloader.batch_size
     found = []
@@ -304,8 +270,8 @@ def measure_on_device(recipe: Recipe, config: str, data_root: str, device, gpu_r
 
 @dataclass(frozen=True)
 class Measurement:
-    """One recipe: images per worker CPU second of the reference and the new pipeline, each also with the data
-    preprocessor's CPU cost added (as when it runs on a CPU), the wall-clock rates here, and the GPU rate to feed."""
+    """One recipe: images per worker CPU second of each pipeline, also with the preprocessor's CPU cost added, the
+    wall-clock rates, and the GPU rate to feed."""
     recipe: Recipe
     reference: float
     new: float
@@ -339,10 +305,7 @@ class Measurement:
 
 
 def measure_recipe(recipe: Recipe, config: str, data_root: str, images: int, gpu_rate: float) -> Measurement:
-    """Time the reference, the new and (where the config has one) the GPU-decode pipeline of ``recipe`` on the same
-    images (:func:`worker_rates`), and the data preprocessor on each one's samples (:func:`preprocessor_seconds`;
-    the GPU-decode samples collated by ``pseudo_collate``: the preprocessor then decodes, jitters, crops and resizes
-    on the CPU)."""
+    """Time each pipeline of ``recipe`` on the same images, and the data preprocessor on each one's samples."""
     cfg = load_config(config)
     datasets = {kind: build_train_dataset(cfg, data_root, pipeline) for kind, pipeline in pipelines(cfg).items()}
     measured = worker_rates(datasets, images)
@@ -359,18 +322,14 @@ def measure_recipe(recipe: Recipe, config: str, data_root: str, images: int, gpu
 
 
 def loader_settings(workers: int) -> dict:
-    """The train dataloader keys set in the configs for ``workers`` workers per GPU: pinned host memory (asynchronous
-    host-to-device copies), workers kept across epochs (no re-fork and re-import per epoch). ``prefetch_factor`` stays
-    PyTorch's default, 2 batches in flight per worker (enough when the workers keep up; a config that names it breaks
-    every ``num_workers=0`` override: PyTorch refuses a prefetch factor without workers)."""
+    """The train dataloader keys the configs set for ``workers`` workers per GPU. ``prefetch_factor`` is left out:
+    PyTorch refuses it under a ``num_workers=0`` override."""
     return dict(num_workers=workers, pin_memory=True, persistent_workers=True)
 
 
 def make_image_sets(work_dir: str, ade_size: int, imagenet_size: tuple[int, int], count: int) -> dict[str, str]:
-    """The images the pipelines read, under ``work_dir``: ADE20K (``tools/make_demo_data.py``'s generator, ``count``
-    training images of ``ade_size``^2 px with their annotations) and photo-like ImageNet training JPEGs of
-    ``imagenet_size`` (height, width) with ``meta/train.txt`` (:mod:`beit_mm.data.demo.photos`).
-    ``{'ade20k': root, 'imagenet': root}``."""
+    """``{'ade20k': root, 'imagenet': root}``: ``count`` demo ADE20K images of ``ade_size``^2 px and photo-like
+    ImageNet JPEGs of ``imagenet_size`` (height, width), under ``work_dir``."""
     from beit_mm.data.demo.ade20k import make_demo_ade20k
     from beit_mm.data.demo.photos import make_photo_imagenet
     ade = make_demo_ade20k(osp.join(work_dir, 'ade'), num_train=count, num_val=1, size=ade_size)

@@ -1,17 +1,12 @@
 """Measuring one benchmark part: build each model, time its train (or inference) step eager or compiled, read its
 peak memory, split one step by part, count its FLOPs (:mod:`beit_mm.evaluation.flops`).
 
-A train step is the model's ``loss`` on already-preprocessed tensors, backward and an AdamW step (beit_mm: fused
-AdamW where the device supports it, as ``tools/train.py``; the peers: torch's default AdamW, as their own
-``tools/train.py``). Compiled rows: ``torch.compile`` (inductor) of the forward + loss (of what the model declares
-in ``compile_units``, as ``beit_mm.CompileHook``: EoMT's network), backward through the compiled graph, the
-optimizer eager; the warm-up steps (compilation, at least 3) are untimed and their seconds
-reported. On CUDA a step that runs out of memory halves the part's batch and starts the part again (the row says
-so). Peak memory: ``torch.cuda.max_memory_allocated`` on CUDA; on CPU the peak resident-set growth from before the
-model is built (glibc ``malloc_trim`` between models). The per-part split comes from one extra eager step with
-timing hooks: forward time of each part (summed over its runs of calls: first pre-hook to last post-hook of its
-modules), backward split at the moment the gradient reaches the backbone's last output (the autograd engine runs
-every later-created node, i.e. the neck and heads, first), and the optimizer step.
+A train step is the model's ``loss`` on preprocessed tensors, backward and an AdamW step (fused for beit_mm where the
+device has it, torch's default for the peers, as each trains). Compiled rows compile the forward + loss of what the
+model declares in ``compile_units``; their warm-up steps are untimed and reported. On CUDA a step out of memory
+halves the batch and the row says so. Peak memory is ``max_memory_allocated`` on CUDA, the resident-set growth on
+CPU. The per-part split times one more eager step with hooks, splitting backward when the gradient reaches the
+backbone's last output, since autograd runs the neck and heads first.
 """
 from __future__ import annotations
 
@@ -247,8 +242,8 @@ def bench(part: Part, name: str, timing: Timing, device: torch.device, dtype: to
         if compiled:
             torch._dynamo.reset()  # each model compiles from scratch (no cache hits on the previous model's code)
             if ours and compile_units(model) != [model]:
-                compile_model(model)  # what the model declares, as training compiles it (EoMT: its network)
-            else:  # the step (a whole-compiling model gives one graph: tests/models/test_compile_models.py)
+                compile_model(model)  # what the model declares, as training compiles it
+            else:  # the step: a whole-compiling model gives one graph
                 forward = torch.compile(forward)
 
         def step() -> None:

@@ -1,51 +1,17 @@
-"""The benchmark parts: each builds beit_mm's model and its peers from their repositories' own configs.
+"""The benchmark parts: beit_mm's model and its peers, each built from its repository's own config with random
+weights and no pretrained-weight paths.
 
-Parts (random weights; every model is built from its repository's own config, pretrained-weight paths removed):
+- ``mim``, ``mim-tokamp``: the BEiT-B/16 MIM step with the DALL-E tokenizer vs mmpretrain 1.2.0's; ``-tokamp`` runs
+  beit_mm's tokenizer under the step's autocast dtype, as mmpretrain does;
+- ``mim2``: the BEiT v2 MIM step (VQ-KD tokenizer, cls-token pretraining) vs mmpretrain's; both codebooks get the
+  same random unit codes, and mmpretrain's ``VQKD`` stands in where ``beit_mm.VQKD`` is not registered;
+- ``finetune``: the BEiT-B/16 ImageNet fine-tuning step vs mmpretrain's and timm's;
+- ``seg<SIZE>``, ``slide<SIZE>``: the BEiT-B UPerNet train step and slide inference vs mmseg 1.2.2's;
+- ``heads<SIZE>``, ``headsinf<SIZE>`` (also ``-demo``, ``-study``): beit_mm's segmentors on one BEiT, train step or
+  whole-image inference, each against UPerNet; ``eomt<SIZE>``: EoMT's train step alone;
+- ``backbone``: the backbone-only step (BEiT-B vs mmseg's BEiT, or CvT-13 vs HF ``CvtModel``).
 
-- ``mim``: BEiT-B/16 masked image modeling step at 224 with the real-size DALL-E tokenizer on the 112 view,
-  ``configs/beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
-  ``beit/beit_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``.
-- ``mim-tokamp``: the same step with beit_mm's DALL-E encoder under the step's autocast dtype, as mmpretrain computes
-  its targets (the recipe keeps unilm's fp32 targets: unilm ``beit/engine_for_pretraining.py`` tokenizes outside
-  autocast), so both sides do the same work in the same dtype.
-- ``mim2``: BEiT v2 masked image modeling step (BEiT-B/16 at 224, cls-token pretraining, VQ-KD tokenizer on the 224
-  view), ``configs/beit2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py`` vs mmpretrain 1.2.0's
-  ``beitv2/beitv2_beit-base-p16_8xb256-amp-coslr-300e_in1k.py``. Where ``beit_mm.VQKD`` is not registered, beit_mm's
-  model runs with mmpretrain's ``VQKD`` of that config (same size: ViT-B/16 encoder + 8192 x 32 codebook, frozen, in
-  eval mode) as its target generator, so the tokenizer costs the same on both sides; the row's title says which.
-  Both codebooks get the same random unit codes (a frozen tokenizer's all-zero codebook is refused by beit_mm). Both
-  tokenize under the step's autocast, as unilm ``beit2/engine_for_pretraining.py`` lines 54-56 (the config's
-  ``VQKD(autocast_dtype=...)``).
-- ``finetune``: ImageNet fine-tuning step of BEiT-B/16 at 224, ``configs/beit/beit-base-p16_beit-pre_8xb128-coslr-
-  100e_in1k.py`` vs mmpretrain's ``beit/benchmarks/beit-base-p16_8xb128-coslr-100e_in1k.py`` (hard labels).
-- ``seg512`` / ``seg640``: BEiT-B UPerNet train step at 512 / 640, ``configs/beit/beit-base_upernet_8xb2-160k_ade20k-
-  640x640.py`` vs mmseg 1.2.2's ``beit/beit-base_upernet_8xb2-160k_ade20k-640x640.py`` (both with the image size
-  set to 512 for ``seg512``). With one image per process BatchNorm layers run in eval mode in both (a 1x1 pooled
-  map of one image has no batch statistics; 8-GPU training uses SyncBN).
-- ``slide640``: slide inference (640 windows, stride 426) of the same segmentors on a 640 x 960 image.
-  ``seg<SIZE>`` / ``slide<SIZE>`` run these at another size (e.g. ``seg256`` where 640 is too slow).
-- ``heads<SIZE>`` / ``headsinf<SIZE>``: beit_mm's segmentors on the same BEiT-B at ``SIZE``, each a row with its
-  ratio against UPerNet (``configs/beit/beit-base_upernet_8xb2-160k_ade20k-512x512.py``): EoMT
-  (``configs/eomt/eomt_beit-base_*512x512.py``), Mask2Former (mmseg's Mask2FormerHead,
-  ``configs/mask2former/mask2former_beit-base_*.py``), and ViT-Adapter with each of the two heads
-  (``configs/vit_adapter/mask2former_beit-adapter-base_*.py``, ``configs/vit_adapter/beit-adapter-base_upernet_*.py``),
-  all built at ``SIZE``: the train step (EoMT with masked attention on, as at the start of training, its most expensive
-  phase) and whole-image inference at the crop (EoMT after mask annealing: no masks at inference), labels of 8 classes
-  per image in 4 x 4 regions (the matching losses' cost grows with the classes an image holds). ``headsinf`` also
-  prints each model's FLOPs and parameters (``get_flops.py``'s count, one image at the crop). ``heads-demo`` /
-  ``headsinf-demo``: the same on the five 64 px demo configs (``configs/demo/beit-tiny-p8_upernet_...``,
-  ``eomt_beit-tiny-p8_...``, ``mask2former_beit-tiny-p8_...``, ``beit-adapter-tiny_upernet_...``,
-  ``mask2former_beit-adapter-tiny_...``: the same 4 blocks, 96 wide, 16 px patches under the adapter, 8 px
-  otherwise); ``heads-study`` / ``headsinf-study``: on the MIM study's three fine-tuning configs
-  (``configs/studies/beit-tiny-p8_beit-pre_{eomt,mask2former,upernet}_1xb8-1.2k_...``, 7 classes, so up to 7 per
-  image).
-- ``eomt<SIZE>`` / ``eomt-demo``: EoMT's train step alone (masks on) at ``SIZE``, the ``heads`` row without the
-  others; no peer (the official EoMT is no package).
-- ``backbone``: the older backbone-only step (``--model beit``: BEiT-B vs mmseg's BEiT; ``--model cvt``: CvT-13 vs
-  HF ``CvtModel``).
-
-Every ``Part`` counts FLOPs at ``flops_shape`` (:func:`beit_mm.benchmarks.measure.count_flops`); peers that build
-the same architecture share beit_mm's count.
+Peers that build the same architecture share beit_mm's FLOP count.
 """
 from __future__ import annotations
 
@@ -70,9 +36,7 @@ def peer_config(package: str, rel_path: str) -> str:
 
 
 def build_model(path: str, overrides: Callable[[dict], None] | None = None) -> nn.Module:
-    """``path``'s model by :func:`beit_mm.apis.build_from_config` (random init, no ``Pretrained`` file or
-    ``pretrained`` path read, the config's ``default_scope``, SyncBN as BN), ``overrides`` applied to its model dict
-    first. Train/eval mode: :func:`build_part_model`."""
+    """``path``'s model with random init and SyncBN as BN, ``overrides`` applied to its model dict first."""
     from mmengine.config import Config
 
     from beit_mm.apis import build_from_config
@@ -127,9 +91,8 @@ def mim_part(root: str, amp_dtype: torch.dtype | None, tokenizer_like_peer: bool
 
 
 class PeerVQKDTargets(nn.Module):
-    """mmpretrain's ``VQKD`` behind beit_mm's target-generator interface (``get_targets(inputs)``: ids of the 0..255
-    tokenizer view; mmpretrain feeds it (x - 127.5) / 127.5, ``TwoNormDataPreprocessor(second_mean=127.5,
-    second_std=127.5)``), frozen and in eval mode like beit_mm's tokenizers. Benchmark use only."""
+    """mmpretrain's ``VQKD``, frozen, behind beit_mm's target-generator interface: ``get_targets(inputs)`` gives the
+    ids of the 0..255 tokenizer view, fed as ``(x - 127.5) / 127.5`` as mmpretrain does."""
 
     def __init__(self, vqkd: nn.Module) -> None:
         super().__init__()
@@ -213,9 +176,8 @@ TIMM_MISSING = ('timm is not installed (tools/setup_env.sh pins timm 1.0.31; on 
 
 
 class TimmClassifier(nn.Module):
-    """timm's ``beit_base_patch16_224`` (random init, drop path 0.1 as the recipe) with mmpretrain's ``loss(images,
-    samples)`` interface: cross-entropy with label smoothing 0.1 on the labels of ``make_inputs``. The model is the
-    ``backbone`` attribute, for the per-part split."""
+    """timm's ``beit_base_patch16_224`` (drop path 0.1) with mmpretrain's ``loss`` interface: cross-entropy with
+    label smoothing 0.1; the model is ``backbone``, for the per-part split."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -359,9 +321,8 @@ def heads_part(root: str, size: str, train: bool, only: tuple[str, ...] | None =
     num_classes = Config.fromfile(configs['UPerNet']).model.decode_head.num_classes
 
     def make_inputs(batch: int, device: torch.device) -> dict:
-        """Label maps as scenes have them (the matching loss's cost grows with the classes present; per-pixel
-        random labels would give EoMT and Mask2Former 150 targets per image): 8 classes per image (at most the
-        configs' class count) on a 4 x 4 grid of regions."""
+        """Label maps as scenes have them, 8 classes per image on a 4 x 4 grid of regions: the matching losses'
+        cost grows with the classes present."""
         from mmengine.structures import PixelData
         x = seg.make_inputs(batch, device)
         g = torch.Generator().manual_seed(1)
@@ -432,7 +393,7 @@ def backbone_part(model: str, img_size: int) -> Part:
                 flops_shape=None)
 
 
-# Images per GPU of each part on CUDA: the recipes' per-GPU batch where it fills a GPU, else 8-16 (issue 47 item 4).
+# Images per GPU of each part on CUDA: the recipes' per-GPU batch where it fills a GPU, else 8-16.
 RECIPE_BATCH = {
     'mim': 256, 'mim-tokamp': 256, 'mim2': 256,  # configs/beit/beit_*_8xb256-*, configs/beit2/beitv2_*_8xb256-*
     'finetune': 128,  # configs/beit/beit-base-p16_beit-pre_8xb128-*
@@ -452,8 +413,8 @@ def default_batch(name: str, device_type: str) -> int:
 
 
 def make_part(name: str, root: str, amp_dtype: torch.dtype | None, model: str = 'beit', img_size: int = 224) -> Part:
-    """The part called ``name`` (see the module docstring) with configs under ``root`` (the checkout's ``configs/``
-    folder's parent) and the step's autocast dtype ``amp_dtype`` (None: fp32)."""
+    """The part called ``name`` with configs under ``root/configs`` and the step's autocast dtype ``amp_dtype``
+    (None: fp32)."""
     heads = re.fullmatch(r'heads(inf)?(\d+|-demo|-study)', name)
     if heads and (heads[2] in ('-demo', '-study') or int(heads[2]) % 16 == 0):
         return heads_part(root, heads[2], train=heads[1] is None)

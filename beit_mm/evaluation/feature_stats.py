@@ -1,9 +1,7 @@
 """What a BEiT checkpoint carries into fine-tuning, in numbers: per-block feature and parameter statistics.
 
-The MIM study (``tools/analysis/mim_study.py``) prints them for every arm next to the random init, to see what a
-pretrained start differs in when it fine-tunes worse than random weights: features that are larger or all alike
-(patch tokens of an image pointing the same way), layer scales grown or shrunk, a relative position bias that
-dominates attention.
+Set beside the random init's, they show what a pretrained start differs in when it fine-tunes worse than random
+weights: features larger or all alike, layer scales grown or shrunk, a relative position bias that dominates.
 """
 from __future__ import annotations
 

@@ -1,25 +1,10 @@
-"""FLOPs and parameters of a beit_mm / OpenMMLab model: the project's one counter (``tools/analysis/get_flops.py``
-and ``tools/analysis/benchmark.py`` print it).
+"""FLOPs and parameters of a beit_mm / OpenMMLab model: the project's one counter.
 
-Counted with MMEngine's ``FlopAnalyzer`` (fvcore's jit-trace counter, what ``get_model_complexity_info`` and mmseg
-1.x's / mmpretrain 1.x's ``get_flops.py`` use; **one multiply-add = 1 FLOP**; norms and activations are not counted)
-plus handles for ``scaled_dot_product_attention`` and ``baddbmm``, on one image with the model's current weights.
-What runs:
-
-- segmentor (mmseg ``BaseSegmentor``): ``model(inputs, mode='tensor')`` = backbone + neck + decode head on the whole
-  image (no slide windows; the auxiliary head is not run by ``mode='tensor'``, callers may also drop it).
-  ``beit_mm.EoMT`` is counted after mask annealing (its masks' probabilities are zeroed here: no intermediate
-  predictions); its training forward with masks on costs more. Mask2Former (mmseg's ``Mask2FormerHead``, whose
-  ``forward`` needs data samples): backbone + neck + the head's ``forward``; the deformable attention's sampling
-  (``grid_sample``) is not counted, its projections are.
-- classifier (mmpretrain ``ImageClassifier``): ``model(inputs, mode='tensor')`` = backbone + neck + head logits.
-- MIM model (one with a ``target_generator``): the training forward ``model(inputs, mode='loss')``: the tokenizer on
-  its view (the mask grid x the tokenizer's pixels per target: DALL-E's 112 for 224 images, VQ-KD's 224), the
-  backbone with a mask of the first ``round(0.4 * h * w)`` patches (BEiT's 75 of 196) and the MIM head at those
-  positions. :func:`complexity` also returns the tokenizer's share (``tokenizer_flops``): the tokenizer is frozen,
-  so a train step runs it forward only.
-
-MFU arithmetic (a multiply-add = 2 FLOPs, training = 3 x forward) lives in :mod:`beit_mm.engine.mfu`.
+MMEngine's ``FlopAnalyzer`` (one multiply-add = 1 FLOP; norms and activations not counted) plus handles for
+``scaled_dot_product_attention`` and ``baddbmm``, on one image with the model's current weights. What runs: a
+segmentor's ``mode='tensor'`` forward on the whole image (EoMT after mask annealing; Mask2Former's head with data
+samples built for it), a classifier's ``mode='tensor'`` forward, or a MIM model's training forward with 40% of the
+patches masked, whose frozen tokenizer's share is returned apart.
 """
 from __future__ import annotations
 
@@ -58,10 +43,8 @@ def default_shape(cfg: Config, kind: str) -> tuple[int, int]:
 
 
 class TensorForward(nn.Module):
-    """``model(images, mode='tensor')`` with a plain tensor argument (what the jit tracer needs). A decode head whose
-    ``forward`` also takes the images' data samples (mmseg's ``Mask2FormerHead``, i.e. mmdet's) gets them built from
-    the input's shape: ``decode_head.forward(extract_feat(images), samples)``, its class and mask predictions of
-    every decoder layer, which its inference computes."""
+    """``model(images, mode='tensor')`` with a plain tensor argument, as the jit tracer needs; a decode head whose
+    ``forward`` takes data samples (``Mask2FormerHead``) gets them built from the input's shape."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -81,8 +64,8 @@ class TensorForward(nn.Module):
 
 
 class MIMForward(nn.Module):
-    """The MIM training forward ``model(dict(images, target_images, mask), mode='loss')``; returns the sum of its
-    losses (BEiT v2 has two: the last layer's and the cls-token branch's)."""
+    """The MIM training forward ``model(dict(images, target_images, mask), mode='loss')``; returns its summed
+    losses."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -90,7 +73,7 @@ class MIMForward(nn.Module):
 
     def forward(self, images: Tensor, target_images: Tensor, mask: Tensor) -> Tensor:
         losses = self.model(dict(images=images, target_images=target_images, mask=mask), mode='loss')
-        return sum(v for k, v in losses.items() if k.startswith('loss'))  # BEiT v2: + the cls-token branch's
+        return sum(v for k, v in losses.items() if k.startswith('loss'))
 
 
 def mim_inputs(model: nn.Module, h: int, w: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -100,8 +83,7 @@ def mim_inputs(model: nn.Module, h: int, w: int) -> tuple[Tensor, Tensor, Tensor
     if h % patch or w % patch:
         raise ValueError(f'--shape {h} {w} must be divisible by the {patch} px mask patches')
     gh, gw = h // patch, w // patch
-    # tokenizer pixels per target (one target per mask patch): DALL-E and the dVAE declare ``downsample`` (8: the 112
-    # px view of a 224 image), VQ-KD its ViT's ``patch_size`` (16: the 224 px view)
+    # tokenizer pixels per target: DALL-E's and the dVAE's ``downsample``, VQ-KD's ``patch_size``
     downsample = getattr(model.target_generator, 'downsample', None) or model.target_generator.patch_size
     mask = torch.zeros(1, gh * gw, dtype=torch.bool)
     mask[:, :max(1, round(MIM_MASK_RATIO * gh * gw))] = True
@@ -111,10 +93,8 @@ def mim_inputs(model: nn.Module, h: int, w: int) -> tuple[Tensor, Tensor, Tensor
 
 
 def sdpa_flop_jit(inputs: list, outputs: list) -> int:
-    """FLOPs of ``aten::scaled_dot_product_attention`` (q, k, v, ...): the two matmuls ``q @ k^T`` and
-    ``attn @ v``, counted like MMEngine's ``matmul_flop_jit`` (one multiply-add = 1). MMEngine has no handle for it, so
-    without this the attention products of the SDPA path (the default) would count as 0; the eager path's two
-    ``aten::matmul`` give the same number (tests/evaluation/test_flops.py)."""
+    """FLOPs of ``aten::scaled_dot_product_attention`` (q, k, v, ...): the two matmuls ``q @ k^T`` and ``attn @ v``,
+    as the eager path's ``aten::matmul`` count. MMEngine has no handle for it, so SDPA would count as 0."""
     q, k, v = (get_shape(x) for x in inputs[:3])  # (..., Nq, d), (..., Nk, d), (..., Nk, dv)
     batch = 1
     for size in q[:-2]:
@@ -123,20 +103,18 @@ def sdpa_flop_jit(inputs: list, outputs: list) -> int:
 
 
 def baddbmm_flop_jit(inputs: list, outputs: list) -> int:
-    """FLOPs of ``aten::baddbmm`` (input, b1, b2): the batched product ``b1 @ b2`` (B, n, k) x (B, k, m) -> B n k m,
-    as ``bmm``; the addition is not counted. ``nn.MultiheadAttention`` computes ``q @ k^T`` with it when given an
-    attention mask (Mask2Former's masked cross-attention), which MMEngine has no handle for."""
+    """FLOPs of ``aten::baddbmm`` (input, b1, b2): ``B n k m`` of the product (B, n, k) x (B, k, m), as ``bmm``.
+    ``nn.MultiheadAttention`` uses it under an attention mask, and MMEngine has no handle for it."""
     b1, b2 = get_shape(inputs[1]), get_shape(inputs[2])
     return b1[0] * b1[1] * b1[2] * b2[2]
 
 
 def complexity(model: nn.Module, shape: tuple[int, int], show_table: bool = False, warnings: bool = True) -> dict:
-    """FLOPs (MMEngine's ``FlopAnalyzer`` plus :func:`sdpa_flop_jit`, one multiply-add = 1) and parameters of the
-    forward described in the module docstring, on one ``shape`` image: ``dict(kind, flops, flops_str, params,
-    params_str, tokenizer_flops, out_table)``; ``tokenizer_flops`` is the MIM tokenizer's part of ``flops`` (0 for
-    other kinds). ``warnings=False`` silences MMEngine's lists of uncounted operators and uncalled modules."""
+    """FLOPs and parameters of ``model``'s forward on one ``shape`` image: ``dict(kind, flops, flops_str, params,
+    params_str, tokenizer_flops, out_table)``, ``tokenizer_flops`` the MIM tokenizer's part (0 for other kinds).
+    ``warnings=False`` silences MMEngine's lists of uncounted operators and uncalled modules."""
     kind = model_kind(model)
-    if getattr(model, 'attn_mask_probs', None) is not None:  # beit_mm.EoMT: inference after mask annealing
+    if getattr(model, 'attn_mask_probs', None) is not None:  # EoMT: inference after mask annealing
         model.attn_mask_probs.zero_()
     if kind == 'mim':
         wrapper, inputs = MIMForward(model), mim_inputs(model, *shape)

@@ -1,14 +1,9 @@
 """The trivial baseline of a panoptic number: a fixed prediction that never looks at the image.
 
-:func:`positional_prior` counts, over a training split's ground truth, each label's pixels at every position of a
-``grid`` x ``grid`` raster (every label map resized to it, nearest) and keeps the most frequent one per position (void
-when void is), the classic "where is the sky" prior. :func:`prior_panoptic_quality` predicts that raster, resized
-to each validation image (nearest), for every validation image (stuff labels as stuff segments, each connected region
-of a thing label as one instance, void as void) and scores it with :class:`PanopticQualityMetric`, the metric of the
-config: what PQ a model earns for learning nothing but the layout.
-
-Ground truth is read as the metric reads it (:func:`.panoptic_quality.ground_truth_segments`: COCO panoptic PNGs with
-their ``segments_info``, or ADE20K's semantic + instance PNGs), from the datasets' data infos, no pipeline.
+:func:`positional_prior` keeps, at every position of a ``grid`` x ``grid`` raster, the label most frequent there in a
+training split's ground truth ("where is the sky"). :func:`prior_panoptic_quality` predicts that raster for every
+validation image (each connected region of a thing label one instance) and scores it with
+:class:`PanopticQualityMetric`: what PQ a model earns for learning nothing but the layout.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""What a tokenizer's codes group: how much a patch's token id tells about its class and about its colour.
+"""What a tokenizer's codes group: how much a patch's token id tells about its class, its colour and its position.
 
-For every patch of a labeled set (an 8 px patch of a 64 px image for the study's tokenizers), four discrete
-variables: the token id, the patch's majority class (``beit_mm.evaluation.probe.patch_labels``), its colour (the
-patch's mean RGB quantized to ``COLOUR_LEVELS`` levels per channel) and its position in the grid. A tokenizer whose
-codes name content has a high normalized mutual information (NMI) between id and class; one whose codes name colour,
-between id and colour; one whose codes carry where the patch is (a teacher with position information), between id
-and position.
-
-Each number comes with its trivial baseline: the same ids shuffled over the patches (the same code histogram, no
-relation to the image; finite samples give it a small positive NMI), and for purity (the share of patches whose class
-is their code's most frequent class) the majority class's share.
+For every patch of a labeled set: the normalized mutual information (NMI) between its token id and its majority
+class, its mean colour quantized to ``COLOUR_LEVELS`` levels per channel, and its grid position; and purity, the
+share of patches whose class is their code's most frequent one. Each comes with its trivial baseline: the same ids
+shuffled over the patches, and for purity the majority class's share.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Opening checkpoint files: what a file is, and reading it without running anything it carries.
 
-A checkpoint is data from whoever made it, so opening one never runs what it carries:
-
-- tensors and MMEngine's training state are unpickled with ``torch.load(weights_only=True)`` (the allow-list of
-  :mod:`.safe_globals`); a pickled module or function is refused with a named error;
-- the config strings a training checkpoint stores (:data:`STORED_CONFIG_KEYS`: ``meta.cfg``, ``meta.config``,
-  ``message_hub.runtime_info.cfg``) are Python source that ``mmengine.Config.fromstring`` would execute (MMEngine's
-  ``Runner.resume`` does for ``meta.config``; its inferencers for ``meta.cfg`` when no config is given). They are
-  dropped on opening; the tools build models from the config file the user names.
-
-Remote sources (URLs, MMEngine's prefixes) are fetched to a local file first (:mod:`.remote`) and opened here.
+A checkpoint is data from whoever made it, so opening one never runs what it carries: tensors and MMEngine's
+training state are unpickled with ``torch.load(weights_only=True)`` (the allow-list of :mod:`.safe_globals`), and
+the config source a training checkpoint stores (:data:`STORED_CONFIG_KEYS`), which ``Config.fromstring`` would
+execute, is dropped on opening.
 """
 from __future__ import annotations
 
@@ -52,8 +46,7 @@ def _describe_head(head: bytes) -> str:
 
 
 def check_checkpoint_file(path: str) -> None:
-    """Raise with the cause and the fix unless ``path`` is a regular file that looks like a whole ``torch.save`` file
-    (no unpickling; :func:`check_checkpoint_stream` on the opened file).
+    """Raise with the cause and the fix unless ``path`` is a regular file that looks like a whole ``torch.save`` file.
 
     Raises:
         FileNotFoundError: no such file; NotARegularFileError (a FileNotFoundError): a folder, FIFO or device.
@@ -68,9 +61,7 @@ def check_checkpoint_stream(f: BinaryIO, path: str) -> int:
     ``torch.save`` file; returns its size in bytes. Leaves ``f`` at its start.
 
     Raises:
-        CheckpointFileError: empty, truncated (a zip without its central directory: an interrupted download/copy or
-            a killed writer), records declaring more than the file (:func:`check_zip_records`) or not a PyTorch file
-            (an image, an HTML error page, a Git LFS pointer, safetensors, ONNX, ...).
+        CheckpointFileError: empty, truncated, records declaring more than the file, or not a PyTorch file.
     """
     size = os.fstat(f.fileno()).st_size
     f.seek(0)
@@ -108,10 +99,9 @@ MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
 
 
 def check_zip_records(path: str, size: int, records: list[zipfile.ZipInfo]) -> None:
-    """Bound what a ``torch.save`` archive declares (its ``records``, from the central directory) before torch reads
-    it: a bounded number of records, each stored uncompressed (``torch.save`` never compresses; a compressed record
-    could inflate to any size) and lying inside the file of ``size`` bytes, and all together declaring at most
-    ``size`` bytes (records that share bytes would each become their own storage: the memory of many files).
+    """Bound what a ``torch.save`` archive declares before torch reads it: a bounded number of ``records``, each
+    stored uncompressed and inside the file of ``size`` bytes, together at most ``size`` bytes (records that share
+    bytes would each become their own storage).
 
     Raises:
         CheckpointFileError: naming the record and the problem.
@@ -150,24 +140,19 @@ def drop_stored_configs(obj: Mapping) -> list[str]:
 
 
 def file_identity(path: str) -> tuple:
-    """(real path, device, inode, size, modification time) of the file ``path``: a file replaced or rewritten since
-    has another. Lets a reader that already opened a file tell whether a later opening would read the same bytes."""
+    """(real path, device, inode, size, modification time) of ``path``: it changes when the file is replaced or
+    rewritten."""
     stat = os.stat(path)
     return osp.realpath(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def open_checkpoint(path: str, map_location='cpu'):
-    """Read a checkpoint file safely: opened as a regular file (:func:`.inputs.open_input`),
-    :func:`check_checkpoint_stream`, ``torch.load(weights_only=True)`` of that open file, stored config source dropped
-    (:func:`drop_stored_configs`), every tensor and the whole structure checked (:func:`.tensors.check_loaded`),
-    ``meta.dataset_meta`` made plain Python values (:func:`.tensors.plain_metadata`).
-    Returns what the file holds (usually a dict).
+    """Read a checkpoint file safely: ``torch.load(weights_only=True)`` of the checked file, stored config source
+    dropped, every tensor checked, ``meta.dataset_meta`` made plain values. Returns what the file holds.
 
     Raises:
-        FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, a FIFO or device
-            (NotARegularFileError), one that holds pickled Python objects beyond tensors and MMEngine's training state
-            (a whole ``nn.Module``), or tensors that are not dense, lie outside their storage, overlap, or declare
-            more bytes than the file holds.
+        FileNotFoundError, CheckpointFileError: a missing, truncated or foreign file, one holding pickled objects
+            beyond tensors and MMEngine's training state, or tensors outside their storage.
     """
     with open_input(path, 'checkpoint') as f:
         size = check_checkpoint_stream(f, path)
@@ -232,10 +217,9 @@ def load_state_dict_file(path: str) -> dict[str, Tensor]:
 
 
 def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a whole ``torch.save`` file: a zip archive with its central directory whose every tensor
-    record is present (``torch.load(mmap=True, weights_only=True)``: the records are located, no tensor data is read,
-    no code is run). A write interrupted by an exception (Ctrl-C) inside ``torch.save`` still closes the archive and
-    leaves ``data.pkl``, but lacks the records it did not reach: refused here."""
+    """Whether ``path`` is a whole ``torch.save`` file: a zip archive whose every tensor record is present, located
+    by a memory-mapped load that reads no tensor data. A ``torch.save`` interrupted by Ctrl-C leaves a closed archive
+    lacking records."""
     try:
         with open_input(path, 'checkpoint') as f, zipfile.ZipFile(f) as archive:
             if not any(name.endswith('data.pkl') for name in archive.namelist()):
@@ -269,8 +253,7 @@ def checkpoint_kind(keys) -> str | None:
 
 
 def is_torchscript(path: str) -> bool:
-    """Whether ``path`` is a TorchScript archive (``torch.jit.save``; OpenAI's released CLIP ``ViT-B-16.pt``): a zip
-    with ``constants.pkl``. Read from the zip's table of contents only (a FIFO or device: False, unread)."""
+    """Whether ``path`` is a TorchScript archive (a zip with ``constants.pkl``), from its table of contents only."""
     try:
         with open_input(path, 'checkpoint') as f:
             if not zipfile.is_zipfile(f):
@@ -282,10 +265,8 @@ def is_torchscript(path: str) -> bool:
 
 
 def open_torchscript_trusted(path: str) -> dict[str, Tensor]:
-    """The ``state_dict()`` of a TorchScript archive: ``torch.jit.load``, which runs the code the archive carries
-    (its ``__setstate__`` methods). Only for a file the user named as trusted (``tools/convert_checkpoint.py
-    --trust-code``, ``CLIPTeacher(trust_code=True)``); everything else refuses TorchScript (:func:`refuse_code`). The
-    tensors are checked as every file's (:func:`.tensors.check_loaded`)."""
+    """The checked ``state_dict()`` of a TorchScript archive. ``torch.jit.load`` runs the code the archive carries:
+    only for a file the user named as trusted."""
     size = check_regular_file(path, 'checkpoint')
     if not is_torchscript(path):
         raise CheckpointFileError(f'{path} is not a TorchScript archive (a zip with constants.pkl). Fix: without '
@@ -296,8 +277,8 @@ def open_torchscript_trusted(path: str) -> dict[str, Tensor]:
 
 
 def refuse_code(path: str, what: str, convert: str) -> CheckpointFileError:
-    """The refusal of a file whose loading runs code it carries (TorchScript, a pickled module), with the converter
-    command that turns it into a plain state dict once, trusted by name."""
+    """The refusal of a file whose loading runs code it carries, naming the ``convert`` command that makes it a
+    plain state dict."""
     return CheckpointFileError(
         f'{path} is {what}: loading it runs code the file carries, so beit_mm does not load it unless you trust it '
         f'by name. Fix: convert it once into a plain state dict, e.g. `{convert}`, and use the converted file')
@@ -307,9 +288,8 @@ MAX_SAFETENSORS_HEADER = 100 * 2**20  # the safetensors format's own limit
 
 
 def load_safetensors(path: str) -> dict[str, Tensor]:
-    """The tensors of a ``.safetensors`` file (Hugging Face, timm), its header bounded and checked first: a header
-    length inside the file and under the format's limit, JSON of bounded nesting, every tensor's byte range inside
-    the data. No code runs (safetensors holds no pickles).
+    """The tensors of a ``.safetensors`` file, its header bounded and checked first (length, JSON nesting, every
+    tensor's byte range inside the data).
 
     Raises:
         FileNotFoundError, CheckpointFileError: a missing, truncated or crafted file, named.

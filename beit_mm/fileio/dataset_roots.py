@@ -1,25 +1,17 @@
-"""What counts as a dataset root, so that no output ever lands inside one (:func:`beit_mm.fileio.outputs.check_output`).
+"""What counts as a dataset root, so that no output ever lands inside one.
 
-A tool passes the data roots it reads as inputs; this rule is the backstop for the datasets it does not name (another
-config's data, a root given by a path through a link). A folder is a dataset root when it is laid out as mmseg's
-datasets are, or carries the marker of a beit_mm demo generator:
-
-- it holds both folders of one of :data:`DATASET_LAYOUTS`: ``images/`` and ``annotations/`` (ADE20K's
-  ``ADEChallengeData2016``, COCO-Stuff 164k/10k and the demo sets), ``images/`` and ``masks/`` (the custom layout of
-  ``beit_mm.CustomSegDataset``), ``leftImg8bit/`` and ``gtFine/`` (Cityscapes), ``JPEGImages/`` and
-  ``SegmentationClassContext/`` or ``SegmentationClass/`` (Pascal Context, VOC), ``train2017/`` or ``val2017/`` and
-  ``annotations/`` (COCO panoptic and instance), ``train/`` and ``meta/`` (ImageNet as mmpretrain reads it);
-- it holds :data:`DEMO_MARKER` (``.beit_mm_demo.json``, written first by :mod:`beit_mm.data.demo.root`), which also
-  covers the demo ImageNet folders (``train/<wnid>/``, ``val/<wnid>/``).
+A tool passes the data roots it reads as inputs; this rule is the backstop for those it does not name. A folder is a
+dataset root when it holds both folders of one of :data:`DATASET_LAYOUTS` (the layouts of mmseg's, mmdet's and
+mmpretrain's datasets and the custom one) or a demo generator's :data:`DEMO_MARKER`.
 """
 from __future__ import annotations
 
 import os.path as osp
 
-#: The marker a beit_mm demo generator writes into its root (:data:`beit_mm.data.demo.root.MARKER`).
+#: The marker a beit_mm demo generator writes first into its root.
 DEMO_MARKER = '.beit_mm_demo.json'
-#: The folder pairs that make a folder a dataset root when both are present: the layouts of mmseg's, mmdet's and
-#: mmpretrain's datasets this project reads, and the custom layout.
+#: The folder pairs that make a folder a dataset root when both are present (ADE20K, COCO, the custom layout,
+#: Cityscapes, Pascal Context and VOC, COCO panoptic, ImageNet).
 DATASET_LAYOUTS = (('images', 'annotations'), ('images', 'masks'), ('leftImg8bit', 'gtFine'),
                    ('JPEGImages', 'SegmentationClassContext'), ('JPEGImages', 'SegmentationClass'),
                    ('train2017', 'annotations'), ('val2017', 'annotations'), ('train', 'meta'))

@@ -1,20 +1,10 @@
-"""One pixel limit for every image decoder: an image's size is read from its header by the file room's own parsers and
-bounded before any decoder sees the bytes; bytes that begin like an image some decoder reads but whose size cannot be
-read are refused (fail closed).
+"""One pixel limit for every image decoder: an image's size is read from its header and bounded before any decoder
+sees the bytes; bytes that begin like an image but whose size cannot be read are refused (fail closed).
 
-Pillow refuses images over ``PIL.Image.MAX_IMAGE_PIXELS``, but OpenCV (MMCV's default ``imdecode_backend='cv2'``)
-decodes up to 2**30 pixels, and turbojpeg/tifffile have no limit. Pillow's header parsers are stricter than libpng and
-libjpeg (a PNG with an ancillary chunk whose CRC is wrong: Pillow gives up, libpng warns and decodes), so they cannot
-be the check. :func:`image_header` reads the size with parsers at least as lenient as the decoders (no CRC, no
-validation beyond the fields that give the size: :data:`DECODER_FORMATS`), for every signature OpenCV's imgcodecs,
-libjpeg-turbo and tifffile accept; a format whose size is not read here (OpenEXR) is refused by name. Other bytes go
-to Pillow's own parsers (whose decoder then applies the same limit) or pass as no image (annotation files, ...).
-:func:`check_image_bytes` is called in the one place every decoder's bytes pass: :class:`.inputs.InputLocalBackend.get`
-(MMCV's ``LoadImageFromFile``, mmseg's and mmdet's annotation loaders), and :func:`.inputs.open_image` /
-:func:`.inputs.check_image_file` for beit_mm's own readers and the tools' input checks.
-
-The limit is Pillow's (89,478,485 pixels, about 9459 x 9459). To read larger images on purpose, set
-``BEIT_MM_MAX_IMAGE_PIXELS`` (pixels) in the environment: it applies to every decoder, Pillow's own limit included.
+OpenCV decodes up to 2**30 pixels and turbojpeg and tifffile have no limit, while Pillow's header parsers are
+stricter than libpng and libjpeg, so they cannot be the check: :func:`image_header` reads the size with parsers at
+least as lenient as the decoders, for every signature they accept (:data:`DECODER_FORMATS`). The limit is Pillow's
+(89,478,485 pixels); ``BEIT_MM_MAX_IMAGE_PIXELS`` raises it for every decoder.
 """
 from __future__ import annotations
 
@@ -33,13 +23,11 @@ MAX_TIFF_PAGES = 1024
 
 
 class ImageTooLargeError(ValueError):
-    """An image whose header declares more pixels than :func:`max_image_pixels`; the message names the file, its
-    size, the limit and how to raise it."""
+    """An image whose header declares more pixels than :func:`max_image_pixels`."""
 
 
 class ImageHeaderError(ValueError):
-    """Bytes that begin like an image some decoder reads, whose size cannot be read from its header (or a format
-    the file room does not read); the message names the file, the format and the fix."""
+    """Bytes that begin like an image some decoder reads, whose size cannot be read from its header."""
 
 
 class _Unreadable(Exception):
@@ -69,8 +57,7 @@ def max_image_pixels() -> int:
 
 
 def apply_pixel_limit() -> None:
-    """Set Pillow's own limit to :func:`max_image_pixels`, so Pillow agrees with the check of every other decoder (on
-    ``import beit_mm``; Pillow refuses at twice its limit, after a warning at once)."""
+    """Set Pillow's own limit to :func:`max_image_pixels`, so Pillow agrees with every other decoder."""
     Image.MAX_IMAGE_PIXELS = max_image_pixels()
 
 

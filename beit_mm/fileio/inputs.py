@@ -1,18 +1,10 @@
 """Opening inputs: only regular files, checked before the first byte is read, and MMEngine's local reads through the
 same door.
 
-A path given as an input (a checkpoint, an image, an annotation, a JSON or text file) may name a FIFO, a device or a
-socket: ``open()`` of a FIFO blocks until some process writes to it (forever), a device streams without end. So every
-reader of the file room opens with :func:`open_input`: ``os.open(O_RDONLY | O_NONBLOCK)`` (which never blocks, not
-even on a FIFO), then ``fstat`` of that same descriptor must say a regular file, and only then is anything read
-(``O_NONBLOCK`` is cleared first). There is no window between the check and the read: what is read is the file that
-was checked. :func:`check_image_file` and :func:`open_image` add the pixel limit (:mod:`.images`) for image inputs.
-
-:class:`InputLocalBackend` is MMEngine's ``LocalBackend`` whose reads (``get``, ``get_text``, ``get_local_path``) go
-through here and whose ``get`` bounds an image's pixels (:func:`.images.check_image_bytes`) before any decoder sees
-the bytes. Registered for local paths (name ``'local'``, prefix ``''``) on ``import beit_mm``, it is what
-``mmengine.fileio.get`` returns for every local path: MMCV's ``LoadImageFromFile``, mmseg's ``LoadAnnotations``,
-``mmengine.load`` of annotation files.
+An input path may name a FIFO or a device, whose ``open()`` can block forever or never end. :func:`open_input` opens
+with ``O_NONBLOCK`` and reads only once ``fstat`` of that same descriptor says a regular file, so what is read is what
+was checked. :class:`InputLocalBackend` routes MMEngine's local reads through here and bounds an image's pixels
+before any decoder sees the bytes.
 """
 from __future__ import annotations
 
@@ -39,13 +31,12 @@ SPARSE_SLACK = 2**20
 
 
 class SparseFileError(ValueError):
-    """An input whose apparent size is far beyond the blocks it occupies on disk (a sparse file: holes read as
-    zeros); the message names it, both sizes and the fix."""
+    """An input whose apparent size is far beyond the blocks it occupies on disk (a sparse file)."""
 
 
 class NotARegularFileError(FileNotFoundError):
-    """An input path that names no regular file (a FIFO, a device, a socket, a folder); the message says what it is
-    and the fix. A ``FileNotFoundError``, so every tool that names a missing input names this one too."""
+    """An input path that names no regular file (a FIFO, a device, a socket, a folder); a ``FileNotFoundError``,
+    so every handler of a missing input handles it too."""
 
 
 def _kind(mode: int) -> str:
@@ -60,14 +51,13 @@ def refusal(path: str, mode: int, what: str = 'input') -> NotARegularFileError:
 
 
 def open_input_fd(path: str | os.PathLike, what: str = 'input') -> int:
-    """A descriptor open for reading on the regular file ``path``, blocking mode restored; the caller closes it. Its
-    apparent size must be at most twice the bytes its blocks hold plus :data:`SPARSE_SLACK` (``st_blocks``): what is
-    read is bounded by what the disk holds, not by a size a file declares for free.
+    """A descriptor open for reading on the regular file ``path``, blocking mode restored; the caller closes it. The
+    apparent size is bounded by what the disk holds (:data:`SPARSE_SLACK`).
 
     Raises:
         FileNotFoundError: no such file.
-        NotARegularFileError: a FIFO, device, socket or folder (the descriptor is closed again, nothing read).
-        SparseFileError: a sparse file (nothing read).
+        NotARegularFileError: a FIFO, device, socket or folder.
+        SparseFileError: a sparse file.
     """
     path = os.fspath(path)
     try:
@@ -95,7 +85,7 @@ def open_input_fd(path: str | os.PathLike, what: str = 'input') -> int:
 
 
 def open_input(path: str | os.PathLike, what: str = 'input') -> BinaryIO:
-    """``open(path, 'rb')`` for a regular file only (:func:`open_input_fd`): the one way the file room opens an input.
+    """``open(path, 'rb')`` for a regular file only: the one way the file room opens an input.
 
     Raises:
         FileNotFoundError, NotARegularFileError: as :func:`open_input_fd`.
@@ -104,8 +94,7 @@ def open_input(path: str | os.PathLike, what: str = 'input') -> BinaryIO:
 
 
 def check_regular_file(path: str | os.PathLike, what: str = 'input') -> int:
-    """The size of the regular file ``path`` (opened as :func:`open_input` does, nothing read), for readers that must
-    hand a path to a library that opens it itself (a small race remains there: prefer :func:`open_input`).
+    """The size of the regular file ``path``, nothing read, for a library that opens the path itself.
 
     Raises:
         FileNotFoundError, NotARegularFileError: as :func:`open_input_fd`.
@@ -133,8 +122,7 @@ def _check_image(f: BinaryIO, path: str) -> tuple[str, int, int]:
 
 
 def check_image_file(path: str) -> tuple[str, int, int]:
-    """``(format, width, height)`` of the image file ``path``: a regular file (:func:`open_input`) whose
-    header (only the header is read) is an image's, within the pixel limit.
+    """``(format, width, height)`` of the image file ``path``, from its header, within the pixel limit.
 
     Raises:
         FileNotFoundError, NotARegularFileError: no regular file.
@@ -147,13 +135,12 @@ def check_image_file(path: str) -> tuple[str, int, int]:
 
 
 def open_image(path: str) -> Image.Image:
-    """The image file ``path`` opened with Pillow (loaded, the file closed), after the checks of
-    :func:`check_image_file` on the same open file: the way beit_mm's own readers open an image. A file whose header
-    is no image's is left to Pillow, whose own limit is the same (:func:`.images.apply_pixel_limit`).
+    """The image file ``path`` loaded with Pillow after the checks of :func:`check_image_file` on the same open
+    file.
 
     Raises:
         FileNotFoundError, NotARegularFileError, ImageTooLargeError, ImageHeaderError: as :func:`check_image_file`.
-        PIL.UnidentifiedImageError, OSError: not an image, or truncated (Pillow's errors).
+        PIL.UnidentifiedImageError, OSError: not an image, or truncated.
     """
     with open_input(path, 'image') as f:
         check_image_bytes(f, path)
@@ -164,11 +151,8 @@ def open_image(path: str) -> Image.Image:
 
 
 class InputLocalBackend(LocalBackend):
-    """MMEngine's ``LocalBackend`` whose reads open regular files only (:func:`open_input`), whose ``get`` refuses
-    an image over the pixel limit before any decoder (OpenCV, Pillow, turbojpeg, tifffile) sees it
-    (:func:`.images.check_image_bytes`), and whose ``get_text`` and ``get_local_path`` of a ``.json`` file bound its
-    nesting (:func:`.json_depth.check_json_depth`) before a JSON parser (``mmengine.load``, pycocotools' ``COCO``)
-    recurses into it. Registered for local paths by :func:`register_input_backend`."""
+    """MMEngine's ``LocalBackend`` reading regular files only; ``get`` refuses an image over the pixel limit before
+    any decoder sees it, and a ``.json`` file's nesting is bounded before a parser recurses into it."""
 
     def get(self, filepath: str | Path) -> bytes:
         data = read_input(filepath)
@@ -192,8 +176,8 @@ class InputLocalBackend(LocalBackend):
 
 
 def register_input_backend() -> None:
-    """Make :class:`InputLocalBackend` MMEngine's backend of local paths (name ``'local'``, prefix ``''``), dropping a
-    plain ``LocalBackend`` MMEngine may have cached already (idempotent; on ``import beit_mm``)."""
+    """Make :class:`InputLocalBackend` MMEngine's backend of local paths, dropping a cached plain ``LocalBackend``
+    (idempotent)."""
     from mmengine.fileio import io, register_backend
     register_backend('local', InputLocalBackend, force=True, prefixes='')
     for key, backend in list(io.backend_instances.items()):

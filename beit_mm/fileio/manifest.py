@@ -1,16 +1,12 @@
 """The manifest of an output folder: which files a tool wrote there, so that ``--overwrite`` removes only those.
 
-An output folder (``tools/infer.py --out-dir``, ``tools/test.py --out``/``--show-dir``, ``convert_checkpoint.py --to
-hf``) carries :data:`MANIFEST` (``.beit_mm_output.json``, written atomically)::
+An output folder carries :data:`MANIFEST`, written atomically::
 
-    {"written_by": "tools/infer.py", "files": {"pred/a.png": "<sha256>", ...}, "pending": ["vis/b.jpg", ...]}
+    {"written_by": "<tool>", "files": {"pred/a.png": "<sha256>", ...}, "pending": ["vis/b.jpg", ...]}
 
-``files`` are the files written and their content's sha256; ``pending`` the files a run announced before writing them
-(a run killed midway leaves some of them). :func:`owned_files` decides what a later ``--overwrite`` may remove: every
-entry of the folder must be a plain file listed there, with its recorded content (a ``pending`` one: any plain file);
-anything else (a file not listed, a listed file changed since, a link, a manifest that does not parse) is refused,
-and nothing is removed. Removal follows the folder's own entries, never the paths the manifest names, so a manifest
-cannot point removal outside its folder.
+``pending`` are files a run announced before writing them. :func:`owned_files` allows removal only when every entry
+of the folder is a plain file listed there with its recorded content (a pending one: any plain file); removal follows
+the folder's own entries, never the paths the manifest names.
 """
 from __future__ import annotations
 

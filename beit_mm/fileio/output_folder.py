@@ -1,19 +1,10 @@
 """A folder of output files that one tool writes: checked before any work, each file atomic, every file listed in the
-folder's manifest, ``--overwrite`` removing only what the manifest vouches for (:mod:`beit_mm.fileio.manifest`).
+folder's manifest, ``--overwrite`` removing only what the manifest vouches for.
 
-Two ways to fill it:
-
-- file by file (``tools/infer.py``, which keeps what it made when a long run stops): :meth:`OutputFolder.begin`
-  removes the old run's files and records the names this run will write as pending, :meth:`OutputFolder.file` writes
-  one file atomically and records its sha256, :meth:`OutputFolder.finish` writes the final manifest;
-- staged (``tools/test.py``, whose files MMEngine and mmseg write without a temporary name): the libraries write into
-  :attr:`OutputFolder.stage` (``.<name>.part`` next to the folder); :meth:`OutputFolder.commit` then moves every file
-  in, each by one rename, and writes the manifest. A kill leaves whole files only under the folder (the old ones, the
-  new ones, or some of each, all listed), never a partial one; a stage left behind blocks the next run until removed
-  (the error names it).
-
-A kill between two steps leaves a manifest that lists every file in the folder (by content, or as pending: announced
-before it was written), so the next ``--overwrite`` can remove them all.
+It is filled file by file (:meth:`OutputFolder.begin`, :meth:`OutputFolder.file`, :meth:`OutputFolder.finish`), or
+staged for libraries that write without a temporary name: they write into :attr:`OutputFolder.stage` and
+:meth:`OutputFolder.commit` renames each file in. Names are listed in the manifest before they are written, so a kill
+at any step leaves only whole, listed files that the next ``--overwrite`` can remove.
 """
 from __future__ import annotations
 
@@ -44,8 +35,7 @@ class OutputFolder:
         staged: the files are written into :attr:`stage` and moved in by :meth:`commit`.
 
     Raises:
-        OutputError: the folder may not be written (:func:`beit_mm.fileio.outputs.check_output`), or a stage of an
-            earlier run is in the way.
+        OutputError: the folder may not be written, or a stage of an earlier run is in the way.
     """
 
     def __init__(self, path: str, written_by: str, overwrite: bool = False, inputs: Iterable[str | None] = (),
@@ -78,8 +68,7 @@ class OutputFolder:
         self._flushed = time.monotonic()
 
     def _remove_old(self, owned: list[str]) -> None:
-        """Remove the ``owned`` files (announced in the manifest first, with their recorded content, so that a kill
-        midway leaves a folder the next ``--overwrite`` can still empty) and the folders they leave empty."""
+        """Remove the ``owned`` files, announced in the manifest first, and the folders they leave empty."""
         listed = read_manifest(self.path)['files'] if owned else {}
         self._write_manifest({rel: listed[rel] for rel in owned if rel in listed}, [*owned, *self._pending])
         for rel in owned:
@@ -88,10 +77,8 @@ class OutputFolder:
             if root != self.path and not dirs and not files and not osp.islink(root):
                 os.rmdir(root)
 
-    # ------------------------------------------------------------------------------------------- file by file
     def begin(self, planned: Iterable[str] = ()) -> None:
-        """Remove the files of the previous run (those the manifest vouches for) and record ``planned`` (relative
-        paths) as pending, before the first file is written."""
+        """Remove the previous run's files and record ``planned`` (relative paths) as pending."""
         owned = self._owned()
         self._pending = dict.fromkeys(planned)
         self._remove_old(owned)
@@ -99,10 +86,10 @@ class OutputFolder:
 
     @contextlib.contextmanager
     def file(self, rel: str) -> Iterator[str]:
-        """Yield a temporary path for the file ``rel`` (relative, ``/``-separated); on success it is renamed in and
-        its sha256 recorded (the manifest is rewritten at most every :data:`MANIFEST_INTERVAL_S` seconds)."""
+        """Yield a temporary path for the file ``rel`` (``/``-separated); on success it is renamed in and its sha256
+        recorded."""
         path = osp.join(self.path, *rel.split('/'))
-        if rel not in self._pending:  # not announced: announced now, before it exists
+        if rel not in self._pending:
             self._pending[rel] = None
             self._write_manifest(self.files, self._pending)
         with atomic_file(path) as tmp:
@@ -115,14 +102,12 @@ class OutputFolder:
         """Write the final manifest: the files written, by content."""
         self._write_manifest(self.files)
 
-    # ------------------------------------------------------------------------------------------------ staged
     def commit(self) -> list[str]:
-        """Move every file of :attr:`stage` into the folder (replacing the previous run's files, which are removed)
-        and write the manifest; returns the relative paths written.
+        """Move every file of :attr:`stage` into the folder in place of the previous run's and write the manifest;
+        returns the relative paths written.
 
         Raises:
-            OutputError: the folder changed since the start and holds files its manifest does not vouch for; the
-                new files stay in the stage, which the message names.
+            OutputError: the folder now holds files its manifest does not vouch for; the new files stay staged.
         """
         if not osp.isdir(self.stage):
             os.makedirs(self.stage)
@@ -135,7 +120,7 @@ class OutputFolder:
         files = {rel: file_sha256(osp.join(self.stage, rel)) for rel in new}
         self._pending = dict.fromkeys(new)
         self._remove_old(owned)
-        self._write_manifest(files)  # before the moves: a kill midway leaves only listed files in the folder
+        self._write_manifest(files)  # before the moves
         for rel in new:
             path = osp.join(self.path, *rel.split('/'))
             os.makedirs(osp.dirname(path), exist_ok=True)

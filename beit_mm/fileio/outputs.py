@@ -1,21 +1,10 @@
 """Writing outputs without losing anything: destinations checked before any work, files and folders replaced
-atomically. Every writer of beit_mm (tools and analysis scripts included) goes through here.
+atomically. Every writer of beit_mm goes through here.
 
-- :func:`check_output`: before any work, a destination is refused (:class:`OutputError`, naming the path, the problem
-  and the fix) when it
-  - is a symbolic link: an output never goes through a link onto the file it points to;
-  - is, lies inside, or (a folder) holds one of the tool's ``inputs`` (its images, checkpoint, config, data roots),
-    links resolved;
-  - lies inside a dataset root: one of ``inputs``, or, as a backstop, any folder laid out as one
-    (:mod:`beit_mm.fileio.dataset_roots`);
-  - exists, unless the user passed ``--overwrite`` (an output folder: it holds files, see ``kind='folder'``);
-  - is a folder where a file goes (or the reverse), or lies under a file or an unwritable folder.
-- :func:`atomic_file` / :func:`atomic_dir`: the body writes into a temporary name in the destination's own folder
-  (``.<name>.<pid>.part``); when it returns, the data is flushed to disk (fsync) and renamed over the final name. A
-  kill or a full disk at any moment leaves the old file (or folder), the complete new one, or nothing under the final
-  name (plus, after a kill, a ``.part`` leftover with this process's id), never a partial file.
-- Output folders carry a manifest of the files written (:mod:`beit_mm.fileio.manifest`); ``--overwrite`` removes
-  only those (:class:`beit_mm.fileio.output_folder.OutputFolder` writes them).
+:func:`check_output` refuses a destination that is a link, is or holds or lies inside an input, lies inside a dataset
+root, already exists without ``--overwrite``, or cannot be written. :func:`atomic_file` and :func:`atomic_dir` write
+under a temporary name beside the destination and rename it in once flushed, so a kill or a full disk leaves the old
+output, the complete new one or nothing, never a partial file.
 """
 from __future__ import annotations
 
@@ -35,9 +24,8 @@ from .manifest import (MANIFEST, NotOwnedError, file_sha256, folder_entries, man
                        read_manifest)
 from .paths import inside
 
-#: What ``check_output`` is asked about: one file; a folder the tool adds new, uniquely named entries to and never
-#: empties (a work dir: MMEngine's ``<timestamp>/`` folders, checkpoints guarded by :mod:`.work_dir`; a study's run
-#: cache); a folder of output files that the tool lists in its manifest (``--overwrite`` replaces only those).
+#: What ``check_output`` is asked about: one file; a folder the tool only adds new entries to (a work dir, a run
+#: cache); a folder of output files listed in its manifest (``--overwrite`` replaces only those).
 KINDS = ('file', 'dir', 'folder')
 
 
@@ -60,12 +48,8 @@ def _check_link(path: str) -> None:
 
 
 def check_inputs(path: str, inputs: Iterable[str | None], kind: str = 'file') -> None:
-    """Raise :class:`OutputError` when the output ``path`` is one of ``inputs`` (files or folders, links resolved, the
-    same file under another name too), lies inside an input folder, or (``kind='folder'``) holds an input.
-
-    A work dir (``kind='dir'``) may hold inputs (the checkpoint a test reads from its training work dir): the tool
-    only adds new entries to it. Remote inputs (``scheme://``) are skipped.
-    """
+    """Raise :class:`OutputError` when the output ``path`` is one of ``inputs`` (links resolved), lies inside an input
+    folder, or holds an input unless ``kind='dir'`` (a tool only adds to a work dir). Remote inputs are skipped."""
     real = osp.realpath(path)
     for item in inputs:
         if not item or '://' in str(item):
@@ -85,8 +69,7 @@ def check_inputs(path: str, inputs: Iterable[str | None], kind: str = 'file') ->
 
 
 def check_dataset_root(path: str, include_self: bool = True) -> None:
-    """Raise :class:`OutputError` when ``path`` (links resolved) is or lies inside a folder laid out as a dataset
-    root (:func:`beit_mm.fileio.dataset_roots.enclosing_dataset_root`)."""
+    """Raise :class:`OutputError` when ``path`` (links resolved) is or lies inside a folder laid out as a dataset."""
     root = enclosing_dataset_root(path, include_self=include_self)
     if root is not None:
         why = (f'it holds the demo marker {DEMO_MARKER}' if osp.lexists(osp.join(root, DEMO_MARKER)) else
@@ -98,8 +81,7 @@ def check_dataset_root(path: str, include_self: bool = True) -> None:
 
 def check_output(path: str, overwrite: bool = False, kind: str = 'file', flag: str = '--overwrite',
                  inputs: Iterable[str | None] = ()) -> None:
-    """Raise :class:`OutputError` unless ``path`` can be written as a new ``kind`` (the rules in the module
-    docstring); call it before any work.
+    """Check, before any work, that ``path`` can be written as a new ``kind``.
 
     Args:
         path: the destination.
@@ -108,6 +90,9 @@ def check_output(path: str, overwrite: bool = False, kind: str = 'file', flag: s
         kind: ``'file'``, ``'dir'`` or ``'folder'`` (:data:`KINDS`).
         flag: the option that allows replacing, named in the message.
         inputs: what the tool reads (files, folders, data roots; None entries are skipped).
+
+    Raises:
+        OutputError: a link, an input, inside a dataset, existing without ``overwrite``, or not writable.
     """
     if kind not in KINDS:
         raise ValueError(f'kind must be one of {KINDS}, not {kind!r}')
@@ -138,8 +123,7 @@ def check_output(path: str, overwrite: bool = False, kind: str = 'file', flag: s
 
 
 def _check_output_folder(path: str, overwrite: bool, flag: str) -> None:
-    """An output folder may be absent or empty; one holding files needs ``flag`` and a manifest vouching for every
-    entry (:func:`beit_mm.fileio.manifest.owned_files`)."""
+    """An output folder holding files needs ``flag`` and a manifest vouching for every entry."""
     if not osp.isdir(path):
         return
     try:
@@ -159,8 +143,7 @@ def _temporary_name(path: str) -> str:
 
 
 def _fsync_path(path: str) -> None:
-    """fsync a file, or a folder tree this process wrote (its regular files, its folders and itself). Nothing else
-    is opened: not a link, and not a FIFO, socket or device, whose open may block or fail."""
+    """fsync a file, or the regular files and folders of a tree this process wrote; nothing else is opened."""
     paths = [path]
     if osp.isdir(path):
         paths = [osp.join(root, name) for root, dirs, files in os.walk(path) for name in files + dirs] + [path]
@@ -171,7 +154,7 @@ def _fsync_path(path: str) -> None:
 
 
 def _fsync_one(path: str) -> None:
-    """fsync one regular file or folder (a folder's own entries: a rename into it), not following a link."""
+    """fsync one regular file or folder, not following a link."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         os.fsync(fd)
@@ -203,17 +186,13 @@ def _removed_on_error(tmp: str, path: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def atomic_file(path: str, tmp: str | None = None, durable: bool = True) -> Iterator[str]:
-    """Yield a temporary path next to ``path`` (``tmp``, default ``.<name>.<pid>.part``); write the file there. On
-    success it is fsync'ed and renamed to ``path`` (replacing an old file, or a link, in one step: the file a link
-    points to is never written); on any error the temporary file is removed and ``path`` is untouched.
-
-    ``durable=False`` skips the fsyncs: a kill still leaves the old file or the new one, a power loss may leave an
-    empty one (for files that are cheap to make again, such as demo images).
-    """
+    """Yield a temporary path next to ``path`` (``tmp``, default ``.<name>.<pid>.part``) to write the file into. On
+    success it is fsync'ed and renamed over ``path`` (a link there is replaced, never written through); on any error
+    it is removed and ``path`` is untouched. ``durable=False`` skips the fsyncs, for files cheap to make again."""
     folder = osp.dirname(osp.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = tmp or _temporary_name(path)
-    if osp.lexists(tmp) and not osp.isdir(tmp):  # a leftover of a killed writer, or a planted link: never opened
+    if osp.lexists(tmp) and not osp.isdir(tmp):  # a killed writer's leftover or a planted link: never opened
         os.remove(tmp)
     with _removed_on_error(tmp, path):
         yield tmp
@@ -225,7 +204,7 @@ def atomic_file(path: str, tmp: str | None = None, durable: bool = True) -> Iter
 
 
 def _write_manifest_into(folder: str, written_by: str) -> None:
-    """Write the manifest of every file now in ``folder`` (:mod:`beit_mm.fileio.manifest`)."""
+    """Write the manifest of every file now in ``folder``."""
     files = {rel: file_sha256(osp.join(folder, rel)) for rel in folder_entries(folder)}
     with open(osp.join(folder, MANIFEST), 'w') as f:
         f.write(manifest_text(written_by, files))
@@ -233,14 +212,9 @@ def _write_manifest_into(folder: str, written_by: str) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(path: str, written_by: str | None = None) -> Iterator[str]:
-    """:func:`atomic_file` for a folder: yield a new temporary folder next to ``path``; on success it replaces
-    ``path`` (an old folder is renamed aside, the new one renamed in, then the old one removed: a kill between the
-    two renames leaves nothing under ``path`` and the old folder as ``.<name>.<pid>.old``).
-
-    With ``written_by`` (the tool's name) the new folder gets a manifest of its files, and an old folder is replaced
-    only when its manifest vouches for everything in it (:func:`beit_mm.fileio.manifest.owned_files`): the files of
-    someone else are never removed with it.
-    """
+    """:func:`atomic_file` for a folder: yield a new temporary folder next to ``path`` that replaces ``path`` on
+    success (the old one renamed aside, then removed). With ``written_by`` the new folder gets a manifest, and an old
+    folder is replaced only when its manifest vouches for everything in it."""
     folder = osp.dirname(osp.abspath(path))
     os.makedirs(folder, exist_ok=True)
     tmp = _temporary_name(path)
@@ -272,16 +246,13 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-# A file being written is first ``<name>.part`` (never matched by ``*.pth`` globs) and becomes ``<name>`` by
-# ``os.replace`` once all bytes are flushed and fsync'ed, so ``<name>`` is either absent or complete. A process killed
-# mid-write leaves only a ``.part`` file, which ``beit_mm.AtomicCheckpointHook`` deletes at the next start.
+# A file being written is ``<name>.part`` (never matched by ``*.pth`` globs) until it is complete.
 PARTIAL_SUFFIX = '.part'
 ATOMIC_BACKEND = 'beit_mm_atomic_local'
 
 
 def atomic_write_bytes(data: bytes, path: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
-    """Write ``data`` to ``path`` atomically through ``path.part`` (:func:`atomic_file`: flush
-    + fsync, ``os.replace``, fsync the folder).
+    """Write ``data`` to ``path`` atomically through ``path.part``.
 
     Args:
         data: the file content.
@@ -297,16 +268,11 @@ def _write_all(f: BinaryIO, data: bytes) -> None:
 
 
 class AtomicLocalBackend(InputLocalBackend):
-    """MMEngine's ``LocalBackend`` whose ``put``/``put_text`` write atomically (:func:`atomic_write_bytes`) and whose
-    reads are the file room's (:class:`.inputs.InputLocalBackend`).
-
-    Registered as ``'beit_mm_atomic_local'``: ``CheckpointHook(backend_args=dict(backend='beit_mm_atomic_local'))``
-    makes every checkpoint (periodic and best) go through it, because the hook passes its ``backend_args`` to
-    ``Runner.save_checkpoint`` -> ``mmengine.runner.save_checkpoint`` -> ``backend.put``.
-    """
+    """MMEngine's ``LocalBackend`` whose ``put``/``put_text`` write atomically and whose reads are the file room's;
+    ``CheckpointHook(backend_args=dict(backend='beit_mm_atomic_local'))`` saves every checkpoint through it."""
 
     def write_temp(self, f: BinaryIO, data: bytes) -> None:
-        """Write the bytes of one file into its open temporary file (a seam for tests that kill mid-write)."""
+        """Write the bytes of one file into its open temporary file."""
         f.write(data)
 
     def put(self, obj: bytes, filepath: str | Path) -> None:

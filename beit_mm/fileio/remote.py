@@ -1,19 +1,10 @@
 """Checkpoints named by a URL or an MMEngine prefix: fetched to a local file, then opened like one.
 
-MMEngine's own loaders (``mmengine.runner.checkpoint``) unpickle remote checkpoints fully:
-``http(s)://`` (and ``torchvision://``, ``open-mmlab://``, ``mmcls://``, which resolve to URLs) go to
-``torch.hub.load_state_dict_from_url``, whose ``weights_only`` defaults to False, and a file already in the hub
-cache is unpickled as it lies there. :func:`register_mmengine_loaders` replaces the loader of *every* prefix MMEngine
-knows, so ``load_from``, ``--resume``, ``tools/test.py CKPT`` and any mmseg/mmpretrain/mmengine
-``init_cfg=dict(type='Pretrained', checkpoint=...)`` take this door:
-
-- ``http://``, ``https://``: downloaded to the hub cache (``torch.hub.get_dir()/checkpoints/<file name>``, the place
-  ``load_state_dict_from_url`` uses, so earlier downloads are reused) and opened with
-  :func:`.checkpoint.open_checkpoint` (``weights_only=True``);
-- ``torchvision://``, ``modelzoo://``, ``open-mmlab://``, ``openmmlab://``, ``mmcls://``: resolved to their URL
-  (or file under MMEngine's home) with MMEngine's own tables, then as above;
-- ``s3://``, ``petrel://``: the bytes are fetched through MMEngine's file backend into the cache, then opened;
-- any other prefix (``pavi://``, or one a package registers later): refused with the fix named.
+MMEngine's own remote loaders unpickle fully (``load_state_dict_from_url``'s ``weights_only`` defaults to False).
+:func:`register_mmengine_loaders` replaces the loader of every prefix MMEngine knows, so ``load_from``, resuming and
+any ``init_cfg=dict(type='Pretrained', checkpoint=...)`` take this door: URLs are downloaded to the torch hub cache,
+MMEngine's named prefixes resolved to their URL, ``s3://`` and ``petrel://`` fetched through MMEngine's file backend,
+each then opened with :func:`.checkpoint.open_checkpoint`; any other prefix is refused.
 """
 from __future__ import annotations
 

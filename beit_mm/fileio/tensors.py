@@ -1,24 +1,11 @@
 """What every object that leaves the file room satisfies, checked once on the loaded object, whatever the format.
 
-A file declares each tensor's storage, offset, shape and strides, and loaders rebuild exactly that: an ``exp_avg`` of
-its parameter's shape with strides 0 over a 4-byte storage is a valid tensor to torch, and the fused AdamW kernel then
-writes past the storage (a segmentation fault from a file). :func:`check_loaded` walks what was loaded (any nesting of
-dicts, lists, tuples and the objects the safe unpickler allows) and refuses, naming the first offending entry:
-
-- a tensor that is not dense: not strided (sparse, quantized, nested), without data (``meta``), or whose strides
-  make elements overlap or leave gaps (stride 0, a broadcast view, a transposed gap): every element at its own
-  bytes, all bytes used (``torch.Tensor.is_contiguous`` in some dimension order);
-- a tensor not inside its storage: ``offset + extent`` beyond the storage's bytes;
-- two tensors whose bytes overlap in one storage, unless they are the same view (``torch.save`` of tied weights
-  stores one storage on purpose: identical views are allowed, any other overlap is not);
-- more bytes declared than the file holds: the distinct tensors' and arrays' bytes (identical views counted once)
-  and the distinct storages' bytes, each at most ``file_bytes``;
-- a structure larger than an honest checkpoint of its tensors: more entries (containers, keys, values, walked as
-  consumers walk them, shared ones again each time they are reached) or text than :func:`structure_budget` allows
-  for the storages found (a pickle can reference one list a million times in a few bytes: a JSON dump of it would
-  not end). The budget does not grow with the file's size: padding costs nothing to write.
-
-Metadata (``meta.dataset_meta``: class names, palette) leaves as plain Python values (:func:`plain_metadata`).
+A file declares each tensor's storage, offset, shape and strides, and loaders rebuild exactly that: an ``exp_avg``
+with strides 0 over a 4-byte storage is a valid tensor to torch, and the fused AdamW kernel then writes past the
+storage. :func:`check_loaded` refuses, naming the first offending entry, a tensor that is not dense or not inside its
+storage, two tensors that overlap (identical views aside, as tied weights), more bytes declared than the file holds,
+or more structure than its storages explain (a pickle can reference one list a million times in a few bytes).
+Metadata leaves as plain Python values (:func:`plain_metadata`).
 """
 from __future__ import annotations
 
@@ -30,22 +17,20 @@ from torch import Tensor
 
 from .text_file import check_printable
 
-#: Expanded entries (and characters of text) allowed in any file, and per storage (tensor data or numpy array) it
-#: holds: an honest checkpoint has a key, an optimizer state entry or two and a parameter-group index per tensor
-#: (a BEiT-L training checkpoint: ~1,700 storages, ~10**5 entries and characters), plus metadata and log history.
+#: Expanded entries and characters of text allowed in any file, and per storage it holds (a BEiT-L training
+#: checkpoint: ~1,700 storages, ~10**5 entries and characters).
 STRUCTURE_FIXED = 2**22
 STRUCTURE_PER_STORAGE = 256
 
 
 def structure_budget(storages: int) -> int:
-    """How many entries plus characters of text a file holding ``storages`` distinct storages may expand to
-    (:data:`STRUCTURE_FIXED` plus :data:`STRUCTURE_PER_STORAGE` per storage)."""
+    """How many entries plus characters of text a file holding ``storages`` distinct storages may expand to."""
     return STRUCTURE_FIXED + STRUCTURE_PER_STORAGE * storages
 
 
 def is_dense(t: Tensor) -> bool:
-    """Whether every element of ``t`` has its own bytes and no byte between them is skipped: its strides, in some
-    order of its dimensions, are those of a contiguous tensor (dimensions of size 1 have no stride that matters)."""
+    """Whether every element of ``t`` has its own bytes and none between them is skipped: its strides, in some order
+    of its dimensions, are a contiguous tensor's."""
     if t.numel() == 0:
         return True
     expected = 1
@@ -81,7 +66,7 @@ def _children(node, where: tuple):
 def check_loaded(obj, source: str, file_bytes: int, error: type[Exception] = ValueError) -> None:
     """Refuse ``obj``, what a file of ``file_bytes`` bytes named ``source`` holds, unless every tensor in it is dense,
     inside its storage, overlapping no other (identical views aside), the whole declares no more bytes than the file
-    holds and no more structure than its storages explain (module docstring).
+    holds and no more structure than its storages explain.
 
     Raises:
         error: naming ``source``, the entry (dotted keys) and the problem.
@@ -155,10 +140,8 @@ MAX_METADATA_DEPTH = 16
 
 
 def plain_metadata(value, source: str, where: str, error: type[Exception] = ValueError, depth: int = 0):
-    """``value`` (a file's metadata, e.g. ``meta.dataset_meta``: class names, palette) as plain Python values: dicts
-    with str/int keys, lists, tuples, str, int, float, bool, None; tensors, numpy arrays and numpy scalars become
-    (nested lists of) Python numbers. Its size is already bounded by :func:`check_loaded`. Text is printed (class
-    names in logs and tables): a string with control characters is refused (:func:`.text_file.check_printable`).
+    """``value`` (a file's metadata, e.g. ``meta.dataset_meta``) as plain Python values; tensors and numpy values
+    become (nested lists of) Python numbers. Text with control characters is refused: class names are printed.
 
     Raises:
         error: any other object, nesting deeper than :data:`MAX_METADATA_DEPTH`, or text with control characters,

@@ -1,19 +1,10 @@
-"""The work dir of a new training run: refused while it holds another run's checkpoints (``tools/train.py``).
+"""The work dir of a training run: refused while it holds another run's checkpoints, and written only over files
+its manifest lists.
 
-A new run (no ``--resume``) saves under the same names as any earlier run in its work dir (``iter_N.pth``,
-``epoch_N.pth``, ``best_<metric>_iter_N.pth``), repoints ``last_checkpoint`` and deletes checkpoints beyond
-``max_keep_ckpts``, so it would overwrite the earlier run's checkpoints one by one. So would a run resumed there from
-a checkpoint outside the work dir (``--resume /elsewhere/iter_N.pth``): it continues another run, not the one whose
-checkpoints the work dir holds. :func:`check_new_run_work_dir` stops both before anything is built, unless the user
-asks to write over the earlier run (``--overwrite``); resuming from the work dir's own checkpoints is not a new run.
-
-The work dir is an output like any other: :func:`check_work_dir` applies :func:`beit_mm.fileio.outputs.check_output`'s
-rules (no link, not inside a dataset root or an input folder, writable) with the tool's inputs, the same call for
-``tools/train.py`` and ``tools/test.py``. MMEngine's ``Runner`` writes one file there under a name the user chose, the
-config dump ``<work_dir>/<config file name>``: :func:`check_config_dump` refuses it over a file that the work dir's
-manifest (:mod:`beit_mm.fileio.manifest`) does not list with its present content, and :func:`record_config_dump`
-lists the dump once written, so the next run (a resume) may replace it. The checkpoints a run writes are listed the
-same way (:func:`record_written`), so that only those (:func:`recorded_file`) steer what a resumed run deletes.
+A new run saves under the names of any earlier run in its work dir and deletes checkpoints beyond ``max_keep_ckpts``,
+so it would overwrite that run one file at a time; so would a run resumed there from a checkpoint outside it.
+:func:`check_new_run_work_dir` stops both unless the user asks to overwrite. Every file a run writes there (the
+config dump, the checkpoints) is listed in the work dir's manifest with its sha256, so that only those are replaced.
 """
 from __future__ import annotations
 
@@ -34,18 +25,17 @@ from .paths import inside
 #: The tool named in a work dir's manifest.
 WORK_DIR_WRITER = 'tools/train.py'
 
-#: What an earlier run of ``tools/train.py`` leaves in its work dir (MMEngine's ``CheckpointHook`` names).
+#: What an earlier training run leaves in its work dir (MMEngine's ``CheckpointHook`` names).
 CHECKPOINT_PATTERNS = ('iter_*.pth', 'epoch_*.pth', 'best_*.pth', 'last_checkpoint')
 _CHECKPOINT_NAME = re.compile(r'^(?:iter|epoch)_(\d+)\.pth$')
 
 
 class WorkDirInUseError(RuntimeError):
-    """A new run was pointed at a work dir holding another run's checkpoints; the message names them and the fix."""
+    """A new run was pointed at a work dir holding another run's checkpoints."""
 
 
 def earlier_checkpoints(work_dir: str) -> list[str]:
-    """Names of the entries of ``work_dir`` that :data:`CHECKPOINT_PATTERNS` match, newest first (modification
-    time); checkpoint files before ``last_checkpoint``, the pointer. Empty when ``work_dir`` does not exist."""
+    """Entries of ``work_dir`` that :data:`CHECKPOINT_PATTERNS` match, newest first, ``last_checkpoint`` last."""
     if not osp.isdir(work_dir):
         return []
     names = [n for n in os.listdir(work_dir) if any(fnmatch.fnmatchcase(n, p) for p in CHECKPOINT_PATTERNS)]
@@ -58,9 +48,8 @@ def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -
 
     Args:
         work_dir: the run's work dir (``cfg.work_dir``), which may not exist yet.
-        resume: ``tools/train.py --resume``'s value: None for a new run, ``'auto'`` (the work dir's own last
-            checkpoint) or a checkpoint path to resume.
-        overwrite: ``--overwrite``: run there anyway; its saves overwrite the earlier run's files.
+        resume: None for a new run, ``'auto'`` (the work dir's own last checkpoint) or a checkpoint path.
+        overwrite: run there anyway; its saves overwrite the earlier run's files.
 
     Raises:
         WorkDirInUseError: naming the work dir, its newest checkpoint and the ways out.
@@ -83,19 +72,17 @@ def check_new_run_work_dir(work_dir: str, resume: str | None, overwrite: bool) -
 
 def check_work_dir(work_dir: str, inputs=()) -> None:
     """Raise :class:`beit_mm.fileio.outputs.OutputError` unless ``work_dir`` may be a run's work dir: not a link or a
-    file, not inside a dataset root or one of ``inputs`` (the config, the data roots, the checkpoint), writable. The
-    one check of every tool that writes into a work dir (it may hold inputs: a test reads its training's checkpoint)."""
+    file, not inside a dataset root or one of ``inputs``, writable. It may hold inputs."""
     check_output(work_dir, overwrite=True, kind='dir', inputs=inputs)
 
 
 def _config_dump_path(work_dir: str, config: str) -> str:
-    return osp.join(work_dir, osp.basename(config))  # MMEngine's Runner.dump_config: work_dir/<config file name>
+    return osp.join(work_dir, osp.basename(config))  # as MMEngine's Runner.dump_config
 
 
 def check_config_dump(work_dir: str, config: str) -> None:
-    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) when MMEngine's config dump would replace a file that no
-    beit_mm run wrote: ``<work_dir>/<config file name>`` exists and the work dir's manifest does not list it with its
-    present content (a user's file, the config itself, a link, a file edited since)."""
+    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) when MMEngine's config dump would replace a file the
+    work dir's manifest does not list with its present content."""
     path = _config_dump_path(work_dir, config)
     if not osp.lexists(path):
         return
@@ -112,14 +99,13 @@ def check_config_dump(work_dir: str, config: str) -> None:
 
 
 def record_config_dump(work_dir: str, config: str) -> None:
-    """List the config dump MMEngine wrote (``<work_dir>/<config file name>``) in the work dir's manifest, with its
-    sha256 (other entries kept), so that a later run may replace it."""
+    """List the config dump MMEngine wrote in the work dir's manifest, so that a later run may replace it."""
     record_written(work_dir, osp.basename(config))
 
 
 def check_replaceable(work_dir: str, name: str) -> None:
-    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) to write the file ``name`` of ``work_dir`` over an
-    existing entry that the work dir's manifest does not list with its present content (a user's file, a link)."""
+    """Refuse (:class:`~beit_mm.fileio.outputs.OutputError`) to write ``name`` of ``work_dir`` over an entry the
+    manifest does not list with its present content."""
     path = osp.join(work_dir, name)
     if not osp.lexists(path) or recorded_file(work_dir, name):
         return
@@ -131,9 +117,7 @@ def check_replaceable(work_dir: str, name: str) -> None:
 
 
 def recorded_file(folder: str, name: str) -> bool:
-    """Whether the entry ``name`` of ``folder`` is a plain file that the folder's manifest lists with its present
-    content (sha256): a file a beit_mm tool wrote there (a checkpoint of this run or of the runs it resumed), not one
-    placed or changed since."""
+    """Whether the entry ``name`` of ``folder`` is a plain file its manifest lists with its present sha256."""
     path = osp.join(folder, name)
     if osp.islink(path) or not osp.isfile(path):
         return False
@@ -141,8 +125,7 @@ def recorded_file(folder: str, name: str) -> bool:
 
 
 def write_work_dir_file(work_dir: str, name: str, data: str | bytes) -> None:
-    """Write the file ``name`` into ``work_dir`` (text in UTF-8) atomically, only over a file the work dir's manifest
-    lists with its content (:func:`check_replaceable`), and list it there."""
+    """Write the file ``name`` into ``work_dir`` atomically, only over a file the manifest lists, and list it."""
     check_replaceable(work_dir, name)
     with atomic_file(osp.join(work_dir, name)) as tmp, open(tmp, 'wb') as f:
         f.write(data.encode('utf-8') if isinstance(data, str) else data)
@@ -166,10 +149,9 @@ MAX_POINTER_BYTES = 4096  # a last_checkpoint file holds one path
 
 
 def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
-    """What ``work_dir/last_checkpoint`` names, checked: ``(path, None)`` for a local file inside ``work_dir``, else
-    ``(None, why)`` (``why`` None when there is no pointer). A pointer is a file anyone with access to a shared work
-    dir can edit: a URL or a path outside the work dir is never followed (MMEngine's ``find_latest_checkpoint``
-    returns whatever it holds, and a URL would be downloaded and opened)."""
+    """What ``work_dir/last_checkpoint`` names: ``(path, None)`` for a local file inside ``work_dir``, else
+    ``(None, why)`` (``why`` None without a pointer). A URL or a path outside the work dir is never followed: anyone
+    with access to a shared work dir can edit the pointer."""
     pointer = osp.join(work_dir, 'last_checkpoint')
     if not osp.isfile(pointer):
         return None, None
@@ -181,7 +163,7 @@ def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
         return None, f'{pointer} is empty'
     if '://' in named or '\n' in named:
         return None, f'{pointer} names {named[:200]!r}, not a local file (a pointer is never followed to a URL)'
-    if not osp.isabs(named) and not osp.exists(named):  # MMEngine writes absolute paths; a relative one is the dir's
+    if not osp.isabs(named) and not osp.exists(named):
         named = osp.join(work_dir, named)
     if not inside(named, work_dir):
         return None, f'{pointer} names {named}, outside {work_dir} (a pointer is never followed out of its work dir)'
@@ -189,10 +171,8 @@ def read_last_checkpoint(work_dir: str) -> tuple[str | None, str | None]:
 
 
 def find_last_complete_checkpoint(work_dir: str) -> str | None:
-    """The checkpoint to resume from: ``work_dir/last_checkpoint`` when it names a complete file inside ``work_dir``
-    (:func:`read_last_checkpoint`), else the complete ``iter_N.pth``/``epoch_N.pth`` in ``work_dir`` with the
-    largest N (a warning says why); None when there is none.
-    """
+    """The checkpoint to resume from: the complete file ``last_checkpoint`` names, else the complete
+    ``iter_N.pth``/``epoch_N.pth`` with the largest N (with a warning); None when there is none."""
     pointer = osp.join(work_dir, 'last_checkpoint')
     named, why = read_last_checkpoint(work_dir)
     if named is not None:

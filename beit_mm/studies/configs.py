@@ -1,10 +1,7 @@
-"""The MIM study's configs: the shipped files of ``configs/studies/`` (named relative to the config folder, by default
-:func:`default_config_dir`, ``configs/`` beside the package; a study's settings may name another) and the edits that
-point them at a study's data roots, class count and iteration counts (:func:`study_configs`), written to
-``<work dir>/configs/``.
-
+"""The MIM study's configs: the shipped files of ``configs/studies/`` and the edits that point them at a study's data
+roots, class count and iteration counts (:func:`study_configs`), written to ``<work dir>/configs/``.
 :func:`rescale_iterations` is the one rule for changing a config's length: every iteration-valued field moves with
-``train_cfg.max_iters`` (the study and ``tools/analysis/head_study.py --iters`` both use it).
+``train_cfg.max_iters``.
 """
 from __future__ import annotations
 

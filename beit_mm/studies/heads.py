@@ -1,13 +1,9 @@
-"""The head study (``tools/analysis/head_study.py``, the head tables of issues 28 and 41, docs/heads.md): UPerNet,
-ViT-Adapter + UPerNet, Mask2Former, ViT-Adapter + Mask2Former and EoMT on the same tiny BEiT (4 blocks, 96 wide; 8 px
-patches, 16 px under the adapter, whose prior levels are built around a stride-16 ViT), data, optimizer and schedule,
-from scratch, over seeds at the same iterations, next to the majority class.
+"""The head study: UPerNet, ViT-Adapter + UPerNet, Mask2Former, ViT-Adapter + Mask2Former and EoMT on the same tiny
+BEiT, data, optimizer and schedule, from scratch, over seeds at the same iterations, next to the majority class.
 
-Each head's demo config (read from the settings' ``config_dir``) trains through ``beit_mm.apis.train.train`` in a
-child process (:func:`beit_mm.studies.runs.train`) on the config written to its run's folder (``study_config.py``:
-:func:`run_config`), one run at a time (each uses every core); its metrics are those of its last validation (at the
-last iteration), read from MMEngine's scalar file. A finished run is reused (:func:`beit_mm.studies.runs.cached`);
-one with other settings stops the study.
+Each head's demo config trains in a child process (:func:`beit_mm.studies.runs.train`) on the config written to its
+run's folder, one run at a time; its metrics are those of its last validation. A finished run is reused
+(:func:`beit_mm.studies.runs.cached`); one with other settings stops the study.
 """
 from __future__ import annotations
 

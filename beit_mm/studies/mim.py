@@ -1,11 +1,9 @@
-"""The MIM study (``tools/analysis/mim_study.py``): does MIM pretraining on an unlabeled pool help segmentation with
-few labels? Its stages -- tokenizers, pretraining arms, the frozen-feature probe, fine-tuning per decoder and seed --
-are tasks of one job graph (:func:`beit_mm.studies.graph.run_graph`, built by :func:`study_tasks`), each a cached run
-(:func:`beit_mm.studies.runs.cached`) of ``beit_mm.apis.train.train`` (:func:`beit_mm.studies.runs.train`) on the
-configs that :func:`beit_mm.studies.configs.study_configs` wrote, its metrics read from MMEngine's scalar files;
-:func:`run_study` runs them and writes the report. The protocol: docs/pretraining.md.
+"""The MIM study: does MIM pretraining on an unlabeled pool help segmentation with few labels?
 
-``args`` is the study's :class:`beit_mm.studies.settings.MimStudySettings` (data roots absolute).
+Its stages (tokenizers, pretraining arms, the frozen-feature probe, fine-tuning per decoder and seed) are tasks of one
+job graph (:func:`study_tasks`), each a cached training run on the configs that
+:func:`beit_mm.studies.configs.study_configs` wrote; :func:`run_study` runs them and writes the report. ``args`` is
+the study's :class:`beit_mm.studies.settings.MimStudySettings`, data roots absolute.
 """
 from __future__ import annotations
 

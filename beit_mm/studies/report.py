@@ -1,10 +1,9 @@
-"""The study's report: mean ± sample std over seeds, the trivial baselines (majority class), the probe's warning and
-the recommendation it leads to, the per-block feature table, the report text, the probe-curve picture, and the lines
-``tools/run_chain.sh`` prints from a ``report.json``.
+"""The study's report: mean ± sample std over seeds, the majority-class baseline, the probe's warning and the
+recommendation it leads to, the per-block feature table, the report text and probe-curve picture, and the chain's
+status lines from a ``report.json``.
 
-A pretrained arm whose frozen-feature probe does not beat the random-init probe (the ``scratch`` arm's) by
-:data:`PROBE_MIN_GAIN` mIoU points is flagged (:func:`probe_warnings`) and never recommended as a fine-tuning start
-(:func:`recommendation`).
+A pretrained arm whose frozen-feature probe does not beat the random-init probe by :data:`PROBE_MIN_GAIN` mIoU points
+is flagged (:func:`probe_warnings`) and never recommended as a fine-tuning start (:func:`recommendation`).
 """
 from __future__ import annotations
 
@@ -243,9 +242,8 @@ def majority_baseline(train_dataset, val_dataset) -> dict:
 
 
 def chain_lines(report: dict) -> list[str]:
-    """The lines ``tools/run_chain.sh`` prints from a study's ``report.json`` (``[chain] <stage>: ...``): the dVAE's
-    and the VQ-KD's held-out statistics, each MIM arm's end metric next to its baseline, each arm's fine-tuning mIoU
-    next to scratch's and the majority class's (seed 0 of each), and the :func:`recommendation`."""
+    """The chain's status lines (``[chain] <stage>: ...``) from a study's ``report.json``: tokenizer statistics, each
+    arm's MIM and fine-tuning result next to its baselines (seed 0), and the :func:`recommendation`."""
     a, t, v, b, res = report['args'], report['tokenizer'], report['vqkd'], report['baseline'], report['results']
     lines = []
     if t:

@@ -1,8 +1,7 @@
-"""The study's runs: :func:`train` (``beit_mm.apis.train.train`` in a child process, resuming a run that was cut
-short), the run cache (:func:`cached`: a finished run's metrics with the settings that produced them, reused, never
-mixed with other settings), and what a finished run leaves (the last value of a scalar MMEngine logged
-(:func:`last_scalar`, from ``<work dir>/<timestamp>/vis_data/scalars.json``), its last checkpoint, tokenizer
-statistics, probe curve).
+"""The study's runs: :func:`train` (training in a child process, resuming a run that was cut short), the run cache
+(:func:`cached`: a finished run's metrics with the settings that produced them, never mixed with other settings), and
+what a finished run leaves (:func:`last_scalar` of MMEngine's scalar file, its last checkpoint, tokenizer statistics,
+probe curve).
 """
 from __future__ import annotations
 
@@ -42,7 +41,7 @@ def cfg_options(options: list[str]) -> dict:
 def _train_child(log_path: str, config: str, kwargs: dict) -> None:
     """The child process of :func:`train`: its output (file descriptors 1 and 2: MMEngine's logger, warnings, C
     extensions) into ``log_path``, written atomically, then ``beit_mm.apis.train.train(config, **kwargs)``; exit 2
-    when training is refused (the message as ``tools/train.py`` prints it), 1 on any other error."""
+    when training is refused, 1 on any other error."""
     status = 0
     with atomic_file(log_path) as tmp, open(tmp, 'w') as log:
         os.dup2(log.fileno(), 1)
@@ -79,9 +78,8 @@ def train(config: str, work_dir: str, options: list[str]) -> str:
     :func:`cached` trains only where no finished run is, so any checkpoints there are the study's own, left by a run
     that was cut short (a killed job, the end of a session). The run records what it was started with (the config
     text and ``options``) in ``work_dir/run.json``; a later call with the same ones continues the cut run from its last
-    complete checkpoint (``resume='auto'``, bit-identical to an uncut run in tests/engine/test_kill_resume.py; the
-    pretraining configs save every 500 iterations, the dVAE's every 250); with other ones, or none recorded, it starts
-    again over them (``overwrite=True``)."""
+    complete checkpoint (``resume='auto'``, bit-identical to an uncut run); with other ones, or none recorded, it
+    starts again over them (``overwrite=True``)."""
     os.makedirs(work_dir, exist_ok=True)
     started = dict(config=read_bounded(config, MAX_LOG_BYTES, TextFileError, 'config').decode('utf-8'),
                    options=list(options))

@@ -1,11 +1,7 @@
 """What a study is asked to do: :class:`MimStudySettings`, :class:`HeadStudySettings`, :class:`TransferStudySettings`
-(dataclasses; the study functions take them, never a command line's namespace), checked and made absolute when built
-(:class:`StudySettingsError` names the setting and the fix), and :func:`add_mim_study_arguments`, the MIM study's
-options, which ``tools/analysis/mim_study.py`` parses and ``tools/analysis/transfer_study.py`` passes on to every
-dataset's study.
-
-Every study's configs are read from ``config_dir`` (default :func:`default_config_dir`: ``configs/`` beside the
-package), never from the current folder.
+(the study functions take them, never a command line's namespace), checked and made absolute when built, and
+:func:`add_mim_study_arguments`, the MIM study's options. Configs are read from ``config_dir`` (default
+:func:`default_config_dir`), never from the current folder.
 """
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ def _abs(path: str | None) -> str | None:
 
 @dataclass
 class MimStudySettings:
-    """The MIM study's settings (``tools/analysis/mim_study.py``'s options, their meaning in its ``--help``): the
-    data roots and budgets of every run. Roots and dirs are made absolute, ``teacher_iters`` defaults to
+    """The MIM study's settings (its command line's options): the data roots and budgets of every run. Roots and dirs are made absolute, ``teacher_iters`` defaults to
     ``ft_iters`` and ``pretrain_dir`` to ``work_dir``."""
     labeled_root: str
     unlabeled_root: str
@@ -87,7 +82,7 @@ class MimStudySettings:
 
 @dataclass
 class HeadStudySettings:
-    """The head study's settings (``tools/analysis/head_study.py``): the data root, the heads and seeds, the
+    """The head study's settings: the data root, the heads and seeds, the
     iterations of every run (None: the demo configs' own) and the work dir."""
     data_root: str = 'data/ade_demo'
     heads: list[str] = field(default_factory=lambda: ['upernet', 'vit-adapter-upernet', 'mask2former',
@@ -105,7 +100,7 @@ class HeadStudySettings:
 
 @dataclass
 class TransferStudySettings:
-    """The transfer study's settings (``tools/analysis/transfer_study.py``): the datasets, what every dataset's MIM
+    """The transfer study's settings: the datasets, what every dataset's MIM
     study runs (arms, heads, seeds, jobs) and, in ``mim_options``, any other :class:`MimStudySettings` field given to
     every study unchanged (e.g. ``{'mim_iters': 3000}``)."""
     datasets: list[str] = field(default_factory=lambda: ['shapes', 'digits'])

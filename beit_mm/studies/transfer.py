@@ -1,11 +1,9 @@
-"""The MIM study on several datasets (``tools/analysis/transfer_study.py``): does a result on one dataset hold on
-another?
+"""The MIM study on several datasets: does a result on one dataset hold on another?
 
-For every dataset (:data:`DATASETS`) the project's data tool writes the labeled set and the unlabeled pool
-(:func:`make_data`), the MIM study (:func:`beit_mm.studies.mim.run_study`) runs on them in this process
-(:func:`run_study`, the ``vqkd-supervised`` arm's teacher learning the labels of the *next* dataset), and
-:func:`summary` compares every arm with scratch per dataset: ``gain`` / ``loss`` only beyond the spread (the sum of
-the two standard deviations over seeds), the frozen probe ``learned`` from
+For every dataset (:data:`DATASETS`) the labeled set and the unlabeled pool are written (:func:`make_data`) and the
+MIM study runs on them (:func:`run_study`; the ``vqkd-supervised`` arm's teacher learns the labels of the next
+dataset). :func:`summary` compares every arm with scratch per dataset: ``gain`` or ``loss`` only beyond the sum of the
+two standard deviations over seeds, the frozen probe ``learned`` from
 :data:`beit_mm.studies.report.PROBE_MIN_GAIN` points over random init.
 """
 from __future__ import annotations

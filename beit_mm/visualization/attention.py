@@ -1,19 +1,9 @@
 """Attention probabilities of BEiT and CvT blocks, recorded with forward hooks (the models' forward is unchanged).
 
-A forward hook on each attention module receives the module's inputs and recomputes the eager path's
-``softmax(q k^T * scale + bias)`` from them, with the module's own weights:
-
-- ``beit_mm.models.layers.BEiTAttention`` (``attn(x, grid, shared_table)``): q/k/v from ``qkv`` with the q/v biases
-  (zero k bias), the block's relative position bias table resampled to the input grid plus the shared table
-  (``BEiTAttention.bias_table``);
-  probabilities ``(B, heads, 1 + h*w, 1 + h*w)``, cls token first.
-- ``beit_mm.models.layers.conv_attention.ConvProjectionAttention`` (``attn(x, hw_shape)``): q from the stride-1 and
-  k/v from the stride-2 depthwise conv projections (BatchNorm in the module's current mode), cls token (last stage)
-  bypassing them; probabilities ``(B, heads, [1 +] H*W, [1 +] H'*W')`` with ``H' = (H - 1) // 2 + 1``.
-
-The recomputation is checked in tests/visualization/test_visualization.py: ``proj(probs @ v)`` equals the module's output (SDPA or
-eager path), and BEiT's probabilities equal HF transformers' ``BeitModel(output_attentions=True)`` with the same
-weights.
+A hook on each attention module recomputes the eager path's ``softmax(q k^T * scale + bias)`` from the module's
+inputs and weights: BEiT's with its q/v biases and relative position bias, probabilities ``(B, heads, 1 + h*w,
+1 + h*w)``, cls token first; CvT's from its conv projections, ``(B, heads, [1 +] H*W, [1 +] H'*W')`` with
+``H' = (H - 1) // 2 + 1``.
 """
 from __future__ import annotations
 
@@ -64,7 +54,7 @@ def beit_attention_probs(attn: BEiTAttention, x: Tensor, grid: tuple[int, int],
     qkv = F.linear(x, attn.qkv.weight, bias).reshape(b, n, 3, attn.num_heads, -1).permute(2, 0, 3, 1, 4)
     q, k, v = qkv.unbind(0)
     logits = (q * attn.scale) @ k.transpose(-2, -1)  # (B, heads, N, N)
-    table = attn.bias_table(tuple(grid), shared_table)  # the block's own table on this grid + the shared one
+    table = attn.bias_table(tuple(grid), shared_table)
     if table is not None:
         logits = logits + gather_relative_position_bias(table, tuple(grid)).unsqueeze(0)
     return logits.softmax(dim=-1), v
@@ -98,11 +88,8 @@ ATTENTION_TYPES = (BEiTAttention, ConvProjectionAttention)
 
 class AttentionRecorder:
     """Context manager: while active, every forward of the model's attention modules appends an :class:`AttentionMap`
-    to ``self.maps`` (in forward order: BEiT blocks 0..L-1; CvT stage 0, 1, 2 blocks).
-
-    The hooks only read the inputs (under ``no_grad``), so outputs, gradients and BatchNorm statistics of the model
-    are unchanged (CvT's conv projections are re-run; in training mode BatchNorm would update its running statistics a
-    second time, so record in eval mode: ``model.eval()``).
+    to ``self.maps``, in forward order. Record in eval mode: CvT's conv projections are re-run, and BatchNorm in
+    training mode would update its statistics twice.
 
     Example::
 

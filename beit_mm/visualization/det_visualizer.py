@@ -1,5 +1,4 @@
-"""mmdet's visualizer for the panoptic and instance configs, drawing every prediction ``tools/test.py --show-dir``
-meets (registered in scope ``beit_mm``, imported when a config names it)."""
+"""mmdet's visualizer for the panoptic and instance configs, drawing every prediction a test run meets."""
 from __future__ import annotations
 
 import numpy as np

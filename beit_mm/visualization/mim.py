@@ -1,16 +1,5 @@
-"""What masked image modeling sees and predicts, decoded to pixels through a dVAE decoder.
-
-For one batch of MIM inputs (``MIMDataPreprocessor``'s ``images``, ``target_images``, ``mask``):
-
-- ``target_ids``: the tokenizer's visual tokens of the tokenizer view, (B, h*w) (the MIM targets);
-- ``reconstruction``: those tokens decoded by the dVAE decoder, (B, 3, H', W') in [0, 1] (what the tokenizer keeps of
-  the image: the best any MIM model can do);
-- ``predicted_ids``: the model's argmax token at masked patches and the tokenizer's token elsewhere, (B, h*w);
-- ``prediction``: ``predicted_ids`` decoded, (B, 3, H', W') in [0, 1];
-- ``accuracy``: fraction of masked patches whose predicted token equals the target (the logged ``mim_acc``).
-
-The decoder must belong to the dVAE whose encoder is the MIM model's tokenizer (``tools/run_chain.sh`` trains a
-``beit_mm.DVAE`` and exports its encoder with ``tools/convert_checkpoint.py --model dalle --source dvae``).
+"""What masked image modeling sees and predicts, decoded to pixels through the decoder of the dVAE whose encoder is
+the MIM model's tokenizer.
 """
 from __future__ import annotations
 
@@ -26,8 +15,7 @@ def masked_token_logits(model: nn.Module, images: Tensor, mask: Tensor) -> Tenso
     """Vocabulary logits of a MIM model at every patch, with ``mask`` applied to the input.
 
     Args:
-        model: ``beit_mm.BEiTPretrain`` with a token head (its ``extract_feat`` is the masked forward: patch tokens on
-            the patch grid, for BEiT and CvT backbones alike).
+        model: ``beit_mm.BEiTPretrain`` with a token head.
         images: (B, 3, H, W) normalized backbone view.
         mask: (B, h, w) bool, True = masked.
     Returns:
@@ -38,7 +26,16 @@ def masked_token_logits(model: nn.Module, images: Tensor, mask: Tensor) -> Tenso
 
 @dataclass
 class MIMPictures:
-    """Tensors of one MIM visualization; see the module docstring."""
+    """One MIM visualization.
+
+    Attributes:
+        target_ids: the tokenizer's tokens of its view, (B, h*w): the MIM targets.
+        predicted_ids: the model's argmax at masked patches, the target elsewhere, (B, h*w).
+        reconstruction: ``target_ids`` decoded, (B, 3, H', W') in [0, 1]: the best any MIM model can do.
+        prediction: ``predicted_ids`` decoded, (B, 3, H', W') in [0, 1].
+        mask: (B, h, w) bool, True = masked.
+        accuracy: fraction of masked patches predicted right (the logged ``mim_acc``).
+    """
     target_ids: Tensor
     predicted_ids: Tensor
     reconstruction: Tensor

@@ -5,11 +5,8 @@ re-normalised, ``A' = (A + I) / 2`` (rows still sum to 1), and the blocks are ch
 ``rollout = A'_L @ ... @ A'_1``. Row ``i`` of the result says how much of token ``i``'s output at the last block is
 drawn from each input token; the cls row of a BEiT is its usual picture.
 
-CvT: the keys and values of a block come from a stride-2 projection, so its attention is (N_q, N_kv), not square.
-:func:`square_cvt_attention` spreads each strided key's weight evenly over the query positions it sits on (the 2x2
-cell ``(2i..2i+1, 2j..2j+1)``, cut at the border), which keeps rows summing to 1; rollout then runs over the blocks
-of one stage (the stages change resolution; the last stage is the one with a cls token). This spreading is an
-approximation: the stride-2 depthwise conv (k3, p1) also mixes the neighbouring cells.
+CvT's keys come from a stride-2 projection, so :func:`square_cvt_attention` spreads each key's weight evenly over the
+query positions it covers (an approximation: the k3 conv also mixes neighbours) and rollout runs within one stage.
 """
 from __future__ import annotations
 

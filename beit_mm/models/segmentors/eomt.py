@@ -1,46 +1,17 @@
-"""EoMT, the encoder-only mask transformer (Kerssies et al., CVPR 2025, arXiv 2503.19108), on beit_mm's BEiT.
+"""EoMT, the encoder-only mask transformer (Kerssies et al., CVPR 2025), on beit_mm's BEiT and DINOv3.
 
-``K`` learnable queries join the tokens before the last ``L2`` blocks of the plain ViT; after each of those blocks'
-inputs and after the last block, the final-normed queries give class logits ``(B, K, C + 1)`` and, against the
-patch tokens upscaled 4x, mask logits ``(B, K, H/4, W/4)``; in the last ``L2`` blocks each query attends only to the
-patches inside its predicted mask, and that mask is dropped with a probability annealed to 1 during training
-(:mod:`.mask_annealing`). Semantic segmentation is ``sum_q softmax(class)_q,c x sigmoid(mask)_q`` per pixel.
+``K`` learnable queries join the tokens before the last ``L2`` blocks of the plain ViT. At the input of each of those
+blocks and after the last one, the final-normed queries give class logits ``(B, K, C + 1)`` and, against the patch
+tokens upscaled 4x, mask logits ``(B, K, H/4, W/4)``; in the last ``L2`` blocks a query attends only to the patches
+inside its predicted mask, a mask dropped with a probability annealed to 1 in training (:mod:`.mask_annealing`).
+Semantic segmentation is ``sum_q softmax(class)_q,c x sigmoid(mask)_q`` per pixel; panoptic and instance results go
+through :mod:`.mask_postprocess`. Source: github.com/tue-mps/eomt@7bd19ddd621c5c6adedcd260458a34783cd4a45f
+(``models/eomt.py``, ``models/scale_block.py``, ``training/``).
 
-Rules follow the official code, github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f``
-(``models/eomt.py``, ``models/scale_block.py``, ``training/``):
-
-- queries ``q`` (``nn.Embedding(K, C)``) are prepended before block ``depth - L2`` (``eomt.py:166-169``);
-- predictions come from ``backbone.norm`` of the tokens at the input of each of the last ``L2`` blocks and after the
-  last block (``eomt.py:171-199``): ``L2 + 1`` predictions, the last one the model's output;
-- ``class_head``: Linear(C, C + 1 classes); ``mask_head``: Linear-GELU-Linear-GELU-Linear, C wide; ``upscale``:
-  ``max(1, log2(patch) - 2)`` ScaleBlocks of ConvTranspose2d(k2, s2), GELU, depthwise 3x3 conv without bias,
-  LayerNorm2d (eps 1e-6) (``eomt.py:35-53``, ``scale_block.py``); mask logits ``einsum(mask_head(q), upscale(x))``
-  (``eomt.py:55-69``);
-- the attention mask is ``interpolate(mask logits, grid, bilinear) > 0`` on the query-to-patch block, everything else
-  allowed (``eomt.py:121-148``); the blocks run without drop path (``eomt.py:185-195`` call the block's parts);
-- the loss: :class:`~beit_mm.models.losses.MaskClassificationLoss` on every prediction, summed; the intermediate
-  ones' keys end in ``_block_<j>``, ``j = -L2 .. -1`` counting back from the output (``lightning_module.py:181-194,
-  386-393``);
-- semantic inference: mask logits resized to the input bilinearly, then the per-pixel sum (``mask_classification_
-  semantic.py:99-103``, ``lightning_module.py:668-675``);
-- panoptic and instance segmentation (``task``): the same network and loss on mmdet's data samples (targets: one mask
-  per thing instance, then one per stuff class, :func:`~beit_mm.models.losses.mask_classification.panoptic_targets`);
-  inference resizes the mask logits to the padded input, crops the resized image and resizes that to the original
-  size (``lightning_module.py:731-745``), then the official post-processing (:mod:`.mask_postprocess`): mmdet's
-  ``pred_panoptic_seg`` (``CocoPanopticMetric``, ``beit_mm.PanopticQualityMetric``) or ``pred_instances``
-  (``CocoMetric``).
-
-Choices of beit_mm (the official code has no BEiT):
-
-- BEiT's relative position bias: queries take the cls token's rows and columns of the table
-  (:func:`beit_mm.models.layers.rel_pos_bias.with_query_rows`): like the cls token they have no position, and a
-  pretrained table keeps its meaning without new parameters;
-- the model steps through the backbone's own blocks (BEiT's q/v bias, layer scale and relative position bias
-  included), so every BEiT checkpoint and layer decay (``get_layer_depth``) work unchanged; the queries and heads sit
-  outside the backbone and get the undecayed learning rate, as the official ``llrd`` does for non-backbone parameters.
-- the annealing step comes from :class:`~beit_mm.engine.hooks.EoMTMaskAnnealingHook` (the optimizer updates done,
-  ``runner.iter // accumulative_counts``); training without the hook is refused, since the masks would then never be
-  annealed away.
+BEiT's relative position bias gives the queries the cls token's rows and columns
+(:func:`beit_mm.models.layers.rel_pos_bias.with_query_rows`): like the cls token they have no position, so a
+pretrained table keeps its meaning. The model runs the backbone's own blocks, so every checkpoint and
+``get_layer_depth`` work unchanged; queries and heads get the undecayed learning rate, as the official ``llrd``.
 """
 from __future__ import annotations
 
@@ -92,43 +63,35 @@ class ScaleBlock(nn.Module):
 
 @MODELS.register_module()
 class EoMT(EncoderDecoder):
-    """EoMT semantic segmentor on a BEiT backbone (mmseg's segmentor interface: ``tools/train.py``,
-    ``tools/test.py``, ``IoUMetric``, slide inference and TTA work unchanged).
+    """EoMT segmentor with mmseg's segmentor interface (``IoUMetric``, slide inference and TTA work unchanged).
 
     Args:
-        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` (predictions read the
-            final norm) and ``drop_path_rate=0`` (the official blocks run without drop path). The queries take no
-            position: BEiT's relative bias gives them the cls token's (below), DINOv3's RoPE rotates the patches only
-            (as transformers' EoMT-DINOv3, which the official DINOv3 runs use).
+        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` and
+            ``drop_path_rate=0`` (the official blocks run without drop path).
         num_classes: semantic classes ``C``; the class head has ``C + 1`` outputs, the last "no object".
-        num_queries: ``K`` (official: 100 for ADE20K semantic, ``configs/dinov2/ade20k/semantic/*.yaml``).
-        num_blocks: ``L2``, the last blocks that see the queries (official default 4, ``eomt.py:24``).
-        masked_attn: predict before each of the last ``L2`` blocks and mask their attention (official default True).
+        num_queries: ``K`` (official: 100).
+        num_blocks: ``L2``, the last blocks that see the queries (official: 4).
+        masked_attn: predict before each of the last ``L2`` blocks and mask their attention.
         mask_annealing: ``dict(start_steps=[...], end_steps=[...], poly_power=0.9)``, one start and end per masked
-            block (``configs/.../eomt_*.yaml:12-14``), or None to keep masking (at inference too) as the official
-            ``attn_mask_annealing_enabled: False``.
-        loss: the matching loss config (``MaskClassificationLoss``; ``num_classes`` is filled in).
-        ignore_index: label of ignored pixels in ``gt_sem_seg`` (part of no target mask).
-        task: ``'semantic'`` (mmseg's data samples and results), ``'panoptic'`` or ``'instance'`` (mmdet's: a
-            ``DetDataPreprocessor`` padding images to the backbone's size, ``gt_instances`` and for panoptic
-            ``gt_sem_seg``; results ``pred_panoptic_seg`` or ``pred_instances``).
-        num_things_classes: panoptic: the thing classes, labels ``[0, T)``; stuff ``[T, C)`` (mmdet's order).
-        mask_thresh, overlap_thresh: panoptic post-processing (official defaults 0.8, 0.8,
-            ``training/mask_classification_panoptic.py:40-41``).
-        top_k_instances: instance post-processing: instances kept per image (official 100,
-            ``training/mask_classification_instance.py:44``).
+            block, or None to keep masking, at inference too.
+        loss: the matching loss config; ``num_classes`` is filled in.
+        ignore_index: label of ignored pixels in ``gt_sem_seg``.
+        task: ``'semantic'`` (mmseg's data samples), ``'panoptic'`` or ``'instance'`` (mmdet's, with a
+            ``DetDataPreprocessor`` padding to the backbone's size).
+        num_things_classes: panoptic: thing labels are ``[0, T)``, stuff ``[T, C)`` (mmdet's order).
+        mask_thresh, overlap_thresh: panoptic post-processing thresholds (official 0.8, 0.8).
+        top_k_instances: instances kept per image (official 100).
         data_preprocessor, train_cfg, test_cfg, init_cfg: as mmseg's ``EncoderDecoder``.
+
+    Raises:
+        ValueError: the backbone lacks a final norm or has drop path, or an argument is out of range.
     """
 
-    #: The weights inference reads (``beit_mm.apis.inference.inference_weights``: a checkpoint lacking one is refused),
-    #: as name prefixes: the queries and heads, and the masked blocks' annealing probabilities, which decide whether
-    #: inference masks attention; not the loss's buffers.
+    #: Name prefixes of the weights inference reads: a checkpoint lacking one is refused.
     inference_weights = ('backbone.', 'q.', 'class_head.', 'mask_head.', 'upscale.', 'attn_mask_probs')
 
-    #: The weights that depend on the class set (``class_head``: ``C + 1`` outputs), as name prefixes. A trained EoMT
-    #: fine-tunes on a new class set from a checkpoint without them (``tools/convert_checkpoint.py --model eomt
-    #: --drop-class-head``, the official ``load_ckpt_class_head=False``, ``training/lightning_module.py:81-98``):
-    #: ``load_from`` must then hold every other weight (``tools/train.py``), and these keep the model's own init.
+    #: Name prefixes of the weights that depend on the class set: a checkpoint without them fine-tunes on a new class
+    #: set (the official ``load_ckpt_class_head=False``), these keeping the model's own init.
     class_set_weights = ('class_head.', )
 
     def __init__(self,
@@ -197,17 +160,14 @@ class EoMT(EncoderDecoder):
         self.upscale = nn.Sequential(*[ScaleBlock(dims) for _ in range(num_upscale)])
         self.criterion = MODELS.build(dict(loss or dict(type='MaskClassificationLoss'), num_classes=num_classes))
 
-    # ------------------------------------------------------------ annealing
     def set_annealing_step(self, step: int) -> None:
-        """Set the masked blocks' probabilities for the forward after ``step`` optimizer steps
-        (:func:`.mask_annealing.mask_probabilities`); called by ``EoMTMaskAnnealingHook``."""
+        """Set the masked blocks' probabilities for the forward after ``step`` optimizer steps."""
         self.annealing_step = step
         if self.mask_annealing is not None:
             probs = mask_probabilities(step, self.mask_annealing['start_steps'], self.mask_annealing['end_steps'],
                                        self.mask_annealing.get('poly_power', 0.9))
             self.attn_mask_probs.copy_(torch.tensor(probs, dtype=torch.float32))
 
-    # -------------------------------------------------------------- forward
     def _predict(self, tokens: Tensor, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
         """Final-normed tokens (B, K + P + h*w, C) (P: the backbone's cls and register tokens) -> mask logits
         (B, K, h*s, w*s) (s = 2 ** num_upscale) and class logits (B, K, C + 1)."""
@@ -230,36 +190,29 @@ class EoMT(EncoderDecoder):
         return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=prefix)
 
     def mask_phases(self) -> tuple[str, ...]:
-        """What each masked block does in this forward, from ``attn_mask_probs``: ``'keep'`` (probability 1: masks,
-        nothing drawn, as the official ``_disable_attn_mask`` skips its draw), ``'draw'`` (each query keeps its mask
-        with the probability; in training also at 0, where the official code still predicts and draws) or ``'off'``
-        (eval at probability 0: no prediction, no mask). Read on the host, once per forward, so that the compiled
-        network (:meth:`compile_units`) sees plain values: it is re-traced when a phase changes (a few times per
-        training), never between batches."""
+        """Per masked block, from ``attn_mask_probs``: ``'keep'`` (probability 1, nothing drawn), ``'draw'`` (each
+        query keeps its mask with the probability; in training also at 0) or ``'off'`` (eval at probability 0).
+
+        Read on the host once per forward, so the compiled network is re-traced only when a phase changes."""
         if not self.masked_attn:
             return ('off', ) * self.num_blocks
         return tuple('keep' if p >= 1.0 else 'draw' if self.training or p > 0.0 else 'off'
                      for p in self.attn_mask_probs.tolist())
 
     def compile_units(self) -> list:
-        """What ``beit_mm.CompileHook`` compiles: the prediction network (the official ``main.py:154-155`` compiles
-        the LightningModule, whose ``forward`` is the network); the loss's Hungarian matching (SciPy) stays eager."""
+        """The parts to compile: the prediction network; the loss's Hungarian matching stays eager."""
         return [self.predictions]
 
     def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
-        """Images (B, 3, H, W) -> per prediction, first the masked blocks' then the output, mask logits
-        (B, K, H/4, W/4) and class logits (B, K, C + 1).
-
-        In eval mode a masked block whose probability is 0 (annealing done: no masks at inference) is run unmasked
-        and makes no prediction, so only the output's is returned: the official code computes and drops that mask
-        (every query's row is cleared when ``U[0, 1) > 0``), the same function up to a draw of exactly 0."""
+        """Images (B, 3, H, W) -> mask logits (B, K, H/4, W/4) and class logits (B, K, C + 1) per prediction, the
+        masked blocks' first, the output's last. In eval a block at probability 0 runs unmasked and predicts nothing."""
         return self.predictions(inputs, self.mask_phases())
 
     def predictions(self, inputs: Tensor, phases: tuple[str, ...]) -> tuple[list[Tensor], list[Tensor]]:
         """:meth:`forward_predictions` with the masked blocks' :meth:`mask_phases` given (tensor compute only)."""
         backbone = self.backbone
         x, grid = backbone.embed(inputs)
-        position = backbone.position_encoding(grid)  # BEiT: a shared bias table or None; DINOv3: RoPE (sin, cos)
+        position = backbone.position_encoding(grid)
         first = backbone.num_layers - self.num_blocks
         masks, classes = [], []
         for i, blk in enumerate(backbone.blocks):
@@ -316,11 +269,8 @@ class EoMT(EncoderDecoder):
         return panoptic_targets(masks, instances.labels, seg, self.num_things_classes, self.ignore_index)
 
     def predict(self, inputs: Tensor, data_samples: list | None = None) -> list:
-        """Semantic: mmseg's ``predict`` (whole or slide inference). Panoptic/instance: the output prediction's mask
-        logits resized to the padded input, cropped to each image's ``img_shape`` and resized to its ``ori_shape``,
-        then :func:`.mask_postprocess.panoptic_segments` -> ``pred_panoptic_seg`` (``sem_seg`` ``(1, H, W)``) or
-        :func:`.mask_postprocess.instance_results` -> ``pred_instances`` (``masks``, ``labels``, ``scores``,
-        ``bboxes`` from the masks)."""
+        """Semantic: mmseg's ``predict``. Panoptic/instance: the output mask logits at each image's ``ori_shape``, then
+        ``pred_panoptic_seg`` (``sem_seg`` ``(1, H, W)``) or ``pred_instances`` (masks, labels, scores, bboxes)."""
         if self.task == 'semantic':
             return super().predict(inputs, data_samples)
         masks, classes = self.forward_predictions(inputs)

@@ -1,17 +1,7 @@
-"""Panoptic and instance results from mask-classification predictions (EoMT, Mask2Former): the official EoMT rules.
-
-github.com/tue-mps/eomt at ``7bd19ddd621c5c6adedcd260458a34783cd4a45f``:
-
-- panoptic (``training/lightning_module.py:747-813``, ``to_per_pixel_preds_panoptic``): a query is kept when its most
-  likely class is not "no object" and that probability exceeds ``mask_thresh`` (0.8); each pixel goes to the kept
-  query with the largest ``score x sigmoid(mask)``; a query's segment is its pixels there with ``sigmoid >= 0.5``,
-  dropped when empty or when its pixels there are under ``overlap_thresh`` (0.8) of its own ``sigmoid >= 0.5`` area;
-  segments of one stuff class merge; other pixels are void;
-- instance (``training/mask_classification_instance.py:107-136``): the top ``top_k`` (100) of all query x class
-  probabilities (no-object dropped), masks ``logit > 0``, score ``class probability x mean sigmoid inside the mask``.
-
-Both read mask logits already at the output size (``(Q, H, W)``, one image: :func:`to_original_size`) and class
-logits ``(Q, C + 1)``.
+"""Panoptic and instance results from mask-classification predictions, by the official EoMT rules
+(github.com/tue-mps/eomt@7bd19dd, ``training/lightning_module.py:747-813``,
+``training/mask_classification_instance.py:107-136``). Inputs: one image's mask logits ``(Q, H, W)`` at the output
+size and class logits ``(Q, C + 1)``, the last class "no object".
 """
 from __future__ import annotations
 
@@ -23,9 +13,8 @@ from torch import Tensor
 
 def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape: tuple[int, int],
                      ori_shape: tuple[int, int]) -> Tensor:
-    """One image's mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized to the padded input ``input_size``, cropped
-    to the resized image ``img_shape`` (padding is at the bottom and right) and resized to ``ori_shape``, each bilinear
-    (official ``lightning_module.py:731-745``)."""
+    """One image's mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized to the padded input, cropped to
+    ``img_shape`` (padding is bottom-right) and resized to ``ori_shape``, each bilinear."""
     logits = F.interpolate(mask_logits[None], input_size, mode='bilinear')
     return F.interpolate(logits[:, :, :img_shape[0], :img_shape[1]], ori_shape, mode='bilinear')[0]
 
@@ -33,7 +22,11 @@ def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape
 def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int, mask_thresh: float = 0.8,
                       overlap_thresh: float = 0.8) -> Tensor:
     """One image's panoptic map ``(H, W)`` int64 in mmdet's encoding: ``label`` for stuff, ``label + k x
-    INSTANCE_OFFSET`` (k = 1, 2, ...) for thing segments, ``C`` (the number of classes) for void."""
+    INSTANCE_OFFSET`` (k = 1, 2, ...) for thing segments, ``C`` (the number of classes) for void.
+
+    A query is kept when its top class is not "no object" and scores over ``mask_thresh``; each pixel goes to the kept
+    query with the largest ``score x sigmoid(mask)``; a segment under ``overlap_thresh`` of its own mask is dropped
+    and segments of one stuff class merge."""
     num_classes = class_logits.shape[-1] - 1
     scores, classes = class_logits.softmax(-1).max(-1)
     panoptic = torch.full(mask_logits.shape[-2:], num_classes, dtype=torch.int64, device=mask_logits.device)
@@ -66,8 +59,8 @@ def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int
 
 
 def instance_results(mask_logits: Tensor, class_logits: Tensor, top_k: int = 100) -> tuple[Tensor, Tensor, Tensor]:
-    """One image's instances: masks ``(K, H, W)`` bool, labels ``(K,)`` int64, scores ``(K,)``, ``K = min(top_k,
-    Q x C)``, in the official (unsorted ``topk``) order."""
+    """One image's top ``K = min(top_k, Q x C)`` query-class pairs: masks ``(K, H, W)`` bool (``logit > 0``), labels
+    ``(K,)`` int64, scores ``(K,)`` (class probability x mean sigmoid inside the mask), in unsorted ``topk`` order."""
     probs = class_logits.softmax(-1)[:, :-1]
     num_classes = probs.shape[-1]
     top_scores, top = probs.flatten().topk(min(top_k, probs.numel()), sorted=False)

@@ -7,32 +7,18 @@ backbone, target and masking, composed of registered parts:
     target  = no_grad(target_generator.get_targets(inputs))     from the unmasked views
     losses  = head.loss(tokens, target, mask)                   at masked positions only
 
-The three interfaces:
+The three parts, each checked at build time to fit the others:
 
-- backbone ``forward_masked(images (B, 3, H, W), mask (B, h, w)) -> (B, h * w, C)``, ``masked_token_dims`` and
-  ``check_forward_masked()``:
-  ``beit_mm.BEiT`` (``with_mask_token=True``, ``final_norm=True``, ``out_indices=(-1,)``; masked patch embeddings ->
-  ``mask_token``; with ``cls_pretrain=dict(early_layers, head_layers)`` BEiT v2's cls-token pretraining, returning
-  two token sets) and ``beit_mm.CvT`` (``with_mask_token=True``, ``out_indices=(2,)``; mask token at the stage-0
-  embedding, tokens of the stride-16 stage-2 map; ``docs/cvt_mim.md``).
-- target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder`` (visual token ids of the
-  tokenizer view, the paper's default), ``beit_mm.VQKD`` (BEiT v2's semantic tokens of the 224 px tokenizer view)
-  or ``beit_mm.PatchPixelTarget`` (per-patch normalized pixels of the backbone view, the paper's pixel-regression
-  baseline); each maps the 0..255 tokenizer view to its own input.
-- head ``loss(tokens, target, mask) -> dict`` and ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
-  (cross-entropy over the vocabulary, ``mim_acc``; for BEiT v2's pair the shared ``lm_head`` on both, ``loss`` +
-  ``loss_cls_pt``) or ``beit_mm.PixelRegressionHead`` (L2).
+- backbone ``forward_masked(images (B, 3, H, W), mask (B, h, w)) -> (B, h * w, C)``, ``masked_token_dims``,
+  ``check_forward_masked()``: ``beit_mm.BEiT`` (with BEiT v2's ``cls_pretrain``, two token sets) or ``beit_mm.CvT``;
+- target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder``, ``beit_mm.VQKD`` (token ids)
+  or ``beit_mm.PatchPixelTarget`` (normalized patch pixels); each maps the 0..255 tokenizer view to its own input;
+- head ``loss(tokens, target, mask) -> dict``, ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
+  (cross-entropy over the vocabulary) or ``beit_mm.PixelRegressionHead`` (L2).
 
-The masking is chosen in the data pipeline: ``beit_mm.BEiTMaskGenerator`` (blockwise, the default) or
-``beit_mm.RandomMaskGenerator`` (uniformly random patches at the same count).
-
-``zero_masked_pixels`` sets the pixels of masked patches to 0 (the normalized mean colour) before the backbone: a
-no-op for BEiT (a masked patch embedding is replaced entirely), and what stops CvT's overlapping k7 s4 stage-0
-convolution from reading pixels of masked patches (``docs/cvt_mim.md``).
-
-Every trainable parameter takes part in every step (mask token, shared bias, final norm, head), so DDP needs no
-``find_unused_parameters``. Checkpoints keep the backbone under ``backbone.``: fine-tuning configs load them with
-``init_cfg=dict(type='Pretrained', checkpoint=..., prefix='backbone.')``.
+``zero_masked_pixels`` matters for CvT only: its overlapping stage-0 convolution would otherwise read pixels of
+masked patches, where BEiT replaces a masked patch embedding entirely. Checkpoints keep the backbone under
+``backbone.``.
 """
 from __future__ import annotations
 
@@ -47,15 +33,18 @@ from ..layers.mask_utils import upsample_mask
 
 @MODELS.register_module()
 class BEiTPretrain(BaseModel):
-    """Masked image modeling: backbone + head, targets from a frozen target generator (see the module docstring).
+    """Masked image modeling: backbone + head, targets from a frozen target generator.
 
     Args:
         backbone: config of a backbone with ``forward_masked`` (``beit_mm.BEiT`` or ``beit_mm.CvT``).
         head: config of ``beit_mm.BEiTMIMHead`` (token ids) or ``beit_mm.PixelRegressionHead`` (pixels).
         target_generator: config of ``beit_mm.DALLEEncoder`` or ``beit_mm.PatchPixelTarget``.
         data_preprocessor: config of ``beit_mm.MIMDataPreprocessor`` (required: it builds the two views and masks).
-        zero_masked_pixels: zero the pixels of masked patches before the backbone (see the module docstring).
+        zero_masked_pixels: zero the pixels of masked patches before the backbone.
         init_cfg: for the whole model (usually None: parts carry their own ``init_cfg``).
+
+    Raises:
+        ValueError: no data preprocessor, or parts that do not fit.
     """
 
     def __init__(self,
@@ -92,8 +81,8 @@ class BEiTPretrain(BaseModel):
                          'predictions to evaluate; fine-tune the backbone instead')
 
     def extract_feat(self, images: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        """Masked forward: (B, 3, H, W) normalized images, (B, h, w) bool mask (True = masked) -> (B, h * w, C)
-        (BEiT v2: a pair of them, see ``BEiT.forward_masked``)."""
+        """Normalized images (B, 3, H, W) and mask (B, h, w) bool, True = masked -> tokens (B, h * w, C), a pair
+        with BEiT v2's cls pretraining."""
         if self.zero_masked_pixels:
             images = images * ~upsample_mask(mask, images.shape[2:]).unsqueeze(1)
         return self.backbone.forward_masked(images, mask)
@@ -104,10 +93,9 @@ class BEiTPretrain(BaseModel):
         Args:
             inputs: ``images`` (B, 3, H, W) normalized backbone view; ``target_images`` (B, 3, h', w') tokenizer view
                 as float RGB 0..255; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
-            data_samples: unused (the preprocessor already took the masks out of them).
+            data_samples: unused.
         Returns:
-            the head's ``loss`` and metrics (``mim_acc`` and its baseline for token targets; BEiT v2 adds
-            ``loss_cls_pt`` and ``mim_acc_cls_pt``).
+            the head's ``loss`` and metrics (BEiT v2 adds ``loss_cls_pt`` and ``mim_acc_cls_pt``).
         """
         mask = inputs['mask']
         with torch.no_grad():
