@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 import torch
 
-import beit_mm  # noqa: F401  (registers the plugin; the checkout is on sys.path by pytest.ini's ``pythonpath``)
+import beit_mm  # noqa: F401  (the registries and the file room; the checkout is on sys.path by pytest.ini's ``pythonpath``)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

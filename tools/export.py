@@ -24,14 +24,6 @@ import os.path as osp
 
 import torch
 
-import beit_mm  # noqa: F401  (registrations, checkpoint safe globals)
-from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights
-from beit_mm.apis.export import (INPUT_NAME, ExportError, compare_outputs, dataset_meta_json, describe_comparison,
-                                 export_module, export_onnx, model_kind, preprocess_metadata)
-from beit_mm.apis.checkpoint import CheckpointMismatchError, check_weights_match
-from beit_mm.fileio import CheckpointFileError, load_state_dict_file, open_checkpoint  # noqa: E402
-from beit_mm.fileio.outputs import OutputError, check_output  # noqa: E402
-
 NEEDED = {'classifier': ('backbone.', 'neck.', 'head.'), 'backbone': ('backbone.', )}  # segmentors: by their type
 
 
@@ -53,6 +45,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def load_for_export(config: str, checkpoint: str, kind: str):
     """The config's model with the checkpoint's weights (a backbone-only state dict too when ``kind='backbone'``)."""
     from mmengine.config import Config
+
+    from beit_mm.apis import build_from_config, load_model, resolve_checkpoint, segmentor_inference_weights
+    from beit_mm.apis.checkpoint import check_weights_match
+    from beit_mm.fileio import load_state_dict_file
     if kind == 'backbone':
         path = resolve_checkpoint(checkpoint)
         state_dict = load_state_dict_file(path)
@@ -69,6 +65,9 @@ def load_for_export(config: str, checkpoint: str, kind: str):
 def checkpoint_dataset_meta(checkpoint: str) -> str | None:
     """``meta.dataset_meta`` (classes, palette) of a training checkpoint as bounded JSON text
     (:func:`beit_mm.apis.export.dataset_meta_json`), or None."""
+    from beit_mm.apis import resolve_checkpoint
+    from beit_mm.apis.export import dataset_meta_json
+    from beit_mm.fileio import open_checkpoint
     obj = open_checkpoint(resolve_checkpoint(checkpoint))
     meta = (obj.get('meta') or {}).get('dataset_meta') if isinstance(obj, dict) else None
     return dataset_meta_json(meta, checkpoint) if isinstance(meta, dict) and meta else None
@@ -78,6 +77,8 @@ def check_onnx(module: torch.nn.Module, path: str, shape: tuple[int, int], batch
                seed: int = 0) -> dict[str, float | int]:
     """onnxruntime vs PyTorch on one random normal batch (:func:`beit_mm.apis.export.compare_outputs`)."""
     import onnxruntime as ort
+
+    from beit_mm.apis.export import INPUT_NAME, compare_outputs
     x = torch.randn(batch, 3, *shape, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         ref = module(x)
@@ -89,6 +90,10 @@ def check_onnx(module: torch.nn.Module, path: str, shape: tuple[int, int], batch
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    from beit_mm.apis.checkpoint import CheckpointMismatchError
+    from beit_mm.apis.export import ExportError
+    from beit_mm.fileio import CheckpointFileError
+    from beit_mm.fileio.outputs import OutputError
     try:
         export(args)
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError, ExportError) as error:
@@ -97,6 +102,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def export(args: argparse.Namespace) -> None:
     from mmengine.config import Config
+
+    from beit_mm.apis import resolve_checkpoint
+    from beit_mm.apis.export import (INPUT_NAME, describe_comparison, export_module, export_onnx, model_kind,
+                                     preprocess_metadata)
+    from beit_mm.fileio.outputs import check_output
     # before minutes of loading and tracing; a work dir's checkpoint is the file it names, so --out may go there
     check_output(args.out, args.overwrite, inputs=[args.config, resolve_checkpoint(args.checkpoint)])
     cfg = Config.fromfile(args.config)

@@ -25,10 +25,6 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 
-from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
-from beit_mm.apis.segment import run_infer
-from beit_mm.fileio.outputs import OutputError
-
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description='Segment images with a beit_mm config and checkpoint')
@@ -55,6 +51,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.apis.segment import run_infer
+    from beit_mm.fileio.outputs import OutputError
     try:
         preds = run_infer(**vars(args))
     except (CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError, ValueError) as error:

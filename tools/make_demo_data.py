@@ -55,22 +55,12 @@ content; each is written through a temporary file and a rename, so a killed run 
 import argparse
 import sys
 
-from beit_mm.data.demo.ade20k import check_ade20k_labels, make_demo_ade20k
-from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
-from beit_mm.data.demo.cityscapes import make_demo_cityscapes
-from beit_mm.data.demo.coco import COCO_DEMO_METAINFO, make_demo_coco
-from beit_mm.data.demo.coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
-from beit_mm.data.demo.custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
-from beit_mm.data.demo.imagenet import make_demo_imagenet
-from beit_mm.data.demo.pascal_context import make_demo_pascal_context
-from beit_mm.data.demo.root import NotADemoRootError
-
-# --layout of mmseg's datasets: (generator, default root)
+# --layout of mmseg's datasets: default root
 LAYOUTS = {
-    'coco-stuff164k': (make_demo_coco_stuff164k, 'data/coco_stuff164k_demo'),
-    'coco-stuff10k': (make_demo_coco_stuff10k, 'data/coco_stuff10k_demo'),
-    'pascal-context': (make_demo_pascal_context, 'data/pascal_context_demo'),
-    'cityscapes': (make_demo_cityscapes, 'data/cityscapes_demo'),
+    'coco-stuff164k': 'data/coco_stuff164k_demo',
+    'coco-stuff10k': 'data/coco_stuff10k_demo',
+    'pascal-context': 'data/pascal_context_demo',
+    'cityscapes': 'data/cityscapes_demo',
 }
 
 
@@ -106,8 +96,18 @@ def parse_args() -> argparse.Namespace:
 
 def make(args: argparse.Namespace) -> None:
     """Write (or reuse) the demo set that ``args`` describe and print one summary line."""
+    from beit_mm.data.demo.ade20k import check_ade20k_labels, make_demo_ade20k
+    from beit_mm.data.demo.ade20k_panoptic import make_demo_ade20k_panoptic
+    from beit_mm.data.demo.cityscapes import make_demo_cityscapes
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO, make_demo_coco
+    from beit_mm.data.demo.coco_stuff import make_demo_coco_stuff10k, make_demo_coco_stuff164k
+    from beit_mm.data.demo.custom import CUSTOM_DEMO_CLASSES, label_share, make_demo_custom
+    from beit_mm.data.demo.imagenet import make_demo_imagenet
+    from beit_mm.data.demo.pascal_context import make_demo_pascal_context
     if args.layout in LAYOUTS:
-        make_layout, default_root = LAYOUTS[args.layout]
+        make_layout = {'coco-stuff164k': make_demo_coco_stuff164k, 'coco-stuff10k': make_demo_coco_stuff10k,
+                       'pascal-context': make_demo_pascal_context, 'cityscapes': make_demo_cityscapes}[args.layout]
+        default_root = LAYOUTS[args.layout]
         num_train = 200 if args.num_train is None else args.num_train
         num_val = 40 if args.num_val is None else args.num_val
         root = make_layout(args.root or default_root, num_train, num_val, args.size or 128, args.seed)
@@ -158,6 +158,7 @@ def make(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse_args()
+    from beit_mm.data.demo.root import NotADemoRootError
     try:
         make(args)
     except NotADemoRootError as error:

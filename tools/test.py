@@ -28,11 +28,7 @@ import os
 import sys
 from typing import List, Optional
 
-import torch
 from mmengine.config import DictAction
-
-from beit_mm.apis.testing import RunTestRefused, run_test
-from beit_mm.engine.amp_optim_wrapper import describe_cpu
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -62,8 +58,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    args = parse_args(argv)
+    import torch
+
+    from beit_mm.apis.testing import RunTestRefused, run_test
+    from beit_mm.engine.amp_optim_wrapper import describe_cpu
     try:
-        result = run_test(**vars(parse_args(argv)))
+        result = run_test(**vars(args))
     except RunTestRefused as error:
         print(f'test.py: error: {error}', file=sys.stderr)
         raise SystemExit(2) from None

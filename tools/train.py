@@ -32,17 +32,14 @@
   reverts SyncBN when not distributed; a distributed run without CUDA gets BN, the gloo backend and a CPU DDP wrapper
   from :func:`beit_mm.engine.launch.adapt_cfg_to_launcher`; distributed GPU runs keep SyncBN.
 
-Importing ``beit_mm`` registers the plugin's modules and allow-lists MMEngine checkpoint types for torch >= 2.6's
-``weights_only`` loading (``beit_mm.fileio``).
+``--help`` answers before beit_mm is imported; importing it allow-lists MMEngine checkpoint types for torch >= 2.6's
+``weights_only`` loading (``beit_mm.fileio``), and a config's types import the modules that register them.
 """
 import argparse
 import os
 import sys
 
 from mmengine.config import DictAction
-
-from beit_mm.apis.train import TrainingRefused, train
-from beit_mm.engine.launch import is_rank_zero
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -82,6 +79,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = vars(parse_args(argv))
     del args['local_rank']  # in LOCAL_RANK now
+    from beit_mm.apis.train import TrainingRefused, train
+    from beit_mm.engine.launch import is_rank_zero
     try:
         train(**args)
     except TrainingRefused as refused:  # one line, no traceback; every process stops, rank 0 speaks

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.apis.visualize import VisualizationError, draw_attention, draw_mim, draw_token_maps, draw_tokens
-
-COMMANDS = {'attention': draw_attention, 'tokens': draw_tokens, 'token-maps': draw_token_maps, 'mim': draw_mim}
+COMMANDS = {'attention': 'draw_attention', 'tokens': 'draw_tokens', 'token-maps': 'draw_token_maps', 'mim': 'draw_mim'}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -76,12 +74,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = vars(parse_args(argv))
+    from beit_mm.apis import visualize
     from beit_mm.fileio.outputs import OutputError
     try:
-        COMMANDS[args.pop('command')](**args)
+        getattr(visualize, COMMANDS[args.pop('command')])(**args)
     except OutputError as error:
         raise SystemExit(f'visualize: {error}') from None
-    except VisualizationError as error:
+    except visualize.VisualizationError as error:
         raise SystemExit(str(error)) from None
 
 

@@ -9,9 +9,12 @@ each then opened with :func:`.checkpoint.open_checkpoint`; any other prefix is r
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
+import importlib.util
 import os
 import os.path as osp
 import re
+import sys
 from urllib.parse import urlparse
 
 import torch
@@ -132,8 +135,36 @@ def is_remote(filename: str) -> bool:
 
 def register_mmengine_loaders() -> None:
     """Make every prefix of MMEngine's ``CheckpointLoader`` open through this module (idempotent; on ``import
-    beit_mm``): :data:`LOADERS` for the known ones, :func:`load_from_unsupported` for any other registered by then."""
+    beit_mm``): :data:`LOADERS` for the known ones, :func:`load_from_unsupported` for any other registered by then.
+    Until ``mmengine.runner.checkpoint`` is imported, this waits for it: it is done when that module has run, so
+    importing beit_mm does not import MMEngine's runner (~1 s)."""
+    if CHECKPOINT_MODULE not in sys.modules:
+        if not any(isinstance(finder, _AfterCheckpointModule) for finder in sys.meta_path):
+            sys.meta_path.insert(0, _AfterCheckpointModule())
+        return
     from mmengine.runner.checkpoint import CheckpointLoader
     known = set(CheckpointLoader._schemes) | set(LOADERS)
     for prefix in known:
         CheckpointLoader.register_scheme(prefixes=prefix, loader=LOADERS.get(prefix, load_from_unsupported), force=True)
+
+
+CHECKPOINT_MODULE = 'mmengine.runner.checkpoint'
+
+
+class _AfterCheckpointModule(importlib.abc.MetaPathFinder):
+    """Finds ``mmengine.runner.checkpoint`` as the other finders do, and runs :func:`register_mmengine_loaders` once
+    the module has been executed."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != CHECKPOINT_MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        run = spec.loader.exec_module
+
+        def run_then_register(module):
+            run(module)
+            register_mmengine_loaders()
+
+        spec.loader.exec_module = run_then_register
+        return spec

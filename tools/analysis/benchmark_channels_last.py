@@ -10,10 +10,6 @@ import time
 
 import torch
 
-import beit_mm  # noqa: F401  (registers the plugin)
-from beit_mm.benchmarks.measure import build_part_model
-from beit_mm.benchmarks.parts import seg_part
-
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 
 
@@ -23,6 +19,8 @@ def main() -> None:
     parser.add_argument('--amp', action='store_true', help='bf16 autocast')
     parser.add_argument('--rounds', type=int, default=2)
     args = parser.parse_args()
+    from beit_mm.benchmarks.measure import build_part_model
+    from beit_mm.benchmarks.parts import seg_part
 
     part = seg_part(ROOT, args.size)
     model = build_part_model(part, 'beit_mm', torch.device('cpu'))

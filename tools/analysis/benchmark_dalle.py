@@ -13,9 +13,6 @@ import time
 
 import torch
 
-from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16, describe_cpu
-from beit_mm.models.tokenizers.dalle import DALLEEncoder, map_pixels
-
 VARIANTS = {
     'fp32 NCHW': dict(channels_last=False, autocast_dtype=None),
     'fp32 channels_last': dict(channels_last=True, autocast_dtype=None),
@@ -43,6 +40,8 @@ def _sync(device: torch.device) -> None:
 
 def main() -> None:
     args = parse_args()
+    from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16, describe_cpu
+    from beit_mm.models.tokenizers.dalle import DALLEEncoder, map_pixels
     device = torch.device(args.device)
     torch.manual_seed(0)
     state = DALLEEncoder(channels_last=False).state_dict()

@@ -21,11 +21,6 @@ import time
 
 import torch
 
-import beit_mm  # noqa: F401  (registrations)
-from beit_mm.apis import build_from_config, load_model
-from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module, export_onnx,
-                                 model_kind)
-
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -58,7 +53,9 @@ def main() -> None:
     from mmengine.config import Config
     import onnxruntime as ort
 
-    from beit_mm.apis import resolve_checkpoint
+    from beit_mm.apis import build_from_config, load_model, resolve_checkpoint
+    from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module, export_onnx,
+                                     model_kind)
     from beit_mm.fileio.outputs import OutputError, check_output
     if args.out:
         try:  # before the export: the kept file is checked as tools/export.py's --out

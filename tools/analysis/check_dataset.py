@@ -18,12 +18,7 @@ import os.path as osp
 import sys
 
 from mmengine.config import Config, DictAction
-from mmengine.registry import init_default_scope
 from mmengine.utils import ProgressBar
-
-import beit_mm  # noqa: F401  (registrations)
-from beit_mm.data.checks import (DatasetCheckError, check_seg_dataset, check_split_folders, config_head_classes,
-                                 head_classes_problem)
 
 SPLITS = {'train': 'train_dataloader', 'val': 'val_dataloader', 'test': 'test_dataloader'}
 
@@ -41,6 +36,8 @@ def build_dataset(cfg: Config, loader: str):
     """The dataset of ``cfg[loader]``, built with the config's registry scope; FileNotFoundError for a missing
     folder is re-raised with the fix."""
     from mmseg.registry import DATASETS
+
+    from beit_mm.data.checks import DatasetCheckError
     dataset_cfg = cfg[loader].dataset
     try:
         return DATASETS.build(dataset_cfg)
@@ -58,6 +55,10 @@ def main() -> int:
                         help='decode this many evenly spread pairs per split (default: all)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, help='override config settings, key=value')
     args = parser.parse_args()
+    from mmengine.registry import init_default_scope
+
+    from beit_mm.data.checks import (DatasetCheckError, check_seg_dataset, check_split_folders, config_head_classes,
+                                     head_classes_problem)
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)

@@ -15,12 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-from mmengine.config import Config, DictAction
-
-import beit_mm  # noqa: F401  (registrations)
-from beit_mm.apis import build_from_config
-from beit_mm.evaluation.flops import complexity, default_shape, model_kind
+from mmengine.config import DictAction
 
 
 def parse_args() -> argparse.Namespace:
@@ -37,6 +32,11 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    import torch
+    from mmengine.config import Config
+
+    from beit_mm.apis import build_from_config
+    from beit_mm.evaluation.flops import complexity, default_shape, model_kind
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)

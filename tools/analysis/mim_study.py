@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.evaluation.probe import LabeledDataError
-from beit_mm.fileio.outputs import OutputError
-from beit_mm.studies.mim import run_study
 from beit_mm.studies.settings import MimStudySettings, StudySettingsError, add_mim_study_arguments
 
 
@@ -29,6 +26,9 @@ def parse_args(argv: list[str] | None = None) -> MimStudySettings:
 
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
+    from beit_mm.evaluation.probe import LabeledDataError
+    from beit_mm.fileio.outputs import OutputError
+    from beit_mm.studies.mim import run_study
     try:
         text = run_study(settings)
     except (OutputError, LabeledDataError) as error:

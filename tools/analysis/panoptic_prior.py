@@ -9,8 +9,6 @@ import argparse
 
 from mmengine.config import DictAction
 
-from beit_mm.apis.baselines import panoptic_prior_baseline
-
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -18,6 +16,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--grid', type=int, default=64, help='the raster the prior is counted on (grid x grid)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, help='override config values (key=value)')
     args = parser.parse_args(argv)
+    from beit_mm.apis.baselines import panoptic_prior_baseline
     try:
         metrics = panoptic_prior_baseline(args.config, args.cfg_options, args.grid)
     except ValueError as error:

@@ -25,10 +25,6 @@ import argparse
 import json
 import os
 
-import torch
-
-import beit_mm  # noqa: F401  (registrations)
-from beit_mm.evaluation.probe import DenseProbe, LabeledDataError, classification_probe, load_image_folder, probe_model
 
 
 def default_img_size(cfg) -> int:
@@ -67,15 +63,20 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
+    args = parse_args()
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.evaluation.probe import LabeledDataError
     from beit_mm.fileio.outputs import OutputError
     try:
-        run(parse_args())
+        run(args)
     except (LabeledDataError, CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError) as e:
         raise SystemExit(f'probe: {e}')  # a wrong data root, checkpoint or output: the message says what to fix
 
 
 def run(args: argparse.Namespace) -> None:
+    import torch
+
+    from beit_mm.evaluation.probe import DenseProbe, classification_probe, load_image_folder, probe_model
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', torch.get_num_threads())))
     from mmengine.config import Config
     from mmengine.logging import MMLogger

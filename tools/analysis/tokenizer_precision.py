@@ -40,20 +40,19 @@ held-out half.
 Prints one markdown table row per tokenizer, image set and autocast dtype (bf16 on every CPU, emulated without
 AVX512-BF16/AMX, hence small sets; fp16 where the device's autocast supports it).
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from PIL import Image
 
-from beit_mm.engine.amp_optim_wrapper import describe_cpu
-from beit_mm.fileio.inputs import open_image
-from beit_mm.models.tokenizers import VQKD, BackboneTeacher, CLIPTeacher, DALLEEncoder
-from beit_mm.models.tokenizers.dalle import map_pixels
-from beit_mm.models.tokenizers.quantizer import l2norm, spherical_kmeans
-from beit_mm.models.tokenizers.vqkd import ARCHS
+if TYPE_CHECKING:
+    from beit_mm.models.tokenizers import VQKD, BackboneTeacher, CLIPTeacher, DALLEEncoder
 
 STUDY_ARCH = dict(encoder=dict(embed_dims=128, num_layers=4, num_heads=4, mlp_ratio=4.0),
                   decoder=dict(embed_dims=128, num_layers=1, num_heads=4, mlp_ratio=4.0), img_size=64, patch_size=8,
@@ -64,6 +63,7 @@ STUDY_ARCH = dict(encoder=dict(embed_dims=128, num_layers=4, num_heads=4, mlp_ra
 def token_ids(model: VQKD, images: torch.Tensor, dtype: torch.dtype | None, quantizer_autocast: bool) -> torch.Tensor:
     """Ids (B, N) of (B, 3, H, W) RGB 0..255 images: the encoder under ``dtype`` autocast (None = fp32), the encode
     task layer in fp32, the quantizer's distances under the same autocast when ``quantizer_autocast``."""
+    from beit_mm.models.tokenizers.quantizer import l2norm
     device = images.device.type
     x = images.float() / 127.5 - 1.0
     with torch.autocast(device, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
@@ -86,6 +86,7 @@ def agreement(model: VQKD, images: torch.Tensor, dtype: torch.dtype) -> dict[str
 
 
 def load_folder(folder: str, size: int, limit: int) -> torch.Tensor:
+    from beit_mm.fileio.inputs import open_image
     paths = sorted(glob.glob(os.path.join(folder, '*')))[:limit]
     if not paths:
         raise FileNotFoundError(f'no images under {folder}; generate the pool with tools/make_demo_data.py '
@@ -97,6 +98,8 @@ def load_folder(folder: str, size: int, limit: int) -> torch.Tensor:
 def build_tokenizer(fit_images: torch.Tensor, num_codes: int, seed: int, arch: dict = STUDY_ARCH) -> VQKD:
     """``arch`` (the study's by default) with random encoder weights and a k-means codebook fitted on ``fit_images``'
     features."""
+    from beit_mm.models.tokenizers import VQKD
+    from beit_mm.models.tokenizers.quantizer import l2norm
     torch.manual_seed(seed)
     model = VQKD(arch=dict(arch, num_codes=num_codes), with_decoder=False)
     model.init_weights()
@@ -124,6 +127,7 @@ def autocast_dtypes(device: str) -> list[torch.dtype]:
 @torch.no_grad()
 def dalle_ids(encoder: DALLEEncoder, images: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     """(B, 196) ids of (B, 3, 112, 112) RGB 0..255 images, the groups under ``dtype`` autocast (None = fp32)."""
+    from beit_mm.models.tokenizers.dalle import map_pixels
     encoder.autocast_dtype = None if dtype is None else str(dtype).replace('torch.', '')
     return encoder.get_token_ids(map_pixels(images / 255.0))
 
@@ -138,6 +142,7 @@ def teacher_features(teacher: CLIPTeacher | BackboneTeacher, images: torch.Tenso
                      dtype: torch.dtype | None) -> torch.Tensor:
     """(B, N, D) fp32 patch features of the teacher's network run under ``dtype`` autocast (None = fp32), as its
     ``forward`` (which itself always runs fp32) computes them."""
+    from beit_mm.models.tokenizers import CLIPTeacher
     x = teacher.normalize(images)
     with torch.autocast(images.device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
         if isinstance(teacher, CLIPTeacher):
@@ -151,6 +156,7 @@ def teacher_agreement(teacher, fit: torch.Tensor, held_out: torch.Tensor, dtype:
                       num_codes: int) -> dict[str, float]:
     """Cosine of the held-out features under autocast with fp32 (mean, min), and the agreement of their nearest
     codes in a spherical k-means codebook fitted on the fp32 features of ``fit``."""
+    from beit_mm.models.tokenizers.quantizer import l2norm, spherical_kmeans
     ref = teacher_features(teacher, held_out, None)
     low = teacher_features(teacher, held_out, dtype)
     cos = torch.nn.functional.cosine_similarity(low, ref, dim=-1)
@@ -163,6 +169,7 @@ def teacher_agreement(teacher, fit: torch.Tensor, held_out: torch.Tensor, dtype:
 
 def build_teacher(name: str, seed: int) -> CLIPTeacher | BackboneTeacher:
     """CLIP ViT-B/16 or the DINO ViT-B/16 teacher of configs/vqkd (random weights: the stand-in)."""
+    from beit_mm.models.tokenizers import BackboneTeacher, CLIPTeacher
     torch.manual_seed(seed)
     if name == 'clip':
         return CLIPTeacher()
@@ -196,6 +203,9 @@ def main() -> None:
                              'emulated on most CPUs, hence slow)')
     parser.add_argument('--seed', type=int, default=0)
     args = parser.parse_args()
+    from beit_mm.engine.amp_optim_wrapper import describe_cpu
+    from beit_mm.models.tokenizers import DALLEEncoder
+    from beit_mm.models.tokenizers.vqkd import ARCHS
     dtypes = [getattr(torch, d) for d in args.dtypes] if args.dtypes else autocast_dtypes('cpu')
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     print(f'CPU: {describe_cpu()}; torch {torch.__version__}')
