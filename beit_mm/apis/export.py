@@ -38,7 +38,7 @@ from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
 from ..fileio.inputs import read_input
-from .inference import is_segmentor_config, model_class
+from ..models.builder import is_segmentor_config, model_class
 
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17
@@ -96,7 +96,7 @@ def dataset_meta_json(meta, source: str) -> str | None:
 def model_kind(cfg: Config) -> str:
     """'segmentor' (an mmseg segmentor: ``EncoderDecoder``, ``beit_mm.EoMT``), 'classifier' (mmpretrain
     ``ImageClassifier``) or 'backbone' (anything else, e.g. a MIM pretraining model, of which only the backbone is
-    exported); a subclass counts as its base class (:func:`beit_mm.apis.inference.model_class`)."""
+    exported); a subclass counts as its base class (:func:`beit_mm.models.builder.model_class`)."""
     if is_segmentor_config(cfg):
         return 'segmentor'
     if issubclass(model_class(cfg), ImageClassifier):

@@ -13,7 +13,7 @@
   (work dir included) may be a link, an input (the config, the checkpoint), or lie in a data root of the config or in
   any folder laid out as a dataset.
 - The checkpoint (a file, a work dir's last checkpoint, or a URL) is checked against the config's model before the
-  runner is built, as ``tools/infer.py`` does (:func:`beit_mm.apis.inference.check_loaded_weights`): another model's
+  runner is built, as ``tools/infer.py`` does (:func:`beit_mm.models.builder.check_loaded_weights`): another model's
   checkpoint (missing weights that inference reads, other shapes), non-float or NaN/inf weights are refused
   (:class:`RunTestRefused`) instead of a random model's scores.
 - ``tta``: test ``cfg.tta_model`` wrapping ``cfg.model`` with ``cfg.tta_pipeline``. For slide inference (a backbone
@@ -45,7 +45,7 @@ from ..fileio import CheckpointFileError
 from ..fileio.output_folder import OutputFolder
 from ..fileio.outputs import OutputError, check_inputs, check_output
 from ..registry import config_type_is
-from .checkpoint import CheckpointMismatchError
+from ..models.builder import CheckpointMismatchError
 
 TOOL = 'tools/test.py'
 
@@ -160,19 +160,19 @@ def checkpoint_path(checkpoint: str) -> str:
     """The checkpoint file to test: a file, a work dir's last checkpoint (:func:`beit_mm.apis.resolve_checkpoint`),
     or a remote name as given."""
     from ..fileio.remote import is_remote
-    from .inference import resolve_checkpoint
+    from ..models.builder import resolve_checkpoint
     return checkpoint if is_remote(checkpoint) else resolve_checkpoint(checkpoint)
 
 
 def check_checkpoint(cfg: Config, config: str, path: str) -> None:
     """Refuse a checkpoint that does not fit ``cfg``'s model for inference, as ``tools/infer.py`` does
-    (:func:`beit_mm.apis.inference.check_loaded_weights`: no other shapes, no non-float or non-finite weights, every
+    (:func:`beit_mm.models.builder.check_loaded_weights`: no other shapes, no non-float or non-finite weights, every
     weight inference reads present). A remote file is opened through :mod:`beit_mm.fileio.remote` (cached)."""
     from mmengine.runner import CheckpointLoader
 
     from ..fileio import load_state_dict_file, unwrap_state_dict
     from ..fileio.remote import is_remote
-    from .inference import build_from_config, check_loaded_weights, inference_weights
+    from ..models.builder import build_from_config, check_loaded_weights, inference_weights
     state_dict = (unwrap_state_dict(CheckpointLoader.load_checkpoint(path, map_location='cpu')) if is_remote(path)
                   else load_state_dict_file(path))
     model = build_from_config(cfg)

@@ -59,7 +59,7 @@ def test_truncated_checkpoint_to_convert_and_infer(files, tmp_path, monkeypatch)
 
 
 def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, monkeypatch):
-    from beit_mm.evaluation.probe import probe_model
+    from beit_mm.models.builder import load_for_features as probe_model
     shapes = r'does not fit the model .*shapes differ for .*backbone\.cls_token \(1, 1, 64\) vs \(1, 1, 32\)'
     with pytest.raises(SystemExit, match=r'export: .*other\.pth.*' + shapes):
         load_tool('tools/export.py').main([CONFIG, files['other'], '--shape', '64', '64', '--out',

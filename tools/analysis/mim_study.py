@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.evaluation.probe import LabeledDataError
+from beit_mm.evaluation.labeled_data import LabeledDataError
 from beit_mm.fileio.outputs import OutputError
 from beit_mm.studies.mim import run_study
 from beit_mm.studies.settings import MimStudySettings, StudySettingsError, add_mim_study_arguments

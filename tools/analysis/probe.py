@@ -7,7 +7,7 @@
 CONFIG is any beit_mm config whose model has a probe-able backbone (a segmentation, classification or MIM
 pretraining config; ``beit_mm.DVAE`` too); CHECKPOINT a ``.pth`` or a ``tools/train.py`` work dir: a checkpoint of
 the config's own model, or any file with its backbone's weights (a MIM checkpoint probed with a segmentation config,
-a ``tools/convert_checkpoint.py`` output of official weights); ``beit_mm.evaluation.probe.probe_model`` loads it.
+a ``tools/convert_checkpoint.py`` output of official weights); ``beit_mm.models.builder.load_for_features`` loads it.
 
 Dense probe (``--labeled-root``, an ADE20K-layout root with raw ids 1..K; ``beit_mm.evaluation.probe``): a linear
 probe and a k-NN classifier of each patch's majority label on the frozen patch features of ``--layers`` (default: the
@@ -28,7 +28,9 @@ import os
 import torch
 
 import beit_mm  # noqa: F401  (registrations)
-from beit_mm.evaluation.probe import DenseProbe, LabeledDataError, classification_probe, load_image_folder, probe_model
+from beit_mm.evaluation.labeled_data import LabeledDataError, load_image_folder
+from beit_mm.evaluation.probe import DenseProbe, classification_probe
+from beit_mm.models.builder import load_for_features
 
 
 def default_img_size(cfg) -> int:
@@ -86,8 +88,8 @@ def run(args: argparse.Namespace) -> None:
         check_output(args.out, overwrite=args.overwrite,
                      inputs=[args.config, resolve_checkpoint(args.checkpoint), args.labeled_root, args.imagenet_root])
     cfg = Config.fromfile(args.config)
-    model = probe_model(args.config, args.checkpoint, args.seed)
-    random_model = probe_model(args.config, None, args.seed)
+    model = load_for_features(args.config, args.checkpoint, args.seed)
+    random_model = load_for_features(args.config, None, args.seed)
     size = args.img_size or default_img_size(cfg)
     results = {}
     last = None

@@ -20,9 +20,9 @@ from mmengine.model import is_model_wrapper
 
 from beit_mm.registry import HOOKS
 
+from ...models.builder import load_model
 from ...models.tokenizers.dvae import unmap_pixels
 from ...visualization.figures import mim_figure, to_uint8
-from ...apis import load_model
 from ...visualization.mim import mim_pictures
 
 
