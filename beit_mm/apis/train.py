@@ -18,26 +18,25 @@ from ..engine.amp import enable_amp
 from ..engine.cudnn import use_cudnn_deterministic
 from ..engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from ..engine.hooks.batch_norm_sync import use_batch_norm_sync_hook
-from ..engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
 from ..engine.hooks.rng_state import use_rng_state_hook
 from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group, is_rank_zero
 from ..engine.optimizers.fused_adamw import use_fused_adamw
-from ..engine.resume import TrainingStateError
+from ..engine.resume import (StartCheckpointError, TrainingStateError, check_start_checkpoint, set_resume,
+                             use_checkpoint_guard_hook)
 from ..engine.tensorboard import enable_tensorboard
 from ..fileio.outputs import OutputError
 from ..fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
                                record_config_dump)
 from .pretrained import MissingPretrainedError, check_pretrained_files
-from .start_checkpoint import StartCheckpointError, check_start_checkpoint, set_resume
 
 
 class TrainingRefused(Exception):
     """A run refused before or during training; the message names the problem and the fix. ``exit_status``: what
     ``tools/train.py`` exits with (2: ``train.py: error: <message>``; 1: the message alone, as
-    for the checks of the start checkpoint, :class:`beit_mm.apis.start_checkpoint.StartCheckpointError`)."""
+    for the checks of the start checkpoint, :class:`beit_mm.engine.resume.StartCheckpointError`)."""
 
     def __init__(self, message: str, exit_status: int = 2) -> None:
         super().__init__(message)

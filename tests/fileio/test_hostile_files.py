@@ -20,7 +20,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
-from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
+from beit_mm.engine.resume import check_start_checkpoint, set_resume
 from beit_mm.apis import build_from_config, infer_images
 
 from ..conftest import ROOT, load_tool

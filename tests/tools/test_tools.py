@@ -34,7 +34,7 @@ from mmengine.registry import OPTIM_WRAPPERS
 from mmengine.runner import CheckpointLoader, Runner
 
 from beit_mm.apis import CheckpointFileError
-from beit_mm.apis.start_checkpoint import set_resume
+from beit_mm.engine.resume import set_resume
 from beit_mm.data.demo import make_demo_ade20k
 from beit_mm.engine import amp_optim_wrapper
 from beit_mm.engine.amp import enable_amp

@@ -49,7 +49,7 @@ from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 
-from beit_mm.engine.resume import check_seed
+from ..resume.counters import check_seed
 from beit_mm.fileio import open_checkpoint
 from beit_mm.registry import HOOKS
 

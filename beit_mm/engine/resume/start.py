@@ -1,13 +1,13 @@
-"""The checkpoint a training run starts from: which file ``--resume`` means, that file opened once and checked
-(training state, EMA, weights against the model) before anything trains, and handed to the run's MMEngine load.
+"""The checkpoint a run starts from: which file ``--resume`` means, opened once and checked (training state, EMA,
+weights against the model) before anything trains, then handed to the run's load.
 
-A wrong file stops the run with :class:`StartCheckpointError`, one line naming the request (``--resume``, the
-config's ``resume=True``, ``load_from``), the file, the problem and the fix. The config source a checkpoint stores is
-never run (:mod:`beit_mm.fileio.checkpoint`).
+A wrong file stops the run with :class:`StartCheckpointError` naming the request (``--resume``, the config's
+``resume=True``, ``load_from``), the file, the problem and the fix.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import torch
 from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
@@ -16,16 +16,43 @@ from mmengine.logging import print_log
 from mmengine.model import is_model_wrapper
 from mmengine.registry import MODELS, init_default_scope
 
-from ..engine.hooks.ema import has_ema_hook
-from ..engine.launch import is_rank_zero
-from ..engine.opened_checkpoint import OpenedCheckpoint, give_to_runner, identity_or_none
-from ..fileio import CheckpointFileError, load_state_dict_file, unwrap_state_dict
-from ..fileio.work_dir import find_last_complete_checkpoint
-from .checkpoint import CheckpointMismatchError, check_resumable, check_weights_match
+from ...fileio import CheckpointFileError, load_state_dict_file, open_checkpoint, unwrap_state_dict
+from ...fileio.work_dir import find_last_complete_checkpoint
+from ...models.builder import CheckpointMismatchError, check_weights_match
+from ..hooks.ema import has_ema_hook
+from ..launch import is_rank_zero
+from .opened import OpenedCheckpoint, give_to_runner, identity_or_none
 
 
 class StartCheckpointError(ValueError):
     """The checkpoint a run would start from cannot be used; the message names the request, the file and the fix."""
+
+
+def check_resumable(path: str, with_ema: bool) -> dict:
+    """The training checkpoint ``path`` opened, or a named error when ``--resume`` cannot continue from it.
+
+    Args:
+        path: the checkpoint ``--resume`` names.
+        with_ema: whether this run keeps an EMA (``--ema`` or an ``EMAHook`` in the config).
+
+    Raises:
+        CheckpointFileError: a state dict without training state (meta/message_hub), or a run with an EMA resumed
+            without one (its raw weights would be dropped).
+    """
+    obj = open_checkpoint(path)
+    meta = obj.get('meta') if isinstance(obj, Mapping) else None
+    if not isinstance(meta, Mapping) or 'iter' not in meta or 'message_hub' not in obj or 'state_dict' not in obj:
+        raise CheckpointFileError(
+            f'{path} holds weights but no training state (no meta.iter/message_hub: top-level keys '
+            f'{list(obj)[:6] if isinstance(obj, Mapping) else type(obj).__name__}), so --resume cannot continue a run '
+            'from it. Fix: to start a new run from these weights pass --cfg-options load_from=' + path
+            + ' (or set the backbone\'s init_cfg); --resume takes a checkpoint that tools/train.py wrote')
+    if 'ema_state_dict' in obj and not with_ema:
+        raise CheckpointFileError(
+            f'{path} was saved by a run with --ema (its state_dict holds the EMA weights, ema_state_dict the raw '
+            'ones); resuming without --ema would continue from the EMA weights and drop the raw ones. Fix: resume '
+            'with --ema')
+    return obj
 
 
 def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpoint | None:
@@ -34,7 +61,7 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
     :func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
     ``load_from``, which MMEngine's own auto-resume drops).
 
-    The checkpoint is opened first (:func:`beit_mm.apis.checkpoint.check_resumable`): a missing, truncated or foreign
+    The checkpoint is opened first (:func:`check_resumable`): a missing, truncated or foreign
     file, a state dict without training state, or an ``--ema`` run resumed without ``--ema`` stop here, before
     anything is built. ``how`` names the request in messages (``--resume``, or the config's ``resume=True``). Returns
     the opened checkpoint (None for a new run), which :func:`check_start_checkpoint` checks and gives to the runner's
@@ -62,12 +89,12 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
 
 def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None = None) -> None:
     """Before training: the ``--resume``/``load_from`` checkpoint fits the model, as a named error listing the keys and
-    shapes that do not (:func:`beit_mm.apis.checkpoint.check_weights_match`; resuming is strict, ``load_from`` only
+    shapes that do not (:func:`beit_mm.models.builder.check_weights_match`; resuming is strict, ``load_from`` only
     refuses other shapes, MMEngine then names the keys it ignores, except for a model that declares
     ``class_set_weights`` (EoMT): its ``load_from`` must hold every weight but those, which keep their init). Without
     it, other shapes leave weights random or, resumed into a fused optimizer, corrupt memory. ``opened``: the
     checkpoint :func:`set_resume` already read (else the file is read here), then given to ``runner``'s load
-    (:func:`beit_mm.engine.opened_checkpoint.give_to_runner`: read once). Where the runner builds its model only in
+    (:func:`beit_mm.engine.resume.opened.give_to_runner`: read once). Where the runner builds its model only in
     ``train()`` (MMEngine's ``FlexibleRunner``, the FSDP path of BEiT-L), the check runs on the config's model built
     for it (:func:`model_for_checks`). Skipped for remote files.
 
