@@ -14,8 +14,6 @@ import os.path as osp
 from mmengine.config import Config
 
 from ..data.checks import DatasetCheckError, check_split_folders, config_data_roots
-from ..engine.amp import enable_amp
-from ..engine.cudnn import use_cudnn_deterministic
 from ..engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from ..engine.hooks.batch_norm_sync import use_batch_norm_sync_hook
 from ..engine.hooks.compile import use_compile_hook
@@ -26,7 +24,7 @@ from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_c
 from ..engine.optimizers.fused_adamw import use_fused_adamw
 from ..engine.resume import (StartCheckpointError, TrainingStateError, check_start_checkpoint, set_resume,
                              use_checkpoint_guard_hook)
-from ..engine.tensorboard import enable_tensorboard
+from ..engine.run_options import enable_amp, enable_tensorboard, use_cudnn_deterministic
 from ..fileio.outputs import OutputError
 from ..fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
                                record_config_dump)

@@ -19,7 +19,7 @@ What runs:
   positions. :func:`complexity` also returns the tokenizer's share (``tokenizer_flops``): the tokenizer is frozen,
   so a train step runs it forward only.
 
-MFU arithmetic (a multiply-add = 2 FLOPs, training = 3 x forward) lives in :mod:`beit_mm.engine.mfu`.
+MFU arithmetic (a multiply-add = 2 FLOPs, training = 3 x forward) lives in :mod:`beit_mm.benchmarks.mfu`.
 """
 from __future__ import annotations
 

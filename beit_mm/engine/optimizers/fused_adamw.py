@@ -5,7 +5,7 @@ from mmengine.registry import OPTIMIZERS
 from torch.optim import AdamW
 
 from ...registry import config_type_is
-from ..amp import train_device_type
+from ..run_options import train_device_type
 from ..amp_optim_wrapper import fused_adamw_supported
 
 
