@@ -1,18 +1,13 @@
 """FSDP (fully sharded data parallel) pieces for MMEngine's ``FlexibleRunner`` + ``FSDPStrategy``.
 
-``transformer_block_wrap_policy`` makes every transformer block its own FSDP unit (plus the root unit for the
-embeddings, neck and heads), so only one block's full parameters are gathered at a time. Which modules are blocks is
-declared by the backbones themselves (class attribute ``fsdp_wrap_units``, as HF's ``_no_split_modules``), so a new
-backbone needs no change here. A config names it
-by its import path (MMEngine's ``FUNCTIONS`` registry falls back to importing dotted names)::
+``transformer_block_wrap_policy`` makes every transformer block (the classes the backbones declare in
+``fsdp_wrap_units``, as HF's ``_no_split_modules``) its own FSDP unit. A config names it by its import path::
 
     strategy = dict(type='FSDPStrategy',
                     model_wrapper=dict(auto_wrap_policy=dict(type='beit_mm.engine.fsdp.transformer_block_wrap_policy'),
                                        use_orig_params=True))
 
-``use_orig_params=True`` keeps the original parameters visible to the optimizer, which layer-wise lr decay needs: its
-param groups hold individual parameters (``LayerDecayOptimWrapperConstructor``), while FSDP's default
-(``use_orig_params=False``) would only expose one flat parameter per unit.
+``use_orig_params=True`` keeps the parameters visible one by one, as layer-wise lr decay's param groups need.
 """
 from __future__ import annotations
 

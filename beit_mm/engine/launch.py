@@ -1,7 +1,5 @@
 """Make one config run under every launcher: single process, torchrun/slurm on GPUs, and torchrun on CPU.
 
-The rules (used by ``tools/train.py`` and ``tools/test.py``):
-
 1. Configs write the distributed recipe: ``norm_cfg=dict(type='SyncBN')`` and ``env_cfg.dist_cfg.backend='nccl'``.
 2. Single process (``launcher='none'``): nothing to do here. MMEngine's ``Runner.wrap_model`` reverts every SyncBN to
    BN when the run is not distributed (``mmengine.model.revert_sync_batchnorm``), before the optimizer is built.

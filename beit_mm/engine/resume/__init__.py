@@ -1,8 +1,8 @@
 """Resuming and starting a run from a checkpoint: every check in one package, the walk going down to the file room.
 
-- :mod:`.start`: which file ``--resume`` means, opened once and checked before anything is built
-  (:func:`set_resume`), its weights checked against the built model and handed to the run's load
-  (:func:`check_start_checkpoint`, :mod:`.opened`);
+- :mod:`.start`: :func:`prepare_start` opens the file ``--resume`` means once and checks it before anything is built,
+  adding the guard and RNG-state hooks; :func:`check_start_checkpoint` checks its weights against the built model and
+  hands it to the run's load (:mod:`.opened`);
 - :mod:`.guard`: :class:`CheckpointGuardHook`, in ``after_load_checkpoint``, runs :func:`validate_resume`
   (:mod:`.validate`), which keeps only the allow-list (:mod:`.fields`: what MMEngine 0.10.7 and beit_mm's hooks read)
   and checks it against this run: counters and batch record (:mod:`.counters`), generator states (:mod:`.rng`),
@@ -21,5 +21,6 @@ from .optimizer import check_optimizer_state, check_tensors  # noqa: F401
 from .schedulers import check_param_schedulers  # noqa: F401
 from .validate import ResumeReport, validate_resume  # noqa: F401
 from .opened import OpenedCheckpoint, give_to_runner, identity_or_none  # noqa: F401
-from .start import StartCheckpointError, check_resumable, check_start_checkpoint, set_resume  # noqa: F401
 from .guard import CheckpointGuardHook, use_checkpoint_guard_hook  # noqa: F401
+from .start import (StartCheckpointError, check_resumable, check_start_checkpoint, prepare_start,  # noqa: F401
+                    set_resume)

@@ -36,9 +36,6 @@ RUNTIME_INFO_PREFIXES = ('best_ckpt_', 'best_score_')
 RUNTIME_INFO_REWRITTEN = ('cfg', 'seed', 'experiment_name', 'mmengine_version', 'loop_stage', 'epoch', 'iter',
                           'max_epochs', 'max_iters', 'dataset_meta', 'eta')
 RUNTIME_INFO_REWRITTEN_PREFIXES = ('train/', 'val/', 'test/')
-#: Parameter-scheduler state a resumed run continues from (everything else a scheduler keeps is its settings, which
-#: must equal this run's): the step counters and the values the schedule starts from and last set.
-SCHEDULER_STATE_KEYS = ('last_step', '_global_step', 'base_values', '_last_value')
 #: Parameter-scheduler spans counted in iterations (``by_epoch=False``): converted with the schedule, bounded after.
 SCHEDULER_ITER_KEYS = ('begin', 'end', 'T_max', 'total_iters', 'step_size', 'total_steps')
 

@@ -23,7 +23,7 @@ from .validate import validate_resume
 class CheckpointGuardHook(Hook):
     """Check a resumed checkpoint's training state in place before ``Runner.resume`` uses it (module docstring).
 
-    ``tools/train.py`` adds it to every config (:func:`use_checkpoint_guard_hook`); elsewhere:
+    Every training run gets it (:func:`use_checkpoint_guard_hook`); elsewhere:
     ``custom_hooks = [dict(type='beit_mm.CheckpointGuardHook')]``.
     """
 
@@ -72,7 +72,7 @@ class CheckpointGuardHook(Hook):
 
 
 def use_checkpoint_guard_hook(cfg: Config, schedule_in_samples: bool = False) -> None:
-    """Add ``beit_mm.CheckpointGuardHook`` to ``cfg.custom_hooks`` unless there (what ``tools/train.py`` does for every
-    config); ``schedule_in_samples`` (``--resume-schedule-in-samples``) is set on it either way."""
+    """Add ``beit_mm.CheckpointGuardHook`` to ``cfg.custom_hooks`` unless there; ``schedule_in_samples``
+    (``--resume-schedule-in-samples``) is set on it either way."""
     ensure_custom_hook(cfg, CheckpointGuardHook, 'beit_mm.CheckpointGuardHook',
                        **({'schedule_in_samples': True} if schedule_in_samples else {}))

@@ -20,7 +20,9 @@ from ...fileio import CheckpointFileError, load_state_dict_file, open_checkpoint
 from ...fileio.work_dir import find_last_complete_checkpoint
 from ...models.builder import CheckpointMismatchError, check_weights_match
 from ..hooks.ema import has_ema_hook
+from ..hooks.rng_state import use_rng_state_hook
 from ..launch import is_rank_zero
+from .guard import use_checkpoint_guard_hook
 from .opened import OpenedCheckpoint, give_to_runner, identity_or_none
 
 
@@ -56,19 +58,19 @@ def check_resumable(path: str, with_ema: bool) -> dict:
 
 
 def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpoint | None:
-    """``--resume CKPT``: resume from CKPT. ``--resume`` (``'auto'``): resume from the last complete checkpoint of the
-    work dir (``last_checkpoint``, or the newest complete ``iter_N.pth`` when that file is missing or truncated:
-    :func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else start as configured (keeping a pretrained
-    ``load_from``, which MMEngine's own auto-resume drops).
+    """Open the checkpoint a run resumes from, before anything is built.
 
-    The checkpoint is opened first (:func:`check_resumable`): a missing, truncated or foreign
-    file, a state dict without training state, or an ``--ema`` run resumed without ``--ema`` stop here, before
-    anything is built. ``how`` names the request in messages (``--resume``, or the config's ``resume=True``). Returns
-    the opened checkpoint (None for a new run), which :func:`check_start_checkpoint` checks and gives to the runner's
-    load: the file is read once.
+    Args:
+        cfg: the run's config; ``resume``/``load_from`` are set for MMEngine (``resume=False`` when nothing is found).
+        resume: a checkpoint path, or ``'auto'``: the work dir's last complete checkpoint
+            (:func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else a new run keeping ``load_from``.
+        how: the request, for messages (``--resume``, the config's ``resume=True``).
+
+    Returns:
+        The opened checkpoint (None for a new run), for :func:`check_start_checkpoint`: the file is read once.
 
     Raises:
-        StartCheckpointError: ``<how>: <the file's problem and the fix>``.
+        StartCheckpointError: ``<how>: <the file's problem and the fix>`` (:func:`check_resumable`).
     """
     if resume == 'auto':
         resume = find_last_complete_checkpoint(cfg.work_dir)
@@ -87,19 +89,44 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
     return OpenedCheckpoint(resume, identity, checkpoint)
 
 
+def prepare_start(cfg: Config, resume: str | None, how: str = '--resume',
+                  schedule_in_samples: bool = False) -> OpenedCheckpoint | None:
+    """Open the start checkpoint (:func:`set_resume`, when ``resume`` is given) and add the resume guard
+    (``beit_mm.CheckpointGuardHook``) and the RNG-state hook, seeded from the checkpoint.
+
+    Args:
+        cfg: the run's config, edited in place.
+        resume: as :func:`set_resume`; None for a new run (unless the config resumes).
+        how: the request, for messages.
+        schedule_in_samples: resume another global batch with the schedule counted in images seen.
+
+    Returns:
+        The opened checkpoint or None, for :func:`check_start_checkpoint` once the runner is built.
+
+    Raises:
+        StartCheckpointError: the file cannot start the run.
+        TrainingStateError: its seed is not one numpy accepts.
+    """
+    opened = set_resume(cfg, resume, how) if resume is not None else None
+    use_checkpoint_guard_hook(cfg, schedule_in_samples=schedule_in_samples)
+    use_rng_state_hook(cfg, opened.checkpoint if opened is not None else None)
+    return opened
+
+
 def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None = None) -> None:
-    """Before training: the ``--resume``/``load_from`` checkpoint fits the model, as a named error listing the keys and
-    shapes that do not (:func:`beit_mm.models.builder.check_weights_match`; resuming is strict, ``load_from`` only
-    refuses other shapes, MMEngine then names the keys it ignores, except for a model that declares
-    ``class_set_weights`` (EoMT): its ``load_from`` must hold every weight but those, which keep their init). Without
-    it, other shapes leave weights random or, resumed into a fused optimizer, corrupt memory. ``opened``: the
-    checkpoint :func:`set_resume` already read (else the file is read here), then given to ``runner``'s load
-    (:func:`beit_mm.engine.resume.opened.give_to_runner`: read once). Where the runner builds its model only in
-    ``train()`` (MMEngine's ``FlexibleRunner``, the FSDP path of BEiT-L), the check runs on the config's model built
-    for it (:func:`model_for_checks`). Skipped for remote files.
+    """Check that the ``--resume``/``load_from`` checkpoint fits the model, then give it to ``runner``'s load.
+
+    Args:
+        runner: the built runner. A ``FlexibleRunner`` that builds its model only in ``train()`` (FSDP) is checked
+            against :func:`model_for_checks`.
+        cfg: the run's config (``load_from``, ``resume``); remote files are not checked.
+        opened: what :func:`set_resume` read (else the file is read here).
 
     Raises:
         StartCheckpointError: ``train: <the keys and shapes that do not fit, and the fix>``.
+
+    Resuming is strict; ``load_from`` refuses only other shapes, except for a model declaring ``class_set_weights``
+    (EoMT), whose start must hold every weight but those.
     """
     path = cfg.get('load_from')
     if not path or '://' in str(path):
