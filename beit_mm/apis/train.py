@@ -18,9 +18,8 @@ from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
 from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group, is_rank_zero
-from ..engine.optimizers.fused_adamw import use_fused_adamw
 from ..engine.resume import StartCheckpointError, TrainingStateError, check_start_checkpoint, prepare_start
-from ..engine.run_options import enable_amp, enable_tensorboard, use_cudnn_deterministic
+from ..engine.run_options import enable_amp, enable_tensorboard, use_cudnn_deterministic, use_fused_adamw
 from ..fileio.outputs import OutputError
 from ..fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
                                record_config_dump)

@@ -1,4 +1,4 @@
-"""Config edits for the run flags: ``--amp``, ``--tensorboard`` and ``env_cfg.cudnn_deterministic``."""
+"""Config edits for the run flags: ``--amp``, fused AdamW, ``--tensorboard`` and ``env_cfg.cudnn_deterministic``."""
 from __future__ import annotations
 
 import logging
@@ -6,8 +6,11 @@ import logging
 import torch
 from mmengine.config import Config
 from mmengine.logging import print_log
+from mmengine.registry import OPTIMIZERS
+from torch.optim import AdamW
 
-from .amp_optim_wrapper import amp_dtype_for_device
+from ..registry import config_type_is
+from .amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 
 
 def train_device_type() -> str:
@@ -50,6 +53,18 @@ def enable_amp(cfg: Config) -> None:
         return
     cfg.optim_wrapper.update(settings)
     print_log(f'--amp: optim_wrapper {settings}', logger='current')
+
+
+def use_fused_adamw(cfg: Config) -> None:
+    """``optimizer.fused=True`` for AdamW where torch has a fused kernel for the device, unless the config sets
+    ``fused`` or ``foreach`` itself."""
+    optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
+    if not optimizer or not config_type_is(optimizer.get('type'), AdamW, OPTIMIZERS):
+        return
+    if 'fused' in optimizer or 'foreach' in optimizer or not fused_adamw_supported(train_device_type()):
+        return
+    optimizer['fused'] = True
+    print_log(f'AdamW: fused=True on {train_device_type()}', logger='current')
 
 
 def enable_tensorboard(cfg: Config) -> None:
