@@ -173,8 +173,7 @@ def runs_a_program(root: str, top: str = 'beit_mm') -> list[str]:
 def test_nothing_in_the_package_runs_a_program_or_a_tool():
     """The library calls the library: no module of beit_mm starts a program or builds a path to a script of tools/
     (:func:`runs_a_program`); the studies train through ``beit_mm.apis.train`` in a spawned interpreter whose target is
-    a library function. At a50f321 this listed studies/runs.py, mim.py and transfer.py (subprocess imports and runs,
-    ``osp.join(ROOT, 'tools', ...)``)."""
+    a library function."""
     assert not runs_a_program(ROOT), runs_a_program(ROOT)
 
 
@@ -226,9 +225,7 @@ def _names_a_class(node: ast.AST) -> bool:
 
 def class_name_dispatch(root: str, folders=('beit_mm', 'tools')) -> list[str]:
     """``path:line`` of every comparison (``==``, ``!=``, ``in``, ``not in``) of a class name or config type with
-    string literals in the source files under ``root/<folders>`` (every folder of the package and the tools; at
-    58420c0 only ``apis``, ``converters`` and ``data`` were scanned, and ``tools/train.py`` asked
-    ``'FullyShard' in type(model).__name__``, ``engine/hooks/checkpoint_guard.py`` and ``rng_state.py`` likewise)."""
+    string literals in the source files under ``root/<folders>`` (every folder of the package and the tools)."""
     found = []
     for top in folders:
         for folder, _, files in os.walk(osp.join(root, top)):
