@@ -1,26 +1,12 @@
-"""The import graph of ``beit_mm``: the data flows down, never back up.
+"""The import graph of ``beit_mm``: the data flows down the floors, never up or sideways.
 
-- the file room (``beit_mm.fileio``) imports nothing else of beit_mm, so every part can open and write through it;
-- no two modules import each other, directly or through others (the circle ``apis/checkpoint.py`` <->
-  ``converters/io.py`` of f67fafc fails :func:`test_no_import_circle_between_modules` there);
-- models import nothing from ``converters/`` or ``apis/``: a backbone's checkpoint filter lives next to it (timm's
-  ``checkpoint_filter_fn``); at f67fafc ``models/backbones/beit.py`` imported ``converters.beit.adapt_to_model``,
-  ``models/backbones/pretrained.py`` ``converters.io`` and ``models/tokenizers/teachers.py`` ``converters.vqkd``;
-- the tools in ``apis/``, ``converters/`` and ``data/`` ask a model or transform what it is by its class
-  (``isinstance``, a registry lookup, an attribute the class declares), never by a class-name string: a
-  ``__name__`` or a config's ``type`` compared with string literals (at f7d14e4: ``apis/inference.py`` 'EoMT',
-  ``apis/export.py`` and ``apis/hub.py`` 'ImageClassifier', ``converters/hf_config.py`` 'BEiT' and the HF heads,
-  ``data/checks.py`` 'LoadImageFromFile'/'LoadAnnotations'); a subclass or a scoped name fails such a test.
-- the studies (``beit_mm.studies``) sit on top: they import models, evaluation, data, the entry points of ``apis``
-  and the file room, nothing of beit_mm imports them (before issue 40 this library was
-  ``tools/analysis/mim_study.py``, imported by other tools through ``sys.path`` edits);
-- nothing in beit_mm starts a program or runs a script of ``tools/`` (no ``subprocess``, ``os.system``/``exec*``/
-  ``spawn*``/``popen``, ``runpy``; no path built from ``'tools'``): the library calls the library (at a50f321
-  ``studies/runs.py``, ``mim.py`` and ``transfer.py`` ran ``tools/train.py``, ``tools/convert_checkpoint.py`` and
-  ``tools/analysis/mim_study.py`` as subprocesses); a message that tells the user a command is fine;
-- the file room imports nothing of ``engine/`` or ``apis/``, not even by name (``importlib.import_module``).
-
-Imports anywhere in a file count, also those inside functions.
+- :data:`FLOORS`, lowest first: every import (at module level or inside a function) goes to a lower floor or stays in
+  its own package; ``data`` stands below ``models`` because the models' data preprocessors run data's device kernels
+  while data needs nothing of a model;
+- no two modules import each other, directly or through others;
+- the file room (``beit_mm.fileio``) imports nothing else of beit_mm, not even by name;
+- tools ask a model or transform what it is by its class, never by a class-name string;
+- nothing in beit_mm starts a program or runs a script of ``tools/``.
 """
 from __future__ import annotations
 
@@ -69,12 +55,38 @@ def _module_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_file_room_imports_nothing_else_of_beit_mm():
-    graph = _module_graph()
-    room = {m: t for m, t in graph.items() if m.startswith('beit_mm.fileio')}
-    assert room, 'no beit_mm.fileio modules found'
-    outside = {m: sorted(t for t in ts if not t.startswith('beit_mm.fileio')) for m, ts in room.items()}
-    assert not any(outside.values()), outside
+#: The packages of beit_mm by floor, lowest first (STYLE rule 19).
+FLOORS = (('fileio', 'registry'), ('data', ), ('models', ), ('converters', 'evaluation', 'visualization'), ('engine', ),
+          ('apis', ), ('studies', 'benchmarks'))
+
+
+def floor_violations(graph: dict[str, set[str]], floors=FLOORS) -> list[str]:
+    """``'a imports b (up|sideways)'`` for every import between two packages of beit_mm that does not go to a lower
+    floor; a package missing from ``floors`` is named too."""
+    level = {package: i for i, packages in enumerate(floors) for package in packages}
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = module.split('.')[1] if module.count('.') else None
+        for target in sorted(targets):
+            there = target.split('.')[1] if target.count('.') else None
+            if here is None or there is None or here == there:
+                continue
+            if here not in level or there not in level:
+                found.append(f'{module} imports {target} (a package on no floor: add it to FLOORS)')
+            elif level[there] >= level[here]:
+                found.append(f'{module} imports {target} ({"up" if level[there] > level[here] else "sideways"})')
+    return found
+
+
+def test_imports_go_down_the_floors():
+    assert not floor_violations(_module_graph()), floor_violations(_module_graph())
+
+
+def test_the_floor_check_sees_up_and_sideways():
+    graph = {'beit_mm.evaluation.probe': {'beit_mm.apis', 'beit_mm.models.builder', 'beit_mm.evaluation.x'},
+             'beit_mm.converters.a': {'beit_mm.visualization.b'}, 'beit_mm.data.c': {'beit_mm.fileio.d'}}
+    assert floor_violations(graph) == ['beit_mm.converters.a imports beit_mm.visualization.b (sideways)',
+                                       'beit_mm.evaluation.probe imports beit_mm.apis (up)']
 
 
 def test_no_import_circle_between_modules():
@@ -161,8 +173,7 @@ def runs_a_program(root: str, top: str = 'beit_mm') -> list[str]:
 def test_nothing_in_the_package_runs_a_program_or_a_tool():
     """The library calls the library: no module of beit_mm starts a program or builds a path to a script of tools/
     (:func:`runs_a_program`); the studies train through ``beit_mm.apis.train`` in a spawned interpreter whose target is
-    a library function. At a50f321 this listed studies/runs.py, mim.py and transfer.py (subprocess imports and runs,
-    ``osp.join(ROOT, 'tools', ...)``)."""
+    a library function."""
     assert not runs_a_program(ROOT), runs_a_program(ROOT)
 
 
@@ -183,15 +194,8 @@ def test_the_scan_sees_every_way_to_run_a_tool(tmp_path):
         "pkg/a.py:6 names 'tools'", "pkg/a.py:7 names 'tools/analysis/probe.py'"]
 
 
-def test_models_import_nothing_from_converters_or_apis():
-    graph = _module_graph()
-    upward = {m: sorted(t for t in ts if t.startswith(('beit_mm.converters', 'beit_mm.apis')))
-              for m, ts in graph.items() if m.startswith('beit_mm.models')}
-    assert not any(upward.values()), {m: t for m, t in upward.items() if t}
-
-
 # mmengine's own test for a pretrained init is this string (mmengine/model/base_module.py: init_cfg['type'] ==
-# 'Pretrained'); beit_mm.apis.inference.drop_pretrained_init matches exactly what mmengine would load
+# 'Pretrained'); beit_mm.models.builder.drop_pretrained_init matches exactly what mmengine would load
 SAME_STRING_AS_MMENGINE = {'Pretrained'}
 
 
@@ -221,9 +225,7 @@ def _names_a_class(node: ast.AST) -> bool:
 
 def class_name_dispatch(root: str, folders=('beit_mm', 'tools')) -> list[str]:
     """``path:line`` of every comparison (``==``, ``!=``, ``in``, ``not in``) of a class name or config type with
-    string literals in the source files under ``root/<folders>`` (every folder of the package and the tools; at
-    58420c0 only ``apis``, ``converters`` and ``data`` were scanned, and ``tools/train.py`` asked
-    ``'FullyShard' in type(model).__name__``, ``engine/hooks/checkpoint_guard.py`` and ``rng_state.py`` likewise)."""
+    string literals in the source files under ``root/<folders>`` (every folder of the package and the tools)."""
     found = []
     for top in folders:
         for folder, _, files in os.walk(osp.join(root, top)):
@@ -253,17 +255,12 @@ def test_tools_ask_the_class_not_its_name():
     assert not class_name_dispatch(ROOT), class_name_dispatch(ROOT)
 
 
-def test_nothing_in_the_package_imports_the_studies():
-    """``beit_mm.studies`` (the study machinery behind tools/analysis/*_study.py) sits on top: it imports the models,
-    evaluation, data, the entry points (``apis``: training, conversion) and the file room; nothing else of beit_mm
-    imports it, and ``import beit_mm`` does not load it."""
-    graph = _module_graph()
-    assert any(m.startswith('beit_mm.studies.') for m in graph), 'no beit_mm.studies modules found'
-    inward = {m: sorted(t for t in ts if t.startswith('beit_mm.studies'))
-              for m, ts in graph.items() if not m.startswith('beit_mm.studies')}
-    assert not any(inward.values()), {m: t for m, t in inward.items() if t}
+def test_the_studies_import_no_engine_converters_or_visualization():
+    """``beit_mm.studies`` train and probe through the entry points (``apis``), the models, data and evaluation."""
     allowed = ('beit_mm.studies', 'beit_mm.fileio', 'beit_mm.evaluation', 'beit_mm.data', 'beit_mm.models',
                'beit_mm.apis')
+    graph = _module_graph()
+    assert any(m.startswith('beit_mm.studies.') for m in graph), 'no beit_mm.studies modules found'
     outward = {m: sorted(t for t in ts if not t.startswith(allowed))
                for m, ts in graph.items() if m.startswith('beit_mm.studies')}
     assert not any(outward.values()), {m: t for m, t in outward.items() if t}

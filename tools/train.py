@@ -6,7 +6,7 @@
 
 - ``--resume``: without a value, resume from the latest checkpoint in the work dir (a new run when there is none);
   with a path, from that file (opened once, safely, and checked against the model first:
-  :mod:`beit_mm.apis.start_checkpoint`).
+  :mod:`beit_mm.engine.resume.start`).
 - ``--overwrite``: start a new run in a work dir that holds another run's checkpoints, or resume into it from a
   checkpoint outside it (both refused otherwise: :mod:`beit_mm.fileio.work_dir`).
 - A resumed checkpoint (``--resume``, or ``resume=True`` in the config, checked alike) steers training state only:

@@ -17,7 +17,7 @@ import torch
 from ..converters import beit as beit_conv
 from ..fileio import CheckpointFileError, load_state_dict_file
 from ..fileio.manifest import file_sha256
-from .checkpoint import CheckpointMismatchError
+from ..models.builder import CheckpointMismatchError
 
 
 class ConversionError(Exception):
@@ -211,9 +211,9 @@ def export_checkpoint(src: str, dst: str, *, to: str, config: str | None, overwr
     import beit_mm  # noqa: F401  (registrations)
     from ..converters.hf_config import HFIncompatible
     from ..fileio.outputs import check_output
-    from .checkpoint import check_weights_match
+    from ..models.builder import check_weights_match
     from .hub import save_hf, save_timm, timm_json_path
-    from .inference import build_from_config, resolve_checkpoint
+    from ..models.builder import build_from_config, resolve_checkpoint
     path = resolve_checkpoint(src)
     inputs = [path, config]
     check_output(dst, overwrite, kind='folder' if to == 'hf' else 'file', inputs=inputs)

@@ -31,7 +31,7 @@ from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
 from ..fileio.inputs import read_input
-from .inference import is_segmentor_config, model_class
+from ..models.builder import is_segmentor_config, model_class
 
 KINDS = ('segmentor', 'classifier', 'backbone')
 OPSET = 17  # LayerNormalization is an ONNX op from opset 17

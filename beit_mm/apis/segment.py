@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .inference import resolve_checkpoint
+from ..models.builder import resolve_checkpoint
 from .onnx_inference import infer_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
@@ -28,7 +28,7 @@ def infer_images(config: str, checkpoint: str, inputs: list[str], out_dir: str, 
     from mmengine.config import Config
     from mmseg.apis import MMSegInferencer
 
-    from .inference import check_loaded_weights, is_segmentor_config, segmentor_inference_weights
+    from ..models.builder import check_loaded_weights, is_segmentor_config, segmentor_inference_weights
     cfg = Config.fromfile(config)
     if cfg.get('default_scope', 'mmseg') != 'mmseg' or not is_segmentor_config(cfg):
         raise ValueError(f'{config} is not a segmentation config (default_scope mmseg with a decode_head, or '

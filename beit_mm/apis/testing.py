@@ -27,7 +27,7 @@ from ..fileio import CheckpointFileError
 from ..fileio.output_folder import OutputFolder
 from ..fileio.outputs import OutputError, check_inputs, check_output
 from ..registry import config_type_is
-from .checkpoint import CheckpointMismatchError
+from ..models.builder import CheckpointMismatchError
 
 TOOL = 'tools/test.py'
 
@@ -132,7 +132,7 @@ def apply_tta(cfg: Config) -> Config:
 def checkpoint_path(checkpoint: str) -> str:
     """The checkpoint file to test: a file, a work dir's last checkpoint, or a remote name as given."""
     from ..fileio.remote import is_remote
-    from .inference import resolve_checkpoint
+    from ..models.builder import resolve_checkpoint
     return checkpoint if is_remote(checkpoint) else resolve_checkpoint(checkpoint)
 
 
@@ -143,7 +143,7 @@ def check_checkpoint(cfg: Config, config: str, path: str) -> None:
 
     from ..fileio import load_state_dict_file, unwrap_state_dict
     from ..fileio.remote import is_remote
-    from .inference import build_from_config, check_loaded_weights, inference_weights
+    from ..models.builder import build_from_config, check_loaded_weights, inference_weights
     state_dict = (unwrap_state_dict(CheckpointLoader.load_checkpoint(path, map_location='cpu')) if is_remote(path)
                   else load_state_dict_file(path))
     model = build_from_config(cfg)

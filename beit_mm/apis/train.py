@@ -1,11 +1,9 @@
-"""Training from a config: everything ``tools/train.py`` prepares before and around MMEngine's ``Runner.train``.
+"""Training from a config: everything prepared before and around MMEngine's ``Runner.train``.
 
-:func:`train` is the entry point (``tools/train.py`` is its argparse front, one flag per keyword): the work-dir checks,
-``--amp``, fused AdamW, ``--ema``, ``--compile``, ``--tensorboard``, ``--resume`` (the checkpoint opened once and
-checked before anything is built), the pretrained-file and dataset checks, the guard/RNG/atomic-checkpoint hooks
-(and the BatchNorm-statistics one with several processes), cuDNN determinism, the launcher and process group, the
-FSDP model check and the config dump record. A run refused before or during training raises :class:`TrainingRefused`
-with one line naming the problem and the fix.
+:func:`train` takes one keyword per command-line flag: the work-dir checks, ``--amp``, fused AdamW, ``--ema``,
+``--compile``, ``--tensorboard``, ``--resume`` (:mod:`beit_mm.engine.resume`), the pretrained-file and dataset checks,
+the atomic-checkpoint and BatchNorm-sync hooks, cuDNN determinism, the launcher and the config dump record. A refused
+run raises :class:`TrainingRefused` naming the problem and the fix.
 """
 from __future__ import annotations
 
@@ -14,30 +12,23 @@ import os.path as osp
 from mmengine.config import Config
 
 from ..data.checks import DatasetCheckError, check_split_folders, config_data_roots
-from ..engine.amp import enable_amp
-from ..engine.cudnn import use_cudnn_deterministic
 from ..engine.hooks.atomic_checkpoint import use_atomic_checkpoint_hook
 from ..engine.hooks.batch_norm_sync import use_batch_norm_sync_hook
-from ..engine.hooks.checkpoint_guard import use_checkpoint_guard_hook
 from ..engine.hooks.compile import use_compile_hook
 from ..engine.hooks.ema import enable_ema
-from ..engine.hooks.rng_state import use_rng_state_hook
 from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group, is_rank_zero
-from ..engine.optimizers.fused_adamw import use_fused_adamw
-from ..engine.resume import TrainingStateError
-from ..engine.tensorboard import enable_tensorboard
+from ..engine.resume import StartCheckpointError, TrainingStateError, check_start_checkpoint, prepare_start
+from ..engine.run_options import enable_amp, enable_tensorboard, use_cudnn_deterministic, use_fused_adamw
 from ..fileio.outputs import OutputError
 from ..fileio.work_dir import (WorkDirInUseError, check_config_dump, check_new_run_work_dir, check_work_dir,
                                record_config_dump)
 from .pretrained import MissingPretrainedError, check_pretrained_files
-from .start_checkpoint import StartCheckpointError, check_start_checkpoint, set_resume
 
 
 class TrainingRefused(Exception):
-    """A run refused before or during training; the message names the problem and the fix. ``exit_status``: what
-    ``tools/train.py`` exits with (2: ``train.py: error: <message>``; 1: the message alone, as
-    for the checks of the start checkpoint, :class:`beit_mm.apis.start_checkpoint.StartCheckpointError`)."""
+    """A run refused before or during training; the message names the problem and the fix. ``exit_status``: the
+    command's exit status (2: a usage error; 1: the message alone, for a start checkpoint that cannot be used)."""
 
     def __init__(self, message: str, exit_status: int = 2) -> None:
         super().__init__(message)
@@ -48,7 +39,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
           resume_schedule_in_samples: bool = False, overwrite: bool = False, amp: bool = False, ema: bool = False,
           tensorboard: bool = False, compile: str | None = None, cfg_options: dict | None = None,
           launcher: str = 'none') -> None:
-    """Train the model of the config file ``config`` in this process (``tools/train.py``'s flags as keywords).
+    """Train the model of the config file ``config`` in this process.
 
     Args:
         config: the config file.
@@ -78,7 +69,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
         resume, how = cfg.get('load_from') or 'auto', f'resume=True (load_from={cfg.get("load_from")})'
     try:  # another run's checkpoints: refused before anything is built (beit_mm.fileio.work_dir)
         check_new_run_work_dir(cfg.work_dir, resume, overwrite)
-        # tools/test.py's check: not in a dataset root or an input, not a link, a file or unwritable
+        # not in a dataset root or an input, not a link, a file or unwritable
         check_work_dir(cfg.work_dir, inputs=[config, *config_data_roots(cfg)])
         check_config_dump(cfg.work_dir, config)  # MMEngine's config dump over a file no beit_mm run wrote
     except (WorkDirInUseError, OutputError) as error:
@@ -91,21 +82,17 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     use_compile_hook(cfg, compile)  # the config's compile setting, or --compile's
     if tensorboard:
         enable_tensorboard(cfg)
-    try:
-        opened = set_resume(cfg, resume, how) if resume is not None else None
+    use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
+    try:  # the start checkpoint opened once and checked; the resume guard and RNG-state hooks added
+        opened = prepare_start(cfg, resume, how, resume_schedule_in_samples)
     except StartCheckpointError as error:
         raise TrainingRefused(str(error), exit_status=1) from None
+    except TrainingStateError as error:  # a seed numpy refuses
+        raise TrainingRefused(str(error)) from None
     try:
         check_pretrained_files(cfg, config)  # converted official weights: named with source and converter command
         check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
     except (MissingPretrainedError, DatasetCheckError) as error:
-        raise TrainingRefused(str(error)) from None
-    use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
-    # a resumed checkpoint's training state and batch are checked before MMEngine uses it
-    use_checkpoint_guard_hook(cfg, schedule_in_samples=resume_schedule_in_samples)
-    try:  # checkpoints carry every process's RNG states; --resume restores them, and the seed
-        use_rng_state_hook(cfg, opened.checkpoint if opened is not None else None)
-    except TrainingStateError as error:  # a seed numpy refuses
         raise TrainingRefused(str(error)) from None
     adapt_cfg_to_launcher(cfg, launcher)
     use_batch_norm_sync_hook(cfg)  # several processes: one set of BatchNorm statistics

@@ -23,7 +23,7 @@ from ..visualization.attention import record_attention
 from ..visualization.figures import (attention_figure, mim_figure, save_png, to_uint8, token_map_figure,
                                      token_maps_figure)
 from ..visualization.mim import decode_ids, mim_pictures
-from .inference import load_model, resolve_checkpoint
+from ..models.builder import load_model, resolve_checkpoint
 
 DEFAULT_SIZE = 224
 
@@ -141,7 +141,7 @@ def draw_token_maps(out: str, *, data_root: str, num_classes: int, dvae=None, vq
                     title: str = '', overwrite: bool = False) -> str:
     """Token maps of ``dvae`` and/or ``vqkd`` (each ``(config, checkpoint)``) on an ADE20K-layout split, and a
     markdown table (printed) of what their codes group."""
-    from ..evaluation.probe import ade20k_dataset_cfg, build_seg_dataset, load_seg_split
+    from ..evaluation.labeled_data import ade20k_dataset_cfg, build_seg_dataset, load_seg_split
     from ..evaluation.token_groups import token_group_stats
     pairs = [p for p in (dvae, vqkd) if p]
     check_picture_output(out, overwrite, [data_root, *(p[0] for p in pairs)], [p[1] for p in pairs])

@@ -1,5 +1,5 @@
 """The benchmark's Markdown: one row per model and mode with its batch, img/s, peak memory, ratios against the part's
-reference (its last model), model FLOPs per image, achieved TFLOP/s and MFU (:mod:`beit_mm.engine.mfu`); the FLOPs
+reference (its last model), model FLOPs per image, achieved TFLOP/s and MFU (:mod:`beit_mm.benchmarks.mfu`); the FLOPs
 and parameters the counter gave; the per-part split of one eager step."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 
 from beit_mm.benchmarks.kernels import CATEGORIES
 from beit_mm.benchmarks.measure import Part
-from beit_mm.engine.mfu import Peak, achieved_tflops, mfu, step_flops_per_image
+from beit_mm.benchmarks.mfu import Peak, achieved_tflops, mfu, step_flops_per_image
 
 
 def _ratio(a: float, b: float) -> str:
@@ -42,7 +42,7 @@ def describe_peak(device: torch.device, device_name: str, kind: str, peak: Peak 
     if device.type != 'cuda':
         return 'MFU: none on a CPU (no peak table for CPUs); TFLOP/s only.'
     if peak is None:
-        return (f'MFU: no dense {kind} peak known for {device_name!r}: add it to beit_mm.engine.mfu (TFLOP/s only '
+        return (f'MFU: no dense {kind} peak known for {device_name!r}: add it to beit_mm.benchmarks.mfu (TFLOP/s only '
                 'here).')
     return (f'MFU against the {peak.device} dense {kind} peak, {peak.tflops:g} TFLOP/s ({peak.source}); model FLOPs '
             'of beit_mm.evaluation.flops at 2 per multiply-add, a train step = 3 x forward.')

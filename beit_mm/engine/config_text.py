@@ -1,11 +1,8 @@
 """MMEngine's config text formatted once per distinct text: a memo in front of the yapf ``FormatCode`` that
-``mmengine.config.Config.pretty_text`` calls.
+``Config.pretty_text`` calls.
 
-MMEngine formats the whole config with yapf each time its text is asked for -- a Runner asks about nine times (the
-environment log, the config dump, the visualizer's copy, every checkpoint's meta, the test run again) -- at 0.3-0.9 s
-a call for a Mask2Former config on one CPU core, more than the two training iterations of a demo. The formatting is a
-pure function of the text and the style, so the same text is formatted once and the result reused: the same strings
-as without the memo.
+A Runner asks for the text about nine times, each a full yapf pass (0.3-0.9 s for a Mask2Former config on one core);
+the formatting is a pure function of the text and the style, so the strings are the same as without the memo.
 """
 from __future__ import annotations
 

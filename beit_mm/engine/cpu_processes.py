@@ -1,8 +1,5 @@
-"""How many CPU processes a node without CUDA may run.
-
-This module imports only ``os`` and ``torch``: a launcher runs it from its file, without importing the package (whose
-registrations import mmengine, mmseg, mmdet and mmpretrain: ~15 s on a slow CPU), before it starts any process.
-"""
+"""How many CPU processes a node without CUDA may run; imports only ``os`` and ``torch``, so that a launcher can run it
+from its file before starting any process."""
 import os
 
 import torch
@@ -13,15 +10,13 @@ class TooManyCPUProcessesError(RuntimeError):
 
 
 def check_cpu_processes(nproc_per_node: int) -> None:
-    """Refuse ``nproc_per_node`` CPU processes on a node without CUDA that has fewer usable cores than that.
-
-    Eight gloo processes launched on a 2-core machine share 2 cores: each step is several times slower than one
-    process, and nothing said so (the demo's eta became 2.5 hours). The count of usable
-    cores is the process's CPU affinity (``os.sched_getaffinity``; what a container or ``taskset`` leaves), not the
-    machine's. A no-op when CUDA is available: there the number is GPUs.
+    """Refuse ``nproc_per_node`` CPU processes on a node without CUDA that has fewer usable cores (the process's
+    CPU affinity) than that; a no-op with CUDA.
 
     Raises:
         TooManyCPUProcessesError: with the counts and the command that fits.
+
+    Processes sharing too few cores run each step several times slower than one process, without a word.
     """
     if torch.cuda.is_available():
         return

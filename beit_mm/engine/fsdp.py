@@ -1,18 +1,12 @@
-"""FSDP (fully sharded data parallel) pieces for MMEngine's ``FlexibleRunner`` + ``FSDPStrategy``.
+"""FSDP pieces for MMEngine's ``FlexibleRunner`` + ``FSDPStrategy``.
 
-``transformer_block_wrap_policy`` makes every transformer block its own FSDP unit (plus the root unit for the
-embeddings, neck and heads), so only one block's full parameters are gathered at a time. Which modules are blocks is
-declared by the backbones themselves (class attribute ``fsdp_wrap_units``, as HF's ``_no_split_modules``), so a new
-backbone needs no change here. A config names it
-by its import path (MMEngine's ``FUNCTIONS`` registry falls back to importing dotted names)::
+``transformer_block_wrap_policy`` makes every transformer block (the classes the backbones declare in
+``fsdp_wrap_units``, as HF's ``_no_split_modules``) its own FSDP unit; ``use_orig_params=True`` keeps the parameters
+visible one by one, as layer-wise lr decay's param groups need::
 
     strategy = dict(type='FSDPStrategy',
                     model_wrapper=dict(auto_wrap_policy=dict(type='beit_mm.engine.fsdp.transformer_block_wrap_policy'),
                                        use_orig_params=True))
-
-``use_orig_params=True`` keeps the original parameters visible to the optimizer, which layer-wise lr decay needs: its
-param groups hold individual parameters (``LayerDecayOptimWrapperConstructor``), while FSDP's default
-(``use_orig_params=False``) would only expose one flat parameter per unit.
 """
 from __future__ import annotations
 
@@ -46,15 +40,10 @@ def transformer_block_wrap_policy(module: nn.Module, recurse: bool, nonwrapped_n
 class TorchFSDPStrategy(FSDPStrategy):
     """MMEngine 0.10.7's ``FSDPStrategy`` with two fixes.
 
-    - Weight decay by shape: FSDP (``use_orig_params=True``) hands the optimizer constructor 1-D views into flat shards,
-      so unilm's rule "no weight decay for 1-D parameters" (``LayerDecayOptimWrapperConstructor``,
-      ``weight_decay_rule='unilm'``) would exempt every weight. ``build_model`` records each parameter's original ndim
-      (``ORIGINAL_NDIM_ATTR``) before wrapping; FSDP keeps the parameter objects, so the constructor reads it.
-    - Resuming with torch >= 2.1: MMEngine calls ``FSDP.optim_state_dict_to_load(optim_state_dict, model, optim)``,
-      torch 2.0's argument order; torch >= 2.1 takes ``(model, optim, optim_state_dict)``, so ``--resume`` fails with
-      ``TypeError: unhashable type: 'dict'`` (the state dict is walked as if it were the model).
-
-    Everything else is MMEngine's.
+    - ``build_model`` records each parameter's ndim (``ORIGINAL_NDIM_ATTR``) before FSDP flattens it, so that the
+      layer-decay constructor's "no weight decay for 1-D parameters" does not exempt every flat shard.
+    - ``load_optim_state_dict`` passes torch >= 2.1's argument order to ``FSDP.optim_state_dict_to_load`` (MMEngine's
+      torch 2.0 order fails ``--resume`` with ``TypeError: unhashable type: 'dict'``).
     """
 
     def build_model(self, model):

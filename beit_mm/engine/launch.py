@@ -1,7 +1,5 @@
 """Make one config run under every launcher: single process, torchrun/slurm on GPUs, and torchrun on CPU.
 
-The rules (used by ``tools/train.py`` and ``tools/test.py``):
-
 1. Configs write the distributed recipe: ``norm_cfg=dict(type='SyncBN')`` and ``env_cfg.dist_cfg.backend='nccl'``.
 2. Single process (``launcher='none'``): nothing to do here. MMEngine's ``Runner.wrap_model`` reverts every SyncBN to
    BN when the run is not distributed (``mmengine.model.revert_sync_batchnorm``), before the optimizer is built.
@@ -88,19 +86,16 @@ PROCESS_GROUP_COUNT_KEY = 'beit_mm/process_groups'
 
 
 def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
-    """Create the default process group for a CPU run started by torchrun (reads ``RANK``, ``WORLD_SIZE``,
-    ``MASTER_ADDR``, ``MASTER_PORT`` from the environment). A no-op when CUDA is available (MMEngine does it then),
-    when ``launcher == 'none'`` or when a group already exists.
-
-    Each group of one launch gets keys of its own in the rendezvous store (``beit_mm/<n>/``, n counted in the store
-    under :data:`PROCESS_GROUP_COUNT_KEY`), so a run may follow another in the same processes (``train`` then
-    ``run_test``). torch names every default group ``default_pg/0`` again after ``destroy_process_group`` while
-    torchrun's store outlives the group: without keys of its own, a second group reads the first one's gloo
-    addresses and fails to connect ("Gloo connectFullMesh failed ... Connection refused") or waits for them.
+    """Create the default process group of a CPU run started by torchrun (``RANK``, ``WORLD_SIZE``, ``MASTER_*``);
+    a no-op with CUDA (MMEngine does it), for ``launcher == 'none'`` or when a group exists.
 
     Args:
         launcher (str): the launcher; only ``'pytorch'`` is supported without CUDA.
         dist_cfg (dict): ``env_cfg.dist_cfg``: ``backend`` and optional ``timeout`` in seconds.
+
+    Each group of a launch gets its own store keys (``beit_mm/<n>/``, counted under :data:`PROCESS_GROUP_COUNT_KEY`):
+    torch names every default group ``default_pg/0`` again while torchrun's store outlives it, so a second run in the
+    same processes would read the first one's gloo addresses.
     """
     if launcher == 'none' or torch.cuda.is_available() or torch_dist.is_initialized():
         return
@@ -130,18 +125,12 @@ def is_rank_zero() -> bool:
 
 
 def destroy_process_group() -> None:
-    """Tear the default process group down for good before the interpreter exits. Call it after dropping the last
-    reference to the Runner (``del runner``), as ``tools/train.py`` and ``tools/test.py`` do.
+    """Tear the default process group down for good, after the last reference to the Runner is dropped: a barrier,
+    ``gc.collect()`` (the Runner's reference cycles hold the DDP reducer, which holds the gloo group), then
+    ``destroy_process_group``, which joins the gloo threads here.
 
-    ``torch.distributed.destroy_process_group`` only unregisters the group: the C++ ``ProcessGroupGloo`` lives on, with
-    its worker threads (two ``pt_gloo_runloop``, one ``gloo_tcp_loop``), as long as anything holds it, and the DDP
-    wrapper's reducer does. MMEngine's Runner sits in reference cycles, so ``del runner`` alone frees nothing; the
-    group and its threads then outlived ``main()`` and were torn down during interpreter finalization, where a gloo
-    thread that releases a tensor's Python object must take the GIL of a dying interpreter: a finished 2-process CPU
-    run aborted there once ("terminate called without an active exception", exit code -6; pytorch issue 190489).
-    So: a barrier (no rank tears its connections down while another still uses them), ``gc.collect()`` (frees the
-    Runner, its DDP reducer and dataloader workers while Python is fully alive), then the group's destruction, which
-    drops its last reference and joins its threads here.
+    Left to interpreter finalization, a gloo thread releasing a tensor must take the GIL of a dying interpreter: a
+    finished 2-process CPU run aborted there (exit code -6).
     """
     if torch_dist.is_available() and torch_dist.is_initialized():
         torch_dist.barrier()

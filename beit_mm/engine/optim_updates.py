@@ -1,15 +1,8 @@
-"""Optimizer updates under gradient accumulation: the unit that EoMT's schedules count.
+"""Optimizer updates under gradient accumulation: the unit EoMT's schedules count.
 
-With ``optim_wrapper=dict(accumulative_counts=A)`` MMEngine's ``OptimWrapper.update_params`` steps the optimizer after
-every ``A``-th iteration and after the run's last one (``should_update``, mmengine 0.10
-``optim/optimizer/optimizer_wrapper.py:335-346``), while ``ParamSchedulerHook`` steps iteration-based schedulers and
-hooks read ``runner.iter`` every iteration. The official EoMT schedules (learning rate and mask annealing) count
-Lightning's ``global_step``, the number of optimizer steps, which ``accumulate_grad_batches`` does not advance between
-updates. So an iteration-counted schedule under accumulation would warm up, decay and anneal ``A`` times too early.
-
-Iteration ``i`` (0-based, ``runner.iter`` before it) belongs to update ``i // A``: the forward of every micro-batch of
-that update and the optimizer step that ends it see the rule at ``i // A``, as the batch-``A x b`` run's iteration
-``i // A`` does.
+With ``accumulative_counts=A`` MMEngine steps the optimizer after every ``A``-th iteration (and the last), while
+schedulers and hooks see every iteration; the official EoMT counts Lightning's ``global_step``, the optimizer steps.
+Iteration ``i`` (0-based) belongs to update ``i // A``.
 """
 from __future__ import annotations
 
@@ -18,8 +11,8 @@ from torch.optim import Optimizer
 
 
 def accumulative_counts(optimizer: OptimWrapper | Optimizer) -> int:
-    """``A``, the iterations per optimizer update: an ``OptimWrapper``'s ``accumulative_counts`` (MMEngine keeps it as
-    ``_accumulative_counts``, ``optimizer_wrapper.py:124``, with no public reader), 1 for a bare torch optimizer."""
+    """``A``, the iterations per optimizer update: an ``OptimWrapper``'s ``_accumulative_counts``, 1 for a torch
+    optimizer."""
     if isinstance(optimizer, OptimWrapper):
         return int(optimizer._accumulative_counts)
     if isinstance(optimizer, Optimizer):
@@ -29,12 +22,11 @@ def accumulative_counts(optimizer: OptimWrapper | Optimizer) -> int:
 
 
 def updates_done(iterations: int, counts: int) -> int:
-    """The optimizer updates completed before iteration ``iterations`` (0-based) with ``counts`` iterations per
-    update: ``iterations // counts``."""
+    """The optimizer updates completed before the 0-based iteration ``iterations``: ``iterations // counts``."""
     return iterations // counts
 
 
 def total_updates(iterations: int, counts: int) -> int:
-    """The optimizer updates of a run of ``iterations`` iterations: ``ceil(iterations / counts)`` (MMEngine steps after
-    the last iteration even when fewer than ``counts`` were accumulated)."""
+    """The optimizer updates of a run of ``iterations`` iterations: ``ceil(iterations / counts)`` (MMEngine also
+    steps after a short last accumulation)."""
     return -(-iterations // counts)

@@ -1,5 +1,4 @@
-"""The runner of one run, as ``tools/train.py`` and ``tools/test.py`` build it and end it
-(:func:`beit_mm.apis.train.train`, :func:`beit_mm.apis.testing.run_test`)."""
+"""The runner of one run: built with its own visualizer, logger and message hub, its data loader workers ended."""
 import itertools
 import os.path as osp
 

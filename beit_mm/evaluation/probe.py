@@ -1,170 +1,46 @@
-"""Frozen-feature probes: how good are a backbone's patch features for segmentation (and its images for
-classification), without fine-tuning. One module for ``beit_mm.DenseProbeHook`` (during pretraining),
-``tools/analysis/probe.py`` (any checkpoint) and ``tools/analysis/mim_study.py`` (the study's frozen-feature check).
+"""Frozen-feature probes: how well a backbone's patch features segment (and its images classify), without fine-tuning.
 
-Dense (patch-level) probe on a labeled set in the ADE20K layout::
+Dense probe on a labeled set (images (N, 3, S, S) RGB 0..255, labels (N, S, S) 0..K-1, 255 ignored)::
 
-    images  (N, 3, S, S) RGB 0..255, resized to S x S (bicubic)        loaded through mmseg's ADE20KDataset
-    labels  (N, S, S) mmseg's convention: raw 1..K -> 0..K-1, 0 and every id > K -> 255 (ignored)
-    feats   = model's dense_features(normalized images, layers)      list of (N, C_l, h_l, w_l), frozen, eval mode
-            -> each level average-pooled (or bilinearly resized) to the last level's grid (h, w), concatenated
-               over levels: (N, sum C_l, h, w)
-    patch label = the most frequent non-ignored label among the patch's S/h x S/w pixels, 255 when none
-    linear probe: multinomial logistic regression on standardized features (training-split mean/std), full-batch
-               L-BFGS, L2 weight decay; scored on the validation patches as mIoU / mAcc / aAcc with mmseg's
-               ``IoUMetric`` formulas (classes absent from both prediction and label are left out of the means)
-    k-NN:     cosine similarity of L2-normalized standardized features, the k nearest training patches vote with
-               weight exp(similarity / T) (DINO's ``eval_knn.py``: k 20, T 0.07); accuracy (and mIoU) on the
-               validation patches
-    majority: the most frequent training patch label predicted everywhere: the floor every probe must beat
+    feats = dense_features(normalized images, layers)   list of (N, C_l, h_l, w_l), frozen, eval mode
+          -> each level pooled (or bilinearly resized) to the last grid (h, w), concatenated: (N, sum C_l, h, w)
+    patch label = the most frequent labeled pixel class of the patch, 255 when none
+    linear probe: logistic regression on standardized features, full-batch L-BFGS, L2 decay; mIoU/mAcc/aAcc with
+                  mmseg's ``IoUMetric`` formulas
+    k-NN: cosine similarity, the k nearest training patches vote with weight exp(sim / T) (DINO ``eval_knn.py``)
+    majority: the most frequent training patch label everywhere, the floor every probe must beat
 
-The model side is one method, asked of the model (``model.dense_features`` when the model has it, e.g.
-``beit_mm.DVAE``, else ``model.backbone.dense_features``: ``beit_mm.BEiT``, ``beit_mm.CvT``; a VQ-KD tokenizer or any
-new backbone plugs in by implementing it)::
-
-    dense_features(x: (B, 3, H, W) normalized as the model's data preprocessor does, layers: Sequence[int] | None)
-        -> list of (B, C_l, h_l, w_l), one per layer; layers None = the layers a segmentor of that backbone uses
-
-The pixels are normalized with the ``mean``/``std`` buffers of ``model.data_preprocessor`` (RGB order).
-
-Image-level (classification) probe on an ImageNet-layout folder (``root/{train,val}/<class>/*``): the dense features
-average-pooled over the grid (N, C), then the same k-NN (top-1) and linear probe (top-1).
-
-Nothing here draws random numbers: the probe of the same features gives the same numbers, and a probe inside a
-training run leaves the run's random state untouched.
+The model side is ``dense_features(x, layers) -> list of (B, C_l, h_l, w_l)`` on the model or its backbone
+(:func:`beit_mm.models.builder.feature_module`), ``x`` normalized with the data preprocessor's ``mean``/``std``. The
+image-level probe averages the features over the grid (N, C), then the same k-NN and linear probe (top-1). Nothing
+here draws random numbers: a probe inside a training run leaves its random state untouched.
 """
 from __future__ import annotations
 
-import os
-import os.path as osp
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import Tensor, nn
 
-from ..fileio.inputs import open_image
+from ..models.builder import feature_module
+from .labeled_data import LabeledSplit, ade20k_splits
 
 # mmseg's ignore index (``BaseSegDataset`` / ``IoUMetric`` default)
 IGNORE_INDEX = 255
 # DINO ``eval_knn.py`` defaults (``--nb_knn 20``, ``--temperature 0.07``)
 KNN_K = 20
 KNN_TEMPERATURE = 0.07
-# Linear probe: L-BFGS iterations and L2 weight decay. A convex problem: on the study's 6144 patches x 512 features the
-# validation mIoU moves by < 1 point between 25 and 200 iterations (training accuracy 0.809 -> 0.827), so 50; the
-# weight decay only keeps separable classes finite.
+# Linear probe: L-BFGS iterations (validation mIoU moves < 1 point between 25 and 200) and L2 decay (keeps separable
+# classes finite)
 PROBE_STEPS = 50
 PROBE_WEIGHT_DECAY = 1e-4
 # k-NN queries per block (bounds the (block, N_train) similarity matrix)
 KNN_CHUNK = 1024
 
 
-# --------------------------------------------------------------------------------------------------------- data
-class LabeledDataError(FileNotFoundError):
-    """A labeled or image root has no (or unpaired) files of the expected suffix; the message names what was looked
-    for, where, what was found and the fix."""
-
-
-def describe_files(directory: str, limit: int = 4) -> str:
-    """What a folder holds, by suffix: 'found 400 *.png, 2 *.txt' (recursive), or 'the folder does not exist'."""
-    if not osp.isdir(directory):
-        return 'the folder does not exist'
-    counts: Counter = Counter()
-    for _, _, files in os.walk(directory):
-        counts.update(osp.splitext(f)[1] or '(no suffix)' for f in files)
-    if not counts:
-        return 'found no files'
-    return 'found ' + ', '.join(f'{n} *{s}' for s, n in counts.most_common(limit))
-
-
-def ade20k_dataset_cfg(data_root: str, split: str, num_classes: int, img_suffix: str = '.jpg',
-                       seg_map_suffix: str = '.png', limit: int | None = None) -> dict:
-    """The mmseg ``ADE20KDataset`` config of one split (``'training'`` | ``'validation'``) of an ADE20K-layout root
-    with raw ids 1..K as the classes (ADE20K's first K class names) and, when given, only its first ``limit`` images
-    in file-name order."""
-    from mmseg.datasets import ADE20KDataset
-    names = ADE20KDataset.METAINFO['classes']
-    if not 1 <= num_classes <= len(names):
-        raise ValueError(f'num_classes={num_classes}: the ADE20K layout has class ids 1..{len(names)}')
-    return dict(type='ADE20KDataset', data_root=data_root,
-                data_prefix=dict(img_path=f'images/{split}', seg_map_path=f'annotations/{split}'),
-                img_suffix=img_suffix, seg_map_suffix=seg_map_suffix, reduce_zero_label=True,
-                metainfo=dict(classes=tuple(names[:num_classes])), indices=limit)
-
-
-def build_seg_dataset(dataset_cfg: dict):
-    """Build an mmseg segmentation dataset (any ``BaseSegDataset``, file names free, its ``img_suffix`` and
-    ``seg_map_suffix``) without a pipeline, after checking that its image folder holds images of that suffix and
-    that every image has its annotation; :class:`LabeledDataError` names what was looked for, where and what was
-    found otherwise."""
-    import mmseg.datasets  # noqa: F401  (registers the dataset classes)
-    from mmseg.registry import DATASETS
-    cfg = dict(dataset_cfg, pipeline=[], serialize_data=False, lazy_init=True)
-    cfg.pop('test_mode', None)
-    with DATASETS.switch_scope_and_registry('mmseg') as registry:  # whatever the run's default scope is
-        dataset = registry.build(cfg)
-    img_dir, seg_dir = dataset.data_prefix.get('img_path', ''), dataset.data_prefix.get('seg_map_path', '')
-    img_suffix, seg_suffix = dataset.img_suffix, dataset.seg_map_suffix
-    fix = ('Fix: pass the suffix the files have (img_suffix / seg_map_suffix of the dataset config; '
-           '--img-suffix / --seg-map-suffix of the tools) or point the root at an ADE20K-layout folder '
-           '(images/{training,validation}, annotations/{training,validation})')
-    if not (osp.isdir(img_dir) and any(f.endswith(img_suffix) for _, _, fs in os.walk(img_dir) for f in fs)):
-        raise LabeledDataError(f'0 images matched *{img_suffix} in {img_dir}; {describe_files(img_dir)}. {fix}')
-    dataset.full_init()
-    missing = [d['seg_map_path'] for d in (dataset.get_data_info(i) for i in range(len(dataset)))
-               if not osp.isfile(d['seg_map_path'])]
-    if missing:
-        raise LabeledDataError(
-            f'{len(missing)} of {len(dataset)} images in {img_dir} have no annotation *{seg_suffix} in {seg_dir} '
-            f'(first: {missing[0]}); {describe_files(seg_dir)}. {fix}')
-    return dataset
-
-
-@dataclass
-class LabeledSplit:
-    """Images (N, 3, S, S) float RGB 0..255 and label maps (N, S, S) int64 (0..K-1, 255 ignored) of one split."""
-    images: Tensor
-    labels: Tensor
-    num_classes: int
-    source: str  # the image folder, for messages
-
-
-def load_seg_split(dataset, img_size: int) -> LabeledSplit:
-    """Every sample of an mmseg segmentation dataset (:func:`build_seg_dataset`), resized to ``img_size`` squared
-    (images bicubic, labels nearest); labels through mmseg's ``LoadAnnotations`` (``reduce_zero_label`` and the
-    dataset's ``label_map``, so ids outside the classes become 255)."""
-    from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
-    images, labels = [], []
-    for i in range(len(dataset)):
-        info = dataset.get_data_info(i)
-        image = open_image(info['img_path']).convert('RGB').resize((img_size, img_size), Image.BICUBIC)
-        label = load(dict(info, seg_fields=[]))['gt_seg_map']
-        label = Image.fromarray(label.astype(np.uint8)).resize((img_size, img_size), Image.NEAREST)
-        images.append(np.asarray(image))
-        labels.append(np.asarray(label))
-    return LabeledSplit(torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float(),
-                        torch.from_numpy(np.stack(labels).astype(np.int64)), len(dataset.metainfo['classes']),
-                        dataset.data_prefix.get('img_path', ''))
-
-
-def label_counts(dataset) -> np.ndarray:
-    """Pixel count per class (K,) over every label map of an mmseg segmentation dataset, at the files' resolution,
-    through mmseg's ``LoadAnnotations`` (ignored pixels not counted)."""
-    from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
-    k = len(dataset.metainfo['classes'])
-    counts = np.zeros(k, np.int64)
-    for i in range(len(dataset)):
-        label = load(dict(dataset.get_data_info(i), seg_fields=[]))['gt_seg_map'].astype(np.int64)
-        counts += np.bincount(label[label < k], minlength=k)[:k]
-    return counts
-
-
+# ------------------------------------------------------------------------------------------------------ features
 def patch_labels(labels: Tensor, grid: tuple[int, int], num_classes: int) -> Tensor:
     """Majority label of each patch: (N, H, W) int (0..K-1, 255 ignored) -> (N, h, w), 255 where a patch has no
     labeled pixel. H, W must be multiples of h, w. Ties go to the lower class id."""
@@ -181,49 +57,6 @@ def patch_labels(labels: Tensor, grid: tuple[int, int], num_classes: int) -> Ten
     out = counts.argmax(1)
     out[counts.sum(1) == 0] = IGNORE_INDEX
     return out.view(n, h, w)
-
-
-# ------------------------------------------------------------------------------------------------------ features
-def feature_module(model: nn.Module) -> nn.Module:
-    """The module whose ``dense_features`` the probe calls: the model itself when it has one, else its backbone."""
-    from mmengine.model import is_model_wrapper
-    model = model.module if is_model_wrapper(model) else model
-    if hasattr(model, 'dense_features'):
-        return model
-    backbone = getattr(model, 'backbone', None)
-    if backbone is not None and hasattr(backbone, 'dense_features'):
-        return backbone
-    raise TypeError(f'{type(model).__name__} (backbone: {type(backbone).__name__}) has no dense_features(x, layers); '
-                    'implement it on the model or its backbone (beit_mm.evaluation.probe module docstring) to probe it')
-
-
-def probe_model(config: str, checkpoint: str | None = None, seed: int = 0) -> nn.Module:
-    """``config``'s model in eval mode (``beit_mm.apis.build_from_config``: no ``Pretrained`` file read) with random
-    weights drawn after ``torch.manual_seed(seed)``, then, when ``checkpoint`` (a file or a work dir) is given, its
-    weights: a checkpoint of the config's own model through ``beit_mm.apis.load_model``; any other file holding the
-    probed backbone (a MIM checkpoint for a segmentation config, a ``tools/convert_checkpoint.py`` output) through
-    the backbone's ``init_cfg=dict(type='Pretrained', ...)`` loader, which checks for missing weights and adapts
-    them (prefix ``backbone.`` detected; BEiT's shared relative position bias copied into every block)."""
-    from mmengine.config import Config
-
-    from beit_mm.apis import build_from_config, load_model, resolve_checkpoint
-    from beit_mm.fileio import load_state_dict_file
-    cfg = Config.fromfile(config)
-    torch.manual_seed(seed)
-    model = build_from_config(cfg)
-    if checkpoint is None:
-        return model
-    path = resolve_checkpoint(checkpoint)
-    target = feature_module(model)
-    if target is model:  # the model itself is probed (e.g. beit_mm.DVAE): its own checkpoint, every weight
-        return load_model(config, path, need=('', ))[0]
-    state = load_state_dict_file(path)
-    if {f'backbone.{k}' for k in target.state_dict()} <= set(state):  # a checkpoint of this config's model
-        return load_model(config, path)[0]
-    prefix = 'backbone.' if any(k.startswith('backbone.') for k in state) else None
-    target.init_cfg = dict(type='Pretrained', checkpoint=path, prefix=prefix)
-    target.init_weights()
-    return model.eval()
 
 
 def pixel_normalization(model: nn.Module) -> tuple[Tensor, Tensor]:
@@ -360,12 +193,9 @@ class DenseProbe:
     def from_root(cls, data_root: str, num_classes: int, img_size: int, num_train: int | None = None,
                   num_val: int | None = None, img_suffix: str = '.jpg', seg_map_suffix: str = '.png',
                   **kwargs) -> 'DenseProbe':
-        """The probe of an ADE20K-layout root: the first ``num_train`` training and ``num_val`` validation images
-        (all when None) in file-name order, raw ids 1..``num_classes`` as classes."""
-        splits = [load_seg_split(build_seg_dataset(ade20k_dataset_cfg(
-            data_root, split, num_classes, img_suffix, seg_map_suffix, limit)), img_size)
-            for split, limit in (('training', num_train), ('validation', num_val))]
-        return cls(*splits, **kwargs)
+        """The probe of an ADE20K-layout root (:func:`beit_mm.evaluation.labeled_data.ade20k_splits`)."""
+        return cls(*ade20k_splits(data_root, num_classes, img_size, num_train, num_val, img_suffix, seg_map_suffix),
+                   **kwargs)
 
     def patches(self, features: Tensor, split: LabeledSplit) -> tuple[Tensor, Tensor]:
         """Labeled patches of a split: features (M, C) and labels (M,) of the patches with a label."""
@@ -400,35 +230,6 @@ class DenseProbe:
 
 
 # ------------------------------------------------------------------------------------------ classification probe
-def load_image_folder(root: str, split: str, img_size: int, per_class: int | None = None
-                      ) -> tuple[Tensor, Tensor, list[str]]:
-    """An ImageNet-layout split ``root/<split>/<class>/<image>`` through mmpretrain's ``CustomDataset`` (classes =
-    sorted folder names): images (N, 3, S, S) RGB 0..255 (bicubic), labels (N,), class names; the first
-    ``per_class`` images of each class in file-name order when given."""
-    from mmpretrain.datasets import CustomDataset
-    folder = osp.join(root, split)
-    if not osp.isdir(folder) or not any(osp.isdir(osp.join(folder, d)) for d in os.listdir(folder)):
-        raise LabeledDataError(f'0 class folders in {folder}; {describe_files(folder)}. Fix: give an ImageNet-layout '
-                               'root (train/<class>/<image>, val/<class>/<image>)')
-    dataset = CustomDataset(data_root=root, data_prefix=split, with_label=True, pipeline=[], serialize_data=False)
-    if not len(dataset):
-        raise LabeledDataError(f'0 images matched {", ".join("*" + e for e in dataset.extensions)} in {folder}; '
-                               f'{describe_files(folder)}')
-    taken: Counter = Counter()
-    images, labels = [], []
-    for i in range(len(dataset)):
-        info = dataset.get_data_info(i)
-        label = int(info['gt_label'])
-        if per_class is not None and taken[label] >= per_class:
-            continue
-        taken[label] += 1
-        images.append(np.asarray(open_image(info['img_path']).convert('RGB').resize((img_size, img_size),
-                                                                                     Image.BICUBIC)))
-        labels.append(label)
-    return (torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2).float(), torch.tensor(labels),
-            list(dataset.metainfo['classes']))
-
-
 def classification_probe(model: nn.Module, train: tuple[Tensor, Tensor], val: tuple[Tensor, Tensor],
                          num_classes: int, layers: Sequence[int] | None = None, knn_k: int = KNN_K,
                          knn_temperature: float = KNN_TEMPERATURE, steps: int = PROBE_STEPS,

@@ -7,7 +7,7 @@ from torch import nn
 
 from beit_mm.benchmarks.measure import Part, Timing, run_part
 from beit_mm.benchmarks.report import flops_cells, markdown
-from beit_mm.engine.mfu import device_peak
+from beit_mm.benchmarks.mfu import device_peak
 
 
 class Toy(nn.Module):

@@ -1,12 +1,13 @@
-"""``--amp`` (:mod:`beit_mm.engine.amp`) picks the precision that is faster on the device (capability checks
+"""``--amp`` (:mod:`beit_mm.engine.run_options`) picks the precision that is faster on the device (capability checks
 mocked), and AdamW is fused where torch has the kernel."""
 
 import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.engine import amp, amp_optim_wrapper
-from beit_mm.engine.optimizers.fused_adamw import use_fused_adamw
+from beit_mm.engine import amp_optim_wrapper
+from beit_mm.engine import run_options as amp
+from beit_mm.engine.run_options import use_fused_adamw
 
 AVX2_ONLY = 'flags\t\t: fpu sse sse2 avx avx2 fma f16c\n'  # e.g. a Haswell-Zen 3 CPU
 AVX512_BF16 = 'flags\t\t: fpu sse avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni\n'  # Cooper Lake, Zen 4/5

@@ -113,7 +113,7 @@ def test_segmentor_checkpoint_without_prefix(tmp_path):
 
 
 def test_resume_from_a_truncated_file_is_refused_before_the_run(beit_file, tmp_path):
-    from beit_mm.apis.start_checkpoint import StartCheckpointError, set_resume
+    from beit_mm.engine.resume import StartCheckpointError, set_resume
     data = open(beit_file, 'rb').read()
     cut = tmp_path / 'iter_4.pth'
     cut.write_bytes(data[:-100])

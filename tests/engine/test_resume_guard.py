@@ -34,7 +34,7 @@ import torch
 from mmengine.config import Config
 from mmengine.runner import Runner
 
-from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
+from beit_mm.engine.resume import check_start_checkpoint, set_resume
 from beit_mm.apis.train import TrainingRefused, train
 from beit_mm.fileio import open_checkpoint
 
@@ -322,7 +322,7 @@ def test_the_guard_leaves_a_load_from_start_alone():
 def test_resume_reads_the_checkpoint_once(tmp_path, monkeypatch, trained, ade_demo_root):
     """``--resume CKPT`` opens the file once: the checks before the run (training state, seed, weights vs model) and
     MMEngine's load in ``Runner.resume`` share one read, passed to the runner by argument
-    (:mod:`beit_mm.engine.opened_checkpoint`). Before: three full reads of the file (GBs for BEiT-L). Counted at the
+    (:mod:`beit_mm.engine.resume.opened`). Before: three full reads of the file (GBs for BEiT-L). Counted at the
     file room's door (every opening of a checkpoint) and at ``torch.load``."""
     import beit_mm.fileio.checkpoint as room
     work_dir = str(tmp_path / 'work')

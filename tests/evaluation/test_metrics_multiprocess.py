@@ -122,7 +122,7 @@ def evaluate_hooks(tmp: str, work_dir: str) -> dict[str, dict]:
 
     from beit_mm.engine.hooks.dense_probe import DenseProbeHook
     from beit_mm.engine.hooks.tokenizer_eval import TokenizerEvalHook
-    from beit_mm.evaluation.probe import probe_model
+    from beit_mm.models.builder import load_for_features as probe_model
     ade = osp.join(tmp, 'ade')
     results = {}
     for name, (config, size) in HOOK_MODELS.items():

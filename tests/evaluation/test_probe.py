@@ -17,8 +17,10 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.data.demo.ade20k import make_demo_ade20k
+from beit_mm.evaluation import labeled_data as D
 from beit_mm.evaluation import probe as P
 from beit_mm.models.backbones import BEiT, CvT
+from beit_mm.models.builder import load_for_features
 
 from ..conftest import ROOT, run_tool
 
@@ -142,13 +144,13 @@ def test_cvt_and_dvae_dense_features():
 
 def test_wrong_suffix_names_what_was_looked_for_and_found(tmp_path):
     root = make_demo_ade20k(str(tmp_path / 'set'), 6, 2, 32, seed=0, style='shapes')
-    with pytest.raises(P.LabeledDataError) as err:
-        P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'training', 7, img_suffix='.png'))
+    with pytest.raises(D.LabeledDataError) as err:
+        D.build_seg_dataset(D.ade20k_dataset_cfg(root, 'training', 7, img_suffix='.png'))
     message = str(err.value)
     assert f'0 images matched *.png in {root}/images/training; found 6 *.jpg' in message, message
     assert 'Fix: pass the suffix' in message
-    with pytest.raises(P.LabeledDataError) as err:
-        P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'training', 7, seg_map_suffix='.bmp'))
+    with pytest.raises(D.LabeledDataError) as err:
+        D.build_seg_dataset(D.ade20k_dataset_cfg(root, 'training', 7, seg_map_suffix='.bmp'))
     assert f'6 of 6 images in {root}/images/training have no annotation *.bmp in {root}/annotations/training' in str(
         err.value) and 'found 6 *.png' in str(err.value)
 
@@ -165,7 +167,7 @@ def test_probe_tool_on_a_checkpoint_its_backbone_file_and_an_image_folder(tmp_pa
     from beit_mm.data.demo.imagenet import make_demo_imagenet
     labeled = make_demo_ade20k(str(tmp_path / 'ade'), 8, 4, 64, seed=0)
     images = make_demo_imagenet(str(tmp_path / 'in'), num_classes=3, per_class_train=6, per_class_val=3, size=64)
-    model = P.probe_model(os.path.join(ROOT, DEMO), None, seed=1)
+    model = load_for_features(os.path.join(ROOT, DEMO), None, seed=1)
     torch.save({'state_dict': model.state_dict()}, tmp_path / 'whole.pth')
     torch.save({'state_dict': model.backbone.state_dict()}, tmp_path / 'backbone.pth')
     lines = {}

@@ -20,7 +20,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis import build_from_config
-from beit_mm.apis.start_checkpoint import check_start_checkpoint, set_resume
+from beit_mm.engine.resume import check_start_checkpoint, set_resume
 from beit_mm.apis import build_from_config, infer_images
 
 from ..conftest import ROOT, load_tool
@@ -130,7 +130,7 @@ def test_export_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoi
 
 
 def test_probe_does_not_run_the_stored_config(tmp_path, marker, runner_checkpoint):
-    from beit_mm.evaluation.probe import probe_model
+    from beit_mm.models.builder import load_for_features as probe_model
     hostile = make_hostile(runner_checkpoint, marker, Config.fromfile(CONFIG), str(tmp_path / 'hostile.pth'))
     model = probe_model(CONFIG, hostile)  # what tools/analysis/probe.py loads
     assert torch.equal(model.state_dict()['backbone.cls_token'], runner_checkpoint['state_dict']['backbone.cls_token'])

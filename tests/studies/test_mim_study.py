@@ -22,7 +22,7 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.data.demo.ade20k import make_demo_ade20k
-from beit_mm.evaluation import probe as P
+from beit_mm.evaluation import labeled_data as D
 from beit_mm.studies import configs as C
 from beit_mm.studies import graph, mim, runs
 from beit_mm.studies import report as R
@@ -86,8 +86,8 @@ def test_shapes_style_needs_the_outline():
 
 
 def datasets(root: str, limit=None, **suffixes):
-    return (P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'training', 7, limit=limit, **suffixes)),
-            P.build_seg_dataset(P.ade20k_dataset_cfg(root, 'validation', 7, **suffixes)))
+    return (D.build_seg_dataset(D.ade20k_dataset_cfg(root, 'training', 7, limit=limit, **suffixes)),
+            D.build_seg_dataset(D.ade20k_dataset_cfg(root, 'validation', 7, **suffixes)))
 
 
 def test_majority_baseline(tmp_path):
@@ -537,15 +537,15 @@ def test_data_errors_stop_the_study_before_any_run(tmp_path, monkeypatch):
     study stops at once with what was looked for, where, and what was found; nothing trains."""
     monkeypatch.setattr(runs, 'start_training', lambda *a, **k: pytest.fail('a run started'))
     labeled, unlabeled = make_data(tmp_path)
-    with pytest.raises(P.LabeledDataError, match=rf'^--num-labeled 9 is more than the 8 images of {labeled}/'):
+    with pytest.raises(D.LabeledDataError, match=rf'^--num-labeled 9 is more than the 8 images of {labeled}/'):
         mim.run_study(study_args(tmp_path, labeled, unlabeled, num_labeled=9))
     rename_files(labeled, '.png')
-    with pytest.raises(P.LabeledDataError) as error:
+    with pytest.raises(D.LabeledDataError) as error:
         mim.run_study(study_args(tmp_path, labeled, unlabeled))
     assert str(error.value).startswith(f'0 images matched *.jpg in {labeled}/images/training; found 8 *.png. '
                                        'Fix: pass the suffix'), error.value
     os.makedirs(tmp_path / 'empty' / 'images' / 'training')
-    with pytest.raises(P.LabeledDataError, match=r'0 images matched .* in \S+/empty/images/training \(the unlabeled '
+    with pytest.raises(D.LabeledDataError, match=r'0 images matched .* in \S+/empty/images/training \(the unlabeled '
                        r'pool\).* Fix: --unlabeled-root needs its images under images/training'):
         mim.run_study(study_args(tmp_path, labeled, str(tmp_path / 'empty'), img_suffix='.png'))
 

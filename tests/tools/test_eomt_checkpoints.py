@@ -12,7 +12,7 @@ import pytest
 import torch
 from mmengine.config import Config
 
-from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint
+from beit_mm.engine.resume import StartCheckpointError, check_start_checkpoint
 from beit_mm.apis.convert import ConversionError, convert_checkpoint
 
 from ..conftest import ROOT, load_tool
@@ -86,7 +86,7 @@ def test_drop_class_head_keeps_every_other_weight(trained_demo):
 
 def test_finetune_config_loads_everything_but_the_class_head(trained_demo, ade_demo_root, tmp_path):
     """The fine-tuning config (7 classes) from the 150-class demo model: after the start check
-    (beit_mm.apis.start_checkpoint) and MMEngine's ``load_from``, every model weight but the class head equals the
+    (beit_mm.engine.resume.start) and MMEngine's ``load_from``, every model weight but the class head equals the
     checkpoint's, and the class head has the new 7 + 1 outputs with the values the model was built with (its own init, as the official)."""
     weights, _, dst = trained_demo
     runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), dst)

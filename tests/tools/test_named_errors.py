@@ -17,7 +17,7 @@ from mmengine.config import Config
 from mmengine.runner import Runner
 
 from beit_mm.apis import CheckpointFileError, CheckpointMismatchError, build_from_config
-from beit_mm.apis.checkpoint import check_resumable
+from beit_mm.engine.resume import check_resumable
 from beit_mm.apis.train import TrainingRefused, train
 from beit_mm.apis.convert import ConversionError, convert_checkpoint
 from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
@@ -59,7 +59,7 @@ def test_truncated_checkpoint_to_convert_and_infer(files, tmp_path, monkeypatch)
 
 
 def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, monkeypatch):
-    from beit_mm.evaluation.probe import probe_model
+    from beit_mm.models.builder import load_for_features as probe_model
     shapes = r'does not fit the model .*shapes differ for .*backbone\.cls_token \(1, 1, 64\) vs \(1, 1, 32\)'
     with pytest.raises(SystemExit, match=r'export: .*other\.pth.*' + shapes):
         load_tool('tools/export.py').main([CONFIG, files['other'], '--shape', '64', '64', '--out',
@@ -78,7 +78,7 @@ def test_another_models_checkpoint_to_export_infer_and_probe(files, tmp_path, mo
 
 def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runner_checkpoint,  # noqa: F811
                                                                      ade_demo_root, tmp_path):
-    from beit_mm.apis.start_checkpoint import StartCheckpointError, check_start_checkpoint, set_resume
+    from beit_mm.engine.resume import StartCheckpointError, check_start_checkpoint, set_resume
     cfg = _cfg(ade_demo_root, str(tmp_path / 'work'))
     with pytest.raises(StartCheckpointError, match=r'--resume: .*weights\.pth holds weights but no training state.*'
                        r'Fix: to start a new run from these weights pass --cfg-options load_from='):
@@ -98,7 +98,7 @@ def test_resume_refuses_weights_only_other_models_and_a_dropped_ema(files, runne
 
 
 def test_resume_reads_a_pre_1_6_checkpoint(runner_checkpoint, ade_demo_root, tmp_path):  # noqa: F811
-    from beit_mm.apis.start_checkpoint import set_resume
+    from beit_mm.engine.resume import set_resume
     from beit_mm.engine.hooks.rng_state import checkpoint_seed
     legacy = str(tmp_path / 'legacy.pth')
     torch.save(dict(runner_checkpoint, meta=dict(runner_checkpoint['meta'], seed=7)), legacy,

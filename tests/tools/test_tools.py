@@ -34,10 +34,10 @@ from mmengine.registry import OPTIM_WRAPPERS
 from mmengine.runner import CheckpointLoader, Runner
 
 from beit_mm.apis import CheckpointFileError
-from beit_mm.apis.start_checkpoint import set_resume
 from beit_mm.data.demo.ade20k import make_demo_ade20k
+from beit_mm.engine.resume import set_resume
 from beit_mm.engine import amp_optim_wrapper
-from beit_mm.engine.amp import enable_amp
+from beit_mm.engine.run_options import enable_amp
 from beit_mm.engine.amp_optim_wrapper import cpu_has_native_bf16
 from beit_mm.fileio.safe_globals import checkpoint_safe_globals, register_checkpoint_safe_globals
 from beit_mm.engine.launch import adapt_cfg_to_launcher

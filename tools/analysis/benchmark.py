@@ -7,7 +7,7 @@ with each row's model FLOPs, achieved TFLOP/s and MFU.
     python tools/analysis/benchmark.py --parts backbone --model cvt       # backbone-only train step, CvT-13 vs HF
 
 The parts and their peers (mmpretrain, mmseg, timm where installed) are described in ``beit_mm.benchmarks.parts``;
-how a step is timed, compiled and split in ``beit_mm.benchmarks.measure``; MFU in ``beit_mm.engine.mfu``
+how a step is timed, compiled and split in ``beit_mm.benchmarks.measure``; MFU in ``beit_mm.benchmarks.mfu``
 (docs/performance.md#mfu). Defaults: on CUDA each part at its recipe's batch per GPU
 (``beit_mm.benchmarks.parts.RECIPE_BATCH``: MIM 256, fine-tuning 128, UPerNet 512 / 640 at 16 / 8, EoMT 16; an
 out-of-memory step halves it, and the row says so), 50 timed steps after 5 warm-up, 1 round; on CPU batch 2 (1 for
@@ -81,7 +81,7 @@ def main() -> None:
     from beit_mm.benchmarks.parts import default_batch, make_part
     from beit_mm.benchmarks.report import describe_peak, markdown
     from beit_mm.engine.amp_optim_wrapper import amp_dtype_for_device
-    from beit_mm.engine.mfu import device_peak, peak_kind
+    from beit_mm.benchmarks.mfu import device_peak, peak_kind
     MMLogger.get_instance('benchmark', log_level='WARNING')
     MMLogger.get_current_instance().setLevel('WARNING')
     device = torch.device(args.device)

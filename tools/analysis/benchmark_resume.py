@@ -9,7 +9,7 @@ Writes one training checkpoint the size of a BEiT-L run's (the backbone's weight
 - ``before`` (f67fafc): ``check_resumable`` (a full read), ``check_start_checkpoint``'s ``load_state_dict_file`` (a
   second) and MMEngine's load in ``Runner.resume`` through ``beit_mm.fileio`` (a third);
 - ``after``: ``check_resumable``, the weights check on what it read, then the runner's load taking that object
-  (:func:`beit_mm.engine.opened_checkpoint.give_to_runner`; here a ``Runner`` with an empty model and no hooks, so
+  (:func:`beit_mm.engine.resume.opened.give_to_runner`; here a ``Runner`` with an empty model and no hooks, so
   that only the load's read is timed, as in ``before``).
 
 Model building, data and training steps are the same in both and are left out. Prints seconds, peak RSS and the
@@ -34,8 +34,8 @@ import torch
 from mmengine.runner import Runner
 from mmengine.runner.checkpoint import _load_checkpoint
 import beit_mm
-from beit_mm.apis.checkpoint import check_resumable
-from beit_mm.engine.opened_checkpoint import OpenedCheckpoint, give_to_runner, identity_or_none
+from beit_mm.engine.resume import check_resumable
+from beit_mm.engine.resume.opened import OpenedCheckpoint, give_to_runner, identity_or_none
 from beit_mm.fileio import load_state_dict_file, unwrap_state_dict
 path, mode = sys.argv[1], sys.argv[2]
 start = time.perf_counter()

@@ -7,7 +7,7 @@
 CONFIG is any beit_mm config whose model has a probe-able backbone (a segmentation, classification or MIM
 pretraining config; ``beit_mm.DVAE`` too); CHECKPOINT a ``.pth`` or a ``tools/train.py`` work dir: a checkpoint of
 the config's own model, or any file with its backbone's weights (a MIM checkpoint probed with a segmentation config,
-a ``tools/convert_checkpoint.py`` output of official weights); ``beit_mm.evaluation.probe.probe_model`` loads it.
+a ``tools/convert_checkpoint.py`` output of official weights); ``beit_mm.models.builder.load_for_features`` loads it.
 
 Dense probe (``--labeled-root``, an ADE20K-layout root with raw ids 1..K; ``beit_mm.evaluation.probe``): a linear
 probe and a k-NN classifier of each patch's majority label on the frozen patch features of ``--layers`` (default: the
@@ -65,7 +65,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
-    from beit_mm.evaluation.probe import LabeledDataError
+    from beit_mm.evaluation.labeled_data import LabeledDataError
     from beit_mm.fileio.outputs import OutputError
     try:
         run(args)
@@ -76,7 +76,9 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     import torch
 
-    from beit_mm.evaluation.probe import DenseProbe, classification_probe, load_image_folder, probe_model
+    from beit_mm.evaluation.labeled_data import load_image_folder
+    from beit_mm.evaluation.probe import DenseProbe, classification_probe
+    from beit_mm.models.builder import load_for_features
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', torch.get_num_threads())))
     from mmengine.config import Config
     from mmengine.logging import MMLogger
@@ -87,8 +89,8 @@ def run(args: argparse.Namespace) -> None:
         check_output(args.out, overwrite=args.overwrite,
                      inputs=[args.config, resolve_checkpoint(args.checkpoint), args.labeled_root, args.imagenet_root])
     cfg = Config.fromfile(args.config)
-    model = probe_model(args.config, args.checkpoint, args.seed)
-    random_model = probe_model(args.config, None, args.seed)
+    model = load_for_features(args.config, args.checkpoint, args.seed)
+    random_model = load_for_features(args.config, None, args.seed)
     size = args.img_size or default_img_size(cfg)
     results = {}
     last = None

@@ -1,5 +1,5 @@
 from .atomic_checkpoint import AtomicCheckpointHook  # noqa: F401
-from .checkpoint_guard import CheckpointGuardHook, use_checkpoint_guard_hook  # noqa: F401
+from ..resume.guard import CheckpointGuardHook, use_checkpoint_guard_hook  # noqa: F401
 from .batch_norm_sync import BatchNormSyncHook, use_batch_norm_sync_hook  # noqa: F401
 from .batch_size_check import BatchSizeCheckHook, batch_size_warning, effective_batch_size  # noqa: F401
 from .dataset_check import SegDatasetCheckHook  # noqa: F401

@@ -6,13 +6,9 @@ import logging
 from mmengine.config import Config
 from mmengine.logging import print_log
 
-# --ema without an ``ema_cfg`` in the config. unilm beit/run_class_finetuning.py: ``--model_ema_decay`` default 0.9999,
-# ``ModelEma.update(model)`` after every optimizer step (timm ModelEma: ema = decay * ema + (1 - decay) * weights);
-# MMEngine's ExponentialMovingAverage: ema = (1 - momentum) * ema + momentum * weights, so momentum = 1 - decay.
-# mmpretrain 1.2.0 configs/convnext/convnext-base_32xb128_in1k.py line 18: EMAHook momentum=1e-4, priority
-# 'ABOVE_NORMAL' (vision_transformer/vit-base-p16_32xb128-mae_in1k.py line 53: 1e-4), so that the EMA weights are
-# swapped in before validation and checkpoint hooks run. Buffers (BatchNorm statistics) are copied, not averaged
-# (MMEngine's default, update_buffers=False).
+# --ema without an ``ema_cfg``: unilm's ``--model_ema_decay`` 0.9999 as MMEngine's momentum = 1 - decay, at
+# mmpretrain's priority (its ConvNeXt and ViT-MAE configs), so that the EMA weights are in place before validation and
+# checkpoints; buffers copied, not averaged.
 EMA_DEFAULTS = dict(type='EMAHook', ema_type='ExponentialMovingAverage', momentum=1e-4, update_buffers=False,
                     priority='ABOVE_NORMAL')
 

@@ -1,16 +1,12 @@
-"""Draw what masked image modeling predicts during training (the picture of ``tools/visualize.py mim``).
+"""Draw what masked image modeling predicts during training.
 
-Every ``interval`` training iterations the first image of the current batch is drawn -- image, blockwise mask,
-tokenizer reconstruction, the model's prediction at the masked patches decoded by the dVAE decoder -- and handed to
-``runner.visualizer.add_image('mim', ...)``: a PNG under ``<work_dir>/<timestamp>/vis_data/vis_image/`` with the
-config's ``LocalVisBackend``, an image in TensorBoard with ``TensorboardVisBackend`` (``tools/train.py
---tensorboard``). The hook is not imported by ``beit_mm``; a config enables it with::
+Every ``interval`` iterations the batch's first image, its blockwise mask, the tokenizer's reconstruction and the
+model's prediction at the masked patches (decoded by the dVAE whose encoder is the MIM tokenizer) go to
+``runner.visualizer.add_image('mim', ...)``. Not imported by ``beit_mm``; a config enables it with::
 
     custom_imports = dict(imports=['beit_mm', 'beit_mm.engine.hooks.mim_visualization'], allow_failed_imports=False)
     custom_hooks = [dict(type='beit_mm.MIMVisualizationHook', dvae_config='configs/dvae/...py',
                          dvae_checkpoint='work_dirs/chain/dvae', interval=100)]
-
-The dVAE must be the one whose encoder is the MIM tokenizer (``tools/run_chain.sh`` trains and exports it).
 """
 from __future__ import annotations
 
@@ -20,8 +16,8 @@ from mmengine.model import is_model_wrapper
 
 from beit_mm.registry import HOOKS
 
+from ...models.builder import load_model
 from ...visualization.figures import mim_figure, to_uint8
-from ...apis import load_model
 from ...visualization.mim import mim_pictures
 
 

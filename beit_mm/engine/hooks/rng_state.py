@@ -1,38 +1,20 @@
-"""Checkpoints carry every process's random number generator states, and ``--resume`` restores them, so that a killed
-and resumed run with dropout or drop path ends with the same weights as an uninterrupted one.
+"""Checkpoints carry every process's generator states and a resume restores them, so that a killed and resumed run
+with dropout or drop path ends with the same weights as an uninterrupted one (MMEngine 0.10.7 saves only the seed).
 
-MMEngine 0.10.7 saves the seed but no generator state: on resume it seeds again and replays the sampler (it loads the
-batches of the finished iterations again), which reproduces the data but not the draws of the training step (drop
-path and dropout masks come from torch's global generator), so the resumed run diverges at its first step.
+:class:`RNGStateHook`, per process:
 
-What :class:`RNGStateHook` does, per process (rank):
+- **save**: before ``CheckpointHook`` saves (priority ``LOW``), every process captures torch CPU, CUDA, numpy and
+  python ``random`` states, gathered to rank 0 and written as ``checkpoint['rng_states']`` (a list by rank of plain
+  tensors and numbers, readable with ``weights_only``).
+- **resume**: restored in ``before_train`` when the run really resumes (``runner.iter`` equals the checkpoint's);
+  an ``IterBasedTrainLoop`` replays the finished iterations' batches first, so there they are set right after it.
+- **validation** leaves the states as it found them, so runs with and without validation train identically.
 
-- **save**: right before the checkpoint hook saves (``after_train_iter``/``after_train_epoch``, priority ``LOW``,
-  above ``CheckpointHook``'s ``VERY_LOW``), every process captures its states -- torch CPU, CUDA (current device),
-  numpy's global generator, python ``random`` -- and they are gathered to rank 0 (``all_gather_object``; the save
-  itself runs on rank 0 only: ``Runner.save_checkpoint`` is ``master_only``). ``before_save_checkpoint`` writes them as
-  ``checkpoint['rng_states']``: a list indexed by rank of plain tensors and numbers (``weights_only`` loading reads
-  them).
-- **resume**: ``after_load_checkpoint`` keeps them; ``before_train`` restores this rank's states when the run really
-  resumes (``runner.iter`` equals the checkpoint's iteration; a ``load_from`` fine-tuning start restores nothing).
-  An ``IterBasedTrainLoop`` first replays the finished iterations' batches (consuming the data's random draws again),
-  so there the states are set right after that replay, before the next batch is loaded: exactly where the
-  uninterrupted run stood after the save.
-- **validation** during training leaves the states as it found them (``before_val``/``after_val``): its dataloader
-  draws a seed from torch's generator when it starts, which the uninterrupted run would do after the save and a run
-  resumed from that checkpoint would not; with this, runs with and without validation train identically.
-
-Data order: the sampler and the dataloader workers are seeded from the run's seed when the dataloader is built,
-before the checkpoint is read, so ``tools/train.py --resume`` sets ``randomness.seed`` to the checkpoint's seed
-beforehand (:func:`use_rng_state_hook`; MMEngine only re-seeds the global generators, which matters when the config has
-no seed and every run draws one). ``randomness.diff_rank_seed=True`` (the ImageNet fine-tuning configs: unilm's
-``seed + rank``): MMEngine seeds process r with ``seed + r``, saves rank 0's (the base seed) in ``meta.seed`` and re-seeds
-r with it ``+ r`` on resume; the sampler gets ``seed=None`` and draws its seed with ``sync_random_seed`` (rank 0's
-``np.random.randint(2**31)`` right after the run's seeding, broadcast), so given the seed it is the same number in a
-repeated run (tests/engine/test_scale.py) and in a resumed one (the seed is set before the dataloader is built). Not covered:
-a different number of processes than the checkpoint's (a warning; nothing is restored), a best checkpoint saved at an
-iteration without a periodic save in a multi-process run (it carries rank 0's states only; the other ranks warn), the
-generators of other devices (MPS, NPU) and generators a model creates itself.
+The sampler and workers are seeded when the dataloader is built, before the checkpoint is read, so
+:func:`use_rng_state_hook` sets ``randomness.seed`` to the checkpoint's beforehand (``diff_rank_seed``: rank r gets
+``seed + r`` as in MMEngine). Not covered: another number of processes (a warning, nothing restored), a best
+checkpoint saved between periodic saves in a multi-process run (rank 0's states only), other devices' generators and
+generators a model creates itself.
 """
 from __future__ import annotations
 
@@ -49,9 +31,9 @@ from mmengine.dist import all_gather_object, get_rank, get_world_size
 from mmengine.hooks import CheckpointHook, Hook
 from mmengine.logging import print_log
 
-from beit_mm.engine.resume import check_seed
-from beit_mm.fileio import open_checkpoint
-from beit_mm.registry import HOOKS
+from ...fileio import open_checkpoint
+from ...registry import HOOKS
+from ..resume.counters import check_seed
 
 from .atomic_checkpoint import ensure_custom_hook
 
@@ -130,7 +112,7 @@ class _RestoreAfterReplay:
 class RNGStateHook(Hook):
     """Save every process's generator states in checkpoints and restore them on resume (see the module docstring).
 
-    ``tools/train.py`` adds it to every config (:func:`use_rng_state_hook`); elsewhere:
+    Every training run gets it (:func:`use_rng_state_hook`); elsewhere:
     ``custom_hooks = [dict(type='beit_mm.RNGStateHook')]``.
     """
 
@@ -220,9 +202,8 @@ def checkpoint_seed(path: str) -> int | None:
 def use_rng_state_hook(cfg: Config, opened: dict | None = None) -> None:
     """Add ``beit_mm.RNGStateHook`` to ``cfg.custom_hooks`` (unless there), and when the config resumes
     (``cfg.resume`` with ``cfg.load_from``), set ``randomness.seed`` to the checkpoint's seed so that the sampler and
-    the dataloader workers are seeded as in the interrupted run. What ``tools/train.py`` does for every config.
-    ``opened``: the resumed checkpoint as ``tools/train.py`` already read it (else its seed is read from the file);
-    the warning is printed by rank 0 only."""
+    the dataloader workers are seeded as in the interrupted run. ``opened``: the resumed checkpoint already read
+    (else its seed is read from the file); the warning is printed by rank 0 only."""
     ensure_custom_hook(cfg, RNGStateHook, 'beit_mm.RNGStateHook')
     if not (cfg.get('resume') and cfg.get('load_from')):
         return

@@ -1,37 +1,20 @@
 """Layer-wise learning-rate decay: one optimizer param group per (layer id, weight decay).
 
-The layer id of every parameter is asked of the model (``get_layer_depth``), never inferred from class names or by
-parsing layer numbers out of parameter names (STYLE.md rule 7). Convention (mmpretrain, unilm, REFERENCE.md section 4):
-``get_layer_depth(name) -> (layer_id, num_layers)`` with ``num_layers = depth + 2``; id 0 is the stem (tokens, position
-embedding, patch embedding), block ``i`` is ``i + 1``, and everything after the backbone is ``num_layers - 1``, so
+The layer id is asked of the model (``get_layer_depth(name) -> (layer_id, num_layers)``, ``num_layers = depth + 2``:
+0 the stem, block ``i`` is ``i + 1``, everything after the backbone ``num_layers - 1``; the backbone's when the top
+model has none, as mmseg's ``EncoderDecoder``)::
 
     lr(param) = base_lr * layer_decay_rate ** (num_layers - 1 - layer_id)
 
-which is ``base_lr`` for necks/heads and ``base_lr * decay ** (depth + 1)`` for the patch embedding.
-
-Differences to the toolkits' constructors (REFERENCE.md section 4, section 6 item 5):
-
-- mmseg's ``LearningRateDecayOptimizerConstructor`` dispatches on the backbone's class name (``'BEiT' in name``) and
-  compares ``cls_token``/``pos_embed`` against prefixed names, so those still get weight decay (as in unilm's
-  segmentation constructor, whose published runs therefore decayed them). Here no-decay names are matched against the
-  dotted components of the full name, so ``no_decay_names=('cls_token',)`` really exempts ``backbone.cls_token``; a
-  recipe that reproduces the segmentation runs says so with ``no_decay_names=()``.
-- mmpretrain's ``LearningRateDecayOptimWrapperConstructor`` needs ``get_layer_depth`` on the top model, which mmseg's
-  ``EncoderDecoder`` lacks. Here the backbone's ``get_layer_depth`` is used when the top model has none.
-
 Two weight-decay rules (``paramwise_cfg.weight_decay_rule``), so a config states which reference it follows:
 
-- ``'unilm'``: the rule of unilm ``beit/optim_factory.py::get_parameter_groups`` (line 65: ``len(param.shape) == 1 or
-  name.endswith(".bias") or name in skip_list``) and of unilm ``beit/semantic_segmentation/mmcv_custom/
-  layer_decay_optimizer_constructor.py::LayerDecayOptimizerConstructor.add_params`` (line 43, the same test with
-  ``('pos_embed', 'cls_token')`` in place of ``skip_list``). Every 1-D parameter and every ``*.bias`` is exempt, plus
-  ``no_decay_names`` (default ``('cls_token', 'pos_embed')`` = unilm ``VisionTransformer.no_weight_decay()``, the
-  ``skip_list`` of ``run_class_finetuning.py`` and ``run_beit_pretraining.py``). unilm's segmentation constructor compares
-  ``backbone.``-prefixed names against ``('pos_embed', 'cls_token')``, which never match, so segmentation recipes pass
-  ``no_decay_names=()``: tokens and relative position tables are decayed there.
-- ``'names'`` (default; beit_mm's own rule for recipes without a published reference): ``no_decay_names`` (default
+- ``'unilm'``: unilm ``beit/optim_factory.py::get_parameter_groups`` (line 65) and its segmentation constructor
+  (line 43): every 1-D parameter and ``*.bias`` exempt, plus ``no_decay_names`` (default
+  :data:`UNILM_NO_DECAY_NAMES`). unilm's segmentation constructor compares prefixed names, which never match, so
+  segmentation recipes reproduce it with ``no_decay_names=()``.
+- ``'names'`` (default): ``no_decay_names`` (matched against the dotted components of the full name; default
   :data:`DEFAULT_NO_DECAY_NAMES`), then norm layers by module type (``norm_decay_mult``), then ``bias``
-  (``bias_decay_mult``); any other parameter, also a 1-D one, decays.
+  (``bias_decay_mult``); any other parameter decays.
 """
 from typing import Callable, Dict, List, Optional, Set, Tuple
 

@@ -1,8 +1,8 @@
-"""``beit_mm.engine.mfu``: the peak table by device name and the MFU arithmetic, on known numbers."""
+"""``beit_mm.benchmarks.mfu``: the peak table by device name and the MFU arithmetic, on known numbers."""
 import pytest
 import torch
 
-from beit_mm.engine.mfu import achieved_tflops, device_peak, mfu, peak_kind, step_flops_per_image
+from beit_mm.benchmarks.mfu import achieved_tflops, device_peak, mfu, peak_kind, step_flops_per_image
 
 
 @pytest.mark.parametrize('name,kind,device,tflops', [

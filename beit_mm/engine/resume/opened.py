@@ -1,15 +1,9 @@
-"""A checkpoint the checks before a run already read, given to that run's MMEngine load instead of a second read.
+"""A checkpoint the start checks already read, given to the run's MMEngine load instead of a second read.
 
-``--resume CKPT`` opens the file once (:func:`beit_mm.apis.start_checkpoint.set_resume`: training state, EMA, seed,
-weights against the model); :func:`give_to_runner` then makes the one runner's load (``Runner.resume`` ->
-``Runner.load_checkpoint``, or a ``FlexibleRunner``'s strategy) take that object, so a BEiT-L checkpoint (3.6 GB with
-AdamW state) is read once, not three times. The object travels by argument and lives on that runner only, once, and
-only while the file is the one that was read (:func:`beit_mm.fileio.checkpoint.file_identity`: real path, device,
-inode, size, modification time); any other load reads through the file room as before.
-
-The two loads below are MMEngine 0.10.7's ``Runner.load_checkpoint`` and ``SingleDeviceStrategy.load_checkpoint``
-(``mmengine/runner/runner.py``, ``mmengine/_strategy/single_device.py``) with the ``_load_checkpoint(filename)`` read
-replaced by the object already read; the opened object holds CPU tensors, which loading moves to the model's device.
+The object lives on that one runner, is taken once, and only while the file is the one read
+(:func:`beit_mm.fileio.checkpoint.file_identity`); any other load reads the file as MMEngine does. The two loads below
+are MMEngine 0.10.7's ``Runner.load_checkpoint`` and ``SingleDeviceStrategy.load_checkpoint`` with the file read
+replaced by the object.
 """
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from mmengine.model import is_model_wrapper
 from mmengine.runner import FlexibleRunner, Runner
 from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
-from ..fileio.checkpoint import file_identity
+from ...fileio.checkpoint import file_identity
 
 _REVISE_KEYS = ((r'^module.', ''), )  # MMEngine's default: strip DDP's 'module.' prefix
 

@@ -1,19 +1,14 @@
 """Model FLOPs utilization (MFU): achieved model FLOP/s over the device's dense peak for the dtype the matmuls run in.
 
-Rule (PaLM, arXiv 2204.02311 appendix B; docs/performance.md "MFU"):
+Rule (PaLM, arXiv 2204.02311 appendix B):
 
-- FLOPs of a step per image: the project's counter (:func:`beit_mm.evaluation.flops.complexity`) counts one
-  multiply-add as 1; MFU counts it as 2. A train step costs 3 x the forward (forward + backward of activations and of
-  weights); a frozen part (a MIM tokenizer) runs forward only: ``2 * (3 * (fwd - frozen) + frozen)``. Inference:
-  ``2 * fwd``. Recomputation, attention masking savings and the optimizer are not counted (model FLOPs, not
-  hardware FLOPs).
+- FLOPs per image: the counter (:func:`beit_mm.evaluation.flops.complexity`) counts a multiply-add as 1, MFU as 2. A
+  train step is 3 x the forward, a frozen part (a MIM tokenizer) forward only: ``2 * (3 * (fwd - frozen) + frozen)``;
+  inference ``2 * fwd``. Recomputation, masking savings and the optimizer are not counted.
 - achieved TFLOP/s = FLOPs per image x images/s / 1e12; MFU = achieved / peak.
-- Peak: the dense (no 2:4 sparsity) tensor-core number of the dtype the matmuls run in: ``bf16``/``fp16`` for autocast
-  rows; for fp32 rows ``tf32`` when ``torch.get_float32_matmul_precision()`` is ``'high'`` or ``'medium'`` (matmuls on
-  TF32/bf16 tensor cores) and ``fp32`` (CUDA cores, no tensor cores) at ``'highest'``, PyTorch's default and what
-  ``tools/train.py`` runs. cuDNN convolutions use TF32 by default (``torch.backends.cudnn.allow_tf32``), so an fp32
-  row of a conv-heavy model (UPerNet's head) can overstate its MFU against the fp32 peak.
-- CPUs have no entry: their rows give TFLOP/s without MFU.
+- Peak: the dense tensor-core number of the matmul dtype: ``bf16``/``fp16`` under autocast; for fp32 ``tf32`` at
+  ``torch.get_float32_matmul_precision()`` ``'high'``/``'medium'``, else ``fp32`` (cuDNN convolutions use TF32 by
+  default, so a conv-heavy fp32 row can overstate its MFU). CPUs have no entry: TFLOP/s without MFU.
 """
 from __future__ import annotations
 

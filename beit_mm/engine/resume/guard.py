@@ -1,22 +1,11 @@
-"""A resumed checkpoint is validated as a whole before MMEngine acts on it (:mod:`beit_mm.engine.resume`).
+"""The resume guard: a resumed checkpoint validated as a whole before MMEngine acts on it.
 
-MMEngine 0.10.7's ``Runner.resume`` calls ``load_checkpoint``, whose first step after opening the file is
-``call_hook('after_load_checkpoint', checkpoint=...)``; only then do ``EMAHook`` swap ``ema_state_dict`` in, the
-weights load, the loop take ``_iter``/``_epoch`` from ``meta``, the run re-seed from ``meta.seed``, the message hub
-(which ``CheckpointHook`` reads in ``before_train``), the optimizer and the parameter schedulers load.
-:class:`CheckpointGuardHook` runs there, first of all hooks (``HIGHEST``), and validates and cleans the checkpoint in
-place in one pass: everything off the allow-list dropped, the rest checked against this run after any conversion. A
-refusal is a :class:`~beit_mm.engine.resume.TrainingStateError`, which ``tools/train.py`` prints as one line.
-
-Every checkpoint records the batch it was trained with in ``meta`` (``before_save_checkpoint``: processes, images per
-process, accumulation, images seen; :func:`~beit_mm.engine.resume.batch_record`). A resume compares it with this
-run's: another global batch per update is refused with the fixes named, unless the run is told to continue
-(``schedule_in_samples``, ``tools/train.py --resume-schedule-in-samples``); where an iteration sees another number
-of images, every iteration count (``meta.iter``, the schedulers' iteration state, an ``IterBasedTrainLoop``'s
-``max_iters``) is converted so that the schedule continues counted in images seen (docs/faults.md, "Resuming with
-another number of GPUs"). A checkpoint without the record resumes as it is, with a warning.
-
-A ``load_from`` start (no resume) uses only the weights: nothing is checked then.
+MMEngine 0.10.7's ``Runner.load_checkpoint`` calls ``after_load_checkpoint`` right after opening the file, before
+``EMAHook``, the weights, the loop counters, the seed, the message hub, the optimizer and the schedulers use it.
+:class:`CheckpointGuardHook` runs there first (``HIGHEST``) and cleans the checkpoint in place
+(:func:`~beit_mm.engine.resume.validate.validate_resume`). Every checkpoint records the batch it was trained with
+(``before_save_checkpoint``); another global batch is refused unless ``schedule_in_samples``, which converts the
+iteration counts so that the schedule continues in images seen. A ``load_from`` start is not checked here.
 """
 from __future__ import annotations
 
@@ -24,17 +13,17 @@ from mmengine.config import Config
 from mmengine.hooks import Hook
 from mmengine.runner.checkpoint import find_latest_checkpoint
 
-from beit_mm.engine.resume import batch_now, batch_record, validate_resume
-from beit_mm.registry import HOOKS
-
-from .atomic_checkpoint import ensure_custom_hook
+from ...registry import HOOKS
+from ..hooks.atomic_checkpoint import ensure_custom_hook
+from .counters import batch_now, batch_record
+from .validate import validate_resume
 
 
 @HOOKS.register_module()
 class CheckpointGuardHook(Hook):
     """Check a resumed checkpoint's training state in place before ``Runner.resume`` uses it (module docstring).
 
-    ``tools/train.py`` adds it to every config (:func:`use_checkpoint_guard_hook`); elsewhere:
+    Every training run gets it (:func:`use_checkpoint_guard_hook`); elsewhere:
     ``custom_hooks = [dict(type='beit_mm.CheckpointGuardHook')]``.
     """
 
@@ -83,7 +72,7 @@ class CheckpointGuardHook(Hook):
 
 
 def use_checkpoint_guard_hook(cfg: Config, schedule_in_samples: bool = False) -> None:
-    """Add ``beit_mm.CheckpointGuardHook`` to ``cfg.custom_hooks`` unless there (what ``tools/train.py`` does for every
-    config); ``schedule_in_samples`` (``--resume-schedule-in-samples``) is set on it either way."""
+    """Add ``beit_mm.CheckpointGuardHook`` to ``cfg.custom_hooks`` unless there; ``schedule_in_samples``
+    (``--resume-schedule-in-samples``) is set on it either way."""
     ensure_custom_hook(cfg, CheckpointGuardHook, 'beit_mm.CheckpointGuardHook',
                        **({'schedule_in_samples': True} if schedule_in_samples else {}))
