@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.data.demo.root import NotADemoRootError
 from beit_mm.fileio.outputs import OutputError
 from beit_mm.studies.settings import StudySettingsError, TransferStudySettings, add_mim_study_arguments
 from beit_mm.studies.transfer import DATASETS, DEFAULT_DATASETS, run_transfer_study
@@ -64,6 +63,7 @@ def parse_args(argv: list[str] | None = None) -> TransferStudySettings:
 
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
+    from beit_mm.data.demo.root import NotADemoRootError
     try:
         text = run_transfer_study(settings)
     except (NotADemoRootError, OutputError) as error:
