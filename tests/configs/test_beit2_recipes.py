@@ -1,25 +1,16 @@
-"""The BEiT v2 and VQ-KD configs (configs/beit2/, configs/vqkd/) reproduce unilm's published BEiT v2 runs: every
-value pinned in tests/configs/reference_recipes.py ``RECIPES_V2`` (each with the microsoft/unilm ``beit2/`` file and line it
-was read from: recipe, normalization, data pipeline incl. the exact-count masks and ``drop_last``, test-time padding,
-precision), schedule (S), weight decay and lr of every parameter (W) and batch (B), checked against that table and
-against the reference optimizer/scheduler code re-implemented from its source, never against the config's own
-literals.
+"""The BEiT v2 and VQ-KD configs reproduce unilm's published BEiT v2 runs: every value of reference_recipes.py
+``RECIPES_V2``, schedule, per-parameter lr and weight decay, and batch, checked against that table and the reference
+code re-implemented from its source, never the config's own literals.
 
-Reference code re-implemented here (read, not copied):
-- unilm ``beit2/utils.py`` ``cosine_scheduler`` (lines 530-547): one lr per optimizer update, ``np.linspace(0, lr,
-  W)`` warmup then a cosine to ``min_lr``; used by ``run_beitv2_pretraining.py`` (lines 277-280) and
-  ``run_class_finetuning.py`` (lines 537-540);
-- unilm ``beit2/optim_factory.py`` ``get_parameter_groups`` (lines 58-105: no weight decay when ``param.ndim <= 1``,
-  for ``.bias`` and for ``skip_list``), ``get_num_layer_for_vit`` (lines 33-44), ``LayerDecayValueAssigner``
-  (lines 47-55); ``run_class_finetuning.py`` lines 500-508 (values ``decay ** (L + 1 - i)``, skip list
-  ``no_weight_decay() = {pos_embed, cls_token}``); ``run_beitv2_pretraining.py`` line 272 (``create_optimizer(args,
-  model)``: the same skip list, no layer decay) and ``modeling_pretrain.py`` lines 97-99 (``no_weight_decay``);
+Reference code (read, not copied):
+- unilm ``beit2/utils.py`` ``cosine_scheduler`` (lines 530-547), used by ``run_beitv2_pretraining.py``
+  (lines 277-280) and ``run_class_finetuning.py`` (lines 537-540);
+- unilm ``beit2/optim_factory.py`` ``get_parameter_groups`` (lines 58-105), ``get_num_layer_for_vit`` (lines 33-44),
+  ``LayerDecayValueAssigner`` (lines 47-55); ``run_class_finetuning.py`` lines 500-508; ``run_beitv2_pretraining.py``
+  line 272 and ``modeling_pretrain.py`` lines 97-99 (``no_weight_decay``);
 - unilm ``beit2/semantic_segmentation/mmcv_custom/layer_decay_optimizer_constructor.py``
   ``LayerDecayOptimizerConstructor.add_params`` (lines 20-66) and its ``get_num_layer_for_vit`` (lines 6-15);
-- mmcv 1.x ``LrUpdaterHook`` linear warmup (``k = (1 - i / W) * (1 - warmup_ratio)``, ``lr = regular * (1 - k)``)
-  and ``PolyLrUpdaterHook.get_lr`` (``(base - min_lr) * (1 - i / max_iters) ** power + min_lr``), set before every
-  iteration, which unilm's segmentation runs used (``IterBasedRunnerAmp``).
-"""
+- mmcv 1.x ``LrUpdaterHook`` linear warmup and ``PolyLrUpdaterHook.get_lr``, as unilm's segmentation runs used."""
 import copy
 import math
 import os

@@ -1,26 +1,18 @@
-"""The full-size configs reproduce the published runs, checked against the reference code, not against their own
-literals.
+"""The full-size configs reproduce the published runs, checked against the reference code, not their own literals.
 
-Reference code re-implemented here from its source (read, not copied; cited per function):
+Reference code re-implemented here (read, not copied; cited per function):
 
-- mmcv 1.x ``mmcv/runner/hooks/lr_updater.py``: ``LrUpdaterHook.before_train_iter`` (sets the lr at every
-  iteration; warmup while ``iter < warmup_iters``), ``LrUpdaterHook.get_warmup_lr`` (``'linear'``: ``k = (1 - i / W) *
-  (1 - warmup_ratio)``, ``lr = regular_lr * (1 - k)``) and ``PolyLrUpdaterHook.get_lr`` (``(base - min_lr) * (1 -
-  iter / max_iters) ** power + min_lr``), which unilm's and mmseg 0.x's BEiT/Swin segmentation runs used;
+- mmcv 1.x ``mmcv/runner/hooks/lr_updater.py``: ``LrUpdaterHook.before_train_iter``, ``get_warmup_lr``
+  (``'linear'``) and ``PolyLrUpdaterHook.get_lr``, as unilm's and mmseg 0.x's segmentation runs used;
 - unilm ``beit/semantic_segmentation/mmcv_custom/apex_runner/optimizer.py`` ``DistOptimizerHook.after_train_iter``
-  (optimizer step when ``every_n_iters(runner, update_interval)``, i.e. ``(iter + 1) % update_interval == 0``; mmcv's
-  ``GradientCumulativeOptimizerHook`` of the mmseg 0.x config steps at the same iterations);
-- unilm ``beit/utils.py`` ``cosine_scheduler`` (one value per optimizer update: ``np.linspace(0, lr, W)`` then a
-  cosine to ``min_lr``), used by ``run_beit_pretraining.py`` and ``run_class_finetuning.py``;
+  (step when ``(iter + 1) % update_interval == 0``);
+- unilm ``beit/utils.py`` ``cosine_scheduler``, used by ``run_beit_pretraining.py`` and ``run_class_finetuning.py``;
 - unilm ``beit/optim_factory.py`` ``get_parameter_groups`` (line 65), ``get_num_layer_for_vit``,
-  ``LayerDecayValueAssigner``; ``run_class_finetuning.py`` lines 465-499 (values ``decay ** (L + 1 - i)``,
-  ``skip_list = model.no_weight_decay() = {'pos_embed', 'cls_token'}``); ``run_beit_pretraining.py`` line 223
-  (``create_optimizer(args, model)``: same skip list, no layer decay);
+  ``LayerDecayValueAssigner``; ``run_class_finetuning.py`` lines 465-499; ``run_beit_pretraining.py`` line 223;
 - unilm ``beit/semantic_segmentation/mmcv_custom/layer_decay_optimizer_constructor.py``
   ``LayerDecayOptimizerConstructor.add_params`` (line 43) and its ``get_num_layer_for_vit``;
 - unilm ``mmcv_custom/resize_transform.py`` ``SETR_Resize._resize_img`` (lines 173-188) with mmcv 1.x
-  ``MultiScaleFlipAug`` scales ``(int(2560 * r), int(640 * r))`` and ``mmcv.rescale_size`` rounding.
-"""
+  ``MultiScaleFlipAug`` scales ``(int(2560 * r), int(640 * r))`` and ``mmcv.rescale_size`` rounding."""
 import copy
 import glob
 import math

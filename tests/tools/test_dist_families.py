@@ -1,27 +1,11 @@
-"""Each config family's demo on 2 processes (gloo on CPU), as users launch it on several GPUs: 2 training iterations
-ending in a validation, then a test of the checkpoint, printing the metric.
+"""Each config family's demo on 2 processes (gloo on CPU): 2 training iterations ending in a validation, then a test
+of the checkpoint, printing the metric.
 
-- The EoMT COCO panoptic demo goes through the shell launchers, ``tools/dist_train.sh CONFIG 2`` then
-  ``tools/dist_test.sh CONFIG CKPT 2``.
-- Every other family runs in one torchrun launch of ``tests/support/dist_families.py``: in each process, per family,
-  the library calls of ``tools/train.py`` and ``tools/test.py`` (``beit_mm.apis.train.train`` and
-  ``beit_mm.apis.testing.run_test`` with ``launcher='pytorch'``), each creating the process group and destroying it
-  at its end; the imports are paid once. Two chains follow the demos: BEiT MIM -> ImageNet fine-tuning from its
-  checkpoint, VQ-KD -> the BEiT v2 recipe's demo (cls-token pretraining) with that tokenizer. MIM and tokenizer
-  families (BEiT and CvT MIM, BEiT v2, the dVAE, VQ-KD) have no validation or test split (their configs define none):
-  they train only, and their training numbers and hooks' files stand for the metric. The two ImageNet families
-  train with full-size recipes' train pipelines at the demo's size, their augmentations applied by
-  ``AugmentClsDataPreprocessor``: BEiT fine-tuning's (the crop and the draws on the worker) and CvT-13's GPU-decode
-  one (the worker reads the bytes, ``pseudo_collate``).
-
-Every launch, and every family in the worker's, has a time limit: a process left waiting in a collective that the
-other never enters (a metric, a hook or a checkpoint write that synchronises on one rank only) fails the tests with
-the family it was running and its last output instead of hanging the suite. The rank-0 outputs of the hooks are
-checked: the checkpoint, the log, the visualizer's pictures (``show_dir``: rank 0's share of the test images, as
-MMEngine draws), the dense probe's curve and the tokenizer's held-out numbers. Sizes are the smallest that run each
-path: 8 training images, 2 per batch and process, and 3 validation images, an odd number for 2 processes (ImageNet
-layout: 10 training images in batches of 3, 5 validation images).
-"""
+The EoMT COCO panoptic demo goes through ``tools/dist_train.sh``/``dist_test.sh``; every other family runs in one
+torchrun launch of ``tests/support/dist_families.py`` (``train`` and ``run_test`` with ``launcher='pytorch'``), with
+two chains: BEiT MIM -> ImageNet fine-tuning, VQ-KD -> BEiT v2 pretraining. MIM and tokenizer families train only.
+Every launch and family has a time limit, so a rank left waiting in a collective fails with its family and output
+instead of hanging; rank 0's checkpoint, log, pictures, probe curve and tokenizer numbers are checked."""
 from __future__ import annotations
 
 import dataclasses
