@@ -1,18 +1,10 @@
-"""RandAugment and RandomErasing drawn on the worker (``beit_mm.SampleRandAugment``, ``beit_mm.SampleRandomErasing``)
-and applied by ``beit_mm.AugmentClsDataPreprocessor`` on the device (here the CPU), against mmpretrain 1.2.0's
-``RandAugment`` and ``RandomErasing`` (mmcv 2.1.0's image functions, OpenCV 4.10) on the worker, as the fine-tuning
-recipes use them (unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` ``build_transform``: timm's
-``rand-m9-mstd0.5-inc1`` and ``reprob 0.25``, ``remode 'pixel'``; the parameters are pinned in
-tests/configs/reference_recipes.py).
+"""RandAugment and RandomErasing drawn on the worker and applied by ``AugmentClsDataPreprocessor`` against mmpretrain
+1.2.0's ``RandAugment`` and ``RandomErasing`` as the fine-tuning recipes use them (microsoft/unilm@768a3c87
+``beit/datasets.py`` ``build_transform``: ``rand-m9-mstd0.5-inc1``, ``reprob 0.25``, ``remode 'pixel'``).
 
-What is equal and what is not, on photo-like crops (``beit_mm.data.demo.photos``):
-- exact (0 of all values differ): each of the 15 ``timm_increasing`` ops, with the same seed (the same NumPy draws:
-  the RNG state after the draws is equal too); ``cv2.warpAffine`` bicubic with a constant border (rotate, shear,
-  translate); the recipe's two-op RandAugment; the erasing box, and every pixel outside it;
-- the same distribution, not the same numbers: the erasing noise (torch's RNG on the device; a two-sample
-  Kolmogorov-Smirnov test on ~10^5 values), and, because the worker no longer draws that noise from NumPy, the draws
-  of the images after an erased one (two-sample tests on 10^4 sequential draws).
-"""
+Exact: each of the 15 ``timm_increasing`` ops with the same seed, the recipe's two-op RandAugment, the erasing box and
+every pixel outside it. Same distribution (two-sample Kolmogorov-Smirnov tests): the erasing noise and the draws of
+the images after an erased one."""
 from __future__ import annotations
 
 import cv2
