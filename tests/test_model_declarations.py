@@ -1,16 +1,6 @@
-"""The tools ask the model, not its class name (STYLE rule 13): a subclass registered under another name, a scoped
-or unscoped registry name and a class given as the config's type all get what their class declares or derives.
-
-- ``beit_mm.apis.inference``: EoMT's inference weights (``EoMT.inference_weights``) for a config whose model is an
-  EoMT subclass registered as ``beit_mm.RenamedEoMT``, as for ``'EoMT'`` in scope ``beit_mm`` and the class itself;
-- ``beit_mm.apis.export.model_kind`` / ``beit_mm.apis.hub``: an mmpretrain ``ImageClassifier`` subclass is a
-  classifier (HF ``BeitForImageClassification``, not a bare ``BeitModel``);
-- ``beit_mm.converters.hf_config``: a BEiT subclass as a segmentor's backbone gets the BEiT checks of
-  ``BeitForSemanticSegmentation`` (the last block cannot be a feature level);
-- ``beit_mm.data.checks``: subclasses of mmcv's ``LoadImageFromFile`` and mmseg's ``LoadAnnotations`` are read;
-- ``beit_mm.engine.hooks.atomic_checkpoint.use_atomic_checkpoint_hook``: MMEngine's ``CheckpointHook`` however the
-  config names it (unscoped, scoped, the class itself as MMEngine's pure-Python configs write it) becomes atomic.
-"""
+"""The tools ask the model, not its class name: a subclass registered under another name, a scoped or unscoped registry
+name and a class given as the config's type all get what their class declares (EoMT's inference weights, export and
+hub model kind, the HF config checks, the data checks' loaders, the atomic checkpoint hook)."""
 from __future__ import annotations
 
 import os.path as osp

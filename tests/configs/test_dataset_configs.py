@@ -1,16 +1,6 @@
-"""The datasets ViT-Adapter reports besides ADE20K (issue 50 item 3): COCO-Stuff-164k, COCO-Stuff-10k, Pascal Context
-59 and Cityscapes.
-
-- Each base config (configs/_base_/datasets/{coco-stuff164k,coco-stuff10k,pascal_context_59,cityscapes}.py) reads its
-  demo data (``tools/make_demo_data.py --layout ...``: the exact file layout of mmseg's dataset class), passes the
-  start-of-training checks, has a bad label map named by them, and trains a tiny BEiT + UPerNet 2 iterations and
-  evaluates it, in process.
-- The full-size ViT-Adapter configs of these datasets: every recipe value pinned to the ViT-Adapter file and line it
-  was read from (compared with the merged config, never with the config's own literals; the readers are
-  tests/configs/test_vit_adapter_configs.py's), and one training step of each family, narrowed to 64 channels at its own
-  depth; the 896 Mask2Former BEiT-L configs of COCO-Stuff-164k and Cityscapes (and BEiT v2-L, the same model) take
-  their step on their dataset's demo layout through their own train pipeline.
-"""
+"""The datasets ViT-Adapter reports besides ADE20K: COCO-Stuff-164k, COCO-Stuff-10k, Pascal Context 59 and Cityscapes.
+Each base config reads its demo data, passes the start checks, names a bad label map and trains a tiny model; the
+full-size ViT-Adapter configs match every pinned recipe value and take one narrowed training step."""
 import copy
 import functools
 import os

@@ -3,7 +3,8 @@
 - Recipe: every value of reference_recipes.py ``RECIPES_M2F`` against the merged config.
 - Schedule: the BEiT-B config's lr at every update equals mmcv 1.x's poly + linear warmup (``test_recipes.mmcv_run``).
 - Param groups: the BEiT-B config against ViT-Adapter's
-  ``segmentation/mmcv_custom/layer_decay_optimizer_constructor.py`` (lines 21-44 and 71-95), its one known difference asserted as such; the CvT-13 config against mmseg's Swin-T rule.
+  ``segmentation/mmcv_custom/layer_decay_optimizer_constructor.py`` (lines 21-44 and 71-95),
+  its one known difference asserted as such; the CvT-13 config against mmseg's Swin-T rule.
 - Training: each full-size config for 2 iterations through tools/train.py on tiny data with only sizes overridden."""
 import copy
 import glob

@@ -1,18 +1,9 @@
 """model-index.yml and configs/*/metafile.yml (OpenMMLab's model index format, as mmseg's and mmpretrain's).
 
-Checks: every full-size config (configs/<folder>/*.py without ``demo`` in its name) is listed exactly once and every
-listed config exists; each entry carries a task/dataset/metric with its source, or ``Results: null`` with a ``Note``
-(and MIM pretraining its listed ``Downstream`` fine-tuning entries); the published metric is the one the config's own
-header comment states; the ``Converted From`` command is a valid ``tools/convert_checkpoint.py`` call whose output
-file is the checkpoint the config reads (``pretrained`` / ``tokenizer_checkpoint``); and the CvT FLOPs/params in the
-metafile equal docs/cvt.md's table.
-
-The metafiles are the one source of the published numbers (issue 49, item 5): model-index.yml imports every
-``configs/*/metafile.yml``; every number of a family README's and docs/recipes.md's "published" table cells is a
-number of the row's metafile entry and every metric of the entry is stated there; a config header's ``Published:``
-line starts with the entry's metric. Seen failing with one metafile number changed (beit2's 53.1 -> 53.2: 4 tests
-name the README row, the two recipes rows, the header) and with one README / recipes number changed.
-"""
+Every full-size config is listed exactly once and every listed config exists; each entry carries a metric with its
+source or ``Results: null`` with a ``Note``; the metafiles are the one source of the published numbers (READMEs,
+docs/recipes.md and config headers state them); ``Converted From`` is a valid converter call writing the checkpoint
+the config reads; the CvT FLOPs/params equal docs/cvt.md's table."""
 import glob
 import os
 import os.path as osp
