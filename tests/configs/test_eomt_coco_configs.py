@@ -1,11 +1,6 @@
-"""The full-size EoMT COCO panoptic and instance configs (configs/eomt/*coco*.py) against the official EoMT recipes,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_COCO`` (each value with its tue-mps/eomt@7bd19dd path:line; nothing there is
-read from the configs under test), and one narrowed training step of each task on the generated COCO-layout demo
-(beit_mm.data.demo.coco), MMEngine's Runner in-process, followed by a validation with the config's own metric.
-The BEiT-L and BEiT v2-L COCO configs (no published run) hold the official recipe of their task at 640 (the same
-``RECIPES_EOMT_COCO`` values) with the backbone swapped: BEiT-L from the unilm pretrained-only file their model index
-entry's command converts.
-"""
+"""The full-size EoMT COCO panoptic and instance configs against the official recipes, reference_recipes.py
+``RECIPES_EOMT_COCO`` (tue-mps/eomt@7bd19dd path:line), and one narrowed training step of each task on the COCO-layout
+demo followed by a validation; the BEiT-L and BEiT v2-L COCO configs hold the same recipe with the backbone swapped."""
 import glob
 import json
 import os

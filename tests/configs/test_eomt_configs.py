@@ -1,12 +1,6 @@
-"""The full-size EoMT configs (configs/eomt/, demo aside) against the official EoMT recipe, and a 2-iteration training
-run of each through tools/train.py on tiny ADE20K-layout data with only sizes overridden (the BEiT narrowed to 64
-channels at its own depth, ``conftest.narrow_beit``; crops, test scale and slide windows, ``conftest.
-shrink_seg_config``; the schedule's length; the loss's sampled points), from a random checkpoint in unilm's
-pretrained-only layout converted by tools/convert_checkpoint.py.
-
-The official values are written here with their source, github.com/tue-mps/eomt at
-7bd19ddd621c5c6adedcd260458a34783cd4a45f (path:line), never read from the configs under test.
-"""
+"""The full-size EoMT configs against the official EoMT recipe, written here with its source (github.com/tue-mps/eomt
+at 7bd19ddd621c5c6adedcd260458a34783cd4a45f, path:line), and a 2-iteration narrowed training run of each through
+tools/train.py from a random unilm pretrained-layout checkpoint."""
 import glob
 import math
 import os

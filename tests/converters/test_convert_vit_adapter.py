@@ -1,12 +1,6 @@
-"""``tools/convert_checkpoint.py --model vit_adapter --source official`` on official-layout stand-ins of ViT-Adapter's
-released segmentors (czczup/ViT-Adapter@fd64a51 ``segmentation/``, mmseg 0.x / mmcv 1.x checkpoints), and what
-tools/infer.py makes of the converted files.
-
-The stand-ins are built here, tiny: the UPerNet one from the demo adapter config's own segmentor (BEiTAdapter +
-UPerHead + FCNHead keep the official names; the blocks' ``relative_position_index`` buffers added as the official
-file stores them) with the ``meta`` mmseg 0.x's ``train_segmentor`` saves (``CLASSES``, ``PALETTE``); the Mask2Former
-one with its head named as the official ``mmseg_custom`` modules name it (:func:`official_mask2former_head`).
-"""
+"""``tools/convert_checkpoint.py --model vit_adapter --source official`` on tiny official-layout stand-ins of
+ViT-Adapter's released segmentors (czczup/ViT-Adapter@fd64a51 ``segmentation/``, UPerNet and Mask2Former), and what
+tools/infer.py makes of the converted files."""
 import os.path as osp
 
 import numpy as np

@@ -1,18 +1,7 @@
 """The draft MIM pipeline (``SampleColorJitter -> DecodeTwoViewRandomResizedCrop`` + the jitter in
-``MIMDataPreprocessor``) against the exact one (``LoadImageFromFile -> ColorJitter -> RandomFlip ->
-TwoViewRandomResizedCrop``, unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in mmpretrain's
-transforms), on photo-like JPEGs (``beit_mm.data.demo.photos``).
-
-What is equal and what is bounded (the numbers measured on these images, the bounds a little above them):
-- the same seed gives the same crop box, flip and mask (the same NumPy draws in the same order);
-- the jitter of the data preprocessor on a crop equals mmpretrain's ``ColorJitter(backend='pillow')`` (Pillow's
-  ``ImageEnhance``) on that crop, uint8 for uint8, when given the contrast grey of that crop;
-- the contrast grey from the reduced decoded image is within 1 grey level of Pillow's on the full image;
-- the views resampled from a reduced-scale decode differ from the full decode's by <= 4 levels on average (the
-  draft scale >= 2 cases);
-- at decode scale 1 the whole pipeline (the jitter after the resize instead of before; Pillow's decode, equal to
-  OpenCV's here) differs from the exact pipeline by <= 2 levels on average.
-"""
+``MIMDataPreprocessor``) against the exact one (microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in
+mmpretrain's transforms) on photo-like JPEGs: the same draws for the same seed, the jitter equal to mmpretrain's
+``ColorJitter(backend='pillow')`` uint8 for uint8, and the reduced-decode views within the bounds asserted below."""
 from __future__ import annotations
 
 import io

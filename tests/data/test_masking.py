@@ -1,14 +1,6 @@
-"""Tests of beit_mm.data.transforms.masking: BEiT's blockwise mask generator (True = masked).
-
-Reference: unilm ``beit/masking_generator.py`` ``MaskingGenerator`` (commit 2312c6f), copied below verbatim except
-that its calls to Python's global ``random`` go to an adapter over the same ``numpy.random.Generator``
-(``uniform(a, b) = a + (b - a) * rng.random()`` as CPython's ``random.uniform``; ``randint(a, b)`` inclusive) and
-``np.int`` (removed from NumPy) is ``int``. Masks must be identical draw for draw (exact equality). BEiT v2's rule
-(microsoft/unilm@768a3c87 ``beit2/masking_generator.py`` lines 92-105: the same loop, then a fill-up or trim to the
-exact count with ``np.random.choice``) is :func:`unilm_v2_mask`, its ``np.random.choice`` on the same adapter.
-Behaviour checks follow the paper and the algorithm: count never above ``num_masking_patches``, blocks drawn with
-log-uniform aspect ratio in [min_aspect, max_aspect], few connected regions compared with random masking.
-"""
+"""BEiT's blockwise mask generator (True = masked) against unilm ``beit/masking_generator.py`` (commit 2312c6f), copied
+below verbatim but for a ``random`` adapter over the same NumPy generator: identical masks draw for draw; BEiT v2's
+rule (microsoft/unilm@768a3c87 ``beit2/masking_generator.py`` lines 92-105) is :func:`unilm_v2_mask`."""
 import math
 import random
 

@@ -1,13 +1,5 @@
-"""Mask2Former panoptic and instance segmentation on BEiT (issue 50 item 2) through mmdet 3.3.0's real Mask2Former,
-Mask2FormerHead and MaskFormerFusionHead: the demo configs (``configs/demo/mask2former_beit-tiny-p8_*_coco-{panoptic,
-instance}-demo-64x64.py``) build with beit_mm's BEiT and mmseg's Feature2Pyramid in mmdet's detector, then train 2
-iterations and test in-process with MMEngine's Runner on the COCO-layout demo, printing PQ/SQ/RQ (all, things, stuff)
-and mask AP (pycocotools); the ViT-Adapter panoptic demo
-(``mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py``: BEiTAdapter, no neck) trains 2 iterations and
-``beit_mm.apis.testing.run_test`` (tools/test.py's entry) prints PQ/SQ/RQ on its checkpoint. The head is narrowed
-further here (1 encoder and 2 decoder layers, 10 queries, so at most 10 x classes instances) so that a step stays short
-on 2 loaded cores; the configs' own structure is what the build tests check.
-"""
+"""Mask2Former panoptic and instance segmentation on BEiT through mmdet 3.3.0's Mask2Former: the COCO demo configs and
+the ViT-Adapter panoptic demo train 2 iterations and test in-process (PQ/SQ/RQ, mask AP), the head narrowed further."""
 import os.path as osp
 import re
 

@@ -1,13 +1,6 @@
-"""beit_mm.studies (the MIM study's library) in-process: the config edits, the run cache and resume, the job graph and
-its tasks, the report, the probe's warning and the recommendation (also as tools/run_chain.sh prints it); one
-end-to-end run of tools/analysis/mim_study.py (scratch and the pixel arm, 2 iterations per stage, on other file names),
-started again in-process to show every run reused. The tokenizer and VQ-KD stages run end to end in
-tests/studies/test_chain.py.
-
-References: the majority-class baseline is recomputed from the label files with NumPy (mIoU of predicting one class =
-its pixel share / number of classes present); the iteration rescaling by the rules in ``rescale_iterations``'s
-docstring; the report's and the recommendation's numbers are worked out by hand.
-"""
+"""beit_mm.studies in-process: config edits, run cache and resume, job graph, report, probe warning and recommendation,
+and one end-to-end run of tools/analysis/mim_study.py started twice to show every run reused. The majority-class
+baseline is recomputed from the label files with NumPy; the report's numbers are worked out by hand."""
 import argparse
 import json
 import os

@@ -1,11 +1,6 @@
-"""EoMT checkpoints in the tools: ``tools/test.py`` refuses a checkpoint without the annealing state, and a trained
-EoMT (beit_mm's or HF's weights) fine-tunes on a new class set.
-
-References (github.com/tue-mps/eomt @ 7bd19dd): the buffer ``attn_mask_probs = ones(num_blocks)`` decides whether a
-masked block masks (``models/eomt.py:33,71-82``), so a checkpoint without it masks in every block, which no trained
-EoMT does; ``load_ckpt_class_head=False`` (``training/lightning_module.py:61,81-98,881-905``, README "To fine-tune a
-pre-trained EoMT model") loads everything but ``class_head`` strictly and keeps the new model's own class head.
-"""
+"""EoMT checkpoints in the tools: ``tools/test.py`` refuses a checkpoint without the annealing state
+(tue-mps/eomt @ 7bd19dd ``models/eomt.py:33,71-82``), and a trained EoMT fine-tunes on a new class set as
+``load_ckpt_class_head=False`` does (``training/lightning_module.py:61,81-98,881-905``)."""
 import os.path as osp
 
 import pytest
