@@ -1,7 +1,7 @@
 """Every full-size BEiT v2 config builds at its own widths and runs a forward pass, and trains 2 iterations through
 tools/train.py on tiny data, narrowed to 64 channels at its own depth: pretraining with a shrunk random ``VQKD``
 (both losses logged, ``backbone.cls_pt_layers`` saved), fine-tuning from that checkpoint (0 missing keys), ADE20K
-from a random unilm BEiT v2 pretrained-layout file converted by ``tools/convert_checkpoint.py --model beit --source unilm``."""
+from a random unilm BEiT v2 pretrained-layout file converted by ``tools/convert_checkpoint.py``."""
 import glob
 import os
 import re

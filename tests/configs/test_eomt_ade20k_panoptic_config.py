@@ -1,9 +1,5 @@
-"""The full-size EoMT ADE20K panoptic config (configs/eomt/*ade20k-panoptic*.py) against the official EoMT recipe,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_ADE20K_PANOPTIC`` (each value with its tue-mps/eomt@7bd19dd
-path:line; nothing there is read from the config under test), and one narrowed training step on the generated ADE20K
-panoptic demo (beit_mm.data.demo.ade20k_panoptic, the real layout), MMEngine's Runner in-process, followed by a
-validation with the config's own metric.
-"""
+"""The full-size EoMT ADE20K panoptic config against reference_recipes.py ``RECIPES_EOMT_ADE20K_PANOPTIC``
+(tue-mps/eomt@7bd19dd path:line), and one narrowed training step on the ADE20K panoptic demo with a validation."""
 import glob
 import os
 

@@ -1,9 +1,5 @@
-"""The EoMT-DINOv3 configs (configs/eomt/*dinov3*.py) against the official DINOv3 EoMT recipes,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_DINOV3`` (each value with its tue-mps/eomt@7bd19dd path:line, read
-from the yaml or the module default it leaves in place; nothing there is read from the configs under test); their
-published numbers against the model index; that each changes its DINOv2 sibling only where the official DINOv3 yaml
-differs from the DINOv2 one; and one config built at its own depth, narrowed, through a training step.
-"""
+"""The EoMT-DINOv3 configs against reference_recipes.py ``RECIPES_EOMT_DINOV3`` (tue-mps/eomt@7bd19dd path:line) and
+the model index; each differs from its DINOv2 sibling only where the official yamls do; one trains a narrowed step."""
 import glob
 import os
 

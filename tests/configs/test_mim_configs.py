@@ -1,10 +1,5 @@
-"""The MIM configs: recipe values, builds, and the pretrain -> fine-tune -> segment chain through tools/train.py.
-
-The demo MIM config trains 2 iterations on generated images with a random-weight tokenizer checkpoint in
-``beit_mm.DALLEEncoder``'s real key layout; the ImageNet and ADE20K fine-tuning configs (sizes overridden only) then
-load the checkpoint that run wrote (``prefix='backbone.'``; the shared relative position bias is expanded into every
-block and resampled from the 6x6 to the 4x4 grid) and train 2 iterations each, with validation.
-"""
+"""The MIM configs: recipe values, builds, and the pretrain -> fine-tune -> segment chain through tools/train.py, the
+fine-tuning configs loading the demo MIM run's checkpoint (``prefix='backbone.'``, the shared bias expanded)."""
 import os
 import re
 

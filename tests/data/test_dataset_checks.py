@@ -1,10 +1,5 @@
-"""Every bad segmentation input gets a named error before training: files, count and fix (``beit_mm.data.checks``).
-
-Each test corrupts a copy of the demo ADE20K data (``beit_mm.data.demo.ade20k``) in one way and asserts the message
-names the file(s), the count and the fix; the clean copy passes. The hook test runs a real Runner and checks that the
-error comes before the first iteration (no iteration logged, ``runner.iter == 0``), and that a bad file outside the
-sample is caught at the iteration that loads it, by file name, before ``F.cross_entropy`` fails on it.
-"""
+"""Every bad segmentation input gets a named error before training naming the files, the count and the fix; the hook
+stops the run before the first iteration, and a bad file outside the sample at the iteration that loads it."""
 import logging
 import os
 import os.path as osp

@@ -1,15 +1,6 @@
-"""Killed writers never leave a partial file: SIGKILL at 20 random moments of each writer's write.
-
-For each writer (``tools/convert_checkpoint.py``, ``tools/export.py`` ONNX, ``--to hf``, ``--to timm``, the training
-checkpoint save of ``beit_mm.AtomicCheckpointHook``'s backend), the destination first holds a complete OLD output; a
-forked child then writes a NEW one over it (``--overwrite``) and is SIGKILLed, once its temporary file has appeared,
-after a delay drawn uniformly from the duration of a reference write (from its temporary file to the writer's
-return). Afterwards the destination
-must hold the old content, the complete new content, or nothing; it is classified by reading it completely
-(tensors compared, ONNX initializers compared, every file of an HF folder). The counts of each outcome are printed;
-at least one kill must land while the temporary file existed (a ``.part`` leftover), or the test did not test the
-write. Leftovers carry the killed process's id, so they never collide with a later writer.
-"""
+"""Killed writers never leave a partial file: each writer (convert, ONNX export, ``--to hf``/``--to timm``, the training
+checkpoint) is SIGKILLed at 20 random moments while overwriting a complete old output, which must then hold the old
+content, the complete new one, or nothing; at least one kill must land mid-write."""
 from __future__ import annotations
 
 import hashlib

@@ -1,15 +1,7 @@
-"""No tool destroys data it did not write (issue 25).
-
-- Demo-data generators (``tools/make_demo_data.py`` with every ``--dataset`` and ``--layout custom``,
-  ``make_demo_ade20k``, ``make_demo_imagenet``, ``make_demo_custom``) pointed at a folder laid out like a real ADE20K root or a real ImageNet root refuse before
-  writing anything: every file and folder keeps its bytes (sha256), its mtime, and no path appears or disappears; the
-  CLI exits 2 with one line that names the root and the refusal. In a new or empty folder they write a demo root
-  (marked by ``.beit_mm_demo.json``), reuse it when complete, and regenerate it (it is theirs) for other arguments.
-- ``beit_mm.AtomicCheckpointHook`` deletes at start only its own unfinished writes (``iter_3.pth.part``,
-  ``last_checkpoint.part``), never another program's ``*.part`` file.
-- ``tools/train.py`` refuses a new run in a work dir that holds another run's checkpoints (exit 2, the checkpoint
-  byte-identical) unless ``--resume`` or ``--overwrite``.
-"""
+"""No tool destroys data it did not write: the demo generators refuse a real ADE20K or ImageNet root before writing
+(every byte, mtime and path kept; exit 2 naming the root), ``AtomicCheckpointHook`` deletes only its own unfinished
+writes, and ``tools/train.py`` refuses a work dir holding another
+run's checkpoints without ``--resume``/``--overwrite``."""
 import hashlib
 import json
 import os

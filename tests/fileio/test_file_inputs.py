@@ -1,15 +1,6 @@
-"""Inputs by invariant (issue 48 items 1, 4 and the images of 5): every tensor a file declares is dense, inside its
-storage and overlaps no other (identical tied views aside), a file declares no more bytes than it holds, inputs are
-opened only as regular files, every image decoder is held to one pixel limit read from the header, and a
-checkpoint's ``dataset_meta`` leaves as plain Python values.
-
-Each test was seen failing at 58420c0 (before ``beit_mm.fileio.{tensors,inputs,images}``): the stride-0 ``exp_avg``,
-the overlapping views, the shared zip records and the expanding structure loaded without a word; the tensor outside
-its storage was called "truncated or corrupt"; a FIFO hung ``fileio.get``, ``LoadImageFromFile``, ``tools/infer.py``
-on a folder, the dataset check's ``check_pair`` and ``tools/convert_checkpoint.py --model dalle --source openai`` (the
-guard below or the subprocess timeout ended them), and the other openers called it "does not exist"; an image over
-the limit reached OpenCV and the variable was ignored; a tensor palette stayed a tensor.
-"""
+"""Inputs by invariant: every tensor a file declares is dense, inside its storage and overlaps no other (tied views
+aside), a file declares no more bytes than it holds, inputs open only as regular files, every image decoder is held to
+one pixel limit read from the header, and a checkpoint's ``dataset_meta`` leaves as plain Python values."""
 from __future__ import annotations
 
 import os

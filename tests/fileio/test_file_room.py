@@ -1,13 +1,5 @@
-"""The file room (``beit_mm.fileio``): every checkpoint source opens through one door that never runs what a file
-carries, and what files declare is bounded before it is used.
-
-Payloads are harmless: a pickle whose unpickling writes a marker file (``exec``), placed where a download would leave
-it (the torch hub cache), so no network is needed. Each test asserts that the marker never appears and that the
-refusal is named. Against f67fafc (before the room), every URL entry point below unpickled the cached file fully
-(``torch.hub.load_state_dict_from_url`` with ``weights_only=False``: the marker appeared), ``tools/infer.py`` followed a
-work dir's ``last_checkpoint`` to a URL, ``CLIPTeacher`` sent a TorchScript file to ``torch.jit.load``, an empty demo
-marker let a generator rewrite the folder, and the bound checks did not exist (raw ``RecursionError``/zip errors).
-"""
+"""The file room: every checkpoint source opens through one door that never runs what a file carries (a harmless pickle
+that would write a marker, placed in the torch hub cache), and what files declare is bounded before use."""
 from __future__ import annotations
 
 import json

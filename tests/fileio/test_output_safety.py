@@ -1,15 +1,6 @@
-"""Every writer goes through one guarded writer (:mod:`beit_mm.fileio.outputs`): no output lands inside a dataset
-root or on an input, goes through a symbolic link, or replaces an existing file or folder that the tool did not write;
-``--overwrite`` on an output folder removes only the files its manifest lists. ``tools/test.py`` refuses a checkpoint
-that does not fit the model (another model's, NaN or int8 weights) instead of scoring a random model.
-
-Each refusal test runs a tool in-process (its ``main`` with ``sys.argv`` set) against one hazard and compares the
-sha256 of every file, every link target and every folder of the test world before and after: everything must be
-byte-identical and the refusal must name the problem. Seen at the base commit: ``tools/test.py --out
-<data>/annotations/validation`` replaced the ground truth with predictions, ``tools/visualize.py --out`` wrote through a
-link onto an outside file, ``tools/infer.py`` wrote into its input folder and gave ``a.jpg`` and ``a.png`` one label
-map, and ``tools/test.py`` scored another model's checkpoint with exit code 0.
-"""
+"""Every writer goes through one guarded writer: no output lands in a dataset root or on an input, goes through a link,
+or replaces what the tool did not write; ``--overwrite`` removes only its manifest's files; ``tools/test.py`` refuses a
+checkpoint that does not fit. Each refusal leaves every file, link and folder byte-identical and names the problem."""
 from __future__ import annotations
 
 import hashlib

@@ -1,11 +1,6 @@
-"""BEiT attention kernels compute the same function: eager (the explicit softmax(QK^T + bias) V of unilm's
-``beit/modeling_finetune.py`` ``Attention.forward``), SDPA with the 8-aligned bias layout, ``'auto'``, FlexAttention
-with the bias read from the table inside ``score_mod`` (``'flex'``) and, on CUDA, SDPA on cuDNN attention
-(``'cudnn'``).
-
-Set ``BEIT_MM_TEST_DEVICE=cuda`` to run them on a GPU (``tools/analysis/gpu_report.sh`` does). On CPU FlexAttention
-is checked forward only: torch 2.13 raises "FlexAttention does not support backward on CPU".
-"""
+"""BEiT attention kernels compute the same function: eager (unilm ``beit/modeling_finetune.py`` ``Attention.forward``),
+SDPA, ``'auto'``, ``'flex'`` and, on CUDA, ``'cudnn'``. ``BEIT_MM_TEST_DEVICE=cuda`` runs them on a GPU; on CPU
+FlexAttention is checked forward only (no CPU backward in torch 2.13)."""
 import os
 
 import pytest

@@ -1,11 +1,5 @@
-"""CvT backbone, conv-projection attention and checkpoint converters.
-
-Reference: HF transformers ``CvtModel`` / ``CvtForImageClassification`` (4.46.3) with random weights (every norm,
-BatchNorm running stat and bias randomized), converted with ``convert_cvt(..., 'hf')`` and loaded strictly into
-``CvT(act='gelu')``; eval mode, fp32, tolerance max|diff| <= 1e-4. The official layout is produced from the HF state
-dict by an independent renaming written here (a stand-in for a microsoft/CvT ``.pth``). What every backbone shares
-(attention kernels, activation checkpointing, layer ids, masked forward): test_contract.py.
-"""
+"""CvT backbone, conv-projection attention and checkpoint converters against HF transformers 4.46.3 ``CvtModel`` /
+``CvtForImageClassification`` with random weights, converted and loaded strictly (eval, fp32, max |diff| <= 1e-4)."""
 import re
 
 import pytest

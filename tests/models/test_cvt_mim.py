@@ -1,15 +1,6 @@
-"""CvT masked image modeling (``beit_mm.BEiTPretrain`` over ``CvT(with_mask_token=True).forward_masked``,
-``layers/mask_utils``).
-
-No toolkit implements CvT MIM, so the references are:
-- mask upsampling and the leaked-pixel map: explicit Python loops over patches / stage-0 receptive fields
-  (``[4 i - 2, 4 i + 5)`` for k7 s4 p2), exact;
-- the loss: the same computation done step by step by hand (pixel zeroing by loop, mask by loop, the backbone, then
-  ``F.cross_entropy`` over the masked positions picked by hand), fp32 max abs diff <= 1e-6;
-- the leak claims: perturbing pixels and comparing the model's outputs, unchanged = max abs diff <= 1e-6 (same batch
-  shape, so identical kernels), changed = > 1e-4;
-- the demo config: 2 iterations through tools/train.py (sizes overridden only), then the fine-tuning loader.
-"""
+"""CvT masked image modeling (``BEiTPretrain`` over ``CvT.forward_masked``). No toolkit implements it, so the references
+are explicit loops (mask upsampling, leaked-pixel map, exact), the loss done step by step (<= 1e-6), output
+perturbation for the leak claims, and the demo config through tools/train.py."""
 import os
 import re
 

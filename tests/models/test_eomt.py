@@ -1,10 +1,5 @@
-"""Tests of EoMT on BEiT (beit_mm.models.segmentors.eomt) and of the query tokens in BEiT's attention.
-
-References: the official code, github.com/tue-mps/eomt at 7bd19ddd621c5c6adedcd260458a34783cd4a45f (rules cited per
-test); the plain BEiT block (itself equal to HF/timm/unilm BEiT in tests/models/test_beit.py) for the relative-position rule.
-EoMT's HF reference (``EomtForUniversalSegmentation``) needs transformers >= 4.56; the venv pins 4.46.3, so no test
-here compares with it (stated in the issue's closing note).
-"""
+"""EoMT on BEiT and the query tokens in BEiT's attention, against github.com/tue-mps/eomt at
+7bd19ddd621c5c6adedcd260458a34783cd4a45f (rules cited per test) and the plain BEiT block."""
 import math
 
 import pytest

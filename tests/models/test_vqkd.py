@@ -1,10 +1,6 @@
-"""Tests of beit_mm.VQKD (BEiT v2's VQ-KD tokenizer), its quantizer, teachers and converters.
-
-References: microsoft/unilm at 768a3c87 ``beit2/modeling_vqkd.py`` and ``beit2/norm_ema_quantizer.py`` (rules written
-out below with file and line), mmpretrain 1.2's ``VQKD`` (``mmpretrain/models/selfsup/beit.py``), HF transformers'
-``CLIPVisionModelWithProjection`` and timm's ``Beit`` (unilm ``modeling_finetune.py``'s names) and
-``VisionTransformer`` (DINO's names). Tolerance: token ids identical; features and losses fp32 max abs diff <= 1e-4.
-"""
+"""VQ-KD (BEiT v2's tokenizer), its quantizer, teachers and converters against microsoft/unilm at 768a3c87
+``beit2/modeling_vqkd.py`` and ``beit2/norm_ema_quantizer.py`` (file and line below), mmpretrain 1.2's ``VQKD``, HF's
+``CLIPVisionModelWithProjection`` and timm; token ids identical, features and losses fp32 <= 1e-4."""
 from __future__ import annotations
 
 import os.path as osp

@@ -1,10 +1,4 @@
-"""Wrong files and outputs give one named message with the fix, before any work, instead of a raw traceback.
-
-Each case was a traceback (or silence) before: ``OSError: [Errno 22]`` for a truncated checkpoint, ``KeyError:
-'meta'`` after the runner was built for a state dict given to ``--resume``, size-mismatch warnings and then a heap
-corruption (exit 139) for another model's checkpoint, a partly random model in ``infer.py``, protobuf's
-``DecodeError`` for a ``.pth`` given to ``--onnx``, ``probe.py --out`` opened only after the probing.
-"""
+"""Wrong files and outputs give one named message with the fix, before any work, instead of a raw traceback."""
 from __future__ import annotations
 
 import errno
