@@ -63,15 +63,9 @@ def imagenet_from_ade(ade_root: str, root: str) -> str:
 def run_tool(argv: list[str], cwd: str = ROOT, env: dict | None = None):
     """``python <argv>`` (a script of the checkout: ``argv[0]`` relative to it or absolute) run in this process as
     ``load_tool(argv[0]).main()`` with ``sys.argv = argv``, in ``cwd``, with ``env``'s variables set for the run
-    (``PYTHONPATH`` aside: this process has the checkout on its path). Returns a ``subprocess.CompletedProcess``
-    as the command would: ``returncode`` 0 (or what ``main`` returned, for a script ending in ``sys.exit(main())``),
-    the ``SystemExit`` code (a message: 1, printed to stderr), or 1 with the traceback on stderr; ``stdout`` and
-    ``stderr`` as text, warnings on stderr once per run.
-
-    In this process rather than a new interpreter: a launch pays ~9 s of imports (17 s on an AVX2-only core) before
-    its work, about a third of a full suite's CPU time over all its launches. What a run changes for the rest of the
-    process is put back: working directory, environment, torch threads and deterministic mode; commands whose
-    subject is the process itself (exit on a signal, several ranks, a shell script) keep ``subprocess``."""
+    (``PYTHONPATH`` aside). Returns a ``subprocess.CompletedProcess`` as the command would (``returncode``, text
+    ``stdout``/``stderr``). In this process to save a launch's imports; cwd, environment, torch threads and
+    deterministic mode are put back."""
     import contextlib
     import gc
     import io
@@ -139,10 +133,8 @@ _TOOLS: dict[str, ModuleType] = {}
 
 def load_tool(path: str) -> ModuleType:
     """The script ``path`` (relative to the checkout, e.g. ``'tools/convert_checkpoint.py'``) as a module, so a test
-    calls its ``main(argv)`` or helpers in this process. Loaded once per session and registered in ``sys.modules`` as
-    ``beit_mm_<path's stem, / as _>`` (e.g. ``beit_mm_tools_analysis_probe``: a script's dataclasses look their
-    module up there). Scripts are not a package and nothing in beit_mm imports one: the tests are their only
-    importer, through this function."""
+    calls its ``main(argv)`` or helpers in this process; loaded once, registered in ``sys.modules`` as
+    ``beit_mm_<path's stem, / as _>``."""
     if path not in _TOOLS:
         name = 'beit_mm_' + os.path.splitext(os.path.normpath(path))[0].replace(os.sep, '_')
         spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
@@ -203,9 +195,7 @@ def narrow_beit(cfg) -> int:
     """Narrow ``cfg.model``'s BEiT to 64 channels in 4 heads, keeping its depth, mlp ratio, feature levels and every
     other setting, so that a full-size config trains through ``tools/train.py`` in seconds on any CPU (BEiT-L's
     300M parameters and their AdamW states take minutes per step and GBs per checkpoint there, and bf16 is emulated
-    on AVX2-only CPUs). Every model field that holds the full width (``WIDTH_KEYS`` of the neck, the heads and
-    UPerHead's channels; the tokenizer left alone) follows. The config's own widths are built and run by
-    :func:`run_full_size_model`. Returns the full width."""
+    on AVX2-only CPUs). Every model field that holds the full width follows. Returns the full width."""
     from beit_mm.models.backbones.beit import ARCHS
     arch = cfg.model.backbone.arch
     full = dict(ARCHS[arch]) if isinstance(arch, str) else dict(arch)
@@ -234,9 +224,7 @@ def narrow_beit(cfg) -> int:
 def run_full_size_model(config: str, size: int = 64) -> tuple[int, object]:
     """Build ``config``'s model at its own widths and depth (constructors' random init, no file read, ``img_size`` =
     ``size``) and run one forward at ``size`` px: a segmentor's logits, a classifier's scores, or, for a MIM config,
-    its backbone's masked tokens through its head's loss (the tokenizer, tested on its own, is not built). Shows that
-    the widths the config wires together (backbone, neck, heads) fit; the training runs use :func:`narrow_beit`.
-    Returns the parameter count and the output."""
+    its backbone's masked tokens through its head's loss (no tokenizer). Returns the parameter count and the output."""
     from mmengine.config import Config
     from mmengine.model import revert_sync_batchnorm
     from mmengine.registry import MODELS, init_default_scope
@@ -340,13 +328,10 @@ _RUNNER_NUMBERS = itertools.count()  # one count for the whole session: names ne
 
 @pytest.fixture(autouse=True)
 def _own_runner_names(monkeypatch):
-    """Each in-process MMEngine Runner gets its own experiment name. MMEngine names a runner's visualizer, logger and
-    message hub ``<experiment_name or config name>_<start second>`` and ``get_instance`` returns an existing one of
-    that name: two runners started within one second in one process (two quick tests) shared the first one's
-    visualizer, which wrote into the first test's work dir, already deleted (FileNotFoundError: seen once in a full
-    run, ``test_hook_names_a_bad_pair_outside_the_sample``). A config's fixed visualizer ``name`` is dropped as
-    ``beit_mm.engine.runner.build_runner`` drops it: with it, every runner of the process got the first test's
-    visualizer (its tmp_path removed once that test passed). ``tools/train.py`` runs one runner per process."""
+    """Each in-process MMEngine Runner gets its own experiment name (a config's fixed visualizer ``name`` dropped).
+
+    MMEngine names a runner's visualizer ``<name>_<start second>`` and reuses an existing one of that name: two
+    runners started within one second would share the first one's, writing into a deleted work dir."""
     from mmengine.runner import Runner
     init = Runner.__init__
 
@@ -375,9 +360,7 @@ def pytest_xdist_make_scheduler(config, log):
     """``pytest -n N --dist loadscope`` (what tools/run_tests.sh runs) with the scope of a test file's fixtures as its
     unit of work: the tests of a file that defines a module- or class-scoped fixture (a reference training run, a
     converted checkpoint) go to one worker, so that fixture is built once, not once per worker; every other test is
-    handed out on its own, to whichever worker is free. Files go first, most tests first (xdist's
-    ``--loadscope-reorder``). (pytest-xdist's own ``xdist_group`` marks cannot carry this: ``--dist loadgroup``
-    rewrites a node id through an attribute pytest 9 no longer reads.)"""
+    handed out on its own, to whichever worker is free; files with most tests first."""
     if config.getvalue('dist') != 'loadscope':
         return None
     from xdist.scheduler import LoadScopeScheduling

@@ -103,9 +103,7 @@ def test_a_classifier_subclass_is_written_as_an_hf_classifier():
 
 
 def test_a_beit_subclass_gets_the_hf_segmentation_checks():
-    """The tiny segmentor takes its 4 levels from blocks 0-3 of 4; HF cannot select the last block. Under the old
-    check ``backbone.__class__.__name__ == 'BEiT'`` a subclass skipped these checks and its config came out
-    without ``out_indices`` (HF's default levels, not the model's)."""
+    """The tiny segmentor takes its 4 levels from blocks 0-3 of 4; HF cannot select the last block."""
     cfg = Config.fromfile(SEG_CONFIG)
     with registered(RenamedBEiT) as name:
         cfg.model.backbone.type = name

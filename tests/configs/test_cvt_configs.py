@@ -290,9 +290,7 @@ def test_drop_path_rates_per_block_match_official(key):
 
 
 def test_drop_path_rate_forms():
-    """A float is the same per-stage rate for every stage; a list needs one rate per stage (official
-    DROP_PATH_RATE). HF transformers' CvtStage is no reference here: it gives every layer of stage s the rate
-    ``linspace(0, rate_s, depth_s)[s]`` (indexed by the stage, not the layer)."""
+    """A float is the same per-stage rate for every stage; a list needs one rate per stage (official DROP_PATH_RATE)."""
     arch = dict(embed_dims=[16, 32, 48], depths=[2, 3, 4], num_heads=[1, 2, 3])
     assert _block_rates(CvT(arch=arch, drop_path_rate=0.2)) == official_drop_path_rates([0.2] * 3, [2, 3, 4])
     assert _block_rates(CvT(arch=arch, drop_path_rate=[0.05, 0.1, 0.2])) == official_drop_path_rates(

@@ -642,8 +642,7 @@ def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, 
 
 def test_full_size_mask2former_has_the_published_parameter_count():
     """M10 at its own widths (BEiT-B adapter, 256-wide Mask2Former head, 171 classes): 120M parameters, the #Param of
-    ViT-Adapter's segmentation/configs/coco_stuff10k/README.md:13. (The BEiT-L UPerNet configs' 451M take minutes to
-    initialize on a CPU; their widths are pinned above.)"""
+    ViT-Adapter's segmentation/configs/coco_stuff10k/README.md:13."""
     import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
     from mmseg.registry import MODELS
     init_default_scope('mmseg')

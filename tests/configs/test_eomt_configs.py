@@ -143,9 +143,8 @@ def test_model_and_loss_are_the_official(name):
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_mask_annealing_is_the_official_for_its_number_of_blocks(name):
-    """4 blocks: the ADE20K semantic config's steps. 3 blocks: the official 3-block layout (the ViT-B COCO config's
-    starts and ends in units of its schedule's U, the first start, equal to the 4-block ViT-L config's at the same 12
-    epochs) with ADE20K's U (the 4-block config's first start)."""
+    """4 blocks: the ADE20K semantic config's steps; 3 blocks: the official 3-block layout (ViT-B COCO) with
+    ADE20K's U (the 4-block config's first start)."""
     anneal = load(name).model.mask_annealing
     assert anneal.poly_power == POLY_POWER
     if 'large' in name:

@@ -30,8 +30,7 @@ def official_mask2former_head(channels: int = 32, levels: int = 3, enc_layers: i
     msdeformattn_pixel_decoder.py:84-130`` (input_convs / lateral_convs / output_convs as GN ConvModules, encoder,
     level_encoding, mask_feature) and mmcv 1.x's ``BaseTransformerLayer`` (``attentions.N``, ``ffns.0.layers.0.0`` /
     ``.1``, ``norms.N``; the decoder's ``operation_order`` cross_attn, norm, self_attn, norm, ffn, norm,
-    ``configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py:99``). With the official 6 encoder and
-    9 decoder layers and 3 levels: 292 tensors."""
+    ``configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py:99``)."""
     c, sd = channels, {}
 
     def add(name, *shape):

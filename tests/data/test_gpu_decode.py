@@ -168,9 +168,8 @@ def odd_files(tmp_path_factory, photos) -> list[str]:
 
 
 def test_mixed_batch_with_worker_decoded_fallbacks(photos, odd_files):
-    """A batch of 7 sizes, JPEG bytes and worker-decoded images together: each view equals the same image's alone,
-    the fallbacks carry the decoded upright image, and their views match the exact pipeline's within the resize
-    bound."""
+    """A batch of 7 sizes, JPEG bytes and worker-decoded images together: each view equals the same image's alone, the
+    fallbacks carry the decoded upright image, and their views match the exact pipeline's within the resize bound."""
     gpu, exact = gpu_pipeline(), exact_pipeline()
     paths = photos + odd_files
     samples = [run(gpu, path, 7) for path in paths]

@@ -112,13 +112,8 @@ def write_duration(write, folder: str, tmp_dir: str) -> float:
 
 
 def kill_trials(write, dst: str, restore_old, old: str, new: str, tmp_dir: str, seed: int = 0) -> Counter:
-    """``TRIALS`` times: restore the old output, fork ``write``, wait until its temporary file appears, SIGKILL it
-    at a moment drawn uniformly from the reference write's duration, classify the destination. Returns the outcome
-    counts (plus 'mid-write': kills that left a .part file behind).
-
-    Until a kill lands mid-write, one that found the write finished halves the span the next moments are drawn
-    from: a write can run several times faster than the reference did (a core of its own where the reference shared
-    one), and 20 kills after the end test nothing."""
+    """``TRIALS`` times: restore the old output, fork ``write``, wait until its temporary file appears, SIGKILL it at a
+    moment drawn uniformly from the reference write's duration, classify the destination."""
     folder = osp.dirname(osp.abspath(dst))
     span = write_duration(write, folder, tmp_dir)
     rng = random.Random(seed)

@@ -294,9 +294,8 @@ def _refused(call, *paths, match: str) -> None:
 
 
 def test_a_link_inside_the_demo_root_is_never_followed(tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: a demo root whose ``images/validation`` became a link to a real folder (11 images named
-    like the demo's); at 58420c0 a second run deleted 10 of the 11 (glob through the link), exit 0. Now every
-    generator refuses a root holding a link at any depth, naming it; the real folder keeps every byte and mtime."""
+    """A demo root whose ``images/validation`` links to a real folder: every generator refuses a root holding a link
+    at any depth, naming it; the real folder keeps every byte and mtime."""
     from ..conftest import load_tool
     real = _real_folder(str(tmp_path / 'real_images'))
     root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
@@ -326,9 +325,8 @@ def test_a_link_inside_the_demo_root_is_never_followed(tmp_path, monkeypatch, ca
 
 @pytest.mark.parametrize('same_arguments', [True, False])
 def test_images_a_user_added_to_a_demo_root_are_not_deleted(tmp_path, same_arguments):
-    """Probe of issue 48: images a user copied into a demo root (one named like the demo's own) were deleted by the
-    next run (at 58420c0: the ADE20K demo by name pattern, the custom demo everything not of this call). Now the next
-    run refuses, naming them, and changes nothing; a generated file the user edited counts as theirs too."""
+    """Images a user copied into a demo root (one named like the demo's own): the next run refuses, naming them, and
+    changes nothing; a generated file the user edited counts as theirs too."""
     ade = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
     _write_image(osp.join(ade, 'images', 'training', 'ADE_train_00000009.jpg'), seed=9)
     _refused(lambda: make_demo_ade20k(ade, 2, 1, 32, seed=0 if same_arguments else 1), ade,
@@ -347,10 +345,8 @@ def test_images_a_user_added_to_a_demo_root_are_not_deleted(tmp_path, same_argum
 
 
 def test_a_forged_marker_opens_no_real_root(real_roots):
-    """Probe of issue 48: a ``.beit_mm_demo.json`` naming the generator and the very arguments of the call, planted in
-    a real ADE20K root, opened it at 58420c0 (its files deleted and rewritten). A marker proves nothing by itself: with
-    no journal, a journal that does not list the files with their content, or one that calls real files temporary
-    ones, the root is refused and keeps every byte."""
+    """A forged ``.beit_mm_demo.json`` in a real ADE20K root proves nothing: with no journal, a journal that does not
+    list the files with their content, or one that calls real files temporary, the root is refused, every byte kept."""
     root = real_roots['ade20k']
     arguments = dict(num_train=2, num_val=1, size=32, seed=0, style='classes', with_annotations=True)
     _write_text(osp.join(root, MARKER), json.dumps(dict(generator='beit_mm.data.demo.make_demo_ade20k',

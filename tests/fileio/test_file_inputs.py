@@ -75,8 +75,7 @@ def test_overlapping_views_are_refused_identical_and_disjoint_ones_load(tmp_path
 
 def _share_record(path: str, copies: int) -> None:
     """Rewrite the torch.save file ``path`` so that ``copies`` more central-directory entries (``data/1``, ...) point
-    at the bytes of record ``data/0``: records that share bytes (a pickle naming each would get a storage of each,
-    the memory of ``copies`` files; the check refuses from the central directory, before the pickle is read)."""
+    at the bytes of record ``data/0``."""
     data = bytearray(open(path, 'rb').read())
     eocd = data.rindex(b'PK\x05\x06')
     count, cd_size, cd_offset = struct.unpack('<HII', data[eocd + 10:eocd + 20])

@@ -470,9 +470,8 @@ def test_train_work_dir_inside_its_data_root_is_refused(world, tmp_path, monkeyp
 
 
 def test_train_config_dump_never_replaces_a_users_file(world, tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: MMEngine dumps the config as ``<work_dir>/<config file name>``; a user's file of that name
-    in the work dir was replaced. Now refused unless the work dir's manifest lists it with its content (a dump a
-    beit_mm run wrote), before anything is built."""
+    """A user's file named like MMEngine's config dump in the work dir is refused unless the work dir's manifest lists
+    it with its content, before anything is built."""
     work = tmp_path / 'work'
     work.mkdir()
     (work / 'tiny.py').write_text('# my notes, not a config dump\n')

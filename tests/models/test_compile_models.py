@@ -237,9 +237,7 @@ def test_cvt_mim_step():
 
 def test_image_classifier_fine_tuning_step():
     """mmpretrain's ImageClassifier with BEiT (per-block bias, drop path), the mean-pool neck and LinearClsHead with
-    label smoothing on the soft labels that Mixup/CutMix give, as the fine-tuning recipe. mmpretrain's LabelSmoothLoss
-    sets its ``num_classes`` at its first call, so the second call re-traces once (the configs leave it unset: a
-    config that derives from them may change the head's classes); none after."""
+    label smoothing on the soft labels that Mixup/CutMix give, as the fine-tuning recipe."""
     from mmpretrain.structures import DataSample
     init_default_scope('mmpretrain')
     torch.manual_seed(0)

@@ -28,10 +28,8 @@ def random_block(impl: str = 'eager') -> BEiTBlock:
 @pytest.mark.parametrize('impl', ['eager', 'sdpa'])
 @torch.no_grad()
 def test_queries_take_the_cls_rows_of_the_relative_position_bias(impl):
-    """K query copies of the cls token are K + 1 identical keys: each query's output equals the cls token's, and the
-    patches see them as one cls key with log(K + 1) more bias. So the block with queries equals the plain block
-    (no queries) whose token->cls bias entry is raised by log(K + 1); with any other rule for the queries' bias
-    (zero, the patch rows) the query outputs differ from the cls output."""
+    """K query copies of the cls token: each query's output equals the cls token's, and the block equals the plain
+    block whose token->cls bias entry is raised by log(K + 1)."""
     k = 3
     blk = random_block(impl)
     x = torch.randn(2, 1 + GRID[0] * GRID[1], DIMS)

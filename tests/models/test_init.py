@@ -100,9 +100,8 @@ def test_unknown_init_mode_is_refused():
 
 
 def test_keep_init_loads_the_rest_and_leaves_the_named_weights_at_random_init(tmp_path):
-    """``init_cfg.keep_init``: the MIM study's 're-initialize the last blocks' / 'drop the layer scales' rows. Weights
-    it names keep the random init (here: block 1 at unilm's rule, layer scales at ``layer_scale_init_value``), all
-    others equal the checkpoint's; a pattern matching nothing is refused; without it nothing changes."""
+    """``init_cfg.keep_init``: named weights keep the random init, all others equal the checkpoint's; a pattern
+    matching nothing is refused; without it nothing changes."""
     arch = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=2.0)
     torch.manual_seed(0)
     source = BEiT(arch=arch, img_size=32, patch_size=8, layer_scale_init_value=0.1)

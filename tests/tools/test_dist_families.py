@@ -198,10 +198,8 @@ SHELL_CONFIG = osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64
 
 
 def _launch(cmd: list[str], cwd: str, log: str, limit: Callable[[float], str | None]) -> float:
-    """Run ``cmd`` (its own process group; the checkout on PYTHONPATH, 1 thread per process) with stdout and stderr
-    into ``log``; it must exit 0. Every second ``limit(seconds so far)`` may name what ran past its time: then the
-    group gets SIGTERM (torchrun stops its workers), SIGKILL after 30 s, and the test fails with that name and the last
-    output. Returns the wall seconds."""
+    """Run ``cmd`` in its own process group, output into ``log``; it must exit 0. When ``limit(seconds so far)`` names
+    what ran past its time the group is stopped and the test fails with that name. Returns the wall seconds."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1',
                PYTHON=sys.executable)
     start = time.perf_counter()

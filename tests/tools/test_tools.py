@@ -251,9 +251,8 @@ def test_tools_test_matches_validation_and_draws(trained, demo_root, tmp_path):
 
 
 def test_test_in_the_training_work_dir_keeps_its_config_dump(trained, demo_root, tmp_path):
-    """tools/test.py in the training's work dir (its default: work_dirs/<config name>) leaves the training's config
-    dump as it was and dumps its own config into its log dir; a new training there (--overwrite) is not refused.
-    MMEngine's test runner dumped over the training's, which then read as a file changed by hand."""
+    """tools/test.py in the training's work dir (its default: work_dirs/<config name>) leaves the training's config dump
+    as it was and dumps its own config into its log dir; a new training there (--overwrite) is not refused."""
     work_dir = str(tmp_path / 'run')
     shutil.copytree(trained[0], work_dir)
     dump = osp.join(work_dir, osp.basename(CONFIG))
