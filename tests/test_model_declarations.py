@@ -58,9 +58,8 @@ def _config(model_type, default_scope: str = 'mmseg', **model) -> Config:
 
 
 def test_an_eomt_under_any_name_gets_the_weights_eomt_declares():
-    """Only the config's type tells an EoMT (its config has no decode_head); the old check compared it with the
-    strings 'EoMT' / 'beit_mm.EoMT', so the subclass and the class-as-type were taken for a model whose every
-    weight inference reads."""
+    """Only the config's type tells an EoMT (its config has no decode_head): a subclass and the class-as-type get the
+    inference weights EoMT declares."""
     assert EoMT.inference_weights != ENCODER_DECODER_INFERENCE_WEIGHTS
     with registered(RenamedEoMT) as name:
         for cfg in (_config(name), _config('EoMT', default_scope='beit_mm'), _config(RenamedEoMT)):

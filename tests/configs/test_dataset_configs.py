@@ -654,9 +654,8 @@ def test_full_size_mask2former_has_the_published_parameter_count():
 
 
 def test_each_layout_is_a_dataset_root_without_the_demo_marker(demo_roots, tmp_path):
-    """No output may land in a dataset root (beit_mm.fileio.outputs.check_output); a real COCO-Stuff, Pascal Context
-    or Cityscapes root carries no demo marker, so its own folders must make it one (at the merge of these layouts
-    only ``images/`` with ``annotations/`` or ``masks/`` did: a work dir inside a real Cityscapes root was accepted)."""
+    """No output may land in a dataset root: a real COCO-Stuff, Pascal Context or Cityscapes root carries no demo
+    marker, so its own folders must make it one."""
     from beit_mm.fileio.dataset_roots import DEMO_MARKER, is_dataset_root
     for layout, root in demo_roots.items():
         real = tmp_path / layout

@@ -135,9 +135,8 @@ def test_exact_count_matches_unilm_v2_draw_for_draw(cfg):
 
 
 def test_count_distribution_of_10000_masks():
-    """BEiT pretraining's 14x14 / 75 / min 16, 10,000 masks drawn from one stream each: v2's rule (exact_count) gives
-    exactly 75 every time and the same masks as unilm beit2's generator; v1's rule gives, mask for mask, unilm beit/'s
-    count, hence its count distribution (measured: 32.9% of the masks short of 75, mean 74.48, min 62)."""
+    """BEiT pretraining's 14x14 / 75 / min 16, 10,000 masks from one stream each: v2's rule gives exactly 75 every time
+    and unilm beit2's masks; v1's rule gives, mask for mask, unilm beit/'s count."""
     num = 10000
     v1 = BlockwiseMaskGenerator(14, 75, min_num_patches=16)
     v2 = BlockwiseMaskGenerator(14, 75, min_num_patches=16, exact_count=True)

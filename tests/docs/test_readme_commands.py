@@ -386,9 +386,8 @@ def usage_lines(page: str) -> list[str]:
 
 
 def test_usage_lines_live_in_prose():
-    """Syntax summaries inside runnable blocks failed when pasted (issue 49: ``--source {timm,mmseg,mmpretrain} SRC
-    DST``, ``[--resume [CKPT] | --overwrite]``; 14 such lines at 58420c0 in training.md, checkpoints.md and
-    performance.md): a block holds commands that run as written; usage goes in the prose around it."""
+    """A runnable block holds commands that run as written; syntax summaries (``--source {timm,mmseg} SRC DST``,
+    ``[--resume [CKPT] | --overwrite]``) go in the prose around it."""
     assert not [hit for page in PAGES for hit in usage_lines(page)]
 
 

@@ -454,9 +454,8 @@ def train_argv(world: dict, work_dir: str, data_root: str | None = None) -> list
 
 
 def test_train_work_dir_inside_its_data_root_is_refused(world, tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: ``tools/train.py --work-dir`` inside the config's data root was accepted (the layout
-    backstop knows only images/+annotations/ and the demo marker; tools/test.py refused the same path because it
-    passes the config's data roots as inputs). Now both go through one check with the same inputs."""
+    """``tools/train.py --work-dir`` inside the config's data root is refused, as tools/test.py refuses it: one check
+    with the same inputs."""
     data = tmp_path / 'my_data'
     (data / 'photos').mkdir(parents=True)
     (data / 'photos' / 'a.jpg').write_bytes(b'not looked at')
@@ -526,9 +525,8 @@ def test_export_metadata_is_bounded_by_what_the_checkpoint_holds(world, tmp_path
 
 
 def test_planted_study_records_are_neither_reported_nor_used(tmp_path):
-    """Probe of issue 48: a study's run folder with a planted ``metrics.json`` had its numbers reported as results and
-    its ``checkpoint`` (a URL) used as the next run's starting weights. Now a record is used only when the study's
-    own record vouches for it (settings and sha256 of the metrics and of the checkpoint inside the folder)."""
+    """A study's run folder with a planted ``metrics.json`` and a URL ``checkpoint``: a record is used only when the
+    study's own record vouches for it (settings and sha256 of the metrics and of the checkpoint inside the folder)."""
     from beit_mm.studies import runs
     settings = dict(unlabeled_root='/data', mim_iters=10, seed=0)
     calls = []
@@ -570,11 +568,8 @@ def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypa
 
 
 def test_writing_next_to_fifos_and_sockets_opens_neither(tmp_path):
-    """``atomic_file`` and ``atomic_dir`` fsync the folder they write into, not what else it holds: a FIFO there (its
-    open blocks until a writer comes: the tool would hang), a socket (ENXIO) and a link to a device are left unopened,
-    in a child process with a deadline. Seen failing before the fix, when every entry of the parent folder's tree was
-    opened and fsync'ed: here EINVAL on the link to /dev/zero; ``benchmark_data.py --out /tmp/table.md`` failed on a
-    multiprocessing listener socket in /tmp ("No such device or address")."""
+    """``atomic_file`` and ``atomic_dir`` fsync the folder they write into, not what else it holds: a FIFO, a socket and
+    a link to a device there are left unopened (in a child process with a deadline)."""
     import socket
     import subprocess
     folder = tmp_path / 'out'

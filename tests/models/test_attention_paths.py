@@ -111,9 +111,8 @@ def test_auto_runs_the_kernel_of_the_table(monkeypatch):
 
 
 def test_auto_table_on_cuda():
-    """CUDA: cuDNN attention for bf16/fp16 inference without a mask (its sm90 flash kernel measured 2.1x the
-    memory-efficient one's speed on an H200), SDPA for training (cuDNN refuses a bias that needs a gradient),
-    for fp32 and wherever EoMT's attention mask is given."""
+    """CUDA: cuDNN attention for bf16/fp16 inference without a mask, SDPA for training (cuDNN refuses a bias that needs
+    a gradient), for fp32 and wherever EoMT's attention mask is given."""
     assert select_attn_impl('cuda', False, torch.bfloat16) == 'cudnn'
     assert select_attn_impl('cuda', False, torch.float16) == 'cudnn'
     assert select_attn_impl('cuda', True, torch.bfloat16) == 'sdpa'

@@ -194,8 +194,7 @@ def test_quick_gelu_matches_hf():
 @pytest.mark.parametrize('arch,paper_millions', [('cvt-13', 20), ('cvt-21', 32), ('cvt-w24', 277)])
 def test_param_count_matches_paper_and_hf(arch, paper_millions):
     """Backbone + final norm + Linear(C, 1000) head: exactly HF CvtForImageClassification's count for the preset, and
-    the paper's Table 2 count to its printed precision (CvT-21 has 31.62M, 1.2% below the printed "32M", so a 1% band
-    around the rounded figure would be wrong)."""
+    the paper's Table 2 count to its printed precision (CvT-21: 31.62M for the printed "32M")."""
     with torch.device('meta'):
         model = CvT(arch=arch, out_type='cls_token')
         head = nn.Linear(model.embed_dims[-1], 1000)

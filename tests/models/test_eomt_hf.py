@@ -128,9 +128,8 @@ def test_models_hf_cannot_hold_are_refused(tmp_path):
 
 
 def test_to_hf_of_a_beit_eomt_names_the_reason(tmp_path):
-    """``--to hf`` of a BEiT EoMT (relative position bias, no absolute position embedding) leaked the converter's
-    ``--model None --source None: 'backbone.pos_embed'`` (issue 49): the weights were renamed before the model was
-    checked. Now the tool names what HF's EoMT cannot hold and writes nothing."""
+    """``--to hf`` of a BEiT EoMT (relative position bias, no absolute position embedding) names what HF's EoMT cannot
+    hold and writes nothing."""
     cfg = tiny_config()
     cfg.model.backbone.update(use_abs_pos_emb=False, use_rel_pos_bias=True, no_embed_class=False,
                               num_register_tokens=0)

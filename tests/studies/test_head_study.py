@@ -29,8 +29,7 @@ def head_args(tmp_path, **changes) -> HeadStudySettings:
 
 def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
     """``--iters 30``: every config the study runs ends its lr schedule and EoMT's mask annealing within 30 iterations
-    and validates at the 30th (at f67fafc only max_iters and the intervals changed: the poly schedule still ended at
-    1000 and EoMT still masked at the end of training)."""
+    and validates at the 30th."""
     args = head_args(tmp_path, iters=30)
     for head in heads.HEADS:
         cfg = heads.run_config(args, head, seed=0)

@@ -393,9 +393,8 @@ def test_probe_warnings_flag_pretraining_that_does_not_beat_random_init():
 
 
 def test_recommendation_follows_the_probe_then_fine_tuning():
-    """Issue 40, item 5: a start whose probe does not beat random init by 1 point is never recommended (the user's
-    digits: 6.16 vs 5.23); of those that do, one whose fine-tuning beats scratch by more than the spread under every
-    decoder; else scratch, with the numbers."""
+    """A start whose probe does not beat random init by 1 point is never recommended; of those that do, one whose
+    fine-tuning beats scratch by more than the spread under every decoder; else scratch, with the numbers."""
     heads = ('linear', 'upernet')
     scratch = fake_arm([5.2, 5.26], [30.0, 31.0], pretrained=False, heads=heads)  # probe 5.23; mIoU 30.5 ± 0.71
     failing = fake_arm([6.16], [40.0, 41.0], heads=heads)  # fine-tunes higher, but its probe learned nothing
