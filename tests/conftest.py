@@ -14,9 +14,7 @@ import beit_mm  # noqa: F401  (the registries and the file room; the checkout is
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Under pytest-xdist (tools/run_tests.sh runs one worker per core) each worker computes with its share of the cores,
-# and so do the subprocesses its tests start (OMP_NUM_THREADS, unless a test sets its own): two workers of two
-# threads each on 2 cores would oversubscribe them. A single-process run keeps 2 threads.
+# Under pytest-xdist each worker (and the subprocesses its tests start) computes with its share of the cores.
 XDIST_WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
 TORCH_THREADS = max(1, min(2, CORES // XDIST_WORKERS))
@@ -171,11 +169,8 @@ def randomize_(module: torch.nn.Module, seed: int = 0, std: float = 0.2) -> torc
     return module
 
 
-# Two float32 kernels that compute the same sums in another order (eager vs SDPA, PyTorch vs onnxruntime, AVX2 vs
-# AVX512 code paths) differ by a few units in the last place of the largest value: float32's unit roundoff is
-# 6e-8, and the largest seen between the attention kernels was 1.5e-7 of the tensor's magnitude (gradients ~100,
-# AMD EPYC with AVX2 only). 1e-5 of the magnitude leaves ~60x headroom; a real error (a bias added twice, a wrong
-# scale) is of the order of the values themselves.
+# Two float32 kernels summing in another order differ by a few ulps of the largest value (1.5e-7 of the magnitude at
+# most between the attention kernels); 1e-5 leaves ~60x headroom, while a real error is of the order of the values.
 FP32_KERNEL_RTOL = 1e-5
 
 
@@ -374,8 +369,7 @@ def pytest_xdist_make_scheduler(config, log):
     return FixtureScopeScheduling(config, log)
 
 
-# Files whose tests run for minutes (multi-process trainings, the docs commands, the study chain): handed out first,
-# so that neither worker starts one of them while the other has nothing left to do. Order only; nothing is timed.
+# Files whose tests run for minutes: handed out first, so no worker starts one while the other has nothing left.
 LONG_FIRST = ('tests/docs/test_readme_commands.py', 'tests/engine/test_fsdp.py', 'tests/studies/test_chain.py',
               'tests/engine/test_kill_resume.py', 'tests/studies/test_mim_study.py', 'tests/engine/test_scale.py',
               'tests/tools/test_dist_families.py')

@@ -121,9 +121,7 @@ def test_pretraining_tokenizes_in_fp32_as_measured(key):
     assert cfg.model.target_generator.get('autocast_dtype') is None, 'see docs/studies/tokenizer-precision.md'
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# S: schedules
-# ---------------------------------------------------------------------------------------------------------------
+# ---- S: schedules
 def unilm_cosine_scheduler(base_value, final_value, epochs, niter_per_ep, warmup_epochs):
     """unilm beit2/utils.py cosine_scheduler (start_warmup_value=0, warmup_steps=-1)."""
     warmup_iters = warmup_epochs * niter_per_ep
@@ -178,9 +176,7 @@ def test_segmentation_schedule_matches_mmcv_poly(key):
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-14)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# W: weight decay and lr of every parameter, optimizer settings
-# ---------------------------------------------------------------------------------------------------------------
+# ---- W: weight decay and lr of every parameter, optimizer settings
 def unilm_get_num_layer_for_vit(var_name: str, num_max_layer: int) -> int:
     """unilm beit2/optim_factory.py get_num_layer_for_vit (bare-model names), lines 33-44."""
     if var_name in ('cls_token', 'mask_token', 'pos_embed') or var_name.startswith('patch_embed'):
@@ -333,9 +329,7 @@ def test_segmentation_param_groups(key):
     assert_same_groups(ours_groups(model, cfg.optim_wrapper), ref)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# B: batch; the published metric
-# ---------------------------------------------------------------------------------------------------------------
+# ---- B: batch; the published metric
 @pytest.mark.parametrize('key', sorted(RECIPES_V2), ids=str)
 def test_batch_is_the_published_one(key):
     """GPUs x images per GPU in the config name = the published effective batch, which the BatchSizeCheckHook

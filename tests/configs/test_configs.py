@@ -15,8 +15,7 @@ from beit_mm.models.backbones import BEiT
 
 from ..conftest import ROOT, narrow_beit, run_full_size_model, run_train, shrink_seg_config
 
-# (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes; the FSDP variant needs
-# a process group: see tests/engine/test_fsdp.py)
+# (MIM-pretrained configs: test_mim_configs.py; the FSDP variant: tests/engine/test_fsdp.py)
 SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade20k*.py'))
                      if 'beit-pre' not in p and 'fsdp' not in p)
 CROP = 64

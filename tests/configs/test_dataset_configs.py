@@ -546,9 +546,8 @@ def test_config_reads_its_dataset_through_the_base_config(name):
             ref.data_root, dict(ref.data_prefix), ref.get('ann_file'), ref.get('reduce_zero_label'))
 
 
-# One config of each model family (U164 and UP build the model of U10 with another class count and size, both pinned
-# above; MP the model of M10 with 59 classes; ML10 and MLP the model of test_vit_adapter_configs.py's ADE20K BEiT-L
-# Mask2Former step at other sizes): the steps take 10-40 s each on a loaded 2-core machine.
+# One config of each model family (U164 and UP build U10's model, MP M10's, ML10 and MLP the ADE20K BEiT-L
+# Mask2Former's, at other class counts and sizes pinned above).
 STEPPED = (U10, MP)
 
 
@@ -607,7 +606,7 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
 
 
-# The 896 configs (issue 50 item 3): a step on their own dataset's demo layout through their own train pipeline.
+# The 896 configs: a step on their own dataset's demo layout through their own train pipeline.
 # MV164 builds ML164's model (only the checkpoint differs, pinned above).
 DEMO_STEPPED = ((MC, 'cityscapes'), (ML164, 'coco-stuff164k'))
 

@@ -33,10 +33,8 @@ BEIT_COCO = {  # config -> (task, the unilm file)
 }
 # BEiT-large (unilm beit/README.md:20, beit2/README.md:11): #layer=24; hidden=1024; #head=16; patch=16x16
 BEIT_L = dict(embed_dims=1024, num_layers=24, num_heads=16, patch_size=16)
-# keys of RECIPES_EOMT_COCO that depend on the backbone, with why; none does for BEiT-L: num_blocks (L2 = 4) is the
-# ViT-L default (models/eomt.py:24) and BEiT-L has the official ViT-L's 24 blocks; img_size 640 is a multiple of
-# BEiT's patch 16 as of the official ViT's PI-resized 16 px patch; the rest are the task's (data, schedule, loss,
-# post-processing), which no backbone changes
+# keys of RECIPES_EOMT_COCO that depend on the backbone; none for BEiT-L: num_blocks (L2 = 4) is the ViT-L default
+# (models/eomt.py:24), BEiT-L has ViT-L's 24 blocks, 640 is a multiple of patch 16; the rest are the task's
 BACKBONE_DEPENDENT: dict = {}
 
 

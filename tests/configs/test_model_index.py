@@ -115,12 +115,8 @@ def test_cvt_flops_and_params_agree_with_readme(arch, name):
     assert meta['FLOPs'].startswith(f'{gflops}G')
 
 
-# --- The metafiles are the one source of the published numbers (issue 49, item 5) --------------------------------
-# Every number a family README's "published" table cell or docs/recipes.md's "published" column states for a config
-# must be a number of that config's metafile entry (its Results metrics, its Note, its Paper title, or the metrics of
-# its Downstream entries), and every Results metric of the entry must be stated there. Generic: every
-# configs/*/README.md and every table with a "published..." column header, so rows and metafiles added later are
-# covered without an edit here.
+# --- The metafiles are the one source of the published numbers: every "published" table cell of a README or of
+# docs/recipes.md is a number of the config's metafile entry, and every Results metric of the entry is stated there.
 
 NUMBER = re.compile(r'(?<![\w.])\d+\.\d+(?![\d.]*\w)|(?<![\w.])\d+(?=%)')  # 53.6, 0.95 (not v1.2.2, 0.x, 3e-5), 97%
 

@@ -51,9 +51,7 @@ def _cfg_path(name: str) -> str:
     return os.path.join(ROOT, 'configs', folder, name)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# The published runs (numbers from the reference configs/commands; the source of each is cited).
-# --------------------------------------------------------------------------------------------------------------------
+# ---- The published runs (numbers from the reference configs/commands; the source of each is cited).
 
 def _runs(*keys: str) -> Dict[str, Dict[str, object]]:
     """Config file name -> the published values ``keys`` (tests/configs/reference_recipes.py) of every full-size config that
@@ -180,9 +178,7 @@ def test_imagenet_schedule_matches_unilm(name):
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=2e-9 * lr)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Every published value of tests/configs/reference_recipes.py vs the config, built through MMEngine
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Every published value of tests/configs/reference_recipes.py vs the config, built through MMEngine
 
 def _find(pipeline, name: str) -> Optional[dict]:
     """The first transform of ``pipeline`` whose type is ``name`` (with or without a ``beit_mm.`` scope)."""
@@ -465,9 +461,7 @@ def test_gpu_decode_pipeline_has_the_published_values(key):
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Weight decay and lr of every parameter vs unilm's optimizer code
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Weight decay and lr of every parameter vs unilm's optimizer code
 
 def unilm_get_num_layer_for_vit(var_name: str, num_max_layer: int) -> int:
     """unilm beit/optim_factory.py get_num_layer_for_vit (bare-model names)."""
@@ -625,9 +619,7 @@ def test_pretraining_param_groups_match_unilm(name):
     assert ref['backbone.mask_token'][1] > 0
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Normalization: fine-tuning from a MIM checkpoint uses the pretraining config's mean/std
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Normalization: fine-tuning from a MIM checkpoint uses the pretraining config's mean/std
 
 ALL_CONFIGS = sorted(os.path.join(d, f) for d in (os.path.join(ROOT, 'configs/beit'), os.path.join(ROOT, 'configs/cvt'))
                      for f in os.listdir(d) if f.endswith('.py'))
@@ -677,9 +669,7 @@ def test_imagenet_pretraining_and_ade20k_use_imagenet_mean_std():
         np.testing.assert_allclose(pre.std, IMAGENET_STD, rtol=1e-6, err_msg=name)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Multi-scale TTA and relative position bias shrinking
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Multi-scale TTA and relative position bias shrinking
 
 def setr_resize_shape(h: int, w: int, scale: Tuple[int, int], crop: int) -> Tuple[int, int]:
     """unilm SETR_Resize._resize_img (setr_multi_scale, keep_ratio) then mmcv 1.x imrescale/rescale_size."""
@@ -775,9 +765,7 @@ def test_rel_pos_bias_shrink_equals_central_crop():
     assert torch.equal(shrunk[:-3], central.reshape(-1, heads)) and torch.equal(shrunk[-3:], table[-3:])
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Batch-size warning
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Batch-size warning
 
 FULL_SIZE = sorted(os.path.basename(k) for k in RECIPES)
 
@@ -812,9 +800,7 @@ def test_batch_size_hook_warns_at_start(mm_warnings):
     assert mm_warnings == []
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
 
 DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'configs', 'demo', '*.py')))
 

@@ -301,10 +301,8 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
 
 
-# The #Param column of ViT-Adapter's segmentation/README.md for the same model (BEiT-B adapter + its Mask2Former head at
-# C's 512; published on COCO-Stuff-10k, whose 171 classes add 21 x 257 class-embedding weights to ADE20K's 150, far
-# below the rounding). The BEiT-L configs' counts (451M, 568M: segmentation/README.md:66-67) are not built here: 0.5B
-# parameters take minutes to initialize on a CPU. The BEiT-B UPerNet config has no published count (UPerHead at 768).
+# The #Param column of ViT-Adapter's segmentation/README.md for the same model (BEiT-B adapter + Mask2Former head at
+# C's 512, on COCO-Stuff-10k: 171 classes add 21 x 257 weights to ADE20K's 150, below the rounding).
 PUBLISHED_PARAMS = {M2F_B: (120, 'segmentation/README.md:81')}
 
 
