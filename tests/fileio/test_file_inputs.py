@@ -126,8 +126,8 @@ def fifo(tmp_path) -> str:
     return path
 
 
-def within(seconds: float, fifo: str, call):
-    """``call()``'s result (or exception), or a failure if it still waits on ``fifo`` after ``seconds`` (the FIFO is
+def within(seconds: float, fifo: str | None, call):
+    """``call()``'s result (or exception), or a failure if it still runs after ``seconds`` (a ``fifo`` it waits on is
     then opened for writing and closed, which ends the wait, so the test fails instead of hanging)."""
     outcome = {}
 
@@ -140,6 +140,8 @@ def within(seconds: float, fifo: str, call):
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
+    if thread.is_alive() and fifo is None:
+        pytest.fail(f'still running after {seconds} s')
     if thread.is_alive():
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         thread.join(10)
