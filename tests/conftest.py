@@ -25,9 +25,8 @@ if XDIST_WORKERS > 1:
 
 @pytest.fixture(scope='session')
 def ade_demo_root(tmp_path_factory) -> str:
-    """The one ADE20K-layout demo root of the session (``make_demo_ade20k``: 4 training, 2 validation images of 96
-    px, seed 0, in a folder named ``ADEChallengeData2016``), for every test that trains, evaluates or infers on "some
-    ADE20K" data. Read-only: a test that changes data makes its own root (``make_demo_ade20k(tmp_path / ...)``)."""
+    """The session's read-only ADE20K-layout demo root (4 training, 2 validation images of 96 px, seed 0); a test that
+    changes data makes its own."""
     from beit_mm.data.demo.ade20k import make_demo_ade20k
     root = tmp_path_factory.mktemp('ade_demo') / 'ADEChallengeData2016'
     return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
@@ -248,9 +247,8 @@ def run_full_size_model(config: str, size: int = 64) -> tuple[int, object]:
 
 
 def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop: int = 64):
-    """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data: crops, test
-    scales, slide windows, iterations, workers, 2 images per batch (batch 1 per GPU relies on SyncBN over 8 GPUs; BN's
-    pooled 1x1 features need 2 images on one process); plus ``data_root`` and the backbone checkpoint path."""
+    """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data (2 images per
+    batch for BN's pooled features), plus ``data_root`` and the backbone checkpoint path."""
     cfg.work_dir = work_dir
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         dl = cfg[loader]

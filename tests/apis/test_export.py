@@ -203,9 +203,8 @@ def _eomt_checkpoint(tmp_path, probs: list[float], meta: dict | None = None) -> 
 
 @pytest.mark.parametrize('probs', [[0.0, 0.0], [1.0, 1.0]], ids=['annealed', 'masks-on'])
 def test_eomt_segmentor_exports_whole_and_matches(tmp_path, probs):
-    """EoMT after annealing (probabilities 0: no masks, the masked blocks make no prediction at inference) and with
-    masks always on (probabilities 1: masks from the intermediate predictions, in the graph): onnxruntime equals
-    PyTorch (<= 1e-4, argmax identical off near ties), and the exported function is the segmentor's encode_decode."""
+    """EoMT after annealing (no masks) and with masks always on (masks in the graph): onnxruntime equals PyTorch (<=
+    1e-4, argmax identical off near ties), and the exported function is the segmentor's encode_decode."""
     model, ckpt = _eomt_checkpoint(tmp_path, probs)
     path = _export(tmp_path, EOMT_DEMO, ckpt, (64, 64), '--no-check')
     module = export_module(model, 'segmentor', (64, 64))

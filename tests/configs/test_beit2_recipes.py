@@ -113,9 +113,8 @@ def test_gpu_decode_pipeline_has_the_published_values(key):
 
 @pytest.mark.parametrize('key', PRETRAIN, ids=str)
 def test_pretraining_tokenizes_in_fp32_as_measured(key):
-    """beit_mm's choice, not unilm's (which computes the ids under the step's fp16 autocast,
-    ``engine_for_pretraining.py`` lines 54-56): the VQ-KD tokenizer of the MIM configs runs in fp32, because its bf16
-    ids agreed with fp32 on 93.5% of the tokens only, below the configs' 99% (docs/studies/tokenizer-precision.md)."""
+    """beit_mm's choice, not unilm's (fp16 autocast, ``engine_for_pretraining.py`` lines 54-56): the VQ-KD tokenizer
+    runs in fp32, as its bf16 ids agreed on 93.5% of tokens only (docs/studies/tokenizer-precision.md)."""
     cfg = load(key)
     assert cfg.model.target_generator.type == 'beit_mm.VQKD'
     assert cfg.model.target_generator.get('autocast_dtype') is None, 'see docs/studies/tokenizer-precision.md'
@@ -262,9 +261,8 @@ def shrink_width(cfg: Config, width: int = 64) -> None:
 
 @pytest.mark.parametrize('key', PRETRAIN, ids=str)
 def test_pretraining_param_groups(key):
-    """Each trainable parameter's (lr scale, weight decay) from unilm's create_optimizer(args, model):
-    get_parameter_groups with skip_list no_weight_decay() = {pos_embed, cls_token}, no layer decay; the
-    cls-pretraining blocks, mask token and shared table included."""
+    """Each trainable parameter's (lr scale, weight decay) from unilm's create_optimizer(args, model): skip list
+    {pos_embed, cls_token}, no layer decay; the cls-pretraining blocks, mask token and shared table included."""
     cfg = copy.deepcopy(load(key))
     without_tokenizer_file(cfg)
     large = pub(key, 'model.arch') == 'large'

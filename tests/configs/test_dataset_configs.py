@@ -178,9 +178,8 @@ def test_make_demo_data_layouts(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize('layout', sorted(LAYOUTS))
 def test_tiny_model_trains_and_evaluates_on_each_dataset_config(layout, demo_roots, tmp_path):
-    """The tiny demo model (BEiT 4 blocks x 96, UPerNet) with the dataset config's loaders, dataset, pipelines and
-    evaluator (only sizes, workers and the root changed; heads at the dataset's class count): the start-of-training
-    checks pass, 2 iterations, then mIoU over the validation split."""
+    """The tiny demo model with the dataset config's loaders, dataset, pipelines and evaluator (sizes, workers and root
+    changed): the start checks pass, 2 iterations, then mIoU over the validation split."""
     cfg = Config.fromfile(TINY)
     base = _base(layout)
     num_classes = LAYOUTS[layout][3]
@@ -613,9 +612,8 @@ DEMO_STEPPED = ((MC, 'cityscapes'), (ML164, 'coco-stuff164k'))
 
 @pytest.mark.parametrize('name,layout', DEMO_STEPPED)
 def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, demo_roots):
-    """The narrowed model (as above) on two images of ``tools/make_demo_data.py --layout <layout>`` read by the
-    config's own dataset and train pipeline (resize scale and crop at the demo's 64 px, the rest kept), its data
-    preprocessor and its optim wrapper constructor: finite losses, the adapter's weights move."""
+    """The narrowed model on two images of its demo layout through the config's own dataset, train pipeline,
+    preprocessor and optim wrapper constructor: finite losses, the adapter's weights move."""
     from mmengine.dataset import pseudo_collate
     from mmseg.registry import DATASETS
     cfg, model = _narrowed(name)

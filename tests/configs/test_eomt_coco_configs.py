@@ -199,9 +199,8 @@ STUFF_IDS = [92, 93, 95, 100, 107, 109, 112, 118, 119, 122, 125, 128, 130, 133, 
 
 @pytest.fixture(scope='module')
 def coco_root(tmp_path_factory) -> str:
-    """The generated COCO demo (2 train, 1 val image) with every COCO category in its JSON files, as the real ones:
-    mmdet numbers the labels by the categories a file lists, so the full-size configs' 133 / 80 classes need them
-    all (the demo lists its 5)."""
+    """The generated COCO demo (2 train, 1 val image) listing every COCO category, as mmdet numbers labels by the
+    categories a file lists."""
     from mmdet.datasets import CocoDataset, CocoPanopticDataset
     from beit_mm.fileio.json_file import read_json
     root = make_demo_coco(str(tmp_path_factory.mktemp('coco') / 'demo'), 2, 1, 64, seed=0)
@@ -269,9 +268,8 @@ def narrowed(cfg, data_root: str, tmp_path, size: int = 64):
 @pytest.mark.parametrize('config', [c for c in sorted([*RECIPES_EOMT_COCO, *BEIT_COCO])
                                     if '640x640' in c and 'beitv2' not in c])
 def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, capsys):
-    """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 133/80 classes) narrowed to 64 channels
-    and 64 px: one training step and a validation through MMEngine's Runner (the 1280 configs differ in sizes only,
-    checked above); the BEiT configs with their relative position bias tables at the 4x4 grid of 64 px."""
+    """The config at its own depth narrowed to 64 channels and 64 px: one training step and a validation through
+    MMEngine's Runner (BEiT configs with their relative position tables at the 4x4 grid)."""
     cfg = narrowed(load(config), coco_root, tmp_path)
     if 'ann_file' in cfg.val_evaluator:
         cfg.val_evaluator.ann_file = os.path.join(coco_root, 'annotations', 'instances_val2017.json')

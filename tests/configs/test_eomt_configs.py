@@ -114,8 +114,8 @@ def test_optimizer_schedule_and_batch_are_the_official(name):
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_precision_and_cudnn_are_the_official(name):
-    """Mixed precision and cuDNN flags as the official run (main.py:168-178), read through tests/configs/test_recipes.py's
-    readers."""
+    """Mixed precision and cuDNN flags as the official run (main.py:168-178), read through
+    tests/configs/test_recipes.py's readers."""
     from .test_recipes import READERS
     cfg = load(name)
     got = {key: READERS[f'precision.{key}'](cfg) for key in PRECISION}
@@ -242,9 +242,8 @@ def test_full_size_config_trains(name, ade_demo_root, converted, tmp_path):
 
 
 def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_demo_root, tmp_path):
-    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from
-    a random timm DINOv2-reg4 file (patch 14) converted by ``--model dinov2 --source timm`` to patch 16, as the
-    official run starts (tests/converters/test_convert_dinov2.py compares that conversion with timm's own)."""
+    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from a
+    random timm DINOv2-reg4 file (patch 14) converted to patch 16, as the official run starts."""
     from timm.models.vision_transformer import VisionTransformer
     cfg = load(DINO)
     narrow_beit(cfg)

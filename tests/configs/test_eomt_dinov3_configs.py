@@ -108,9 +108,8 @@ def test_config_changes_its_dinov2_sibling_only_where_the_recipes_differ(config)
 
 
 def test_a_narrowed_dinov3_eomt_trains_a_step():
-    """The COCO panoptic ViT-S config's model at its own depth (12 blocks, L2 = 3), narrowed to 64 channels at 64 px:
-    a loss on a generated panoptic target, its backward reaching the backbone's first block, and the EoMT layer-decay
-    groups (ViT-S: llrd 0.8 with the last 3 blocks at the full lr)."""
+    """The COCO panoptic ViT-S config's model at its own depth, narrowed: a loss whose backward reaches the first block,
+    and the EoMT layer-decay groups (llrd 0.8, the last 3 blocks at the full lr)."""
     from mmdet.structures import DetDataSample
     from mmengine.structures import InstanceData, PixelData
     from mmdet.structures.mask import BitmapMasks

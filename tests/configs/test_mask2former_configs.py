@@ -310,9 +310,8 @@ def _official_checkpoint(cfg: Config, tmp_path) -> str:
 
 @pytest.mark.parametrize('name', [BEIT_B, CVT13])
 def test_full_size_config_trains_and_validates(name, ade_demo_root, tmp_path):
-    """2 iterations and a validation (IoUMetric, slide windows) through tools/train.py, the backbone from a converted
-    official file, the dataset checks on; the decode head's 30 losses (3 for each of the 9 decoder layers' and the
-    final prediction) all logged."""
+    """2 iterations and a validation through tools/train.py from a converted official file, the dataset checks on; the
+    decode head's 30 losses (3 per decoder layer and the final prediction) all logged."""
     cfg = load(name)
     if 'beit' in name:
         narrow_beit(cfg)

@@ -23,9 +23,8 @@ FT_SIZE = 64
 
 
 def test_pretraining_config_structure():
-    """beit_mm's own settings of the MIM configs (the published values -- lr, betas, weight decay, clip, batch,
-    schedule, drop path, layer scale, crops, masks -- are compared with unilm in tests/configs/test_recipes.py
-    test_config_has_the_published_values, from tests/configs/reference_recipes.py)."""
+    """beit_mm's own settings of the MIM configs (the published values are compared with unilm in
+    test_recipes.py test_config_has_the_published_values)."""
     for path in (MIM_800, MIM_300):
         cfg = Config.fromfile(path)
         assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)

@@ -54,8 +54,8 @@ def _cfg_path(name: str) -> str:
 # ---- The published runs (numbers from the reference configs/commands; the source of each is cited).
 
 def _runs(*keys: str) -> Dict[str, Dict[str, object]]:
-    """Config file name -> the published values ``keys`` (tests/configs/reference_recipes.py) of every full-size config that
-    has all of them."""
+    """Config file name -> the published values ``keys`` (tests/configs/reference_recipes.py) of every full-size config
+    that has all of them."""
     out = {}
     for path, refs in RECIPES.items():
         if all(k in refs for k in keys):
@@ -204,17 +204,15 @@ def _photometric_distortion(cfg: Config) -> bool:
 
 
 def _two_view(cfg: Config) -> Optional[dict]:
-    """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop``, the draft
-    pipeline's ``DecodeTwoViewRandomResizedCrop`` or the GPU-decode pipeline's ``EncodedTwoViewRandomResizedCrop``
-    (the same parameters; the latter two also flip)."""
+    """The MIM two-view crop of the train pipeline: ``TwoViewRandomResizedCrop``, ``DecodeTwoViewRandomResizedCrop`` or
+    ``EncodedTwoViewRandomResizedCrop`` (the same parameters; the latter two also flip)."""
     return (_find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
             or _find(_train(cfg), 'EncodedTwoViewRandomResizedCrop'))
 
 
 def _rrc(cfg: Config) -> Optional[dict]:
-    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline),
-    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters) or ``EncodedRandomResizedCrop`` (GPU-decode
-    pipeline; the same parameters, and the flip)."""
+    """The classification random resized crop: ``RandomResizedCrop``, ``DecodeRandomResizedCrop`` or
+    ``EncodedRandomResizedCrop`` (the same parameters; the last also flips)."""
     return (_find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
             or _find(_train(cfg), 'EncodedRandomResizedCrop'))
 
@@ -280,8 +278,8 @@ def _pixel_normal_erasing(cfg: Config) -> bool:
 
 
 def _warmup(cfg: Config) -> float:
-    """Warmup length as the reference counts it: epochs for per-epoch configs (LinearLR ``end``); for iteration
-    configs mmcv's warmup_iters = the first iteration at full lr (MMEngine's LinearLR reaches factor 1 at ``end - 1``)."""
+    """Warmup length as the reference counts it: epochs for per-epoch configs (LinearLR ``end``); for iteration configs
+    mmcv's warmup_iters = the first iteration at full lr (MMEngine's LinearLR reaches factor 1 at ``end - 1``)."""
     warm = cfg.param_scheduler[0]
     assert warm.type == 'LinearLR' and warm.begin == 0, warm
     return warm.end if warm.by_epoch else warm.end - 1
@@ -430,8 +428,9 @@ def differences(cfg: Config, refs: dict, readers: Dict[str, Callable[[Config], o
 
 @pytest.mark.parametrize('key', sorted(RECIPES), ids=str)
 def test_config_has_the_published_values(key):
-    """Each full-size config, built through MMEngine's Config (bases merged), has every value tests/configs/reference_recipes.py
-    pins for it (published value, reference file and line); the failures list them all."""
+    """Each full-size config, built through MMEngine's Config (bases merged), has every value
+    tests/configs/reference_recipes.py pins for it (published value, reference file and line); the failures list them
+    all."""
     wrong = differences(Config.fromfile(os.path.join(ROOT, 'configs', key)), RECIPES[key], READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
@@ -772,9 +771,8 @@ FULL_SIZE = sorted(os.path.basename(k) for k in RECIPES)
 
 @pytest.mark.parametrize('name', FULL_SIZE, ids=str)
 def test_full_size_configs_check_their_published_batch(name):
-    """Each full-size config enables the batch-size check, its recipe batch (``auto_scale_lr.base_batch_size``, what
-    the check compares with) is the published total batch (tests/configs/reference_recipes.py), and at its 8 GPUs the
-    effective batch is that (no warning), while 1 GPU warns."""
+    """Each full-size config's recipe batch (``auto_scale_lr.base_batch_size``) is the published total batch: no warning
+    at its 8 GPUs, a warning at 1."""
     cfg = Config.fromfile(_cfg_path(name))
     published = RECIPES[_key(name)]['total_batch'].value
     assert any(h['type'] == 'beit_mm.BatchSizeCheckHook' for h in cfg.get('custom_hooks', []))
@@ -807,9 +805,8 @@ DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(R
 
 @pytest.mark.parametrize('path', DEMO_CONFIGS, ids=str)
 def test_demo_configs_are_seeded_deterministic_and_select_nothing(path):
-    """Every demo config fixes the seed and asks for deterministic algorithms (two fresh runs print the same number),
-    and saves no best-metric checkpoint: tools/run_demo.sh and tools/run_demo_cls.sh score the last checkpoint on
-    the validation split, so nothing is picked on the split they report."""
+    """Every demo config fixes the seed, asks for deterministic algorithms and saves no best-metric checkpoint, so
+    nothing is picked on the split the demo scripts report."""
     cfg = Config.fromfile(os.path.join(ROOT, path))
     assert cfg.randomness.seed is not None and cfg.randomness.get('deterministic') is True, cfg.randomness
     checkpoint = cfg.get('default_hooks', {}).get('checkpoint', {})

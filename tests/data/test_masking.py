@@ -202,9 +202,8 @@ def test_blocks_follow_the_algorithm(cfg):
 
 
 def test_blockiness():
-    """BEiT 14x14/75: the first block always has target area >= 16 and >= 12 patches (rounding of h, w at aspect
-    0.3..3.3); masks form few 4-connected regions (measured mean 1.4, max 3) while random masks of 75 patches form
-    many (mean 26, min 16)."""
+    """BEiT 14x14/75: the first block has target area >= 16 and >= 12 patches; masks form few 4-connected regions (max
+    3), random masks of 75 patches many (min 16)."""
     gen = BlockwiseMaskGenerator(14, 75, min_num_patches=16)
     block_regions, random_regions = [], []
     for seed in range(200):

@@ -161,10 +161,8 @@ def _summary(image: np.ndarray, base: np.ndarray) -> tuple[float, float]:
 
 
 def test_sequential_draws_have_the_exact_pipelines_distribution():
-    """Without a reseed between images (a worker's stream), the worker's NumPy draws leave out the erasing noise, so
-    after an erased image they differ from the exact pipeline's; their distribution does not: 10^4 images through
-    each (a 24 x 32 photo-like crop, the recipe's ops), two-sample KS tests on each output's mean and on the fraction
-    of pixels changed, and on the erasing box area."""
+    """Without a reseed between images, the draws after an erased image differ from the exact pipeline's but not in
+    distribution: two-sample KS tests over 10^4 images on output means, changed fractions and erasing areas."""
     init_default_scope('mmpretrain')
     base = photo_like_image(24, 32, np.random.default_rng(3))[..., ::-1].copy()
     reference = Compose([dict(type='mmpretrain.RandAugment', **RECIPE),
@@ -321,9 +319,8 @@ def test_gpu_decode_preprocessor_refuses_stacked_inputs_and_a_lying_header(photo
 
 @pytest.mark.parametrize('kind', ['draft', 'gpu_decode'])
 def test_cvt_demo_trains_with_the_device_augmentation(kind, tmp_path):
-    """The CvT-13 demo with the CvT-13 recipe's train pipeline (the draft one, or the GPU-decode one with
-    pseudo_collate) at the demo's 64 px, and ``AugmentClsDataPreprocessor``, set by cfg_options: 3 iterations through
-    ``beit_mm.apis.train.train`` in this process, the augmentation applied by the preprocessor."""
+    """The CvT-13 demo with the recipe's draft or GPU-decode train pipeline and ``AugmentClsDataPreprocessor``: 3
+    iterations through ``beit_mm.apis.train.train`` in this process."""
     import re
 
     from beit_mm.apis.train import train

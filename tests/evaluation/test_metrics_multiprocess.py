@@ -103,9 +103,8 @@ def build_metrics(tmp: str) -> dict[str, tuple]:
 
 
 def evaluate_hooks(tmp: str, work_dir: str) -> dict[str, dict]:
-    """Each pretraining hook's numbers at the start of a run (the dense probe's iteration 0, the tokenizer's held-out
-    evaluation) for its config's model, random weights of seed 0, wrapped in ``MMDistributedDataParallel`` when a
-    process group is up; the hooks write into ``work_dir``."""
+    """Each pretraining hook's numbers at the start of a run for its config's model (seed 0), DDP-wrapped when a process
+    group is up; the hooks write into ``work_dir``."""
     from types import SimpleNamespace
 
     from mmengine.dist import is_distributed

@@ -137,9 +137,8 @@ def _check_refusal(dataset: str, kind: str, root: str, before: dict, code, stder
 
 @pytest.mark.parametrize('dataset', sorted(CLI_CALLS))
 def test_make_demo_data_refuses_a_real_dataset_root(real_roots, dataset, monkeypatch, capsys):
-    """Each ``--dataset`` of tools/make_demo_data.py (its ``main``, in this process), against a real-looking ADE20K
-    and ImageNet root: exit 2, one line naming the root and the refusal, no traceback, and not one byte, path or
-    mtime changed."""
+    """Each ``--dataset`` of tools/make_demo_data.py against a real-looking ADE20K and ImageNet root: exit 2, one line
+    naming the root, no traceback, not one byte, path or mtime changed."""
     tool = load_tool('tools/make_demo_data.py')
     for kind, root in real_roots.items():
         before = snapshot(root)

@@ -117,7 +117,8 @@ def test_load_from_url(hub, marker, tmp_path):
 
 
 def test_tools_test_with_a_url(hub, marker, tmp_path):
-    """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by name."""
+    """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by
+    name."""
     from beit_mm.apis.testing import RunTestRefused, run_test
     from beit_mm.data.demo.ade20k import make_demo_ade20k
     plant(URL, marker)
@@ -128,9 +129,8 @@ def test_tools_test_with_a_url(hub, marker, tmp_path):
 
 
 def test_work_dir_pointer_is_never_followed_to_a_url_or_out_of_the_work_dir(hub, marker, tmp_path):
-    """``tools/infer.py CFG WORK_DIR`` (and every tool resolving a work dir) reads ``last_checkpoint``: a URL or a
-    path outside the work dir there is refused by name; ``--resume`` ignores it (a warning) and takes the newest
-    complete checkpoint of the work dir."""
+    """A URL or an outside path in a work dir's ``last_checkpoint`` is refused by name; ``--resume`` ignores it (a
+    warning) and takes the newest complete checkpoint of the work dir."""
     from beit_mm.apis import resolve_checkpoint, run_infer
     from beit_mm.fileio.work_dir import find_last_complete_checkpoint
     plant(URL, marker)

@@ -263,9 +263,8 @@ def test_infer_names_both_inputs_of_one_label_map(world, tmp_path, monkeypatch):
 
 
 def test_infer_overwrite_removes_only_what_it_wrote(world, tmp_path, monkeypatch):
-    """A second run with fewer images and ``--overwrite``: the first run's files go (the label map of an image no
-    longer given too), the new ones come, a file beside the folder stays; a file the tool did not write in the folder
-    refuses the run and keeps everything."""
+    """``--overwrite`` with fewer images: the first run's files go, the new ones come, a file beside the folder stays; a
+    file the tool did not write in the folder refuses the run."""
     images = [osp.join(world['inputs'], n) for n in sorted(os.listdir(world['inputs']))]
     out = tmp_path / 'out'
     (tmp_path / 'sibling.txt').write_text('mine')
