@@ -1,7 +1,5 @@
-"""``beit_mm.benchmarks.data_pipeline`` (``tools/analysis/benchmark_data.py``): the workers arithmetic on known
-numbers, and every recipe's train datasets (the exact pipeline and the one the config trains with) built from its
-full-size config on tiny image sets in the real layouts (what the tool times), giving positive rates, with the data
-preprocessor's CPU cost; the MIM and ImageNet recipes also with their GPU-decode pipeline."""
+"""``beit_mm.benchmarks.data_pipeline``: the workers arithmetic on known numbers, and every recipe's train datasets
+built from its full-size config on tiny image sets, giving positive rates with the preprocessor's CPU cost."""
 import os.path as osp
 
 import pytest

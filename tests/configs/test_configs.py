@@ -1,7 +1,5 @@
-"""Every full-size segmentation config in configs/ builds at its own widths and runs a forward pass, and trains a few
-iterations through tools/train.py on tiny data laid out exactly like ADE20K with only sizes overridden (crops, and the
-BEiT narrowed to 64 channels at its own depth: ``conftest.narrow_beit``); the pretrained checkpoint each config names
-is stood in for by random weights in the official (unilm) layout, converted with tools/convert_checkpoint.py."""
+"""Every full-size segmentation config builds at its own widths and runs a forward pass, and trains a few iterations
+through tools/train.py on tiny ADE20K-layout data, narrowed, from a random official-layout converted checkpoint."""
 import glob
 import os
 import re

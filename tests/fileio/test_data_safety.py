@@ -1,7 +1,6 @@
-"""No tool destroys data it did not write: the demo generators refuse a real ADE20K or ImageNet root before writing
-(every byte, mtime and path kept; exit 2 naming the root), ``AtomicCheckpointHook`` deletes only its own unfinished
-writes, and ``tools/train.py`` refuses a work dir holding another
-run's checkpoints without ``--resume``/``--overwrite``."""
+"""No tool destroys data it did not write: the demo generators refuse a real ADE20K or ImageNet root before writing,
+``AtomicCheckpointHook`` deletes only its own unfinished writes, and ``tools/train.py`` refuses a work dir holding
+another run's checkpoints without ``--resume``/``--overwrite``."""
 import hashlib
 import json
 import os

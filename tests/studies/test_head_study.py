@@ -1,7 +1,5 @@
-"""beit_mm.studies.heads (tools/analysis/head_study.py's library) in-process: each head's config as its run trains it
-(every iteration count rescaled with --iters), the runs on an ADE20K-layout root with the training child process stood
-in for (the written config, the metrics read from MMEngine's scalar files, finished runs reused and other settings
-refused), the report against hand-worked numbers; the CLI's refusal of a root without images."""
+"""beit_mm.studies.heads in-process: each head's config rescaled with --iters, the runs with the training child stood
+in for (reuse, refusals), the report against hand-worked numbers, and the CLI's refusal of a root without images."""
 import json
 import os
 import pathlib

@@ -1,7 +1,5 @@
-"""beit_mm.studies.transfer (tools/analysis/transfer_study.py's library) in-process: the cross-dataset verdicts
-(checked against hand-made reports), each dataset's study settings (its supervised VQ-KD teacher trained on the next
-dataset's labels; the MIM study stood in for), the combined report, the datasets it writes; the CLI's argument
-checks and the options it passes on."""
+"""beit_mm.studies.transfer in-process: the cross-dataset verdicts against hand-made reports, each dataset's study
+settings, the combined report and the datasets it writes; the CLI's argument checks and the options it passes on."""
 import json
 import os
 import subprocess
