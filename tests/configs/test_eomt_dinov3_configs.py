@@ -96,9 +96,8 @@ def _flatten(node, path=()):
 
 @pytest.mark.parametrize('config', sorted(RECIPES_EOMT_DINOV3))
 def test_config_changes_its_dinov2_sibling_only_where_the_recipes_differ(config):
-    """Everything else (data, pipelines, loss, post-processing, hooks, precision, evaluation) is the DINOv2 config's
-    of the task, itself pinned by RECIPES_EOMT_COCO and the ADE20K semantic tests; the 2x ViT-S/B ones and the 1280
-    ones follow their size's DINOv2 sibling where their resolution sets values (the padding, jitter, crop)."""
+    """Everything else (data, pipelines, loss, post-processing, hooks, precision, evaluation) is the DINOv2 sibling's,
+    where resolution sets values at its own size."""
     ours, base = dict(_flatten(load(config).to_dict())), dict(_flatten(load(sibling(config)).to_dict()))
     if '1280' in config and '1280' not in sibling(config):  # sizes set by the 1280 configs themselves
         base = dict(_flatten(load(sibling(config).replace('640x640', '1280x1280')).to_dict()))

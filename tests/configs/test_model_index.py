@@ -239,9 +239,8 @@ def test_recipes_page_numbers_are_the_metafile_numbers():
 
 
 def test_config_header_published_line_agrees_with_the_metafile():
-    """A config header's ``Published...: <first word>`` agrees with its metafile entry: the entry's first metric when
-    the entry has Results (the header may cite other reproductions after it, e.g. mmseg's 53.08, which the metafile
-    does not claim), ``none`` or a downstream number when it has none."""
+    """A config header's ``Published...: <first word>`` is its metafile entry's first metric, or ``none`` / a downstream
+    number when the entry has no Results."""
     problems = []
     for name, m in sorted(BY_NAME.items()):
         header = ''.join(line for line in open(osp.join(ROOT, m['Config'])) if line.startswith('#'))

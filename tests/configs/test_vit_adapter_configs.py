@@ -255,9 +255,8 @@ def test_the_adapter_starts_from_its_beit_with_its_own_weights_at_init(name):
 
 @pytest.mark.parametrize('name', sorted(RECIPES))
 def test_narrowed_config_builds_and_takes_a_training_step(name):
-    """The config's model at 64 channels (its depth, interactions, heads and losses kept; a Mask2Former head narrower
-    than the ViT at its own width), 64 px, one optimizer step through its own optim wrapper constructor (layer decay
-    over BEiTAdapter.get_layer_depth: its pinned rate to the power depth + 1 for the embeddings)."""
+    """The config's model at 64 channels and 64 px (depth, interactions, heads and losses kept): one optimizer step
+    through its own optim wrapper constructor (layer decay over ``BEiTAdapter.get_layer_depth``)."""
     import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
     from mmseg.registry import MODELS
     init_default_scope('mmseg')

@@ -258,9 +258,8 @@ def test_interior_pixels_never_reach_the_loss_and_zeroing_closes_the_leak():
 
 # ----------------------------------------------------------------------------------------------------- configs
 def test_full_config_recipe_and_build():
-    """beit_mm's own settings of the CvT MIM config; its published values (BEiT's pretraining recipe: lr, weight
-    decay, clip, batch, epochs, crops, masks; CvT-13's per-stage drop path) are compared with their sources by
-    tests/configs/test_recipes.py test_config_has_the_published_values (tests/configs/reference_recipes.py)."""
+    """beit_mm's own settings of the CvT MIM config; its published values are compared with their sources by
+    test_recipes.py test_config_has_the_published_values."""
     cfg = Config.fromfile(CFG_FULL)
     assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)
     bb = cfg.model.backbone

@@ -121,9 +121,8 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
 
 
 def test_adapter_panoptic_demo_builds_trains_then_tests_with_pq(coco_root, tmp_path, capsys):
-    """The ViT-Adapter panoptic demo: mmdet's Mask2Former with beit_mm's tiny BEiTAdapter and no neck, its 4 levels
-    (strides 4/8/16/32 of the 64 px input) as wide as the head's in_channels; trained 2 iterations in-process, then
-    ``tools/test.py``'s library entry on the checkpoint prints PQ/SQ/RQ."""
+    """The ViT-Adapter panoptic demo: mmdet's Mask2Former on the tiny BEiTAdapter without a neck, its 4 levels as wide
+    as the head's in_channels; trained 2 iterations, then ``tools/test.py``'s library entry prints PQ/SQ/RQ."""
     cfg, model = _build(ADAPTER)
     assert type(model) is Mask2Former and type(model.backbone) is BEiTAdapter and not model.with_neck
     assert (model.panoptic_head.num_things_classes, model.panoptic_head.num_stuff_classes) == (2, 3)
@@ -291,9 +290,8 @@ def test_vit_adapter_panoptic_config_has_the_published_value(key):
 
 
 def test_vit_adapter_panoptic_config_builds_and_trains_one_narrowed_step(coco_root, tmp_path):
-    """The config as written builds mmdet's Mask2Former around beit_mm's BEiTAdapter (BEiT v2-L, 24 blocks); then, on
-    the COCO demo, one training step of the same config narrowed: 4 blocks 96 wide, the head 64 wide with 1 encoder
-    and 2 decoder layers, the demo's 5 classes, the multi-scale pipeline's sizes divided by 10."""
+    """The config as written builds mmdet's Mask2Former around the BEiT v2-L BEiTAdapter; narrowed (4 blocks, a 64-wide
+    head, 5 classes, sizes / 10), it takes one training step on the COCO demo."""
     cfg = Config.fromfile(ADAPTER_PANOPTIC)
     init_default_scope(cfg.default_scope)
     from mmengine.registry import MODELS

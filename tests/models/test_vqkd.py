@@ -464,9 +464,8 @@ def test_dino_teacher_matches_timm_vit(tmp_path):
 
 # --------------------------------------------------------------------------------------- training, evaluation
 def test_mmengine_train_step_and_heldout_statistics():
-    """VQKD trains as an MMEngine model (train_step with an optimizer wrapper: loss_quant + loss_rec, k-means init,
-    codebook moves) and evaluate_vqkd reports usage/perplexity/dead codes from the ids and teacher_cosine =
-    1 - unilm's cosine loss of the hard codes."""
+    """VQKD trains as an MMEngine model (k-means init, the codebook moves) and evaluate_vqkd reports usage, perplexity,
+    dead codes and teacher_cosine = 1 - unilm's cosine loss of the hard codes."""
     from mmengine.optim import OptimWrapper
     model = small_vqkd()
     model.train()

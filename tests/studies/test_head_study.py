@@ -43,9 +43,8 @@ def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
 
 
 def test_heads_over_seeds_with_baseline_and_reuse(tmp_path, monkeypatch):
-    """Every head and seed trains once on the config written to its folder (2 iterations, its seed, the data root);
-    its metrics come from the scalar file MMEngine writes; the same study again reuses them; another --iters in the
-    same work dir is refused, not mixed."""
+    """Every head and seed trains once on its written config, its metrics read from MMEngine's scalar file; the same
+    study again reuses them, another --iters in the same work dir is refused."""
     root = make_demo_ade20k(str(tmp_path / 'ade'), num_train=4, num_val=2, size=64, seed=0)
     trained = []
 

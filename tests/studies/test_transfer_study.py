@@ -46,9 +46,8 @@ def transfer_args(tmp_path, **changes) -> TransferStudySettings:
 
 
 def test_each_study_teaches_with_the_next_dataset(tmp_path, monkeypatch):
-    """Each dataset's study is the MIM study with the same arms, heads and seeds, the other options passed on, and the
-    supervised teacher learning the next dataset's labels (shapes for the digits, digits for the shapes); a failed
-    study stops the command naming the dataset, the error and its runs."""
+    """Each dataset's study is the MIM study with the same options and a teacher learning the next dataset's labels; a
+    failed study stops the command naming the dataset, the error and its runs."""
     calls = []
 
     def fake_study(settings):

@@ -94,9 +94,8 @@ def _recipe_pipeline(base: str, name: str) -> list:
 
 
 def _in1k_finetuning(data: dict, work: str) -> dict:
-    """From the BEiT MIM family's checkpoint, as the demo fine-tunes its MIM run, with the BEiT fine-tuning recipe's
-    train pipeline (the crop and the draws of RandAugment and erasing on the worker, their ops in
-    ``AugmentClsDataPreprocessor``)."""
+    """From the BEiT MIM family's checkpoint, with the BEiT fine-tuning recipe's train pipeline (draws on the worker,
+    ops in ``AugmentClsDataPreprocessor``)."""
     return {**_imagenet(data, work), 'model.backbone.init_cfg.checkpoint': osp.join(work, 'beit-mim', 'train',
                                                                                     'iter_2.pth'),
             'model.data_preprocessor.type': 'beit_mm.AugmentClsDataPreprocessor',
@@ -138,10 +137,8 @@ def _dvae(data: dict, work: str) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """A family's demo config, its options given the data and the launch's work dir, the test metric (None: it trains
-    only) and the line of a training hook that stands for it, the files its rank-0 hooks write into the training
-    work dir, whether its test draws the test images (``show_dir``), and the types its trained config (as the run
-    dumped it) must name."""
+    """A family's demo config and options, its test metric (None: trains only) or training hook line, its rank-0 hook
+    files, whether its test draws images, and the types its dumped config must name."""
     config: str
     options: Callable[[dict, str], dict]
     metric: str | None
@@ -346,10 +343,9 @@ def test_shell_launchers_train_validate_and_test(shell_run):
 
 @pytest.mark.parametrize('name', list(FAMILIES))
 def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
-    """The family trained 2 iterations on each of 2 processes, validated (when its config has a validation), wrote
-    its checkpoint and its hooks' files from rank 0, and its checkpoint tested with the validation's metric (or,
-    training only, its training hook logged its number); where asked, rank 0's test images were drawn, with the
-    warning that the others are not."""
+    """The family trained 2 iterations on 2 processes, validated, wrote its checkpoint and hook files from rank 0, and
+    was tested with the validation's metric (or logged its training hook's number); rank 0 drew its test images where
+    asked."""
     family, results = FAMILIES[name], worker_run['results']
     if name not in results['done']:
         stopped = results['running'] or 'the imports'
