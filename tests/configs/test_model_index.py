@@ -212,8 +212,7 @@ FAMILY_READMES = sorted(osp.relpath(p, ROOT) for p in glob.glob(osp.join(ROOT, '
 
 @pytest.mark.parametrize('readme', FAMILY_READMES)
 def test_family_readme_numbers_are_the_metafile_numbers(readme):
-    """Each row of a family README's published table names a listed config and states exactly its metafile
-    numbers."""
+    """Each row of a family README's published table names a listed config and states exactly its metafile numbers."""
     problems = []
     for line, header, cells in published_tables(osp.join(ROOT, readme)):
         column = next(i for i, h in enumerate(header) if h.lower().startswith('published'))

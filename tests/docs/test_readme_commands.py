@@ -467,8 +467,7 @@ def test_a_new_command_is_caught():
 
 
 def map_not_listed(page: str = 'docs/testing.md') -> list[str]:
-    """Entries of the map (placeholders, shortenings, stand-ins, kinds of marks) that the page's table does not
-    show."""
+    """Entries of the map (placeholders, shortenings, stand-ins, kinds of marks) that the page's table does not show."""
     text = open(osp.join(ROOT, page)).read()
     section = text.split('## How the docs test runs the commands', 1)[-1].split('\n## ', 1)[0]
     rows = [line for line in section.splitlines() if line.startswith('| ')]
