@@ -471,8 +471,8 @@ def _setup_env(venv: str, **env) -> subprocess.CompletedProcess:
 
 
 def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
-    """``tools/setup_env.sh`` with ``BEIT_MM_VENV`` naming a folder it did not make: exit 2, every file kept (it
-    used to ``rm -rf`` whatever that names); while another build holds the lock it waits, then gives up untouched."""
+    """``tools/setup_env.sh`` with ``BEIT_MM_VENV`` naming a folder it did not make: exit 2, every file kept; while
+    another build holds the lock it waits, then gives up untouched."""
     import fcntl
     mine = tmp_path / 'my_project'
     mine.mkdir()
@@ -493,8 +493,8 @@ def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
 
 
 def test_setup_env_mark_proves_ownership_by_its_content(tmp_path):
-    """An empty or foreign ``.beit_mm_venv`` in a folder of yours is no licence to delete it (the script used to
-    ``rm -rf`` any folder holding a file of that name): exit 2, every file kept."""
+    """An empty or foreign ``.beit_mm_venv`` in a folder of yours is no licence to delete it: exit 2, every file
+    kept."""
     mine = tmp_path / 'my_project'
     mine.mkdir()
     (mine / 'notes.txt').write_text('mine')

@@ -163,8 +163,8 @@ def assert_one_error_line(message: str, prefix: str, match: str) -> None:
                                              for hazard in sorted(FOLDER_HAZARDS)
                                              if (option, hazard) != ('--work-dir', 'existing')])
 def test_test_py_outputs(world, option, hazard, monkeypatch, capsys):
-    """``--out data/.../annotations/validation`` replaced the ground truth at the base commit. (A work dir may hold
-    anything: MMEngine only adds a new ``<timestamp>/`` folder to it.)"""
+    """``tools/test.py --out`` inside a dataset root (e.g. its ground-truth folder) is refused; a work dir may hold
+    anything."""
     dest, match = FOLDER_HAZARDS[hazard]
     if option == '--work-dir' and hazard == 'input':
         dest, match = 'ckpts/ckpt.pth', r'is the input'  # a work dir may hold the checkpoint it tests
@@ -500,8 +500,8 @@ def test_config_dump_is_replaced_only_when_listed_with_its_content(tmp_path):
 
 
 def test_export_metadata_is_bounded_by_what_the_checkpoint_holds(world, tmp_path, monkeypatch):
-    """Probe of issue 48: a checkpoint whose ``dataset_meta`` lists one long class name 100000 times (pickle stores it
-    once: the file is small) made tools/export.py write ~25 MB of metadata. Now refused by name, nothing written."""
+    """A ``dataset_meta`` listing one long class name 100000 times (small on disk) is refused by name, nothing
+    written."""
     ckpt = torch.load(world['ckpt'], map_location='cpu', weights_only=False)
     ckpt['meta'] = dict(dataset_meta=dict(classes=['c' * 256] * 100000, palette=[[1, 2, 3]] * 100000))
     hostile = str(tmp_path / 'hostile.pth')
