@@ -14,9 +14,7 @@ import beit_mm  # noqa: F401  (the registries and the file room; the checkout is
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Under pytest-xdist (tools/run_tests.sh runs one worker per core) each worker computes with its share of the cores,
-# and so do the subprocesses its tests start (OMP_NUM_THREADS, unless a test sets its own): two workers of two
-# threads each on 2 cores would oversubscribe them. A single-process run keeps 2 threads.
+# Under pytest-xdist each worker (and the subprocesses its tests start) computes with its share of the cores.
 XDIST_WORKERS = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
 TORCH_THREADS = max(1, min(2, CORES // XDIST_WORKERS))
@@ -27,9 +25,8 @@ if XDIST_WORKERS > 1:
 
 @pytest.fixture(scope='session')
 def ade_demo_root(tmp_path_factory) -> str:
-    """The one ADE20K-layout demo root of the session (``make_demo_ade20k``: 4 training, 2 validation images of 96
-    px, seed 0, in a folder named ``ADEChallengeData2016``), for every test that trains, evaluates or infers on "some
-    ADE20K" data. Read-only: a test that changes data makes its own root (``make_demo_ade20k(tmp_path / ...)``)."""
+    """The session's read-only ADE20K-layout demo root (4 training, 2 validation images of 96 px, seed 0); a test that
+    changes data makes its own."""
     from beit_mm.data.demo.ade20k import make_demo_ade20k
     root = tmp_path_factory.mktemp('ade_demo') / 'ADEChallengeData2016'
     return make_demo_ade20k(str(root), num_train=4, num_val=2, size=96, seed=0)
@@ -63,15 +60,9 @@ def imagenet_from_ade(ade_root: str, root: str) -> str:
 def run_tool(argv: list[str], cwd: str = ROOT, env: dict | None = None):
     """``python <argv>`` (a script of the checkout: ``argv[0]`` relative to it or absolute) run in this process as
     ``load_tool(argv[0]).main()`` with ``sys.argv = argv``, in ``cwd``, with ``env``'s variables set for the run
-    (``PYTHONPATH`` aside: this process has the checkout on its path). Returns a ``subprocess.CompletedProcess``
-    as the command would: ``returncode`` 0 (or what ``main`` returned, for a script ending in ``sys.exit(main())``),
-    the ``SystemExit`` code (a message: 1, printed to stderr), or 1 with the traceback on stderr; ``stdout`` and
-    ``stderr`` as text, warnings on stderr once per run.
-
-    In this process rather than a new interpreter: a launch pays ~9 s of imports (17 s on an AVX2-only core) before
-    its work, about a third of a full suite's CPU time over all its launches. What a run changes for the rest of the
-    process is put back: working directory, environment, torch threads and deterministic mode; commands whose
-    subject is the process itself (exit on a signal, several ranks, a shell script) keep ``subprocess``."""
+    (``PYTHONPATH`` aside). Returns a ``subprocess.CompletedProcess`` as the command would (``returncode``, text
+    ``stdout``/``stderr``). In this process to save a launch's imports; cwd, environment, torch threads and
+    deterministic mode are put back."""
     import contextlib
     import gc
     import io
@@ -139,10 +130,8 @@ _TOOLS: dict[str, ModuleType] = {}
 
 def load_tool(path: str) -> ModuleType:
     """The script ``path`` (relative to the checkout, e.g. ``'tools/convert_checkpoint.py'``) as a module, so a test
-    calls its ``main(argv)`` or helpers in this process. Loaded once per session and registered in ``sys.modules`` as
-    ``beit_mm_<path's stem, / as _>`` (e.g. ``beit_mm_tools_analysis_probe``: a script's dataclasses look their
-    module up there). Scripts are not a package and nothing in beit_mm imports one: the tests are their only
-    importer, through this function."""
+    calls its ``main(argv)`` or helpers in this process; loaded once, registered in ``sys.modules`` as
+    ``beit_mm_<path's stem, / as _>``."""
     if path not in _TOOLS:
         name = 'beit_mm_' + os.path.splitext(os.path.normpath(path))[0].replace(os.sep, '_')
         spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
@@ -179,11 +168,8 @@ def randomize_(module: torch.nn.Module, seed: int = 0, std: float = 0.2) -> torc
     return module
 
 
-# Two float32 kernels that compute the same sums in another order (eager vs SDPA, PyTorch vs onnxruntime, AVX2 vs
-# AVX512 code paths) differ by a few units in the last place of the largest value: float32's unit roundoff is
-# 6e-8, and the largest seen between the attention kernels was 1.5e-7 of the tensor's magnitude (gradients ~100,
-# AMD EPYC with AVX2 only). 1e-5 of the magnitude leaves ~60x headroom; a real error (a bias added twice, a wrong
-# scale) is of the order of the values themselves.
+# Two float32 kernels summing in another order differ by a few ulps of the largest value (1.5e-7 of the magnitude at
+# most between the attention kernels); 1e-5 leaves ~60x headroom, while a real error is of the order of the values.
 FP32_KERNEL_RTOL = 1e-5
 
 
@@ -203,9 +189,7 @@ def narrow_beit(cfg) -> int:
     """Narrow ``cfg.model``'s BEiT to 64 channels in 4 heads, keeping its depth, mlp ratio, feature levels and every
     other setting, so that a full-size config trains through ``tools/train.py`` in seconds on any CPU (BEiT-L's
     300M parameters and their AdamW states take minutes per step and GBs per checkpoint there, and bf16 is emulated
-    on AVX2-only CPUs). Every model field that holds the full width (``WIDTH_KEYS`` of the neck, the heads and
-    UPerHead's channels; the tokenizer left alone) follows. The config's own widths are built and run by
-    :func:`run_full_size_model`. Returns the full width."""
+    on AVX2-only CPUs). Every model field that holds the full width follows. Returns the full width."""
     from beit_mm.models.backbones.beit import ARCHS
     arch = cfg.model.backbone.arch
     full = dict(ARCHS[arch]) if isinstance(arch, str) else dict(arch)
@@ -234,9 +218,7 @@ def narrow_beit(cfg) -> int:
 def run_full_size_model(config: str, size: int = 64) -> tuple[int, object]:
     """Build ``config``'s model at its own widths and depth (constructors' random init, no file read, ``img_size`` =
     ``size``) and run one forward at ``size`` px: a segmentor's logits, a classifier's scores, or, for a MIM config,
-    its backbone's masked tokens through its head's loss (the tokenizer, tested on its own, is not built). Shows that
-    the widths the config wires together (backbone, neck, heads) fit; the training runs use :func:`narrow_beit`.
-    Returns the parameter count and the output."""
+    its backbone's masked tokens through its head's loss (no tokenizer). Returns the parameter count and the output."""
     from mmengine.config import Config
     from mmengine.model import revert_sync_batchnorm
     from mmengine.registry import MODELS, init_default_scope
@@ -265,9 +247,8 @@ def run_full_size_model(config: str, size: int = 64) -> tuple[int, object]:
 
 
 def shrink_seg_config(cfg, data_root: str, checkpoint: str, work_dir: str, crop: int = 64):
-    """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data: crops, test
-    scales, slide windows, iterations, workers, 2 images per batch (batch 1 per GPU relies on SyncBN over 8 GPUs; BN's
-    pooled 1x1 features need 2 images on one process); plus ``data_root`` and the backbone checkpoint path."""
+    """Override only the sizes of a full-size segmentation config so it trains 2 iterations on tiny data (2 images per
+    batch for BN's pooled features), plus ``data_root`` and the backbone checkpoint path."""
     cfg.work_dir = work_dir
     for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         dl = cfg[loader]
@@ -340,13 +321,10 @@ _RUNNER_NUMBERS = itertools.count()  # one count for the whole session: names ne
 
 @pytest.fixture(autouse=True)
 def _own_runner_names(monkeypatch):
-    """Each in-process MMEngine Runner gets its own experiment name. MMEngine names a runner's visualizer, logger and
-    message hub ``<experiment_name or config name>_<start second>`` and ``get_instance`` returns an existing one of
-    that name: two runners started within one second in one process (two quick tests) shared the first one's
-    visualizer, which wrote into the first test's work dir, already deleted (FileNotFoundError: seen once in a full
-    run, ``test_hook_names_a_bad_pair_outside_the_sample``). A config's fixed visualizer ``name`` is dropped as
-    ``beit_mm.engine.runner.build_runner`` drops it: with it, every runner of the process got the first test's
-    visualizer (its tmp_path removed once that test passed). ``tools/train.py`` runs one runner per process."""
+    """Each in-process MMEngine Runner gets its own experiment name (a config's fixed visualizer ``name`` dropped).
+
+    MMEngine names a runner's visualizer ``<name>_<start second>`` and reuses an existing one of that name: two
+    runners started within one second would share the first one's, writing into a deleted work dir."""
     from mmengine.runner import Runner
     init = Runner.__init__
 
@@ -375,9 +353,7 @@ def pytest_xdist_make_scheduler(config, log):
     """``pytest -n N --dist loadscope`` (what tools/run_tests.sh runs) with the scope of a test file's fixtures as its
     unit of work: the tests of a file that defines a module- or class-scoped fixture (a reference training run, a
     converted checkpoint) go to one worker, so that fixture is built once, not once per worker; every other test is
-    handed out on its own, to whichever worker is free. Files go first, most tests first (xdist's
-    ``--loadscope-reorder``). (pytest-xdist's own ``xdist_group`` marks cannot carry this: ``--dist loadgroup``
-    rewrites a node id through an attribute pytest 9 no longer reads.)"""
+    handed out on its own, to whichever worker is free; files with most tests first."""
     if config.getvalue('dist') != 'loadscope':
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -391,8 +367,7 @@ def pytest_xdist_make_scheduler(config, log):
     return FixtureScopeScheduling(config, log)
 
 
-# Files whose tests run for minutes (multi-process trainings, the docs commands, the study chain): handed out first,
-# so that neither worker starts one of them while the other has nothing left to do. Order only; nothing is timed.
+# Files whose tests run for minutes: handed out first, so no worker starts one while the other has nothing left.
 LONG_FIRST = ('tests/docs/test_readme_commands.py', 'tests/engine/test_fsdp.py', 'tests/studies/test_chain.py',
               'tests/engine/test_kill_resume.py', 'tests/studies/test_mim_study.py', 'tests/engine/test_scale.py',
               'tests/tools/test_dist_families.py')

@@ -1,7 +1,5 @@
-"""Test helper (not product code): a hook printing, per rank at the end of training, the numbers FSDP changes --
-parameter elements held by this process, optimizer-state elements, and the process's peak RSS -- for
-tests/engine/test_fsdp.py to compare FSDP with DDP. Enabled with custom_imports=['tests.memory_probe'] and
-custom_hooks=[dict(type='beit_mm.MemoryProbeHook')]."""
+"""Test helper: a hook printing per rank, at the end of training, the parameter and optimizer-state elements held and
+the peak RSS, for tests/engine/test_fsdp.py (``custom_imports=['tests.memory_probe']``, ``MemoryProbeHook``)."""
 import resource
 
 import torch

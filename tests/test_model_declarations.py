@@ -1,16 +1,6 @@
-"""The tools ask the model, not its class name (STYLE rule 13): a subclass registered under another name, a scoped
-or unscoped registry name and a class given as the config's type all get what their class declares or derives.
-
-- ``beit_mm.apis.inference``: EoMT's inference weights (``EoMT.inference_weights``) for a config whose model is an
-  EoMT subclass registered as ``beit_mm.RenamedEoMT``, as for ``'EoMT'`` in scope ``beit_mm`` and the class itself;
-- ``beit_mm.apis.export.model_kind`` / ``beit_mm.apis.hub``: an mmpretrain ``ImageClassifier`` subclass is a
-  classifier (HF ``BeitForImageClassification``, not a bare ``BeitModel``);
-- ``beit_mm.converters.hf_config``: a BEiT subclass as a segmentor's backbone gets the BEiT checks of
-  ``BeitForSemanticSegmentation`` (the last block cannot be a feature level);
-- ``beit_mm.data.checks``: subclasses of mmcv's ``LoadImageFromFile`` and mmseg's ``LoadAnnotations`` are read;
-- ``beit_mm.engine.hooks.atomic_checkpoint.use_atomic_checkpoint_hook``: MMEngine's ``CheckpointHook`` however the
-  config names it (unscoped, scoped, the class itself as MMEngine's pure-Python configs write it) becomes atomic.
-"""
+"""The tools ask the model, not its class name: a subclass registered under another name, a scoped or unscoped registry
+name and a class given as the config's type all get what their class declares (EoMT's inference weights, export and
+hub model kind, the HF config checks, the data checks' loaders, the atomic checkpoint hook)."""
 from __future__ import annotations
 
 import os.path as osp
@@ -68,9 +58,8 @@ def _config(model_type, default_scope: str = 'mmseg', **model) -> Config:
 
 
 def test_an_eomt_under_any_name_gets_the_weights_eomt_declares():
-    """Only the config's type tells an EoMT (its config has no decode_head); the old check compared it with the
-    strings 'EoMT' / 'beit_mm.EoMT', so the subclass and the class-as-type were taken for a model whose every
-    weight inference reads."""
+    """Only the config's type tells an EoMT (its config has no decode_head): a subclass and the class-as-type get the
+    inference weights EoMT declares."""
     assert EoMT.inference_weights != ENCODER_DECODER_INFERENCE_WEIGHTS
     with registered(RenamedEoMT) as name:
         for cfg in (_config(name), _config('EoMT', default_scope='beit_mm'), _config(RenamedEoMT)):
@@ -113,9 +102,7 @@ def test_a_classifier_subclass_is_written_as_an_hf_classifier():
 
 
 def test_a_beit_subclass_gets_the_hf_segmentation_checks():
-    """The tiny segmentor takes its 4 levels from blocks 0-3 of 4; HF cannot select the last block. Under the old
-    check ``backbone.__class__.__name__ == 'BEiT'`` a subclass skipped these checks and its config came out
-    without ``out_indices`` (HF's default levels, not the model's)."""
+    """The tiny segmentor takes its 4 levels from blocks 0-3 of 4; HF cannot select the last block."""
     cfg = Config.fromfile(SEG_CONFIG)
     with registered(RenamedBEiT) as name:
         cfg.model.backbone.type = name

@@ -1,16 +1,6 @@
-"""ONNX export (``tools/export.py``, ``beit_mm.apis.export``) checked with onnxruntime against PyTorch.
-
-Reference: the PyTorch model the file was exported from, same weights, same input; tolerance fp32 max |diff| <= 1e-4
-of the logits / feature maps, and argmax maps identical wherever the reference's top-2 margin exceeds 2 x max |diff|
-(random weights give near ties that another CPU's float kernels may flip; ``beit_mm.apis.export.compare_outputs``). Covered: a BEiT + UPerNet segmentor (the tiny test config,
-and BEiT-B UPerNet 512 at a 64x64 crop, shrunk as ``tests/conftest.py``'s ``shrink_seg_config`` shrinks configs:
-sizes only), exported at its own grid and at another one (the relative position bias resolved for the exported grid
-equals PyTorch's on-the-fly resampling at that size), a CvT classifier, a bare BEiT backbone (MIM config,
-``--part backbone``), ``tools/infer.py --onnx`` against ``tools/infer.py`` with the checkpoint, and an EoMT segmentor
-(the demo config's tiny BEiT, after mask annealing and with masks always on; exported whole, checked also against the
-segmentor's own ``encode_decode``, the function mmseg's inference calls).
-The full-size BEiT-B UPerNet 512 numbers and the latency come from ``tools/analysis/benchmark_onnx.py``.
-"""
+"""ONNX export (``tools/export.py``, ``beit_mm.apis.export``) checked with onnxruntime against the PyTorch model: fp32
+max |diff| <= 1e-4, argmax equal where the top-2 margin exceeds 2 x max |diff| (``compare_outputs``). Covered: BEiT +
+UPerNet at its own and another grid, a CvT classifier, a bare BEiT backbone, ``tools/infer.py --onnx`` and EoMT."""
 import json
 import os
 import os.path as osp
@@ -213,9 +203,8 @@ def _eomt_checkpoint(tmp_path, probs: list[float], meta: dict | None = None) -> 
 
 @pytest.mark.parametrize('probs', [[0.0, 0.0], [1.0, 1.0]], ids=['annealed', 'masks-on'])
 def test_eomt_segmentor_exports_whole_and_matches(tmp_path, probs):
-    """EoMT after annealing (probabilities 0: no masks, the masked blocks make no prediction at inference) and with
-    masks always on (probabilities 1: masks from the intermediate predictions, in the graph): onnxruntime equals
-    PyTorch (<= 1e-4, argmax identical off near ties), and the exported function is the segmentor's encode_decode."""
+    """EoMT after annealing (no masks) and with masks always on (masks in the graph): onnxruntime equals PyTorch (<=
+    1e-4, argmax identical off near ties), and the exported function is the segmentor's encode_decode."""
     model, ckpt = _eomt_checkpoint(tmp_path, probs)
     path = _export(tmp_path, EOMT_DEMO, ckpt, (64, 64), '--no-check')
     module = export_module(model, 'segmentor', (64, 64))

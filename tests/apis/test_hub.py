@@ -1,23 +1,9 @@
 """beit_mm -> HF transformers / timm (``tools/convert_checkpoint.py --to hf|timm``, ``beit_mm.apis.hub``) and back.
 
-Reference: the HF/timm model loaded by its own ``from_pretrained`` / ``create_model(pretrained=True,
-pretrained_cfg_overlay=dict(file=...))`` from what the converter wrote, against the beit_mm model with the same weights;
-fp32 max |diff| <= 1e-4 of the outputs; no missing or unexpected key (``output_loading_info``, timm's strict load);
-beit_mm -> HF -> beit_mm bit-identical (``torch.equal`` on every tensor, same key set).
-
-Models (random weights, with BatchNorm statistics, relative position biases and layer scales randomized so they matter;
-sizes shrunk from the named configs to keep the tests cheap, nothing else changed):
-- MIM backbone (``beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py``: shared relative position bias, mask token, final norm)
-  -> ``BeitModel``; -> timm ``beit_base_patch16_224`` (``global_pool='token'``).
-- BEiT classifier (``beit-base-p16_beit-pre_8xb128-coslr-100e_in1k.py``: mean pooling + fc_norm + LinearClsHead) ->
-  ``BeitForImageClassification``; -> timm (``global_pool='avg'``).
-- BEiT + UPerNet (``beit-base_upernet_8xb2-160k_ade20k-512x512.py`` with feature blocks 1, 2, 3, 4 of 6, which HF can
-  select) -> ``BeitForSemanticSegmentation`` (decode and auxiliary logits); the config as published (blocks 3, 5, 7,
-  11 of 12) is refused with the reason.
-- CvT classifier (``cvt-13-tiny_1xb32-30e_in1k-demo-64px.py`` with ``act='gelu'`` and depths 1/2/3) ->
-  ``CvtForImageClassification`` and ``CvtModel``; the QuickGELU default and the demo's depths 1/1/2 (HF's CvT fails
-  on them) are refused.
-"""
+The HF/timm model loaded by its own ``from_pretrained`` / ``create_model`` from what the converter wrote matches the
+beit_mm model: fp32 max |diff| <= 1e-4, no missing or unexpected key, beit_mm -> HF -> beit_mm bit-identical. Models
+(random, shrunk from the named configs): the MIM backbone, the BEiT classifier, BEiT + UPerNet (the published feature
+blocks 3, 5, 7, 11 refused with the reason) and the CvT classifier (QuickGELU and depths 1/1/2 refused)."""
 import json
 import os.path as osp
 

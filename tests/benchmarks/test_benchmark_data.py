@@ -1,7 +1,5 @@
-"""``beit_mm.benchmarks.data_pipeline`` (``tools/analysis/benchmark_data.py``): the workers arithmetic on known
-numbers, and every recipe's train datasets (the exact pipeline and the one the config trains with) built from its
-full-size config on tiny image sets in the real layouts (what the tool times), giving positive rates, with the data
-preprocessor's CPU cost; the MIM and ImageNet recipes also with their GPU-decode pipeline."""
+"""``beit_mm.benchmarks.data_pipeline``: the workers arithmetic on known numbers, and every recipe's train datasets
+built from its full-size config on tiny image sets, giving positive rates with the preprocessor's CPU cost."""
 import os.path as osp
 
 import pytest
@@ -67,9 +65,8 @@ def test_mim_recipes_compare_the_exact_pipeline_with_the_draft_one():
 
 
 def test_device_table_times_each_pipeline_and_a_dataloader(tmp_path):
-    """``--device``'s measurement on the CPU (what a GPU session runs on CUDA): the fine-tuning recipe's three
-    pipelines, each preprocessor timed per batch, the GPU-decode batch's JPEG decode on its own (the others have no
-    bytes to decode), and MMEngine's DataLoader with a worker through the preprocessor."""
+    """``--device`` on the CPU: the fine-tuning recipe's three pipelines, each preprocessor timed per batch, the
+    GPU-decode batch's JPEG decode alone, and MMEngine's DataLoader with a worker through the preprocessor."""
     from beit_mm.benchmarks.data_pipeline import measure_on_device
     roots = make_image_sets(str(tmp_path), ade_size=64, imagenet_size=(48, 64), count=4)
     recipe = next(r for r in RECIPES if r.name.startswith('ImageNet fine-tuning'))

@@ -1,10 +1,7 @@
 """Published hyperparameters of beit_mm's full-size configs, each with the reference file and line it was read from.
 
-This module is data: the recipe tests (tests/configs/test_recipes.py, test_mim_configs.py, test_cvt_configs.py; for BEiT v2
-and VQ-KD, ``RECIPES_V2`` and ``PUBLISHED_V2``, tests/configs/test_beit2_recipes.py; for Mask2Former, ``RECIPES_M2F``,
-tests/configs/test_mask2former_configs.py) compare the configs with it, never with
-values read from the config under test. Every value was read from the reference text at
-the commit named below (repository@commit path:line); nothing here is derived from beit_mm's configs.
+Data for the recipe tests, which compare the configs with it, never with values read from the config under test.
+Sources (repository@commit path:line):
 
 - unilm:  microsoft/unilm@768a3c87 (``beit/``, ``beit/semantic_segmentation/configs``; ``beit2/`` and
   ``beit2/semantic_segmentation/configs`` for BEiT v2 and VQ-KD)
@@ -16,17 +13,8 @@ the commit named below (repository@commit path:line); nothing here is derived fr
 - timm 0.3.2 (CvT's requirements.txt): ``timm/data/loader.py`` ``create_loader(..., drop_last=is_training)``
 - paper: CvT, arXiv 2103.15808, section 4.1 (fine-tuning).
 
-Keys (what each value means is defined once, by the reader functions of tests/configs/test_recipes.py ``READERS``):
-optimizer (type, lr, weight_decay, betas, momentum), layer_decay, clip_grad, total_batch (GPUs x images x
-accumulation), accumulate, schedule (max_iters / max_epochs, warmup, warmup_start, min_lr, poly_power), model
-(drop_path, drop_path_per_stage, layer_scale, out_indices, depths, img_size, neck_rescales, decode/aux head channels,
-in_index, num_convs, loss weights, pool_scales, num_classes), data (mean, std, train resize scale/ratio, crop,
-cat_max_ratio, flip, RandAugment, random erasing, colour jitter, drop_last, sampler, MIM views and masks, mixup,
-cutmix, label smoothing), evaluation (test resize, slide crop/stride, test-time padding, metric), precision
-(``precision.amp``: mixed precision or fp32; ``precision.dtype``/``precision.loss_scale``: how beit_mm realises the
-source's fp16 + dynamic loss scaling: ``beit_mm.AmpOptimWrapper(dtype='auto')``, bf16 where the GPU has it, fp16
-with ``loss_scale='dynamic'`` where it does not), cuDNN (``cudnn.benchmark``, ``cudnn.deterministic``) and seeding.
-"""
+Each key's meaning is defined once, by the reader functions of test_recipes.py ``READERS``; ``precision.dtype`` and
+``precision.loss_scale`` say how beit_mm realises the source's fp16 + dynamic loss scaling (``AmpOptimWrapper``)."""
 from typing import Any, Dict, NamedTuple, Optional
 
 UNILM = 'microsoft/unilm@768a3c87'

@@ -1,15 +1,7 @@
-"""Every full-size BEiT v2 config (configs/beit2/) builds at its own widths and runs a forward pass, and trains 2
-iterations through tools/train.py on tiny data with only sizes (and, for pretraining, the tokenizer) overridden, the
-BEiT narrowed to 64 channels at its own depth (``conftest.narrow_beit``):
-
-- pretraining: BEiT-B/L at 64 px (4x4 patches, 6 masked); the config's ``beit_mm.VQKD`` shrunk to one narrow block
-  with random weights (still 8192 codes, ids on the 4x4 patch grid of the raw 0..255 view); the log shows both losses
-  and the checkpoint holds ``backbone.cls_pt_layers``;
-- ImageNet fine-tuning (1600e base recipe) loads that pretraining run's checkpoint (``prefix='backbone.'``, 0 missing
-  keys); the other fine-tuning recipes (300e base, large) train at width 64 from random weights;
-- ADE20K configs load a random checkpoint in unilm's BEiT v2 pretrained layout (``cls_pt_layers``, ``lm_head``,
-  ``mask_token``, shared table) converted by ``tools/convert_checkpoint.py --model beit --source unilm``.
-"""
+"""Every full-size BEiT v2 config builds at its own widths and runs a forward pass, and trains 2 iterations through
+tools/train.py on tiny data, narrowed to 64 channels at its own depth: pretraining with a shrunk random ``VQKD``
+(both losses logged, ``backbone.cls_pt_layers`` saved), fine-tuning from that checkpoint (0 missing keys), ADE20K
+from a random unilm BEiT v2 pretrained-layout file converted by ``tools/convert_checkpoint.py``."""
 import glob
 import os
 import re

@@ -1,25 +1,16 @@
-"""The BEiT v2 and VQ-KD configs (configs/beit2/, configs/vqkd/) reproduce unilm's published BEiT v2 runs: every
-value pinned in tests/configs/reference_recipes.py ``RECIPES_V2`` (each with the microsoft/unilm ``beit2/`` file and line it
-was read from: recipe, normalization, data pipeline incl. the exact-count masks and ``drop_last``, test-time padding,
-precision), schedule (S), weight decay and lr of every parameter (W) and batch (B), checked against that table and
-against the reference optimizer/scheduler code re-implemented from its source, never against the config's own
-literals.
+"""The BEiT v2 and VQ-KD configs reproduce unilm's published BEiT v2 runs: every value of reference_recipes.py
+``RECIPES_V2``, schedule, per-parameter lr and weight decay, and batch, checked against that table and the reference
+code re-implemented from its source, never the config's own literals.
 
-Reference code re-implemented here (read, not copied):
-- unilm ``beit2/utils.py`` ``cosine_scheduler`` (lines 530-547): one lr per optimizer update, ``np.linspace(0, lr,
-  W)`` warmup then a cosine to ``min_lr``; used by ``run_beitv2_pretraining.py`` (lines 277-280) and
-  ``run_class_finetuning.py`` (lines 537-540);
-- unilm ``beit2/optim_factory.py`` ``get_parameter_groups`` (lines 58-105: no weight decay when ``param.ndim <= 1``,
-  for ``.bias`` and for ``skip_list``), ``get_num_layer_for_vit`` (lines 33-44), ``LayerDecayValueAssigner``
-  (lines 47-55); ``run_class_finetuning.py`` lines 500-508 (values ``decay ** (L + 1 - i)``, skip list
-  ``no_weight_decay() = {pos_embed, cls_token}``); ``run_beitv2_pretraining.py`` line 272 (``create_optimizer(args,
-  model)``: the same skip list, no layer decay) and ``modeling_pretrain.py`` lines 97-99 (``no_weight_decay``);
+Reference code (read, not copied):
+- unilm ``beit2/utils.py`` ``cosine_scheduler`` (lines 530-547), used by ``run_beitv2_pretraining.py``
+  (lines 277-280) and ``run_class_finetuning.py`` (lines 537-540);
+- unilm ``beit2/optim_factory.py`` ``get_parameter_groups`` (lines 58-105), ``get_num_layer_for_vit`` (lines 33-44),
+  ``LayerDecayValueAssigner`` (lines 47-55); ``run_class_finetuning.py`` lines 500-508; ``run_beitv2_pretraining.py``
+  line 272 and ``modeling_pretrain.py`` lines 97-99 (``no_weight_decay``);
 - unilm ``beit2/semantic_segmentation/mmcv_custom/layer_decay_optimizer_constructor.py``
   ``LayerDecayOptimizerConstructor.add_params`` (lines 20-66) and its ``get_num_layer_for_vit`` (lines 6-15);
-- mmcv 1.x ``LrUpdaterHook`` linear warmup (``k = (1 - i / W) * (1 - warmup_ratio)``, ``lr = regular * (1 - k)``)
-  and ``PolyLrUpdaterHook.get_lr`` (``(base - min_lr) * (1 - i / max_iters) ** power + min_lr``), set before every
-  iteration, which unilm's segmentation runs used (``IterBasedRunnerAmp``).
-"""
+- mmcv 1.x ``LrUpdaterHook`` linear warmup and ``PolyLrUpdaterHook.get_lr``, as unilm's segmentation runs used."""
 import copy
 import math
 import os
@@ -122,17 +113,14 @@ def test_gpu_decode_pipeline_has_the_published_values(key):
 
 @pytest.mark.parametrize('key', PRETRAIN, ids=str)
 def test_pretraining_tokenizes_in_fp32_as_measured(key):
-    """beit_mm's choice, not unilm's (which computes the ids under the step's fp16 autocast,
-    ``engine_for_pretraining.py`` lines 54-56): the VQ-KD tokenizer of the MIM configs runs in fp32, because its bf16
-    ids agreed with fp32 on 93.5% of the tokens only, below the configs' 99% (docs/studies/tokenizer-precision.md)."""
+    """beit_mm's choice, not unilm's (fp16 autocast, ``engine_for_pretraining.py`` lines 54-56): the VQ-KD tokenizer
+    runs in fp32, as its bf16 ids agreed on 93.5% of tokens only (docs/studies/tokenizer-precision.md)."""
     cfg = load(key)
     assert cfg.model.target_generator.type == 'beit_mm.VQKD'
     assert cfg.model.target_generator.get('autocast_dtype') is None, 'see docs/studies/tokenizer-precision.md'
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# S: schedules
-# ---------------------------------------------------------------------------------------------------------------
+# ---- S: schedules
 def unilm_cosine_scheduler(base_value, final_value, epochs, niter_per_ep, warmup_epochs):
     """unilm beit2/utils.py cosine_scheduler (start_warmup_value=0, warmup_steps=-1)."""
     warmup_iters = warmup_epochs * niter_per_ep
@@ -187,9 +175,7 @@ def test_segmentation_schedule_matches_mmcv_poly(key):
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=1e-14)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# W: weight decay and lr of every parameter, optimizer settings
-# ---------------------------------------------------------------------------------------------------------------
+# ---- W: weight decay and lr of every parameter, optimizer settings
 def unilm_get_num_layer_for_vit(var_name: str, num_max_layer: int) -> int:
     """unilm beit2/optim_factory.py get_num_layer_for_vit (bare-model names), lines 33-44."""
     if var_name in ('cls_token', 'mask_token', 'pos_embed') or var_name.startswith('patch_embed'):
@@ -275,9 +261,8 @@ def shrink_width(cfg: Config, width: int = 64) -> None:
 
 @pytest.mark.parametrize('key', PRETRAIN, ids=str)
 def test_pretraining_param_groups(key):
-    """Each trainable parameter's (lr scale, weight decay) from unilm's create_optimizer(args, model):
-    get_parameter_groups with skip_list no_weight_decay() = {pos_embed, cls_token}, no layer decay; the
-    cls-pretraining blocks, mask token and shared table included."""
+    """Each trainable parameter's (lr scale, weight decay) from unilm's create_optimizer(args, model): skip list
+    {pos_embed, cls_token}, no layer decay; the cls-pretraining blocks, mask token and shared table included."""
     cfg = copy.deepcopy(load(key))
     without_tokenizer_file(cfg)
     large = pub(key, 'model.arch') == 'large'
@@ -342,9 +327,7 @@ def test_segmentation_param_groups(key):
     assert_same_groups(ours_groups(model, cfg.optim_wrapper), ref)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# B: batch; the published metric
-# ---------------------------------------------------------------------------------------------------------------
+# ---- B: batch; the published metric
 @pytest.mark.parametrize('key', sorted(RECIPES_V2), ids=str)
 def test_batch_is_the_published_one(key):
     """GPUs x images per GPU in the config name = the published effective batch, which the BatchSizeCheckHook

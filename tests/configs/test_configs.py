@@ -1,7 +1,5 @@
-"""Every full-size segmentation config in configs/ builds at its own widths and runs a forward pass, and trains a few
-iterations through tools/train.py on tiny data laid out exactly like ADE20K with only sizes overridden (crops, and the
-BEiT narrowed to 64 channels at its own depth: ``conftest.narrow_beit``); the pretrained checkpoint each config names
-is stood in for by random weights in the official (unilm) layout, converted with tools/convert_checkpoint.py."""
+"""Every full-size segmentation config builds at its own widths and runs a forward pass, and trains a few iterations
+through tools/train.py on tiny ADE20K-layout data, narrowed, from a random official-layout converted checkpoint."""
 import glob
 import os
 import re
@@ -15,8 +13,7 @@ from beit_mm.models.backbones import BEiT
 
 from ..conftest import ROOT, narrow_beit, run_full_size_model, run_train, shrink_seg_config
 
-# (the MIM-pretrained configs run in test_mim_configs.py, from a checkpoint a MIM run writes; the FSDP variant needs
-# a process group: see tests/engine/test_fsdp.py)
+# (MIM-pretrained configs: test_mim_configs.py; the FSDP variant: tests/engine/test_fsdp.py)
 SEG_CONFIGS = sorted(p for p in glob.glob(os.path.join(ROOT, 'configs/beit/*ade20k*.py'))
                      if 'beit-pre' not in p and 'fsdp' not in p)
 CROP = 64

@@ -1,16 +1,6 @@
-"""CvT configs and CvT checkpoint loading.
-
-- Every full-size CvT config in configs/cvt/ (ImageNet classification and ADE20K UPerNet) builds and trains 2
-  iterations through tools/train.py on tiny data laid out like the real dataset (ImageNet: 1000 wnid folders from
-  make_demo_imagenet; ADE20K: make_demo_ade20k), with only sizes overridden (crops 64, batch 2, a 4-image subset via
-  the dataset's ``indices``, 2 iterations; CvT-W24's widths shrunk). The pretrained checkpoint a config names is stood
-  in for by a random file in the official microsoft/CvT layout (with its ``head.*``) converted by
-  ``tools/convert_checkpoint.py --model cvt --source official``.
-- Loading (reference: the tensors of the file itself, compared exactly): a classifier checkpoint written by a beit_mm
-  run loads into the segmentor with ``prefix='backbone.'``; a converted official file loads without a prefix; missing
-  keys raise an error naming the converter; unused keys (``head.*``) are a warning.
-- The optimizer settings the configs promise (values computed by hand from the recipe).
-"""
+"""CvT configs and CvT checkpoint loading: every full-size config trains 2 iterations on tiny data from a random
+official checkpoint converted by ``tools/convert_checkpoint.py``; a classifier checkpoint loads into the segmentor with
+``prefix='backbone.'``, missing keys name the converter, unused keys warn; the promised optimizer settings hold."""
 import glob
 import os
 import re
@@ -300,9 +290,7 @@ def test_drop_path_rates_per_block_match_official(key):
 
 
 def test_drop_path_rate_forms():
-    """A float is the same per-stage rate for every stage; a list needs one rate per stage (official
-    DROP_PATH_RATE). HF transformers' CvtStage is no reference here: it gives every layer of stage s the rate
-    ``linspace(0, rate_s, depth_s)[s]`` (indexed by the stage, not the layer)."""
+    """A float is the same per-stage rate for every stage; a list needs one rate per stage (official DROP_PATH_RATE)."""
     arch = dict(embed_dims=[16, 32, 48], depths=[2, 3, 4], num_heads=[1, 2, 3])
     assert _block_rates(CvT(arch=arch, drop_path_rate=0.2)) == official_drop_path_rates([0.2] * 3, [2, 3, 4])
     assert _block_rates(CvT(arch=arch, drop_path_rate=[0.05, 0.1, 0.2])) == official_drop_path_rates(

@@ -1,16 +1,6 @@
-"""The datasets ViT-Adapter reports besides ADE20K (issue 50 item 3): COCO-Stuff-164k, COCO-Stuff-10k, Pascal Context
-59 and Cityscapes.
-
-- Each base config (configs/_base_/datasets/{coco-stuff164k,coco-stuff10k,pascal_context_59,cityscapes}.py) reads its
-  demo data (``tools/make_demo_data.py --layout ...``: the exact file layout of mmseg's dataset class), passes the
-  start-of-training checks, has a bad label map named by them, and trains a tiny BEiT + UPerNet 2 iterations and
-  evaluates it, in process.
-- The full-size ViT-Adapter configs of these datasets: every recipe value pinned to the ViT-Adapter file and line it
-  was read from (compared with the merged config, never with the config's own literals; the readers are
-  tests/configs/test_vit_adapter_configs.py's), and one training step of each family, narrowed to 64 channels at its own
-  depth; the 896 Mask2Former BEiT-L configs of COCO-Stuff-164k and Cityscapes (and BEiT v2-L, the same model) take
-  their step on their dataset's demo layout through their own train pipeline.
-"""
+"""The datasets ViT-Adapter reports besides ADE20K: COCO-Stuff-164k, COCO-Stuff-10k, Pascal Context 59 and Cityscapes.
+Each base config reads its demo data, passes the start checks, names a bad label map and trains a tiny model; the
+full-size ViT-Adapter configs match every pinned recipe value and take one narrowed training step."""
 import copy
 import functools
 import os
@@ -188,9 +178,8 @@ def test_make_demo_data_layouts(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize('layout', sorted(LAYOUTS))
 def test_tiny_model_trains_and_evaluates_on_each_dataset_config(layout, demo_roots, tmp_path):
-    """The tiny demo model (BEiT 4 blocks x 96, UPerNet) with the dataset config's loaders, dataset, pipelines and
-    evaluator (only sizes, workers and the root changed; heads at the dataset's class count): the start-of-training
-    checks pass, 2 iterations, then mIoU over the validation split."""
+    """The tiny demo model with the dataset config's loaders, dataset, pipelines and evaluator (sizes, workers and root
+    changed): the start checks pass, 2 iterations, then mIoU over the validation split."""
     cfg = Config.fromfile(TINY)
     base = _base(layout)
     num_classes = LAYOUTS[layout][3]
@@ -556,9 +545,8 @@ def test_config_reads_its_dataset_through_the_base_config(name):
             ref.data_root, dict(ref.data_prefix), ref.get('ann_file'), ref.get('reduce_zero_label'))
 
 
-# One config of each model family (U164 and UP build the model of U10 with another class count and size, both pinned
-# above; MP the model of M10 with 59 classes; ML10 and MLP the model of test_vit_adapter_configs.py's ADE20K BEiT-L
-# Mask2Former step at other sizes): the steps take 10-40 s each on a loaded 2-core machine.
+# One config of each model family (U164 and UP build U10's model, MP M10's, ML10 and MLP the ADE20K BEiT-L
+# Mask2Former's, at other class counts and sizes pinned above).
 STEPPED = (U10, MP)
 
 
@@ -617,16 +605,15 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
 
 
-# The 896 configs (issue 50 item 3): a step on their own dataset's demo layout through their own train pipeline.
+# The 896 configs: a step on their own dataset's demo layout through their own train pipeline.
 # MV164 builds ML164's model (only the checkpoint differs, pinned above).
 DEMO_STEPPED = ((MC, 'cityscapes'), (ML164, 'coco-stuff164k'))
 
 
 @pytest.mark.parametrize('name,layout', DEMO_STEPPED)
 def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, demo_roots):
-    """The narrowed model (as above) on two images of ``tools/make_demo_data.py --layout <layout>`` read by the
-    config's own dataset and train pipeline (resize scale and crop at the demo's 64 px, the rest kept), its data
-    preprocessor and its optim wrapper constructor: finite losses, the adapter's weights move."""
+    """The narrowed model on two images of its demo layout through the config's own dataset, train pipeline,
+    preprocessor and optim wrapper constructor: finite losses, the adapter's weights move."""
     from mmengine.dataset import pseudo_collate
     from mmseg.registry import DATASETS
     cfg, model = _narrowed(name)
@@ -652,8 +639,7 @@ def test_narrowed_config_takes_a_training_step_on_its_demo_layout(name, layout, 
 
 def test_full_size_mask2former_has_the_published_parameter_count():
     """M10 at its own widths (BEiT-B adapter, 256-wide Mask2Former head, 171 classes): 120M parameters, the #Param of
-    ViT-Adapter's segmentation/configs/coco_stuff10k/README.md:13. (The BEiT-L UPerNet configs' 451M take minutes to
-    initialize on a CPU; their widths are pinned above.)"""
+    ViT-Adapter's segmentation/configs/coco_stuff10k/README.md:13."""
     import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
     from mmseg.registry import MODELS
     init_default_scope('mmseg')
@@ -665,9 +651,8 @@ def test_full_size_mask2former_has_the_published_parameter_count():
 
 
 def test_each_layout_is_a_dataset_root_without_the_demo_marker(demo_roots, tmp_path):
-    """No output may land in a dataset root (beit_mm.fileio.outputs.check_output); a real COCO-Stuff, Pascal Context
-    or Cityscapes root carries no demo marker, so its own folders must make it one (at the merge of these layouts
-    only ``images/`` with ``annotations/`` or ``masks/`` did: a work dir inside a real Cityscapes root was accepted)."""
+    """No output may land in a dataset root: a real COCO-Stuff, Pascal Context or Cityscapes root carries no demo
+    marker, so its own folders must make it one."""
     from beit_mm.fileio.dataset_roots import DEMO_MARKER, is_dataset_root
     for layout, root in demo_roots.items():
         real = tmp_path / layout

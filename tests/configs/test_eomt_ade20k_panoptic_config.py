@@ -1,9 +1,5 @@
-"""The full-size EoMT ADE20K panoptic config (configs/eomt/*ade20k-panoptic*.py) against the official EoMT recipe,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_ADE20K_PANOPTIC`` (each value with its tue-mps/eomt@7bd19dd
-path:line; nothing there is read from the config under test), and one narrowed training step on the generated ADE20K
-panoptic demo (beit_mm.data.demo.ade20k_panoptic, the real layout), MMEngine's Runner in-process, followed by a
-validation with the config's own metric.
-"""
+"""The full-size EoMT ADE20K panoptic config against reference_recipes.py ``RECIPES_EOMT_ADE20K_PANOPTIC``
+(tue-mps/eomt@7bd19dd path:line), and one narrowed training step on the ADE20K panoptic demo with a validation."""
 import glob
 import os
 
@@ -44,9 +40,8 @@ def test_config_has_the_official_value(config, key):
 
 @pytest.mark.parametrize('config', sorted(RECIPES_EOMT_ADE20K_PANOPTIC))
 def test_data_start_and_schedule_structure(config):
-    """beit_mm's ADE20K panoptic dataset on data/ade/ADEChallengeData2016, the annotations read for training and
-    named for the metric, the start from the COCO panoptic EoMT without its class head (official README.md:136-144),
-    and the schedule's end at the run's end."""
+    """The ADE20K panoptic dataset and its annotations, the start from the COCO panoptic EoMT without its class head
+    (official README.md:136-144), and the schedule's end at the run's end."""
     cfg = load(config)
     assert cfg.model.task == 'panoptic' and cfg.model.num_things_classes == 100
     for loader in (cfg.train_dataloader, cfg.val_dataloader, cfg.test_dataloader):
@@ -69,9 +64,8 @@ def ade_root(tmp_path_factory) -> str:
 
 @pytest.mark.parametrize('config', sorted(RECIPES_EOMT_ADE20K_PANOPTIC))
 def test_full_size_config_trains_one_narrowed_step(config, ade_root, tmp_path):
-    """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 150 classes) narrowed to 64 channels and
-    64 px, started from a load_from without the class head (as the COCO panoptic start): one training step and a
-    validation through MMEngine's Runner."""
+    """The config at its own depth narrowed to 64 channels and 64 px, from a load_from without the class head: one
+    training step and a validation through MMEngine's Runner."""
     cfg = narrowed(load(config), ade_root, tmp_path)
     start = str(tmp_path / 'coco-panoptic_no-class-head.pth')  # a COCO panoptic EoMT (133 classes), head dropped
     coco = cfg.copy()

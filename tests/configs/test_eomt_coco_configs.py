@@ -1,11 +1,6 @@
-"""The full-size EoMT COCO panoptic and instance configs (configs/eomt/*coco*.py) against the official EoMT recipes,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_COCO`` (each value with its tue-mps/eomt@7bd19dd path:line; nothing there is
-read from the configs under test), and one narrowed training step of each task on the generated COCO-layout demo
-(beit_mm.data.demo.coco), MMEngine's Runner in-process, followed by a validation with the config's own metric.
-The BEiT-L and BEiT v2-L COCO configs (no published run) hold the official recipe of their task at 640 (the same
-``RECIPES_EOMT_COCO`` values) with the backbone swapped: BEiT-L from the unilm pretrained-only file their model index
-entry's command converts.
-"""
+"""The full-size EoMT COCO panoptic and instance configs against the official recipes, reference_recipes.py
+``RECIPES_EOMT_COCO`` (tue-mps/eomt@7bd19dd path:line), and one narrowed training step of each task on the COCO-layout
+demo followed by a validation; the BEiT-L and BEiT v2-L COCO configs hold the same recipe with the backbone swapped."""
 import glob
 import json
 import os
@@ -38,10 +33,8 @@ BEIT_COCO = {  # config -> (task, the unilm file)
 }
 # BEiT-large (unilm beit/README.md:20, beit2/README.md:11): #layer=24; hidden=1024; #head=16; patch=16x16
 BEIT_L = dict(embed_dims=1024, num_layers=24, num_heads=16, patch_size=16)
-# keys of RECIPES_EOMT_COCO that depend on the backbone, with why; none does for BEiT-L: num_blocks (L2 = 4) is the
-# ViT-L default (models/eomt.py:24) and BEiT-L has the official ViT-L's 24 blocks; img_size 640 is a multiple of
-# BEiT's patch 16 as of the official ViT's PI-resized 16 px patch; the rest are the task's (data, schedule, loss,
-# post-processing), which no backbone changes
+# keys of RECIPES_EOMT_COCO that depend on the backbone; none for BEiT-L: num_blocks (L2 = 4) is the ViT-L default
+# (models/eomt.py:24), BEiT-L has ViT-L's 24 blocks, 640 is a multiple of patch 16; the rest are the task's
 BACKBONE_DEPENDENT: dict = {}
 
 
@@ -206,9 +199,8 @@ STUFF_IDS = [92, 93, 95, 100, 107, 109, 112, 118, 119, 122, 125, 128, 130, 133, 
 
 @pytest.fixture(scope='module')
 def coco_root(tmp_path_factory) -> str:
-    """The generated COCO demo (2 train, 1 val image) with every COCO category in its JSON files, as the real ones:
-    mmdet numbers the labels by the categories a file lists, so the full-size configs' 133 / 80 classes need them
-    all (the demo lists its 5)."""
+    """The generated COCO demo (2 train, 1 val image) listing every COCO category, as mmdet numbers labels by the
+    categories a file lists."""
     from mmdet.datasets import CocoDataset, CocoPanopticDataset
     from beit_mm.fileio.json_file import read_json
     root = make_demo_coco(str(tmp_path_factory.mktemp('coco') / 'demo'), 2, 1, 64, seed=0)
@@ -276,9 +268,8 @@ def narrowed(cfg, data_root: str, tmp_path, size: int = 64):
 @pytest.mark.parametrize('config', [c for c in sorted([*RECIPES_EOMT_COCO, *BEIT_COCO])
                                     if '640x640' in c and 'beitv2' not in c])
 def test_full_size_config_trains_one_narrowed_step(config, coco_root, tmp_path, capsys):
-    """The config at its own depth (24 blocks, 200 queries, 4 query blocks, 133/80 classes) narrowed to 64 channels
-    and 64 px: one training step and a validation through MMEngine's Runner (the 1280 configs differ in sizes only,
-    checked above); the BEiT configs with their relative position bias tables at the 4x4 grid of 64 px."""
+    """The config at its own depth narrowed to 64 channels and 64 px: one training step and a validation through
+    MMEngine's Runner (BEiT configs with their relative position tables at the 4x4 grid)."""
     cfg = narrowed(load(config), coco_root, tmp_path)
     if 'ann_file' in cfg.val_evaluator:
         cfg.val_evaluator.ann_file = os.path.join(coco_root, 'annotations', 'instances_val2017.json')

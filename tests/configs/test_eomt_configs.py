@@ -1,12 +1,6 @@
-"""The full-size EoMT configs (configs/eomt/, demo aside) against the official EoMT recipe, and a 2-iteration training
-run of each through tools/train.py on tiny ADE20K-layout data with only sizes overridden (the BEiT narrowed to 64
-channels at its own depth, ``conftest.narrow_beit``; crops, test scale and slide windows, ``conftest.
-shrink_seg_config``; the schedule's length; the loss's sampled points), from a random checkpoint in unilm's
-pretrained-only layout converted by tools/convert_checkpoint.py.
-
-The official values are written here with their source, github.com/tue-mps/eomt at
-7bd19ddd621c5c6adedcd260458a34783cd4a45f (path:line), never read from the configs under test.
-"""
+"""The full-size EoMT configs against the official EoMT recipe, written here with its source (github.com/tue-mps/eomt
+at 7bd19ddd621c5c6adedcd260458a34783cd4a45f, path:line), and a 2-iteration narrowed training run of each through
+tools/train.py from a random unilm pretrained-layout checkpoint."""
 import glob
 import math
 import os
@@ -120,8 +114,8 @@ def test_optimizer_schedule_and_batch_are_the_official(name):
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_precision_and_cudnn_are_the_official(name):
-    """Mixed precision and cuDNN flags as the official run (main.py:168-178), read through tests/configs/test_recipes.py's
-    readers."""
+    """Mixed precision and cuDNN flags as the official run (main.py:168-178), read through
+    tests/configs/test_recipes.py's readers."""
     from .test_recipes import READERS
     cfg = load(name)
     got = {key: READERS[f'precision.{key}'](cfg) for key in PRECISION}
@@ -149,9 +143,8 @@ def test_model_and_loss_are_the_official(name):
 
 @pytest.mark.parametrize('name', [BASE, V2, LARGE, DINO])
 def test_mask_annealing_is_the_official_for_its_number_of_blocks(name):
-    """4 blocks: the ADE20K semantic config's steps. 3 blocks: the official 3-block layout (the ViT-B COCO config's
-    starts and ends in units of its schedule's U, the first start, equal to the 4-block ViT-L config's at the same 12
-    epochs) with ADE20K's U (the 4-block config's first start)."""
+    """4 blocks: the ADE20K semantic config's steps; 3 blocks: the official 3-block layout (ViT-B COCO) with
+    ADE20K's U (the 4-block config's first start)."""
     anneal = load(name).model.mask_annealing
     assert anneal.poly_power == POLY_POWER
     if 'large' in name:
@@ -249,9 +242,8 @@ def test_full_size_config_trains(name, ade_demo_root, converted, tmp_path):
 
 
 def test_dinov2_config_trains_from_a_converted_timm_dinov2(ade_demo_root, tmp_path):
-    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from
-    a random timm DINOv2-reg4 file (patch 14) converted by ``--model dinov2 --source timm`` to patch 16, as the
-    official run starts (tests/converters/test_convert_dinov2.py compares that conversion with timm's own)."""
+    """The DINOv2-style config (narrowed) through tools/train.py for 2 iterations and a validation, its backbone from a
+    random timm DINOv2-reg4 file (patch 14) converted to patch 16, as the official run starts."""
     from timm.models.vision_transformer import VisionTransformer
     cfg = load(DINO)
     narrow_beit(cfg)

@@ -1,12 +1,6 @@
-"""The EoMT demo config (``configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py``) trained through
-``tools/train.py`` on tiny ADE20K-layout data, and the mask-annealing schedule the run applies at every step.
-
-Reference for the schedule: github.com/tue-mps/eomt @ 7bd19dd, ``training/lightning_module.py:199-209`` restated in
-``tests/models/test_mask_annealing.py::official_probability`` (1 before the start, ``(1 - progress) ** 0.9`` in between, 0
-from the end on), evaluated at the number of optimizer steps done before each batch, as the official module updates
-the probabilities after each step (``lightning_module.py:211-224``). Values compared exactly (1e-6, the float32
-buffer's rounding of the Python float).
-"""
+"""The EoMT demo config trained through ``tools/train.py`` on tiny data, and the mask-annealing schedule it applies at
+every step, exactly (1e-6), against tue-mps/eomt @ 7bd19dd ``training/lightning_module.py:199-209`` evaluated at the
+optimizer steps done before each batch (``lightning_module.py:211-224``)."""
 import json
 import os
 import os.path as osp

@@ -1,9 +1,5 @@
-"""The EoMT-DINOv3 configs (configs/eomt/*dinov3*.py) against the official DINOv3 EoMT recipes,
-tests/configs/reference_recipes.py ``RECIPES_EOMT_DINOV3`` (each value with its tue-mps/eomt@7bd19dd path:line, read
-from the yaml or the module default it leaves in place; nothing there is read from the configs under test); their
-published numbers against the model index; that each changes its DINOv2 sibling only where the official DINOv3 yaml
-differs from the DINOv2 one; and one config built at its own depth, narrowed, through a training step.
-"""
+"""The EoMT-DINOv3 configs against reference_recipes.py ``RECIPES_EOMT_DINOV3`` (tue-mps/eomt@7bd19dd path:line) and
+the model index; each differs from its DINOv2 sibling only where the official yamls do; one trains a narrowed step."""
 import glob
 import os
 
@@ -100,9 +96,8 @@ def _flatten(node, path=()):
 
 @pytest.mark.parametrize('config', sorted(RECIPES_EOMT_DINOV3))
 def test_config_changes_its_dinov2_sibling_only_where_the_recipes_differ(config):
-    """Everything else (data, pipelines, loss, post-processing, hooks, precision, evaluation) is the DINOv2 config's
-    of the task, itself pinned by RECIPES_EOMT_COCO and the ADE20K semantic tests; the 2x ViT-S/B ones and the 1280
-    ones follow their size's DINOv2 sibling where their resolution sets values (the padding, jitter, crop)."""
+    """Everything else (data, pipelines, loss, post-processing, hooks, precision, evaluation) is the DINOv2 sibling's,
+    where resolution sets values at its own size."""
     ours, base = dict(_flatten(load(config).to_dict())), dict(_flatten(load(sibling(config)).to_dict()))
     if '1280' in config and '1280' not in sibling(config):  # sizes set by the 1280 configs themselves
         base = dict(_flatten(load(sibling(config).replace('640x640', '1280x1280')).to_dict()))
@@ -112,9 +107,8 @@ def test_config_changes_its_dinov2_sibling_only_where_the_recipes_differ(config)
 
 
 def test_a_narrowed_dinov3_eomt_trains_a_step():
-    """The COCO panoptic ViT-S config's model at its own depth (12 blocks, L2 = 3), narrowed to 64 channels at 64 px:
-    a loss on a generated panoptic target, its backward reaching the backbone's first block, and the EoMT layer-decay
-    groups (ViT-S: llrd 0.8 with the last 3 blocks at the full lr)."""
+    """The COCO panoptic ViT-S config's model at its own depth, narrowed: a loss whose backward reaches the first block,
+    and the EoMT layer-decay groups (llrd 0.8, the last 3 blocks at the full lr)."""
     from mmdet.structures import DetDataSample
     from mmengine.structures import InstanceData, PixelData
     from mmdet.structures.mask import BitmapMasks

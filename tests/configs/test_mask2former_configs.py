@@ -1,20 +1,11 @@
-"""The Mask2Former configs (configs/mask2former/; mmseg 1.2.2's EncoderDecoder + Mask2FormerHead on mmdet 3.3.0).
+"""The Mask2Former configs (mmseg 1.2.2's EncoderDecoder + Mask2FormerHead on mmdet 3.3.0).
 
-- Recipe: every value of tests/configs/reference_recipes.py ``RECIPES_M2F`` (each with the ViT-Adapter or mmseg v1.2.2 file
-  and line it was read from), compared with the merged config, never with the config's own literals.
-- Schedule: the BEiT-B config's lr at every update equals mmcv 1.x's poly + linear warmup (ViT-Adapter's
-  ``lr_config``; ``tests/configs/test_recipes.py::mmcv_run``).
-- Param groups: the BEiT-B config's lr scale and weight decay of every parameter against ViT-Adapter's constructor
-  re-implemented from ``segmentation/mmcv_custom/layer_decay_optimizer_constructor.py`` (lines 21-44 and 71-95), with
-  its one known difference (the head's queries and embeddings at layer 0 there, at L + 1 here) asserted as such; the
-  CvT-13 config's against mmseg's Swin-T rule (S:25-52: the backbone at lr x 0.1, its norm layers, found by module
-  type, and its cls token without weight decay; queries and level embeddings without weight decay; every other norm
-  layer without weight decay).
-- Training: each full-size config for 2 iterations through tools/train.py on tiny ADE20K-layout data with only sizes
-  overridden (the BEiT narrowed to 64 channels at its own depth, ``conftest.narrow_beit``; crops, test scales and
-  slide windows, ``conftest.shrink_seg_config``; the loss's sampled points), from a random checkpoint in the official
-  layout converted by tools/convert_checkpoint.py, validated through IoUMetric; the demo config for a few iterations.
-"""
+- Recipe: every value of reference_recipes.py ``RECIPES_M2F`` against the merged config.
+- Schedule: the BEiT-B config's lr at every update equals mmcv 1.x's poly + linear warmup (``test_recipes.mmcv_run``).
+- Param groups: the BEiT-B config against ViT-Adapter's
+  ``segmentation/mmcv_custom/layer_decay_optimizer_constructor.py`` (lines 21-44 and 71-95),
+  its one known difference asserted as such; the CvT-13 config against mmseg's Swin-T rule.
+- Training: each full-size config for 2 iterations through tools/train.py on tiny data with only sizes overridden."""
 import copy
 import glob
 import math
@@ -319,9 +310,8 @@ def _official_checkpoint(cfg: Config, tmp_path) -> str:
 
 @pytest.mark.parametrize('name', [BEIT_B, CVT13])
 def test_full_size_config_trains_and_validates(name, ade_demo_root, tmp_path):
-    """2 iterations and a validation (IoUMetric, slide windows) through tools/train.py, the backbone from a converted
-    official file, the dataset checks on; the decode head's 30 losses (3 for each of the 9 decoder layers' and the
-    final prediction) all logged."""
+    """2 iterations and a validation through tools/train.py from a converted official file, the dataset checks on; the
+    decode head's 30 losses (3 per decoder layer and the final prediction) all logged."""
     cfg = load(name)
     if 'beit' in name:
         narrow_beit(cfg)

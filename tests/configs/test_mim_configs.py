@@ -1,10 +1,5 @@
-"""The MIM configs: recipe values, builds, and the pretrain -> fine-tune -> segment chain through tools/train.py.
-
-The demo MIM config trains 2 iterations on generated images with a random-weight tokenizer checkpoint in
-``beit_mm.DALLEEncoder``'s real key layout; the ImageNet and ADE20K fine-tuning configs (sizes overridden only) then
-load the checkpoint that run wrote (``prefix='backbone.'``; the shared relative position bias is expanded into every
-block and resampled from the 6x6 to the 4x4 grid) and train 2 iterations each, with validation.
-"""
+"""The MIM configs: recipe values, builds, and the pretrain -> fine-tune -> segment chain through tools/train.py, the
+fine-tuning configs loading the demo MIM run's checkpoint (``prefix='backbone.'``, the shared bias expanded)."""
 import os
 import re
 
@@ -28,9 +23,8 @@ FT_SIZE = 64
 
 
 def test_pretraining_config_structure():
-    """beit_mm's own settings of the MIM configs (the published values -- lr, betas, weight decay, clip, batch,
-    schedule, drop path, layer scale, crops, masks -- are compared with unilm in tests/configs/test_recipes.py
-    test_config_has_the_published_values, from tests/configs/reference_recipes.py)."""
+    """beit_mm's own settings of the MIM configs (the published values are compared with unilm in
+    test_recipes.py test_config_has_the_published_values)."""
     for path in (MIM_800, MIM_300):
         cfg = Config.fromfile(path)
         assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)

@@ -1,18 +1,9 @@
 """model-index.yml and configs/*/metafile.yml (OpenMMLab's model index format, as mmseg's and mmpretrain's).
 
-Checks: every full-size config (configs/<folder>/*.py without ``demo`` in its name) is listed exactly once and every
-listed config exists; each entry carries a task/dataset/metric with its source, or ``Results: null`` with a ``Note``
-(and MIM pretraining its listed ``Downstream`` fine-tuning entries); the published metric is the one the config's own
-header comment states; the ``Converted From`` command is a valid ``tools/convert_checkpoint.py`` call whose output
-file is the checkpoint the config reads (``pretrained`` / ``tokenizer_checkpoint``); and the CvT FLOPs/params in the
-metafile equal docs/cvt.md's table.
-
-The metafiles are the one source of the published numbers (issue 49, item 5): model-index.yml imports every
-``configs/*/metafile.yml``; every number of a family README's and docs/recipes.md's "published" table cells is a
-number of the row's metafile entry and every metric of the entry is stated there; a config header's ``Published:``
-line starts with the entry's metric. Seen failing with one metafile number changed (beit2's 53.1 -> 53.2: 4 tests
-name the README row, the two recipes rows, the header) and with one README / recipes number changed.
-"""
+Every full-size config is listed exactly once and every listed config exists; each entry carries a metric with its
+source or ``Results: null`` with a ``Note``; the metafiles are the one source of the published numbers (READMEs,
+docs/recipes.md and config headers state them); ``Converted From`` is a valid converter call writing the checkpoint
+the config reads; the CvT FLOPs/params equal docs/cvt.md's table."""
 import glob
 import os
 import os.path as osp
@@ -124,12 +115,8 @@ def test_cvt_flops_and_params_agree_with_readme(arch, name):
     assert meta['FLOPs'].startswith(f'{gflops}G')
 
 
-# --- The metafiles are the one source of the published numbers (issue 49, item 5) --------------------------------
-# Every number a family README's "published" table cell or docs/recipes.md's "published" column states for a config
-# must be a number of that config's metafile entry (its Results metrics, its Note, its Paper title, or the metrics of
-# its Downstream entries), and every Results metric of the entry must be stated there. Generic: every
-# configs/*/README.md and every table with a "published..." column header, so rows and metafiles added later are
-# covered without an edit here.
+# --- The metafiles are the one source of the published numbers: every "published" table cell of a README or of
+# docs/recipes.md is a number of the config's metafile entry, and every Results metric of the entry is stated there.
 
 NUMBER = re.compile(r'(?<![\w.])\d+\.\d+(?![\d.]*\w)|(?<![\w.])\d+(?=%)')  # 53.6, 0.95 (not v1.2.2, 0.x, 3e-5), 97%
 
@@ -225,8 +212,7 @@ FAMILY_READMES = sorted(osp.relpath(p, ROOT) for p in glob.glob(osp.join(ROOT, '
 
 @pytest.mark.parametrize('readme', FAMILY_READMES)
 def test_family_readme_numbers_are_the_metafile_numbers(readme):
-    """Each row of a family README's published table names a listed config and states exactly its metafile
-    numbers."""
+    """Each row of a family README's published table names a listed config and states exactly its metafile numbers."""
     problems = []
     for line, header, cells in published_tables(osp.join(ROOT, readme)):
         column = next(i for i, h in enumerate(header) if h.lower().startswith('published'))
@@ -252,10 +238,8 @@ def test_recipes_page_numbers_are_the_metafile_numbers():
 
 
 def test_config_header_published_line_agrees_with_the_metafile():
-    """A config header's ``Published...: <first word>`` agrees with its metafile entry: the entry's first metric when
-    the entry has Results (the header may cite other reproductions after it, e.g. mmseg's 53.08, which the metafile
-    does not claim), ``none`` or a downstream number when it has none. Headers without a ``Published`` line are
-    checked by the test above only (the metric appears in the header)."""
+    """A config header's ``Published...: <first word>`` is its metafile entry's first metric, or ``none`` / a downstream
+    number when the entry has no Results."""
     problems = []
     for name, m in sorted(BY_NAME.items()):
         header = ''.join(line for line in open(osp.join(ROOT, m['Config'])) if line.startswith('#'))

@@ -1,26 +1,18 @@
-"""The full-size configs reproduce the published runs, checked against the reference code, not against their own
-literals.
+"""The full-size configs reproduce the published runs, checked against the reference code, not their own literals.
 
-Reference code re-implemented here from its source (read, not copied; cited per function):
+Reference code re-implemented here (read, not copied; cited per function):
 
-- mmcv 1.x ``mmcv/runner/hooks/lr_updater.py``: ``LrUpdaterHook.before_train_iter`` (sets the lr at every
-  iteration; warmup while ``iter < warmup_iters``), ``LrUpdaterHook.get_warmup_lr`` (``'linear'``: ``k = (1 - i / W) *
-  (1 - warmup_ratio)``, ``lr = regular_lr * (1 - k)``) and ``PolyLrUpdaterHook.get_lr`` (``(base - min_lr) * (1 -
-  iter / max_iters) ** power + min_lr``), which unilm's and mmseg 0.x's BEiT/Swin segmentation runs used;
+- mmcv 1.x ``mmcv/runner/hooks/lr_updater.py``: ``LrUpdaterHook.before_train_iter``, ``get_warmup_lr``
+  (``'linear'``) and ``PolyLrUpdaterHook.get_lr``, as unilm's and mmseg 0.x's segmentation runs used;
 - unilm ``beit/semantic_segmentation/mmcv_custom/apex_runner/optimizer.py`` ``DistOptimizerHook.after_train_iter``
-  (optimizer step when ``every_n_iters(runner, update_interval)``, i.e. ``(iter + 1) % update_interval == 0``; mmcv's
-  ``GradientCumulativeOptimizerHook`` of the mmseg 0.x config steps at the same iterations);
-- unilm ``beit/utils.py`` ``cosine_scheduler`` (one value per optimizer update: ``np.linspace(0, lr, W)`` then a
-  cosine to ``min_lr``), used by ``run_beit_pretraining.py`` and ``run_class_finetuning.py``;
+  (step when ``(iter + 1) % update_interval == 0``);
+- unilm ``beit/utils.py`` ``cosine_scheduler``, used by ``run_beit_pretraining.py`` and ``run_class_finetuning.py``;
 - unilm ``beit/optim_factory.py`` ``get_parameter_groups`` (line 65), ``get_num_layer_for_vit``,
-  ``LayerDecayValueAssigner``; ``run_class_finetuning.py`` lines 465-499 (values ``decay ** (L + 1 - i)``,
-  ``skip_list = model.no_weight_decay() = {'pos_embed', 'cls_token'}``); ``run_beit_pretraining.py`` line 223
-  (``create_optimizer(args, model)``: same skip list, no layer decay);
+  ``LayerDecayValueAssigner``; ``run_class_finetuning.py`` lines 465-499; ``run_beit_pretraining.py`` line 223;
 - unilm ``beit/semantic_segmentation/mmcv_custom/layer_decay_optimizer_constructor.py``
   ``LayerDecayOptimizerConstructor.add_params`` (line 43) and its ``get_num_layer_for_vit``;
 - unilm ``mmcv_custom/resize_transform.py`` ``SETR_Resize._resize_img`` (lines 173-188) with mmcv 1.x
-  ``MultiScaleFlipAug`` scales ``(int(2560 * r), int(640 * r))`` and ``mmcv.rescale_size`` rounding.
-"""
+  ``MultiScaleFlipAug`` scales ``(int(2560 * r), int(640 * r))`` and ``mmcv.rescale_size`` rounding."""
 import copy
 import glob
 import math
@@ -59,13 +51,11 @@ def _cfg_path(name: str) -> str:
     return os.path.join(ROOT, 'configs', folder, name)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# The published runs (numbers from the reference configs/commands; the source of each is cited).
-# --------------------------------------------------------------------------------------------------------------------
+# ---- The published runs (numbers from the reference configs/commands; the source of each is cited).
 
 def _runs(*keys: str) -> Dict[str, Dict[str, object]]:
-    """Config file name -> the published values ``keys`` (tests/configs/reference_recipes.py) of every full-size config that
-    has all of them."""
+    """Config file name -> the published values ``keys`` (tests/configs/reference_recipes.py) of every full-size config
+    that has all of them."""
     out = {}
     for path, refs in RECIPES.items():
         if all(k in refs for k in keys):
@@ -188,9 +178,7 @@ def test_imagenet_schedule_matches_unilm(name):
     np.testing.assert_allclose(ours, ref, rtol=1e-6, atol=2e-9 * lr)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Every published value of tests/configs/reference_recipes.py vs the config, built through MMEngine
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Every published value of tests/configs/reference_recipes.py vs the config, built through MMEngine
 
 def _find(pipeline, name: str) -> Optional[dict]:
     """The first transform of ``pipeline`` whose type is ``name`` (with or without a ``beit_mm.`` scope)."""
@@ -216,17 +204,15 @@ def _photometric_distortion(cfg: Config) -> bool:
 
 
 def _two_view(cfg: Config) -> Optional[dict]:
-    """The MIM two-view crop of the train pipeline: the exact pipeline's ``TwoViewRandomResizedCrop``, the draft
-    pipeline's ``DecodeTwoViewRandomResizedCrop`` or the GPU-decode pipeline's ``EncodedTwoViewRandomResizedCrop``
-    (the same parameters; the latter two also flip)."""
+    """The MIM two-view crop of the train pipeline: ``TwoViewRandomResizedCrop``, ``DecodeTwoViewRandomResizedCrop`` or
+    ``EncodedTwoViewRandomResizedCrop`` (the same parameters; the latter two also flip)."""
     return (_find(_train(cfg), 'TwoViewRandomResizedCrop') or _find(_train(cfg), 'DecodeTwoViewRandomResizedCrop')
             or _find(_train(cfg), 'EncodedTwoViewRandomResizedCrop'))
 
 
 def _rrc(cfg: Config) -> Optional[dict]:
-    """The classification random resized crop: mmpretrain's ``RandomResizedCrop`` (exact pipeline),
-    ``DecodeRandomResizedCrop`` (draft pipeline; the same parameters) or ``EncodedRandomResizedCrop`` (GPU-decode
-    pipeline; the same parameters, and the flip)."""
+    """The classification random resized crop: ``RandomResizedCrop``, ``DecodeRandomResizedCrop`` or
+    ``EncodedRandomResizedCrop`` (the same parameters; the last also flips)."""
     return (_find(_train(cfg), 'RandomResizedCrop') or _find(_train(cfg), 'DecodeRandomResizedCrop')
             or _find(_train(cfg), 'EncodedRandomResizedCrop'))
 
@@ -292,8 +278,8 @@ def _pixel_normal_erasing(cfg: Config) -> bool:
 
 
 def _warmup(cfg: Config) -> float:
-    """Warmup length as the reference counts it: epochs for per-epoch configs (LinearLR ``end``); for iteration
-    configs mmcv's warmup_iters = the first iteration at full lr (MMEngine's LinearLR reaches factor 1 at ``end - 1``)."""
+    """Warmup length as the reference counts it: epochs for per-epoch configs (LinearLR ``end``); for iteration configs
+    mmcv's warmup_iters = the first iteration at full lr (MMEngine's LinearLR reaches factor 1 at ``end - 1``)."""
     warm = cfg.param_scheduler[0]
     assert warm.type == 'LinearLR' and warm.begin == 0, warm
     return warm.end if warm.by_epoch else warm.end - 1
@@ -442,8 +428,9 @@ def differences(cfg: Config, refs: dict, readers: Dict[str, Callable[[Config], o
 
 @pytest.mark.parametrize('key', sorted(RECIPES), ids=str)
 def test_config_has_the_published_values(key):
-    """Each full-size config, built through MMEngine's Config (bases merged), has every value tests/configs/reference_recipes.py
-    pins for it (published value, reference file and line); the failures list them all."""
+    """Each full-size config, built through MMEngine's Config (bases merged), has every value
+    tests/configs/reference_recipes.py pins for it (published value, reference file and line); the failures list them
+    all."""
     wrong = differences(Config.fromfile(os.path.join(ROOT, 'configs', key)), RECIPES[key], READERS)
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
@@ -473,9 +460,7 @@ def test_gpu_decode_pipeline_has_the_published_values(key):
     assert not wrong, f'{len(wrong)} of {len(RECIPES[key])} values differ:\n' + '\n'.join(wrong)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Weight decay and lr of every parameter vs unilm's optimizer code
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Weight decay and lr of every parameter vs unilm's optimizer code
 
 def unilm_get_num_layer_for_vit(var_name: str, num_max_layer: int) -> int:
     """unilm beit/optim_factory.py get_num_layer_for_vit (bare-model names)."""
@@ -633,9 +618,7 @@ def test_pretraining_param_groups_match_unilm(name):
     assert ref['backbone.mask_token'][1] > 0
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Normalization: fine-tuning from a MIM checkpoint uses the pretraining config's mean/std
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Normalization: fine-tuning from a MIM checkpoint uses the pretraining config's mean/std
 
 ALL_CONFIGS = sorted(os.path.join(d, f) for d in (os.path.join(ROOT, 'configs/beit'), os.path.join(ROOT, 'configs/cvt'))
                      for f in os.listdir(d) if f.endswith('.py'))
@@ -685,9 +668,7 @@ def test_imagenet_pretraining_and_ade20k_use_imagenet_mean_std():
         np.testing.assert_allclose(pre.std, IMAGENET_STD, rtol=1e-6, err_msg=name)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Multi-scale TTA and relative position bias shrinking
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Multi-scale TTA and relative position bias shrinking
 
 def setr_resize_shape(h: int, w: int, scale: Tuple[int, int], crop: int) -> Tuple[int, int]:
     """unilm SETR_Resize._resize_img (setr_multi_scale, keep_ratio) then mmcv 1.x imrescale/rescale_size."""
@@ -783,18 +764,15 @@ def test_rel_pos_bias_shrink_equals_central_crop():
     assert torch.equal(shrunk[:-3], central.reshape(-1, heads)) and torch.equal(shrunk[-3:], table[-3:])
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Batch-size warning
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Batch-size warning
 
 FULL_SIZE = sorted(os.path.basename(k) for k in RECIPES)
 
 
 @pytest.mark.parametrize('name', FULL_SIZE, ids=str)
 def test_full_size_configs_check_their_published_batch(name):
-    """Each full-size config enables the batch-size check, its recipe batch (``auto_scale_lr.base_batch_size``, what
-    the check compares with) is the published total batch (tests/configs/reference_recipes.py), and at its 8 GPUs the
-    effective batch is that (no warning), while 1 GPU warns."""
+    """Each full-size config's recipe batch (``auto_scale_lr.base_batch_size``) is the published total batch: no warning
+    at its 8 GPUs, a warning at 1."""
     cfg = Config.fromfile(_cfg_path(name))
     published = RECIPES[_key(name)]['total_batch'].value
     assert any(h['type'] == 'beit_mm.BatchSizeCheckHook' for h in cfg.get('custom_hooks', []))
@@ -820,18 +798,15 @@ def test_batch_size_hook_warns_at_start(mm_warnings):
     assert mm_warnings == []
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
-# --------------------------------------------------------------------------------------------------------------------
+# ---- Demos: seeded, deterministic, scored on a checkpoint not picked on the split they report
 
 DEMO_CONFIGS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'configs', 'demo', '*.py')))
 
 
 @pytest.mark.parametrize('path', DEMO_CONFIGS, ids=str)
 def test_demo_configs_are_seeded_deterministic_and_select_nothing(path):
-    """Every demo config fixes the seed and asks for deterministic algorithms (two fresh runs print the same number),
-    and saves no best-metric checkpoint: tools/run_demo.sh and tools/run_demo_cls.sh score the last checkpoint on
-    the validation split, so nothing is picked on the split they report."""
+    """Every demo config fixes the seed, asks for deterministic algorithms and saves no best-metric checkpoint, so
+    nothing is picked on the split the demo scripts report."""
     cfg = Config.fromfile(os.path.join(ROOT, path))
     assert cfg.randomness.seed is not None and cfg.randomness.get('deterministic') is True, cfg.randomness
     checkpoint = cfg.get('default_hooks', {}).get('checkpoint', {})

@@ -255,9 +255,8 @@ def test_the_adapter_starts_from_its_beit_with_its_own_weights_at_init(name):
 
 @pytest.mark.parametrize('name', sorted(RECIPES))
 def test_narrowed_config_builds_and_takes_a_training_step(name):
-    """The config's model at 64 channels (its depth, interactions, heads and losses kept; a Mask2Former head narrower
-    than the ViT at its own width), 64 px, one optimizer step through its own optim wrapper constructor (layer decay
-    over BEiTAdapter.get_layer_depth: its pinned rate to the power depth + 1 for the embeddings)."""
+    """The config's model at 64 channels and 64 px (depth, interactions, heads and losses kept): one optimizer step
+    through its own optim wrapper constructor (layer decay over ``BEiTAdapter.get_layer_depth``)."""
     import mmdet.models  # noqa: F401  (the Mask2Former head's parts)
     from mmseg.registry import MODELS
     init_default_scope('mmseg')
@@ -301,10 +300,8 @@ def test_narrowed_config_builds_and_takes_a_training_step(name):
     assert not torch.equal(before, model.backbone.interactions[0].injector.attn.value_proj.weight)
 
 
-# The #Param column of ViT-Adapter's segmentation/README.md for the same model (BEiT-B adapter + its Mask2Former head at
-# C's 512; published on COCO-Stuff-10k, whose 171 classes add 21 x 257 class-embedding weights to ADE20K's 150, far
-# below the rounding). The BEiT-L configs' counts (451M, 568M: segmentation/README.md:66-67) are not built here: 0.5B
-# parameters take minutes to initialize on a CPU. The BEiT-B UPerNet config has no published count (UPerHead at 768).
+# The #Param column of ViT-Adapter's segmentation/README.md for the same model (BEiT-B adapter + Mask2Former head at
+# C's 512, on COCO-Stuff-10k: 171 classes add 21 x 257 weights to ADE20K's 150, below the rounding).
 PUBLISHED_PARAMS = {M2F_B: (120, 'segmentation/README.md:81')}
 
 

@@ -117,9 +117,8 @@ def test_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys):
 
 
 def test_a_missing_official_file_names_where_it_is_published(tmp_path, monkeypatch):
-    """Issue 49 item 7: converting an official file that is not downloaded yet names where it is published and the
-    exact converter command, read from the model index (configs/beit/metafile.yml, ``Converted From``); a file no
-    index names keeps the plain message."""
+    """Converting an official file not yet downloaded names where it is published and the converter command from the
+    model index (``Converted From``); a file no index names keeps the plain message."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConversionError) as refused:
         convert_checkpoint('beit_base_patch16_224_pt22k.pth', 'out.pth', model='beit', source='unilm')

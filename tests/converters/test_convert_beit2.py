@@ -1,17 +1,10 @@
-"""BEiT v2 checkpoints load strictly into beit_mm's ``BEiT`` and give their reference's outputs.
-
-Sources and references (fp32, max abs diff <= 1e-4 unless stated):
-- unilm ``beit2`` pretrained files (``beitv2_*_pt1k*.pth``: ``cls_pt_layers.*``, ``lm_head``, ``mask_token``, shared
-  ``rel_pos_bias``): the rule written below from unilm ``beit2/modeling_finetune.py`` (``Attention.__init__`` relative
-  position index, ``Attention.forward``, ``Block.forward``) and ``beit2/modeling_pretrain.py``
-  (``VisionTransformerForMaskedImageModelingCLS.forward_features``); ``run_class_finetuning.py`` lines 372-379 copy
-  the shared table into every block, which the plain ``--model beit --source unilm`` conversion does;
-- unilm ``beit2`` fine-tuned files (``beitv2_*_ft1k.pth``: per-block tables, ``fc_norm``, ``head``): the same rule
-  with ``modeling_finetune.py`` ``VisionTransformer.forward_features`` mean pooling (``use_mean_pooling`` default);
-- timm 1.0 ``beitv2_base_patch16_224`` / ``beitv2_large_patch16_224`` (random weights): timm's forward;
-- mmpretrain 1.2.0 BEiT v2 backbones: ``BEiTViT`` of its fine-tuning config (``avg_featmap``: ``ln2`` = ``fc_norm``)
-  and the backbone of its pretraining checkpoint (``BEiTPretrainViT`` + ``BEiTV2Neck``, final norm ``neck.norm``).
-"""
+"""BEiT v2 checkpoints load strictly into beit_mm's ``BEiT`` and give their reference's outputs (fp32, max abs diff
+<= 1e-4 unless stated):
+- unilm ``beit2`` pretrained files: the rule from ``beit2/modeling_finetune.py`` (``Attention``, ``Block``) and
+  ``beit2/modeling_pretrain.py`` ``forward_features``; ``run_class_finetuning.py`` lines 372-379 share the table;
+- unilm ``beit2`` fine-tuned files: the same with ``VisionTransformer.forward_features`` mean pooling;
+- timm 1.0 ``beitv2_base_patch16_224`` / ``beitv2_large_patch16_224`` (random weights);
+- mmpretrain 1.2.0 ``BEiTViT`` (fine-tuning) and ``BEiTPretrainViT`` + ``BEiTV2Neck`` (pretraining)."""
 
 import pytest
 import torch

@@ -1,12 +1,6 @@
-"""timm DINOv2 with registers -> DINOv2-style beit_mm.BEiT at another patch and image size (EoMT's official start:
-tue-mps/eomt models/vit.py:33-39 builds timm's vit_large_patch14_reg4_dinov2 with patch_size=16, img_size=512).
-
-Reference: timm 1.0.31 itself: a random ``VisionTransformer`` of the DINOv2-reg4 layout (patch 14, layer scale,
-4 registers, ``no_embed_class``; layer scales, biases and registers randomized) saved as a file, converted by
-``tools/convert_checkpoint.py --model dinov2 --source timm --img-size 64 --patch-size 16``, against the same file
-loaded by timm into a patch-16, 64-px model through its own ``checkpoint_filter_fn`` (PI-resized patch embedding,
-antialiased bicubic position embedding): final-normed tokens, fp32 max |diff| <= 1e-4.
-"""
+"""timm DINOv2 with registers -> DINOv2-style beit_mm.BEiT at another patch and image size (EoMT's start:
+tue-mps/eomt models/vit.py:33-39). Reference: timm 1.0.31 loading the same random file into a patch-16, 64-px model
+through its ``checkpoint_filter_fn``; final-normed tokens, fp32 max |diff| <= 1e-4."""
 
 import pytest
 import torch

@@ -1,12 +1,6 @@
-"""``tools/convert_checkpoint.py --model vit_adapter --source official`` on official-layout stand-ins of ViT-Adapter's
-released segmentors (czczup/ViT-Adapter@fd64a51 ``segmentation/``, mmseg 0.x / mmcv 1.x checkpoints), and what
-tools/infer.py makes of the converted files.
-
-The stand-ins are built here, tiny: the UPerNet one from the demo adapter config's own segmentor (BEiTAdapter +
-UPerHead + FCNHead keep the official names; the blocks' ``relative_position_index`` buffers added as the official
-file stores them) with the ``meta`` mmseg 0.x's ``train_segmentor`` saves (``CLASSES``, ``PALETTE``); the Mask2Former
-one with its head named as the official ``mmseg_custom`` modules name it (:func:`official_mask2former_head`).
-"""
+"""``tools/convert_checkpoint.py --model vit_adapter --source official`` on tiny official-layout stand-ins of
+ViT-Adapter's released segmentors (czczup/ViT-Adapter@fd64a51 ``segmentation/``, UPerNet and Mask2Former), and what
+tools/infer.py makes of the converted files."""
 import os.path as osp
 
 import numpy as np
@@ -36,8 +30,7 @@ def official_mask2former_head(channels: int = 32, levels: int = 3, enc_layers: i
     msdeformattn_pixel_decoder.py:84-130`` (input_convs / lateral_convs / output_convs as GN ConvModules, encoder,
     level_encoding, mask_feature) and mmcv 1.x's ``BaseTransformerLayer`` (``attentions.N``, ``ffns.0.layers.0.0`` /
     ``.1``, ``norms.N``; the decoder's ``operation_order`` cross_attn, norm, self_attn, norm, ffn, norm,
-    ``configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py:99``). With the official 6 encoder and
-    9 decoder layers and 3 levels: 292 tensors."""
+    ``configs/ade20k/mask2former_beit_adapter_large_640_160k_ade20k_ss.py:99``)."""
     c, sd = channels, {}
 
     def add(name, *shape):

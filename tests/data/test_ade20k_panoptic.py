@@ -1,7 +1,6 @@
-"""ADE20K panoptic data (issue 50 item 2): the segments of a semantic + instance PNG pair by the official EoMT rule
-(github.com/tue-mps/eomt @ 7bd19dd ``datasets/ade20k_panoptic.py:153-181``, ``training/lightning_module.py:816-838``;
-exact values, the rule is discrete), ``beit_mm.ADE20KPanopticDataset`` and ``LoadADE20KPanopticAnnotations`` on
-``tools/make_demo_data.py --layout ade20k-panoptic``'s files, and ``PanopticQualityMetric`` reading the same pair."""
+"""ADE20K panoptic data: segments of a semantic + instance PNG pair by the official rule (tue-mps/eomt @ 7bd19dd
+``datasets/ade20k_panoptic.py:153-181``, ``training/lightning_module.py:816-838``; exact), the dataset, its loader
+and ``PanopticQualityMetric`` on the demo layout's files."""
 import os
 import os.path as osp
 import re

@@ -1,12 +1,5 @@
-"""Your own semantic dataset (issue 50 item 1): ``beit_mm.CustomSegDataset`` reads ``classes.txt``/``palette.txt`` from
-its root, every bad input gets one named message (files, problem, fix) before training, and the custom demo trains
-and tests end to end through the tools.
-
-The data is the custom-layout demo (``beit_mm.data.demo.custom``: random stems, .jpg and .png images, three classes,
-255 on void regions); each check test corrupts a copy in one way. Where the check is new in the shared code (two
-images of one stem, an auxiliary head with the wrong class count, the classes file named in the fixes, several image
-suffixes) the test fails on the code before this file was added.
-"""
+"""Your own semantic dataset: ``CustomSegDataset`` reads ``classes.txt``/``palette.txt`` from its root, every bad input
+gets one named message (files, problem, fix) before training, and the custom demo trains and tests through the tools."""
 import os
 import os.path as osp
 import re

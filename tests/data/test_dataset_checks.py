@@ -1,10 +1,5 @@
-"""Every bad segmentation input gets a named error before training: files, count and fix (``beit_mm.data.checks``).
-
-Each test corrupts a copy of the demo ADE20K data (``beit_mm.data.demo.ade20k``) in one way and asserts the message
-names the file(s), the count and the fix; the clean copy passes. The hook test runs a real Runner and checks that the
-error comes before the first iteration (no iteration logged, ``runner.iter == 0``), and that a bad file outside the
-sample is caught at the iteration that loads it, by file name, before ``F.cross_entropy`` fails on it.
-"""
+"""Every bad segmentation input gets a named error before training naming the files, the count and the fix; the hook
+stops the run before the first iteration, and a bad file outside the sample at the iteration that loads it."""
 import logging
 import os
 import os.path as osp
@@ -177,9 +172,8 @@ def test_masks_reduced_twice(root):
 
 
 def test_void_pixels_are_a_warning_once(root):
-    """255 beside raw class values (0 = "other" still present): void pixels, which mmseg ignores; one warning per
-    split that says so, and no error. Reduced masks that keep a 0 (raw class 1) look the same: the warning names that
-    case and its fix."""
+    """255 beside raw class values (0 = "other" still present): void pixels, which mmseg ignores; one warning per split
+    that says so, and no error."""
     for i in (2, 4):
         mask = np.asarray(Image.open(_ann(root, i))).copy()
         mask[:, :2] = 255  # a void border
@@ -351,10 +345,8 @@ def _damage(root: str, kind: str, i: int) -> None:
 
 @pytest.mark.parametrize('kind', ['exif_rotated', 'exif_square', 'lossy'])
 def test_hook_names_a_bad_pair_outside_the_sample(root, tmp_path, kind):
-    """num_samples=1 decodes only the first pair; a bad pair among the others stops the run at the first iteration
-    that loads one, naming both files and the fix, before the data preprocessor stacks anything. Without the batch
-    check the EXIF-rotated photo fails in the loss with torch.stack's message that names no file (the issue's
-    report), and the other two train silently."""
+    """num_samples=1 decodes only the first pair; a bad pair among the others stops the run at the first iteration that
+    loads one, naming both files and the fix, before the data preprocessor stacks anything."""
     for i in range(2, NUM_TRAIN + 1):
         _damage(root, kind, i)
     what = {'exif_rotated': "EXIF orientation tag that mmcv's loader applies, turning them to another size",

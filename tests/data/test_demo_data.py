@@ -1,9 +1,5 @@
-"""Demo ADE20K data (``beit_mm.data.demo.ade20k``): layout, counts, label convention, learnability, idempotency, and the
-label validator on good and bad masks.
-
-References: ADE20K's raw annotation convention (ADEChallengeData2016: uint8, 0 = other, 1..150 = classes; mmseg's
-``ADE20KDataset`` with ``reduce_zero_label=True``), REFERENCE.md section 5 (ADE20K bullet) and section 6 item 7.
-"""
+"""Demo ADE20K data: layout, counts, label convention (ADEChallengeData2016: uint8, 0 = other, 1..150 = classes),
+learnability, idempotency, and the label validator on good and bad masks (REFERENCE.md section 5 and 6 item 7)."""
 import glob
 import os
 import os.path as osp

@@ -49,10 +49,8 @@ def test_a_sample_holds_four_digits_labelled_by_their_ink(split, monkeypatch):
 
 
 def test_dark_ink_is_pen_on_paper():
-    """ink='dark' (style 'digits-dark'): the same four labelled digits per image, light paper, dark ink: every label-0
-    pixel 3 px or more from any ink is paper (PAPER_RANGE, +-30 texture, noise), the labelled ink's median is 60 grey
-    levels or more below the paper's; the default ink is random colour (some background channel below the paper's
-    floor)."""
+    """ink='dark': light paper, dark ink: every label-0 pixel 3 px or more from ink is paper, the ink's median 60 levels
+    or more below the paper's; the default ink is a random colour."""
     for seed in range(3):
         image, labels = D.make_digits_sample(64, np.random.default_rng(seed), 'validation', ink='dark')
         for qy in range(2):

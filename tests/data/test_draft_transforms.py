@@ -1,18 +1,7 @@
 """The draft MIM pipeline (``SampleColorJitter -> DecodeTwoViewRandomResizedCrop`` + the jitter in
-``MIMDataPreprocessor``) against the exact one (``LoadImageFromFile -> ColorJitter -> RandomFlip ->
-TwoViewRandomResizedCrop``, unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in mmpretrain's
-transforms), on photo-like JPEGs (``beit_mm.data.demo.photos``).
-
-What is equal and what is bounded (the numbers measured on these images, the bounds a little above them):
-- the same seed gives the same crop box, flip and mask (the same NumPy draws in the same order);
-- the jitter of the data preprocessor on a crop equals mmpretrain's ``ColorJitter(backend='pillow')`` (Pillow's
-  ``ImageEnhance``) on that crop, uint8 for uint8, when given the contrast grey of that crop;
-- the contrast grey from the reduced decoded image is within 1 grey level of Pillow's on the full image;
-- the views resampled from a reduced-scale decode differ from the full decode's by <= 4 levels on average (the
-  draft scale >= 2 cases);
-- at decode scale 1 the whole pipeline (the jitter after the resize instead of before; Pillow's decode, equal to
-  OpenCV's here) differs from the exact pipeline by <= 2 levels on average.
-"""
+``MIMDataPreprocessor``) against the exact one (microsoft/unilm@768a3c87 ``beit/datasets.py`` lines 33-41 in
+mmpretrain's transforms) on photo-like JPEGs: the same draws for the same seed, the jitter equal to mmpretrain's
+``ColorJitter(backend='pillow')`` uint8 for uint8, and the reduced-decode views within the bounds asserted below."""
 from __future__ import annotations
 
 import io
@@ -141,9 +130,8 @@ def test_pil_luma_and_contrast_grey_are_pillows(photos):
 
 
 def test_contrast_grey_of_the_reduced_image_within_one_level(photos):
-    """The grey the draft pipeline carries (the decoded whole image resized, the ops before contrast applied)
-    vs Pillow's grey of the full-size image in the exact pipeline: at most 1 level apart (measured: equal on 99 of
-    100 draws, 1 apart on the other)."""
+    """The grey the draft pipeline carries (the decoded whole image resized, the ops before contrast applied) is within
+    1 level of Pillow's grey of the full-size image in the exact pipeline."""
     equal = total = 0
     for path in photos[2:]:
         full = Image.open(path).convert('RGB')
@@ -189,10 +177,8 @@ def test_reduced_scale_decode_difference_is_bounded(photos):
 
 
 def test_jitter_after_the_resize_close_to_the_exact_pipeline(photos):
-    """The trained images of both pipelines at decode scale 1, same seeds: the views after the jitter (exact: on the
-    whole image before the crop; here: on the resized views, in the preprocessor) differ by <= 2 levels on average
-    per image (measured: <= 1.6, 0.6 over all; single pixels up to 26 where brightness > 1 clipped before the
-    resize)."""
+    """At decode scale 1, same seeds: the views jittered after the resize (in the preprocessor) differ from the exact
+    pipeline's (jittered before the crop) by <= 2 levels on average per image."""
     exact, draft = exact_pipeline(), draft_pipeline(draft=False)
     pre = MIMDataPreprocessor(mean=[0.] * 3, std=[1.] * 3, to_rgb=True)
     for path in photos:

@@ -1,14 +1,6 @@
-"""Tests of beit_mm.data.transforms.masking: BEiT's blockwise mask generator (True = masked).
-
-Reference: unilm ``beit/masking_generator.py`` ``MaskingGenerator`` (commit 2312c6f), copied below verbatim except
-that its calls to Python's global ``random`` go to an adapter over the same ``numpy.random.Generator``
-(``uniform(a, b) = a + (b - a) * rng.random()`` as CPython's ``random.uniform``; ``randint(a, b)`` inclusive) and
-``np.int`` (removed from NumPy) is ``int``. Masks must be identical draw for draw (exact equality). BEiT v2's rule
-(microsoft/unilm@768a3c87 ``beit2/masking_generator.py`` lines 92-105: the same loop, then a fill-up or trim to the
-exact count with ``np.random.choice``) is :func:`unilm_v2_mask`, its ``np.random.choice`` on the same adapter.
-Behaviour checks follow the paper and the algorithm: count never above ``num_masking_patches``, blocks drawn with
-log-uniform aspect ratio in [min_aspect, max_aspect], few connected regions compared with random masking.
-"""
+"""BEiT's blockwise mask generator (True = masked) against unilm ``beit/masking_generator.py`` (commit 2312c6f), copied
+below verbatim but for a ``random`` adapter over the same NumPy generator: identical masks draw for draw; BEiT v2's
+rule (microsoft/unilm@768a3c87 ``beit2/masking_generator.py`` lines 92-105) is :func:`unilm_v2_mask`."""
 import math
 import random
 
@@ -143,9 +135,8 @@ def test_exact_count_matches_unilm_v2_draw_for_draw(cfg):
 
 
 def test_count_distribution_of_10000_masks():
-    """BEiT pretraining's 14x14 / 75 / min 16, 10,000 masks drawn from one stream each: v2's rule (exact_count) gives
-    exactly 75 every time and the same masks as unilm beit2's generator; v1's rule gives, mask for mask, unilm beit/'s
-    count, hence its count distribution (measured: 32.9% of the masks short of 75, mean 74.48, min 62)."""
+    """BEiT pretraining's 14x14 / 75 / min 16, 10,000 masks from one stream each: v2's rule gives exactly 75 every time
+    and unilm beit2's masks; v1's rule gives, mask for mask, unilm beit/'s count."""
     num = 10000
     v1 = BlockwiseMaskGenerator(14, 75, min_num_patches=16)
     v2 = BlockwiseMaskGenerator(14, 75, min_num_patches=16, exact_count=True)
@@ -211,9 +202,8 @@ def test_blocks_follow_the_algorithm(cfg):
 
 
 def test_blockiness():
-    """BEiT 14x14/75: the first block always has target area >= 16 and >= 12 patches (rounding of h, w at aspect
-    0.3..3.3); masks form few 4-connected regions (measured mean 1.4, max 3) while random masks of 75 patches form
-    many (mean 26, min 16)."""
+    """BEiT 14x14/75: the first block has target area >= 16 and >= 12 patches; masks form few 4-connected regions (max
+    3), random masks of 75 patches many (min 16)."""
     gen = BlockwiseMaskGenerator(14, 75, min_num_patches=16)
     block_regions, random_regions = [], []
     for seed in range(200):

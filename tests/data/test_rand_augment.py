@@ -1,18 +1,10 @@
-"""RandAugment and RandomErasing drawn on the worker (``beit_mm.SampleRandAugment``, ``beit_mm.SampleRandomErasing``)
-and applied by ``beit_mm.AugmentClsDataPreprocessor`` on the device (here the CPU), against mmpretrain 1.2.0's
-``RandAugment`` and ``RandomErasing`` (mmcv 2.1.0's image functions, OpenCV 4.10) on the worker, as the fine-tuning
-recipes use them (unilm microsoft/unilm@768a3c87 ``beit/datasets.py`` ``build_transform``: timm's
-``rand-m9-mstd0.5-inc1`` and ``reprob 0.25``, ``remode 'pixel'``; the parameters are pinned in
-tests/configs/reference_recipes.py).
+"""RandAugment and RandomErasing drawn on the worker and applied by ``AugmentClsDataPreprocessor`` against mmpretrain
+1.2.0's ``RandAugment`` and ``RandomErasing`` as the fine-tuning recipes use them (microsoft/unilm@768a3c87
+``beit/datasets.py`` ``build_transform``: ``rand-m9-mstd0.5-inc1``, ``reprob 0.25``, ``remode 'pixel'``).
 
-What is equal and what is not, on photo-like crops (``beit_mm.data.demo.photos``):
-- exact (0 of all values differ): each of the 15 ``timm_increasing`` ops, with the same seed (the same NumPy draws:
-  the RNG state after the draws is equal too); ``cv2.warpAffine`` bicubic with a constant border (rotate, shear,
-  translate); the recipe's two-op RandAugment; the erasing box, and every pixel outside it;
-- the same distribution, not the same numbers: the erasing noise (torch's RNG on the device; a two-sample
-  Kolmogorov-Smirnov test on ~10^5 values), and, because the worker no longer draws that noise from NumPy, the draws
-  of the images after an erased one (two-sample tests on 10^4 sequential draws).
-"""
+Exact: each of the 15 ``timm_increasing`` ops with the same seed, the recipe's two-op RandAugment, the erasing box and
+every pixel outside it. Same distribution (two-sample Kolmogorov-Smirnov tests): the erasing noise and the draws of
+the images after an erased one."""
 from __future__ import annotations
 
 import cv2
@@ -169,10 +161,8 @@ def _summary(image: np.ndarray, base: np.ndarray) -> tuple[float, float]:
 
 
 def test_sequential_draws_have_the_exact_pipelines_distribution():
-    """Without a reseed between images (a worker's stream), the worker's NumPy draws leave out the erasing noise, so
-    after an erased image they differ from the exact pipeline's; their distribution does not: 10^4 images through
-    each (a 24 x 32 photo-like crop, the recipe's ops), two-sample KS tests on each output's mean and on the fraction
-    of pixels changed, and on the erasing box area."""
+    """Without a reseed between images, the draws after an erased image differ from the exact pipeline's but not in
+    distribution: two-sample KS tests over 10^4 images on output means, changed fractions and erasing areas."""
     init_default_scope('mmpretrain')
     base = photo_like_image(24, 32, np.random.default_rng(3))[..., ::-1].copy()
     reference = Compose([dict(type='mmpretrain.RandAugment', **RECIPE),
@@ -283,11 +273,9 @@ def test_gpu_decode_pipeline_draws_equal_the_draft_pipeline(photo_files):
 
 
 def test_gpu_decode_batch_close_to_the_exact_pipeline(photo_files):
-    """The GPU-decode pipeline collated by ``pseudo_collate`` through ``AugmentClsDataPreprocessor`` on the CPU
-    (torchvision's decode, crop, Pillow's bicubic on tensors, flip, the ops) against ``train_pipeline_exact`` through
-    ``ClsDataPreprocessor``, 24 seeds, outside the erased boxes: measured 22 of 24 images equal, the other two 0.24
-    and 0.27 levels mean, single pixels up to 3 and 4 (Pillow ran those resizes vertical pass first); bounds 60%
-    equal, 0.5 and 16."""
+    """The GPU-decode pipeline through ``AugmentClsDataPreprocessor`` on the CPU against ``train_pipeline_exact``
+    through ``ClsDataPreprocessor``, 24 seeds, outside the erased boxes: at least 60% equal, <= 0.5 levels mean, <= 16
+    pixels."""
     from mmengine.dataset import pseudo_collate
     from mmpretrain.models.utils.data_preprocessor import ClsDataPreprocessor
     cfg = Config.fromfile(FT_CONFIG)
@@ -331,9 +319,8 @@ def test_gpu_decode_preprocessor_refuses_stacked_inputs_and_a_lying_header(photo
 
 @pytest.mark.parametrize('kind', ['draft', 'gpu_decode'])
 def test_cvt_demo_trains_with_the_device_augmentation(kind, tmp_path):
-    """The CvT-13 demo with the CvT-13 recipe's train pipeline (the draft one, or the GPU-decode one with
-    pseudo_collate) at the demo's 64 px, and ``AugmentClsDataPreprocessor``, set by cfg_options: 3 iterations through
-    ``beit_mm.apis.train.train`` in this process, the augmentation applied by the preprocessor."""
+    """The CvT-13 demo with the recipe's draft or GPU-decode train pipeline and ``AugmentClsDataPreprocessor``: 3
+    iterations through ``beit_mm.apis.train.train`` in this process."""
     import re
 
     from beit_mm.apis.train import train

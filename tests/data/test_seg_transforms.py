@@ -1,12 +1,6 @@
 """The cheaper ADE20K train pipeline (``HistogramRandomCrop``, ``SamplePhotoMetricDistortion`` + the distortion in
-``PhotoMetricSegDataPreProcessor``) against the exact one (mmseg 1.2's ``RandomCrop`` and ``PhotoMetricDistortion``,
-configs/_base_/datasets/ade20k_512x512.py's order), on photo-like JPEGs with blocky label maps.
-
-What is equal: for the same seed, the label crop, the image crop, the flip, the RNG state after the pipeline (the
-same number of draws) and the distorted crop, uint8 for uint8 (200 cases); OpenCV's 8-bit HSV conversions on every
-colour (HSV -> BGR) and on a fifth of them (BGR -> HSV); mmseg's ``SegDataPreProcessor`` when the samples carry
-no distortion.
-"""
+``PhotoMetricSegDataPreProcessor``) against mmseg 1.2's ``RandomCrop`` and ``PhotoMetricDistortion``: the same crops,
+flip, RNG state and distorted crop uint8 for uint8 for the same seed."""
 from __future__ import annotations
 
 import cv2

@@ -1,8 +1,5 @@
-"""Every relative link of the front page, the manual, the study pages and the config READMEs points somewhere (issue 40,
-item 3): README.md, docs/**/*.md and configs/*/README.md; a link's file must exist, and a ``#anchor`` (alone or after
-a ``.md`` file) must be a heading of that page, slugged as GitHub does (lower case, punctuation dropped, spaces to
-``-``, ``-1``, ``-2`` for repeats). Links inside fenced code blocks and to other sites are not checked.
-"""
+"""Every relative link of README.md, docs/**/*.md and configs/*/README.md points to a file that exists, and every
+``#anchor`` to a heading of that page as GitHub slugs it; code blocks and other sites are not checked."""
 import glob
 import os.path as osp
 import re

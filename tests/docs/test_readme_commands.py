@@ -1,43 +1,12 @@
-"""Every command of README.md and of every docs page runs after the README's set-up (issue 9, item 0; issue 19,
-item 1; issue 49, item 7), or is marked with what it needs that this machine lacks and, where it can be run, its
-refusal is checked.
+"""Every command of README.md and of every docs page runs after the README's set-up, or is marked with what it needs
+that this machine lacks (where it can run, its refusal is checked).
 
-Pages: README.md, then the ``docs/*.md`` and ``docs/studies/*.md`` pages in the order README.md links them (a test
-fails on a docs page that no page links, and on any relative link that points nowhere). ``configs/*/README.md`` are
-not collected: they hold no command blocks (a test says so). Commands: every line of every fenced code block of
-those pages tagged ``bash``, ``sh``, ``shell`` or ``console`` that is not blank or a comment, with backslash
-continuations joined (parsed at test time, so sections and pages added later are covered). Untagged blocks
-(directory trees) and ``python`` blocks (config snippets) are not commands.
-
-How each command is handled (the map, listed for readers in docs/testing.md, "How the docs test runs the commands";
-a test checks that page against the tables here):
-
-- ``VARIABLES``: a ``NAME=value`` line sets ``$NAME`` for the rest of its block (as the reader's shell would).
-- ``PLACEHOLDERS``: words that stand for the reader's own files are replaced, whole words only, by the files that the
-  commands above them on the pages made.
-- ``SHORTEN``: a command that trains or measures for minutes gets words appended (the last value of an option wins)
-  so that it runs in seconds; its code path is the same.
-- ``INPUTS``: official checkpoint files the pages tell readers to download (no network here) are written into the
-  copy as random-weight stand-ins in the official layout, when the command names one and it is missing.
-- ``SKIP``: ``bash tools/run_tests.sh``: the test suite itself (running it here would recurse).
-- ``MARKS``: the command needs something this machine lacks (a download, real data) or runs for hours (a study at its
-  published size, whose short form its own test file runs). With ``expect``, it is run anyway and must stop with a
-  named error (no traceback) that holds every ``expect`` string; without, it is not run, and the reason is given.
-- ``RUNNABLE``: what runs otherwise. A command that is neither runnable, skipped nor marked fails
-  ``test_every_command_is_run_or_marked``.
-
-Where: a scratch copy of this checkout (git's tracked and untracked, non-ignored files; no data/, work_dirs/ or
-checkpoints/), in page order (later commands see what earlier ones wrote, as a reader's shell would), after the
-README's own set-up command ``bash tools/run_demo.sh`` (it creates the demo data and the demo checkpoint that later
-commands use; shortened by ``SHORTEN``). How: ``python tools/<x>.py ...`` without shell syntax runs in this process
-(``load_tool(path).main()`` with ``sys.argv`` set and the copy as working directory: a Python start-up and the imports
-saved per command); everything else, and every command whose refusal is checked, runs in a fresh login shell::
-
-    bash -lc 'source tools/activate.sh && <command>'
-
-with an environment stripped of this test's virtualenv and PYTHONPATH. Identical commands (after the map) run once:
-a later occurrence checks that the first one passed.
-"""
+Pages: README.md, then ``docs/*.md`` and ``docs/studies/*.md`` in the order README.md links them; commands: the
+non-blank, non-comment lines of ``bash``/``sh``/``shell``/``console`` blocks, continuations joined. The map
+(``VARIABLES``, ``PLACEHOLDERS``, ``SHORTEN``, ``INPUTS``, ``SKIP``, ``MARKS``, ``RUNNABLE``) is listed in
+docs/testing.md, checked against the tables here. Commands run in page order in a scratch copy of the checkout after
+``bash tools/run_demo.sh``: ``python tools/<x>.py ...`` in this process, everything else in
+``bash -lc 'source tools/activate.sh && <command>'``; identical commands run once."""
 import contextlib
 import glob
 import os
@@ -417,9 +386,8 @@ def usage_lines(page: str) -> list[str]:
 
 
 def test_usage_lines_live_in_prose():
-    """Syntax summaries inside runnable blocks failed when pasted (issue 49: ``--source {timm,mmseg,mmpretrain} SRC
-    DST``, ``[--resume [CKPT] | --overwrite]``; 14 such lines at 58420c0 in training.md, checkpoints.md and
-    performance.md): a block holds commands that run as written; usage goes in the prose around it."""
+    """A runnable block holds commands that run as written; syntax summaries (``--source {timm,mmseg} SRC DST``,
+    ``[--resume [CKPT] | --overwrite]``) go in the prose around it."""
     assert not [hit for page in PAGES for hit in usage_lines(page)]
 
 
@@ -499,8 +467,7 @@ def test_a_new_command_is_caught():
 
 
 def map_not_listed(page: str = 'docs/testing.md') -> list[str]:
-    """Entries of the map (placeholders, shortenings, stand-ins, kinds of marks) that the page's table does not
-    show."""
+    """Entries of the map (placeholders, shortenings, stand-ins, kinds of marks) that the page's table does not show."""
     text = open(osp.join(ROOT, page)).read()
     section = text.split('## How the docs test runs the commands', 1)[-1].split('\n## ', 1)[0]
     rows = [line for line in section.splitlines() if line.startswith('| ')]

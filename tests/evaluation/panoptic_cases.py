@@ -1,9 +1,6 @@
-"""Crafted panoptic cases, drawn as character grids, and their COCO panoptic format (PNG + JSON) for panopticapi.
-
-A case has ground-truth rows with a legend ``char -> (segment id, label, iscrowd)`` ('.' void) and predicted rows with a
-legend ``char -> label + instance x 1000`` (mmdet's encoding; '.' void). Classes: person, car (things), sky, grass
-(stuff); COCO category id = label + 1.
-"""
+"""Crafted panoptic cases drawn as character grids, and their COCO panoptic format (PNG + JSON) for panopticapi.
+Ground-truth legend ``char -> (segment id, label, iscrowd)``, prediction legend ``char -> label + instance x 1000``
+('.' void); classes person, car (things), sky, grass (stuff); category id = label + 1."""
 from __future__ import annotations
 
 import json

@@ -43,9 +43,8 @@ def test_cvt_flops_and_params_match_readme(arch, config):
 
 
 def test_segmentor_and_mim_counts():
-    """A segmentor at its crop (the default shape) and the MIM training forward, whose count is the tokenizer's plus
-    the masked backbone's plus the head's at every patch (the static-shape loss classifies all and ignores the unmasked
-    ones: beit_mm/models/heads/mim_head.py), each counted alone here."""
+    """A segmentor at its crop, and the MIM training forward counted as the tokenizer's plus the masked backbone's plus
+    the head's at every patch, each counted alone here."""
     from mmengine.analysis import FlopAnalyzer
     from mmengine.config import Config
 
@@ -95,9 +94,8 @@ def test_sdpa_handle_counts_what_the_eager_path_counts():
 
 
 def test_mask2former_counts_its_head_and_masked_attention_products():
-    """mmseg's Mask2FormerHead (its forward needs data samples) is counted: the whole model costs more than its
-    backbone and neck alone, and the ``aten::baddbmm`` handle counts the masked cross-attention's ``q @ k^T`` as
-    MMEngine counts ``bmm`` (B n k m)."""
+    """mmseg's Mask2FormerHead is counted (the model costs more than backbone and neck), and ``aten::baddbmm`` counts
+    the masked cross-attention's ``q @ k^T`` as MMEngine counts ``bmm``."""
     from mmengine.analysis import FlopAnalyzer
     from mmengine.config import Config
 

@@ -1,17 +1,9 @@
-"""Every metric the configs evaluate with gives on 2 processes what it gives on 1: ``beit_mm.PanopticQualityMetric``,
-mmdet's ``CocoMetric`` (box and mask AP), mmseg's ``IoUMetric`` and mmpretrain's ``Accuracy``; and the numbers the
-pretraining hooks log: ``beit_mm.DenseProbeHook`` (probe mIoU / mAcc, k-NN accuracy of a MIM model's features) and
-``beit_mm.TokenizerEvalHook`` (held-out codebook usage, perplexity, PSNR of a dVAE; usage and teacher cosine of a
-VQ-KD), each on a model wrapped as MMEngine wraps it on several processes (``MMDistributedDataParallel``).
+"""Every metric the configs evaluate with, and the numbers the pretraining hooks log, give on 2 processes what they
+give on 1: ``PanopticQualityMetric``, mmdet's ``CocoMetric``, mmseg's ``IoUMetric``, mmpretrain's ``Accuracy``,
+``DenseProbeHook`` and ``TokenizerEvalHook`` on a DDP-wrapped model.
 
-Two gloo processes on CPU (``torch.multiprocessing``, spawned once for all metrics) each process their shard of a
-dataset of odd size (MMEngine's ``DefaultSampler``, which pads the last shard) and call ``metric.evaluate(size)`` as
-MMEngine's loops do: MMEngine gathers the results, ``compute_metrics`` runs on rank 0 alone and its numbers are
-broadcast. A metric that enters a collective inside ``compute_metrics`` leaves rank 0 waiting alone: each process
-dumps its stack and exits after :data:`TIMEOUT` seconds, and the test fails naming the collective each rank waits in.
-The hooks evaluate the whole held-out set on every process (the same weights: DDP broadcasts rank 0's); only the
-main process writes their files.
-"""
+Two gloo processes on CPU evaluate shards of an odd-sized dataset as MMEngine's loops do; a metric that enters a
+collective in ``compute_metrics`` (rank 0 alone) fails after :data:`TIMEOUT` seconds naming each rank's collective."""
 from __future__ import annotations
 
 import faulthandler
@@ -111,9 +103,8 @@ def build_metrics(tmp: str) -> dict[str, tuple]:
 
 
 def evaluate_hooks(tmp: str, work_dir: str) -> dict[str, dict]:
-    """Each pretraining hook's numbers at the start of a run (the dense probe's iteration 0, the tokenizer's held-out
-    evaluation) for its config's model, random weights of seed 0, wrapped in ``MMDistributedDataParallel`` when a
-    process group is up; the hooks write into ``work_dir``."""
+    """Each pretraining hook's numbers at the start of a run for its config's model (seed 0), DDP-wrapped when a process
+    group is up; the hooks write into ``work_dir``."""
     from types import SimpleNamespace
 
     from mmengine.dist import is_distributed

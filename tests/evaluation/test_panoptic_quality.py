@@ -1,13 +1,7 @@
-"""``beit_mm.PanopticQualityMetric`` against the official cocodataset/panopticapi @ 7bb4655 (``pq_compute``'s steps:
-``pq_compute_multi_core`` then ``PQStat.pq_average`` per split) on crafted COCO-format cases (crowd of the same and of
-another class, a matched prediction over a crowd, two crowds of one class, void at and around half, IoU at 0.5, a split
-with no category) and on one ADE20K panoptic case read through the ADE20K path.
-
-panopticapi is not on PyPI: the reference runs in a subprocess from a checkout outside the repository, found at
-``$BEIT_MM_PANOPTICAPI``, else ``../shared/panopticapi`` beside the repository, else ``/tmp/panopticapi``
-(``git archive`` of the commit below); without it that test skips. :data:`EXPECTED` records the numbers panopticapi
-printed for these cases, so the metric is checked against them everywhere.
-"""
+"""``PanopticQualityMetric`` against cocodataset/panopticapi @ 7bb4655 (``pq_compute_multi_core`` then
+``PQStat.pq_average``) on crafted COCO-format cases and one ADE20K panoptic case. panopticapi runs in a subprocess
+from ``$BEIT_MM_PANOPTICAPI``, ``../shared/panopticapi`` or ``/tmp/panopticapi`` (else that test skips);
+:data:`EXPECTED` records the numbers it printed, checked everywhere."""
 from __future__ import annotations
 
 import json

@@ -1,10 +1,5 @@
-"""What a tokenizer's codes group (``beit_mm.evaluation.token_groups``) and ``tools/visualize.py token-maps``.
-
-References: NMI and purity are checked on constructed cases whose values follow from the definitions (ids equal to
-the classes: NMI 1 and purity 100; ids independent of the classes: NMI near the shuffled baseline; ids equal to the
-colour bins: NMI(id; colour) 1; ids equal to the grid position: NMI(id; position) 1), and purity against an explicit
-per-code count.
-"""
+"""What a tokenizer's codes group (``beit_mm.evaluation.token_groups``) and ``tools/visualize.py token-maps``: NMI and
+purity on constructed cases whose values follow from the definitions, purity against an explicit per-code count."""
 import os
 import os.path as osp
 

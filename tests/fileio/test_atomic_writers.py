@@ -1,15 +1,6 @@
-"""Killed writers never leave a partial file: SIGKILL at 20 random moments of each writer's write.
-
-For each writer (``tools/convert_checkpoint.py``, ``tools/export.py`` ONNX, ``--to hf``, ``--to timm``, the training
-checkpoint save of ``beit_mm.AtomicCheckpointHook``'s backend), the destination first holds a complete OLD output; a
-forked child then writes a NEW one over it (``--overwrite``) and is SIGKILLed, once its temporary file has appeared,
-after a delay drawn uniformly from the duration of a reference write (from its temporary file to the writer's
-return). Afterwards the destination
-must hold the old content, the complete new content, or nothing; it is classified by reading it completely
-(tensors compared, ONNX initializers compared, every file of an HF folder). The counts of each outcome are printed;
-at least one kill must land while the temporary file existed (a ``.part`` leftover), or the test did not test the
-write. Leftovers carry the killed process's id, so they never collide with a later writer.
-"""
+"""Killed writers never leave a partial file: each writer (convert, ONNX export, ``--to hf``/``--to timm``, the training
+checkpoint) is SIGKILLed at 20 random moments while overwriting a complete old output, which must then hold the old
+content, the complete new one, or nothing; at least one kill must land mid-write."""
 from __future__ import annotations
 
 import hashlib
@@ -121,13 +112,8 @@ def write_duration(write, folder: str, tmp_dir: str) -> float:
 
 
 def kill_trials(write, dst: str, restore_old, old: str, new: str, tmp_dir: str, seed: int = 0) -> Counter:
-    """``TRIALS`` times: restore the old output, fork ``write``, wait until its temporary file appears, SIGKILL it
-    at a moment drawn uniformly from the reference write's duration, classify the destination. Returns the outcome
-    counts (plus 'mid-write': kills that left a .part file behind).
-
-    Until a kill lands mid-write, one that found the write finished halves the span the next moments are drawn
-    from: a write can run several times faster than the reference did (a core of its own where the reference shared
-    one), and 20 kills after the end test nothing."""
+    """``TRIALS`` times: restore the old output, fork ``write``, wait until its temporary file appears, SIGKILL it at a
+    moment drawn uniformly from the reference write's duration, classify the destination."""
     folder = osp.dirname(osp.abspath(dst))
     span = write_duration(write, folder, tmp_dir)
     rng = random.Random(seed)

@@ -1,15 +1,6 @@
-"""No tool destroys data it did not write (issue 25).
-
-- Demo-data generators (``tools/make_demo_data.py`` with every ``--dataset`` and ``--layout custom``,
-  ``make_demo_ade20k``, ``make_demo_imagenet``, ``make_demo_custom``) pointed at a folder laid out like a real ADE20K root or a real ImageNet root refuse before
-  writing anything: every file and folder keeps its bytes (sha256), its mtime, and no path appears or disappears; the
-  CLI exits 2 with one line that names the root and the refusal. In a new or empty folder they write a demo root
-  (marked by ``.beit_mm_demo.json``), reuse it when complete, and regenerate it (it is theirs) for other arguments.
-- ``beit_mm.AtomicCheckpointHook`` deletes at start only its own unfinished writes (``iter_3.pth.part``,
-  ``last_checkpoint.part``), never another program's ``*.part`` file.
-- ``tools/train.py`` refuses a new run in a work dir that holds another run's checkpoints (exit 2, the checkpoint
-  byte-identical) unless ``--resume`` or ``--overwrite``.
-"""
+"""No tool destroys data it did not write: the demo generators refuse a real ADE20K or ImageNet root before writing,
+``AtomicCheckpointHook`` deletes only its own unfinished writes, and ``tools/train.py`` refuses a work dir holding
+another run's checkpoints without ``--resume``/``--overwrite``."""
 import hashlib
 import json
 import os
@@ -145,9 +136,8 @@ def _check_refusal(dataset: str, kind: str, root: str, before: dict, code, stder
 
 @pytest.mark.parametrize('dataset', sorted(CLI_CALLS))
 def test_make_demo_data_refuses_a_real_dataset_root(real_roots, dataset, monkeypatch, capsys):
-    """Each ``--dataset`` of tools/make_demo_data.py (its ``main``, in this process), against a real-looking ADE20K
-    and ImageNet root: exit 2, one line naming the root and the refusal, no traceback, and not one byte, path or
-    mtime changed."""
+    """Each ``--dataset`` of tools/make_demo_data.py against a real-looking ADE20K and ImageNet root: exit 2, one line
+    naming the root, no traceback, not one byte, path or mtime changed."""
     tool = load_tool('tools/make_demo_data.py')
     for kind, root in real_roots.items():
         before = snapshot(root)
@@ -302,9 +292,8 @@ def _refused(call, *paths, match: str) -> None:
 
 
 def test_a_link_inside_the_demo_root_is_never_followed(tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: a demo root whose ``images/validation`` became a link to a real folder (11 images named
-    like the demo's); at 58420c0 a second run deleted 10 of the 11 (glob through the link), exit 0. Now every
-    generator refuses a root holding a link at any depth, naming it; the real folder keeps every byte and mtime."""
+    """A demo root whose ``images/validation`` links to a real folder: every generator refuses a root holding a link
+    at any depth, naming it; the real folder keeps every byte and mtime."""
     from ..conftest import load_tool
     real = _real_folder(str(tmp_path / 'real_images'))
     root = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
@@ -334,9 +323,8 @@ def test_a_link_inside_the_demo_root_is_never_followed(tmp_path, monkeypatch, ca
 
 @pytest.mark.parametrize('same_arguments', [True, False])
 def test_images_a_user_added_to_a_demo_root_are_not_deleted(tmp_path, same_arguments):
-    """Probe of issue 48: images a user copied into a demo root (one named like the demo's own) were deleted by the
-    next run (at 58420c0: the ADE20K demo by name pattern, the custom demo everything not of this call). Now the next
-    run refuses, naming them, and changes nothing; a generated file the user edited counts as theirs too."""
+    """Images a user copied into a demo root (one named like the demo's own): the next run refuses, naming them, and
+    changes nothing; a generated file the user edited counts as theirs too."""
     ade = make_demo_ade20k(str(tmp_path / 'ade'), 2, 1, 32)
     _write_image(osp.join(ade, 'images', 'training', 'ADE_train_00000009.jpg'), seed=9)
     _refused(lambda: make_demo_ade20k(ade, 2, 1, 32, seed=0 if same_arguments else 1), ade,
@@ -355,10 +343,8 @@ def test_images_a_user_added_to_a_demo_root_are_not_deleted(tmp_path, same_argum
 
 
 def test_a_forged_marker_opens_no_real_root(real_roots):
-    """Probe of issue 48: a ``.beit_mm_demo.json`` naming the generator and the very arguments of the call, planted in
-    a real ADE20K root, opened it at 58420c0 (its files deleted and rewritten). A marker proves nothing by itself: with
-    no journal, a journal that does not list the files with their content, or one that calls real files temporary
-    ones, the root is refused and keeps every byte."""
+    """A forged ``.beit_mm_demo.json`` in a real ADE20K root proves nothing: with no journal, a journal that does not
+    list the files with their content, or one that calls real files temporary, the root is refused, every byte kept."""
     root = real_roots['ade20k']
     arguments = dict(num_train=2, num_val=1, size=32, seed=0, style='classes', with_annotations=True)
     _write_text(osp.join(root, MARKER), json.dumps(dict(generator='beit_mm.data.demo.make_demo_ade20k',
@@ -485,8 +471,8 @@ def _setup_env(venv: str, **env) -> subprocess.CompletedProcess:
 
 
 def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
-    """``tools/setup_env.sh`` with ``BEIT_MM_VENV`` naming a folder it did not make: exit 2, every file kept (it
-    used to ``rm -rf`` whatever that names); while another build holds the lock it waits, then gives up untouched."""
+    """``tools/setup_env.sh`` with ``BEIT_MM_VENV`` naming a folder it did not make: exit 2, every file kept; while
+    another build holds the lock it waits, then gives up untouched."""
     import fcntl
     mine = tmp_path / 'my_project'
     mine.mkdir()
@@ -507,8 +493,8 @@ def test_setup_env_deletes_only_a_venv_it_marked(tmp_path):
 
 
 def test_setup_env_mark_proves_ownership_by_its_content(tmp_path):
-    """An empty or foreign ``.beit_mm_venv`` in a folder of yours is no licence to delete it (the script used to
-    ``rm -rf`` any folder holding a file of that name): exit 2, every file kept."""
+    """An empty or foreign ``.beit_mm_venv`` in a folder of yours is no licence to delete it: exit 2, every file
+    kept."""
     mine = tmp_path / 'my_project'
     mine.mkdir()
     (mine / 'notes.txt').write_text('mine')

@@ -1,13 +1,5 @@
-"""Nothing a file declares sets a size or a running time: image headers read at least as leniently as the decoders
-read them, annotations bounded by their image, ONNX graphs bounded, budgets that do not grow with padding, text with
-control characters refused.
-
-Each hostile file below was seen passing at 75b4771 (the commit before these checks): the PNG and the JPEG whose
-headers Pillow refuses reached OpenCV, the RLE of 16000 x 16000 and the far polygon reached pycocotools, the padded
-``segments_info`` reached mmdet's mask loop, the deep JSON ended in a raw ``RecursionError``, the ONNX loop and the
-oversized window reached onnxruntime, the checkpoint of 3 MB with shared lists and the sparse checkpoint loaded, and
-the escape sequence became a class name. Peak memory against a clean control: ``test_hostile_files_cost_no_more``.
-"""
+"""Nothing a file declares sets a size or a running time: image headers read as leniently as the decoders, annotations
+bounded by their image, ONNX graphs bounded, budgets that do not grow with padding, control characters refused."""
 from __future__ import annotations
 
 import io
@@ -28,6 +20,7 @@ from beit_mm.fileio import CheckpointFileError, open_checkpoint
 from beit_mm.fileio.images import ImageHeaderError, ImageTooLargeError, image_header
 
 from ..conftest import ROOT
+from .test_file_inputs import within
 
 # ---- images: one pixel limit, read as leniently as the decoders read ---------------------------------------------
 
@@ -299,25 +292,6 @@ def _image_folder(tmp_path) -> str:
     return str(folder)
 
 
-def _in_thread(call, seconds: float = 120):
-    outcome = {}
-
-    def target():
-        try:
-            outcome['value'] = call()
-        except BaseException as error:  # noqa: BLE001  (handed to the test thread)
-            outcome['error'] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        pytest.fail(f'still running after {seconds} s')
-    if 'error' in outcome:
-        raise outcome['error']
-    return outcome.get('value')
-
-
 def test_an_onnx_loop_is_refused_before_it_runs(tmp_path):
     from beit_mm.apis.onnx_inference import OnnxModelError, infer_onnx
 
@@ -326,7 +300,7 @@ def test_an_onnx_loop_is_refused_before_it_runs(tmp_path):
     assert os.path.getsize(onnx_file) < 2048
     with pytest.raises(OnnxModelError, match=r"loop\.onnx: node '.*' is Loop, control flow \(its attribute 'body' "
                        r'holds a graph\).*nothing was run'):
-        _in_thread(lambda: infer_onnx(CONFIG, onnx_file, [_image_folder(tmp_path)], str(tmp_path / 'out')))
+        within(120, None, lambda: infer_onnx(CONFIG, onnx_file, [_image_folder(tmp_path)], str(tmp_path / 'out')))
 
 
 def test_an_onnx_window_larger_than_its_input_needs_is_refused(tmp_path):
@@ -360,7 +334,7 @@ def test_an_onnx_run_stops_on_timeout_and_on_ctrl_c():
     session = ort.InferenceSession(model.SerializeToString(), providers=['CPUExecutionProvider'])
     feeds = {'input': np.zeros((1, 3, 64, 64), np.float32)}
     with pytest.raises(OnnxModelError, match=r'loop\.onnx: one run took more than 0\.5 s and was stopped'):
-        _in_thread(lambda: run_bounded(session, feeds, 'loop.onnx', timeout_s=0.5))
+        within(120, None, lambda: run_bounded(session, feeds, 'loop.onnx', timeout_s=0.5))
     if threading.current_thread() is not threading.main_thread():
         pytest.skip('Ctrl-C reaches the main thread only')
     fired = []

@@ -1,15 +1,6 @@
-"""Inputs by invariant (issue 48 items 1, 4 and the images of 5): every tensor a file declares is dense, inside its
-storage and overlaps no other (identical tied views aside), a file declares no more bytes than it holds, inputs are
-opened only as regular files, every image decoder is held to one pixel limit read from the header, and a
-checkpoint's ``dataset_meta`` leaves as plain Python values.
-
-Each test was seen failing at 58420c0 (before ``beit_mm.fileio.{tensors,inputs,images}``): the stride-0 ``exp_avg``,
-the overlapping views, the shared zip records and the expanding structure loaded without a word; the tensor outside
-its storage was called "truncated or corrupt"; a FIFO hung ``fileio.get``, ``LoadImageFromFile``, ``tools/infer.py``
-on a folder, the dataset check's ``check_pair`` and ``tools/convert_checkpoint.py --model dalle --source openai`` (the
-guard below or the subprocess timeout ended them), and the other openers called it "does not exist"; an image over
-the limit reached OpenCV and the variable was ignored; a tensor palette stayed a tensor.
-"""
+"""Inputs by invariant: every tensor a file declares is dense, inside its storage and overlaps no other (tied views
+aside), a file declares no more bytes than it holds, inputs open only as regular files, every image decoder is held to
+one pixel limit read from the header, and a checkpoint's ``dataset_meta`` leaves as plain Python values."""
 from __future__ import annotations
 
 import os
@@ -84,8 +75,7 @@ def test_overlapping_views_are_refused_identical_and_disjoint_ones_load(tmp_path
 
 def _share_record(path: str, copies: int) -> None:
     """Rewrite the torch.save file ``path`` so that ``copies`` more central-directory entries (``data/1``, ...) point
-    at the bytes of record ``data/0``: records that share bytes (a pickle naming each would get a storage of each,
-    the memory of ``copies`` files; the check refuses from the central directory, before the pickle is read)."""
+    at the bytes of record ``data/0``."""
     data = bytearray(open(path, 'rb').read())
     eocd = data.rindex(b'PK\x05\x06')
     count, cd_size, cd_offset = struct.unpack('<HII', data[eocd + 10:eocd + 20])
@@ -136,8 +126,8 @@ def fifo(tmp_path) -> str:
     return path
 
 
-def within(seconds: float, fifo: str, call):
-    """``call()``'s result (or exception), or a failure if it still waits on ``fifo`` after ``seconds`` (the FIFO is
+def within(seconds: float, fifo: str | None, call):
+    """``call()``'s result (or exception), or a failure if it still runs after ``seconds`` (a ``fifo`` it waits on is
     then opened for writing and closed, which ends the wait, so the test fails instead of hanging)."""
     outcome = {}
 
@@ -150,6 +140,8 @@ def within(seconds: float, fifo: str, call):
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     thread.join(seconds)
+    if thread.is_alive() and fifo is None:
+        pytest.fail(f'still running after {seconds} s')
     if thread.is_alive():
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         thread.join(10)

@@ -1,13 +1,5 @@
-"""The file room (``beit_mm.fileio``): every checkpoint source opens through one door that never runs what a file
-carries, and what files declare is bounded before it is used.
-
-Payloads are harmless: a pickle whose unpickling writes a marker file (``exec``), placed where a download would leave
-it (the torch hub cache), so no network is needed. Each test asserts that the marker never appears and that the
-refusal is named. Against f67fafc (before the room), every URL entry point below unpickled the cached file fully
-(``torch.hub.load_state_dict_from_url`` with ``weights_only=False``: the marker appeared), ``tools/infer.py`` followed a
-work dir's ``last_checkpoint`` to a URL, ``CLIPTeacher`` sent a TorchScript file to ``torch.jit.load``, an empty demo
-marker let a generator rewrite the folder, and the bound checks did not exist (raw ``RecursionError``/zip errors).
-"""
+"""The file room: every checkpoint source opens through one door that never runs what a file carries (a harmless pickle
+that would write a marker, placed in the torch hub cache), and what files declare is bounded before use."""
 from __future__ import annotations
 
 import json
@@ -125,7 +117,8 @@ def test_load_from_url(hub, marker, tmp_path):
 
 
 def test_tools_test_with_a_url(hub, marker, tmp_path):
-    """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by name."""
+    """``tools/test.py CFG URL`` (:func:`beit_mm.apis.testing.run_test`) opens the cached file safely: refused by
+    name."""
     from beit_mm.apis.testing import RunTestRefused, run_test
     from beit_mm.data.demo.ade20k import make_demo_ade20k
     plant(URL, marker)
@@ -136,9 +129,8 @@ def test_tools_test_with_a_url(hub, marker, tmp_path):
 
 
 def test_work_dir_pointer_is_never_followed_to_a_url_or_out_of_the_work_dir(hub, marker, tmp_path):
-    """``tools/infer.py CFG WORK_DIR`` (and every tool resolving a work dir) reads ``last_checkpoint``: a URL or a
-    path outside the work dir there is refused by name; ``--resume`` ignores it (a warning) and takes the newest
-    complete checkpoint of the work dir."""
+    """A URL or an outside path in a work dir's ``last_checkpoint`` is refused by name; ``--resume`` ignores it (a
+    warning) and takes the newest complete checkpoint of the work dir."""
     from beit_mm.apis import resolve_checkpoint, run_infer
     from beit_mm.fileio.work_dir import find_last_complete_checkpoint
     plant(URL, marker)

@@ -1,15 +1,5 @@
-"""A checkpoint from a stranger never runs what it carries, on every path that opens one.
-
-MMEngine training checkpoints store the config as Python source (``meta.cfg``, ``meta.config``,
-``message_hub.runtime_info.cfg``), and ``mmengine.Config.fromstring`` executes such source. Each test below gives a
-tool a checkpoint whose stored configs, if executed, write a marker file, and asserts that the marker never appears
-and that the tool either works (the model built from the config file the user names) or names its refusal.
-
-Against the code before ``beit_mm.apis.checkpoint`` (commit 0b6ead1), ``--to hf``/``--to timm`` without ``--config``
-and ``--resume`` ran the code (the marker appeared: those tests fail there); ``load_from``, ``infer.py``, ``test.py``,
-``export.py`` and ``probe.py`` did not (MMEngine evaluates a stored config only on resume and in inferencers given no
-config), so their tests guard against a regression.
-"""
+"""A checkpoint from a stranger never runs what it carries: every tool given a checkpoint whose stored configs would
+write a marker if executed leaves no marker and either works from the user's config file or names its refusal."""
 from __future__ import annotations
 
 import os.path as osp

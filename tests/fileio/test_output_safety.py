@@ -1,15 +1,6 @@
-"""Every writer goes through one guarded writer (:mod:`beit_mm.fileio.outputs`): no output lands inside a dataset
-root or on an input, goes through a symbolic link, or replaces an existing file or folder that the tool did not write;
-``--overwrite`` on an output folder removes only the files its manifest lists. ``tools/test.py`` refuses a checkpoint
-that does not fit the model (another model's, NaN or int8 weights) instead of scoring a random model.
-
-Each refusal test runs a tool in-process (its ``main`` with ``sys.argv`` set) against one hazard and compares the
-sha256 of every file, every link target and every folder of the test world before and after: everything must be
-byte-identical and the refusal must name the problem. Seen at the base commit: ``tools/test.py --out
-<data>/annotations/validation`` replaced the ground truth with predictions, ``tools/visualize.py --out`` wrote through a
-link onto an outside file, ``tools/infer.py`` wrote into its input folder and gave ``a.jpg`` and ``a.png`` one label
-map, and ``tools/test.py`` scored another model's checkpoint with exit code 0.
-"""
+"""Every writer goes through one guarded writer: no output lands in a dataset root or on an input, goes through a link,
+or replaces what the tool did not write; ``--overwrite`` removes only its manifest's files; ``tools/test.py`` refuses a
+checkpoint that does not fit. Each refusal leaves every file, link and folder byte-identical and names the problem."""
 from __future__ import annotations
 
 import hashlib
@@ -172,8 +163,8 @@ def assert_one_error_line(message: str, prefix: str, match: str) -> None:
                                              for hazard in sorted(FOLDER_HAZARDS)
                                              if (option, hazard) != ('--work-dir', 'existing')])
 def test_test_py_outputs(world, option, hazard, monkeypatch, capsys):
-    """``--out data/.../annotations/validation`` replaced the ground truth at the base commit. (A work dir may hold
-    anything: MMEngine only adds a new ``<timestamp>/`` folder to it.)"""
+    """``tools/test.py --out`` inside a dataset root (e.g. its ground-truth folder) is refused; a work dir may hold
+    anything."""
     dest, match = FOLDER_HAZARDS[hazard]
     if option == '--work-dir' and hazard == 'input':
         dest, match = 'ckpts/ckpt.pth', r'is the input'  # a work dir may hold the checkpoint it tests
@@ -272,9 +263,8 @@ def test_infer_names_both_inputs_of_one_label_map(world, tmp_path, monkeypatch):
 
 
 def test_infer_overwrite_removes_only_what_it_wrote(world, tmp_path, monkeypatch):
-    """A second run with fewer images and ``--overwrite``: the first run's files go (the label map of an image no
-    longer given too), the new ones come, a file beside the folder stays; a file the tool did not write in the folder
-    refuses the run and keeps everything."""
+    """``--overwrite`` with fewer images: the first run's files go, the new ones come, a file beside the folder stays; a
+    file the tool did not write in the folder refuses the run."""
     images = [osp.join(world['inputs'], n) for n in sorted(os.listdir(world['inputs']))]
     out = tmp_path / 'out'
     (tmp_path / 'sibling.txt').write_text('mine')
@@ -463,9 +453,8 @@ def train_argv(world: dict, work_dir: str, data_root: str | None = None) -> list
 
 
 def test_train_work_dir_inside_its_data_root_is_refused(world, tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: ``tools/train.py --work-dir`` inside the config's data root was accepted (the layout
-    backstop knows only images/+annotations/ and the demo marker; tools/test.py refused the same path because it
-    passes the config's data roots as inputs). Now both go through one check with the same inputs."""
+    """``tools/train.py --work-dir`` inside the config's data root is refused, as tools/test.py refuses it: one check
+    with the same inputs."""
     data = tmp_path / 'my_data'
     (data / 'photos').mkdir(parents=True)
     (data / 'photos' / 'a.jpg').write_bytes(b'not looked at')
@@ -479,9 +468,8 @@ def test_train_work_dir_inside_its_data_root_is_refused(world, tmp_path, monkeyp
 
 
 def test_train_config_dump_never_replaces_a_users_file(world, tmp_path, monkeypatch, capsys):
-    """Probe of issue 48: MMEngine dumps the config as ``<work_dir>/<config file name>``; a user's file of that name
-    in the work dir was replaced. Now refused unless the work dir's manifest lists it with its content (a dump a
-    beit_mm run wrote), before anything is built."""
+    """A user's file named like MMEngine's config dump in the work dir is refused unless the work dir's manifest lists
+    it with its content, before anything is built."""
     work = tmp_path / 'work'
     work.mkdir()
     (work / 'tiny.py').write_text('# my notes, not a config dump\n')
@@ -512,8 +500,8 @@ def test_config_dump_is_replaced_only_when_listed_with_its_content(tmp_path):
 
 
 def test_export_metadata_is_bounded_by_what_the_checkpoint_holds(world, tmp_path, monkeypatch):
-    """Probe of issue 48: a checkpoint whose ``dataset_meta`` lists one long class name 100000 times (pickle stores it
-    once: the file is small) made tools/export.py write ~25 MB of metadata. Now refused by name, nothing written."""
+    """A ``dataset_meta`` listing one long class name 100000 times (small on disk) is refused by name, nothing
+    written."""
     ckpt = torch.load(world['ckpt'], map_location='cpu', weights_only=False)
     ckpt['meta'] = dict(dataset_meta=dict(classes=['c' * 256] * 100000, palette=[[1, 2, 3]] * 100000))
     hostile = str(tmp_path / 'hostile.pth')
@@ -536,9 +524,8 @@ def test_export_metadata_is_bounded_by_what_the_checkpoint_holds(world, tmp_path
 
 
 def test_planted_study_records_are_neither_reported_nor_used(tmp_path):
-    """Probe of issue 48: a study's run folder with a planted ``metrics.json`` had its numbers reported as results and
-    its ``checkpoint`` (a URL) used as the next run's starting weights. Now a record is used only when the study's
-    own record vouches for it (settings and sha256 of the metrics and of the checkpoint inside the folder)."""
+    """A study's run folder with a planted ``metrics.json`` and a URL ``checkpoint``: a record is used only when the
+    study's own record vouches for it (settings and sha256 of the metrics and of the checkpoint inside the folder)."""
     from beit_mm.studies import runs
     settings = dict(unlabeled_root='/data', mim_iters=10, seed=0)
     calls = []
@@ -580,11 +567,8 @@ def test_a_study_never_replaces_a_users_file_in_its_work_dirs(tmp_path, monkeypa
 
 
 def test_writing_next_to_fifos_and_sockets_opens_neither(tmp_path):
-    """``atomic_file`` and ``atomic_dir`` fsync the folder they write into, not what else it holds: a FIFO there (its
-    open blocks until a writer comes: the tool would hang), a socket (ENXIO) and a link to a device are left unopened,
-    in a child process with a deadline. Seen failing before the fix, when every entry of the parent folder's tree was
-    opened and fsync'ed: here EINVAL on the link to /dev/zero; ``benchmark_data.py --out /tmp/table.md`` failed on a
-    multiprocessing listener socket in /tmp ("No such device or address")."""
+    """``atomic_file`` and ``atomic_dir`` fsync the folder they write into, not what else it holds: a FIFO, a socket and
+    a link to a device there are left unopened (in a child process with a deadline)."""
     import socket
     import subprocess
     folder = tmp_path / 'out'

@@ -1,11 +1,6 @@
-"""BEiT attention kernels compute the same function: eager (the explicit softmax(QK^T + bias) V of unilm's
-``beit/modeling_finetune.py`` ``Attention.forward``), SDPA with the 8-aligned bias layout, ``'auto'``, FlexAttention
-with the bias read from the table inside ``score_mod`` (``'flex'``) and, on CUDA, SDPA on cuDNN attention
-(``'cudnn'``).
-
-Set ``BEIT_MM_TEST_DEVICE=cuda`` to run them on a GPU (``tools/analysis/gpu_report.sh`` does). On CPU FlexAttention
-is checked forward only: torch 2.13 raises "FlexAttention does not support backward on CPU".
-"""
+"""BEiT attention kernels compute the same function: eager (unilm ``beit/modeling_finetune.py`` ``Attention.forward``),
+SDPA, ``'auto'``, ``'flex'`` and, on CUDA, ``'cudnn'``. ``BEIT_MM_TEST_DEVICE=cuda`` runs them on a GPU; on CPU
+FlexAttention is checked forward only (no CPU backward in torch 2.13)."""
 import os
 
 import pytest
@@ -116,9 +111,8 @@ def test_auto_runs_the_kernel_of_the_table(monkeypatch):
 
 
 def test_auto_table_on_cuda():
-    """CUDA: cuDNN attention for bf16/fp16 inference without a mask (its sm90 flash kernel measured 2.1x the
-    memory-efficient one's speed on an H200), SDPA for training (cuDNN refuses a bias that needs a gradient),
-    for fp32 and wherever EoMT's attention mask is given."""
+    """CUDA: cuDNN attention for bf16/fp16 inference without a mask, SDPA for training (cuDNN refuses a bias that needs
+    a gradient), for fp32 and wherever EoMT's attention mask is given."""
     assert select_attn_impl('cuda', False, torch.bfloat16) == 'cudnn'
     assert select_attn_impl('cuda', False, torch.float16) == 'cudnn'
     assert select_attn_impl('cuda', True, torch.bfloat16) == 'sdpa'

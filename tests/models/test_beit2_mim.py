@@ -1,16 +1,9 @@
 """BEiT v2 masked image modeling: ``BEiT(cls_pretrain=...)`` + the shared ``BEiTMIMHead`` inside ``BEiTPretrain``.
 
-References and tolerances:
-- the cls-token pretraining forward: mmpretrain 1.2.0's ``BEiTPretrainViT`` + ``BEiTV2Neck`` (unilm
-  ``beit2/modeling_pretrain.py`` ``VisionTransformerForMaskedImageModelingCLS.forward_features``, lines 307-333) with
-  the same weights, fp32 max abs diff <= 1e-5; the init: unilm's ``__init__`` (lines 280-289 drop-path rates and
-  ``cls_pt_layers``) and ``fix_init_cls_pt_weight`` (lines 299-305);
-- the loss: unilm ``beit2/engine_for_pretraining.py`` lines 54-66 (CE over masked positions for both outputs, summed);
-  mmpretrain 1.2.0's BEiT v2 (``BEiTPretrainViT`` + ``BEiTV2Neck`` + ``BEiTV2Head``, targets from its ``VQKD``) with
-  the same weights, converted by ``beit_mm.converters.beit`` from the mmpretrain checkpoint layout, fp32 loss max abs
-  diff <= 1e-4;
-- the tokenizer view: ``MIMDataPreprocessor`` hands the 0..255 RGB view on unchanged (exact); VQ-KD maps it.
-"""
+- forward: mmpretrain 1.2.0's ``BEiTPretrainViT`` + ``BEiTV2Neck`` (unilm ``beit2/modeling_pretrain.py`` lines
+  307-333), fp32 <= 1e-5; init: unilm lines 280-289 and ``fix_init_cls_pt_weight`` (lines 299-305);
+- loss: unilm ``beit2/engine_for_pretraining.py`` lines 54-66 and mmpretrain 1.2.0's BEiT v2 with the same weights,
+  fp32 <= 1e-4; the tokenizer view is handed on unchanged (0..255 RGB)."""
 import math
 
 import pytest

@@ -1,18 +1,6 @@
-"""Every model compiles whole: ``torch.compile(fullgraph=True, dynamic=False)`` through
-:func:`beit_mm.engine.compile.compile_model` (what ``beit_mm.CompileHook`` and ``tools/train.py --compile`` run), a
-forward and backward equal to eager, and no recompilation on a second batch with another mask.
-
-The backend is ``aot_eager``: Dynamo captures the whole graph (``fullgraph=True`` raises at any graph break) and
-AOTAutograd traces the backward, without inductor's C++ code generation (minutes on 2 cores); the GPU report runs
-inductor. Tolerance: ``FP32_KERNEL_RTOL`` (1e-5 of each tensor's magnitude, tests/conftest.py), fp32 on CPU.
-
-Graph breaks found at 12cd318 (``torch._dynamo.explain`` on these tiny models, CPU; each is now gone, and these tests
-fail on any of them): BEiT v1 MIM loss 5 graphs / 4 breaks (``if not mask.any()``, ``patch_tokens[mask]``,
-``target[mask]`` and ``torch.bincount`` in ``BEiTMIMHead.loss``); pixel MIM 4 / 3 (the same in ``PixelRegressionHead.loss``); BEiT v2 MIM
-9 / 8 (the head's, and ``initted.item()`` in the VQ-KD quantizer's eval check); VQ-KD training 14 / 13
-(``initted.item()``, ``torch.bincount`` in the codebook update and the usage, ``int(dead.sum())`` in the re-seeding);
-EoMT's network 6 / 5 (``float(self.attn_mask_probs[j])`` before each masked block). Now: one graph each.
-"""
+"""Every model compiles whole: ``torch.compile(fullgraph=True, dynamic=False)`` through ``compile_model``, forward and
+backward equal to eager within ``FP32_KERNEL_RTOL``, and no recompilation on a second batch with another mask. The
+backend is ``aot_eager`` (whole-graph capture and the traced backward without inductor's code generation)."""
 import copy
 
 import pytest
@@ -249,9 +237,7 @@ def test_cvt_mim_step():
 
 def test_image_classifier_fine_tuning_step():
     """mmpretrain's ImageClassifier with BEiT (per-block bias, drop path), the mean-pool neck and LinearClsHead with
-    label smoothing on the soft labels that Mixup/CutMix give, as the fine-tuning recipe. mmpretrain's LabelSmoothLoss
-    sets its ``num_classes`` at its first call, so the second call re-traces once (the configs leave it unset: a
-    config that derives from them may change the head's classes); none after."""
+    label smoothing on the soft labels that Mixup/CutMix give, as the fine-tuning recipe."""
     from mmpretrain.structures import DataSample
     init_default_scope('mmpretrain')
     torch.manual_seed(0)

@@ -1,11 +1,5 @@
-"""CvT backbone, conv-projection attention and checkpoint converters.
-
-Reference: HF transformers ``CvtModel`` / ``CvtForImageClassification`` (4.46.3) with random weights (every norm,
-BatchNorm running stat and bias randomized), converted with ``convert_cvt(..., 'hf')`` and loaded strictly into
-``CvT(act='gelu')``; eval mode, fp32, tolerance max|diff| <= 1e-4. The official layout is produced from the HF state
-dict by an independent renaming written here (a stand-in for a microsoft/CvT ``.pth``). What every backbone shares
-(attention kernels, activation checkpointing, layer ids, masked forward): test_contract.py.
-"""
+"""CvT backbone, conv-projection attention and checkpoint converters against HF transformers 4.46.3 ``CvtModel`` /
+``CvtForImageClassification`` with random weights, converted and loaded strictly (eval, fp32, max |diff| <= 1e-4)."""
 import re
 
 import pytest
@@ -39,11 +33,7 @@ def hf_config(arch: dict) -> CvtConfig:
 
 
 def randomize(model: nn.Module, seed: int = 0) -> None:
-    """Give every parameter and BatchNorm buffer a random value of a scale that makes each of them matter.
-
-    HF's init (std 0.02, constant norms and biases) leaves the attention almost uniform, so a wrong attention scale
-    would pass a parity test; unit-gain weights (std fan_in ** -0.5) make the logits O(1).
-    """
+    """Give every parameter and BatchNorm buffer a random value of a scale that makes each of them matter."""
     g = torch.Generator().manual_seed(seed)
 
     def rand(t: torch.Tensor, std: float, mean: float = 0.0) -> None:
@@ -203,10 +193,8 @@ def test_quick_gelu_matches_hf():
 
 @pytest.mark.parametrize('arch,paper_millions', [('cvt-13', 20), ('cvt-21', 32), ('cvt-w24', 277)])
 def test_param_count_matches_paper_and_hf(arch, paper_millions):
-    """Backbone + final norm + Linear(C, 1000) head: exactly HF CvtForImageClassification's count for the preset,
-    and the paper's Table 2 count to its printed precision (CvT-21 has 31.62M, 1.2% below the printed "32M", so a 1%
-    band around the rounded figure would be wrong). Ours is built on the meta device.
-    """
+    """Backbone + final norm + Linear(C, 1000) head: exactly HF CvtForImageClassification's count for the preset, and
+    the paper's Table 2 count to its printed precision (CvT-21: 31.62M for the printed "32M")."""
     with torch.device('meta'):
         model = CvT(arch=arch, out_type='cls_token')
         head = nn.Linear(model.embed_dims[-1], 1000)

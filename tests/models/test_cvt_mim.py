@@ -1,15 +1,6 @@
-"""CvT masked image modeling (``beit_mm.BEiTPretrain`` over ``CvT(with_mask_token=True).forward_masked``,
-``layers/mask_utils``).
-
-No toolkit implements CvT MIM, so the references are:
-- mask upsampling and the leaked-pixel map: explicit Python loops over patches / stage-0 receptive fields
-  (``[4 i - 2, 4 i + 5)`` for k7 s4 p2), exact;
-- the loss: the same computation done step by step by hand (pixel zeroing by loop, mask by loop, the backbone, then
-  ``F.cross_entropy`` over the masked positions picked by hand), fp32 max abs diff <= 1e-6;
-- the leak claims: perturbing pixels and comparing the model's outputs, unchanged = max abs diff <= 1e-6 (same batch
-  shape, so identical kernels), changed = > 1e-4;
-- the demo config: 2 iterations through tools/train.py (sizes overridden only), then the fine-tuning loader.
-"""
+"""CvT masked image modeling (``BEiTPretrain`` over ``CvT.forward_masked``). No toolkit implements it, so the references
+are explicit loops (mask upsampling, leaked-pixel map, exact), the loss done step by step (<= 1e-6), output
+perturbation for the leak claims, and the demo config through tools/train.py."""
 import os
 import re
 
@@ -267,9 +258,8 @@ def test_interior_pixels_never_reach_the_loss_and_zeroing_closes_the_leak():
 
 # ----------------------------------------------------------------------------------------------------- configs
 def test_full_config_recipe_and_build():
-    """beit_mm's own settings of the CvT MIM config; its published values (BEiT's pretraining recipe: lr, weight
-    decay, clip, batch, epochs, crops, masks; CvT-13's per-stage drop path) are compared with their sources by
-    tests/configs/test_recipes.py test_config_has_the_published_values (tests/configs/reference_recipes.py)."""
+    """beit_mm's own settings of the CvT MIM config; its published values are compared with their sources by
+    test_recipes.py test_config_has_the_published_values."""
     cfg = Config.fromfile(CFG_FULL)
     assert cfg.custom_imports == dict(imports=['beit_mm'], allow_failed_imports=False)
     bb = cfg.model.backbone

@@ -1,11 +1,5 @@
-"""Tests of beit_mm.models.tokenizers.dalle (DALLEEncoder, map_pixels) and beit_mm.converters.dalle.
-
-Reference: OpenAI's ``dall_e.encoder.Encoder`` (package ``dall-e`` 0.1) with random weights and random biases (its
-init leaves biases at zero, which would not test them), converted by ``convert_dalle(..., 'openai')`` and loaded
-strictly. Parity: fp32 logits max |diff| <= 1e-4 and identical token ids, for a shrunk encoder and for the real
-default sizes at 32x32. mmpretrain 1.2.0's ``DALL-E`` target generator (``mmpretrain.models.selfsup.cae.DALLEEncoder``)
-is the reference for the 'mmpretrain' layout.
-"""
+"""DALLEEncoder, map_pixels and the DALL-E converter against OpenAI's ``dall_e.encoder.Encoder`` (``dall-e`` 0.1, random
+weights and biases; logits <= 1e-4, identical ids) and mmpretrain 1.2.0's ``DALL-E`` for the 'mmpretrain' layout."""
 import warnings
 
 import pytest

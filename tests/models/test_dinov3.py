@@ -1,8 +1,6 @@
-"""beit_mm's DINOv3 parts on their own: the rotary embedding's coordinates and periods as the DINOv3 paper and code
-define them (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/rope_position_encoding.py``), its training-only
-augmentations, the attention kernels' agreement under EoMT's attention mask, the layer scale's init, and the
-converters' refusals. Numbers against the reference implementations: test_dinov3_reference.py; what every backbone
-shares: test_contract.py."""
+"""beit_mm's DINOv3 parts on their own: RoPE coordinates and periods (facebookresearch/dinov3 @ 6876159
+``dinov3/layers/rope_position_encoding.py``), its training-only augmentations, the attention kernels under EoMT's
+mask, the layer scale's init and the converters' refusals."""
 import math
 
 import pytest

@@ -1,22 +1,13 @@
 """beit_mm's DINOv3 (and EoMT on it) against the reference implementations with the same random weights.
 
-Each reference runs ``tests/support/dinov3_reference.py`` in a subprocess outside the repository (its ``cwd`` a
-temporary folder), its ``sys.path`` led by the reference alone, and writes its own state dict and its outputs; the
-state dict is converted by ``tools/convert_checkpoint.py``'s API (``--model dinov3 --source official|hf``, ``--model
-eomt --source hf``), loaded strictly, and the outputs compared in fp32, max |diff| <= 1e-4:
+Each reference runs ``tests/support/dinov3_reference.py`` in a subprocess led by the reference alone; its state dict
+is converted (``--model dinov3 --source official|hf``, ``--model eomt --source hf``), loaded strictly, and the outputs
+compared in fp32, max |diff| <= 1e-4. References (a missing one skips its tests, naming it):
 
-- facebookresearch/dinov3 @ 6876159 (``DinoVisionTransformer`` with the released ViTs' settings: RoPE base 100,
-  'separate' coordinates, rescale 2, LayerNorm eps 1e-5, 4 storage tokens, masked key bias), found at
-  ``$BEIT_MM_DINOV3_SRC`` or ``$VENV/reference/dinov3`` (a checkout: the folder holding the ``dinov3`` package);
-- transformers 4.57.6 ``DINOv3ViTModel`` (``$VENV/reference/transformers-4.57.6``, tools/setup_env.sh);
-- transformers >= 5.2 ``EomtDinov3ForUniversalSegmentation`` (EoMT-DINOv3 is not in 4.57), found at
-  ``$BEIT_MM_TRANSFORMERS5`` or ``$VENV/reference/transformers-5.2.0``.
-
-A reference that is not installed skips its tests, naming what is missing. The backbone comparison takes the token
-sequences after every block and after the final norm, at the pretraining size (64 x 64) and at 48 x 80 (RoPE on a new,
-non-square grid), for the GELU MLP (ViT-S/B/L) and SwiGLU (ViT-H+/7B); EoMT's the last prediction's class and mask
-logits in eval mode with the masked blocks' probabilities all 1 and all 0 and in train mode with all 1.
-"""
+- facebookresearch/dinov3 @ 6876159 ``DinoVisionTransformer`` (``$BEIT_MM_DINOV3_SRC`` or ``$VENV/reference/dinov3``);
+- transformers 4.57.6 ``DINOv3ViTModel`` (``$VENV/reference/transformers-4.57.6``);
+- transformers >= 5.2 ``EomtDinov3ForUniversalSegmentation`` (``$BEIT_MM_TRANSFORMERS5`` or
+  ``$VENV/reference/transformers-5.2.0``)."""
 import os
 import subprocess
 import sys

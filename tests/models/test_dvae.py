@@ -1,11 +1,5 @@
-"""The trainable dVAE tokenizer (beit_mm.DVAE), its annealing hook, encoder export and demo config.
-
-References: the decoder is compared with OpenAI's ``dall_e.decoder.Decoder`` (same weights, renamed ``w``/``b``), the
-logit-Laplace NLL with ``torch.distributions`` (a Laplace pushed through a sigmoid), the KL with
-``torch.distributions.kl_divergence`` against a uniform Categorical, the codebook statistics with values computed by
-hand; fp32 tolerance 1e-4 (1e-5 where noted). The exported encoder must load strictly into ``beit_mm.DALLEEncoder``
-and give the trained DVAE's logits exactly.
-"""
+"""The trainable dVAE tokenizer, its annealing hook, encoder export and demo config: the decoder against OpenAI's
+``dall_e.decoder.Decoder``, the NLL and KL against ``torch.distributions`` (fp32 1e-4), the exported encoder exact."""
 import json
 import math
 import os

@@ -1,10 +1,5 @@
-"""Tests of EoMT on BEiT (beit_mm.models.segmentors.eomt) and of the query tokens in BEiT's attention.
-
-References: the official code, github.com/tue-mps/eomt at 7bd19ddd621c5c6adedcd260458a34783cd4a45f (rules cited per
-test); the plain BEiT block (itself equal to HF/timm/unilm BEiT in tests/models/test_beit.py) for the relative-position rule.
-EoMT's HF reference (``EomtForUniversalSegmentation``) needs transformers >= 4.56; the venv pins 4.46.3, so no test
-here compares with it (stated in the issue's closing note).
-"""
+"""EoMT on BEiT and the query tokens in BEiT's attention, against github.com/tue-mps/eomt at
+7bd19ddd621c5c6adedcd260458a34783cd4a45f (rules cited per test) and the plain BEiT block."""
 import math
 
 import pytest
@@ -33,10 +28,8 @@ def random_block(impl: str = 'eager') -> BEiTBlock:
 @pytest.mark.parametrize('impl', ['eager', 'sdpa'])
 @torch.no_grad()
 def test_queries_take_the_cls_rows_of_the_relative_position_bias(impl):
-    """K query copies of the cls token are K + 1 identical keys: each query's output equals the cls token's, and the
-    patches see them as one cls key with log(K + 1) more bias. So the block with queries equals the plain block
-    (no queries) whose token->cls bias entry is raised by log(K + 1); with any other rule for the queries' bias
-    (zero, the patch rows) the query outputs differ from the cls output."""
+    """K query copies of the cls token: each query's output equals the cls token's, and the block equals the plain
+    block whose token->cls bias entry is raised by log(K + 1)."""
     k = 3
     blk = random_block(impl)
     x = torch.randn(2, 1 + GRID[0] * GRID[1], DIMS)

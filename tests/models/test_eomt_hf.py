@@ -1,25 +1,12 @@
 """beit_mm's EoMT on a DINOv2-style BEiT against HF transformers' ``EomtForUniversalSegmentation`` with the same
 weights, both ways.
 
-Reference: transformers 4.57.6 (``models/eomt/modeling_eomt.py``), run by ``tests/support/eomt_hf_reference.py`` in a
-subprocess whose ``sys.path`` starts with ``$VENV/reference/transformers-4.57.6`` (tools/setup_env.sh: beit_mm's own
-environment keeps transformers 4.46.3 for mmpretrain 1.2.0). A random tiny HF EoMT (4 layers, the last 2 with 10
-queries, 4 registers, 7 classes, 64 px; layer scales, biases and registers randomized, the key bias included) is saved
-with ``save_pretrained``, converted by ``tools/convert_checkpoint.py --model eomt --source hf``, and loaded strictly
-into ``configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-39k_ade20k-512x512.py``'s model with only its sizes changed.
-Tolerance: class and mask logits of the output prediction, fp32 max |diff| <= 1e-4, in eval mode with the masked
-blocks' probabilities all 1 and all 0 and in train mode with all 1. The other way, ``--to hf`` writes a folder that
-HF's ``from_pretrained`` loads with no missing or unexpected key and that gives the same logits within 1e-4.
-
-Instance (issue 50 item 2): a random tiny HF EoMT with 8 classes (all things, as
-``tue-mps/coco_instance_eomt_large_640``) from ``tests/support/eomt_hf_instance_reference.py``, converted by the same
-converter and loaded strictly into ``configs/eomt/eomt_dinov2-large-reg4-p16_4xb4-amp-12e_coco-instance-640x640.py``'s
-model with only its sizes (and ``top_k_instances``) changed: logits fp32 max |diff| <= 1e-4, and ``predict``'s
-instances identical (masks, labels; scores within 1e-4) to the official EoMT rule (tue-mps/eomt @ 7bd19dd
-``training/mask_classification_instance.py: 103-130``) as the reference script writes it from reading. transformers'
-own ``post_process_instance_segmentation`` is not the reference: it keeps one instance per query (most likely class,
-score >= 0.5), not the official top-k of query x class pairs.
-"""
+Reference: transformers 4.57.6 ``models/eomt/modeling_eomt.py``, run by ``tests/support/eomt_hf_reference.py`` in a
+subprocess with the reference transformers on its path. A random tiny HF EoMT is converted (``--source hf``) and
+loaded strictly into the ADE20K DINOv2-L config's model with only its sizes changed; class and mask logits within fp32
+1e-4 (eval with masked-block probabilities 1 and 0, train with 1); ``--to hf`` loads back with no missing or
+unexpected key and the same logits. Instance: the COCO instance config's model, logits within 1e-4 and ``predict``'s
+instances equal to the official rule (tue-mps/eomt @ 7bd19dd ``training/mask_classification_instance.py:103-130``)."""
 import os
 import subprocess
 import sys
@@ -141,9 +128,8 @@ def test_models_hf_cannot_hold_are_refused(tmp_path):
 
 
 def test_to_hf_of_a_beit_eomt_names_the_reason(tmp_path):
-    """``--to hf`` of a BEiT EoMT (relative position bias, no absolute position embedding) leaked the converter's
-    ``--model None --source None: 'backbone.pos_embed'`` (issue 49): the weights were renamed before the model was
-    checked. Now the tool names what HF's EoMT cannot hold and writes nothing."""
+    """``--to hf`` of a BEiT EoMT (relative position bias, no absolute position embedding) names what HF's EoMT cannot
+    hold and writes nothing."""
     cfg = tiny_config()
     cfg.model.backbone.update(use_abs_pos_emb=False, use_rel_pos_bias=True, no_embed_class=False,
                               num_register_tokens=0)

@@ -1,24 +1,15 @@
 """unilm BEiT's initialization, checked statistically on freshly built BEiT-B-sized models.
 
-The expected rule is written here from unilm's source (microsoft/unilm, ``beit/``), not from beit_mm's code:
+The rule, written from microsoft/unilm ``beit/`` (not from beit_mm's code):
 
-- ``beit/modeling_pretrain.py``: ``trunc_normal_(tensor, mean, std)`` calls timm's with ``a=-std, b=std``;
-  ``VisionTransformerForMaskedImageModeling.__init__`` applies it with ``init_std=0.02`` to ``pos_embed``,
-  ``cls_token``, ``mask_token`` and ``lm_head.weight``, then ``self.apply(self._init_weights)`` (Linear weight
-  trunc_normal_, bias 0; LayerNorm weight 1, bias 0; **Conv2d** weight trunc_normal_, bias 0: the patch embedding) and
-  ``fix_init_weight()`` (block ``layer_id`` (0-based): ``attn.proj.weight`` and ``mlp.fc2.weight`` divided by
-  ``sqrt(2 * (layer_id + 1))``).
-- ``beit/modeling_finetune.py``: ``from timm.models.layers import trunc_normal_`` (bounds a=-2, b=2, absolute);
-  ``VisionTransformer.__init__`` applies ``trunc_normal_(std=.02)`` to ``pos_embed``, ``cls_token`` and
-  ``head.weight``, ``_init_weights`` covers Linear (trunc_normal_ .02, bias 0) and LayerNorm only (the patch
-  embedding conv keeps PyTorch's default: kaiming_uniform(a=sqrt(5)) weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias),
-  and ``fix_init_weight()`` as above.
-- both: relative position bias tables start at zero (``nn.Parameter(torch.zeros(...))``), layer scales at
-  ``init_values``.
+- ``beit/modeling_pretrain.py``: ``trunc_normal_`` with ``a=-std, b=std``, ``init_std=0.02`` on ``pos_embed``,
+  ``cls_token``, ``mask_token``, ``lm_head.weight``; ``_init_weights`` (Linear, LayerNorm, Conv2d) and
+  ``fix_init_weight()`` (``attn.proj``/``mlp.fc2`` weights divided by ``sqrt(2 * (layer_id + 1))``).
+- ``beit/modeling_finetune.py``: timm's ``trunc_normal_`` (bounds -2, 2) with std .02 on ``pos_embed``, ``cls_token``,
+  ``head.weight``, Linear and LayerNorm only (the patch conv keeps PyTorch's default), and ``fix_init_weight()``.
+- both: relative position bias tables at zero, layer scales at ``init_values``.
 
-Statistical checks: every value within the truncation bounds; sample std within 3% of the truncated normal's std
-(hundreds of thousands of values per tensor kind: the sampling error of the std is < 0.5%).
-"""
+Checks: every value within the truncation bounds; sample std within 3% of the truncated normal's."""
 import math
 import re
 
@@ -109,9 +100,8 @@ def test_unknown_init_mode_is_refused():
 
 
 def test_keep_init_loads_the_rest_and_leaves_the_named_weights_at_random_init(tmp_path):
-    """``init_cfg.keep_init``: the MIM study's 're-initialize the last blocks' / 'drop the layer scales' rows. Weights
-    it names keep the random init (here: block 1 at unilm's rule, layer scales at ``layer_scale_init_value``), all
-    others equal the checkpoint's; a pattern matching nothing is refused; without it nothing changes."""
+    """``init_cfg.keep_init``: named weights keep the random init, all others equal the checkpoint's; a pattern
+    matching nothing is refused; without it nothing changes."""
     arch = dict(embed_dims=32, num_layers=2, num_heads=2, mlp_ratio=2.0)
     torch.manual_seed(0)
     source = BEiT(arch=arch, img_size=32, patch_size=8, layer_scale_init_value=0.1)

@@ -1,18 +1,13 @@
-"""Tests of beit_mm.models.segmentors.mask_annealing: EoMT's per-block mask-keeping probability and its application.
+"""EoMT's per-block mask-keeping probability and its application, against tue-mps/eomt @
+7bd19ddd621c5c6adedcd260458a34783cd4a45f as its files state the rules:
 
-Reference: github.com/tue-mps/eomt at commit 7bd19ddd621c5c6adedcd260458a34783cd4a45f. The expected values are
-written here from the rules as the official files state them, not from the module:
-
-- ``training/lightning_module.py:199-209`` (``mask_annealing``): 1 before ``start``, 0 from ``end`` on, else
+- ``training/lightning_module.py:199-209``: 1 before ``start``, 0 from ``end``, else
   ``(1 - (t - start) / (end - start)) ** poly_power``; ``poly_power`` 0.9 (``mask_classification_semantic.py:33``).
-- ``models/eomt.py:71-82`` (``_disable_attn_mask``): if ``prob < 1``, ``torch.rand(B, num_q) > prob`` picks the
-  queries whose query-to-patch row ``attn_mask[:, :num_q, num_q + num_prefix_tokens:]`` is set to True.
+- ``models/eomt.py:71-82``: if ``prob < 1``, ``torch.rand(B, num_q) > prob`` picks the queries whose query-to-patch
+  row is masked.
 
-The short run keeps the structure of ``configs/dinov2/ade20k/semantic/eomt_large_512.yaml:13-14`` (starts
-``U, 2U, 3U, 4U``, ends ``2U .. 5U`` with ``U = 6520``) scaled to ``U = 20`` (annealing over steps 20-100 of a
-120-step run); the 5-block structure is ``configs/dinov2/ade20k/panoptic/eomt_giant_640.yaml:13-14``
-(starts every ``0.75U``).
-"""
+The short run scales ``configs/dinov2/ade20k/semantic/eomt_large_512.yaml:13-14`` to ``U = 20``; the 5-block
+structure is ``configs/dinov2/ade20k/panoptic/eomt_giant_640.yaml:13-14``."""
 import pytest
 import torch
 

@@ -1,38 +1,14 @@
-"""Tests of beit_mm.models.losses.mask_classification against transformers 4.46.3's Mask2Former loss, set up as EoMT
-sets it up (github.com/tue-mps/eomt at 7bd19ddd621c5c6adedcd260458a34783cd4a45f,
-``training/mask_classification_loss.py``):
+"""beit_mm.models.losses.mask_classification against transformers 4.46.3's ``Mask2FormerLoss`` set up as EoMT does
+(tue-mps/eomt @ 7bd19ddd621c5c6adedcd260458a34783cd4a45f ``training/mask_classification_loss.py``); both seeded
+alike, fp32 ``max |diff| <= 1e-4`` on the losses and their gradients.
 
-- reference = transformers' ``Mask2FormerLoss`` with its matcher replaced by ``Mask2FormerHungarianMatcher(
-  cost_class=2.0, cost_mask=5.0, cost_dice=5.0, num_points)`` (EoMT lines 47-52), coefficients class 2.0, mask 5.0,
-  dice 5.0, no-object 0.1, 12544 points, oversampling 3.0, importance 0.75
-  (``training/mask_classification_semantic.py:30-38``), weighted as EoMT's ``loss_total`` (lines 99-116);
-- both seeded alike, so they draw the same points from torch's global generator;
-- tolerance: fp32 ``max |diff| <= 1e-4`` (the brief's bound) on the losses (values ~0.1-10) and on their gradients.
-
-With every target matched (Q >= N) EoMT's normaliser (matched pairs, lines 78-97) equals transformers' (target
-count); :func:`test_fewer_queries_than_targets` checks EoMT's where they differ.
-
-The rules, with their sources (paths relative to each repository):
-
-- EoMT @ 7bd19dd: the matcher's costs are the loss coefficients, class 2.0 included (lines 47-52; transformers' own
-  matcher uses 1.0); the mask losses are divided by the number of matched pairs, averaged over processes and clamped
-  to >= 1 (lines 78-97); semantic targets: one binary mask per class present, ignored pixels in none
-  (``datasets/ade20k_semantic.py:47-59``).
-- transformers 4.46.3 ``models/mask2former/modeling_mask2former.py``: point sampling with ``grid_sample`` on [0, 1]
-  coordinates, ``align_corners=False`` (lines 250-280); the match cost clamped to +-1e10, NaN -> 0, solved by SciPy's
-  ``linear_sum_assignment`` (lines 418-480); dice ``1 - (2 sum(p t) + 1) / (sum p + sum t + 1)`` (lines 283-310,
-  333-352); BCE averaged over points (313-330, 355-380); importance sampling (lines 676-729); targets zero-padded at
-  the bottom and right (lines 534-549); class cross-entropy with unmatched queries labelled no-object (lines 551-583).
-
-Measured on an Intel Xeon (AVX512-BF16): losses and gradients equal bit for bit (max |diff| 0.0; losses 2.1-3.9,
-largest gradients 0.006 on the mask logits, 0.2 on the class logits).
-
-Seen failing, each with a deliberate error put in once (2026-11-25): matching with class cost 1.0 (transformers' own
-default): 4 tests fail (loss_cls 3.98 vs 2.15; other pairs matched); dice without the +1: 3 fail (loss_dice differs by
-4e-4); no-object weight 1.0: 2 fail (loss_cls 2.95 vs 2.15); the first points uniform instead of the most uncertain:
-3 fail (loss_mask 5.11 vs 3.92); ``align_corners=True``: 4 fail; BCE targets inverted in the match cost: 4 fail;
-dividing by the target count instead of the matched pairs: the fewer-queries test fails (2.94 vs 3.91).
-"""
+- EoMT: matcher costs = the loss coefficients, class 2.0, mask 5.0, dice 5.0 (lines 47-52), no-object 0.1, 12544
+  points, oversampling 3.0, importance 0.75 (``training/mask_classification_semantic.py:30-38``), weighted as
+  ``loss_total`` (lines 99-116); mask losses divided by the matched pairs, averaged over processes, clamped >= 1
+  (lines 78-97); one binary mask per class present (``datasets/ade20k_semantic.py:47-59``).
+- transformers ``models/mask2former/modeling_mask2former.py``: ``grid_sample`` points, ``align_corners=False``
+  (250-280); costs clamped to +-1e10, NaN -> 0, ``linear_sum_assignment`` (418-480); dice with +1 (283-310, 333-352);
+  BCE (313-330, 355-380); importance sampling (676-729); zero-padded targets (534-549); no-object labels (551-583)."""
 import pytest
 import torch
 from transformers import Mask2FormerConfig

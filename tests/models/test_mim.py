@@ -1,13 +1,6 @@
-"""BEiT masked image modeling: two-view pipeline, data preprocessor, MIM head, the BEiTPretrain algorithm.
-
-References and tolerances:
-- preprocessor: exact formulas ((x - 127.5) / 127.5; the tokenizer view 0..255, mapped by DALL-E's own
-  ``map_pixels(x / 255) = 0.8 x / 255 + 0.1``), fp32
-  max abs diff <= 1e-6; mmpretrain's TwoNormDataPreprocessor(second_mean=-31.875, second_std=318.75) gives the same.
-- head: ``F.cross_entropy`` over the masked positions selected by hand, <= 1e-6.
-- algorithm: mmpretrain 1.2.0's BEiT pretraining (``BEiTPretrainViT`` + ``BEiTV1Head`` + ``DALL-E``) with the same
-  weights, fp32 loss max abs diff <= 1e-4.
-"""
+"""BEiT masked image modeling: two-view pipeline, data preprocessor, MIM head, the BEiTPretrain algorithm; the
+preprocessor against exact formulas (<= 1e-6), the head against ``F.cross_entropy`` by hand, the algorithm against
+mmpretrain 1.2.0's BEiT pretraining with the same weights (fp32 loss <= 1e-4)."""
 import numpy as np
 import pytest
 import torch

@@ -1,12 +1,5 @@
-"""The MIM ablation switches: pixel targets (BEiT paper Table 4 "Recover pixels") and random masking, as registered
-parts of the one ``BEiTPretrain`` algorithm, and the study configs that use them.
-
-References:
-- ``patchify`` and the per-patch normalization: MAE ``models_mae.py`` (``patchify``; ``forward_loss`` with
-  ``norm_pix_loss``), re-done here with explicit loops over patches, fp32 max abs diff <= 1e-6;
-- the pixel loss: the mean over masked patches of the per-patch MSE, computed by hand (<= 1e-6);
-- random masking: exact counts, uniform marginals (every patch masked with frequency ratio +- 5 sigma over 2000 draws).
-"""
+"""The MIM ablation switches, pixel targets (BEiT paper Table 4 "Recover pixels") and random masking, as parts of
+``BEiTPretrain``, and the study configs that use them; ``patchify`` against MAE ``models_mae.py`` re-done with loops."""
 import os
 
 import numpy as np

@@ -1,11 +1,6 @@
-"""EoMT panoptic and instance segmentation (issue 50 item 2): the official post-processing rules on hand-made logits,
-the targets from mmdet's data samples, and each demo config (``configs/demo/*coco-{panoptic,instance}-demo*``) trained
-a few iterations on the COCO-layout demo, then tested: ``tools/train.py`` + ``tools/test.py`` (in-process) printing PQ/SQ/RQ for the
-panoptic one, MMEngine's Runner in-process printing mask AP for the instance one.
-
-Reference: github.com/tue-mps/eomt @ 7bd19dd, ``training/lightning_module.py:747-813`` (panoptic) and
-``training/mask_classification_instance.py:107-136`` (instance); exact values (the rules are discrete).
-"""
+"""EoMT panoptic and instance segmentation: the official post-processing on hand-made logits (tue-mps/eomt @ 7bd19dd,
+``training/lightning_module.py:747-813`` and ``training/mask_classification_instance.py:107-136``, exact), the targets
+from mmdet's samples, and each COCO demo config trained a few iterations and tested."""
 import os
 import os.path as osp
 import re

@@ -1,13 +1,5 @@
-"""Mask2Former panoptic and instance segmentation on BEiT (issue 50 item 2) through mmdet 3.3.0's real Mask2Former,
-Mask2FormerHead and MaskFormerFusionHead: the demo configs (``configs/demo/mask2former_beit-tiny-p8_*_coco-{panoptic,
-instance}-demo-64x64.py``) build with beit_mm's BEiT and mmseg's Feature2Pyramid in mmdet's detector, then train 2
-iterations and test in-process with MMEngine's Runner on the COCO-layout demo, printing PQ/SQ/RQ (all, things, stuff)
-and mask AP (pycocotools); the ViT-Adapter panoptic demo
-(``mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py``: BEiTAdapter, no neck) trains 2 iterations and
-``beit_mm.apis.testing.run_test`` (tools/test.py's entry) prints PQ/SQ/RQ on its checkpoint. The head is narrowed
-further here (1 encoder and 2 decoder layers, 10 queries, so at most 10 x classes instances) so that a step stays short
-on 2 loaded cores; the configs' own structure is what the build tests check.
-"""
+"""Mask2Former panoptic and instance segmentation on BEiT through mmdet 3.3.0's Mask2Former: the COCO demo configs and
+the ViT-Adapter panoptic demo train 2 iterations and test in-process (PQ/SQ/RQ, mask AP), the head narrowed further."""
 import os.path as osp
 import re
 
@@ -129,9 +121,8 @@ def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsy
 
 
 def test_adapter_panoptic_demo_builds_trains_then_tests_with_pq(coco_root, tmp_path, capsys):
-    """The ViT-Adapter panoptic demo: mmdet's Mask2Former with beit_mm's tiny BEiTAdapter and no neck, its 4 levels
-    (strides 4/8/16/32 of the 64 px input) as wide as the head's in_channels; trained 2 iterations in-process, then
-    ``tools/test.py``'s library entry on the checkpoint prints PQ/SQ/RQ."""
+    """The ViT-Adapter panoptic demo: mmdet's Mask2Former on the tiny BEiTAdapter without a neck, its 4 levels as wide
+    as the head's in_channels; trained 2 iterations, then ``tools/test.py``'s library entry prints PQ/SQ/RQ."""
     cfg, model = _build(ADAPTER)
     assert type(model) is Mask2Former and type(model.backbone) is BEiTAdapter and not model.with_neck
     assert (model.panoptic_head.num_things_classes, model.panoptic_head.num_stuff_classes) == (2, 3)
@@ -299,9 +290,8 @@ def test_vit_adapter_panoptic_config_has_the_published_value(key):
 
 
 def test_vit_adapter_panoptic_config_builds_and_trains_one_narrowed_step(coco_root, tmp_path):
-    """The config as written builds mmdet's Mask2Former around beit_mm's BEiTAdapter (BEiT v2-L, 24 blocks); then, on
-    the COCO demo, one training step of the same config narrowed: 4 blocks 96 wide, the head 64 wide with 1 encoder
-    and 2 decoder layers, the demo's 5 classes, the multi-scale pipeline's sizes divided by 10."""
+    """The config as written builds mmdet's Mask2Former around the BEiT v2-L BEiTAdapter; narrowed (4 blocks, a 64-wide
+    head, 5 classes, sizes / 10), it takes one training step on the COCO demo."""
     cfg = Config.fromfile(ADAPTER_PANOPTIC)
     init_default_scope(cfg.default_scope)
     from mmengine.registry import MODELS

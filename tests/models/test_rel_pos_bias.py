@@ -88,9 +88,8 @@ def test_relative_position_index_layout():
 
 
 def test_gather_index_is_cached_per_device_and_usable_by_autograd():
-    """The gathered bias's index lives on the table's device once (not copied host-to-device in every block: 39% of
-    an H100's slide-inference time at 640 px, docs/performance.md), and a first call under ``torch.inference_mode``
-    does not leave an inference tensor in the cache that a later training step could not save for backward."""
+    """The gathered bias's index lives on the table's device once, and a first call under ``torch.inference_mode``
+    leaves no inference tensor in the cache that a later training step could not save for backward."""
     from beit_mm.models.layers.rel_pos_bias import flat_relative_position_index, gather_relative_position_bias
     grid = (3, 5)  # a grid no other test gathers first
     table = torch.randn(num_rows := (2 * 3 - 1) * (2 * 5 - 1) + 3, 2)

@@ -1,10 +1,6 @@
-"""Tests of beit_mm.VQKD (BEiT v2's VQ-KD tokenizer), its quantizer, teachers and converters.
-
-References: microsoft/unilm at 768a3c87 ``beit2/modeling_vqkd.py`` and ``beit2/norm_ema_quantizer.py`` (rules written
-out below with file and line), mmpretrain 1.2's ``VQKD`` (``mmpretrain/models/selfsup/beit.py``), HF transformers'
-``CLIPVisionModelWithProjection`` and timm's ``Beit`` (unilm ``modeling_finetune.py``'s names) and
-``VisionTransformer`` (DINO's names). Tolerance: token ids identical; features and losses fp32 max abs diff <= 1e-4.
-"""
+"""VQ-KD (BEiT v2's tokenizer), its quantizer, teachers and converters against microsoft/unilm at 768a3c87
+``beit2/modeling_vqkd.py`` and ``beit2/norm_ema_quantizer.py`` (file and line below), mmpretrain 1.2's ``VQKD``, HF's
+``CLIPVisionModelWithProjection`` and timm; token ids identical, features and losses fp32 <= 1e-4."""
 from __future__ import annotations
 
 import os.path as osp
@@ -468,9 +464,8 @@ def test_dino_teacher_matches_timm_vit(tmp_path):
 
 # --------------------------------------------------------------------------------------- training, evaluation
 def test_mmengine_train_step_and_heldout_statistics():
-    """VQKD trains as an MMEngine model (train_step with an optimizer wrapper: loss_quant + loss_rec, k-means init,
-    codebook moves) and evaluate_vqkd reports usage/perplexity/dead codes from the ids and teacher_cosine =
-    1 - unilm's cosine loss of the hard codes."""
+    """VQKD trains as an MMEngine model (k-means init, the codebook moves) and evaluate_vqkd reports usage, perplexity,
+    dead codes and teacher_cosine = 1 - unilm's cosine loss of the hard codes."""
     from mmengine.optim import OptimWrapper
     model = small_vqkd()
     model.train()

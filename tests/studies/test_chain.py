@@ -1,11 +1,6 @@
-"""tools/run_chain.sh end to end on tiny generated data (8 + 4 labeled 'shapes' images, 16 unlabeled), 2 iterations
-per stage: data -> dVAE -> exported encoder -> MIM on its ids; pixel MIM -> VQ-KD distilled from it -> MIM on its ids
--> segmentation with UPerNet from each MIM checkpoint and from scratch (the MIM study's protocol with one seed and the
-arms it recommends; ``CHAIN_HEADS``' other default, the linear decoder, is left out: each fine-tuning launch costs
-~30 s of imports on a loaded 2-core machine, and it runs the same study code). Checks every stage's line (each with its
-baseline, every arm's difference to scratch), that fine-tuning really loaded the MIM backbone (0 missing keys), that
-the scratch arm did not, and that MIM used the exported dVAE encoder.
-"""
+"""tools/run_chain.sh end to end on tiny generated data, 2 iterations per stage (dVAE -> MIM; pixel MIM -> VQ-KD -> MIM;
+segmentation from each and from scratch): every stage's line, fine-tuning loaded the MIM backbone (0 missing keys),
+scratch did not, MIM used the exported dVAE encoder."""
 import os
 import re
 import subprocess

@@ -1,7 +1,5 @@
-"""beit_mm.studies.heads (tools/analysis/head_study.py's library) in-process: each head's config as its run trains it
-(every iteration count rescaled with --iters), the runs on an ADE20K-layout root with the training child process stood
-in for (the written config, the metrics read from MMEngine's scalar files, finished runs reused and other settings
-refused), the report against hand-worked numbers; the CLI's refusal of a root without images."""
+"""beit_mm.studies.heads in-process: each head's config rescaled with --iters, the runs with the training child stood
+in for (reuse, refusals), the report against hand-worked numbers, and the CLI's refusal of a root without images."""
 import json
 import os
 import pathlib
@@ -29,8 +27,7 @@ def head_args(tmp_path, **changes) -> HeadStudySettings:
 
 def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
     """``--iters 30``: every config the study runs ends its lr schedule and EoMT's mask annealing within 30 iterations
-    and validates at the 30th (at f67fafc only max_iters and the intervals changed: the poly schedule still ended at
-    1000 and EoMT still masked at the end of training)."""
+    and validates at the 30th."""
     args = head_args(tmp_path, iters=30)
     for head in heads.HEADS:
         cfg = heads.run_config(args, head, seed=0)
@@ -46,9 +43,8 @@ def test_iters_rescales_the_schedule_and_the_annealing(tmp_path):
 
 
 def test_heads_over_seeds_with_baseline_and_reuse(tmp_path, monkeypatch):
-    """Every head and seed trains once on the config written to its folder (2 iterations, its seed, the data root);
-    its metrics come from the scalar file MMEngine writes; the same study again reuses them; another --iters in the
-    same work dir is refused, not mixed."""
+    """Every head and seed trains once on its written config, its metrics read from MMEngine's scalar file; the same
+    study again reuses them, another --iters in the same work dir is refused."""
     root = make_demo_ade20k(str(tmp_path / 'ade'), num_train=4, num_val=2, size=64, seed=0)
     trained = []
 

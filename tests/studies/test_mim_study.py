@@ -1,13 +1,6 @@
-"""beit_mm.studies (the MIM study's library) in-process: the config edits, the run cache and resume, the job graph and
-its tasks, the report, the probe's warning and the recommendation (also as tools/run_chain.sh prints it); one
-end-to-end run of tools/analysis/mim_study.py (scratch and the pixel arm, 2 iterations per stage, on other file names),
-started again in-process to show every run reused. The tokenizer and VQ-KD stages run end to end in
-tests/studies/test_chain.py.
-
-References: the majority-class baseline is recomputed from the label files with NumPy (mIoU of predicting one class =
-its pixel share / number of classes present); the iteration rescaling by the rules in ``rescale_iterations``'s
-docstring; the report's and the recommendation's numbers are worked out by hand.
-"""
+"""beit_mm.studies in-process: config edits, run cache and resume, job graph, report, probe warning and recommendation,
+and one end-to-end run of tools/analysis/mim_study.py started twice to show every run reused. The majority-class
+baseline is recomputed from the label files with NumPy; the report's numbers are worked out by hand."""
 import argparse
 import json
 import os
@@ -132,9 +125,8 @@ def test_eomt_arm_takes_the_class_count_and_iterations(tmp_path):
 
 
 def test_mask2former_arm_takes_the_class_count(tmp_path):
-    """``--heads mask2former --num-classes 9`` (the shapes' 7 classes and 2 absent ones): the written config's
-    Mask2FormerHead predicts 9 classes with 9 class weights and the no-object one (mmdet's cross-entropy needs
-    num_classes + 1), on the study's data roots and iterations."""
+    """``--heads mask2former --num-classes 9``: the written config's Mask2FormerHead predicts 9 classes with 9 + 1 class
+    weights, on the study's data roots and iterations."""
     labeled, unlabeled = make_data(tmp_path)
     args = study_args(tmp_path, labeled, unlabeled, num_classes=9, heads=['mask2former'])
     cfg = Config.fromfile(C.study_configs(args)['finetune-mask2former'])
@@ -332,9 +324,8 @@ def test_run_graph_runs_jobs_at_once_and_stops_on_errors():
 
 
 def test_study_tasks_and_their_dependencies(tmp_path):
-    """The graph of ``--arms scratch tokens-blockwise vqkd-blockwise --pretrain-seeds 2 --seeds 0 1 2``: one dVAE,
-    the VQ-KD after its teacher arm's run 0 (a teacher-only arm is pretrained once and not probed), every fine-tuning
-    seed s from pretraining run s mod 2, scratch from nothing."""
+    """The job graph of three arms, 2 pretraining seeds and 3 fine-tuning seeds: one dVAE, the VQ-KD after its teacher
+    arm's run 0, fine-tuning seed s from pretraining run s mod 2, scratch from nothing."""
     args = study_args(tmp_path, 'labeled', 'pool', arms=['scratch', 'tokens-blockwise', 'vqkd-blockwise'],
                       pretrain_seeds=2, seeds=[0, 1, 2])
     tasks = {name: deps for name, (deps, _) in mim.study_tasks(args, {}, None).items()}
@@ -400,9 +391,8 @@ def test_probe_warnings_flag_pretraining_that_does_not_beat_random_init():
 
 
 def test_recommendation_follows_the_probe_then_fine_tuning():
-    """Issue 40, item 5: a start whose probe does not beat random init by 1 point is never recommended (the user's
-    digits: 6.16 vs 5.23); of those that do, one whose fine-tuning beats scratch by more than the spread under every
-    decoder; else scratch, with the numbers."""
+    """A start whose probe does not beat random init by 1 point is never recommended; of those that do, one whose
+    fine-tuning beats scratch by more than the spread under every decoder; else scratch, with the numbers."""
     heads = ('linear', 'upernet')
     scratch = fake_arm([5.2, 5.26], [30.0, 31.0], pretrained=False, heads=heads)  # probe 5.23; mIoU 30.5 ± 0.71
     failing = fake_arm([6.16], [40.0, 41.0], heads=heads)  # fine-tunes higher, but its probe learned nothing
@@ -430,9 +420,8 @@ def report_args(**changes) -> argparse.Namespace:
 
 
 def test_mim_report_text():
-    """The report: the probe table with its majority row, the warning under it before the fine-tuning tables, one
-    table per decoder with the majority row and each arm's difference to scratch against the spread, and the
-    recommendation as its last line."""
+    """The report: the probe table with its majority row and warning, one table per decoder with each arm's difference
+    to scratch against the spread, and the recommendation last."""
     heads = ('linear', 'upernet')
     results = {'scratch': fake_arm([5.2, 5.26], [30.0, 31.0], pretrained=False, heads=heads),
                'pixels-blockwise': fake_arm([6.16], [28.0, 29.0], heads=heads)}
@@ -491,9 +480,8 @@ def test_chain_lines():
 
 
 def test_run_chain_prints_the_recommendation(tmp_path):
-    """tools/run_chain.sh itself on a prepared study result: an interpreter that stands in for the data tool and the
-    study (it leaves the prepared report.json in the work dir) and runs everything else, so the script's own
-    reading of the report is what prints."""
+    """tools/run_chain.sh itself on a prepared study result (a stand-in interpreter for the data tool and the study):
+    the script's own reading of the report is what prints."""
     work = tmp_path / 'work'
     (tmp_path / 'report.json').write_text(json.dumps(chain_report()))
     fake = tmp_path / 'python'
@@ -551,9 +539,8 @@ def test_data_errors_stop_the_study_before_any_run(tmp_path, monkeypatch):
 
 
 def test_study_end_to_end_then_reused(tmp_path, monkeypatch):
-    """tools/analysis/mim_study.py (a subprocess, as a user runs it) with scratch and the pixel arm on a labeled root
-    named 00000.jpg / 00000.png and a pool of .png files: the report, the probe curve and the written configs; then
-    the same study in-process reuses every finished run (nothing trains)."""
+    """tools/analysis/mim_study.py as a user runs it, with scratch and the pixel arm: the report, the probe curve and
+    the written configs; the same study again in-process reuses every finished run."""
     labeled, unlabeled = make_data(tmp_path)
     rename_files(labeled)
     rename_files(unlabeled, '.png')

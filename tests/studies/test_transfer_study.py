@@ -1,7 +1,5 @@
-"""beit_mm.studies.transfer (tools/analysis/transfer_study.py's library) in-process: the cross-dataset verdicts
-(checked against hand-made reports), each dataset's study settings (its supervised VQ-KD teacher trained on the next
-dataset's labels; the MIM study stood in for), the combined report, the datasets it writes; the CLI's argument
-checks and the options it passes on."""
+"""beit_mm.studies.transfer in-process: the cross-dataset verdicts against hand-made reports, each dataset's study
+settings, the combined report and the datasets it writes; the CLI's argument checks and the options it passes on."""
 import json
 import os
 import subprocess
@@ -48,9 +46,8 @@ def transfer_args(tmp_path, **changes) -> TransferStudySettings:
 
 
 def test_each_study_teaches_with_the_next_dataset(tmp_path, monkeypatch):
-    """Each dataset's study is the MIM study with the same arms, heads and seeds, the other options passed on, and the
-    supervised teacher learning the next dataset's labels (shapes for the digits, digits for the shapes); a failed
-    study stops the command naming the dataset, the error and its runs."""
+    """Each dataset's study is the MIM study with the same options and a teacher learning the next dataset's labels; a
+    failed study stops the command naming the dataset, the error and its runs."""
     calls = []
 
     def fake_study(settings):

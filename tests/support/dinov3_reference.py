@@ -1,18 +1,12 @@
-"""The reference side of ``tests/models/test_dinov3_reference.py``: a random tiny DINOv3 built by a reference
-implementation, run in a subprocess whose ``sys.path`` starts with that reference. Imports nothing of beit_mm.
+"""Reference side of test_dinov3_reference.py: a random tiny DINOv3 built by a reference implementation, run in a
+subprocess whose ``sys.path`` starts with that reference; imports nothing of beit_mm.
 
     python dinov3_reference.py official OUT   # facebookresearch/dinov3 DinoVisionTransformer (on PYTHONPATH)
     python dinov3_reference.py hf OUT         # transformers DINOv3ViTModel (4.57.6)
     python dinov3_reference.py hf-eomt OUT    # transformers EomtDinov3ForUniversalSegmentation (>= 5.2)
 
-Each writes OUT/weights.pt (the reference's own state dict) and OUT/ref.pt: the inputs at the pretraining size
-(64 x 64, a 4 x 4 grid) and at another (48 x 80, 3 x 5: RoPE on a new, non-square grid), and per input the token
-sequences (B, 1 + R + h*w, C) after every block and after the final norm (EoMT: the last prediction's class and mask
-logits in eval mode with the masked blocks' probabilities all 1 and all 0 and in train mode with all 1). Every weight
-is random, layer scales, biases, tokens and norms included, so that none is left at an init value
-a wrong mapping could share. ``swiglu`` as a third argument builds the SwiGLU MLP (ViT-H+ / 7B) instead of the GELU
-one.
-"""
+Writes OUT/weights.pt and OUT/ref.pt (inputs at 64 x 64 and 48 x 80, the tokens after every block and the final
+norm, or EoMT's logits); every weight random. ``swiglu`` as a third argument builds the SwiGLU MLP."""
 import os
 import sys
 

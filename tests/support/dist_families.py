@@ -1,16 +1,11 @@
-"""TEST SUPPORT ONLY: train and test a list of configs one after the other in each process of one torchrun launch,
-as ``tools/train.py`` and ``tools/test.py`` do in theirs, for tests/tools/test_dist_families.py.
+"""TEST SUPPORT ONLY: train and test a list of configs in turn in each process of one torchrun launch, for
+tests/tools/test_dist_families.py.
 
     python -m torch.distributed.run --nproc_per_node 2 -m tests.support.dist_families SPEC.json
 
 ``SPEC.json``: ``{"results": PATH, "families": [{"name", "config", "cfg_options", "train_dir", "test_dir",
-"show_dir"}, ...]}``; ``test_dir`` None trains only (a config without a validation or test split). Per family every
-process calls :func:`beit_mm.apis.train.train` (``--work-dir train_dir --cfg-options ... --launcher pytorch``) and
-then :func:`beit_mm.apis.testing.run_test` on ``train_dir``'s last checkpoint, so each run creates the process group
-and destroys it at its end. Rank 0 rewrites ``results`` (JSON) before each family starts (``running``: its name,
-``since``: the time) and when it ends (``done``: its test metrics and wall seconds), so a launch cut by a timeout
-leaves what it had done and names what it was running.
-"""
+"show_dir"}, ...]}`` (``test_dir`` None trains only). Rank 0 rewrites ``results`` when each family starts
+(``running``, ``since``) and ends (``done``), so a launch cut by a timeout names what it was running."""
 import json
 import sys
 import time

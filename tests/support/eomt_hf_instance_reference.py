@@ -1,28 +1,17 @@
-"""The reference side of ``tests/models/test_eomt_hf.py``'s instance parity: a tiny random HF ``EomtForUniversalSegmentation``
-(transformers 4.57.6) standing in for an instance checkpoint (e.g. ``tue-mps/coco_instance_eomt_large_640``: the same
-network, all classes things), its logits, and the official EoMT instance post-processing applied to them. Run in a
-subprocess whose ``sys.path`` starts with the reference transformers of ``tools/setup_env.sh``; imports nothing of
-beit_mm.
+"""Reference side of test_eomt_hf.py's instance parity: a tiny random HF ``EomtForUniversalSegmentation``
+(transformers 4.57.6), its logits and the official EoMT instance post-processing; imports nothing of beit_mm.
 
     python eomt_hf_instance_reference.py OUT
 
-OUT/hf (``save_pretrained``) and OUT/ref.pt: ``x`` (B, 3, 64, 64), ``img_shapes`` and ``ori_shapes``, ``top_k``, the
-last prediction's ``class_logits`` (B, Q, C + 1) and ``mask_logits`` (B, Q, 16, 16) in eval mode with
-``attn_mask_probs`` all 0 (a trained checkpoint: annealing done), and per image ``masks`` (K, H, W) bool, ``labels``
-(K,), ``scores`` (K,).
+Writes OUT/hf (``save_pretrained``) and OUT/ref.pt: ``x`` (B, 3, 64, 64), ``img_shapes``, ``ori_shapes``, ``top_k``,
+``class_logits`` (B, Q, C + 1), ``mask_logits`` (B, Q, 16, 16) with ``attn_mask_probs`` all 0, and per image
+``masks`` (K, H, W) bool, ``labels`` (K,), ``scores`` (K,). Not transformers' post-processing
+(``image_processing_eomt.py:907-970``: one instance per query); the official rule, tue-mps/eomt @ 7bd19dd:
 
-Why not transformers' ``EomtImageProcessor.post_process_instance_segmentation`` (``image_processing_eomt.py:907-970``):
-it keeps one instance per query (its most likely class, score >= 0.5, painted into one label map, later queries over
-earlier ones), while the official rule ranks all query x class pairs. The official rule, written here from reading
-github.com/tue-mps/eomt @ 7bd19dd (not copied):
-
-- ``training/mask_classification_instance.py:103-106`` and ``training/lightning_module.py:731-745``: mask logits
-  resized (bilinear) to the padded input side, cropped to the resized image (top-left; ``scale_img_size_instance_
-  panoptic``, ``lightning_module.py:699-705``) and resized (bilinear) to the original image size;
-- ``mask_classification_instance.py:110-130``: class probabilities without "no object"; the ``top_k`` largest of all
-  query x class pairs (``eval_top_k_instances``, 100 in the recipes; unsorted); label = pair index mod C, query = pair
-  index div C; mask = that query's logit > 0; score = class probability x the mean sigmoid inside the mask.
-"""
+- ``training/mask_classification_instance.py:103-106``, ``training/lightning_module.py:731-745`` and ``699-705``:
+  mask logits resized to the padded side, cropped to the resized image, resized to the original size;
+- ``mask_classification_instance.py:110-130``: the ``top_k`` largest query x class pairs without "no object";
+  label = pair mod C, query = pair div C; mask = logit > 0; score = class probability x mean sigmoid in the mask."""
 import os
 import sys
 

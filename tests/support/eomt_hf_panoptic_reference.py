@@ -1,14 +1,10 @@
-"""The HF side of ``tests/models/test_panoptic_eomt.py``'s post-processing parity: transformers' ``EomtImageProcessor.
-post_process_panoptic_segmentation`` (transformers 4.57.6, ``models/eomt/image_processing_eomt.py:849-904``), run in a
-subprocess whose ``sys.path`` starts with the reference transformers of ``tools/setup_env.sh``. Imports nothing of
-beit_mm.
+"""HF side of test_panoptic_eomt.py's post-processing parity: transformers 4.57.6 ``EomtImageProcessor.
+post_process_panoptic_segmentation`` (``models/eomt/image_processing_eomt.py:849-904``); imports nothing of beit_mm.
 
     python eomt_hf_panoptic_reference.py IN_FILE OUT_FILE
 
-IN_FILE (``torch.save``): ``class_logits`` (B, Q, C + 1), ``mask_logits`` (B, Q, h, w), ``size`` (the padded input
-side), ``target_sizes`` [(H, W), ...], ``stuff_classes``. OUT_FILE: per image ``segmentation`` (H, W) (segment ids, -1
-void) and ``labels`` {segment id: class}.
-"""
+IN_FILE: ``class_logits`` (B, Q, C + 1), ``mask_logits`` (B, Q, h, w), ``size``, ``target_sizes``,
+``stuff_classes``; OUT_FILE: per image ``segmentation`` (H, W) (-1 void) and ``labels`` {segment id: class}."""
 import sys
 from types import SimpleNamespace
 

@@ -1,14 +1,11 @@
-"""The HF side of ``tests/models/test_eomt_hf.py``: transformers' ``EomtForUniversalSegmentation``, run in a subprocess whose
-``sys.path`` starts with the reference transformers of ``tools/setup_env.sh`` (``$VENV/reference/transformers-4.57.6``;
-beit_mm's own environment keeps transformers 4.46.3, which mmpretrain 1.2.0 needs). Imports nothing of beit_mm.
+"""HF side of test_eomt_hf.py: transformers 4.57.6 ``EomtForUniversalSegmentation`` in a subprocess led by the
+reference transformers; imports nothing of beit_mm.
 
     python eomt_hf_reference.py make OUT      # a random tiny EoMT: OUT/hf (save_pretrained), OUT/ref.pt (inputs, logits)
     python eomt_hf_reference.py run FOLDER OUT_FILE   # from_pretrained(FOLDER) strictly, logits on OUT/ref.pt's inputs
 
-Logits are the last prediction's ``class_queries_logits`` (B, K, C + 1) and ``masks_queries_logits`` (B, K, H/4, W/4),
-in eval mode with ``attn_mask_probs`` all 1 (every masked block predicts and masks) and all 0 (annealing done: no
-masks at inference), and in train mode with all 1 (no random draw).
-"""
+Logits: the last prediction's class (B, K, C + 1) and mask (B, K, H/4, W/4) logits, eval with ``attn_mask_probs``
+all 1 and all 0, train with all 1."""
 import os
 import sys
 

@@ -1,16 +1,9 @@
-"""TEST SUPPORT ONLY: deterministic points at which tests/engine/test_kill_resume.py SIGKILLs a training run.
+"""TEST SUPPORT ONLY: points at which tests/engine/test_kill_resume.py SIGKILLs a training run, imported by its configs.
 
-Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs. Both wait
-(sleep) at a fixed point after creating a marker file, so the test kills at that point on a machine of any speed:
-
-- file backend ``'beit_mm_test_slow_write'``: beit_mm's atomic local backend, except that for the file named
-  ``slow_name`` it writes half of the bytes into ``<file>.part``, flushes them, creates ``<file>.part.halfway`` and
-  sleeps -- a kill in the middle of a checkpoint write. Use it with
-  ``default_hooks.checkpoint.backend_args=dict(backend='beit_mm_test_slow_write', slow_name='iter_4.pth')``;
-- hook ``beit_mm.PauseAtIterationHook(iteration=k)``: right after iteration k's optimizer step, before any other
-  hook (so before a checkpoint of it), creates ``<work_dir>/paused_at_<k>`` (rank 0) and sleeps -- a kill mid-run
-  with one updated, unsaved step.
-"""
+- file backend ``'beit_mm_test_slow_write'``: for the file ``slow_name``, writes half of it into ``<file>.part``,
+  creates ``<file>.part.halfway`` and sleeps (a kill mid checkpoint write);
+- hook ``beit_mm.PauseAtIterationHook(iteration=k)``: after iteration k's optimizer step, before any other hook,
+  creates ``<work_dir>/paused_at_<k>`` (rank 0) and sleeps (a kill with one unsaved step)."""
 import os
 import os.path as osp
 import time

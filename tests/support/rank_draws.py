@@ -1,14 +1,8 @@
 """TEST SUPPORT ONLY: record what each process draws in a training step, for tests/engine/test_scale.py.
 
-Imported only by the configs that the test writes (``custom_imports``); never by beit_mm or its configs.
-
-``beit_mm.RecordDrawsHook`` writes ``<work_dir>/draws_rank<r>.json`` at the end of training, with per iteration:
-
-- ``mix``: the soft labels the data preprocessor's batch augments (Mixup/CutMix) made, ``(B, num_classes)`` rounded
-  to 6 digits (their largest values are the mixing weights lambda, 1 - lambda);
-- ``drop_path``: per ``DropPath`` module call, which samples it kept (1) or dropped (0), ``(B,)``;
-- ``sampler_seed``: the seed of the train sampler (MMEngine draws it when ``randomness.diff_rank_seed=True``).
-"""
+``beit_mm.RecordDrawsHook`` writes ``<work_dir>/draws_rank<r>.json`` at the end of training, per iteration: ``mix``
+(the Mixup/CutMix soft labels, ``(B, num_classes)``, 6 digits), ``drop_path`` (per ``DropPath`` call, kept 1 or
+dropped 0, ``(B,)``) and ``sampler_seed``."""
 import json
 import os.path as osp
 

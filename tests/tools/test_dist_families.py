@@ -1,27 +1,11 @@
-"""Each config family's demo on 2 processes (gloo on CPU), as users launch it on several GPUs: 2 training iterations
-ending in a validation, then a test of the checkpoint, printing the metric.
+"""Each config family's demo on 2 processes (gloo on CPU): 2 training iterations ending in a validation, then a test
+of the checkpoint, printing the metric.
 
-- The EoMT COCO panoptic demo goes through the shell launchers, ``tools/dist_train.sh CONFIG 2`` then
-  ``tools/dist_test.sh CONFIG CKPT 2``.
-- Every other family runs in one torchrun launch of ``tests/support/dist_families.py``: in each process, per family,
-  the library calls of ``tools/train.py`` and ``tools/test.py`` (``beit_mm.apis.train.train`` and
-  ``beit_mm.apis.testing.run_test`` with ``launcher='pytorch'``), each creating the process group and destroying it
-  at its end; the imports are paid once. Two chains follow the demos: BEiT MIM -> ImageNet fine-tuning from its
-  checkpoint, VQ-KD -> the BEiT v2 recipe's demo (cls-token pretraining) with that tokenizer. MIM and tokenizer
-  families (BEiT and CvT MIM, BEiT v2, the dVAE, VQ-KD) have no validation or test split (their configs define none):
-  they train only, and their training numbers and hooks' files stand for the metric. The two ImageNet families
-  train with full-size recipes' train pipelines at the demo's size, their augmentations applied by
-  ``AugmentClsDataPreprocessor``: BEiT fine-tuning's (the crop and the draws on the worker) and CvT-13's GPU-decode
-  one (the worker reads the bytes, ``pseudo_collate``).
-
-Every launch, and every family in the worker's, has a time limit: a process left waiting in a collective that the
-other never enters (a metric, a hook or a checkpoint write that synchronises on one rank only) fails the tests with
-the family it was running and its last output instead of hanging the suite. The rank-0 outputs of the hooks are
-checked: the checkpoint, the log, the visualizer's pictures (``show_dir``: rank 0's share of the test images, as
-MMEngine draws), the dense probe's curve and the tokenizer's held-out numbers. Sizes are the smallest that run each
-path: 8 training images, 2 per batch and process, and 3 validation images, an odd number for 2 processes (ImageNet
-layout: 10 training images in batches of 3, 5 validation images).
-"""
+The EoMT COCO panoptic demo goes through ``tools/dist_train.sh``/``dist_test.sh``; every other family runs in one
+torchrun launch of ``tests/support/dist_families.py`` (``train`` and ``run_test`` with ``launcher='pytorch'``), with
+two chains: BEiT MIM -> ImageNet fine-tuning, VQ-KD -> BEiT v2 pretraining. MIM and tokenizer families train only.
+Every launch and family has a time limit, so a rank left waiting in a collective fails with its family and output
+instead of hanging; rank 0's checkpoint, log, pictures, probe curve and tokenizer numbers are checked."""
 from __future__ import annotations
 
 import dataclasses
@@ -110,9 +94,8 @@ def _recipe_pipeline(base: str, name: str) -> list:
 
 
 def _in1k_finetuning(data: dict, work: str) -> dict:
-    """From the BEiT MIM family's checkpoint, as the demo fine-tunes its MIM run, with the BEiT fine-tuning recipe's
-    train pipeline (the crop and the draws of RandAugment and erasing on the worker, their ops in
-    ``AugmentClsDataPreprocessor``)."""
+    """From the BEiT MIM family's checkpoint, with the BEiT fine-tuning recipe's train pipeline (draws on the worker,
+    ops in ``AugmentClsDataPreprocessor``)."""
     return {**_imagenet(data, work), 'model.backbone.init_cfg.checkpoint': osp.join(work, 'beit-mim', 'train',
                                                                                     'iter_2.pth'),
             'model.data_preprocessor.type': 'beit_mm.AugmentClsDataPreprocessor',
@@ -154,10 +137,8 @@ def _dvae(data: dict, work: str) -> dict:
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """A family's demo config, its options given the data and the launch's work dir, the test metric (None: it trains
-    only) and the line of a training hook that stands for it, the files its rank-0 hooks write into the training
-    work dir, whether its test draws the test images (``show_dir``), and the types its trained config (as the run
-    dumped it) must name."""
+    """A family's demo config and options, its test metric (None: trains only) or training hook line, its rank-0 hook
+    files, whether its test draws images, and the types its dumped config must name."""
     config: str
     options: Callable[[dict, str], dict]
     metric: str | None
@@ -214,10 +195,8 @@ SHELL_CONFIG = osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64
 
 
 def _launch(cmd: list[str], cwd: str, log: str, limit: Callable[[float], str | None]) -> float:
-    """Run ``cmd`` (its own process group; the checkout on PYTHONPATH, 1 thread per process) with stdout and stderr
-    into ``log``; it must exit 0. Every second ``limit(seconds so far)`` may name what ran past its time: then the
-    group gets SIGTERM (torchrun stops its workers), SIGKILL after 30 s, and the test fails with that name and the last
-    output. Returns the wall seconds."""
+    """Run ``cmd`` in its own process group, output into ``log``; it must exit 0. When ``limit(seconds so far)`` names
+    what ran past its time the group is stopped and the test fails with that name. Returns the wall seconds."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''), OMP_NUM_THREADS='1',
                PYTHON=sys.executable)
     start = time.perf_counter()
@@ -364,10 +343,9 @@ def test_shell_launchers_train_validate_and_test(shell_run):
 
 @pytest.mark.parametrize('name', list(FAMILIES))
 def test_family_trains_validates_and_tests_on_two_processes(name, worker_run):
-    """The family trained 2 iterations on each of 2 processes, validated (when its config has a validation), wrote
-    its checkpoint and its hooks' files from rank 0, and its checkpoint tested with the validation's metric (or,
-    training only, its training hook logged its number); where asked, rank 0's test images were drawn, with the
-    warning that the others are not."""
+    """The family trained 2 iterations on 2 processes, validated, wrote its checkpoint and hook files from rank 0, and
+    was tested with the validation's metric (or logged its training hook's number); rank 0 drew its test images where
+    asked."""
     family, results = FAMILIES[name], worker_run['results']
     if name not in results['done']:
         stopped = results['running'] or 'the imports'

@@ -1,11 +1,6 @@
-"""EoMT checkpoints in the tools: ``tools/test.py`` refuses a checkpoint without the annealing state, and a trained
-EoMT (beit_mm's or HF's weights) fine-tunes on a new class set.
-
-References (github.com/tue-mps/eomt @ 7bd19dd): the buffer ``attn_mask_probs = ones(num_blocks)`` decides whether a
-masked block masks (``models/eomt.py:33,71-82``), so a checkpoint without it masks in every block, which no trained
-EoMT does; ``load_ckpt_class_head=False`` (``training/lightning_module.py:61,81-98,881-905``, README "To fine-tune a
-pre-trained EoMT model") loads everything but ``class_head`` strictly and keeps the new model's own class head.
-"""
+"""EoMT checkpoints in the tools: ``tools/test.py`` refuses a checkpoint without the annealing state
+(tue-mps/eomt @ 7bd19dd ``models/eomt.py:33,71-82``), and a trained EoMT fine-tunes on a new class set as
+``load_ckpt_class_head=False`` does (``training/lightning_module.py:61,81-98,881-905``)."""
 import os.path as osp
 
 import pytest
@@ -30,9 +25,8 @@ def demo_state_dict(cfg: Config, seed: int = 0) -> dict:
 
 
 def test_tools_test_refuses_eomt_checkpoint_without_annealing_state(ade_demo_root, tmp_path, capsys):
-    """Without ``attn_mask_probs`` the model would keep its init (all 1): every masked block masks at test time, a
-    model that was never trained. ``tools/test.py`` refuses it with exit 2 and one line naming the buffer and the fix,
-    before any runner is built or anything is written."""
+    """Without ``attn_mask_probs`` every masked block would mask at test time: ``tools/test.py`` exits 2 with one line
+    naming the buffer and the fix, before any runner is built or anything written."""
     cfg = Config.fromfile(DEMO)
     state_dict = demo_state_dict(cfg)
     del state_dict['attn_mask_probs']
@@ -85,9 +79,8 @@ def test_drop_class_head_keeps_every_other_weight(trained_demo):
 
 
 def test_finetune_config_loads_everything_but_the_class_head(trained_demo, ade_demo_root, tmp_path):
-    """The fine-tuning config (7 classes) from the 150-class demo model: after the start check
-    (beit_mm.engine.resume.start) and MMEngine's ``load_from``, every model weight but the class head equals the
-    checkpoint's, and the class head has the new 7 + 1 outputs with the values the model was built with (its own init, as the official)."""
+    """The fine-tuning config (7 classes) from the 150-class demo model: every weight but the class head equals the
+    checkpoint's; the class head has 7 + 1 outputs at the model's own init, as the official."""
     weights, _, dst = trained_demo
     runner, cfg = _finetune_runner(ade_demo_root, str(tmp_path / 'work'), dst)
     built_head = {k: v.clone() for k, v in runner.model.state_dict().items() if k in HEAD}

@@ -73,10 +73,8 @@ def test_attention_check_goes_on_after_a_failing_kernel(monkeypatch, capsys):
 
 
 def test_gpu_session_dry_run(tmp_path):
-    """``gpu_session.sh OUT --dry-run --piece 1`` (the one command of a GPU session): the set-up's pip commands are
-    listed, not run; the attention report and the fine-tuning report land in OUT, the latter with every row's device
-    time by kernel category (``--profile``; on CPU operators' self time): each cell 'ms (share)', shares adding up
-    to about 100%."""
+    """``gpu_session.sh OUT --dry-run --piece 1``: pip commands listed, not run; the attention and fine-tuning reports
+    land in OUT, the latter with each row's time by kernel category as 'ms (share)', shares adding up to about 100%."""
     env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS='1')
     script = osp.join(ROOT, 'tools', 'analysis', 'gpu_session.sh')
     proc = subprocess.run(['bash', script, str(tmp_path), '--dry-run', '--piece', '1'], env=env,
@@ -96,9 +94,8 @@ def test_gpu_session_dry_run(tmp_path):
 
 
 def test_gpu_session_data_piece_dry_run(tmp_path):
-    """``gpu_session.sh OUT --dry-run --piece 3``: benchmark_data's worker table and its ``--device`` table (on the
-    CPU here) land in OUT, a row per pipeline of both recipes with the DataLoader's rate; the GPU run's recipe names
-    each select one recipe."""
+    """``gpu_session.sh OUT --dry-run --piece 3``: benchmark_data's worker and ``--device`` tables land in OUT, a row
+    per pipeline of both recipes; the GPU run's recipe names each select one recipe."""
     import re
 
     from beit_mm.benchmarks.data_pipeline import RECIPES

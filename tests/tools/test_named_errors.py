@@ -1,10 +1,4 @@
-"""Wrong files and outputs give one named message with the fix, before any work, instead of a raw traceback.
-
-Each case was a traceback (or silence) before: ``OSError: [Errno 22]`` for a truncated checkpoint, ``KeyError:
-'meta'`` after the runner was built for a state dict given to ``--resume``, size-mismatch warnings and then a heap
-corruption (exit 139) for another model's checkpoint, a partly random model in ``infer.py``, protobuf's
-``DecodeError`` for a ``.pth`` given to ``--onnx``, ``probe.py --out`` opened only after the probing.
-"""
+"""Wrong files and outputs give one named message with the fix, before any work, instead of a raw traceback."""
 from __future__ import annotations
 
 import errno
@@ -161,11 +155,8 @@ def test_a_full_disk_leaves_the_old_file(tmp_path):
 
 
 def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monkeypatch):
-    """A full-size config whose converted official weights are missing stopped inside MMEngine's model init with a
-    traceback and "convert official weights first with tools/convert_checkpoint.py" (issue 49). Now training
-    (``beit_mm.apis.train``; tools/train.py: ``train.py: error: <this>``, exit 2) refuses before building anything,
-    naming the official file, where it is published and the exact converter command,
-    read from the config's model index entry (configs/beit/metafile.yml: Converted From)."""
+    """A full-size config whose converted official weights are missing: training refuses before building anything (exit
+    2), naming the official file, where it is published and the converter command from its model index entry."""
     config = osp.join(ROOT, 'configs', 'beit', 'beit-base_upernet_8xb2-160k_ade20k-640x640.py')
     monkeypatch.chdir(tmp_path)  # no checkpoints/ here
     with pytest.raises(TrainingRefused) as stopped:
@@ -181,9 +172,8 @@ def test_missing_official_checkpoint_names_its_source_and_command(tmp_path, monk
 
 
 def test_study_config_without_its_teacher_or_data(tmp_path, monkeypatch):
-    """The VQ-KD study config without its data ended in mmpretrain's raw ``FileNotFoundError`` from ``os.scandir``
-    (issue 49): an unlabeled pool (``data_prefix`` a string, no ``ann_file``) was not among the checked splits. Now
-    tools/train.py names the missing teacher run first, then the missing pool, each in one line, exit 2."""
+    """The VQ-KD study config without its teacher run or its unlabeled pool: tools/train.py names the missing teacher
+    run first, then the missing pool, each in one line, exit 2."""
     config = osp.join(ROOT, 'configs', 'studies', 'vqkd-tiny-p8-dec1x_beit-tiny-p8_1xb32-coslr-1.5k_shapes-64px.py')
     monkeypatch.chdir(tmp_path)
     with pytest.raises(TrainingRefused) as stopped:

@@ -1,18 +1,7 @@
-"""tools/train.py, tools/test.py, tools/dist_train.sh, torch >= 2.6 checkpoint loading, resume, CPU AMP and CPU DDP.
-
-All runs use the tiny BEiT + UPerNet config ``tests/configs/tiny_beit_upernet_ade_demo.py`` on demo ADE20K data (8
-train / 2 val images of 96x96), on CPU. References and tolerances:
-
-- resume: the model and optimizer state at the start of the resumed run equal the saved checkpoint exactly
-  (``torch.equal``), and the iteration counter goes 2 -> 4;
-- ``tools/test.py`` on ``iter_4.pth`` reports the same aAcc/mIoU/mAcc as the validation that the training run logged
-  after iteration 4 (same weights, same data; abs diff <= 0.01 percentage points, the log's rounding);
-- checkpoint safety: ``torch.load(weights_only=True)``, torch's own allow-list semantics: the runner checkpoint fails
-  without :func:`beit_mm.fileio.safe_globals.register_checkpoint_safe_globals` and loads with it; an arbitrary class is
-  refused with it;
-- CPU AMP: one ``beit_mm.AmpOptimWrapper`` (bf16) step against an fp32 ``OptimWrapper`` step on the same toy model
-  (forward dtype bf16; updated weights within 2e-2 of fp32's, bf16's 8-bit mantissa).
-"""
+"""tools/train.py, tools/test.py, tools/dist_train.sh, torch >= 2.6 checkpoint loading, resume, CPU AMP and CPU DDP,
+on the tiny BEiT + UPerNet config and demo ADE20K data: resume restores model and optimizer exactly; test.py repeats
+the logged validation within 0.01 points; ``weights_only`` loading needs ``register_checkpoint_safe_globals``; one
+bf16 ``AmpOptimWrapper`` step within 2e-2 of fp32's."""
 import copy
 import glob
 import os
@@ -262,9 +251,8 @@ def test_tools_test_matches_validation_and_draws(trained, demo_root, tmp_path):
 
 
 def test_test_in_the_training_work_dir_keeps_its_config_dump(trained, demo_root, tmp_path):
-    """tools/test.py in the training's work dir (its default: work_dirs/<config name>) leaves the training's config
-    dump as it was and dumps its own config into its log dir; a new training there (--overwrite) is not refused.
-    MMEngine's test runner dumped over the training's, which then read as a file changed by hand."""
+    """tools/test.py in the training's work dir (its default: work_dirs/<config name>) leaves the training's config dump
+    as it was and dumps its own config into its log dir; a new training there (--overwrite) is not refused."""
     work_dir = str(tmp_path / 'run')
     shutil.copytree(trained[0], work_dir)
     dump = osp.join(work_dir, osp.basename(CONFIG))
