@@ -147,7 +147,7 @@ def test_official_ade20k_panoptic_weights_convert_in_mmdets_class_order(tmp_path
     """The official ADE20K panoptic EoMT keeps ADE20K's class order (tue-mps/eomt@7bd19dd datasets/ade20k_panoptic.py:
     18-181: label = ADE20K index); ``--class-order ade20k-panoptic`` puts its class head in beit_mm's data order
     (mmdet's, things first): the converted model's class logit ``i`` is the plain conversion's logit
-    ``OFFICIAL_ORDER[i]`` (max |diff| 0 on the same image), "no object" last, every other weight the same."""
+    ``OFFICIAL_ORDER[i]`` (max |diff| <= 1e-6 on the same image), "no object" last, every other weight the same."""
     from beit_mm.apis import build_from_config
     from beit_mm.converters.eomt import beit_mm_to_hf_eomt
     from beit_mm.data.datasets.ade20k_panoptic import OFFICIAL_ORDER
@@ -169,7 +169,7 @@ def test_official_ade20k_panoptic_weights_convert_in_mmdets_class_order(tmp_path
         with torch.no_grad():
             logits.append(model.forward_predictions(image)[1][-1])
     index = torch.tensor(list(OFFICIAL_ORDER) + [150])
-    assert (logits[1] - logits[0][..., index]).abs().max() == 0
+    assert (logits[1] - logits[0][..., index]).abs().max() <= 1e-6
     assert not torch.equal(logits[1], logits[0])
     torch.save(beit_mm_to_hf_eomt(build_from_config(tiny_config()).state_dict()), src)  # another class count
     with pytest.raises(ConversionError, match=r'class_head\.weight has \d+ rows; this class order needs 150'):
