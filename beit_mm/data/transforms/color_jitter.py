@@ -45,7 +45,7 @@ class SampleColorJitter(BaseTransform):
         self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
 
     def transform(self, results: dict) -> dict:
-        order, b, c, s, _ = self.reference._rand_params()  # mmpretrain 1.2: the permutation, then one draw per op
+        order, b, c, s, _ = self.reference._rand_params()
         results[self.key] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
         return results
 
@@ -58,7 +58,7 @@ def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = C
     """Pillow's contrast grey of the whole BGR ``image`` (at most ``max_side`` a side) after the ops before contrast."""
     height, width = image.shape[:2]
     factor = max(1, math.ceil(max(height, width) / max_side))
-    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+    if factor > 1:
         image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
     small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
     for op in jitter['order']:
@@ -86,12 +86,10 @@ def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
 
 
 def adjust_brightness(images: Tensor, factor: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Brightness(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) 0..255."""
     return pil_blend(torch.zeros((), device=images.device), images, factor)
 
 
 def adjust_saturation(images: Tensor, factor: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Color(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) RGB 0..255."""
     return pil_blend(pil_luma(images), images, factor)
 
 
@@ -141,11 +139,8 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
 
 def stack_jitter_parameters(params: list[dict],
                             whole_images: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
-    """The drawn parameters as :func:`color_jitter`'s CPU tensors ``(order, brightness, contrast, saturation, mean)``.
-
-    Args:
-        params: one ``color_jitter`` dict per image.
-        whole_images: the images give their own contrast grey; ``mean`` is None.
+    """The drawn ``params`` (one dict per image) as :func:`color_jitter`'s CPU tensors; ``mean`` None with
+    ``whole_images``.
 
     Raises:
         ValueError: an image with a contrast factor but no ``contrast_mean`` (not ``whole_images``).

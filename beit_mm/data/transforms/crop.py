@@ -25,11 +25,7 @@ def pair(size: int | tuple[int, int]) -> tuple[int, int]:
 
 def check_crop_range(scale: Sequence[float], ratio: Sequence[float],
                      names: tuple[str, str] = ('scale', 'ratio')) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """A random resized crop's ``(scale, ratio)`` ranges as tuples; ``names`` are the arguments' in the errors.
-
-    Raises:
-        ValueError: ``scale`` is not ``0 < min <= max <= 1`` or ``ratio`` not ``0 < min <= max``.
-    """
+    """A random resized crop's ``(scale, ratio)`` ranges as tuples; ValueError when out of order."""
     if not 0 < scale[0] <= scale[1] <= 1:
         raise ValueError(f'{names[0]}={scale} must satisfy 0 < min <= max <= 1')
     if not 0 < ratio[0] <= ratio[1]:
@@ -46,8 +42,7 @@ def random_resized_crop_box(img_h: int,
 
     Args:
         img_h, img_w: image size in pixels.
-        scale: range of the crop area as a fraction of the image area.
-        ratio: range of the crop's width / height (log-uniform).
+        scale, ratio: ranges of the crop's area fraction and of its width / height (log-uniform).
         rng: None = NumPy's global RNG.
     """
     rng = np.random if rng is None else rng

@@ -39,8 +39,7 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
 
 
 def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
-    """``(height, width, format, mode, EXIF orientation)`` from the header of the image in ``data``, as Pillow reads
-    it; the size is before the orientation.
+    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` from its header.
 
     Raises:
         PIL.UnidentifiedImageError: Pillow reads no image in ``data``.
@@ -70,10 +69,8 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
     """Decode ``data`` with OpenCV (upright, BGR), a JPEG at :func:`draft_scale`, and cut the pixels around ``box``.
 
     Args:
-        data: the file's bytes.
-        is_jpeg: other formats are decoded at full size.
-        box: ``(top, left, height, width)`` in the full-size upright image.
-        out_size: ``(height, width)`` the region will be resized to.
+        data, is_jpeg: the file's bytes and whether they may be decoded at a reduced scale.
+        box: ``(top, left, height, width)`` in the full-size upright image, to be resized to ``out_size``.
         draft: allow a reduced-scale decode.
         declared: the upright ``(height, width)`` from the header, which the decode must match.
         source: the file, named in the errors.

@@ -25,11 +25,7 @@ def encoded_header(data: bytes) -> tuple[int, int, bool]:
 
 
 def decode_whole(data: bytes) -> np.ndarray:
-    """The image in ``data`` decoded by OpenCV as an upright (H, W, 3) uint8 RGB array.
-
-    Raises:
-        ValueError: OpenCV cannot decode ``data``.
-    """
+    """The image in ``data`` decoded by OpenCV as an upright (H, W, 3) uint8 RGB array; ValueError if it cannot."""
     bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')

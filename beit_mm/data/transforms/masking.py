@@ -1,28 +1,9 @@
 """BEiT's blockwise mask generator: which patches of the ``(H, W)`` patch grid the backbone sees as ``[M]``.
 
-Convention: the mask is a bool ndarray of shape ``(H, W)`` (patch grid, row-major like the token sequence) and
-**True = masked** (replaced by the mask token, predicted by the MIM head); False = visible.
-
-Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``, BEiT v1's rule):
-
-    mask_count = 0
-    while mask_count < num_masking_patches:
-        budget = min(num_masking_patches - mask_count, max_num_patches)
-        delta = 0
-        for 10 attempts:
-            target_area  ~ U(min_num_patches, budget)          # note: U(a, b) with b < a draws from [b, a]
-            aspect_ratio = exp(U(log min_aspect, log max_aspect))
-            h = round(sqrt(target_area * aspect_ratio)); w = round(sqrt(target_area / aspect_ratio))
-            if h < H and w < W:                                 # strictly smaller than the grid
-                top ~ randint[0, H - h]; left ~ randint[0, W - w]
-                new = h * w - (already masked patches inside the rectangle)
-                if 0 < new <= budget: mask the rectangle; delta = new
-            if delta > 0: break
-        if delta == 0: stop (10 failed attempts)
-        mask_count += delta
-
-BEiT v2's rule (``exact_count=True``) fills a shortfall with unmasked patches drawn without replacement. Draws follow
-unilm's order, so both rules match unilm draw for draw.
+The mask is a bool ``(H, W)`` ndarray, row-major like the token sequence, **True = masked**. BEiT v1's rule (unilm
+``beit/masking_generator.py``) places rectangles of random area and log-uniform aspect, each adding 1..budget new
+patches, until the count is reached or ten tries in a row fail; BEiT v2's rule (``exact_count=True``) fills the
+shortfall with random unmasked patches. Draws follow unilm's order, so both rules match unilm draw for draw.
 """
 import math
 from typing import NamedTuple
