@@ -53,17 +53,8 @@ def decode_declared(inputs, samples: Sequence, device: torch.device | str, trans
 
 def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips: Sequence[bool],
               resize: dict) -> tuple[Tensor, Tensor]:
-    """Flip, crop and resize each whole image to the backbone view and the tokenizer view.
-
-    Args:
-        images: B tensors (3, H_i, W_i) uint8.
-        crop_bboxes: B boxes ``(top, left, height, width)`` in the flipped image.
-        flips: B horizontal flips.
-        resize: ``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``.
-
-    Returns:
-        ``(views (B, 3, H, W), tokenizer_views (B, 3, h, w))`` uint8.
-    """
+    """``(views, tokenizer_views)`` uint8: each (3, H_i, W_i) image flipped, cropped at its ``(top, left, height,
+    width)`` box and resized as ``resize`` (``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``)."""
     size, tokenizer_size = tuple(resize['size']), tuple(resize['tokenizer_size'])
     same = (size, resize['interpolation']) == (tokenizer_size, resize['tokenizer_interpolation'])
     outputs = [(size, resize['interpolation'])]
