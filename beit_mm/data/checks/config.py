@@ -24,9 +24,7 @@ def _dataset_cfgs(node) -> list:
 
 def config_data_roots(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader', 'test_dataloader')
                       ) -> list[str]:
-    """The folders a config's datasets read: every leaf dataset's ``data_root`` and its ``data_prefix`` folders
-    (joined to the root), for the outputs check (:func:`beit_mm.fileio.outputs.check_output`: no output goes there).
-    """
+    """The folders a config's datasets read: every leaf dataset's ``data_root`` and its ``data_prefix`` folders."""
     found = []
     for loader in loaders:
         dataloader = cfg.get(loader)
@@ -61,9 +59,8 @@ def _has_file(directory: str, suffix: tuple[str, ...]) -> bool:
 
 
 def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> str | None:
-    """Log (and return) a warning when the config's top-level ``data_root`` is read by none of the ``loaders``'
-    datasets: ``--cfg-options data_root=X`` sets that variable after the config has copied it into the datasets, so
-    the run would read the old root (silently, when it exists)."""
+    """Log and return a warning when the config's top-level ``data_root`` is read by none of the ``loaders``'
+    datasets (an override after the datasets copied it)."""
     top = cfg.get('data_root')
     roots = sorted({str(ds.get('data_root')) for loader in loaders if (cfg.get(loader) or {}).get('dataset')
                     for ds in _dataset_cfgs(cfg[loader]['dataset']) if ds.get('data_root')})
@@ -79,9 +76,7 @@ def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'va
 
 
 def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
-    """A classification or unlabeled dataset without ``ann_file`` (mmpretrain's ``CustomDataset``/``ImageNet``: class
-    folders or a flat pool under ``data_root/data_prefix``) needs its folder; mmpretrain lists it with a bare
-    ``FileNotFoundError`` from ``os.scandir``."""
+    """A classification or unlabeled dataset without ``ann_file`` needs its folder."""
     if img_path is None:
         return
     img_dir = osp.join(ds.get('data_root') or '', img_path)
@@ -93,9 +88,7 @@ def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
 
 
 def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
-    """A dataset in mmdet's layout (``data_prefix`` with ``img``; COCO's ``ann_file``) needs its annotation file and
-    every folder of its ``data_prefix``; mmdet fails on them with a bare ``FileNotFoundError`` or inside
-    ``np.concatenate``."""
+    """A dataset in mmdet's layout needs its annotation file and every folder of its ``data_prefix``."""
     root = ds.get('data_root') or ''
     wanted = [('annotation file', osp.join(root, ds['ann_file']), osp.isfile)] if ds.get('ann_file') else []
     wanted += [(f'{key} folder', osp.join(root, folder), osp.isdir) for key, folder in prefix.items()
@@ -111,9 +104,6 @@ def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
     """Before the datasets are built: every segmentation split's image folder exists and holds an image.
 
-    MMEngine's ``BaseDataset`` fails on an empty split inside ``np.concatenate`` ("need at least one array to
-    concatenate") and on a missing folder with a bare ``FileNotFoundError``. Splits listed by an ``ann_file`` are not
-    checked here.
 
     Raises:
         DatasetCheckError: names the folder, the suffix looked for and the fix.

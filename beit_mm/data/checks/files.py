@@ -1,7 +1,4 @@
-"""One image/annotation pair: decodable, single-channel, the sizes as the loaders return them (mmcv's
-``LoadImageFromFile`` applies the EXIF orientation with ``color_type`` 'color' or 'grayscale' on the cv2 and pillow
-backends; mmseg reads annotations 'unchanged', never rotated), and the label values.
-"""
+"""One image/annotation pair: decodable, single-channel, the sizes as the loaders return them, and the label values."""
 from __future__ import annotations
 
 import os.path as osp
@@ -12,17 +9,15 @@ from PIL import Image
 
 from .labels import LabelRule, check_label_values
 
-# EXIF orientation tag and what its values do to the stored pixels (EXIF 2.3, tag 0x0112); 5..8 swap width and height
+# EXIF orientation tag; 5..8 swap width and height
 EXIF_ORIENTATION = 0x0112
 ORIENTATIONS = {2: 'mirrored', 3: 'rotated 180 degrees', 4: 'flipped upside down', 5: 'mirrored and rotated 90 degrees',
                 6: 'rotated 90 degrees clockwise', 7: 'mirrored and rotated 270 degrees',
                 8: 'rotated 90 degrees counter-clockwise'}
 _SWAPS_SIDES = (5, 6, 7, 8)
-# color_type values of mmcv's LoadImageFromFile that apply the tag, on the backends that do (cv2: OpenCV applies it
-# unless IMREAD_UNCHANGED or IMREAD_IGNORE_ORIENTATION; pillow: mmcv's _pillow2array calls ImageOps.exif_transpose)
+# color_type values and backends of mmcv's LoadImageFromFile that apply the tag
 _ORIENTING_COLOR_TYPES = ('color', 'grayscale')
 _ORIENTING_BACKENDS = ('cv2', 'pillow')
-# what PIL calls JPEG data (MPO: the multi-picture JPEG that phones write)
 _LOSSY_FORMATS = ('JPEG', 'MPO')
 
 
@@ -36,8 +31,7 @@ def exif_orientation(image: Image.Image) -> int:
 
 
 def loader_applies_orientation(color_type: str = 'color', imdecode_backend: str = 'cv2') -> bool:
-    """Whether mmcv's ``LoadImageFromFile(color_type=..., imdecode_backend=...)`` applies an image's EXIF
-    orientation."""
+    """Whether mmcv's ``LoadImageFromFile`` applies an image's EXIF orientation."""
     return color_type in _ORIENTING_COLOR_TYPES and imdecode_backend in _ORIENTING_BACKENDS
 
 
@@ -49,8 +43,7 @@ def loaded_size(stored: tuple[int, int], orientation: int, applies_orientation: 
 
 
 def _decode(path: str) -> Image.Image:
-    """Open and fully decode ``path`` through the file room (a regular file within the pixel limit:
-    :func:`beit_mm.fileio.inputs.open_image`; PIL raises on a truncated or non-image file)."""
+    """Open and fully decode ``path`` (a regular file within the pixel limit)."""
     from ...fileio.inputs import open_image
     return open_image(path)
 
@@ -64,10 +57,9 @@ def image_annotation_problem(image_size: tuple[int, int], orientation: int, seg_
     """The size/orientation problem of one pair: ``(kind, detail)`` or None.
 
     Args:
-        image_size: the image's stored ``(W, H)``.
-        orientation: its EXIF orientation tag (1 = none).
-        seg_size: the annotation's ``(W, H)`` (annotations are never rotated: mmseg reads them ``'unchanged'``).
-        applies_orientation: whether the pipeline's loader applies the tag (:func:`loader_applies_orientation`).
+        image_size, seg_size: the stored ``(W, H)`` of the image and the annotation (never rotated).
+        orientation: the image's EXIF orientation tag (1 = none).
+        applies_orientation: whether the pipeline's loader applies the tag.
     """
     loaded = loaded_size(image_size, orientation, applies_orientation)
     tag = f'EXIF orientation {orientation}: {ORIENTATIONS.get(orientation, "")}'
@@ -97,8 +89,7 @@ def check_pair(img_path: str, seg_path: str, rule: LabelRule,
         applies_orientation: whether the pipeline's image loader applies EXIF orientation tags.
 
     Returns:
-        ``(problems, values)``: a list of ``(kind, path, detail)``, empty when the pair is fine, and the distinct raw
-        values of the annotation (None when it could not be read as a single-channel map).
+        ``(problems, values)``: ``(kind, path, detail)`` triples and the annotation's distinct values (or None).
     """
     found = []
     images = {}
@@ -129,15 +120,12 @@ def check_pair(img_path: str, seg_path: str, rule: LabelRule,
 
 def check_loaded_pair(img_path: str, seg_path: str, loaded_hw: Sequence[int],
                       applies_orientation: bool = True) -> tuple[str, str, str] | None:
-    """Check a pair as the pipeline loaded it, reading only the two files' headers (no decode; for every batch).
+    """Check a pair as the pipeline loaded it from the two files' headers; ``(kind, path, detail)`` or None.
 
     Args:
         img_path, seg_path: the pair (local files; anything else is skipped).
-        loaded_hw: ``(H, W)`` of the image as the loader returned it (``ori_shape`` in mmseg's sample metainfo).
+        loaded_hw: ``(H, W)`` of the image as loaded (``ori_shape``).
         applies_orientation: whether the pipeline's loader applies EXIF orientation tags.
-
-    Returns:
-        ``(kind, path, detail)`` of the first problem (a kind of :func:`file_problems`), or None.
     """
     if not (osp.isfile(img_path) and osp.isfile(seg_path)):
         return None

@@ -1,10 +1,7 @@
-"""The hand-over from the worker to the device: every key a pipeline's transforms hand to the data preprocessor must be
-listed in the ``meta_keys`` of the pack transform after them.
+"""The hand-over from the worker to the device: every key a pipeline's transforms hand to the data preprocessor (their
+class attributes ``key`` and ``handover``) must be listed in the ``meta_keys`` of the pack transform after them.
 
-A transform class declares what it hands over as class attributes: ``key``, and ``handover`` (all its keys) where it
-hands over more than one. mmpretrain's ``PackInputs``, mmseg's ``PackSegInputs`` and mmdet's ``PackDetInputs`` copy
-only their ``meta_keys`` (their defaults when none are given) into the samples' metainfo and drop every other key
-without a word, so a missing key would train without its augmentation.
+The pack transforms drop unlisted keys silently, so a missing key would train without its augmentation.
 """
 from __future__ import annotations
 
@@ -12,15 +9,13 @@ import importlib
 import inspect
 from collections.abc import Mapping, Sequence
 
-# The pack transforms by name, and where their classes live (for their default meta_keys).
 PACK_TRANSFORMS = {'PackInputs': 'mmpretrain.datasets.transforms', 'PackSegInputs': 'mmseg.datasets.transforms',
                    'PackDetInputs': 'mmdet.datasets.transforms'}
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 
 
 class HandoverError(ValueError):
-    """A key a transform hands to the data preprocessor does not reach it; the message names the key, both transforms
-    and the fix."""
+    """A key a transform hands to the data preprocessor does not reach it."""
 
 
 def _name(transform: Mapping) -> str:
@@ -40,8 +35,7 @@ def handover_keys(transform: Mapping) -> tuple[str, ...]:
 
 
 def packed_keys(transform: Mapping) -> tuple[str, ...] | None:
-    """The metainfo keys a pack transform keeps (its ``meta_keys``, or its class's default); None for any other
-    transform."""
+    """The metainfo keys a pack transform keeps; None for any other transform."""
     name = _name(transform).rsplit('.', 1)[-1]
     if name not in PACK_TRANSFORMS:
         return None
@@ -65,7 +59,7 @@ def _flat(pipeline: Sequence) -> list[Mapping]:
 
 
 def check_pipeline(pipeline: Sequence, where: str = 'the pipeline') -> None:
-    """Check that every handed-over key of ``pipeline`` (a list of transform configs) is packed after it.
+    """Check that every handed-over key of ``pipeline`` is packed after it.
 
     Raises:
         HandoverError: a key no later pack transform lists in its ``meta_keys``, or no pack transform after it.
@@ -98,11 +92,7 @@ def _datasets(node) -> list[Mapping]:
 
 
 def check_handover(cfg: Mapping) -> None:
-    """:func:`check_pipeline` on every dataset pipeline of the config's data loaders.
-
-    Raises:
-        HandoverError: see :func:`check_pipeline`.
-    """
+    """:func:`check_pipeline` on every dataset pipeline of the config's data loaders."""
     for loader in DATALOADERS:
         dataloader = cfg.get(loader)
         for dataset in _datasets(dataloader.get('dataset') if isinstance(dataloader, Mapping) else None):

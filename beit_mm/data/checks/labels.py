@@ -1,15 +1,13 @@
 """Label conventions of a segmentation split and the problems a check reports, each with its files and fix.
 
-Raw ADE20K masks: 0 = "other", 1..150 = classes; with ``reduce_zero_label=True`` mmseg maps 0 -> 255 (ignored) and
-k -> k - 1, and a raw 255 stays 255. A 255 beside class values is an error only where raw masks cannot show it (255
-present, no 0 in any decoded map, ``num_classes - 1`` the largest value: reduced already); any other gets one warning.
+With ``reduce_zero_label=True`` mmseg maps 0 -> 255 (ignored) and k -> k - 1; a 255 beside class values is an error
+only where the masks are certainly reduced already, else one warning.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-# files named per problem in a message; the count is always complete
 MAX_NAMED_FILES = 5
 
 
@@ -25,8 +23,7 @@ class LabelRule:
         num_classes: classes the model predicts (after ``reduce_zero_label``).
         reduce_zero_label: whether the loader maps 0 -> ignore and k -> k - 1.
         ignore_index: the ignored value after loading (255 in mmseg).
-        classes_source: where the class names come from, for the fixes (``beit_mm.CustomSegDataset``: its
-            ``classes.txt``).
+        classes_source: where the class names come from, for the fixes.
     """
     num_classes: int
     reduce_zero_label: bool
@@ -64,7 +61,7 @@ class Problem:
 
 
 def file_problems() -> dict[str, Problem]:
-    """A fresh, empty :class:`Problem` for every problem of files, pairing, sizes and encoding (no label rule)."""
+    """A fresh, empty :class:`Problem` for every problem of files, pairing, sizes and encoding."""
     return dict(
         missing_annotation=Problem(
             'image(s) without an annotation file',
@@ -124,16 +121,7 @@ def label_problems(rule: LabelRule) -> dict[str, Problem]:
 
 
 def check_label_values(values: Iterable[int], rule: LabelRule) -> tuple[str, str] | None:
-    """The problem with one annotation's set of raw values: ``(kind, detail)``, or None when it is valid.
-
-    With ``reduce_zero_label=False`` a map of only 0 and 255 is valid (class 0 and ignored pixels);
-    :func:`check_split` reports it as a binary mask only when every decoded map of the split looks like that. 255
-    beside class values is judged over the whole split (:func:`void_verdict`), not here.
-
-    Args:
-        values: the distinct values of one single-channel annotation.
-        rule: the split's label convention.
-    """
+    """The problem with one annotation's distinct raw ``values`` under ``rule``: ``(kind, detail)``, or None."""
     present = set(int(v) for v in values)
     if rule.reduce_zero_label and rule.ignore_index in present and present <= {0, rule.ignore_index}:
         return 'binary', 'values 0 and 255 only'
@@ -147,10 +135,8 @@ def void_verdict(values: Iterable[int], rule: LabelRule) -> str | None:
     """How a split's 255 beside class values is read, from the union of the raw values of its decoded annotations.
 
     Returns:
-        ``'reduced'`` when the masks are certainly reduced already (255 present, no 0 anywhere, the largest class
-        value ``num_classes - 1``: both marks of raw masks, 0 = "other" and the top value ``num_classes``, are
-        missing, and both marks of reduction are there); ``'void'`` for any other 255 beside class values under
-        ``reduce_zero_label=True`` (kept as 255 = ignored by mmseg); None when there is nothing to say.
+        ``'reduced'`` (255 present, no 0, largest value ``num_classes - 1``); ``'void'`` for any other 255 beside
+        class values under ``reduce_zero_label=True``; None when there is nothing to say.
     """
     present = set(int(v) for v in values)
     classes = present - {rule.ignore_index}

@@ -1,7 +1,5 @@
-"""A segmentation split checked before the first iteration: pairing of the file lists (complete), then decoded pairs
-for ``num_samples`` entries spread evenly over the sorted data list (``round(linspace(0, N - 1, num_samples))``: the
-same files every time, all of them when ``N <= num_samples`` or None), so a start costs seconds on ADE20K.
-"""
+"""A segmentation split checked before the first iteration: the pairing of the file lists, then ``num_samples``
+decoded pairs spread evenly over the data list."""
 from __future__ import annotations
 
 import logging
@@ -24,7 +22,7 @@ DEFAULT_NUM_SAMPLES = 200
 
 
 def sample_indices(n: int, num_samples: int | None) -> list[int]:
-    """``num_samples`` indices spread evenly over ``range(n)`` (all of them when ``n <= num_samples`` or None)."""
+    """``num_samples`` indices spread evenly over ``range(n)``; all of them when None."""
     if num_samples is None or n <= num_samples:
         return list(range(n))
     return sorted(set(np.round(np.linspace(0, n - 1, num_samples)).astype(int).tolist()))
@@ -41,12 +39,12 @@ def _list_files(directory: str, suffix: str) -> list[str]:
 
 
 def suffixes(suffix: str | Sequence[str]) -> tuple[str, ...]:
-    """A dataset's ``img_suffix`` as a tuple (``beit_mm.CustomSegDataset`` lists several, mmseg's datasets one)."""
+    """A dataset's ``img_suffix`` as a tuple."""
     return (suffix, ) if isinstance(suffix, str) else tuple(suffix)
 
 
 def suffix_text(suffix: str | Sequence[str]) -> str:
-    """``'.jpg'``, or ``'{.jpg,.png}'`` for several suffixes (a shell-like pattern for messages)."""
+    """``'.jpg'``, or ``'{.jpg,.png}'`` for several suffixes."""
     names = suffixes(suffix)
     return names[0] if len(names) == 1 else '{' + ','.join(names) + '}'
 
@@ -80,12 +78,11 @@ def check_split(split: SplitInfo,
 
     Args:
         split: the pairs and conventions of the split.
-        num_samples: pairs to decode (see the module docstring); None = all.
-        progress: wraps the iteration over the decoded indices (a progress bar); None = plain.
+        num_samples: pairs to decode; None = all.
+        progress: wraps the iteration over the decoded indices; None = plain.
 
     Returns:
-        ``(errors, warnings)``: one message per kind of problem found (errors empty when the split is fine), and the
-        warnings (at most one, about 255 beside class values: :func:`void_verdict`).
+        ``(errors, warnings)``: one message per kind of problem found.
     """
     if not split.pairs:
         where = (f'{split.img_dir}/**/*{suffix_text(split.img_suffix)}' if not split.from_ann_file
@@ -142,8 +139,7 @@ def check_split(split: SplitInfo,
 
 
 def pipeline_loader(dataset) -> tuple[str, str]:
-    """``(color_type, imdecode_backend)`` of the first mmcv ``LoadImageFromFile`` (or subclass) in a dataset's
-    pipeline (mmcv's defaults ``('color', 'cv2')`` when there is none)."""
+    """``(color_type, imdecode_backend)`` of the first ``LoadImageFromFile`` in a dataset's pipeline."""
     for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
         if isinstance(transform, LoadImageFromFile):
             return (str(getattr(transform, 'color_type', 'color')),
@@ -152,12 +148,7 @@ def pipeline_loader(dataset) -> tuple[str, str]:
 
 
 def split_info(dataset, name: str) -> SplitInfo:
-    """Describe an mmseg ``BaseSegDataset`` (after ``full_init``) for :func:`check_split`.
-
-    ``reduce_zero_label`` is the one mmseg's ``LoadAnnotations`` (or a subclass) in the pipeline uses (its own
-    argument, else the dataset's); the class count is ``len(dataset.metainfo['classes'])``; the ignore index
-    ``dataset.ignore_index``.
-    """
+    """Describe an mmseg ``BaseSegDataset`` (after ``full_init``) for :func:`check_split`."""
     reduce_zero_label = bool(getattr(dataset, 'reduce_zero_label', False))
     for transform in getattr(getattr(dataset, 'pipeline', None), 'transforms', []):
         if isinstance(transform, LoadAnnotations) and transform.reduce_zero_label is not None:
@@ -178,9 +169,7 @@ def split_info(dataset, name: str) -> SplitInfo:
 
 
 def model_head_classes(model) -> list[tuple[str, int]]:
-    """``(where, num_classes)`` of every head of a built segmentor that predicts classes: ``decode_head`` and each
-    ``auxiliary_head`` (mmseg's ``EncoderDecoder``; a list of auxiliary heads as ``auxiliary_head.<i>``), or the
-    segmentor's own ``num_classes`` when it has no decode head (``beit_mm.EoMT``)."""
+    """``(where, num_classes)`` of every class-predicting head of a built segmentor, or of the segmentor itself."""
     decode_head = getattr(model, 'decode_head', None)
     if decode_head is None:
         n = getattr(model, 'num_classes', None)
@@ -209,13 +198,10 @@ def head_classes_problem(heads: Sequence[tuple[str, int]], num_classes: int,
                          classes_path: str | None = None) -> str | None:
     """The message when a head predicts another number of classes than the training set has, else None.
 
-    A decode head with too few classes fails in the loss only on a label it lacks ("Target 3 is out of bounds"), one
-    with too many, and any auxiliary head, trains silently on classes that never occur.
-
     Args:
-        heads: ``(where, num_classes)`` (:func:`model_head_classes`, :func:`config_head_classes`).
+        heads: ``(where, num_classes)`` pairs.
         num_classes: the training set's class count.
-        classes_path: the file the dataset read its names from (``beit_mm.CustomSegDataset``), if any.
+        classes_path: the file the dataset read its names from, if any.
     """
     wrong = [(where, n) for where, n in heads if n != num_classes]
     if not wrong:
@@ -229,7 +215,7 @@ def head_classes_problem(heads: Sequence[tuple[str, int]], num_classes: int,
 
 
 def leaf_datasets(dataset) -> list:
-    """The datasets inside mmengine's wrappers (``ConcatDataset.datasets``, ``RepeatDataset.dataset``, ...)."""
+    """The datasets inside mmengine's dataset wrappers."""
     if hasattr(dataset, 'datasets'):
         return [leaf for d in dataset.datasets for leaf in leaf_datasets(d)]
     if hasattr(dataset, 'dataset') and not hasattr(dataset, 'data_list'):
@@ -239,13 +225,11 @@ def leaf_datasets(dataset) -> list:
 
 def check_seg_dataset(dataset, name: str, num_samples: int | None = DEFAULT_NUM_SAMPLES,
                       progress: Callable[[Iterable[int]], Iterable[int]] | None = None) -> int:
-    """Check every segmentation split inside ``dataset``; raise :class:`DatasetCheckError` listing all problems.
-
-    Datasets without ``seg_map_path`` entries (classification, MIM) are skipped. Warnings (255 that may be void
-    pixels) are logged once per split.
+    """Check every segmentation split inside ``dataset``; datasets without ``seg_map_path`` are skipped.
 
     Returns:
-        int: the number of pairs decoded.
+        The number of pairs decoded.
+
     Raises:
         DatasetCheckError: one line per problem, each naming files, count and fix.
     """

@@ -1,23 +1,15 @@
-"""ADE20K panoptic segmentation read as the official EoMT reads it: the scene-parsing challenge's semantic PNGs and its
-instance PNGs, no conversion step (mmdet's ``ADE20KPanopticDataset`` reads a COCO-format JSON that its converter
-``tools/dataset_converters/ade20k2coco.py`` writes with ``panopticapi``, which is not on PyPI).
+"""ADE20K panoptic segmentation read as the official EoMT reads it: the semantic and instance PNGs, no conversion.
 
-Layout (``data_root``: ``ADEChallengeData2016/`` with the instance annotations unpacked into it, as mmdet's converter
-expects them)::
+Layout (``data_root``)::
 
     ADEChallengeData2016/images/{training,validation}/ADE_*.jpg
     ADEChallengeData2016/annotations/{training,validation}/ADE_*.png            uint8: 0 "other", 1..150 the classes
     ADEChallengeData2016/annotations_instance/{training,validation}/ADE_*.png   RGB: R the instance category 1..100
                                                                                  (0 none), G the instance id (0 none)
 
-The segments of one image (github.com/tue-mps/eomt @ 7bd19dd ``datasets/ade20k_panoptic.py:153-181``,
-``target_parser``): one per stuff class present in the semantic PNG (:data:`STUFF` lists them,
-``configs/dinov2/ade20k/panoptic/eomt_large_640.yaml:24``), then one per instance id of the instance PNG, of the
-instance category ``R - 1``; later segments cover earlier ones where they overlap (``training/lightning_module.py:
-816-838``). The instance categories are the 100 thing classes in ADE20K's order (``INSTANCE_MAPPING``, ``:19-120``, is
-the ascending list of the classes not in :data:`STUFF`). Labels follow mmdet's ``ADE20KPanopticDataset.METAINFO``:
-the 100 things (label = instance category), then the 50 stuff classes, each group in ADE20K's order; the official
-checkpoints keep ADE20K's order (:data:`OFFICIAL_ORDER` maps them).
+The segments of one image (tue-mps/eomt@7bd19dd ``datasets/ade20k_panoptic.py:153-181``): one per stuff class in the
+semantic PNG, then one per instance id, of category ``R - 1``; later segments cover earlier ones. Labels follow mmdet's
+``ADE20KPanopticDataset.METAINFO``: the 100 things, then the 50 stuff classes, each in ADE20K's order.
 """
 from __future__ import annotations
 
@@ -35,7 +27,7 @@ from ...registry import DATASETS, TRANSFORMS
 from ..checks import DatasetCheckError
 
 NUM_CLASSES = 150
-#: The stuff classes as indices of ADE20K's 150 (the official ``stuff_classes``, eomt_large_640.yaml:24).
+#: The stuff classes as indices of ADE20K's 150.
 STUFF = (0, 1, 2, 3, 4, 5, 6, 9, 11, 13, 16, 17, 21, 25, 26, 28, 29, 34, 40, 46, 48, 51, 52, 54, 59, 60, 61, 63, 68, 77,
          79, 84, 91, 94, 96, 99, 100, 101, 105, 106, 109, 113, 114, 117, 122, 128, 131, 140, 141, 145)
 #: The thing classes as indices of ADE20K's 150, instance category ``i`` (R - 1) being ``THINGS[i]``.
@@ -48,13 +40,10 @@ _STUFF_LABEL = {index: len(THINGS) + rank for rank, index in enumerate(STUFF)}
 
 def panoptic_segments(semantic: np.ndarray, instance: np.ndarray, source: str = 'the instance PNG'
                       ) -> tuple[np.ndarray, list[dict]]:
-    """One image's semantic PNG (H, W) (0 other, 1..150) and instance PNG (H, W, 3) -> the segment-id map (H, W)
-    int64 (0 void, segment ``k`` = ``k``) and mmdet's ``segments_info`` (``id``, ``category`` (label), ``is_thing``),
-    stuff first, then the instances in id order; later segments cover earlier ones (module docstring).
+    """Semantic PNG (H, W) and instance PNG (H, W, 3) -> segment-id map (H, W) int64 (0 void) and ``segments_info``.
 
     Raises:
-        DatasetCheckError: an instance whose pixels carry no or several categories, or a category above 100; the
-            message names ``source``.
+        DatasetCheckError: an instance with no or several categories, or a category above 100.
     """
     if semantic.shape != instance.shape[:2]:
         raise DatasetCheckError(f'{source} is {instance.shape[1]}x{instance.shape[0]} but its semantic PNG '
@@ -84,11 +73,10 @@ def panoptic_segments(semantic: np.ndarray, instance: np.ndarray, source: str = 
 
 def read_panoptic_segments(seg_map_path: str, instance_map_path: str, shape: tuple[int, int] | None = None
                            ) -> tuple[np.ndarray, list[dict]]:
-    """:func:`panoptic_segments` of the two PNGs of one image; a semantic PNG of another size than ``shape`` (the
-    image's) is resized to it, nearest, as the official reader does (``datasets/dataset.py:183-188``)."""
+    """:func:`panoptic_segments` of one image's PNGs, the semantic one resized (nearest) to ``shape``."""
     with open_image(seg_map_path) as png:
         if shape is not None and png.size != (shape[1], shape[0]):
-            png = png.resize((shape[1], shape[0]), resample=0)  # PIL.Image.NEAREST
+            png = png.resize((shape[1], shape[0]), resample=0)
         semantic = np.asarray(png)
     with open_image(instance_map_path) as png:
         instance = np.asarray(png.convert('RGB'))
@@ -100,14 +88,12 @@ def read_panoptic_segments(seg_map_path: str, instance_map_path: str, shape: tup
 
 @DATASETS.register_module()
 class ADE20KPanopticDataset(BaseDetDataset):
-    """ADE20K panoptic in the layout of the module docstring, with mmdet's ``ADE20KPanopticDataset`` metainfo (150
-    classes, things first). A data sample has ``img_path``, ``seg_map_path`` (the semantic PNG) and
-    ``instance_map_path``; :class:`LoadADE20KPanopticAnnotations` makes the targets, and
-    ``beit_mm.PanopticQualityMetric`` reads the same two PNGs.
+    """ADE20K panoptic with mmdet's ``ADE20KPanopticDataset`` metainfo; samples carry ``img_path``, ``seg_map_path``
+    and ``instance_map_path``.
 
     Args:
         data_prefix: ``img``, ``seg`` (semantic PNGs) and ``instance`` (instance PNGs) folders under ``data_root``.
-        **kwargs: mmdet's ``BaseDetDataset`` arguments (``data_root``, ``pipeline``, ``test_mode``, ...).
+        **kwargs: mmdet's ``BaseDetDataset`` arguments.
     """
     METAINFO = DetADE20KPanopticDataset.METAINFO
 
@@ -116,11 +102,7 @@ class ADE20KPanopticDataset(BaseDetDataset):
         super().__init__(data_prefix=data_prefix, **kwargs)
 
     def load_data_list(self) -> list[dict]:
-        """Every ``*.jpg`` under ``data_prefix.img``, sorted, paired with ``<stem>.png`` in the other two folders.
-
-        Raises:
-            DatasetCheckError: a folder is missing or empty, or an image lacks a PNG (the first few named).
-        """
+        """Every ``*.jpg`` under ``data_prefix.img``, sorted, paired with ``<stem>.png`` in the other two folders."""
         folders = {key: self.data_prefix.get(key) for key in ('img', 'seg', 'instance')}
         missing = [f'{key}: {path}' for key, path in folders.items() if not path or not osp.isdir(path)]
         if missing:
@@ -147,17 +129,14 @@ class ADE20KPanopticDataset(BaseDetDataset):
         return data_list
 
     def filter_data(self) -> list[dict]:
-        """Every image: the segments are known only once the PNGs are read (an image without any trains on "no
-        object"), and the official keeps all but a few single-value PNGs (``datasets/dataset.py:135-160``)."""
+        """Every image: the segments are known only once the PNGs are read."""
         return self.data_list
 
 
 @TRANSFORMS.register_module()
 class LoadADE20KPanopticAnnotations(BaseTransform):
-    """The targets of one ADE20K panoptic sample, as mmdet's ``LoadPanopticAnnotations`` gives them for COCO: thing
-    boxes ``gt_bboxes``, labels ``gt_bboxes_labels``, ``gt_ignore_flags``, thing masks ``gt_masks`` and the label map
-    ``gt_seg_map`` (every segment's label, 255 void), from :func:`read_panoptic_segments` of ``seg_map_path`` and
-    ``instance_map_path``. Put it after ``LoadImageFromFile`` (the semantic PNG is fitted to ``ori_shape``)."""
+    """The targets of one ADE20K panoptic sample as mmdet's ``LoadPanopticAnnotations`` gives them for COCO (255 void);
+    put it after ``LoadImageFromFile``."""
 
     def transform(self, results: dict) -> dict:
         height, width = results['ori_shape']
@@ -168,13 +147,13 @@ class LoadADE20KPanopticAnnotations(BaseTransform):
         for segment in segments:
             mask = segment_ids == segment['id']
             if not mask.any():
-                continue  # covered by later segments
+                continue
             gt_seg[mask] = segment['category']
             if segment['is_thing']:
                 masks.append(mask.astype(np.uint8))
                 labels.append(segment['category'])
         results['gt_masks'] = BitmapMasks(masks, height, width)
-        results['gt_bboxes'] = results['gt_masks'].get_bboxes(dst_type='hbox')  # each mask's tight box
+        results['gt_bboxes'] = results['gt_masks'].get_bboxes(dst_type='hbox')
         results['gt_bboxes_labels'] = np.asarray(labels, np.int64)
         results['gt_ignore_flags'] = np.zeros(len(labels), bool)
         results['gt_seg_map'] = gt_seg

@@ -1,14 +1,8 @@
-"""COCO annotations read through mmdet, bounded by the image they annotate: panoptic PNGs without ``panopticapi`` (not
-on PyPI), and instance masks (polygons, RLE) checked before pycocotools allocates them.
+"""COCO annotations read through mmdet, bounded by the image they annotate: panoptic PNGs without ``panopticapi``, and
+instance masks checked before pycocotools allocates them.
 
-A COCO panoptic PNG stores each pixel's segment id as RGB, ``id = R + 256 G + 256^2 B``, 0 = void (panopticapi
-``utils.py``: ``rgb2id``, ``id2rgb``). mmdet 3.3's ``LoadPanopticAnnotations`` imports panopticapi only for ``rgb2id``;
-:class:`LoadPanopticAnnotations` is that transform with :func:`rgb2id` from here, the loading itself mmdet's.
-
-What an annotation file declares sets no size and no count beyond its image's: mmdet builds one full-image mask per
-entry of a panoptic ``segments_info`` (so the entries are at most the distinct segment ids of the PNG), and
-pycocotools allocates an RLE's declared ``size`` and a polygon's extent (its C code does not check a ``malloc``, nor
-that runs sum to the size), so :func:`check_instance_masks` bounds each mask by the loaded image first.
+A panoptic PNG stores each pixel's segment id as RGB, ``id = R + 256 G + 256^2 B``, 0 = void. pycocotools allocates
+what an RLE or polygon declares without checks, so each mask is bounded by the loaded image first.
 """
 from __future__ import annotations
 
@@ -39,11 +33,10 @@ def id2rgb(segment_ids: np.ndarray) -> np.ndarray:
 
 
 def check_segments(segments_info: list, segment_ids: np.ndarray, source: str) -> None:
-    """Refuse a panoptic ``segments_info`` with more entries than the distinct non-void ids of its PNG (``segment_ids``
-    (H, W), :func:`rgb2id`), or one id twice: each entry costs mmdet a full-image mask.
+    """Refuse a ``segments_info`` with more entries than the PNG's non-void ids, or one id twice.
 
     Raises:
-        DatasetCheckError: naming ``source`` (the PNG), the counts and the fix.
+        DatasetCheckError: naming ``source``, the counts and the fix.
     """
     ids = [segment.get('id') if isinstance(segment, dict) else None for segment in segments_info]
     present = np.unique(segment_ids)
@@ -58,10 +51,7 @@ def check_segments(segments_info: list, segment_ids: np.ndarray, source: str) ->
 
 @TRANSFORMS.register_module()
 class LoadPanopticAnnotations(DetLoadPanopticAnnotations):
-    """mmdet's ``LoadPanopticAnnotations`` (boxes, labels, thing masks ``gt_masks``, semantic map ``gt_seg_map`` with
-    things ``0..T-1``, stuff ``T..C-1``, 255 void) with :func:`rgb2id` in place of panopticapi's, and
-    ``segments_info`` bounded by the PNG's ids (:func:`check_segments`) before mmdet builds its masks; same
-    arguments."""
+    """mmdet's ``LoadPanopticAnnotations`` with :func:`rgb2id` in place of panopticapi's and :func:`check_segments`."""
 
     def __init__(self, with_bbox: bool = True, with_label: bool = True, with_mask: bool = True, with_seg: bool = True,
                  box_type: str = 'hbox', imdecode_backend: str = 'cv2', backend_args: dict | None = None) -> None:
@@ -71,10 +61,7 @@ class LoadPanopticAnnotations(DetLoadPanopticAnnotations):
         self.rgb2id = rgb2id
 
     def _load_masks_and_semantic_segs(self, results: dict) -> None:
-        """mmdet's, with :func:`check_segments` on the decoded ids before its loop over ``segments_info``.
-
-        mmdet decodes the PNG and calls ``self.rgb2id`` once inside; the check rides on that call so the PNG is
-        decoded once."""
+        """mmdet's, with :func:`check_segments` riding on its one ``rgb2id`` call."""
         def checked_rgb2id(rgb: np.ndarray) -> np.ndarray:
             segment_ids = rgb2id(rgb)
             check_segments(results.get('segments_info', []), segment_ids, results['seg_map_path'])
@@ -88,8 +75,7 @@ class LoadPanopticAnnotations(DetLoadPanopticAnnotations):
 
 
 def rle_string_counts(counts: str) -> list[int] | None:
-    """The runs of a compressed COCO RLE string (pycocotools ``maskApi.c`` ``rleFrString``: 5 bits a character, runs
-    after the second stored as the difference to the run two before), or None when the string is malformed."""
+    """The runs of a compressed COCO RLE string (pycocotools' ``rleFrString``), or None when it is malformed."""
     runs, pos = [], 0
     while pos < len(counts):
         value, shift, more = 0, 0, True
@@ -112,8 +98,7 @@ def rle_string_counts(counts: str) -> list[int] | None:
 
 
 def _mask_problem(mask, height: int, width: int) -> str | None:
-    """What is wrong with one instance's ``segmentation`` (a list of polygons or an RLE dict) for an image of
-    ``height`` x ``width``, or None."""
+    """What is wrong with one instance's ``segmentation`` for a ``height`` x ``width`` image, or None."""
     if isinstance(mask, list):
         for polygon in mask:
             if not isinstance(polygon, (list, tuple)):
@@ -146,9 +131,7 @@ def _mask_problem(mask, height: int, width: int) -> str | None:
 
 
 def check_instance_masks(results: dict) -> None:
-    """Refuse an instance mask that declares more than its image (``results['ori_shape']``, the image as loaded):
-    an RLE whose ``size`` is not the image's (height, width) or whose runs do not cover it exactly, a polygon with a
-    vertex more than :data:`POLYGON_MARGIN` pixels outside it or a coordinate that is no finite number.
+    """Refuse an instance mask that declares more than its image (``results['ori_shape']``).
 
     Raises:
         DatasetCheckError: naming the image, the instance, the problem and the fix.
@@ -166,8 +149,7 @@ def check_instance_masks(results: dict) -> None:
 
 @TRANSFORMS.register_module()
 class LoadCocoAnnotations(DetLoadAnnotations):
-    """mmdet's ``LoadAnnotations`` (same arguments) whose instance masks are bounded by the loaded image
-    (:func:`check_instance_masks`) before pycocotools decodes them. Put it after ``LoadImageFromFile``."""
+    """mmdet's ``LoadAnnotations`` with :func:`check_instance_masks`; put it after ``LoadImageFromFile``."""
 
     def _load_masks(self, results: dict) -> None:
         check_instance_masks(results)

@@ -7,12 +7,7 @@ Layout (``data_root``)::
     ROOT/images/{train,val}/<any name>.jpg|.png   (.jpeg and upper-case suffixes too; sub-folders allowed)
     ROOT/masks/{train,val}/<same name>.png        single-channel uint8 class indices 0..N-1, 255 = ignored
 
-No 0 = "other" convention: ``reduce_zero_label=False``, every value below N is a class. The class list is read when
-the dataset is built, and every problem of the class files is a :class:`beit_mm.data.checks.DatasetCheckError` that
-names the file, the problem and the fix: a missing or empty ``classes.txt``, a blank line among the names (it would
-shift every later class by one), duplicate names, names with control characters, and a palette of another length or
-with values that are not ``0..255`` triples. The images and masks themselves are checked before the first iteration
-(:class:`beit_mm.engine.hooks.dataset_check.SegDatasetCheckHook`).
+No 0 = "other" convention: every value below N is a class. The class files are checked when the dataset is built.
 """
 from __future__ import annotations
 
@@ -32,13 +27,11 @@ IMG_SUFFIXES = ('.jpg', '.jpeg', '.png', '.JPG', '.JPEG', '.PNG')
 
 
 def read_classes(path: str) -> tuple[str, ...]:
-    """The class names of ``path`` (``classes.txt``: one per line, index = mask value; blank lines at the end are
-    dropped).
+    """The class names of ``path``, one per line, index = mask value; trailing blank lines dropped.
 
     Raises:
-        DatasetCheckError: the file is missing, unreadable, empty, has a blank line among the names, repeats a
-            name, or a name holds control characters (an escape sequence would act on the terminal and the log
-            that print it); the message names the file, the lines and the fix.
+        DatasetCheckError: the file is missing, unreadable or empty, has a blank line among the names, repeats a
+            name, or a name holds control characters.
     """
     fix_missing = (f'write {path} with one class name per line, in the order of the mask values (line 1 names value '
                    f'0, line 2 value 1, ...), or point data_root at the folder that holds it')
@@ -76,8 +69,7 @@ def read_classes(path: str) -> tuple[str, ...]:
 
 
 def read_palette(path: str, num_classes: int) -> list[list[int]] | None:
-    """The palette of ``path`` (``palette.txt``: ``R G B`` per line, one line per class), or None when there is no
-    such file (mmseg then draws a fixed random palette).
+    """The palette of ``path`` (``R G B`` per line, one per class), or None when there is no such file.
 
     Raises:
         DatasetCheckError: the file is unreadable, a line is not three integers in 0..255, or it has another number
@@ -117,21 +109,18 @@ def _strip_suffix(name: str, suffixes: Sequence[str]) -> str:
 
 @DATASETS.register_module()
 class CustomSegDataset(BaseSegDataset):
-    """A semantic-segmentation set in the layout of the module docstring; the classes (and palette) come from
-    ``data_root``.
+    """A semantic-segmentation set in the layout of the module docstring, its classes read from ``data_root``.
 
     Args:
         data_root: the folder holding ``classes.txt``, ``images/`` and ``masks/``.
-        classes_file: the class-name file, relative to ``data_root`` (absolute paths are kept).
-        palette_file: the optional palette file, relative to ``data_root``.
-        img_suffix: image suffixes listed (any of them; two images of one stem are reported by the dataset check).
+        classes_file, palette_file: relative to ``data_root``.
+        img_suffix: image suffixes listed.
         seg_map_suffix: the mask suffix.
-        reduce_zero_label: False: mask value i is class i (set True only for masks with ADE20K's 0 = "other").
-        **kwargs: :class:`mmseg.datasets.BaseSegDataset`'s arguments (``data_prefix``, ``pipeline``, ...); a
-            ``metainfo`` with ``classes`` is refused: the names come from ``classes_file``.
+        reduce_zero_label: True only for masks with ADE20K's 0 = "other".
+        **kwargs: :class:`mmseg.datasets.BaseSegDataset`'s arguments, without ``metainfo['classes']``.
 
     Attributes:
-        classes_path: the class-name file read (named by the checks' messages).
+        classes_path: the class-name file read.
     """
 
     def __init__(self,
@@ -156,9 +145,7 @@ class CustomSegDataset(BaseSegDataset):
                          metainfo=info, **kwargs)
 
     def load_data_list(self) -> list[dict]:
-        """mmseg's folder listing with several image suffixes: every image under ``data_prefix.img_path`` whose name
-        ends with one of ``img_suffix``, paired with ``<same relative stem><seg_map_suffix>`` under
-        ``data_prefix.seg_map_path``; sorted by image path. (An ``ann_file`` listing is mmseg's own.)"""
+        """mmseg's folder listing with several image suffixes, sorted by image path."""
         if self.ann_file and not osp.isdir(self.ann_file):
             return super().load_data_list()
         suffixes = (self.img_suffix, ) if isinstance(self.img_suffix, str) else tuple(self.img_suffix)

@@ -1,20 +1,5 @@
-"""A small synthetic dataset in ADE20K's layout, and a check of ADE20K label maps.
-
-:func:`make_demo_ade20k` writes ``root/images/{training,validation}/ADE_*.jpg`` (RGB, size x size) and
-``root/annotations/{training,validation}/ADE_*.png`` (uint8, ADE20K's raw convention: 0 = "other", 1..150 the
-classes), under the demo-root policy of :mod:`beit_mm.data.demo.root`. Load them with mmseg's ``ADE20KDataset`` and
-``reduce_zero_label=True``. Styles:
-
-- ``'classes'``: a textured background class with 2-4 shapes of other classes, each class its own colour and texture
-  (:data:`DEMO_CLASSES`), so colour alone names the class and a tiny model learns it in minutes on a CPU;
-- ``'shapes'``: a pixel's class is the shape of its object (:data:`SHAPE_CLASSES`, raw ids 1..7), every object a
-  random colour and texture, so a model has to see the outline; ``with_annotations=False`` writes the images only;
-- ``'digits'`` / ``'digits-dark'``: scikit-learn's UCI handwritten digits, four per image, raw id d + 1 on the ink of
-  digit d (:mod:`beit_mm.data.demo.digits`); validation images use glyphs training never sees.
-
-:func:`check_ade20k_labels` catches the label mistakes that give near-zero mIoU: 0/255 binary masks, masks reduced
-already (255 present), colour masks and values above 150.
-"""
+"""A small synthetic dataset in ADE20K's layout (raw labels: 0 = "other", 1..150 the classes), and a check of ADE20K
+label maps."""
 import glob
 import os.path as osp
 from functools import partial
@@ -34,8 +19,7 @@ from ...fileio.inputs import open_image
 ADE20K_NUM_CLASSES = 150  # raw masks: 0 = other, 1..150 = classes; reduce_zero_label maps 0 -> 255, k -> k - 1
 _SPLITS = (('training', 'train'), ('validation', 'val'))
 
-# ADE20K class id (1-based, as stored in raw masks) -> (name, base RGB colour, texture). Ids follow ADE20K's
-# objectInfo150 order: 1 wall, 3 sky, 4 floor, 5 tree, 7 road, 10 grass, 21 car, 22 water.
+# Raw ADE20K class id -> (name, base RGB colour, texture).
 DEMO_CLASSES: Dict[int, Tuple[str, Tuple[int, int, int], str]] = {
     1: ('wall', (205, 195, 170), 'flat'),
     3: ('sky', (115, 170, 240), 'vgradient'),
@@ -49,7 +33,6 @@ DEMO_CLASSES: Dict[int, Tuple[str, Tuple[int, int, int], str]] = {
 
 
 def _texture(kind: str, size: int, rng: np.random.Generator) -> np.ndarray:
-    """An intensity modulation in [-1, 1] of shape (size, size) for one texture kind."""
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     if kind == 'flat':
         return np.zeros((size, size), np.float32)
@@ -71,8 +54,7 @@ def _texture(kind: str, size: int, rng: np.random.Generator) -> np.ndarray:
 
 def _class_appearance(label: int, size: int, rng: np.random.Generator,
                       classes: Dict[int, Tuple[str, Tuple[int, int, int], str]] = DEMO_CLASSES) -> np.ndarray:
-    """The RGB appearance of a class over the whole canvas, float32 (size, size, 3) in [0, 255]; a label outside
-    ``classes`` (the void label: ADE20K's 0 = "other") gets a random colour, no texture."""
+    """The (size, size, 3) float32 RGB appearance of a class; a label outside ``classes`` gets a random colour."""
     if label not in classes:
         return np.broadcast_to(rng.uniform(0, 255, 3).astype(np.float32), (size, size, 3)).copy()
     _, colour, kind = classes[label]
@@ -80,7 +62,7 @@ def _class_appearance(label: int, size: int, rng: np.random.Generator,
 
 
 def _random_region(size: int, rng: np.random.Generator) -> np.ndarray:
-    """A boolean (size, size) mask: a rectangle, an ellipse or a blob covering roughly 6-35% of the canvas."""
+    """A boolean (size, size) rectangle, ellipse or blob covering roughly 6-35% of the canvas."""
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     shape = rng.integers(3)
     if shape == 0:
@@ -91,7 +73,7 @@ def _random_region(size: int, rng: np.random.Generator) -> np.ndarray:
         cy, cx = rng.uniform(0.2 * size, 0.8 * size, 2)
         ry, rx = rng.uniform(size / 8, size / 4, 2)
         return ((yy - cy) / ry)**2 + ((xx - cx) / rx)**2 <= 1.0
-    field = np.zeros((size, size), np.float32)  # a blob: the level set of a few Gaussian bumps
+    field = np.zeros((size, size), np.float32)
     centre = rng.uniform(0.25 * size, 0.75 * size, 2)
     for _ in range(4):
         cy, cx = centre + rng.normal(0, size / 10, 2)
@@ -103,17 +85,16 @@ def _random_region(size: int, rng: np.random.Generator) -> np.ndarray:
 def make_classes_sample(size: int, rng: np.random.Generator,
                  classes: Dict[int, Tuple[str, Tuple[int, int, int], str]] = DEMO_CLASSES,
                  void: int = 0) -> Tuple[np.ndarray, np.ndarray]:
-    """One image (size, size, 3) uint8 RGB and its label map (size, size) uint8: a background class with 2-4 regions
-    of other ``classes`` (as many as there are), sometimes over a region of the ``void`` label (random colour).
-    Defaults: the raw ADE20K demo (0 = "other"); the custom-layout demo passes its own classes and 255."""
+    """One RGB image and its label map: a background class with 2-4 regions of other ``classes``, sometimes over a
+    ``void`` region."""
     labels = list(classes)
     background = int(rng.choice(labels))
     label_map = np.full((size, size), background, np.uint8)
     image = _class_appearance(background, size, rng, classes)
     others = [c for c in labels if c != background]
-    count = rng.integers(2, min(5, len(others) + 1))  # (2, 5) for ADE20K's 8 classes, as before
+    count = rng.integers(2, min(5, len(others) + 1))
     regions = [(int(c), _random_region(size, rng)) for c in rng.choice(others, count, replace=False)]
-    if rng.random() < 0.4:  # a void region, partly covered by the class regions drawn after it
+    if rng.random() < 0.4:
         regions.insert(0, (void, _random_region(size, rng)))
     for label, region in regions:
         label_map[region] = label
@@ -124,10 +105,8 @@ def make_classes_sample(size: int, rng: np.random.Generator,
 
 # 'shapes' style: raw ADE20K-convention ids 1..7 (0 = "other" is not used).
 SHAPE_CLASSES: Tuple[str, ...] = ('background', ) + SHAPES
-# Object radius as a fraction of the image side, and objects per image (drawn in order, later ones on top).
 SHAPE_RADIUS = (0.2, 0.32)
 SHAPES_PER_IMAGE = (1, 3)
-# Least Euclidean RGB distance between an object's base colour and the background's, so every outline is visible.
 MIN_COLOUR_DISTANCE = 60.0
 
 
@@ -137,7 +116,6 @@ def _random_colour(rng: np.random.Generator) -> np.ndarray:
 
 
 def _random_appearance(size: int, avoid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """(size, size, 3): a random colour at least MIN_COLOUR_DISTANCE from ``avoid`` with a random texture."""
     colour = _random_colour(rng)
     while np.linalg.norm(colour - avoid) < MIN_COLOUR_DISTANCE:
         colour = _random_colour(rng)
@@ -146,8 +124,7 @@ def _random_appearance(size: int, avoid: np.ndarray, rng: np.random.Generator) -
 
 
 def _make_shapes_sample(size: int, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
-    """One 'shapes' image (size, size, 3) uint8 RGB and its raw label map (size, size) uint8 (1 = background,
-    1 + k = ``SHAPES[k]``). The background is a flat random grey, the objects random colours and textures."""
+    """One 'shapes' RGB image and its raw label map (1 = background, 1 + k = ``SHAPES[k]``)."""
     background = np.full(3, rng.uniform(60, 190), np.float32)
     image = np.broadcast_to(background, (size, size, 3)).copy()
     label_map = np.ones((size, size), np.uint8)
@@ -187,9 +164,7 @@ def demo_ade20k_files(num_train: int, num_val: int, with_annotations: bool = Tru
 
 
 def save_demo_image(image: Image.Image, path: str, **kwargs) -> None:
-    """Save ``image`` at ``path`` (in a demo root claimed by :func:`beit_mm.data.demo.root.claim_demo_root`) in the
-    format its suffix names, through the root's journal, a temporary file and a rename
-    (:func:`beit_mm.data.demo.root.save_demo_image`: never over a file the generator did not write)."""
+    """Save ``image`` at ``path`` in a claimed demo root, in the format its suffix names."""
     _save_in_tree(image, path, **kwargs)
 
 
@@ -200,27 +175,23 @@ def make_demo_ade20k(root: str,
                      seed: int = 0,
                      style: str = 'classes',
                      with_annotations: bool = True) -> str:
-    """Write the demo dataset under ``root`` (layout in the module docstring); skip what is already complete.
-
-    ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.data.demo.root.claim_demo_root`).
+    """Write ``root/images/{training,validation}/ADE_*.jpg`` and ``root/annotations/.../ADE_*.png``; skip what is
+    complete.
 
     Args:
-        root (str): dataset root (``data_root`` of mmseg's ``ADE20KDataset``).
-        num_train (int): training images.
-        num_val (int): validation images (0 for none).
-        size (int): image side in pixels.
-        seed (int): seed of the generator; the same arguments give the same files.
-        style (str): ``'classes'`` (colour names the class), ``'shapes'`` (the outline does), ``'digits'``
-            (handwritten digits in random colours, :mod:`beit_mm.data.demo.digits`; needs scikit-learn) or
-            ``'digits-dark'`` (the same digits in dark ink on light paper).
-        with_annotations (bool): also write the label maps; False gives an unlabeled image pool.
+        root: dataset root: new, empty, or one this function wrote.
+        num_train, num_val: images per split.
+        size: image side in pixels.
+        seed: the same arguments give the same files.
+        style: ``'classes'`` (colour names the class), ``'shapes'`` (the outline does), ``'digits'`` or
+            ``'digits-dark'`` (handwritten digits; needs scikit-learn).
+        with_annotations: also write the label maps.
 
     Returns:
-        str: ``root``.
+        ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     if style not in SAMPLERS:
         raise ValueError(f'unknown demo style {style!r}; use one of {sorted(SAMPLERS)}')
@@ -229,7 +200,7 @@ def make_demo_ade20k(root: str,
     expected = demo_ade20k_files(num_train, num_val, with_annotations)
     tree = open_demo_root(root, 'beit_mm.data.demo.make_demo_ade20k', arguments, expected)
     if tree.mode == KEEP:
-        return root  # an old demo root holding exactly these files: used as it is
+        return root
     rng = np.random.default_rng(seed)
     for (split, prefix), count in zip(_SPLITS, (num_train, num_val)):
         split_rng = np.random.default_rng(rng.integers(2**32))
@@ -243,7 +214,7 @@ def make_demo_ade20k(root: str,
             tree.save_image(images[index], Image.fromarray(image), quality=92)
             if with_annotations:
                 tree.save_image(labels[index], Image.fromarray(label_map, mode='L'))
-    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
+    tree.remove_stale(expected)
     tree.finish()
     return root
 
@@ -251,28 +222,20 @@ def make_demo_ade20k(root: str,
 def check_ade20k_labels(root: str, max_files: Optional[int] = None) -> Dict[int, int]:
     """Check that ``root/annotations/{training,validation}/*.png`` hold raw ADE20K label maps.
 
-    Raw ADE20K masks are single-channel uint8 maps with 0 = "other" and 1..150 = classes; mmseg's ``ADE20KDataset``
-    turns them into training targets with ``reduce_zero_label=True`` (0 -> 255 ignored, k -> k - 1). The rules are
-    :func:`beit_mm.data.checks.check_label_values` (the same ones the dataset check before training applies), plus
-    one for this layout: a 255 is an error here (ADE20K's raw masks have no void value), while the dataset check
-    accepts it with a warning where it may mark void pixels.
-
     Args:
-        root (str): dataset root.
-        max_files (int, optional): check only the first ``max_files`` masks of each split (sorted by name).
+        root: dataset root.
+        max_files: check only the first ``max_files`` masks of each split.
 
     Returns:
-        dict: pixel count of every label value found, ``{value: count}``.
+        ``{value: pixel count}`` of every label value found.
 
     Raises:
         FileNotFoundError: no masks under ``root/annotations``.
-        DatasetCheckError: (a ``ValueError``) a mask is an RGB image, a 0/255 binary map, already reduced (contains
-            255 = ignore), or has values above 150; the message names the file and the fix.
+        DatasetCheckError: an RGB mask, a 0/255 binary map, a reduced mask (255 present) or values above 150.
     """
     from ..checks import (DatasetCheckError, LabelRule, Problem, check_label_values,  # (kept local: merge-friendly)
                          label_problems)
     rule = LabelRule(num_classes=ADE20K_NUM_CLASSES, reduce_zero_label=True)
-    # raw ADE20K masks hold 0..150 only, so 255 here (which other sets may use for void pixels) means reduced masks
     reduced = Problem('annotation(s) containing 255 beside class values, which raw ADE20K masks (0..150) never hold: '
                       'they look already reduced (0 -> 255, k -> k - 1)',
                       'use the raw masks, or set reduce_zero_label=False in the dataset and in LoadAnnotations')

@@ -1,20 +1,4 @@
-"""A tiny synthetic set in ADE20K's panoptic layout (:mod:`beit_mm.data.datasets.ade20k_panoptic`), drawn as the COCO
-demo.
-
-:func:`make_demo_ade20k_panoptic` writes::
-
-    root/images/{training,validation}/ADE_{train,val}_00000001.jpg    RGB, width 1.5 x size by height size
-    root/annotations/{training,validation}/<same stem>.png            ADE20K's class per pixel (0 other, 1..150)
-    root/annotations_instance/{training,validation}/<same stem>.png   R the instance category 1..100, G the instance
-                                                                       id, B 0; 0 where no instance
-
-The drawings are :func:`beit_mm.data.demo.coco.make_coco_sample`'s, with ADE20K's classes for COCO's
-(:data:`ADE20K_OF_COCO`): things person and car (1-3 instances per image), stuff sky over road or grass, sometimes an
-unlabelled region (semantic 0, no instance). Labels (mmdet's ADE20K panoptic order): person 3, car 8 (things), road
-106, sky 102, grass 107 (stuff).
-
-Ownership as the other demo generators: :func:`beit_mm.data.demo.root.open_demo_root`.
-"""
+"""A tiny synthetic set in ADE20K's panoptic layout, the COCO demo's drawings with ADE20K's classes."""
 from __future__ import annotations
 
 import os.path as osp
@@ -27,8 +11,7 @@ from ..datasets.ade20k_panoptic import THINGS
 from .coco import COCO_DEMO_CATEGORIES, make_coco_sample
 
 SPLITS = (('training', 'train'), ('validation', 'val'))
-#: COCO demo category id -> ADE20K class index (of the 150; the PNG stores index + 1): person 12, car 20, road 6,
-#: sky 2, grass 9 (mmseg's ADE20KDataset names: person, car, road, sky, grass).
+#: COCO demo category id -> ADE20K class index (the PNG stores index + 1).
 ADE20K_OF_COCO = {1: 12, 3: 20, 149: 6, 187: 2, 193: 9}
 
 
@@ -43,8 +26,7 @@ def ade20k_panoptic_demo_files(num_train: int, num_val: int) -> dict[str, list[t
 
 
 def ade20k_maps(segment_map: np.ndarray, segments: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-    """A COCO demo sample's segment-id map and segments -> ADE20K's semantic PNG (H, W) uint8 and instance PNG
-    (H, W, 3) uint8 (instances numbered 1.. in drawing order)."""
+    """A COCO demo sample's segment map and segments -> ADE20K's semantic (H, W) and instance (H, W, 3) PNGs."""
     semantic = np.zeros(segment_map.shape, np.uint8)
     instance = np.zeros(segment_map.shape + (3, ), np.uint8)
     count = 0
@@ -60,11 +42,10 @@ def ade20k_maps(segment_map: np.ndarray, segments: list[dict]) -> tuple[np.ndarr
 
 def make_demo_ade20k_panoptic(root: str, num_train: int = 40, num_val: int = 10, size: int = 64,
                               seed: int = 0) -> str:
-    """Write the ADE20K panoptic demo under ``root`` (layout in the module docstring); a second call with the same
-    arguments rewrites nothing.
+    """Write the ADE20K panoptic demo under ``root``; a second call with the same arguments rewrites nothing.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     layout = ade20k_panoptic_demo_files(num_train, num_val)
     expected = [p for rows in layout.values() for row in rows for p in row]

@@ -1,14 +1,7 @@
-"""A small synthetic set in the Cityscapes layout that mmseg's ``CityscapesDataset`` reads (the official
-``leftImg8bit``/``gtFine`` folders after mmseg's ``tools/dataset_converters/cityscapes.py``, which adds the
-``_gtFine_labelTrainIds.png`` maps; ``configs/_base_/datasets/cityscapes.py``), drawn by the ADE20K demo's generator
-with six of its classes (:mod:`beit_mm.data.demo.seg_layout`), two drawings side by side for Cityscapes' 2:1 frames.
-
-:func:`make_demo_cityscapes` writes::
+"""A small synthetic set in the Cityscapes layout that mmseg's ``CityscapesDataset`` reads::
 
     root/leftImg8bit/{train,val}/<city>/<city>_<6-digit seq>_000019_leftImg8bit.png      RGB, size x 2 size
     root/gtFine/{train,val}/<city>/<same stem>_gtFine_labelTrainIds.png                  train ids 0..18, 255 ignored
-
-with Cityscapes' own city names (training cities for train, validation cities for val).
 """
 from __future__ import annotations
 
@@ -16,7 +9,7 @@ import os.path as osp
 
 from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> the Cityscapes train id (CityscapesDataset.METAINFO['classes'] index; mmseg 1.2.2) it is drawn as
+# demo class -> the Cityscapes train id it is drawn as
 CITYSCAPES_TRAIN_ID = {'road': 0, 'wall': 3, 'tree': 8, 'grass': 9, 'sky': 10, 'car': 13}
 CITYSCAPES_NAMES = {'tree': 'vegetation', 'grass': 'terrain'}  # the Cityscapes name where it is not the demo's
 IGNORE_INDEX = 255
@@ -38,11 +31,10 @@ def cityscapes_layout(num_train: int, num_val: int) -> SegDemoLayout:
 
 
 def make_demo_cityscapes(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:
-    """Write the Cityscapes demo under ``root`` (layout in the module docstring; images ``size`` x ``2 * size``).
-    Returns ``root``.
+    """Write the Cityscapes demo under ``root`` (images ``size`` x ``2 * size``); returns ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     return write_seg_demo(root, 'beit_mm.data.demo_cityscapes.make_demo_cityscapes',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),

@@ -1,27 +1,13 @@
 """A tiny synthetic set in COCO's panoptic and instance layout, as mmdet's ``CocoPanopticDataset`` and
-``CocoDataset`` read it (and the official EoMT's COCO loaders: the same files).
+``CocoDataset`` read it::
 
-:func:`make_demo_coco` writes::
+    root/{train,val}2017/<image id>.jpg                     image ids continue over the splits
+    root/annotations/panoptic_{train,val}2017.json
+    root/annotations/panoptic_{train,val}2017/<id>.png      RGB segment ids, 0 = void
+    root/annotations/instances_{train,val}2017.json         RLE instances of the thing classes
 
-    root/train2017/000000000001.jpg ...                    RGB, width 1.5 x size by height size
-    root/val2017/000000000201.jpg ...                      (image ids continue over the splits, as COCO's are unique)
-    root/annotations/panoptic_train2017.json               COCO panoptic: images, annotations (file_name, segments_info
-    root/annotations/panoptic_val2017.json                 with id, category_id, iscrowd, bbox [x, y, w, h], area),
-                                                           categories (id, name, supercategory, isthing, color)
-    root/annotations/panoptic_train2017/000000000001.png   RGB segment ids, id = R + 256 G + 256^2 B; 0 = void
-    root/annotations/panoptic_val2017/000000000201.png
-    root/annotations/instances_train2017.json              COCO instances of the thing classes: RLE segmentation,
-    root/annotations/instances_val2017.json                bbox, area, iscrowd 0
-
-Classes (:data:`COCO_DEMO_CATEGORIES`), with COCO's names and non-contiguous ids: the things person and car, drawn as
-1-3 instances per image (upright ellipses and wide rectangles, each its own colour and texture, later ones over
-earlier ones; an instance hidden to under :data:`MIN_VISIBLE` pixels is left out), on the stuff sky (top) over road or
-grass (bottom); sometimes a random-colour region without a segment (void, id 0). Contiguous labels as mmdet's:
-things first (0 person, 1 car), then stuff (2 road, 3 sky, 4 grass).
-
-Ownership as :func:`beit_mm.data.demo.custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker and journal (:func:`beit_mm.data.demo.root.open_demo_root`); every file is journaled, then written through a
-temporary file and a rename, and only files the journal lists with their present content are replaced or removed.
+The things person and car (1-3 instances per image) lie on the stuff sky over road or grass; labels as mmdet's,
+things first.
 """
 from __future__ import annotations
 
@@ -37,9 +23,7 @@ from ..datasets.coco_panoptic import id2rgb
 from .ade20k import _texture
 
 SPLITS = ('train', 'val')
-# COCO category id -> (name, isthing, base RGB colour, texture); thing ids first, ascending, so mmdet's contiguous
-# labels (cat ids sorted) put things before stuff. Ids and names as in COCO panoptic (person 1, car 3, road 149,
-# sky-other-merged 187, grass-merged 193).
+# COCO category id -> (name, isthing, base RGB colour, texture); thing ids first, so labels put things first.
 COCO_DEMO_CATEGORIES: dict[int, tuple[str, int, tuple[int, int, int], str]] = {
     1: ('person', 1, (240, 200, 40), 'checker'),
     3: ('car', 1, (210, 30, 40), 'flat'),
@@ -59,7 +43,7 @@ MAX_SEGMENT_ID = 256**3 - 1  # the RGB encoding's range (0 = void)
 
 
 def coco_demo_files(num_train: int, num_val: int) -> dict[str, list[tuple[int, str, str]]]:
-    """``{split: [(image id, image path, panoptic PNG path), ...]}`` relative to the root; ids 1.. over both splits."""
+    """``{split: [(image id, image path, panoptic PNG path), ...]}`` relative to the root."""
     layout, image_id = {}, 0
     for split, count in zip(SPLITS, (num_train, num_val)):
         rows = []
@@ -72,7 +56,7 @@ def coco_demo_files(num_train: int, num_val: int) -> dict[str, list[tuple[int, s
 
 
 def _appearance(category: int, height: int, width: int, rng: np.random.Generator) -> np.ndarray:
-    """(height, width, 3) float32: the category's colour modulated by its texture (cropped from a square canvas)."""
+    """(height, width, 3) float32: the category's colour modulated by its texture."""
     _, _, colour, kind = COCO_DEMO_CATEGORIES[category]
     side = max(height, width)
     return np.asarray(colour, np.float32) + 30.0 * _texture(kind, side, rng)[:height, :width, None]
@@ -91,8 +75,7 @@ def _thing_shape(category: int, height: int, width: int, rng: np.random.Generato
 
 
 def make_coco_sample(height: int, width: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """One image (H, W, 3) uint8 RGB, its segment-id map (H, W) int64 (0 = void) and its segments
-    ``[{'id', 'category_id'}, ...]`` (stuff first, then the visible instances in drawing order)."""
+    """One RGB image, its segment-id map (H, W) int64 (0 = void) and its segments ``[{'id', 'category_id'}]``."""
     ids = iter((rng.choice(MAX_SEGMENT_ID, size=16, replace=False) + 1).tolist())
     segment_map = np.zeros((height, width), np.int64)
     image = np.zeros((height, width, 3), np.float32)
@@ -103,7 +86,7 @@ def make_coco_sample(height: int, width: int, rng: np.random.Generator) -> tuple
         segments.append(dict(id=next(ids), category_id=category))
         segment_map[region] = segments[-1]['id']
         image[region] = _appearance(category, height, width, rng)[region]
-    if rng.random() < 0.3:  # a void region: a random colour, no segment
+    if rng.random() < 0.3:  # a void region
         yy, xx = np.mgrid[0:height, 0:width]
         cy, cx, r = rng.uniform(0, height), rng.uniform(0, width), rng.uniform(0.08, 0.15) * height
         void = (yy - cy)**2 + (xx - cx)**2 <= r * r
@@ -137,11 +120,10 @@ def _categories(things_only: bool) -> list[dict]:
 
 
 def make_demo_coco(root: str, num_train: int = 40, num_val: int = 10, size: int = 64, seed: int = 0) -> str:
-    """Write the COCO-layout demo set under ``root`` (layout in the module docstring); a second call with the same
-    arguments rewrites nothing.
+    """Write the COCO-layout demo set under ``root``; a second call with the same arguments rewrites nothing.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     layout = coco_demo_files(num_train, num_val)
     annotation_files = [osp.join('annotations', f'{kind}_{split}2017.json') for split in SPLITS
@@ -152,7 +134,7 @@ def make_demo_coco(root: str, num_train: int = 40, num_val: int = 10, size: int 
     if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
     height, width = size, size + size // 2
-    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
+    tree.remove_stale(expected)
     rng = np.random.default_rng(seed)
     for split in SPLITS:
         split_rng = np.random.default_rng(rng.integers(2**32))

@@ -1,19 +1,7 @@
-"""Small synthetic sets in the two COCO-Stuff layouts that mmseg's ``COCOStuffDataset`` reads (its suffixes ``.jpg``
-and ``_labelTrainIds.png``), drawn by the ADE20K demo's generator with eight of its classes
-(:mod:`beit_mm.data.demo.seg_layout`).
+"""Small synthetic sets in the two COCO-Stuff layouts that mmseg's ``COCOStuffDataset`` reads::
 
-:func:`make_demo_coco_stuff164k` writes the layout of mmseg's ``tools/dataset_converters/coco_stuff164k.py``
-(``configs/_base_/datasets/coco-stuff164k.py``)::
-
-    root/images/{train2017,val2017}/<12-digit id>.jpg
-    root/annotations/{train2017,val2017}/<id>_labelTrainIds.png    the 171 classes as 0..170, 255 unlabeled
-
-:func:`make_demo_coco_stuff10k` writes the layout of ``coco_stuff10k.py`` (``coco-stuff10k.py``, reduce_zero_label)::
-
-    root/images/{train2014,test2014}/COCO_train2014_<12-digit id>.jpg
-    root/annotations/{train2014,test2014}/<same stem>_labelTrainIds.png    0 unlabeled, the classes as 1..171
-
-The ids are drawn from the seed (unique over both splits), as COCO's are sparse.
+    164k: root/images/{train2017,val2017}/<id>.jpg, root/annotations/<split>/<id>_labelTrainIds.png (0..170, 255)
+    10k:  root/images/{train2014,test2014}/COCO_train2014_<id>.jpg, the same annotations (0 unlabeled, 1..171)
 """
 from __future__ import annotations
 
@@ -23,8 +11,7 @@ import numpy as np
 
 from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> its index in COCOStuffDataset.METAINFO['classes'] (mmseg 1.2.2): the 164k label maps store the index,
-# the 10k ones index + 1
+# demo class -> its index in COCOStuffDataset.METAINFO['classes']; the 10k maps store index + 1
 COCO_STUFF_INDEX = {'sky': 145, 'grass': 112, 'car': 2, 'road': 137, 'tree': 157, 'wall': 161, 'water': 166,
                     'floor': 103}  # sky-other, grass, car, road, tree, wall-other, water-other, floor-other
 COCO_STUFF_NAMES = {'sky': 'sky-other', 'wall': 'wall-other', 'water': 'water-other', 'floor': 'floor-other'}
@@ -40,8 +27,7 @@ def _ids(count: int, seed: int) -> list[int]:
 
 
 def _coco_stuff_layout(splits: tuple[str, str], stem: str, num_train: int, num_val: int, seed: int) -> SegDemoLayout:
-    """``images/<split>/<stem>.jpg`` and ``annotations/<split>/<stem>_labelTrainIds.png`` pairs, ``stem`` formatted with
-    distinct random COCO image ids."""
+    """Image and ``_labelTrainIds.png`` pairs, ``stem`` formatted with distinct random COCO image ids."""
     ids = iter(_ids(num_train + num_val, seed))
     pairs = {}
     for split, count in zip(splits, (num_train, num_val)):
@@ -61,10 +47,10 @@ def coco_stuff10k_layout(num_train: int, num_val: int, seed: int) -> SegDemoLayo
 
 def make_demo_coco_stuff164k(root: str, num_train: int = 200, num_val: int = 40, size: int = 128,
                              seed: int = 0) -> str:
-    """Write the COCO-Stuff-164k demo under ``root`` (layout in the module docstring). Returns ``root``.
+    """Write the COCO-Stuff-164k demo under ``root``; returns ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     return write_seg_demo(root, 'beit_mm.data.demo_coco_stuff.make_demo_coco_stuff164k',
                           dict(num_train=num_train, num_val=num_val, size=size, seed=seed),
@@ -74,10 +60,10 @@ def make_demo_coco_stuff164k(root: str, num_train: int = 200, num_val: int = 40,
 
 def make_demo_coco_stuff10k(root: str, num_train: int = 200, num_val: int = 40, size: int = 128,
                             seed: int = 0) -> str:
-    """Write the COCO-Stuff-10k demo under ``root`` (layout in the module docstring). Returns ``root``.
+    """Write the COCO-Stuff-10k demo under ``root``; returns ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     stored = {name: index + 1 for name, index in COCO_STUFF_INDEX.items()}
     return write_seg_demo(root, 'beit_mm.data.demo_coco_stuff.make_demo_coco_stuff10k',

@@ -1,17 +1,11 @@
-"""A small synthetic set in the custom layout (:class:`beit_mm.data.datasets.custom.CustomSegDataset`), drawn by the
-ADE20K demo's generator (:func:`beit_mm.data.demo.make_classes_sample`) with three of its classes.
-
-:func:`make_demo_custom` writes::
+"""A small synthetic set in the custom layout of ``CustomSegDataset``::
 
     root/classes.txt                       sky, grass, car (mask values 0, 1, 2)
     root/palette.txt                       their demo colours, "R G B" per line
     root/images/{train,val}/<stem>.jpg     RGB, size x size; about a third of them .png
     root/masks/{train,val}/<stem>.png      uint8 class indices 0..2, 255 (ignored) on the random-colour regions
 
-The stems are random hex strings (``3f9c0a51e2b7``), drawn from the seed: nothing in a name tells its split, index or
-class, as in a set exported from a labelling tool. Ownership as :func:`beit_mm.data.demo.ade20k.make_demo_ade20k`: the
-root must be new, empty or this generator's, every file in it journaled with its content, and every write and removal
-goes through its :class:`beit_mm.data.demo.root.GeneratedTree`.
+The stems are random hex strings, as in a set exported from a labelling tool.
 """
 from __future__ import annotations
 
@@ -34,8 +28,7 @@ PNG_SHARE = 1 / 3  # images stored as .png (the rest .jpg): the dataset lists bo
 
 
 def custom_demo_files(num_train: int, num_val: int, seed: int) -> dict[str, list[tuple[str, str]]]:
-    """``{split: [(image path, mask path), ...]}`` relative to the root, in writing order: random 12-hex-digit stems
-    (unique over both splits) and suffixes, drawn from ``seed`` alone (the pixels use another stream)."""
+    """``{split: [(image path, mask path), ...]}`` relative to the root, random stems drawn from ``seed`` alone."""
     rng = np.random.default_rng([seed, 1])
     used: set[str] = set()
     layout = {}
@@ -53,17 +46,15 @@ def custom_demo_files(num_train: int, num_val: int, seed: int) -> dict[str, list
 
 
 def _write_text(path: str, text: str) -> None:
-    """Write ``text`` at ``path`` in a claimed demo root (:func:`beit_mm.data.demo.root.write_demo_file`: journaled,
-    atomic, never over a file the generator did not write)."""
+    """Write ``text`` at ``path`` in a claimed demo root."""
     write_demo_file(path, text)
 
 
 def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: int = 128, seed: int = 0) -> str:
-    """Write the custom-layout demo set under ``root`` (layout in the module docstring); a second call with the same
-    arguments rewrites nothing.
+    """Write the custom-layout demo set under ``root``; a second call with the same arguments rewrites nothing.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     layout = custom_demo_files(num_train, num_val, seed)
     expected = [CLASSES_FILE, PALETTE_FILE] + [path for pairs in layout.values() for pair in pairs for path in pair]
@@ -75,7 +66,7 @@ def make_demo_custom(root: str, num_train: int = 200, num_val: int = 40, size: i
     tree.write_text(CLASSES_FILE, ''.join(f'{name}\n' for name in names))
     colours = [CUSTOM_DEMO_CLASSES[v][1] for v in sorted(CUSTOM_DEMO_CLASSES)]
     tree.write_text(PALETTE_FILE, ''.join(f'{r} {g} {b}\n' for r, g, b in colours))
-    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
+    tree.remove_stale(expected)
     rng = np.random.default_rng(seed)
     for split in SPLITS:
         split_rng = np.random.default_rng(rng.integers(2**32))

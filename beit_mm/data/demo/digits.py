@@ -1,19 +1,7 @@
 """The 'digits' demo style: real handwriting, four digits per image on a noisy textured background.
 
-The glyphs are scikit-learn's bundled copy of the UCI handwritten digits (``sklearn.datasets.load_digits``: 1797
-images of 8x8 pixels, ink 0..16, read from the installed package: nothing is downloaded). The first
-:data:`TRAIN_GLYPHS` in the file's order draw the training images (and an unlabeled pool), the rest the validation
-images, so no validation image reuses a glyph seen in training.
-
-One sample (:func:`make_digits_sample`): a background of a random colour and texture, one glyph per quadrant of a 2x2
-grid (no overlap), each scaled to :data:`GLYPH_SCALE` of the image side at a random place in its quadrant and drawn in
-a random colour far from the background's, its ink as alpha; label = digit + 1 on ink pixels (upscaled ink >= half of
-the maximum), 0 ("other", ignored by ``reduce_zero_label``) elsewhere: 10 classes. Written in ADE20K layout by
-``beit_mm.data.demo.ade20k.make_demo_ade20k(style='digits')``.
-
-``ink='dark'`` (style ``'digits-dark'``) draws pen on paper instead: a light background
-(every channel in :data:`PAPER_RANGE`) and dark ink (every channel in :data:`DARK_INK_RANGE`), the rest unchanged.
-A from-scratch model must first learn that any colour far from the background is ink; dark ink spares it that.
+The glyphs are scikit-learn's bundled UCI digits (8x8); validation images use glyphs training never sees. Label =
+digit + 1 on ink pixels, 0 ("other") elsewhere.
 """
 from __future__ import annotations
 
@@ -75,13 +63,13 @@ def make_digits_sample(size: int,
                        rng: np.random.Generator,
                        split: str = 'training',
                        ink: str = 'colour') -> tuple[np.ndarray, np.ndarray]:
-    """One image (size, size, 3) uint8 RGB and its raw label map (size, size) uint8: 0 = other, d + 1 = digit d.
+    """One RGB image and its raw label map: 0 = other, d + 1 = digit d.
 
     Args:
-        size: image side in pixels (64 in the MIM study).
-        rng: the generator every random choice is drawn from (same state, same sample).
-        split: ``'training'`` or ``'validation'``: which glyph pool (:func:`glyph_indices`) the four digits come from.
-        ink: ``'colour'`` (random background, ink of any colour far from it) or ``'dark'`` (dark ink on light paper).
+        size: image side in pixels.
+        rng: the generator every random choice is drawn from.
+        split: ``'training'`` or ``'validation'``: the glyph pool.
+        ink: ``'colour'`` (ink of any colour far from a random background) or ``'dark'`` (dark ink on light paper).
     """
     if ink not in INKS:
         raise ValueError(f'unknown ink {ink!r}; use one of {INKS}')

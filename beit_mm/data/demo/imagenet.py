@@ -1,24 +1,11 @@
-"""A small synthetic classification dataset in ImageNet's folder layout, for demos and tests (no download needed).
+"""A small synthetic classification dataset in ImageNet's folder layout::
 
-Layout written by :func:`make_demo_imagenet` (the layout of ImageNet after the usual ``valprep`` step)::
+    root/train/<wnid>/<wnid>_<i>.JPEG
+    root/val/<wnid>/ILSVRC2012_val_<n>.JPEG
+    root/meta/{train,val}.txt                     with ann_files=True: lines "<wnid>/<file> <label>"
 
-    root/train/<wnid>/<wnid>_<i>.JPEG             per_class_train images per class
-    root/val/<wnid>/ILSVRC2012_val_<n>.JPEG       per_class_val images per class
-    root/meta/{train,val}.txt                     only with ann_files=True: ImageNet's annotation-file layout,
-                                                  lines "<wnid>/<file> <label>"
-    root/.beit_mm_demo.json, .beit_mm_demo.files  the marker and the journal of the files written (sha256): the
-                                                  generator replaces and removes only files the journal lists with
-                                                  their content, and refuses any other folder, a link or a file it
-                                                  did not write, before writing (:mod:`beit_mm.data.demo.root`)
-
-Folder names look like ImageNet wnids (``n01440764``, ...) and increase with the class index, so the class index of
-a folder is its position among the sorted folder names: the order mmpretrain's ``ImageNet``/``CustomDataset`` use for
-the folder layout (``find_folders`` sorts) and the order of the official ImageNet label files (REFERENCE.md section 6
-item 14: a different order costs about 1% top-1 with official CvT weights, CvT issue 14).
-
-Each class is one coloured shape with its own texture (:data:`SHAPES`, :data:`TEXTURES`, a hue per class) at a random
-position and scale on a noisy background of random grey level, plus JPEG artefacts, so that a tiny CvT learns the 5
-default classes in a few minutes on a CPU.
+The wnids increase with the class index, so sorted folder names give ImageNet's label order. Each class is one
+coloured, textured shape on a noisy background: a tiny CvT learns the 5 default classes in minutes on a CPU.
 """
 import colorsys
 import os.path as osp
@@ -37,7 +24,7 @@ _SPLITS = ('train', 'val')
 
 
 def demo_wnids(num_classes: int) -> List[str]:
-    """The folder names of the demo classes, in class-index order (which is also their sorted order)."""
+    """The folder names of the demo classes, in class-index order."""
     return [f'n{_FIRST_WNID + _WNID_STEP * k:08d}' for k in range(num_classes)]
 
 
@@ -52,14 +39,13 @@ def demo_class_style(index: int, num_classes: int) -> Tuple[str, str, Tuple[int,
 
 
 def _shape_mask(shape: str, size: int, rng: np.random.Generator) -> np.ndarray:
-    """A boolean (size, size) mask of ``shape`` with random centre and radius (about 20-40% of the side)."""
     radius = rng.uniform(0.2, 0.4) * size
     cy, cx = rng.uniform(radius, size - radius, 2)
     return shape_mask(shape, size, cy, cx, radius)
 
 
 def shape_mask(shape: str, size: int, cy: float, cx: float, radius: float) -> np.ndarray:
-    """A boolean (size, size) mask of ``shape`` (one of :data:`SHAPES`) centred at (cy, cx) pixels, ``radius`` wide."""
+    """A boolean (size, size) mask of ``shape`` centred at (cy, cx), ``radius`` wide."""
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
     dy, dx = (yy - cy) / radius, (xx - cx) / radius
     if shape == 'disc':
@@ -104,7 +90,6 @@ def make_demo_image(index: int, num_classes: int, size: int, rng: np.random.Gene
 
 
 def _split_files(split: str, wnids: List[str], per_class: int) -> List[List[str]]:
-    """Relative file names of ``split``, per class."""
     if split == 'train':
         return [[f'{w}/{w}_{i}.JPEG' for i in range(per_class)] for w in wnids]
     return [[f'{w}/ILSVRC2012_val_{k * per_class + i + 1:08d}.JPEG' for i in range(per_class)]
@@ -112,15 +97,14 @@ def _split_files(split: str, wnids: List[str], per_class: int) -> List[List[str]
 
 
 def demo_imagenet_files(wnids: List[str], per_class_train: int, per_class_val: int, ann_files: bool) -> List[str]:
-    """Relative paths of the files :func:`make_demo_imagenet` writes under its root (its marker aside)."""
+    """Relative paths of the files :func:`make_demo_imagenet` writes."""
     files = [osp.join(split, name) for split, per_class in zip(_SPLITS, (per_class_train, per_class_val))
              for class_files in _split_files(split, wnids, per_class) for name in class_files]
     return files + ([osp.join('meta', f'{split}.txt') for split in _SPLITS] if ann_files else [])
 
 
 def _write_text_if_changed(path: str, text: str) -> None:
-    """Write ``text`` at ``path`` in a claimed demo root unless it holds it already
-    (:func:`beit_mm.data.demo.root.write_demo_file` skips equal content)."""
+    """Write ``text`` at ``path`` in a claimed demo root unless it holds it already."""
     write_demo_file(path, text)
 
 
@@ -131,26 +115,21 @@ def make_demo_imagenet(root: str,
                        size: int = 64,
                        seed: int = 0,
                        ann_files: bool = False) -> str:
-    """Write the demo classification set under ``root`` (layout in the module docstring); skip complete splits.
-
-    ``root`` must be new, an empty folder, or a root this function wrote (its marker): anything else is refused
-    before a file is written (:func:`beit_mm.data.demo.root.claim_demo_root`).
+    """Write the demo classification set under ``root``; skip complete splits.
 
     Args:
-        root: dataset root (``data_root`` of mmpretrain's ``ImageNet``/``CustomDataset``).
-        num_classes: number of classes (wnid folders); 1000 gives ImageNet-1k's class count.
-        per_class_train: training images per class.
-        per_class_val: validation images per class.
+        root: dataset root: new, empty, or one this function wrote.
+        num_classes: number of classes (wnid folders).
+        per_class_train, per_class_val: images per class and split.
         size: image side in pixels.
-        seed: generator seed; the same arguments give the same files.
-        ann_files: also write ``meta/train.txt`` and ``meta/val.txt`` (labels = sorted-wnid index). mmpretrain's
-            ``ImageNet(split=...)`` then reads them instead of scanning folders.
+        seed: the same arguments give the same files.
+        ann_files: also write ``meta/train.txt`` and ``meta/val.txt``.
 
     Returns:
         ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real ImageNet, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     if num_classes < 1 or per_class_train < 1 or per_class_val < 1 or size < 16:
         raise ValueError(f'make_demo_imagenet needs num_classes, per_class_train, per_class_val >= 1 and size >= 16; '
@@ -161,9 +140,8 @@ def make_demo_imagenet(root: str,
     expected = demo_imagenet_files(wnids, per_class_train, per_class_val, ann_files)
     tree = open_demo_root(root, 'beit_mm.data.demo_imagenet.make_demo_imagenet', arguments, expected)
     if tree.mode == KEEP:
-        return root  # an old demo root holding exactly these files: used as it is
-    # files of other arguments first: a stale class folder would shift the labels, a stale meta/*.txt override the
-    # folder layout (only the generator's own files go: the journal lists them)
+        return root
+    # stale files first: a stale class folder would shift the labels
     tree.remove_stale(expected)
     rng = np.random.default_rng(seed)
     for split, per_class in zip(_SPLITS, (per_class_train, per_class_val)):

@@ -1,9 +1,4 @@
-"""A small synthetic set in the Pascal Context layout that mmseg's ``PascalContextDataset59`` reads (the output of
-mmseg's ``tools/dataset_converters/pascal_context.py`` inside VOC2010; ``configs/_base_/datasets/
-pascal_context_59.py``), drawn by the ADE20K demo's generator with eight of its classes
-(:mod:`beit_mm.data.demo.seg_layout`).
-
-:func:`make_demo_pascal_context` writes, ``root`` standing for ``VOCdevkit/VOC2010``::
+"""A small synthetic set in the Pascal Context layout that mmseg's ``PascalContextDataset59`` reads (root = VOC2010)::
 
     root/JPEGImages/<year>_<6 digits>.jpg               every image, and a few that no split lists (as VOC2010's)
     root/SegmentationClassContext/<stem>.png            0 = background, the 59 classes as 1..59
@@ -17,8 +12,7 @@ import numpy as np
 
 from .seg_layout import SegDemoLayout, demo_classes, write_seg_demo
 
-# demo class -> its index in PascalContextDataset59.METAINFO['classes'] (mmseg 1.2.2); the label maps store index + 1
-# (0 is background)
+# demo class -> its index in PascalContextDataset59.METAINFO['classes']; the maps store index + 1
 PASCAL_CONTEXT_59_INDEX = {'sky': 46, 'grass': 28, 'car': 13, 'road': 40, 'tree': 52, 'wall': 55, 'water': 56,
                            'floor': 25}
 BACKGROUND = 0
@@ -48,11 +42,10 @@ def pascal_context_layout(num_train: int, num_val: int, seed: int) -> SegDemoLay
 
 def make_demo_pascal_context(root: str, num_train: int = 200, num_val: int = 40, size: int = 128,
                              seed: int = 0) -> str:
-    """Write the Pascal Context demo under ``root`` (the ``VOC2010`` folder; layout in the module docstring).
-    Returns ``root``.
+    """Write the Pascal Context demo under ``root`` (the ``VOC2010`` folder); returns ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     stored = {name: index + 1 for name, index in PASCAL_CONTEXT_59_INDEX.items()}
     return write_seg_demo(root, 'beit_mm.data.demo_pascal_context.make_demo_pascal_context',

@@ -1,15 +1,8 @@
 """Photo-like JPEGs in ImageNet's training layout, for timing input pipelines (no download needed).
 
-A photograph's amplitude spectrum falls as 1/f (natural-image statistics), so its JPEG keeps many AC coefficients
-and decodes slower than the flat, striped demo images of :mod:`beit_mm.data.demo.imagenet`. Each image here is 1/f
-noise with random phases in three correlated colour channels, a random mean colour and mild sensor noise, saved at
-JPEG quality 90: about 0.6 bytes per pixel, ImageNet's order (its training JPEGs average ~110 KB for ~400 x 350 px).
-
-Layout written by :func:`make_photo_imagenet`::
-
-    root/train/<wnid>/<wnid>_<i>.JPEG     count images over ``num_classes`` folders
-    root/meta/train.txt                    "<wnid>/<file> <label>" lines (mmpretrain ``ImageNet(split='train')``)
-    root/.beit_mm_demo.json, .beit_mm_demo.files   marker and journal (:mod:`beit_mm.data.demo.root`)
+Each image is 1/f noise in three correlated colour channels, saved at JPEG quality 90: about 0.6 bytes per pixel,
+ImageNet's order, so it decodes as slowly as a photograph. Layout: ``root/train/<wnid>/<wnid>_<i>.JPEG`` and
+``root/meta/train.txt``.
 """
 from __future__ import annotations
 
@@ -25,7 +18,7 @@ JPEG_QUALITY = 90
 
 
 def photo_like_image(height: int, width: int, rng: np.random.Generator) -> np.ndarray:
-    """One (height, width, 3) uint8 RGB image with a photograph's 1/f spectrum (module docstring)."""
+    """One (height, width, 3) uint8 RGB image with a photograph's 1/f spectrum."""
     fy = np.fft.fftfreq(height)[:, None]
     fx = np.fft.rfftfreq(width)[None, :]
     freq = np.sqrt(fy**2 + fx**2)
@@ -42,8 +35,7 @@ def photo_like_image(height: int, width: int, rng: np.random.Generator) -> np.nd
 
 def make_photo_imagenet(root: str, count: int, height: int = 375, width: int = 500, num_classes: int = 4,
                         seed: int = 0) -> str:
-    """Write ``count`` photo-like ``height x width`` JPEGs in ImageNet's training layout under ``root`` (module
-    docstring); an existing root written with the same arguments is kept.
+    """Write ``count`` photo-like JPEGs in ImageNet's training layout under ``root``; an equal root is kept.
 
     Raises:
         NotADemoRootError: ``root`` holds other files; nothing written.

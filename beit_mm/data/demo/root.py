@@ -1,20 +1,9 @@
 """Demo roots: the folders the demo-data generators write, and the rule that keeps the generators off other data.
 
-A generator writes, replaces and removes files in its root only through a :class:`GeneratedTree`
-(:func:`open_demo_root`; :func:`claim_demo_root` returns its mode). Invariants:
-
-- A file is removed or replaced only when the root's :data:`JOURNAL` (``<sha256> <relative path>`` lines, appended
-  before the file or its ``.<name>.part`` appears) lists it with its present content; a root holding anything else (a
-  user's file, a changed file, a link at any depth, a FIFO) is refused whole with :class:`NotADemoRootError`, before
-  anything is written.
-- No link is followed: entries are walked without following links, and writes create their folders one by one.
-- A :data:`MARKER` (the generator and its arguments) without a journal opens nothing: such a root is used as it is
-  only when it holds exactly this call's files (:data:`KEEP`) or nothing else at all.
-- A new or empty root gets the marker, then an empty journal, first; an unmarked root holding exactly this call's
-  files is reused as it is; any other folder, a link, a file, another generator's root, or a root inside a dataset
-  root (:mod:`beit_mm.fileio.dataset_roots`) is refused.
-
-Not promised: the journal is not signed, so whoever can write into the root can claim a file for the generator.
+A generator writes through a :class:`GeneratedTree` only. A file is replaced or removed only when the root's
+:data:`JOURNAL` (``<sha256> <path>`` lines, appended before the file appears) lists it with its present content; a
+root holding anything else (a user's file, a changed file, a link, a FIFO), another generator's root or a root inside
+a dataset root is refused whole with :class:`NotADemoRootError` before anything is written. No link is followed.
 """
 from __future__ import annotations
 
@@ -39,7 +28,6 @@ OWN_FILES = (MARKER, JOURNAL)
 MAX_NAMED_FILES = 3  # files of a refused root named in the error
 MAX_JOURNAL_BYTES = 256 * 2**20  # ~100 bytes a file: two million files
 
-# What claim_demo_root lets a generator do in its root.
 KEEP = 'keep'  # an unmarked (or journal-less) old demo holding exactly the files of this call: write nothing
 UPDATE = 'update'  # marked, same arguments: reuse complete splits, write the rest
 REWRITE = 'rewrite'  # new or empty, or marked with other arguments: write every split
@@ -50,15 +38,14 @@ class NotADemoRootError(RuntimeError):
 
 
 def _entries(root: str) -> Iterator[str]:
-    """Relative ``/``-separated paths of every non-folder entry under ``root`` (files, links, links to folders, FIFOs),
-    the generator's own marker and journal (and their temporary files) aside, in sorted walk order; links are never followed."""
+    """Relative paths of every non-folder entry under ``root`` but the marker and journal; links not followed."""
     for folder, dirs, files in os.walk(root):
         links = [d for d in dirs if osp.islink(osp.join(folder, d))]
         dirs[:] = sorted(d for d in dirs if d not in links)
         for name in sorted(files) + links:
             rel = osp.relpath(osp.join(folder, name), root).replace(os.sep, '/')
             if rel not in OWN_FILES and not (rel.startswith(OWN_FILES) and rel.endswith('.part')):
-                yield rel  # (the marker's and journal's own temporary files, after a kill, are left alone)
+                yield rel
 
 
 def _named(items: list[str]) -> str:
@@ -66,11 +53,8 @@ def _named(items: list[str]) -> str:
 
 
 def _survey(root: str, expected: Collection[str]) -> tuple[list[str], bool]:
-    """(up to :data:`MAX_NAMED_FILES` + 1 entries found under ``root``, whether they are exactly ``expected``, all
-    plain files).
-
-    Stops walking once it has enough examples and has seen an entry outside ``expected`` (a real dataset root can
-    hold a million files)."""
+    """(up to :data:`MAX_NAMED_FILES` + 1 entries under ``root``, whether they are exactly ``expected``, all plain
+    files); stops early once an entry outside ``expected`` is seen."""
     expected = {rel.replace(os.sep, '/') for rel in expected}
     examples, matched, foreign = [], 0, False
     for path in _entries(root):
@@ -90,7 +74,7 @@ MAX_MARKER_BYTES = 64 * 1024
 
 
 def _read_marker(root: str) -> dict:
-    """The marker's content; ``{}`` when it cannot be read or is not a JSON object (which then proves nothing)."""
+    """The marker's content; ``{}`` when it cannot be read or is not a JSON object."""
     path = osp.join(root, MARKER)
     if osp.islink(path):
         return {}
@@ -102,7 +86,7 @@ def _read_marker(root: str) -> dict:
 
 
 def _write_marker(root: str, generator: str, arguments: dict) -> None:
-    """Write the marker unless it already holds ``generator`` and ``arguments`` (a reused root stays untouched)."""
+    """Write the marker unless it already holds ``generator`` and ``arguments``."""
     content = dict(generator=generator, arguments=arguments,
                    note=f'written by a beit_mm demo-data generator, which replaces and removes in this folder only '
                    f'the files {JOURNAL} lists with their content')
@@ -114,9 +98,7 @@ def _write_marker(root: str, generator: str, arguments: dict) -> None:
 
 
 def _read_journal(root: str) -> dict[str, set[str]] | None:
-    """``{path: {sha256, ...}}`` from the journal (every content written under a name since the journal was last
-    compacted); None when it is absent, a link, too large or
-    holds a line that is not a journal line (then it vouches for nothing)."""
+    """``{path: {sha256, ...}}`` from the journal; None when it is absent, a link, too large or malformed."""
     path = osp.join(root, JOURNAL)
     if osp.islink(path) or not osp.isfile(path):
         return None
@@ -139,7 +121,6 @@ def _journal_text(hashes: dict[str, str]) -> str:
 
 
 def _temporary(rel: str) -> str:
-    """The temporary name a file is written under before its rename: ``.<name>.part`` in the same folder."""
     folder, _, name = rel.rpartition('/')
     return f'{folder}/.{name}.part' if folder else f'.{name}.part'
 
@@ -153,14 +134,12 @@ def _refusal(root: str, generator: str, examples: list[str]) -> NotADemoRootErro
 
 
 class GeneratedTree:
-    """A demo root opened by :func:`open_demo_root`: every write and removal of its generator goes through here, and
-    only files the journal lists with their present content are replaced or removed.
+    """A demo root opened by :func:`open_demo_root`; every write and removal of its generator goes through here.
 
     Attributes:
         root: the root folder.
         generator: the generator's qualified name.
-        mode: :data:`KEEP` (write nothing), :data:`UPDATE` (same arguments: complete parts may be kept) or
-            :data:`REWRITE` (write everything).
+        mode: :data:`KEEP`, :data:`UPDATE` or :data:`REWRITE`.
     """
 
     def __init__(self, root: str, generator: str, mode: str, hashes: dict[str, str], parts: set[str]) -> None:
@@ -169,7 +148,6 @@ class GeneratedTree:
         self._parts = parts  # owned temporary files (a killed run's)
         self._journaled = {rel: {sha} for rel, sha in hashes.items()}  # what the journal on disk vouches for
 
-    # ------------------------------------------------------------------------------------------------ queries
     def owned(self) -> list[str]:
         """The files (relative paths) this generator may replace or remove."""
         return sorted(self._hashes)
@@ -178,7 +156,6 @@ class GeneratedTree:
         """Whether every file of ``rels`` is present with the content the generator wrote."""
         return all(self._norm(rel) in self._hashes for rel in rels)
 
-    # --------------------------------------------------------------------------------------------------- writes
     def _norm(self, rel: str) -> str:
         rel = rel.replace(os.sep, '/')
         parts = rel.split('/')
@@ -187,8 +164,7 @@ class GeneratedTree:
         return rel
 
     def _folder(self, rel: str) -> str:
-        """The folder of ``rel`` under the root, created one level at a time; a level that is a link (or not a
-        folder) is refused: a write never goes through a link."""
+        """The folder of ``rel`` under the root, created one level at a time, never through a link."""
         folder = self.root
         for name in rel.split('/')[:-1]:
             folder = osp.join(folder, name)
@@ -201,8 +177,7 @@ class GeneratedTree:
         return folder
 
     def _append(self, rel: str, sha: str) -> None:
-        """Append ``<sha> <rel>`` to the journal (before the file or its temporary file appears: a kill leaves no
-        file the journal does not vouch for)."""
+        """Append ``<sha> <rel>`` to the journal, before the file appears."""
         with open(osp.join(self.root, JOURNAL), 'a', encoding='utf-8') as f:
             f.write(f'{sha} {rel}\n')
         self._journaled.setdefault(rel, set()).add(sha)
@@ -215,9 +190,7 @@ class GeneratedTree:
                                     'folder as the root (--root)')
 
     def write_bytes(self, rel: str, data: bytes) -> None:
-        """Write the file ``rel`` (a relative path): journaled first, then written to a temporary name and renamed in
-        (a kill leaves the old file, the new one, or a journaled temporary file). Content equal to what is there is
-        not written again (a reused root keeps its times)."""
+        """Write the file ``rel``: journaled, written to a temporary name and renamed in; equal content is kept."""
         if self.mode == KEEP:
             raise NotADemoRootError(f'{self.root} is an old demo root used as it is; nothing is written there')
         rel = self._norm(rel)
@@ -243,11 +216,10 @@ class GeneratedTree:
         self._hashes[rel] = sha
 
     def write_text(self, rel: str, text: str) -> None:
-        """:meth:`write_bytes` of ``text`` in UTF-8."""
         self.write_bytes(rel, text.encode('utf-8'))
 
     def save_image(self, rel: str, image, **kwargs) -> None:
-        """:meth:`write_bytes` of a PIL image, encoded in the format its suffix names (``kwargs`` to ``save``)."""
+        """:meth:`write_bytes` of a PIL image in the format its suffix names."""
         from PIL import Image
         buffer = io.BytesIO()
         image.save(buffer, format=Image.registered_extensions()[osp.splitext(rel)[1].lower()], **kwargs)
@@ -263,8 +235,7 @@ class GeneratedTree:
         self._hashes.pop(rel, None)
 
     def remove_stale(self, keep: Iterable[str]) -> list[str]:
-        """Remove every file the generator wrote that is not in ``keep`` (another call's files), its temporary files,
-        and the folders left empty (never through a link); returns the paths removed."""
+        """Remove the generator's files not in ``keep`` and the folders left empty; returns the paths removed."""
         keep = {self._norm(rel) for rel in keep}
         stale = [rel for rel in self._hashes if rel not in keep]
         for rel in stale:
@@ -280,7 +251,7 @@ class GeneratedTree:
         return stale
 
     def finish(self) -> None:
-        """Rewrite the journal with one line per file now present (none when it already says that)."""
+        """Rewrite the journal with one line per file now present."""
         if self.mode == KEEP:
             return
         _rewrite_journal(self.root, self._hashes)
@@ -288,7 +259,6 @@ class GeneratedTree:
 
 
 def _rewrite_journal(root: str, hashes: dict[str, str]) -> None:
-    """Write the journal as one sorted line per file of ``hashes`` (nothing when it holds that text already)."""
     path = osp.join(root, JOURNAL)
     if osp.isfile(path) and not osp.islink(path) and osp.getsize(path) <= MAX_JOURNAL_BYTES:
         with open_input(path, 'demo journal') as f:
@@ -315,8 +285,7 @@ def _check_location(root: str) -> None:
 
 
 def _owned_entries(root: str, generator: str, files: dict[str, set[str]]) -> tuple[dict[str, str], set[str]]:
-    """The files and temporary files of ``root`` that the journal vouches for; :class:`NotADemoRootError` naming
-    the entries it does not vouch for (not listed, changed, links, not plain files)."""
+    """The files of ``root`` the journal vouches for; :class:`NotADemoRootError` naming any other entry."""
     parts = {_temporary(rel) for rel in files}
     hashes, found_parts, problems = {}, set(), []
     for rel in _entries(root):
@@ -344,18 +313,16 @@ def _owned_entries(root: str, generator: str, files: dict[str, set[str]]) -> tup
 
 
 def open_demo_root(root: str, generator: str, arguments: dict, expected: Collection[str]) -> GeneratedTree:
-    """Open ``root`` for ``generator`` (the rules in the module docstring) and return its :class:`GeneratedTree`.
+    """Open ``root`` for ``generator`` and return its :class:`GeneratedTree`.
 
     Args:
         root: the dataset root the generator was given.
-        generator: the generator's id, kept in the marker, e.g. ``'beit_mm.data.demo.make_demo_ade20k'``: fixed
-            once written, since a root whose marker names another id is refused.
-        arguments: the generator's arguments except ``root`` (kept in the marker; JSON-serializable).
-        expected: relative paths of every file this call writes, the marker aside.
+        generator: the generator's id, kept in the marker.
+        arguments: the generator's arguments except ``root`` (JSON-serializable).
+        expected: relative paths of every file this call writes.
 
     Raises:
-        NotADemoRootError: the root is a file or a link, lies in another dataset root, is another generator's demo
-            root, or holds entries the generator's journal does not vouch for; nothing was written.
+        NotADemoRootError: the root is not one this generator may write; nothing was written.
     """
     _check_location(root)
     if osp.lexists(osp.join(root, MARKER)):
@@ -383,7 +350,7 @@ def open_demo_root(root: str, generator: str, arguments: dict, expected: Collect
                     f'holds files (found: {_named(examples) or JOURNAL}): a marker proves nothing by itself, so '
                     f'{generator.rsplit(".", 1)[-1]} refuses to write there. Fix: pass a new or empty folder as the '
                     'root (--root), or delete the folder yourself if it is an old demo.')
-            journal = {}  # a marker and nothing else: a run killed right after marking the root
+            journal = {}
         hashes, parts = _owned_entries(root, generator, journal)
         mode = UPDATE if same else REWRITE
     else:
@@ -399,18 +366,13 @@ def open_demo_root(root: str, generator: str, arguments: dict, expected: Collect
     _write_marker(root, generator, arguments)  # first: a killed run leaves a root the next call recognizes
     tree = GeneratedTree(root, generator, mode, hashes, parts)
     if _read_journal(root) != tree._journaled:
-        _rewrite_journal(root, hashes)  # one line per present file (kept as it is when it says that already)
+        _rewrite_journal(root, hashes)
     _OPEN[osp.realpath(root)] = tree
     return tree
 
 
 def claim_demo_root(root: str, generator: str, arguments: dict, expected: Collection[str]) -> str:
-    """:func:`open_demo_root`'s mode (:data:`KEEP`, :data:`UPDATE` or :data:`REWRITE`); the tree stays open for
-    :func:`demo_tree` (the write helpers :func:`write_demo_file`, :func:`save_demo_image`).
-
-    Raises:
-        NotADemoRootError: as :func:`open_demo_root`.
-    """
+    """:func:`open_demo_root`'s mode; the tree stays open for :func:`demo_tree`."""
     return open_demo_root(root, generator, arguments, expected).mode
 
 
@@ -433,20 +395,18 @@ def _relative(tree: GeneratedTree, path: str) -> str:
 
 
 def write_demo_file(path: str, data: bytes | str) -> None:
-    """Write ``data`` (bytes, or text in UTF-8) at ``path`` in a claimed demo root, through its
-    :class:`GeneratedTree` (journaled, atomic, never over a file the generator did not write)."""
+    """Write ``data`` (bytes, or text in UTF-8) at ``path`` in a claimed demo root."""
     tree = demo_tree(path)
     tree.write_bytes(_relative(tree, path), data.encode('utf-8') if isinstance(data, str) else data)
 
 
 def save_demo_image(image, path: str, **kwargs) -> None:
-    """Save the PIL ``image`` at ``path`` in a claimed demo root, in the format its suffix names, through its
-    :class:`GeneratedTree` (``kwargs`` go to ``Image.save``)."""
+    """Save the PIL ``image`` at ``path`` in a claimed demo root, in the format its suffix names."""
     tree = demo_tree(path)
     tree.save_image(_relative(tree, path), image, **kwargs)
 
 
 def remove_demo_file(path: str) -> None:
-    """Remove ``path`` in a claimed demo root when the generator wrote it (:meth:`GeneratedTree.remove`)."""
+    """Remove ``path`` in a claimed demo root when the generator wrote it."""
     tree = demo_tree(path)
     tree.remove(_relative(tree, path))

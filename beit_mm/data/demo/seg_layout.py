@@ -1,14 +1,5 @@
-"""The writer shared by the demo generators of mmseg's dataset layouts (:mod:`beit_mm.data.demo.coco_stuff`,
-:mod:`beit_mm.data.demo.pascal_context`, :mod:`beit_mm.data.demo.cityscapes`): a layout is a list of (image, label
-map) paths per split and a few text files (split lists); the pixels are the ADE20K demo's drawings
-(:func:`beit_mm.data.demo.make_classes_sample`: every class its own colour and texture, some void regions), with the
-mask value each dataset stores for the demo's classes.
-
-Ownership as :func:`beit_mm.data.demo.custom.make_demo_custom`: the root must be new, empty or carry this generator's
-marker and journal (:func:`beit_mm.data.demo.root.open_demo_root`); a second call with the same arguments rewrites
-nothing; every file is journaled, then written through a temporary file and a rename, and only files the journal lists
-with their present content are replaced or removed (:class:`beit_mm.data.demo.root.GeneratedTree`).
-"""
+"""The writer shared by the demo generators of mmseg's dataset layouts: (image, label map) paths per split and a few
+text files, the pixels the ADE20K demo's drawings under each dataset's mask values."""
 from __future__ import annotations
 
 import os.path as osp
@@ -26,20 +17,14 @@ DEMO_LOOKS = {name: (colour, texture) for name, colour, texture in DEMO_CLASSES.
 
 
 def demo_classes(values: Mapping[str, int]) -> dict[int, tuple[str, tuple[int, int, int], str]]:
-    """``{stored mask value: (demo name, colour, texture)}`` for ``{demo name: stored mask value}``: the ADE20K demo's
-    appearance of each named class (``sky``, ``grass``, ``car``, ``road``, ``tree``, ``wall``, ``water``, ``floor``)
-    under the value another dataset stores for it."""
+    """``{stored mask value: (demo name, colour, texture)}`` for ``{demo name: stored mask value}``."""
     return {value: (name, *DEMO_LOOKS[name]) for name, value in values.items()}
 
 
 @dataclass(frozen=True)
 class SegDemoLayout:
-    """What one call of a layout's generator writes, relative to its root.
-
-    pairs: ``{split: [(image path, label-map path), ...]}`` in writing order.
-    texts: ``{path: content}``: split lists and the like, written after the images.
-    unlisted: images that no split lists (Pascal Context's VOC2010 ``JPEGImages`` holds them), drawn as the others.
-    """
+    """What one call of a layout's generator writes, relative to its root: image/label pairs per split, text files,
+    and images no split lists."""
     pairs: Mapping[str, Sequence[tuple[str, str]]]
     texts: Mapping[str, str] = field(default_factory=dict)
     unlisted: Sequence[str] = ()
@@ -52,18 +37,16 @@ class SegDemoLayout:
 def write_seg_demo(root: str, generator: str, arguments: dict, layout: SegDemoLayout,
                    classes: Mapping[int, tuple[str, tuple[int, int, int], str]], void: int, size: int, seed: int,
                    width_factor: int = 1) -> str:
-    """Write ``layout`` under ``root``: images ``size`` high and ``width_factor * size`` wide (side by side drawings),
-    RGB, JPEG (quality 92) or PNG as the suffix says; label maps single-channel uint8 PNG with ``classes``' keys and
-    ``void``. Returns ``root``.
+    """Write ``layout`` under ``root``, images ``size`` x ``width_factor * size``; returns ``root``.
 
     Raises:
-        NotADemoRootError: ``root`` holds other files (a real dataset, another generator's demo); nothing written.
+        NotADemoRootError: ``root`` holds other files; nothing written.
     """
     expected = layout.files()
     tree = open_demo_root(root, generator, arguments, expected)
     if tree.mode == KEEP or (tree.mode == UPDATE and tree.complete(expected)):
         return root
-    tree.remove_stale(expected)  # the generator's files of other arguments (only those: the journal lists them)
+    tree.remove_stale(expected)
     rng = np.random.default_rng(seed)
     images = [(split, pair) for split, pairs in layout.pairs.items() for pair in pairs]
     images += [('unlisted', (path, None)) for path in layout.unlisted]

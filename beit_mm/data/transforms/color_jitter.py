@@ -1,14 +1,8 @@
-"""ColorJitter drawn on the worker, applied to the batch by the data preprocessor.
+"""ColorJitter drawn on the worker (:class:`SampleColorJitter`), applied to the batch on the device.
 
-:class:`SampleColorJitter` makes mmpretrain ``ColorJitter``'s draws and hands them over under its :attr:`key`;
-:func:`color_jitter` applies them to a batch as Pillow's ``ImageEnhance`` does: each op a blend with a degenerate image
-(brightness: black; contrast: the grey ``int(luma mean + 0.5)`` of the whole image; saturation: the pixel's luma) by
-``Image.blend``'s float32 ``in1 + factor * (in2 - in1)``, clipped to [0, 255] and truncated (``libImaging/Blend.c``),
-with Pillow's luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16`` (``libImaging/Convert.c``). On the same uint8
-image, factors, order and contrast grey the result equals Pillow's pixel for pixel (without fused multiply-adds).
-
-torchvision's tensor ops take one factor per call and the contrast grey of the tensor given; here each image has its
-own factors and the grey comes from the whole image while the ops run on crops of it.
+Each op is Pillow's ``ImageEnhance`` blend with a degenerate image (black; the whole image's grey
+``int(luma mean + 0.5)``; the pixel's luma): ``clip(in1 + factor * (in2 - in1), 0, 255)`` in float32, truncated,
+with luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``; equal to Pillow's pixel for pixel.
 """
 from __future__ import annotations
 
@@ -24,22 +18,16 @@ from torch import Tensor
 
 from beit_mm.registry import TRANSFORMS
 
-# Pillow's fixed-point ITU-R 601-2 luma weights (libImaging/Convert.c, L24): (R, G, B) / 2**16.
 LUMA_WEIGHTS = (19595, 38470, 7471)
 LUMA_SHIFT = 16
-# The op ids of mmpretrain's / torchvision's ColorJitter order: a permutation of these four.
 BRIGHTNESS, CONTRAST, SATURATION, HUE = 0, 1, 2, 3
-# The whole image the contrast grey is computed from is resized to at most this many pixels a side.
 CONTRAST_MEAN_SIDE = 128
-# Pillow's enhancement of each op id (mmcv's adjust_* with backend='pillow' call the same classes).
 _ENHANCE = {BRIGHTNESS: ImageEnhance.Brightness, SATURATION: ImageEnhance.Color}
 
 
 @TRANSFORMS.register_module()
 class SampleColorJitter(BaseTransform):
-    """Draw mmpretrain ``ColorJitter``'s parameters (its draws, in its order) without touching the pixels:
-    ``results[key] = dict(order, brightness, contrast, saturation)``; a decoding crop after it adds the contrast
-    grey ``contrast_mean`` (:func:`whole_image_contrast_mean`).
+    """Draws mmpretrain ``ColorJitter``'s parameters into ``results[key]`` without touching the pixels.
 
     Args:
         brightness, contrast, saturation: jitter strengths as mmpretrain's ``ColorJitter``.
@@ -57,7 +45,7 @@ class SampleColorJitter(BaseTransform):
         self.brightness, self.contrast, self.saturation, self.hue = brightness, contrast, saturation, hue
 
     def transform(self, results: dict) -> dict:
-        order, b, c, s, _ = self.reference._rand_params()  # mmpretrain 1.2: the permutation, then one draw per op
+        order, b, c, s, _ = self.reference._rand_params()
         results[self.key] = dict(order=[int(i) for i in order], brightness=b, contrast=c, saturation=s)
         return results
 
@@ -67,12 +55,10 @@ class SampleColorJitter(BaseTransform):
 
 
 def whole_image_contrast_mean(image: np.ndarray, jitter: dict, max_side: int = CONTRAST_MEAN_SIDE) -> int:
-    """Pillow's contrast grey as the exact pipeline computes it: the ops before contrast in ``jitter['order']``
-    applied to the whole BGR ``image`` resized (bilinear) to at most ``max_side`` pixels a side, then
-    ``int(luma mean + 0.5)``."""
+    """Pillow's contrast grey of the whole BGR ``image`` (at most ``max_side`` a side) after the ops before contrast."""
     height, width = image.shape[:2]
     factor = max(1, math.ceil(max(height, width) / max_side))
-    if factor > 1:  # bilinear: each output pixel averages 2 x 2 input pixels, a sample of the whole image
+    if factor > 1:
         image = cv2.resize(image, (max(1, width // factor), max(1, height // factor)), interpolation=cv2.INTER_LINEAR)
     small = Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB))
     for op in jitter['order']:
@@ -92,9 +78,7 @@ def pil_luma(images: Tensor) -> Tensor:
 
 
 def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
-    """Pillow's ``Image.blend(degenerate, images, factor)`` on 8-bit values: ``in1 + factor * (in2 - in1)`` in
-    float32, clipped to [0, 255] and truncated. ``images`` (B, C, H, W) and ``degenerate`` (broadcastable) 0..255,
-    ``factor`` (B,); returns float32 like ``images``."""
+    """Pillow's ``Image.blend`` of (B, C, H, W) 0..255 ``images`` with ``degenerate`` by ``factor`` (B,); float32."""
     in1 = degenerate.to(torch.float32)
     alpha = factor.to(torch.float32).view(-1, 1, 1, 1)
     blended = (images.to(torch.float32) - in1) * alpha + in1
@@ -102,19 +86,15 @@ def pil_blend(degenerate: Tensor, images: Tensor, factor: Tensor) -> Tensor:
 
 
 def adjust_brightness(images: Tensor, factor: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Brightness(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) 0..255."""
     return pil_blend(torch.zeros((), device=images.device), images, factor)
 
 
 def adjust_saturation(images: Tensor, factor: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Color(image).enhance(factor)`` per image. ``images`` (B, 3, H, W) RGB 0..255."""
     return pil_blend(pil_luma(images), images, factor)
 
 
 def adjust_contrast(images: Tensor, factor: Tensor, mean: Tensor) -> Tensor:
-    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image: ``images`` (B, 3, H, W) RGB 0..255
-    blended toward ``mean`` (B,), the grey of the image ``Contrast`` was given (:func:`contrast_mean` of the whole
-    image, where these are crops of it)."""
+    """Pillow's ``ImageEnhance.Contrast(image).enhance(factor)`` per image, toward the grey ``mean`` (B,)."""
     return pil_blend(mean.to(torch.float32).view(-1, 1, 1, 1), images, factor)
 
 
@@ -130,16 +110,12 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
 
     Args:
         images: (B, 3, H, W) RGB, integer values 0..255 (uint8 or float), on any device.
-        order: (B, 4) int on the CPU, each row a permutation of (0 brightness, 1 contrast, 2 saturation, 3 hue); hue
-            (3) is skipped (the recipes jitter no hue).
-        brightness, contrast, saturation: (B,) factors on the CPU; NaN = that op is off for the image.
-        mean: (B,) the contrast grey of each image on the CPU (:func:`adjust_contrast`); None: each image's own,
-            computed at its contrast step (:func:`contrast_mean`, as Pillow does: ``images`` are whole images).
+        order: (B, 4) int on the CPU, each row a permutation of the op ids; hue (3) is skipped.
+        brightness, contrast, saturation: (B,) factors on the CPU; NaN = the op is off for the image.
+        mean: (B,) contrast grey per image on the CPU; None = each image's own.
 
     Returns:
         (B, 3, H, W) float32 on the device of ``images``, integer values 0..255.
-
-    The images each op applies to are chosen on the CPU, so a CUDA batch is indexed without a device sync.
     """
     out = images.to(torch.float32)
     device = out.device
@@ -163,13 +139,8 @@ def color_jitter(images: Tensor, order: Tensor, brightness: Tensor, contrast: Te
 
 def stack_jitter_parameters(params: list[dict],
                             whole_images: bool = False) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
-    """The parameters :class:`SampleColorJitter` drew (and the decoding crop's ``contrast_mean``) as the CPU tensors
-    :func:`color_jitter` takes: ``(order (B, 4), brightness, contrast, saturation, mean)``, a factor of None as NaN.
-
-    Args:
-        params: one ``color_jitter`` dict per image.
-        whole_images: the jitter applies to the whole images, which give their own contrast grey: ``mean`` is None
-            and ``contrast_mean`` is not needed.
+    """The drawn ``params`` (one dict per image) as :func:`color_jitter`'s CPU tensors; ``mean`` None with
+    ``whole_images``.
 
     Raises:
         ValueError: an image with a contrast factor but no ``contrast_mean`` (not ``whole_images``).
@@ -188,17 +159,7 @@ def stack_jitter_parameters(params: list[dict],
 
 
 def jitter_whole_images(images: list[Tensor], params: list[dict]) -> list[Tensor]:
-    """mmpretrain's ``ColorJitter(backend='pillow')`` on each whole image with its drawn parameters, images of one
-    size batched together.
-
-    Args:
-        images: B tensors (3, H_i, W_i) RGB 0..255.
-        params: B ``color_jitter`` dicts (``SampleColorJitter``'s ``order``, ``brightness``, ``contrast``,
-            ``saturation``).
-
-    Returns:
-        B tensors (3, H_i, W_i) uint8.
-    """
+    """mmpretrain's ``ColorJitter`` on B whole (3, H_i, W_i) RGB images with their drawn ``params``; B uint8 tensors."""
     groups = defaultdict(list)
     for i, image in enumerate(images):
         groups[tuple(image.shape)].append(i)

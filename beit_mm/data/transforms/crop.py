@@ -1,9 +1,7 @@
 """The random resized crops: torchvision's box draw, the base the five crop transforms share, and BEiT's two-view crop.
 
-BEiT's two-view crop (unilm ``beit/transforms.py`` ``RandomResizedCropAndInterpolationWithTwoPic``) resizes ONE box to
-the backbone view (224, bicubic) and the tokenizer view (112, lanczos), so token (i, j) describes patch (i, j). Unlike
-mmpretrain 1.2's copy, the offsets include the last position and a box may be as large as the image (unilm's and
-torchvision's rule); the resize backend is Pillow, as unilm's.
+BEiT's two-view crop resizes ONE box to the backbone view and the tokenizer view, so token (i, j) describes patch
+(i, j).
 """
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ from mmengine import fileio
 
 from beit_mm.registry import TRANSFORMS
 
-# torchvision / timm RandomResizedCrop: attempts to draw a box inside the image before the centre-crop fallback.
 NUM_CROP_ATTEMPTS = 10
 
 
@@ -28,11 +25,7 @@ def pair(size: int | tuple[int, int]) -> tuple[int, int]:
 
 def check_crop_range(scale: Sequence[float], ratio: Sequence[float],
                      names: tuple[str, str] = ('scale', 'ratio')) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """A random resized crop's ``(scale, ratio)`` ranges as tuples; ``names`` are the arguments' in the errors.
-
-    Raises:
-        ValueError: ``scale`` is not ``0 < min <= max <= 1`` or ``ratio`` not ``0 < min <= max``.
-    """
+    """A random resized crop's ``(scale, ratio)`` ranges as tuples; ValueError when out of order."""
     if not 0 < scale[0] <= scale[1] <= 1:
         raise ValueError(f'{names[0]}={scale} must satisfy 0 < min <= max <= 1')
     if not 0 < ratio[0] <= ratio[1]:
@@ -47,14 +40,10 @@ def random_resized_crop_box(img_h: int,
                             rng: np.random.RandomState | np.random.Generator | None = None) -> tuple[int, ...]:
     """torchvision's ``RandomResizedCrop.get_params``: a box ``(top, left, height, width)`` inside the image.
 
-    Area fraction ~ U(scale), aspect ratio w/h log-uniform in ``ratio``; after ``NUM_CROP_ATTEMPTS`` misses, the
-    largest centred box with an aspect ratio inside ``ratio``.
-
     Args:
         img_h, img_w: image size in pixels.
-        scale: range of the crop area as a fraction of the image area.
-        ratio: range of the crop's width / height.
-        rng: source of randomness; None = NumPy's global RNG (seeded per dataloader worker by MMEngine).
+        scale, ratio: ranges of the crop's area fraction and of its width / height (log-uniform).
+        rng: None = NumPy's global RNG.
     """
     rng = np.random if rng is None else rng
     randint = rng.integers if isinstance(rng, np.random.Generator) else rng.randint
@@ -82,8 +71,7 @@ def random_resized_crop_box(img_h: int,
 class RandomResizedCropBase(BaseTransform):
     """The base of the random resized crops: argument checks, the file read and a ``__repr__`` of :attr:`fields`.
 
-    A subclass sets :attr:`filters` (the interpolation names it can apply; empty: any; :attr:`filter_hint` ends the
-    error) and :attr:`fields` (the attributes its ``__repr__`` shows), and calls :meth:`check` in its ``__init__``.
+    A subclass sets :attr:`filters` (interpolations it applies; empty = any) and calls :meth:`check` in ``__init__``.
     """
 
     filters: tuple[str, ...] = ()
@@ -96,8 +84,7 @@ class RandomResizedCropBase(BaseTransform):
         """Store ``flip_prob`` and ``backend_args``; return ``(area, ratio)`` as tuples.
 
         Raises:
-            ValueError: a range out of order (:func:`check_crop_range`), an interpolation not in :attr:`filters`,
-                or ``flip_prob`` outside [0, 1].
+            ValueError: a range out of order, an interpolation not in :attr:`filters`, or ``flip_prob`` not in [0, 1].
         """
         for name in interpolations:
             if self.filters and name not in self.filters:
@@ -114,7 +101,7 @@ class RandomResizedCropBase(BaseTransform):
         self.interpolation, self.tokenizer_interpolation = interpolation, tokenizer_interpolation
 
     def read(self, results: dict) -> bytes:
-        """The bytes of ``results['img_path']`` (MMEngine's file backends, as ``LoadImageFromFile``)."""
+        """The bytes of ``results['img_path']``."""
         return fileio.get(results['img_path'], backend_args=self.backend_args)
 
     def __repr__(self) -> str:
@@ -125,17 +112,12 @@ class RandomResizedCropBase(BaseTransform):
 class TwoViewRandomResizedCrop(RandomResizedCropBase):
     """One random resized crop of ``results['img']`` resized to two sizes: ``results['img'] = [view, tokenizer_view]``.
 
-    Required keys: ``img`` (H, W, 3) uint8. Modified: ``img`` -> list ``[(size_h, size_w, 3), (tok_h, tok_w, 3)]``,
-    ``img_shape`` (of the first view). Added: ``crop_bbox`` ``(top, left, height, width)`` in the input image.
+    Also sets ``img_shape`` and ``crop_bbox`` ``(top, left, height, width)``.
 
     Args:
-        size: backbone view size (224 in BEiT).
-        tokenizer_size: tokenizer view size (112 in BEiT: DALL-E's encoder downsamples by 8, giving the 14x14 grid of
-            the 16-pixel patches of the 224 view).
-        scale: crop area range as a fraction of the image (0.08-1 in BEiT).
-        ratio: crop width/height range.
-        interpolation: resize method of the backbone view ('bicubic' in BEiT).
-        tokenizer_interpolation: resize method of the tokenizer view ('lanczos' in BEiT).
+        size, tokenizer_size: backbone and tokenizer view sizes.
+        scale, ratio: crop area fraction and width/height ranges.
+        interpolation, tokenizer_interpolation: resize methods of the two views.
         backend: 'pillow' (unilm) or 'cv2' (mmpretrain).
     """
 
@@ -162,7 +144,6 @@ class TwoViewRandomResizedCrop(RandomResizedCropBase):
                             f'{type(img).__name__}; put it right after LoadImageFromFile/ColorJitter/RandomFlip')
         top, left, h, w = random_resized_crop_box(img.shape[0], img.shape[1], self.scale, self.ratio)
         crop = img[top:top + h, left:left + w]
-        # mmcv sizes are (w, h)
         view = mmcv.imresize(crop, self.size[::-1], interpolation=self.interpolation, backend=self.backend)
         tokenizer_view = mmcv.imresize(
             crop, self.tokenizer_size[::-1], interpolation=self.tokenizer_interpolation, backend=self.backend)

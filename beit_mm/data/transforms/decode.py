@@ -1,13 +1,7 @@
-"""BEiT's crops from the file's bytes: the box drawn on the JPEG's declared size, the JPEG decoded at the smallest DCT
-scale that still covers the crop at the output size, ColorJitter left to the data preprocessor.
+"""Random resized crops decoded from the file's bytes at the smallest JPEG DCT scale that covers the crop.
 
-``SampleColorJitter -> DecodeTwoViewRandomResizedCrop(flip_prob=0.5)`` makes the exact pipeline's draws
-(``LoadImageFromFile -> ColorJitter -> RandomFlip -> TwoViewRandomResizedCrop``) in its order from NumPy's global RNG,
-so a seed gives the same box, flip and jitter factors. What differs: a crop at least 2x the output in both directions
-is resampled from a JPEG decoded at 1/2, 1/4 or 1/8 scale (OpenCV's ``IMREAD_REDUCED_COLOR_*``; at scale 1 the views
-are the exact pipeline's); the jitter acts on the resized views, so it commutes with the resize only up to Pillow's
-roundings; the contrast grey comes from the whole image resized to at most 128 pixels a side.
-``DecodeRandomResizedCrop`` does the same for ``LoadImageFromFile -> RandomResizedCrop -> RandomFlip``.
+The draws equal ``LoadImageFromFile -> [ColorJitter ->] RandomFlip -> (TwoView)RandomResizedCrop``'s, so a seed gives
+the same box, flip and jitter factors; at decode scale 1 the views equal the exact pipeline's.
 """
 from __future__ import annotations
 
@@ -24,17 +18,12 @@ from beit_mm.registry import TRANSFORMS
 from .color_jitter import SampleColorJitter, whole_image_contrast_mean
 from .crop import RandomResizedCropBase, pair, random_resized_crop_box
 
-# libjpeg's DCT scalings that Pillow's draft asks for (1/8 ... 1/1), largest first.
 JPEG_DRAFT_SCALES = (8, 4, 2, 1)
-# EXIF tag of the orientation (OpenCV applies it when decoding, as the exact pipeline's LoadImageFromFile does), and
-# its values that turn the image by 90 degrees.
 EXIF_ORIENTATION = 0x0112
 ROTATED_ORIENTATIONS = (5, 6, 7, 8)
-# The JPEG frame markers Pillow opens (JpegImagePlugin's SOF handlers: SOF0-3, 5-7, 9-11, 13-15) and its mode for
-# each number of components.
+# The JPEG frame markers Pillow opens (SOF0-3, 5-7, 9-11, 13-15) and its mode per number of components.
 PILLOW_JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 PILLOW_JPEG_MODES = {1: 'L', 3: 'RGB', 4: 'CMYK'}
-# OpenCV's decode flag at each JPEG scale (IMREAD_COLOR: LoadImageFromFile's color_type='color').
 IMREAD_AT_SCALE = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4,
                    8: cv2.IMREAD_REDUCED_COLOR_8}
 PIL_RESAMPLE = dict(nearest=Image.NEAREST, bilinear=Image.BILINEAR, bicubic=Image.BICUBIC, box=Image.BOX,
@@ -42,8 +31,7 @@ PIL_RESAMPLE = dict(nearest=Image.NEAREST, bilinear=Image.BILINEAR, bicubic=Imag
 
 
 def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
-    """The largest of :data:`JPEG_DRAFT_SCALES` at which a ``crop_h x crop_w`` crop still has at least
-    ``out_h x out_w`` pixels (the output is never upsampled from a reduced decode)."""
+    """The largest JPEG scale at which a ``crop_h x crop_w`` crop still has ``out_h x out_w`` pixels."""
     for scale in JPEG_DRAFT_SCALES:
         if crop_h >= scale * out_h and crop_w >= scale * out_w:
             return scale
@@ -51,10 +39,7 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
 
 
 def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
-    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` as Pillow's ``Image.open`` reads
-    its header (the size before the orientation; 1 without one), nothing decoded. A plain 8-bit JPEG is read by the
-    file room's marker scan (:func:`beit_mm.fileio.images.jpeg_header`, which, as libjpeg, skips stray bytes between
-    segments), every other file by Pillow.
+    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` from its header.
 
     Raises:
         PIL.UnidentifiedImageError: Pillow reads no image in ``data``.
@@ -71,8 +56,7 @@ def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
 
 
 def upright_size(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, is_jpeg)`` of the image in ``data`` from its header (:func:`header_layout`), after its EXIF
-    orientation (as OpenCV decodes it: a 90-degree orientation swaps the sides)."""
+    """``(height, width, is_jpeg)`` of the image in ``data`` from its header, after its EXIF orientation."""
     height, width, fmt, _, orientation = header_layout(data)
     if orientation in ROTATED_ORIENTATIONS:
         height, width = width, height
@@ -82,25 +66,18 @@ def upright_size(data: bytes) -> tuple[int, int, bool]:
 def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], out_size: tuple[int, int],
                   draft: bool = True, declared: tuple[int, int] | None = None,
                   source: str = 'the image') -> tuple[np.ndarray, Image.Image, tuple[float, float, float, float], int]:
-    """Decode the image in ``data`` with OpenCV (``LoadImageFromFile``'s decoder: upright, BGR), a JPEG at the
-    smallest DCT scale whose pixels still cover ``box`` at ``out_size`` (:func:`draft_scale`; OpenCV's
-    ``IMREAD_REDUCED_COLOR_{2,4,8}``, libjpeg's scaled IDCT), and cut the pixels of ``box``.
+    """Decode ``data`` with OpenCV (upright, BGR), a JPEG at :func:`draft_scale`, and cut the pixels around ``box``.
 
     Args:
-        data: the file's bytes.
-        is_jpeg: from :func:`upright_size`; other formats are decoded at full size.
-        box: ``(top, left, height, width)`` in the full-size upright image.
-        out_size: ``(height, width)`` the region will be resized to.
+        data, is_jpeg: the file's bytes and whether they may be decoded at a reduced scale.
+        box: ``(top, left, height, width)`` in the full-size upright image, to be resized to ``out_size``.
         draft: allow a reduced-scale decode.
-        declared: the upright ``(height, width)`` from the header, on which ``box`` was drawn: the decoded image
-            must have it (at a reduced scale, libjpeg's ``ceil(side / scale)``).
+        declared: the upright ``(height, width)`` from the header, which the decode must match.
         source: the file, named in the errors.
 
     Returns:
-        ``(whole, region, resize_box, scale)``: the whole decoded BGR image, its pixels around the box (a Pillow image
-        of the BGR bytes: Pillow's resampling treats the bands alike), the box in them (``(x0, y0, x1, y1)`` floats,
-        for ``Image.resize(..., box=)``), and the scale (1, 2, 4 or 8). At scale 1 the region is exactly the box:
-        the crop the exact pipeline resizes.
+        ``(whole, region, resize_box, scale)``: the decoded BGR image, a Pillow image of the pixels around the box,
+        the box in it as ``(x0, y0, x1, y1)`` floats for ``Image.resize(..., box=)``, and the scale (1, 2, 4 or 8).
 
     Raises:
         ValueError: OpenCV cannot decode ``data``, or decodes it to another size than ``declared``.
@@ -122,8 +99,7 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
 
 
 def random_flip(prob: float) -> bool:
-    """mmcv ``RandomFlip(prob, direction='horizontal')``'s draw (``_choose_direction``: one ``np.random.choice``
-    over ``[direction, None]``): whether to flip."""
+    """Whether to flip, drawn as mmcv ``RandomFlip(prob, direction='horizontal')`` draws."""
     return np.random.choice(['horizontal', None], p=[prob, 1. - prob]) is not None
 
 
@@ -135,21 +111,16 @@ def as_array(view: Image.Image, flip: bool = False) -> np.ndarray:
 
 @TRANSFORMS.register_module()
 class DecodeTwoViewRandomResizedCrop(RandomResizedCropBase):
-    """Read ``results['img_path']``, flip with ``flip_prob``, draw BEiT's crop box on the image's declared size,
-    decode at the smallest JPEG scale that covers the crop at ``size``, resize the crop to the backbone and tokenizer
-    views (Pillow, the source's interpolations): ``results['img'] = [view, tokenizer_view]`` BGR uint8, as
-    ``LoadImageFromFile -> RandomFlip -> TwoViewRandomResizedCrop`` give (module docstring: what differs).
+    """``LoadImageFromFile -> RandomFlip -> TwoViewRandomResizedCrop`` from the file's bytes in one step.
 
-    Added keys: ``img`` (list), ``img_shape`` (of the view), ``ori_shape``, ``crop_bbox`` ``(top, left, height,
-    width)`` in the (flipped) image as ``TwoViewRandomResizedCrop`` reports it, ``flip``, ``flip_direction``,
-    ``draft_scale``; the jitter's ``contrast_mean`` when ``SampleColorJitter`` ran before.
+    Sets ``img = [view, tokenizer_view]`` (BGR uint8), ``img_shape``, ``ori_shape``, ``crop_bbox``, ``flip``,
+    ``flip_direction``, ``draft_scale``, and the jitter's ``contrast_mean`` after ``SampleColorJitter``.
 
     Args:
-        size, tokenizer_size, scale, ratio, interpolation, tokenizer_interpolation: as ``TwoViewRandomResizedCrop``
-            (Pillow resampling).
-        flip_prob: probability of a horizontal flip (mmcv ``RandomFlip(prob)``'s draw, before the crop box).
-        draft: decode JPEGs at a reduced DCT scale where the crop allows; False: always at full size.
-        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+        size, tokenizer_size, scale, ratio, interpolation, tokenizer_interpolation: as ``TwoViewRandomResizedCrop``.
+        flip_prob: probability of a horizontal flip, drawn before the crop box.
+        draft: decode JPEGs at a reduced DCT scale where the crop allows.
+        backend_args: MMEngine file backend arguments.
     """
 
     filters = tuple(PIL_RESAMPLE)
@@ -202,23 +173,16 @@ class DecodeTwoViewRandomResizedCrop(RandomResizedCropBase):
 
 @TRANSFORMS.register_module()
 class DecodeRandomResizedCrop(RandomResizedCropBase):
-    """``LoadImageFromFile -> RandomResizedCrop [-> RandomFlip]`` (mmpretrain's, Pillow backend; mmcv's flip) in
-    one step from the file's bytes: the crop box drawn on the image's declared size with mmpretrain's draws, then (with
-    ``flip_prob``) ``RandomFlip``'s one draw, the JPEG decoded at the smallest scale that covers the crop at ``scale``
-    (:func:`decode_region`), the crop resized by Pillow and mirrored. ``results['img']`` BGR uint8
-    ``(scale, scale, 3)``; at decode scale 1 equal to the transforms' output (the module docstring says what a
-    reduced scale changes).
+    """``LoadImageFromFile -> RandomResizedCrop [-> RandomFlip]`` (mmpretrain's, Pillow) from the file's bytes.
 
-    Added keys: ``img``, ``img_shape``, ``ori_shape``, ``crop_bbox`` ``(top, left, height, width)``, ``draft_scale``;
-    ``flip`` and ``flip_direction`` with ``flip_prob``.
+    Sets ``img`` (BGR uint8), ``img_shape``, ``ori_shape``, ``crop_bbox``, ``draft_scale``, and with ``flip_prob``
+    ``flip`` and ``flip_direction``.
 
     Args:
-        scale, crop_ratio_range, aspect_ratio_range, interpolation: as mmpretrain's ``RandomResizedCrop`` (``scale``
-            is the output size).
-        flip_prob: None: no flip (no draw); else the probability of a horizontal flip, drawn as
-            ``RandomFlip(prob=flip_prob, direction='horizontal')`` right after the crop draws.
+        scale, crop_ratio_range, aspect_ratio_range, interpolation: as mmpretrain's ``RandomResizedCrop``.
+        flip_prob: None = no flip and no draw; else the flip probability, drawn after the crop.
         draft: decode JPEGs at a reduced DCT scale where the crop allows.
-        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+        backend_args: MMEngine file backend arguments.
     """
 
     filters = tuple(PIL_RESAMPLE)

@@ -1,9 +1,5 @@
-"""BEiT's two views and the fine-tuning crops made on the data preprocessor's device from what the Encoded crops
-packed: the JPEG bytes decoded in one batched ``torchvision.io.decode_jpeg`` call (nvjpeg on a GPU, libjpeg-turbo on
-the CPU), then per image the flip, the crop and Pillow's resizes on tensors
-(:func:`beit_mm.data.transforms.pil_resample.apply_tables`); the jitter of the whole images, before them, is
-:func:`beit_mm.data.transforms.color_jitter.jitter_whole_images`. Nothing here calls Pillow or OpenCV.
-"""
+"""Crops and views made on the device from the JPEG bytes the Encoded crops packed: one batched ``decode_jpeg``,
+then per image the flip, the crop and Pillow's resizes on tensors."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,11 +13,7 @@ from .pil_resample import apply_tables, resize_tables
 
 
 def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[Tensor]:
-    """The whole images of a batch on ``device``: the 1-D uint8 tensors (a JPEG file's bytes, on the CPU) decoded to
-    RGB in one ``decode_jpeg`` call; the (3, H, W) uint8 ones (decoded on the worker) copied.
-
-    Returns:
-        B tensors (3, H_i, W_i) uint8 RGB on ``device``, in the order of ``inputs``.
+    """B (3, H_i, W_i) uint8 RGB images on ``device``: JPEG bytes (1-D uint8) decoded in one call, images copied.
 
     Raises:
         ValueError: an input that is neither.
@@ -42,18 +34,10 @@ def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[
 
 
 def decode_declared(inputs, samples: Sequence, device: torch.device | str, transform: str) -> list[Tensor]:
-    """:func:`decode_images` of a ``pseudo_collate`` batch of encoded samples, each checked against the size its
-    header declared (``sample.ori_shape``, on which the worker drew the crop box).
-
-    Args:
-        inputs: ``data['inputs']``: per sample the JPEG bytes (1-D uint8) or a whole image decoded on the worker.
-        samples: the batch's data samples, with ``ori_shape`` (and ``img_path`` for the message).
-        device: where to decode.
-        transform: the worker transform that packed them, named in the errors.
+    """:func:`decode_images` of a ``pseudo_collate`` batch, each image checked against its ``sample.ori_shape``.
 
     Raises:
-        ValueError: the inputs are not per-sample tensors (not ``pseudo_collate``), or an image decoded to another
-            size than its header declared.
+        ValueError: inputs not per sample, or an image decoded to another size than its header declared.
     """
     if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
         raise ValueError(f'encoded images (beit_mm.{transform}) need the per-sample inputs of pseudo_collate: set '
@@ -69,18 +53,8 @@ def decode_declared(inputs, samples: Sequence, device: torch.device | str, trans
 
 def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips: Sequence[bool],
               resize: dict) -> tuple[Tensor, Tensor]:
-    """Flip, crop and resize each whole image to the backbone view and the tokenizer view.
-
-    Args:
-        images: B tensors (3, H_i, W_i) uint8 (jittered where the pipeline jitters).
-        crop_bboxes: B boxes ``(top, left, height, width)`` in the flipped image.
-        flips: B horizontal flips, applied to the whole image before the crop.
-        resize: ``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``.
-
-    Returns:
-        ``(views (B, 3, H, W), tokenizer_views (B, 3, h, w))`` uint8; the tokenizer views are the views when both
-        have the same size and interpolation.
-    """
+    """``(views, tokenizer_views)`` uint8: each (3, H_i, W_i) image flipped, cropped at its ``(top, left, height,
+    width)`` box and resized as ``resize`` (``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``)."""
     size, tokenizer_size = tuple(resize['size']), tuple(resize['tokenizer_size'])
     same = (size, resize['interpolation']) == (tokenizer_size, resize['tokenizer_interpolation'])
     outputs = [(size, resize['interpolation'])]
@@ -93,18 +67,7 @@ def two_views(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]], flips:
 
 def resized_crops(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]],
                   outputs: Sequence[tuple[tuple[int, int], str]]) -> list[Tensor]:
-    """Crop each image and resize the crop to each of ``outputs`` with Pillow's filters
-    (:func:`beit_mm.data.transforms.pil_resample.apply_tables`), the resize tables of the whole batch copied in one
-    transfer.
-
-    Args:
-        images: B tensors (3, H_i, W_i) uint8.
-        crop_bboxes: B boxes ``(top, left, height, width)``.
-        outputs: ``[(size (h, w), interpolation)]``.
-
-    Returns:
-        One (B, 3, h, w) uint8 tensor per output.
-    """
+    """One (B, 3, h, w) uint8 tensor per ``(size, interpolation)`` of ``outputs``: each crop resized as Pillow does."""
     plans = [[resize_tables((h, w), out, interpolation) for out, interpolation in outputs]
              for _, _, h, w in crop_bboxes]
     tables = _to_device([[table for plan in image_plans for table in plan] for image_plans in plans],
@@ -120,8 +83,7 @@ def resized_crops(images: list[Tensor], crop_bboxes: Sequence[Sequence[int]],
 
 def _to_device(tables: list[list[tuple[int, np.ndarray, np.ndarray]]],
                device: torch.device) -> list[list[tuple[int, Tensor, Tensor]]]:
-    """Every image's resize tables copied to ``device`` in one host-to-device transfer (pinned when it is a GPU):
-    a copy per table would wait for the device each time."""
+    """Every image's resize tables copied to ``device`` in one transfer."""
     arrays = [a for image in tables for _, index, weight in image for a in (index, weight)]
     if not arrays:
         return [[] for _ in tables]

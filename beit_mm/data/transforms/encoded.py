@@ -1,9 +1,6 @@
-"""BEiT's two-view crop and the fine-tuning recipes' random resized crop with the decode left to the data preprocessor:
-the worker reads the bytes and makes the draws (those of :mod:`beit_mm.data.transforms.decode`, in its order); the
-JPEG is decoded, cropped, resized, flipped (and jittered) on the preprocessor's device.
+"""Random resized crops whose decode is left to the data preprocessor: the worker reads the bytes and makes the draws.
 
-A file the GPU decoder may not take as the CPU one does (not a JPEG, not 3-channel YCbCr, an EXIF orientation other
-than 1) is decoded on the worker instead (OpenCV, as ``LoadImageFromFile``), and its sample carries the whole image.
+A file the device decoder may read differently (not a 3-channel YCbCr JPEG, or EXIF-rotated) is decoded on the worker.
 """
 from __future__ import annotations
 
@@ -16,14 +13,11 @@ from .crop import RandomResizedCropBase, pair, random_resized_crop_box
 from .decode import ROTATED_ORIENTATIONS, header_layout, random_flip
 from .pil_resample import FILTERS
 
-# Pillow's mode of a 3-channel YCbCr JPEG (the only kind whose bytes go to the preprocessor).
 DECODABLE_MODE = 'RGB'
 
 
 def encoded_header(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, device_decodable)`` of the image in ``data`` from its header (:func:`header_layout`): the
-    upright size (as OpenCV decodes it: a 90-degree EXIF orientation swaps the sides), and whether its bytes may go to
-    the device decoder (a 3-channel YCbCr JPEG without an EXIF orientation other than 1)."""
+    """``(height, width, device_decodable)`` of the image in ``data`` from its header, upright."""
     height, width, fmt, mode, orientation = header_layout(data)
     if orientation in ROTATED_ORIENTATIONS:
         width, height = height, width
@@ -31,12 +25,7 @@ def encoded_header(data: bytes) -> tuple[int, int, bool]:
 
 
 def decode_whole(data: bytes) -> np.ndarray:
-    """The image in ``data`` decoded by OpenCV (``LoadImageFromFile``'s decoder: upright, 3 channels) as an RGB
-    (H, W, 3) uint8 array.
-
-    Raises:
-        ValueError: OpenCV cannot decode ``data``.
-    """
+    """The image in ``data`` decoded by OpenCV as an upright (H, W, 3) uint8 RGB array; ValueError if it cannot."""
     bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if bgr is None:
         raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
@@ -45,21 +34,17 @@ def decode_whole(data: bytes) -> np.ndarray:
 
 @TRANSFORMS.register_module()
 class EncodedTwoViewRandomResizedCrop(RandomResizedCropBase):
-    """Read ``results['img_path']``'s bytes, draw the flip and BEiT's crop box on the image's declared size, and
-    leave the decode, crop, resize and flip to the data preprocessor (``MIMDataPreprocessor``).
+    """Draws the flip and BEiT's crop box; the preprocessor decodes, crops, resizes and flips.
 
-    Added keys: ``img`` (the file's bytes as a 1-D uint8 array, or the decoded whole image (H, W, 3) RGB uint8 for
-    the files the module docstring lists), ``img_shape`` (of the view), ``ori_shape`` (upright), ``crop_bbox``
-    ``(top, left, height, width)`` in the flipped image as ``TwoViewRandomResizedCrop`` reports it, ``flip``,
-    ``flip_direction`` and :attr:`key` (``dict(size, interpolation, tokenizer_size, tokenizer_interpolation)``, what
-    the preprocessor resizes to). The pack transform must carry :attr:`handover` (and the jitter's key); collate with
-    ``pseudo_collate`` (the byte strings differ in length).
+    Sets ``img`` (the bytes as 1-D uint8, or the whole RGB image), ``img_shape``, ``ori_shape``, ``crop_bbox``,
+    ``flip``, ``flip_direction`` and :attr:`key`. The pack transform must carry :attr:`handover`; collate with
+    ``pseudo_collate``.
 
     Args:
         size, tokenizer_size, scale, ratio: as ``TwoViewRandomResizedCrop``.
-        interpolation, tokenizer_interpolation: 'bicubic' or 'lanczos' (Pillow's filters, applied on the device).
-        flip_prob: probability of a horizontal flip (mmcv ``RandomFlip(prob)``'s draw, before the crop box).
-        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+        interpolation, tokenizer_interpolation: 'bicubic' or 'lanczos'.
+        flip_prob: probability of a horizontal flip, drawn before the crop box.
+        backend_args: MMEngine file backend arguments.
     """
 
     key = 'two_view_resize'
@@ -100,23 +85,15 @@ class EncodedTwoViewRandomResizedCrop(RandomResizedCropBase):
 
 @TRANSFORMS.register_module()
 class EncodedRandomResizedCrop(RandomResizedCropBase):
-    """``LoadImageFromFile -> RandomResizedCrop -> RandomFlip`` (mmpretrain's, Pillow backend) with the decode left to
-    the data preprocessor (``AugmentClsDataPreprocessor``): read ``results['img_path']``'s bytes, draw mmpretrain's
-    crop box on the image's declared size, then mmcv ``RandomFlip``'s flip; the preprocessor decodes, crops, resizes
-    (Pillow's filters on tensors) and flips on its device.
+    """``LoadImageFromFile -> RandomResizedCrop -> RandomFlip`` (mmpretrain's, Pillow) with the decode on the device.
 
-    Added keys: ``img`` (the bytes, or the whole image decoded on the worker for the files the module docstring
-    lists), ``img_shape`` (of the crop), ``ori_shape`` (upright), ``crop_bbox`` ``(top, left, height, width)``,
-    ``flip``, ``flip_direction``, :attr:`key` (``dict(size, interpolation)``). The pack transform must carry
-    :attr:`handover`; collate with ``pseudo_collate``.
+    Sets the keys :class:`EncodedTwoViewRandomResizedCrop` sets, :attr:`key` holding ``dict(size, interpolation)``.
 
     Args:
-        scale, crop_ratio_range, aspect_ratio_range: as mmpretrain's ``RandomResizedCrop`` (``scale`` is the output
-            size).
-        interpolation: 'bicubic' or 'lanczos' (Pillow's filters, applied on the device).
-        flip_prob: probability of a horizontal flip (``RandomFlip(prob)``'s draw, after the crop box, as the exact
-            pipeline orders them).
-        backend_args: MMEngine file backend arguments, as ``LoadImageFromFile``'s.
+        scale, crop_ratio_range, aspect_ratio_range: as mmpretrain's ``RandomResizedCrop``.
+        interpolation: 'bicubic' or 'lanczos'.
+        flip_prob: probability of a horizontal flip, drawn after the crop box.
+        backend_args: MMEngine file backend arguments.
     """
 
     key = 'crop_resize'

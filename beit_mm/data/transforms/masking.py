@@ -1,32 +1,9 @@
 """BEiT's blockwise mask generator: which patches of the ``(H, W)`` patch grid the backbone sees as ``[M]``.
 
-Convention: the mask is a bool ndarray of shape ``(H, W)`` (patch grid, row-major like the token sequence) and
-**True = masked** (replaced by the mask token, predicted by the MIM head); False = visible.
-
-Algorithm (unilm ``beit/masking_generator.py``, ``MaskingGenerator``, BEiT v1's rule):
-
-    mask_count = 0
-    while mask_count < num_masking_patches:
-        budget = min(num_masking_patches - mask_count, max_num_patches)
-        delta = 0
-        for 10 attempts:
-            target_area  ~ U(min_num_patches, budget)          # note: U(a, b) with b < a draws from [b, a]
-            aspect_ratio = exp(U(log min_aspect, log max_aspect))
-            h = round(sqrt(target_area * aspect_ratio)); w = round(sqrt(target_area / aspect_ratio))
-            if h < H and w < W:                                 # strictly smaller than the grid
-                top ~ randint[0, H - h]; left ~ randint[0, W - w]
-                new = h * w - (already masked patches inside the rectangle)
-                if 0 < new <= budget: mask the rectangle; delta = new
-            if delta > 0: break
-        if delta == 0: stop (10 failed attempts)
-        mask_count += delta
-
-The count never exceeds ``num_masking_patches`` and may fall short of it when ten attempts in a row fail (14x14, 75,
-min 16: 32.9% of masks, mean 74.5). BEiT v2's rule (``exact_count=True``; unilm ``beit2/masking_generator.py`` lines
-92-105) fills the shortfall with unmasked patches drawn uniformly without replacement. Randomness comes from a
-``numpy.random.Generator`` passed in, drawn in unilm's order (``U(a, b) = a + (b - a) * rng.random()``,
-``randint[a, b] = rng.integers(a, b + 1)``, the fill-up ``rng.choice(num_unmasked, shortfall, replace=False)`` in
-row-major order), so both rules match unilm draw for draw.
+The mask is a bool ``(H, W)`` ndarray, row-major like the token sequence, **True = masked**. BEiT v1's rule (unilm
+``beit/masking_generator.py``) places rectangles of random area and log-uniform aspect, each adding 1..budget new
+patches, until the count is reached or ten tries in a row fail; BEiT v2's rule (``exact_count=True``) fills the
+shortfall with random unmasked patches. Draws follow unilm's order, so both rules match unilm draw for draw.
 """
 import math
 from typing import NamedTuple
@@ -41,16 +18,11 @@ class TooFewMaskedPatchesError(ValueError):
     """The mask generator's arguments give (nearly) empty masks, hence a NaN MIM loss."""
 
 
-# unilm `MaskingGenerator._mask`: attempts to place one rectangle before giving up.
 NUM_ATTEMPTS_PER_BLOCK = 10
 
 
 class MaskBlock(NamedTuple):
-    """One accepted rectangle: rows ``top:top+height``, columns ``left:left+width`` of the patch grid.
-
-    ``target_area`` and ``aspect_ratio`` are the values drawn for it (before rounding to ``height``/``width``);
-    ``budget`` the most new patches it was allowed to add; ``num_new`` how many it added.
-    """
+    """One accepted rectangle of the patch grid, its drawn area and aspect, its budget and new patches."""
     top: int
     left: int
     height: int
@@ -67,19 +39,14 @@ def _uniform(rng: np.random.Generator, a: float, b: float) -> float:
 
 
 class BlockwiseMaskGenerator:
-    """BEiT's blockwise masking of an ``(H, W)`` patch grid (see the module docstring for the algorithm).
+    """BEiT's blockwise masking of an ``(H, W)`` patch grid; called with a ``Generator``, returns the mask.
 
     Args:
-        input_size: the patch grid, ``H`` (square) or ``(H, W)``; 14 for 224 images with 16x16 patches.
-        num_masking_patches: how many patches to mask (75 of 196 in BEiT, ~40%); an upper bound, see the module doc.
-        min_num_patches: smallest target area of a rectangle (16 in BEiT pretraining; unilm's class default is 4).
-        max_num_patches: largest target area of a rectangle; None = ``num_masking_patches``.
-        min_aspect: smallest height/width aspect ratio drawn (log-uniform).
-        max_aspect: largest aspect ratio; None = ``1 / min_aspect``.
-        exact_count: False = BEiT v1's rule (the count may fall short); True = BEiT v2's (the shortfall is filled
-            with random unmasked patches: always exactly ``num_masking_patches``).
-
-    Calling it with a ``numpy.random.Generator`` returns the mask: bool ``(H, W)``, True = masked.
+        input_size: the patch grid, ``H`` or ``(H, W)``.
+        num_masking_patches: patches to mask; an upper bound unless ``exact_count``.
+        min_num_patches / max_num_patches: target area range of a rectangle; None max = ``num_masking_patches``.
+        min_aspect / max_aspect: aspect ratio range (log-uniform); None max = ``1 / min_aspect``.
+        exact_count: BEiT v2's rule (always exactly ``num_masking_patches``) instead of v1's.
     """
 
     def __init__(self,
@@ -128,7 +95,6 @@ class BlockwiseMaskGenerator:
                 f'max_aspect={self.max_aspect:.4g}, exact_count={self.exact_count})')
 
     def _place_block(self, mask: np.ndarray, budget: int, rng: np.random.Generator) -> MaskBlock | None:
-        """Up to ``NUM_ATTEMPTS_PER_BLOCK`` tries to mask one rectangle adding 1..``budget`` new patches (in place)."""
         for _ in range(NUM_ATTEMPTS_PER_BLOCK):
             target_area = _uniform(rng, self.min_num_patches, budget)
             aspect_ratio = math.exp(_uniform(rng, *self.log_aspect_ratio))
@@ -145,8 +111,7 @@ class BlockwiseMaskGenerator:
         return None
 
     def generate(self, rng: np.random.Generator) -> tuple[np.ndarray, list[MaskBlock]]:
-        """The mask (bool ``(H, W)``, True = masked) and the rectangles that made it, in drawing order (with
-        ``exact_count`` the mask also holds the fill-up patches, which belong to no rectangle)."""
+        """The mask (bool ``(H, W)``) and its rectangles in drawing order."""
         mask = np.zeros((self.height, self.width), dtype=bool)
         blocks: list[MaskBlock] = []
         mask_count = 0
@@ -164,15 +129,12 @@ class BlockwiseMaskGenerator:
         return mask, blocks
 
     def __call__(self, rng: np.random.Generator) -> np.ndarray:
-        """The mask: bool ``(H, W)``, True = masked, exactly ``num_masking_patches`` True entries with
-        ``exact_count``, else at most that many."""
         return self.generate(rng)[0]
 
 
 def _grid_and_count(input_size: int | tuple[int, int], num_masking_patches: int,
                     mask_ratio: float | None) -> tuple[tuple[int, int], int]:
-    """The (H, W) patch grid and the masked count of a mask transform: ``num_masking_patches`` (default 75, BEiT's),
-    or ``round(mask_ratio * H * W)`` when a ratio is given instead."""
+    """The (H, W) patch grid and the masked count: ``num_masking_patches`` or ``round(mask_ratio * H * W)``."""
     grid = (input_size, input_size) if isinstance(input_size, int) else tuple(int(s) for s in input_size)
     if mask_ratio is None:
         return grid, num_masking_patches
@@ -185,8 +147,7 @@ def _grid_and_count(input_size: int | tuple[int, int], num_masking_patches: int,
 
 
 def _next_rng(private: np.random.Generator | None) -> np.random.Generator:
-    """The generator of a transform call: the private one (seeded transforms) or a fresh one seeded from NumPy's
-    global RNG (which MMEngine seeds per dataloader worker)."""
+    """The private generator, or a fresh one seeded from NumPy's global RNG (seeded per dataloader worker)."""
     if private is not None:
         return private
     return np.random.default_rng(np.random.randint(0, 2**63 - 1, dtype=np.int64))
@@ -194,25 +155,13 @@ def _next_rng(private: np.random.Generator | None) -> np.random.Generator:
 
 @TRANSFORMS.register_module()
 class BEiTMaskGenerator(BaseTransform):
-    """Transform writing BEiT's blockwise mask to ``results['mask']``: bool ndarray ``(H, W)``, True = masked.
-
-    Defaults are BEiT pretraining's (unilm ``run_beit_pretraining.py``: 14x14 grid, 75 patches, blocks of at least
-    16 patches, aspect ratio in [0.3, 1/0.3]); ``exact_count=True`` gives BEiT v2's masks (``run_beitv2_pretraining.py``
-    with ``beit2/masking_generator.py``: the same blocks, topped up to exactly 75 patches).
+    """Writes BEiT's blockwise mask to ``results['mask']``: bool ``(H, W)``, True = masked.
 
     Args:
-        input_size: patch grid ``H`` or ``(H, W)`` (image size / patch size).
-        num_masking_patches: masked patches per image. Leave it at its default when giving ``mask_ratio``.
-        min_num_patches: smallest target area of one rectangle.
-        max_num_patches: largest target area of one rectangle; None = the number of masked patches.
-        min_aspect: smallest aspect ratio of a rectangle.
-        max_aspect: largest aspect ratio; None = ``1 / min_aspect``.
-        mask_ratio: instead of a count, the masked fraction of the grid: ``round(mask_ratio * H * W)`` patches
-            (e.g. 0.4 on a 20x20 grid -> 160), so one setting scales with the image or patch size.
-        exact_count: False = BEiT v1's rule (may mask fewer); True = BEiT v2's (always exactly the count).
-        seed: None = draw from NumPy's global RNG (which mmengine seeds per dataloader worker: ``np.random.seed`` in
-            its ``worker_init_fn``), one fresh ``Generator`` per call seeded from it; an int = a private
-            ``numpy.random.Generator`` seeded once, for reproducible sequences in tests.
+        input_size, num_masking_patches, min_num_patches, max_num_patches, min_aspect, max_aspect, exact_count:
+            as ``BlockwiseMaskGenerator``'s; defaults are BEiT pretraining's.
+        mask_ratio: instead of a count, mask ``round(mask_ratio * H * W)`` patches.
+        seed: None = NumPy's global RNG; an int = a private generator seeded once.
     """
 
     def __init__(self,
@@ -239,7 +188,6 @@ class BEiTMaskGenerator(BaseTransform):
 
 
     def transform(self, results: dict) -> dict:
-        """Adds ``results['mask']``: bool ndarray ``(H, W)``, True = masked."""
         results['mask'] = self.generator(_next_rng(self._rng))
         return results
 
@@ -249,19 +197,10 @@ class BEiTMaskGenerator(BaseTransform):
 
 @TRANSFORMS.register_module()
 class RandomMaskGenerator(BaseTransform):
-    """Transform writing a uniformly random patch mask to ``results['mask']``: bool ``(H, W)``, True = masked.
-
-    The random-masking ablation of BEiT's blockwise masking (paper, Table 4 "Blockwise masking" off): exactly
-    ``num_masking_patches`` patches drawn without replacement, every subset of that size equally likely (MAE's
-    ``random_masking``, per image).
+    """Writes a uniformly random mask of exactly ``num_masking_patches`` patches to ``results['mask']``.
 
     Args:
-        input_size: patch grid ``H`` or ``(H, W)``.
-        num_masking_patches: masked patches per image (BEiT: 75 of 196). Leave it at its default with ``mask_ratio``.
-        mask_ratio: instead of a count, ``round(mask_ratio * H * W)`` patches (``BEiTMaskGenerator``'s rule, so both
-            generators mask the same count on any grid).
-        seed: as ``BEiTMaskGenerator``'s: None = NumPy's global RNG (seeded per dataloader worker), an int = a
-            private generator.
+        input_size, num_masking_patches, mask_ratio, seed: as ``BEiTMaskGenerator``'s.
     """
 
     def __init__(self,
@@ -280,7 +219,6 @@ class RandomMaskGenerator(BaseTransform):
 
 
     def transform(self, results: dict) -> dict:
-        """Adds ``results['mask']``: bool ndarray ``(H, W)`` with exactly ``num_masking_patches`` True entries."""
         n = self.grid[0] * self.grid[1]
         mask = np.zeros(n, dtype=bool)
         mask[_next_rng(self._rng).choice(n, self.num_masking_patches, replace=False)] = True

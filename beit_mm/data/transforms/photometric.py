@@ -1,11 +1,7 @@
-"""mmseg's ``PhotoMetricDistortion`` drawn on the worker and applied by the data preprocessor, pixel for pixel as
-OpenCV computes it on 8-bit images.
+"""mmseg's ``PhotoMetricDistortion`` drawn on the worker and applied on the device, pixel for pixel as OpenCV's.
 
-mmseg 1.2 ``PhotoMetricDistortion.transform`` acts on the uint8 BGR crop: brightness ``x + beta``, contrast
-``x * alpha`` (first or last, by one draw), saturation (S of HSV ``* alpha``), hue (H ``+ delta`` mod 180), each
-clipped and truncated to uint8, each HSV round trip OpenCV's 8-bit ``COLOR_BGR2HSV``/``COLOR_HSV2BGR``.
-:func:`bgr_to_hsv` and :func:`hsv_to_bgr` are those conversions (OpenCV 4 ``color_hsv.simd.hpp``), so the distortion
-runs on the device after collation.
+Brightness ``x + beta``, contrast ``x * alpha`` (first or last), saturation (S ``* alpha``) and hue (H ``+ delta``
+mod 180), each clipped and truncated to uint8, through OpenCV's 8-bit HSV conversions.
 """
 from __future__ import annotations
 
@@ -17,21 +13,17 @@ from torch import Tensor
 
 from beit_mm.registry import TRANSFORMS
 
-# OpenCV RGB2HSV_b: fixed-point bits of its division tables, and the hue range of COLOR_BGR2HSV (not *_FULL).
 HSV_SHIFT = 12
 HUE_RANGE = 180
-# HSV2RGB_native: which of (v, v(1 - s), v(1 - s f), v(1 - s(1 - f))) is b, g, r in each of the 6 hue sectors.
+# Which of (v, v(1 - s), v(1 - s f), v(1 - s(1 - f))) is b, g, r in each of the 6 hue sectors.
 SECTOR_BGR = ((1, 3, 0), (1, 0, 2), (3, 0, 1), (0, 2, 1), (0, 1, 3), (2, 1, 0))
-# Pixels OpenCV's HSV2RGB_b converts per vector iteration: 4 registers of float32 lanes, 32 with AVX2 (64 with
-# AVX-512); the rest of a row goes through its scalar code, which rounds where the vector code truncates.
+# Pixels per vector iteration of OpenCV's HSV2RGB_b (32 with AVX2); the scalar rest of a row rounds.
 OPENCV_HSV_BLOCK = 32
 
 
 @TRANSFORMS.register_module()
 class SamplePhotoMetricDistortion(BaseTransform):
-    """Draw mmseg ``PhotoMetricDistortion``'s parameters (its draws, in its order) without touching the pixels:
-    ``results[key] = dict(brightness, contrast, contrast_last, saturation, hue)`` (None where an op's coin said no),
-    applied by the data preprocessor (:func:`photometric_distortion`).
+    """Draws mmseg ``PhotoMetricDistortion``'s parameters into ``results[key]`` (None = op off).
 
     Args:
         brightness_delta, contrast_range, saturation_range, hue_delta: as mmseg's ``PhotoMetricDistortion``.
@@ -50,8 +42,6 @@ class SamplePhotoMetricDistortion(BaseTransform):
         self.hue_delta = hue_delta
 
     def transform(self, results: dict) -> dict:
-        # mmseg 1.2 PhotoMetricDistortion.transform: brightness, the contrast mode, [contrast], saturation, hue,
-        # [contrast]; each op one np.random.randint(2) coin, then its value if the coin is 1
         rng = np.random
         brightness = float(rng.uniform(-self.brightness_delta, self.brightness_delta)) if rng.randint(2) else None
         contrast_last = rng.randint(2) == 0
@@ -73,8 +63,7 @@ class SamplePhotoMetricDistortion(BaseTransform):
 
 
 def _division_tables(device: torch.device) -> tuple[Tensor, Tensor]:
-    """OpenCV's ``sdiv_table`` and ``hdiv_table180``: ``round((255 << 12) / i)`` and ``round((180 << 12) / (6 i))``
-    for i in 1..255 (half to even, as ``saturate_cast<int>(double)``), 0 at i = 0."""
+    """OpenCV's ``sdiv_table`` and ``hdiv_table180`` for i in 0..255."""
     i = torch.arange(256, dtype=torch.float64)
     sdiv = torch.round((255 << HSV_SHIFT) / i)
     hdiv = torch.round((HUE_RANGE << HSV_SHIFT) / (6. * i))
@@ -83,14 +72,7 @@ def _division_tables(device: torch.device) -> tuple[Tensor, Tensor]:
 
 
 def bgr_to_hsv(image: Tensor) -> Tensor:
-    """``cv2.cvtColor(image, cv2.COLOR_BGR2HSV)`` of 8-bit pixels.
-
-    Args:
-        image: (3, H, W) uint8, B, G, R channels.
-
-    Returns:
-        (3, H, W) uint8: H in [0, 180), S and V in [0, 255].
-    """
+    """``cv2.cvtColor(image, cv2.COLOR_BGR2HSV)`` of a (3, H, W) uint8 BGR image; H in [0, 180)."""
     b, g, r = image.to(torch.int32).unbind(0)
     v = torch.maximum(torch.maximum(b, g), r)
     diff = v - torch.minimum(torch.minimum(b, g), r)
@@ -104,19 +86,9 @@ def bgr_to_hsv(image: Tensor) -> Tensor:
 
 
 def hsv_to_bgr(hsv: Tensor, block: int = OPENCV_HSV_BLOCK) -> Tensor:
-    """``cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)`` of 8-bit pixels (H in [0, 180)), pixel for pixel.
+    """``cv2.cvtColor(hsv, cv2.COLOR_HSV2BGR)`` of a (3, H, W) uint8 image, pixel for pixel.
 
-    OpenCV (``HSV2RGB_b``) converts each row in blocks of ``block`` pixels with its vector code (float32, the channel
-    values ``* 255`` truncated) and the last ``width % block`` pixels of the row with its scalar code (rounded half
-    to even); both use the same sector formula with ``1 - s f`` and ``1 - s (1 - f)`` rounded once (the fused
-    multiply-add the compiler makes of them).
-
-    Args:
-        hsv: (3, H, W) uint8.
-        block: OpenCV's pixels per vector iteration on the CPU whose result is matched (:data:`OPENCV_HSV_BLOCK`).
-
-    Returns:
-        (3, H, W) uint8 B, G, R.
+    OpenCV truncates in its vector code (``block`` pixels at a time) and rounds in the scalar rest of a row.
     """
     h, s, v = hsv.to(torch.float32).unbind(0)
     s = s * (1. / 255.)
@@ -141,12 +113,10 @@ def _convert(x: Tensor, alpha: float = 1., beta: float = 0.) -> Tensor:
 
 
 def _convert_array(x: np.ndarray, alpha: float = 1., beta: float = 0.) -> np.ndarray:
-    """:func:`_convert` on a NumPy array (mmseg's own arithmetic)."""
     return np.clip(x.astype(np.float32) * alpha + beta, 0, 255).astype(np.uint8)
 
 
 def _distort_array(image: np.ndarray, params: dict) -> np.ndarray:
-    """:func:`photometric_distortion` of an (H, W, 3) uint8 BGR array with OpenCV, as mmseg computes it."""
     contrast, last = params.get('contrast'), params['contrast_last']
     if params.get('brightness') is not None:
         image = _convert_array(image, beta=params['brightness'])
@@ -166,15 +136,12 @@ def _distort_array(image: np.ndarray, params: dict) -> np.ndarray:
 
 
 def photometric_distortion(image: Tensor, params: dict, backend: str = 'auto') -> Tensor:
-    """One image's photometric distortion as mmseg's ``PhotoMetricDistortion.transform`` applies it.
+    """One image's photometric distortion as mmseg applies it.
 
     Args:
         image: (3, H, W) uint8 BGR.
-        params: ``dict(brightness, contrast, contrast_last, saturation, hue)``: the brightness offset, the contrast
-            and saturation factors and the hue shift (None: that op is skipped), and whether contrast comes after the
-            HSV ops (mmseg's mode 0) instead of right after brightness.
-        backend: ``'torch'`` (tensor ops, on the image's device), ``'opencv'`` (mmseg's own OpenCV calls, on the CPU)
-            or ``'auto'``: OpenCV for an image on the CPU, where it is several times cheaper, torch elsewhere.
+        params: ``dict(brightness, contrast, contrast_last, saturation, hue)``; None = op skipped.
+        backend: ``'torch'``, ``'opencv'`` (on the CPU) or ``'auto'`` (OpenCV for a CPU image).
 
     Returns:
         (3, H, W) uint8 BGR, on the image's device.
@@ -182,7 +149,6 @@ def photometric_distortion(image: Tensor, params: dict, backend: str = 'auto') -
     if backend not in ('auto', 'torch', 'opencv'):
         raise ValueError(f"backend={backend!r}; use 'auto', 'torch' or 'opencv'")
     if backend == 'opencv' or (backend == 'auto' and image.device.type == 'cpu'):
-        # interleaved for OpenCV and back with cv2.merge / cv2.split (several times cheaper than strided copies)
         array = cv2.merge([plane.numpy() for plane in image.cpu()])
         return torch.from_numpy(np.stack(cv2.split(_distort_array(array, params)))).to(image.device)
     if params.get('brightness') is not None:

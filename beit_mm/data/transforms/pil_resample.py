@@ -1,10 +1,7 @@
 """Pillow's 8-bit resampling (``Image.resize`` of an RGB image: bicubic, Lanczos) on tensors, on any device.
 
-Pillow (``libImaging/Resample.c``) resamples in two separable passes, horizontal then vertical, with weights computed
-in float64, normalized, and turned into 22-bit fixed-point integers; each pass sums ``pixel * weight`` from
-``1 << 21`` and keeps ``clip(sum >> 22, 0, 255)``. The same weights and integer arithmetic here give Pillow's pixels
-(Pillow 13 runs some resizes vertical pass first, which is not reproduced). torch's antialiased ``interpolate`` has no
-intermediate rounding and no Lanczos.
+Two separable passes, horizontal then vertical, with Pillow's 22-bit fixed-point weights; each pass sums
+``pixel * weight`` from ``1 << 21`` and keeps ``clip(sum >> 22, 0, 255)``, as ``libImaging/Resample.c`` does.
 """
 from __future__ import annotations
 
@@ -14,13 +11,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-# libImaging/Resample.c: PRECISION_BITS = 32 - 8 - 2 for 8-bit images.
 PRECISION_BITS = 22
-# The filters' support (half-width) in input pixels at scale 1 (Resample.c: BICUBIC 2.0, LANCZOS 3.0).
 SUPPORT = dict(bicubic=2.0, lanczos=3.0)
-# Pillow's bicubic parameter (Resample.c bicubic_filter: a = -0.5).
 BICUBIC_A = -0.5
-# The gathered (pixels x taps) values of one pass are processed in chunks of at most this many rows times taps.
+# Most gathered (rows x taps) values of one pass processed at once.
 MAX_GATHER = 1 << 24
 
 
@@ -46,16 +40,11 @@ FILTERS = dict(bicubic=_bicubic, lanczos=_lanczos)
 
 
 def resample_coefficients(in_size: int, out_size: int, interpolation: str) -> tuple[np.ndarray, np.ndarray]:
-    """Pillow's ``precompute_coeffs`` + ``normalize_coeffs_8bpc`` for resizing ``in_size`` pixels (the whole input,
-    box ``(0, in_size)``) to ``out_size``.
-
-    Args:
-        in_size, out_size: input and output length along the axis.
-        interpolation: 'bicubic' or 'lanczos'.
+    """Pillow's fixed-point resize coefficients from ``in_size`` to ``out_size`` pixels ('bicubic' or 'lanczos').
 
     Returns:
-        ``(first, weights)``: ``first`` (out_size,) int64, the first input pixel of each output pixel's window;
-        ``weights`` (out_size, taps) int32 fixed-point weights (``1 << 22`` = 1), zero beyond a window's end.
+        ``(first, weights)``: (out_size,) int64 first input pixel of each window; (out_size, taps) int32 weights
+        (``1 << 22`` = 1), zero beyond a window's end.
 
     Raises:
         ValueError: an unknown interpolation or a non-positive size.
@@ -76,7 +65,7 @@ def resample_coefficients(in_size: int, out_size: int, interpolation: str) -> tu
     weights = FILTERS[interpolation]((x + first[:, None] - center[:, None] + 0.5) * (1.0 / filterscale))
     weights = np.where(x < count[:, None], weights, 0.0)
     total = np.zeros(out_size, dtype=np.float64)
-    for t in range(taps):  # summed left to right as Pillow does (NumPy's sum is pairwise)
+    for t in range(taps):  # left to right, as Pillow sums
         total += weights[:, t]
     weights = np.where(total[:, None] != 0.0, weights / np.where(total == 0.0, 1.0, total)[:, None], weights)
     fixed = weights * (1 << PRECISION_BITS)
@@ -86,13 +75,8 @@ def resample_coefficients(in_size: int, out_size: int, interpolation: str) -> tu
 
 def resize_tables(in_size: tuple[int, int], size: tuple[int, int],
                   interpolation: str) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """The passes of Pillow's resize of an ``in_size`` ``(H, W)`` 8-bit image to ``size`` ``(h, w)``, in order.
-
-    Returns:
-        ``[(dim, index, weight)]``: ``dim`` -1 (horizontal) or -2 (vertical); ``index`` (out, taps) int64, the input
-        pixel of each tap (clamped into the image; a clamped tap has weight 0); ``weight`` (out, taps) int64
-        fixed-point weights (:func:`resample_coefficients`). Empty when the size does not change.
-    """
+    """Pillow's resize passes from ``in_size`` ``(H, W)`` to ``size`` ``(h, w)``: ``[(dim, index, weight)]``, with
+    (out, taps) int64 ``index`` and ``weight``; empty when the size does not change."""
     tables = []
     for dim, n, out in ((-1, in_size[1], size[1]), (-2, in_size[0], size[0])):
         if n != out:
@@ -103,15 +87,7 @@ def resize_tables(in_size: tuple[int, int], size: tuple[int, int],
 
 
 def apply_tables(image: Tensor, tables: list[tuple[int, Tensor, Tensor]]) -> Tensor:
-    """Pillow's passes (:func:`resize_tables`, their tensors on the device of ``image``) on an 8-bit image.
-
-    Args:
-        image: (C, H, W) integer values 0..255 (any integer or float dtype).
-        tables: ``[(dim, index, weight)]``.
-
-    Returns:
-        (C, h, w) uint8.
-    """
+    """Pillow's resize passes (tensors on the image's device) on a (C, H, W) 0..255 image; (C, h, w) uint8."""
     x = image.to(torch.int64)
     for dim, index, weight in tables:
         x = x.transpose(dim, -1)
@@ -126,16 +102,7 @@ def apply_tables(image: Tensor, tables: list[tuple[int, Tensor, Tensor]]) -> Ten
 
 
 def pil_resize(image: Tensor, size: tuple[int, int], interpolation: str) -> Tensor:
-    """``Image.fromarray(image).resize((w, h), resample)`` of an 8-bit image (the module docstring: when exactly).
-
-    Args:
-        image: (C, H, W) integer values 0..255 (any integer or float dtype), on any device.
-        size: ``(h, w)`` of the output.
-        interpolation: 'bicubic' or 'lanczos'.
-
-    Returns:
-        (C, h, w) uint8 on the device of ``image``.
-    """
+    """Pillow's ``resize`` of a (C, H, W) 0..255 image to ``size`` ``(h, w)``; (C, h, w) uint8 on its device."""
     device = image.device
     tables = [(dim, torch.from_numpy(index).to(device), torch.from_numpy(weight).to(device))
               for dim, index, weight in resize_tables(tuple(image.shape[-2:]), tuple(size), interpolation)]

@@ -1,13 +1,8 @@
 """mmpretrain's ``RandAugment`` drawn on the worker (:class:`SampleRandAugment`) and applied by the data preprocessor
 to batched 8-bit BGR tensors (:func:`rand_augment`), each image with its own ops.
 
-The sampler makes exactly mmpretrain 1.2's NumPy draws in its order (``random_policy_indices``, then each op's
-``random_disable``, ``random_magnitude``, ``random_negative``). The ops reproduce mmcv 2.1's image functions with
-their uint8 truncation: integer and float64 comparisons (``Invert``, ``Posterize``, ``Solarize``, ``SolarizeAdd``);
-``AutoContrast`` and ``Equalize`` per channel; ``cv2.addWeighted`` blends (``Brightness``, ``Contrast`` with OpenCV's
-grey, ``Sharpness`` with PIL's SMOOTH kernel, ``ColorTransform``); ``Rotate``/``Shear``/``Translate`` as one bicubic
-``cv2.warpAffine`` (:func:`beit_mm.data.transforms.warp_affine.warp_affine_bicubic`). On the CPU mmcv's own calls
-are used, several times cheaper there than the tensor ops.
+The sampler makes mmpretrain's NumPy draws in its order; the ops reproduce mmcv's image functions with their uint8
+truncation, the geometric ones as one bicubic ``cv2.warpAffine``.
 """
 from __future__ import annotations
 
@@ -26,17 +21,15 @@ from beit_mm.registry import TRANSFORMS
 
 from .warp_affine import inverse_affine, warp_affine_bicubic
 
-# OpenCV's COLOR_BGR2GRAY of 8-bit images: (B, G, R) weights / 2**15, rounded (imgproc color_rgb.simd.hpp).
+# OpenCV's COLOR_BGR2GRAY of 8-bit images: (B, G, R) weights / 2**15.
 GRAY_WEIGHTS_BGR = (3735, 19235, 9798)
 GRAY_SHIFT = 15
-# PIL.ImageFilter.SMOOTH, the degenerate image of mmcv's adjust_sharpness: [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13.
+# PIL.ImageFilter.SMOOTH: [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13.
 SMOOTH_CENTER, SMOOTH_SUM = 5.0, 13.0
-# The ops whose images are warped (one batched warp for all three).
 WARP_OPS = ('Rotate', 'Shear', 'Translate')
 
 
 def _pad(value) -> tuple[int, int, int]:
-    """mmcv's pad value (one int or one per channel) as a BGR triple."""
     return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),) * 3
 
 
@@ -46,7 +39,7 @@ def _signed(op, value: float | None) -> float:
 
 
 def _unsigned(op, value: float | None) -> float:
-    """``value if given else op.random_magnitude()`` (the ops whose magnitude has no sign)."""
+    """``value if given else op.random_magnitude()``."""
     return op.random_magnitude() if value is None else value
 
 
@@ -100,13 +93,11 @@ def _drawers() -> dict:
 
 @TRANSFORMS.register_module()
 class SampleRandAugment(BaseTransform):
-    """mmpretrain ``RandAugment``'s draws without touching the pixels: ``results[key]``, the chosen ops that were not
-    disabled, in order, each ``dict(type, **parameters)`` (geometric ops: the inverse matrix ``cv2.warpAffine``
-    computes from mmcv's).
+    """mmpretrain ``RandAugment``'s draws into ``results[key]``: the enabled ops in order, each ``dict(type, ...)``.
 
     Args:
         policies, num_policies, magnitude_level, magnitude_std, total_level, hparams: as mmpretrain's
-            ``RandAugment``. The geometric ops must interpolate bicubically (the tensor warp is OpenCV's bicubic).
+            ``RandAugment``; geometric ops must be bicubic.
 
     Raises:
         ValueError: a policy with no tensor implementation, or a geometric op with another interpolation.
@@ -146,7 +137,6 @@ class SampleRandAugment(BaseTransform):
 
 
 def _column(values: Sequence[float], device: torch.device, dtype=torch.float64) -> Tensor:
-    """(N, 1, 1, 1) tensor of per-image values."""
     return torch.tensor(list(values), dtype=dtype, device=device).view(-1, 1, 1, 1)
 
 
@@ -158,8 +148,7 @@ def bgr_to_gray(images: Tensor) -> Tensor:
 
 
 def _blend_float(images: Tensor, degenerate: Tensor, factor: Tensor) -> Tensor:
-    """mmcv's ``clip(cv2.addWeighted(img.astype(float32), f, degenerate.astype(float32), 1 - f, 0), 0, 255)`` cast to
-    uint8 (``factor`` (N, 1, 1, 1) float64)."""
+    """mmcv's float32 ``cv2.addWeighted`` blend with ``degenerate``, clipped and cast to uint8."""
     blended = images.to(torch.float64) * factor + degenerate.to(torch.float64) * (1.0 - factor)
     return blended.to(torch.float32).clamp_(0.0, 255.0).to(torch.uint8)
 
@@ -199,8 +188,7 @@ def auto_contrast(images: Tensor, params: Sequence[dict]) -> Tensor:
 
 
 def equalize(images: Tensor, params: Sequence[dict]) -> Tensor:
-    """``mmcv.imequalize``: each channel through its histogram's LUT (``(cumsum + step // 2) // step``, shifted by
-    one, at most 255), unchanged where ``step`` is 0."""
+    """``mmcv.imequalize``: each channel through its histogram's LUT."""
     n, c, h, w = images.shape
     flat = images.reshape(n * c, h * w).to(torch.int64)
     hist = torch.zeros((n * c, 256), dtype=torch.int64, device=images.device)
@@ -238,8 +226,7 @@ def sharpness(images: Tensor, params: Sequence[dict]) -> Tensor:
 
 
 def color(images: Tensor, params: Sequence[dict]) -> Tensor:
-    """``mmcv.adjust_color(img, alpha=factor)`` (cv2 backend): ``cv2.addWeighted(img, f, grey, 1 - f, 0)`` on uint8,
-    OpenCV's float32 ``fma(img, f, grey * (1 - f))``, rounded half to even and saturated."""
+    """``mmcv.adjust_color(img, alpha=factor)`` (cv2 backend), rounded half to even and saturated."""
     factor = _column([p['factor'] for p in params], images.device, torch.float32).to(torch.float64)
     beta = _column([1.0 - p['factor'] for p in params], images.device, torch.float32).to(torch.float64)
     grey = (bgr_to_gray(images).to(torch.float64) * beta).to(torch.float32).to(torch.float64)
@@ -286,11 +273,8 @@ def rand_augment(images: Tensor, ops: Sequence[Sequence[dict]], backend: str = '
 
     Args:
         images: (N, 3, H, W) uint8 BGR, on any device.
-        ops: per image the list of ops that were drawn and not disabled, each a dict with ``type`` (a key of
-            :data:`OPS`) and its parameters (``SampleRandAugment``).
-        backend: ``'torch'`` (the tensor ops of this module, batched by op, on the images' device), ``'opencv'``
-            (mmcv's own calls per image, on the CPU) or ``'auto'``: OpenCV for images on the CPU, where it is several
-            times cheaper, torch elsewhere.
+        ops: per image the drawn ops, each a dict with ``type`` (a key of :data:`OPS`) and its parameters.
+        backend: ``'torch'``, ``'opencv'`` (on the CPU) or ``'auto'`` (OpenCV for CPU images).
 
     Returns:
         (N, 3, H, W) uint8, a new tensor on the images' device.

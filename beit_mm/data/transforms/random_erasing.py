@@ -1,8 +1,5 @@
-"""mmpretrain's ``RandomErasing``: the box drawn on the worker with mmpretrain's draws (:class:`SampleRandomErasing`),
-the fill made by the data preprocessor (:func:`random_erasing`). The per-pixel noise of ``mode='rand'`` comes from
-torch's RNG on the device: the same distribution as mmpretrain's, not NumPy's numbers, so after an erased image a
-worker's NumPy stream is no longer the exact pipeline's.
-"""
+"""mmpretrain's ``RandomErasing``: the box drawn on the worker, the fill made on the device (``mode='rand'`` noise
+from torch's RNG)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -16,8 +13,7 @@ from beit_mm.registry import TRANSFORMS
 
 @TRANSFORMS.register_module()
 class SampleRandomErasing(BaseTransform):
-    """mmpretrain ``RandomErasing``'s box draws without touching the pixels: ``results[key]`` is None (not erased) or
-    ``dict(box=(top, left, h, w), mode, fill_color, fill_std)``.
+    """mmpretrain ``RandomErasing``'s draws into ``results[key]``: None or ``dict(box, mode, fill_color, fill_std)``.
 
     Args:
         erase_prob, min_area_ratio, max_area_ratio, aspect_range, mode, fill_color, fill_std: as mmpretrain's
@@ -53,11 +49,7 @@ def random_erasing(images: Tensor, params: Sequence[dict | None]) -> Tensor:
 
     Args:
         images: (N, 3, H, W) uint8 BGR.
-        params: per image None (not erased) or ``dict(box=(top, left, h, w), mode, fill_color, fill_std)`` as
-            ``SampleRandomErasing`` draws it.
-
-    Returns:
-        (N, 3, H, W) uint8, a new tensor.
+        params: per image None or the drawn ``dict(box=(top, left, h, w), mode, fill_color, fill_std)``.
     """
     out = images.clone()
     for i, p in enumerate(params):

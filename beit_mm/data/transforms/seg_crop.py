@@ -13,9 +13,7 @@ UINT8_LABELS = 256
 
 @TRANSFORMS.register_module()
 class HistogramRandomCrop(RandomCrop):
-    """mmseg's ``RandomCrop`` with the category check on a histogram (``np.bincount``) instead of ``np.unique``: the
-    same offsets drawn in the same order, the same accept rule (more than one category besides ``ignore_index``, the
-    largest below ``cat_max_ratio`` of them), so the same crop box.
+    """mmseg's ``RandomCrop`` with the category check on ``np.bincount`` instead of ``np.unique``: the same boxes.
 
     Args:
         crop_size, cat_max_ratio, ignore_index: as mmseg's ``RandomCrop``.

@@ -1,11 +1,7 @@
-"""OpenCV's ``cv2.warpAffine`` of 8-bit images with bicubic interpolation and a constant border, on batched tensors,
-bit for bit (OpenCV 4.x ``imgproc/src/imgwarp.cpp``: ``WarpAffineInvoker`` and ``remapBicubic``).
+"""OpenCV's ``cv2.warpAffine`` of 8-bit images (bicubic, constant border) on batched tensors, bit for bit.
 
-OpenCV inverts the matrix (:func:`inverse_affine`), maps each output pixel to source coordinates in fixed point
-(``AB_BITS = 10`` bits per row and column step, rounded to 1/32 pixel: ``INTER_BITS = 5``), and sums the 4 x 4
-source pixels around it with 15-bit integer weights from a 32 x 32 table of Keys' cubic (``A = -0.75``) outer
-products (:func:`bicubic_table`); pixels outside the image take the border value. All of it is integer arithmetic
-after the per-row and per-column products, reproduced here in float64 and int64 on any device.
+Each output pixel maps to source coordinates in fixed point, rounded to 1/32 pixel, and sums its 4 x 4 source pixels
+with 15-bit integer weights of Keys' cubic (``A = -0.75``).
 """
 from __future__ import annotations
 
@@ -37,13 +33,8 @@ def _cubic(x: np.float32) -> list[np.float32]:
 
 @functools.lru_cache(maxsize=1)
 def bicubic_table() -> np.ndarray:
-    """OpenCV's fixed-point bicubic weights (``initInterTab2D(INTER_CUBIC, true)``).
-
-    Returns:
-        (1024, 16) int32: row ``fy * 32 + fx`` (the 1/32-pixel fractions) holds the 4 x 4 weights, row-major over
-        (y tap, x tap), each row summing to ``2**15`` (OpenCV moves the rounding error onto the largest or smallest
-        of the four central weights).
-    """
+    """OpenCV's fixed-point bicubic weights: (1024, 16) int32, row ``fy * 32 + fx`` the 4 x 4 weights, summing to
+    ``2**15``."""
     taps = [_cubic(np.float32(i) * np.float32(1.0 / INTER_TAB_SIZE)) for i in range(INTER_TAB_SIZE)]
     table = np.zeros((INTER_TAB_SIZE * INTER_TAB_SIZE, 16), np.int32)
     for i in range(INTER_TAB_SIZE):
@@ -67,12 +58,7 @@ def bicubic_table() -> np.ndarray:
 
 
 def inverse_affine(matrix: Sequence[Sequence[float]]) -> tuple[float, ...]:
-    """The destination -> source matrix ``cv2.warpAffine`` computes from a 2 x 3 ``matrix`` (without
-    ``WARP_INVERSE_MAP``), in its float64 arithmetic and order.
-
-    Returns:
-        ``(m00, m01, m02, m10, m11, m12)`` floats.
-    """
+    """The destination -> source ``(m00, m01, m02, m10, m11, m12)`` that ``cv2.warpAffine`` computes from ``matrix``."""
     m = [float(v) for row in matrix for v in row]
     det = m[0] * m[4] - m[1] * m[3]
     det = 1.0 / det if det != 0 else 0.0
@@ -88,16 +74,12 @@ def inverse_affine(matrix: Sequence[Sequence[float]]) -> tuple[float, ...]:
 
 
 def warp_affine_bicubic(images: Tensor, inverse: Tensor, border: Tensor) -> Tensor:
-    """``cv2.warpAffine(image, M, (W, H), flags=cv2.INTER_CUBIC, borderMode=cv2.BORDER_CONSTANT,
-    borderValue=border)`` for each image.
+    """``cv2.warpAffine(..., flags=INTER_CUBIC, borderMode=BORDER_CONSTANT)`` of each (N, C, H, W) uint8 image.
 
     Args:
         images: (N, C, H, W) uint8.
-        inverse: (N, 6) float64, each image's :func:`inverse_affine` of its ``M``.
+        inverse: (N, 6) float64 :func:`inverse_affine` matrices.
         border: (N, C) border values, 0..255.
-
-    Returns:
-        (N, C, H, W) uint8 on the images' device.
     """
     n, c, h, w = images.shape
     device = images.device
