@@ -357,8 +357,7 @@ def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
 
 def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: 'BEiT') -> dict[str, Tensor]:
     """Fit a beit_mm state dict to ``model`` at load time: shared bias copied per block, tables
-    and position embeddings resampled to its grid.
-    """
+    and position embeddings resampled to its grid."""
     sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
     if model.rel_pos_bias is None:
         sd = expand_shared_rel_pos_bias(sd)

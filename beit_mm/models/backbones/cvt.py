@@ -79,8 +79,7 @@ class CvTBlock(nn.Module):
 @contextlib.contextmanager
 def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
     """Restore the BatchNorm buffers of ``module`` after the body, so a checkpointed
-    recomputation does not update the running statistics twice.
-    """
+    recomputation does not update the running statistics twice."""
     buffers = [b for m in module.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
     saved = [b.clone() for b in buffers]
     try:
@@ -157,8 +156,7 @@ class CvT(BaseModule):
         out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)``, (B, C_2).
         out_indices: levels 0-2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)); 3 is level 2 max-pooled 2x.
         final_norm: the final LayerNorm ``norm``: on the cls token ('cls_token', required) or on the stage-2 map.
-        with_cp: activation checkpointing per block.
-        norm_eval: keep the conv projections' BatchNorms in eval mode while training.
+        with_cp, norm_eval: activation checkpointing per block; conv-projection BatchNorms kept in eval mode.
         frozen_stages: freeze stages ``0..frozen_stages`` (2 also ``norm``); -1 freezes nothing.
         act: 'quick_gelu' (official checkpoints) or 'gelu' (HF port).
         attn_impl: ``'sdpa'`` or ``'eager'``; the same function.

@@ -180,8 +180,7 @@ class DINOv3(TokenMapsMixin, BaseModule):
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
                        out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
         """Token sequences (B, 1 + R + h*w, C) of the ``out_indices`` blocks (the last final-normed)
-        and the grid (h, w).
-        """
+        and the grid (h, w)."""
         out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
         outs = []

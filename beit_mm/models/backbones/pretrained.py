@@ -79,8 +79,7 @@ def kept_init_names(model: nn.Module, patterns: Sequence[str]) -> set[str]:
 def check_checkpoint_kind(state_dict: Mapping[str, Tensor], model: nn.Module, checkpoint: str,
                           convert_hint: str = '') -> None:
     """Raise a named error when the checkpoint's keys belong to another kind of model than
-    ``model``'s.
-    """
+    ``model``'s."""
     have, want = checkpoint_kind(state_dict), checkpoint_kind(model.state_dict())
     if have is None or want is None or have == want:
         return

@@ -8,8 +8,7 @@ from torch import Tensor
 
 class TokenMapsMixin:
     """Outputs of a backbone whose ``forward_tokens(x, mask, out_indices)`` gives token sequences
-    (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w).
-    """
+    (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w)."""
 
     EMBEDDING_PARAMS: tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token')
 
@@ -40,8 +39,7 @@ class TokenMapsMixin:
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
         """Layer id for layer-wise lr decay and the id count ``num_layers + 2``:
-        embeddings 0, block i -> i + 1, the rest -> num_layers + 1.
-        """
+        embeddings 0, block i -> i + 1, the rest -> num_layers + 1."""
         num_ids = self.num_layers + 2
         if not param_name.startswith(prefix):
             return num_ids - 1, num_ids

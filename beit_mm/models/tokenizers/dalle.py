@@ -75,9 +75,7 @@ class DALLEEncoder(BaseModule):
     Args:
         group_count: number of groups; downsamples by ``2**(group_count - 1)``.
         n_hid: width of group 1; group g (1-based) is ``n_hid * 2**(g - 1)`` wide.
-        n_blk_per_group: residual blocks per group.
-        input_channels: image channels.
-        vocab_size: number of visual tokens.
+        n_blk_per_group, input_channels, vocab_size: residual blocks per group, image channels, visual tokens.
         channels_last: run the convolutions in ``torch.channels_last``.
         autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'`` for all but the output conv, which stays fp32;
             low precision can flip the argmax of near-tied logits.
@@ -154,7 +152,6 @@ class DALLEEncoder(BaseModule):
         self._is_init = True
 
     def train(self, mode: bool = True) -> 'DALLEEncoder':
-        """Stays in eval mode whatever ``mode`` is: the tokenizer is frozen."""
         return super().train(False)
 
     @torch.no_grad()

@@ -43,11 +43,7 @@ def logit_laplace_nll(x: torch.Tensor, mu: torch.Tensor, log_scale: torch.Tensor
 
 
 def codebook_perplexity(logits: torch.Tensor) -> torch.Tensor:
-    """exp(entropy) of the code distribution averaged over batch and positions, in [1, vocab_size].
-
-    Args:
-        logits: ``(B, vocab_size, h, w)`` encoder logits.
-    """
+    """exp(entropy) of the batch- and position-averaged code distribution of ``(B, V, h, w)`` logits, in [1, V]."""
     probs = F.softmax(logits.float(), dim=1).mean(dim=(0, 2, 3))
     entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum()
     return torch.exp(entropy)
@@ -62,13 +58,10 @@ class DALLEDecoder(BaseModule):
     """``dall_e.decoder.Decoder`` (trainable) for any ``group_count``; official parameter names.
 
     Args:
-        group_count: number of groups; group g is ``n_hid * 2**(group_count - g)`` wide, all but the last upsample 2x.
-        n_init: channels after the input 1x1 conv.
-        n_hid: width of the last group.
-        n_blk_per_group: residual blocks per group.
-        output_channels: image channels.
+        group_count: groups; group g is ``n_hid * 2**(group_count - g)`` wide, all but the last upsample 2x.
+        n_init, n_hid, n_blk_per_group: width after the input conv, of the last group, blocks per group.
+        output_channels, vocab_size: image channels and input channels.
         stats_per_channel: 2 (logit-Laplace location and log-scale) or 1 (location only, for l1/l2).
-        vocab_size: input channels.
     """
 
     def __init__(self,
@@ -140,23 +133,17 @@ class DVAEEncoder(nn.Module):
 class DVAE(BaseModel):
     """Discrete VAE with DALL-E's encoder/decoder, Gumbel-softmax relaxation and a uniform prior.
 
-    Losses, divided by ``C * H * W`` so ``kl_weight`` is the beta of ``E[log p(x|z)] - beta * KL(q(z|x) || U)``:
-    ``loss_rec`` (logit-Laplace NLL, or l1/l2 of ``sigmoid(mu)``), ``loss_kl`` and, with ``usage_weight > 0``,
-    ``loss_usage = usage_weight * KL(q_bar || U)`` for the batch-averaged code distribution ``q_bar`` (wav2vec 2.0's
-    diversity loss, eq. 4). Also logged: ``kl``, ``perplexity`` and ``codebook_usage``.
+    Losses per pixel value: ``loss_rec`` (logit-Laplace NLL, or l1/l2 of ``sigmoid(mu)``), ``loss_kl`` (beta x KL to
+    the uniform prior) and, with ``usage_weight > 0``, ``loss_usage``: KL of the batch-averaged code distribution to
+    uniform (wav2vec 2.0's diversity loss), which keeps the hard codes from collapsing onto a few entries.
 
     Args:
-        group_count, n_hid, n_blk_per_group, input_channels, vocab_size: ``DALLEEncoder``'s arguments, shared by the
-            decoder.
+        group_count, n_hid, n_blk_per_group, input_channels, vocab_size: ``DALLEEncoder``'s, shared by the decoder.
         decoder_n_init: channels after the decoder's input conv.
         rec_loss: ``'logit_laplace'`` | ``'l1'`` | ``'l2'``.
-        temperature: Gumbel-softmax temperature; ``DVAEScheduleHook`` anneals it.
-        kl_weight: beta; ``DVAEScheduleHook`` anneals it.
+        temperature, kl_weight: Gumbel-softmax temperature and beta; ``DVAEScheduleHook`` anneals both.
         usage_weight: weight of ``loss_usage`` (0 = DALL-E's objective).
         data_preprocessor: must give RGB in [0, 1] (the default does).
-
-    The per-position KL alone lets the hard codes collapse onto a few entries on flat images; ``loss_usage`` counters
-    that.
     """
 
     def __init__(self,

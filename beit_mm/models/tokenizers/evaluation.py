@@ -40,7 +40,6 @@ def code_statistics(ids: Tensor, vocab_size: int) -> dict[str, float]:
 
 
 def psnr(x: Tensor, y: Tensor) -> float:
-    """PSNR in dB of two [0, 1] image batches."""
     return 10 * math.log10(1 / max(F.mse_loss(x.double(), y.double()).item(), 1e-12))
 
 

@@ -25,8 +25,7 @@ class PatchPixelTarget(nn.Module):
     """Per-patch normalized pixels of the backbone view as MIM targets (no parameters).
 
     Args:
-        patch_size: the backbone's patch side in pixels.
-        in_channels: image channels.
+        patch_size, in_channels: the backbone's patch side in pixels and the image channels.
         norm_pix: normalize each patch to zero mean and unit variance (MAE's ``norm_pix_loss``).
     """
 

@@ -53,9 +53,7 @@ def spherical_kmeans(samples: Tensor, num_clusters: int, num_iters: int = KMEANS
     """k-means with cosine similarity on unit vectors (unilm ``kmeans(use_cosine_sim=True)``).
 
     Args:
-        samples: (N, D) unit vectors.
-        num_clusters: K.
-        num_iters: assignment/update rounds.
+        samples: (N, D) unit vectors; ``num_clusters``: K; ``num_iters``: assignment/update rounds.
     Returns:
         means (K, D) and the cluster sizes of the last assignment (K,) int64.
     """
@@ -93,13 +91,11 @@ class Codebook(nn.Module):
         self.initted_host = not kmeans_init
 
     def ready(self) -> bool:
-        """Whether the codebook holds codes (``initted``)."""
         if not torch.compiler.is_compiling():
             self.refresh_host_state()
         return self.initted_host
 
     def refresh_host_state(self) -> None:
-        """Read ``initted`` into ``initted_host``."""
         self.initted_host = bool(self.initted.item())
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
@@ -115,8 +111,7 @@ class NormEMAQuantizer(nn.Module):
     """l2-normalized nearest-code quantizer with an EMA codebook.
 
     Args:
-        num_codes: codebook size K.
-        code_dims: code dimension D.
+        num_codes, code_dims: codebook size K and code dimension D.
         decay: EMA decay of the codebook and of ``cluster_size``.
         beta: weight of the commitment loss ``mse(sg(z_q), z)``.
         kmeans_init: start from spherical k-means on the first training batch (else random unit vectors).
@@ -146,8 +141,7 @@ class NormEMAQuantizer(nn.Module):
     @torch.no_grad()
     def nearest(self, z: Tensor) -> Tensor:
         """Ids of the nearest codes to unit vectors ``z`` (N, D) -> (N,) int64, by unilm's
-        ``|z|^2 + |e|^2 - 2 z.e``.
-        """
+        ``|z|^2 + |e|^2 - 2 z.e``."""
         w = self.embedding.weight
         d = z.pow(2).sum(dim=1, keepdim=True) + w.pow(2).sum(dim=1) - 2 * torch.einsum('bd,nd->bn', z, w)
         return d.argmin(dim=1)

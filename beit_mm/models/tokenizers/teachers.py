@@ -42,7 +42,6 @@ class FrozenTeacher(BaseModule):
         self.eval()
 
     def train(self, mode: bool = True) -> 'FrozenTeacher':
-        """Stays in eval mode: the teacher is frozen."""
         return super().train(False)
 
     def normalize(self, images: Tensor) -> Tensor:
@@ -77,7 +76,6 @@ class CLIPResidualBlock(nn.Module):
 
 
 class CLIPTransformer(nn.Module):
-    """``transformer.resblocks.i``."""
 
     def __init__(self, width: int, layers: int, heads: int) -> None:
         super().__init__()

@@ -51,8 +51,7 @@ def task_layer(in_dims: int, out_dims: int) -> nn.Sequential:
 
 def vit(arch: dict, img_size: int, patch_size: int, in_channels: int, attn_impl: str) -> BEiT:
     """unilm's ``VisionTransformer`` as VQ-KD builds it: absolute position embeddings, no relative bias, no layer
-    scale, no drop path, LayerNorm eps 1e-6, patch tokens after a final norm.
-    """
+    scale, no drop path, LayerNorm eps 1e-6, patch tokens after a final norm."""
     return BEiT(arch=arch, img_size=img_size, patch_size=patch_size, in_channels=in_channels, use_abs_pos_emb=True,
                 use_rel_pos_bias=False, layer_scale_init_value=0.0, drop_path_rate=0.0, final_norm=True,
                 attn_impl=attn_impl, init_mode='finetune')
@@ -75,9 +74,7 @@ class VQKD(BaseModel):
             ``out_dims`` (the teacher's width).
         teacher: a teacher config (``CLIPTeacher``, ``BackboneTeacher``); None = a frozen tokenizer.
         with_decoder: build the decoder and decode task layer.
-        decay: EMA decay of the codebook.
-        beta: weight of the commitment loss.
-        kmeans_init: k-means initialize the codebook on the first training batch.
+        decay, beta, kmeans_init: the codebook's EMA decay, commitment weight, k-means init on the first batch.
         dead_code_ratio: > 0 re-seeds rarely used codes (``NormEMAQuantizer``).
         autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'`` for the transformers.
         attn_impl: attention kernel of the transformers (``beit_mm.BEiT``).
@@ -158,8 +155,7 @@ class VQKD(BaseModel):
 
     def load_tokenizer(self, path: str) -> None:
         """Load a beit_mm VQ-KD file strictly (all keys but the teacher's); without a decoder its weights
-        are ignored.
-        """
+        are ignored."""
         from beit_mm.fileio import load_state_dict_file
         sd = {k: v for k, v in load_state_dict_file(path).items() if not k.startswith('teacher.')}
         if any(k.startswith(('teacher_model.', 'scaling_layer.')) or '.fc_norm.' in k for k in sd):
@@ -186,7 +182,6 @@ class VQKD(BaseModel):
         MMLogger.get_current_instance().info(f'VQKD: loaded {len(sd)} weights from {path}{skipped}')
 
     def train(self, mode: bool = True) -> 'VQKD':
-        """A VQKD without a teacher is a frozen tokenizer and stays in eval mode."""
         return super().train(mode and self.teacher is not None)
 
     def _autocast(self, device_type: str):
