@@ -1,10 +1,7 @@
 """BEiT checkpoints of unilm, timm, HF transformers, mmseg and mmpretrain -> beit_mm ``BEiT`` names (unilm's).
 
-The output holds the backbone's keys (plus ``lm_head.*``/``fc_norm.*``/``head.*`` on request) and loads strictly
-into the matching ``BEiT``. A shared relative position bias is copied into every block unless
-``expand_shared_bias=False``; MIM-only keys (``mask_token``, ``lm_head.*``, BEiT v2's ``cls_pt_layers.*``) are dropped
-unless ``keep_mim_head``; a whole mmpretrain MIM checkpoint keeps its backbone (v2's ``neck.norm`` becomes ``norm``);
-``img_size`` resamples the position tables.
+The output loads strictly into the matching ``BEiT``: a shared relative position bias is copied per block unless
+``expand_shared_bias=False``, MIM-only keys are dropped unless ``keep_mim_head``, ``img_size`` resamples the tables.
 """
 from __future__ import annotations
 
@@ -155,7 +152,6 @@ def guess_beit_source(state_dict: Mapping[str, Tensor]) -> str | None:
     return None
 
 
-# ----------------------------------------------------------------------------------- beit_mm -> HF transformers / timm
 _TO_HF_RULES = [
     (r'^cls_token$', 'embeddings.cls_token'),
     (r'^mask_token$', 'embeddings.mask_token'),
@@ -179,9 +175,8 @@ _TO_HF_RULES = [
 def beit_to_hf(state_dict: Mapping[str, Tensor], prefix: str = '') -> dict[str, Tensor]:
     """beit_mm ``BEiT`` state dict (+ ``fc_norm.*``) -> HF ``BeitModel`` names, the inverse of ``_from_hf``.
 
-    ``qkv.weight`` (3C, C) is split into ``query``/``key``/``value`` (C, C); ``q_bias``/``v_bias`` become the query and
-    value biases (HF's key has no bias, like BEiT's). ``prefix``: ``'beit.'`` inside ``BeitFor*`` models, ``''`` for a
-    bare ``BeitModel``. ``head.*``/``lm_head.*`` are not backbone keys: map them with the caller's head layout.
+    ``qkv.weight`` (3C, C) is split into ``query``/``key``/``value`` (C, C); ``prefix`` is ``'beit.'`` inside
+    ``BeitFor*`` models, ``''`` for a bare ``BeitModel``; head keys are the caller's to map.
     """
     check_beit_keys(state_dict, 'beit_mm')
     out: dict[str, Tensor] = {}
@@ -204,8 +199,7 @@ def beit_to_hf(state_dict: Mapping[str, Tensor], prefix: str = '') -> dict[str, 
 
 
 def beit_to_timm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """beit_mm ``BEiT`` state dict -> timm ``Beit`` (``beit_*``/``beitv2_*``): the same names (timm keeps unilm's);
-    the MIM-only ``mask_token``/``lm_head.*`` are dropped (timm's ``Beit`` has neither)."""
+    """beit_mm ``BEiT`` state dict -> timm ``Beit`` (the same names), without ``mask_token``/``lm_head.*``."""
     check_beit_keys(state_dict, 'beit_mm')
     return {k: v for k, v in state_dict.items() if not k.startswith(MIM_KEYS) and
             not k.endswith('relative_position_index')}

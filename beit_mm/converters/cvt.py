@@ -1,9 +1,6 @@
-"""CvT checkpoints -> ``beit_mm.CvT`` state dicts (pure functions).
+"""CvT checkpoints (microsoft/CvT 'official', HF 'hf') -> ``beit_mm.CvT`` state dicts, and back to HF.
 
-Sources: 'official' (microsoft/CvT releases, already our names: only validated) and 'hf' (``CvtModel`` or
-``CvtForImageClassification``). The output holds ``CvT``'s keys, ``norm.*`` when the source has a final norm and the
-classifier as ``head.*``. HF's weights are the official QuickGELU-trained ones: keep ``act='quick_gelu'`` for the
-official numbers.
+HF's weights are the official QuickGELU-trained ones: keep ``act='quick_gelu'`` for the official numbers.
 """
 import re
 from collections.abc import Mapping
@@ -85,12 +82,10 @@ def convert_cvt(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tens
     Args:
         state_dict: an official or HF (``CvtModel`` / ``CvtForImageClassification``) flat state dict.
         source: 'official' or 'hf'.
-
     Returns:
         ``CvT`` keys (+ ``norm.*``, ``head.*`` when present), sharing the input's tensors.
-
     Raises:
-        ValueError: unknown ``source``, or keys of neither layout (named, with the source they match).
+        ValueError: unknown ``source``, or keys of neither layout.
     """
     if source not in _SUPPORTED_SOURCES:
         raise ValueError(f'unknown CvT checkpoint source {source!r}; use one of {_SUPPORTED_SOURCES}')
@@ -139,11 +134,10 @@ _TO_HF_RULES: list[tuple[re.Pattern, str]] = [(re.compile(p), r) for p, r in [
 
 
 def cvt_to_hf(state_dict: Mapping[str, Tensor], with_classifier: bool) -> dict[str, Tensor]:
-    """``beit_mm.CvT`` state dict -> HF ``CvtModel`` names, or with ``with_classifier`` ``CvtForImageClassification``'s
-    (``norm`` and ``head`` required).
+    """``beit_mm.CvT`` state dict -> HF ``CvtModel`` names, or ``CvtForImageClassification``'s with ``with_classifier``.
 
     Raises:
-        ValueError: keys without an HF counterpart (a mask token, a final norm for ``CvtModel``) or a missing head.
+        ValueError: keys without an HF counterpart or a missing head.
     """
     out: dict[str, Tensor] = {}
     bad: list[str] = []

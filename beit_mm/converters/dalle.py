@@ -1,9 +1,4 @@
-"""DALL-E dVAE encoder checkpoints -> ``beit_mm.DALLEEncoder`` state dicts (pure functions).
-
-Sources: ``'openai'`` (the state dict of OpenAI's ``encoder.pkl``, :func:`load_openai_encoder`) and ``'mmpretrain'``
-(mmpretrain 1.2's ``DALL-E`` target generator, the same ``blocks.*.{w,b}`` names, under ``target_generator.`` in a
-whole checkpoint). Converting renames ``w`` -> ``weight`` and ``b`` -> ``bias``.
-"""
+"""DALL-E dVAE encoder checkpoints (OpenAI's ``encoder.pkl``, mmpretrain 1.2's) -> ``beit_mm.DALLEEncoder`` names."""
 import re
 import warnings
 from collections.abc import Mapping
@@ -21,14 +16,12 @@ _RENAME = {'w': 'weight', 'b': 'bias'}
 def load_openai_encoder(path: str) -> dict[str, torch.Tensor]:
     """State dict of OpenAI's ``encoder.pkl``, a pickled ``dall_e.encoder.Encoder``.
 
-    Unpickling runs code from the file (``weights_only=False``, needs ``dall_e``): do it once, for a trusted file, and
-    keep the converted state dict.
+    Unpickling runs code from the file (needs ``dall_e``): do it once, for a trusted file.
 
     Args:
         path: the ``encoder.pkl`` file.
-
     Returns:
-        its state dict (``blocks.*.w`` / ``blocks.*.b``), for ``convert_dalle(sd, 'openai')``.
+        its state dict (``blocks.*.w`` / ``blocks.*.b``).
     """
     import dall_e  # noqa: F401  (the pickle refers to dall_e.encoder.Encoder; fails early with a clear message)
 
@@ -45,17 +38,15 @@ def load_openai_encoder(path: str) -> dict[str, torch.Tensor]:
 
 
 def convert_dalle(state_dict: Mapping[str, torch.Tensor], source: str) -> dict[str, torch.Tensor]:
-    """Rename a DALL-E encoder state dict to ``beit_mm.DALLEEncoder``'s parameter names.
+    """Rename a DALL-E encoder state dict (``w``/``b``) to ``beit_mm.DALLEEncoder``'s (``weight``/``bias``).
 
     Args:
-        state_dict: keys ``blocks.*.{w,b}`` (``source='openai'`` or ``'mmpretrain'``), or a whole mmpretrain
-            checkpoint's ``state_dict`` with ``target_generator.blocks.*.{w,b}`` (``source='mmpretrain'``).
+        state_dict: ``blocks.*.{w,b}`` keys, or a whole mmpretrain ``state_dict`` under ``target_generator.``.
         source: ``'openai'`` or ``'mmpretrain'``.
     Returns:
         ``{'blocks.input.weight': (n_hid, 3, 7, 7), ..., 'blocks.output.conv.bias': (vocab_size,)}``.
     Raises:
-        ValueError: unknown ``source``, or keys that are not DALL-E encoder parameters (named, with the likely
-            ``--source``).
+        ValueError: unknown ``source``, or keys that are not DALL-E encoder parameters.
     """
     if source not in SOURCES:
         raise ValueError(f'unknown source {source!r}; use one of {SOURCES}')

@@ -1,11 +1,5 @@
-"""timm DINOv2 with registers (``vit_*_patch14_reg4_dinov2``) -> a DINOv2-style ``beit_mm.BEiT`` at another patch and
-image size, as EoMT's official runs build it (tue-mps/eomt@7bd19dd ``models/vit.py:33-39``).
-
-timm 1.0.31's ``checkpoint_filter_fn`` as pure functions: the patch kernel by the pseudo-inverse of the bicubic
-antialiased resize (FlexiViT's PI-resize, :func:`pi_resize_patch_embed`) and the patch-only position embedding by
-bicubic antialiased resampling (:func:`resize_grid_embed`). ``attn.qkv.bias`` -> ``q_bias``/``v_bias`` (the key third
-dropped), ``ls{1,2}.gamma`` -> ``gamma_{1,2}``; other names are the same.
-"""
+"""timm DINOv2 with registers -> a DINOv2-style ``beit_mm.BEiT`` at another patch and image size, as EoMT builds
+it (tue-mps/eomt@7bd19dd ``models/vit.py:33-39``; timm 1.0.31's ``checkpoint_filter_fn``)."""
 from __future__ import annotations
 
 import math
@@ -24,9 +18,10 @@ def _resize_matrix(old: tuple[int, int], new: tuple[int, int]) -> Tensor:
 
 
 def pi_resize_patch_embed(weight: Tensor, new: tuple[int, int]) -> Tensor:
-    """Patch embedding kernel (C, in, h, w) -> (C, in, H, W) with ``<resize(x), w'> = <x, w>`` for every (h, w)
-    patch x resized to (H, W) (exactly when upsampling; least squares otherwise): ``w' = pinv(B^T) w``, B the resize
-    from (h, w) to (H, W) (FlexiViT, Beyer et al. 2023, eq. 3; timm ``resample_patch_embed``)."""
+    """Patch kernel (C, in, h, w) -> (C, in, H, W) keeping ``<resize(x), w'> = <x, w>``.
+
+    ``w' = pinv(B^T) w`` for the bicubic resize B (FlexiViT, Beyer et al. 2023, eq. 3; timm ``resample_patch_embed``).
+    """
     old = tuple(weight.shape[-2:])
     if old == tuple(new):
         return weight
@@ -51,9 +46,8 @@ def resize_grid_embed(pos_embed: Tensor, new: tuple[int, int]) -> Tensor:
 
 
 def convert_dinov2(state_dict: Mapping[str, Tensor], img_size: int, patch_size: int) -> dict[str, Tensor]:
-    """A timm DINOv2 (registers) state dict -> a DINOv2-style ``beit_mm.BEiT`` state dict for ``img_size`` px inputs
-    in ``patch_size`` px patches. Raises ValueError for a state dict of another layout (a SwiGLU MLP, no registers'
-    patch-only position embedding, foreign keys)."""
+    """A timm DINOv2 (registers) state dict -> a ``beit_mm.BEiT`` one for ``img_size`` px in ``patch_size``
+    px patches; ValueError for another layout."""
     sd = dict(state_dict)
     if 'reg_token' not in sd or 'blocks.0.attn.qkv.weight' not in sd:
         raise ValueError('not a timm DINOv2-with-registers state dict (no reg_token / blocks.0.attn.qkv.weight); '

@@ -1,5 +1,4 @@
-"""DINOv3 ViT checkpoints -> beit_mm ``DINOv3`` (pure functions): the official facebookresearch/dinov3 ``.pth``,
-transformers' ``DINOv3ViTModel`` and transformers' ``EomtDinov3ForUniversalSegmentation`` (EoMT on DINOv3).
+"""DINOv3 ViT checkpoints -> beit_mm ``DINOv3``: the official ``.pth``, HF ``DINOv3ViTModel`` and HF EoMT-DINOv3.
 
 Names (block ``i``)::
 
@@ -15,12 +14,8 @@ Names (block ``i``)::
     blocks.i.mlp.w1/w2/w3.* (SwiGLU)  layer.i.mlp.gate_proj/up_proj/down_proj.*  blocks.i.mlp.w1/w2/w3.*
     blocks.i.norm{1,2}.*, norm.*      layer.i.norm{1,2}.*, norm.*                the same
 
-HF's EoMT-DINOv3 has the HF names under ``layers.i`` (not ``layer.i``), its final norm as ``layernorm`` and EoMT's
-heads named as in ``beit_mm.converters.eomt``. Dropped: the mask token (iBOT's, unused by a fine-tuned backbone);
-the official ``rope_embed.periods`` and ``qkv.bias_mask`` after checking them (the periods must be base 100's, the
-key bias masked to zero: beit_mm's RoPE computes the periods and has no key bias); ViT-7B's ``local_cls_norm``
-(applied to local crops in pretraining only). A key bias that is not zero, an untied cls norm (``cls_norm``) or
-foreign keys raise.
+Dropped: the mask token, the checked ``rope_embed.periods`` and ``qkv.bias_mask``, ViT-7B's ``local_cls_norm``; a
+non-zero key bias, a ``cls_norm`` or foreign keys raise.
 """
 from __future__ import annotations
 
@@ -48,8 +43,7 @@ _HF_BLOCK = [  # (HF, beit_mm) inside layer.i. / layers.i.
 
 
 def check_rope_periods(periods: Tensor, base: float = ROPE_BASE) -> None:
-    """Raise unless the (D/4,) ``periods`` of an official checkpoint are ``base ** (4k / D)``, the ones beit_mm's RoPE
-    computes."""
+    """Raise unless the (D/4,) ``periods`` are ``base ** (4k / D)``, the ones beit_mm's RoPE computes."""
     from ..models.layers.rope import rope_periods
     expected = rope_periods(4 * periods.numel(), base)
     if not torch.allclose(periods.float(), expected, rtol=1e-5):
@@ -59,8 +53,8 @@ def check_rope_periods(periods: Tensor, base: float = ROPE_BASE) -> None:
 
 
 def official_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A facebookresearch/dinov3 ViT state dict (``dinov3_vit*_pretrain_*.pth``) -> a beit_mm ``DINOv3`` state dict.
-    Raises ValueError for other layouts and for weights beit_mm's DINOv3 cannot hold (module docstring)."""
+    """A facebookresearch/dinov3 ViT state dict -> a beit_mm ``DINOv3`` one; ValueError for
+    other layouts."""
     sd = dict(state_dict)
     if 'rope_embed.periods' not in sd or 'blocks.0.attn.qkv.weight' not in sd:
         raise ValueError('not a facebookresearch/dinov3 ViT state dict (no rope_embed.periods / blocks.0.attn.qkv); '
@@ -128,8 +122,8 @@ def _hf_layers(sd: dict[str, Tensor], layer_prefix: str, out_prefix: str) -> dic
 
 
 def hf_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A transformers ``DINOv3ViTModel`` state dict (``facebook/dinov3-vit*16-pretrain-lvd1689m``) -> a beit_mm
-    ``DINOv3`` state dict. Raises ValueError for other layouts."""
+    """A transformers ``DINOv3ViTModel`` state dict -> a beit_mm ``DINOv3`` one; ValueError for
+    other layouts."""
     sd = dict(state_dict)
     if 'embeddings.cls_token' not in sd or 'layer.0.attention.q_proj.weight' not in sd:
         raise ValueError('not a transformers DINOv3ViTModel state dict (no embeddings.cls_token / '
@@ -155,8 +149,8 @@ def is_hf_eomt_dinov3(state_dict: Mapping[str, Tensor]) -> bool:
 
 
 def hf_eomt_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """An ``EomtDinov3ForUniversalSegmentation`` state dict -> a beit_mm ``EoMT`` state dict on a ``DINOv3``
-    backbone (``backbone.*`` as :func:`hf_dinov3_to_beit_mm`, the heads as ``beit_mm.converters.eomt``)."""
+    """An ``EomtDinov3ForUniversalSegmentation`` state dict -> a beit_mm ``EoMT`` one on a
+    ``DINOv3`` backbone."""
     sd = dict(strip_prefix(state_dict, 'eomt_dinov3.') if any(k.startswith('eomt_dinov3.') for k in state_dict)
               else state_dict)
     if 'query.weight' not in sd or not is_hf_eomt_dinov3(sd):

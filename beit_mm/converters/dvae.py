@@ -7,8 +7,7 @@ _PREFIX = 'encoder.'
 
 
 def extract_dvae_encoder(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The encoder of a ``beit_mm.DVAE`` state dict (``encoder.blocks.*``; a ``module.`` prefix is accepted) as a
-    ``DALLEEncoder`` state dict, loadable strictly into one of the same sizes.
+    """The encoder of a ``beit_mm.DVAE`` state dict as a ``DALLEEncoder`` state dict.
 
     Raises:
         ValueError: a whole checkpoint (with ``state_dict``) or no ``encoder.blocks.*`` keys.

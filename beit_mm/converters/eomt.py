@@ -19,9 +19,7 @@ num_register_tokens=R, use_rel_pos_bias=False)``::
     upscale_block.block.j.{conv1,conv2,layernorm2d}.* upscale.j.{conv1,conv2,norm}.*
     attn_mask_probs                                   attn_mask_probs
 
-HF's key bias is dropped (softmax cancels a per-query constant) and written back as zero; ``criterion.empty_weight``
-(HF's loss buffer) is dropped. :func:`drop_class_head` keeps the new model's class head (the official
-``load_ckpt_class_head=False``); :func:`reorder_classes` puts the class rows in another order.
+HF's key bias (the softmax cancels it) and ``criterion.empty_weight`` are dropped; the key bias is written back as zero.
 """
 from __future__ import annotations
 
@@ -67,10 +65,9 @@ def _sub_first(key: str, rules: list[tuple[str, str]]) -> str | None:
 
 
 def hf_eomt_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """An ``EomtForUniversalSegmentation`` state dict -> a beit_mm ``EoMT`` state dict (names in the table above).
+    """An ``EomtForUniversalSegmentation`` state dict -> a beit_mm ``EoMT`` one (the table above).
 
-    Raises ValueError naming the keys it cannot place (e.g. SwiGLU MLPs ``mlp.weights_in``: EoMT-g's DINOv2-g, which
-    beit_mm's BEiT block does not have) and when it is no EoMT state dict at all.
+    Raises ValueError naming the keys it cannot place (e.g. EoMT-g's SwiGLU ``mlp.weights_in``).
     """
     sd = dict(strip_prefix(state_dict, 'eomt.') if any(k.startswith('eomt.') for k in state_dict) else state_dict)
     if 'query.weight' not in sd or 'embeddings.position_embeddings.weight' not in sd:
@@ -110,10 +107,8 @@ def hf_eomt_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def beit_mm_to_hf_eomt(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A beit_mm ``EoMT`` state dict (DINOv2-style backbone) -> ``EomtForUniversalSegmentation`` names; the inverse of
-    :func:`hf_eomt_to_beit_mm` with a zero key bias. Which models HF can hold is checked from the built model
-    (``beit_mm.converters.hf_config.eomt_hf_config``); missing layer scales and q/v biases are written as ones and
-    zeros, which compute the same function."""
+    """A beit_mm ``EoMT`` state dict -> ``EomtForUniversalSegmentation`` names, with a zero key bias;
+    missing layer scales and q/v biases are written as ones and zeros."""
     sd = dict(state_dict)
     out: dict[str, Tensor] = {}
     back_embed = {ours: hf for hf, ours in _EMBED_RULES}
@@ -176,8 +171,7 @@ def drop_class_head(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def reorder_classes(state_dict: Mapping[str, Tensor], order: tuple[int, ...]) -> dict[str, Tensor]:
-    """A beit_mm ``EoMT`` state dict whose class ``i`` is the source's class ``order[i]``: ``class_head`` rows
-    ``order`` then the last ("no object") row.
+    """A beit_mm ``EoMT`` state dict with ``class_head`` rows ``order`` then the "no object" row.
 
     Raises:
         ValueError: no ``class_head.*``, or a head of another class count than ``order`` (+1).

@@ -1,11 +1,5 @@
-"""HF transformers ``config.json`` contents for a built beit_mm model, or :class:`HFIncompatible` listing every part the
-HF class cannot represent exactly (pure functions over built modules).
-
-HF's ``BeitForSemanticSegmentation`` (transformers 4.46) holds: features ``hidden_states[b + 1]`` of blocks
-``b <= num_layers - 2`` (the last block cannot be a level); a ``Feature2Pyramid`` neck with rescales (4, 2, 1, 0.5)
-and BN; a ``UPerHead`` with ``channels == embed_dims`` and ``align_corners=False``; optionally an ``FCNHead`` on level
-2 with 3x3 convs, dilation 1; BatchNorm eps 1e-5; square inputs.
-"""
+"""HF transformers ``config.json`` contents for a built beit_mm model, or :class:`HFIncompatible` listing every part
+the HF class cannot represent exactly."""
 from __future__ import annotations
 
 from mmpretrain.models.heads import LinearClsHead
@@ -30,8 +24,7 @@ def _labels(classes: list[str] | None, num_classes: int) -> dict:
 
 
 def _layer_norm_eps(backbone: nn.Module, problems: list[str]) -> float | None:
-    """The one LayerNorm eps of ``backbone`` (HF configs hold one ``layer_norm_eps``); with several, a problem is
-    added and None returned."""
+    """The one LayerNorm eps of ``backbone``; with several, a problem is added and None returned."""
     eps = {m.eps for m in backbone.modules() if isinstance(m, nn.LayerNorm)}
     if len(eps) > 1:
         problems.append(f'LayerNorms with different eps {sorted(eps)} (HF has one layer_norm_eps)')
@@ -40,8 +33,7 @@ def _layer_norm_eps(backbone: nn.Module, problems: list[str]) -> float | None:
 
 
 def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
-    """``BeitConfig`` fields of a ``beit_mm.BEiT``. ``use_mean_pooling``: HF's switch between a final ``layernorm``
-    on all tokens (False: beit_mm ``norm``) and a mean-pooled ``pooler.layernorm`` (True: beit_mm ``fc_norm``)."""
+    """``BeitConfig`` fields of a ``beit_mm.BEiT``; ``use_mean_pooling`` picks ``fc_norm`` over ``norm``."""
     if not isinstance(backbone, BEiT):
         raise HFIncompatible(f'HF BEiT classes hold a beit_mm.BEiT backbone, not {type(backbone).__name__}')
     problems = []
@@ -81,8 +73,12 @@ def beit_hf_config(backbone: nn.Module, use_mean_pooling: bool) -> dict:
 
 
 def segmentation_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> dict:
-    """``BeitConfig`` fields of an mmseg ``EncoderDecoder`` (BEiT + Feature2Pyramid + UPerHead [+ FCNHead]) for
-    ``BeitForSemanticSegmentation``; raises :class:`HFIncompatible` with every mismatch (module docstring)."""
+    """``BeitConfig`` fields of an mmseg BEiT + Feature2Pyramid + UPerHead (+ FCNHead) segmentor.
+
+    HF's ``BeitForSemanticSegmentation`` holds levels of blocks ``b <= num_layers - 2``, rescales (4, 2, 1, 0.5),
+    ``channels == embed_dims``, ``align_corners=False``, an FCN head on level 2 and square inputs; anything else raises
+    :class:`HFIncompatible`.
+    """
     backbone = segmentor.backbone
     problems = []
     try:
@@ -140,8 +136,7 @@ def segmentation_hf_config(segmentor: nn.Module, classes: list[str] | None = Non
 
 
 def classification_hf_config(classifier: nn.Module, classes: list[str] | None = None) -> dict:
-    """``BeitConfig`` of an mmpretrain ``ImageClassifier`` (BEiT + ``MeanPoolNeck`` + ``LinearClsHead``) for
-    ``BeitForImageClassification``."""
+    """``BeitConfig`` of an mmpretrain BEiT + ``MeanPoolNeck`` + ``LinearClsHead`` classifier."""
     neck, head = classifier.neck, classifier.head
     if type(neck) is not MeanPoolNeck or type(head) is not LinearClsHead:
         raise HFIncompatible(f'HF BeitForImageClassification holds BEiT + MeanPoolNeck + LinearClsHead, not '
@@ -181,10 +176,8 @@ def cvt_hf_config(backbone: nn.Module, num_classes: int | None = None, classes: 
 
 
 def eomt_hf_config(segmentor: nn.Module, classes: list[str] | None = None) -> dict:
-    """``EomtConfig`` fields (transformers >= 4.56) of a ``beit_mm.EoMT``, or :class:`HFIncompatible` listing what
-    HF's DINOv2-style EoMT cannot hold: relative position bias, a position embedding with a cls row or none at all,
-    a non-square grid, unmasked attention (HF always masks the last blocks in training), LayerNorms of another eps
-    than the backbone's. Missing layer scales / q-v biases are fine (ones / zeros)."""
+    """``EomtConfig`` fields of a ``beit_mm.EoMT``, or :class:`HFIncompatible` listing what HF's DINOv2-style
+    EoMT cannot hold (relative bias, other position embeddings, a non-square grid, unmasked attention, mixed eps)."""
     backbone, block = segmentor.backbone, segmentor.backbone.blocks[0]
     problems = []
     if block.attn.relative_position_bias_table is not None or backbone.rel_pos_bias is not None:

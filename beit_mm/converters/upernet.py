@@ -42,10 +42,8 @@ def _rename(key: str, rules: list[tuple[str, str]]) -> str:
 
 
 def segmentor_to_hf(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """A beit_mm BEiT + UPerNet segmentor state dict -> ``BeitForSemanticSegmentation`` names.
-
-    Raises ValueError naming the keys that belong to neither the backbone nor the neck/heads above.
-    """
+    """A beit_mm BEiT + UPerNet segmentor state dict -> ``BeitForSemanticSegmentation`` names; ValueError
+    for keys outside the table."""
     backbone = strip_prefix(state_dict, 'backbone.')
     rest = {k: v for k, v in state_dict.items() if not k.startswith('backbone.')}
     bad = [k for k in rest if not _HEAD_KEY.match(k)]
@@ -58,8 +56,7 @@ def segmentor_to_hf(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def segmentor_from_hf(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """``BeitForSemanticSegmentation`` state dict -> beit_mm segmentor names (the inverse of
-    :func:`segmentor_to_hf`; the backbone keeps a shared bias shared, as in the file)."""
+    """``BeitForSemanticSegmentation`` state dict -> beit_mm segmentor names."""
     heads = {k: v for k, v in state_dict.items() if _HF_HEAD_KEY.match(k)}
     backbone = convert_beit({k: v for k, v in state_dict.items() if k not in heads}, 'hf', expand_shared_bias=False,
                             keep_mim_head=True, keep_head=True)

@@ -1,10 +1,7 @@
-"""Official ViT-Adapter BEiT segmentors (czczup/ViT-Adapter ``segmentation/``, mmseg 0.x) -> beit_mm.
+"""Official ViT-Adapter BEiT segmentors (czczup/ViT-Adapter, mmseg 0.x) -> beit_mm, official names kept.
 
-The backbone keeps the official names: converting strips ``backbone.``, drops the ``relative_position_index``
-buffers and refuses any key outside :data:`KNOWN_KEY`. ``keep_heads=True`` keeps a UPerNet segmentor's heads, whose
-mmseg 0.x names mmseg 1.x kept (:data:`UPERNET_HEAD_KEY`); a Mask2Former head (mmdet 2.x layout, not mmseg 1.x's) is
-refused with the backbone-only conversion offered. Whole checkpoints carry their class names and palette into
-``meta.dataset_meta``.
+Converting strips ``backbone.``, drops ``relative_position_index`` and refuses keys outside :data:`KNOWN_KEY`;
+``keep_heads`` keeps a UPerNet's heads; a Mask2Former head is refused.
 """
 from __future__ import annotations
 
@@ -37,8 +34,7 @@ MASK2FORMER_HEAD_KEY = re.compile(r'^decode_head\.(pixel_decoder|transformer_dec
 
 
 def convert_vit_adapter(state_dict: Mapping[str, Tensor], keep_heads: bool = False) -> dict[str, Tensor]:
-    """An official ViT-Adapter BEiT segmentor (or backbone) state dict -> a ``BEiTAdapter`` state dict that loads
-    with ``strict=True``; with ``keep_heads``, a whole UPerNet segmentor's (``backbone.*`` + heads)."""
+    """An official ViT-Adapter state dict -> a strict ``BEiTAdapter`` one (+ heads with ``keep_heads``)."""
     backbone = strip_prefix(state_dict, 'backbone.') if any(k.startswith('backbone.') for k in state_dict) \
         else dict(state_dict)
     backbone = {k: v for k, v in backbone.items() if not k.endswith('relative_position_index')}
@@ -68,9 +64,7 @@ def convert_vit_adapter(state_dict: Mapping[str, Tensor], keep_heads: bool = Fal
 
 
 def dataset_meta(checkpoint: Mapping) -> dict | None:
-    """``{'classes', 'palette'}`` of a checkpoint's ``meta`` (mmseg 1.x ``dataset_meta`` or mmseg 0.x ``CLASSES`` and
-    ``PALETTE``); None without class names.
-    """
+    """``{'classes', 'palette'}`` of a checkpoint's ``meta`` (mmseg 1.x or 0.x); None without class names."""
     meta = checkpoint.get('meta')
     if not isinstance(meta, Mapping):
         return None
@@ -92,9 +86,7 @@ def dataset_meta(checkpoint: Mapping) -> dict | None:
 
 
 def convert_vit_adapter_checkpoint(checkpoint: Mapping, keep_heads: bool = False) -> dict:
-    """A loaded official ViT-Adapter checkpoint (``state_dict`` + ``meta``) -> the beit_mm file's content:
-    ``{'state_dict': convert_vit_adapter(...)}``, plus ``meta.dataset_meta`` (:func:`dataset_meta`) when the source
-    names its classes."""
+    """A loaded official checkpoint -> ``{'state_dict': ...}`` plus ``meta.dataset_meta``."""
     if not isinstance(checkpoint, Mapping):
         raise ValueError(f'the file holds a {type(checkpoint).__name__}, not a checkpoint dict (state_dict + meta)')
     out = {'state_dict': convert_vit_adapter(unwrap_state_dict(checkpoint), keep_heads=keep_heads)}

@@ -1,9 +1,7 @@
 """VQ-KD tokenizers (unilm BEiT v2, mmpretrain 1.2) and their DINO teacher -> beit_mm names.
 
-beit_mm's ``VQKD`` keeps unilm's names except that its ViTs are ``beit_mm.BEiT`` with a final ``norm`` where unilm's
-have ``fc_norm`` (the same per-token LayerNorm) and that the quantizer drops the never-read
-``embedding.cluster_size``/``embed_avg``. ``unilm``: the teacher, scaling layer and losses are dropped;
-``mmpretrain``: encoder, task layer and quantizer, no decoder (loads into ``VQKD(with_decoder=False)``).
+Only the ViTs' final ``fc_norm`` becomes ``norm`` and the never-read quantizer buffers go; ``mmpretrain`` files hold
+no decoder (load into ``VQKD(with_decoder=False)``).
 """
 from __future__ import annotations
 
@@ -30,10 +28,10 @@ def _sub_dict(sd: Mapping[str, Tensor], prefix: str) -> dict[str, Tensor]:
 
 
 def convert_vqkd(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Tensor]:
-    """A unilm or mmpretrain VQ-KD state dict -> beit_mm ``VQKD`` state dict (module docstring).
+    """A unilm or mmpretrain VQ-KD state dict -> a beit_mm ``VQKD`` one.
 
     Raises:
-        ValueError: unknown source, or keys that are not VQ-KD keys after the conversion (another layout).
+        ValueError: unknown source, or keys that are not VQ-KD keys after the conversion.
     """
     if source not in SOURCES:
         raise ValueError(f'unknown VQ-KD checkpoint source {source!r}; choose one of {SOURCES}')
@@ -55,13 +53,10 @@ def convert_vqkd(state_dict: Mapping[str, Tensor], source: str) -> dict[str, Ten
 
 
 def convert_dino_vit(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """DINO's ViT (``facebookresearch/dino`` ``vision_transformer.py``, unilm ``beit2/vqkd_teacher/dino.py``;
-    timm uses the same names) -> beit_mm ``BEiT(use_abs_pos_emb=True, use_rel_pos_bias=False,
-    layer_scale_init_value=0, final_norm=True)``.
+    """DINO's ViT (``facebookresearch/dino``; timm's names too) -> beit_mm ``BEiT(use_abs_pos_emb=True,
+    use_rel_pos_bias=False, layer_scale_init_value=0, final_norm=True)``.
 
-    Names are BEiT's already but for the full qkv bias: ``attn.qkv.bias`` (3C,) -> ``attn.q_bias``, ``attn.v_bias``.
-    The key bias is dropped: it adds ``q . b_k`` to all logits of a query alike, which the softmax cancels. The
-    classifier ``head.*`` (absent from the released backbone file) is dropped.
+    ``attn.qkv.bias`` becomes ``q_bias``/``v_bias`` (the softmax cancels the key bias); ``head.*`` is dropped.
     """
     out = {}
     for k, v in state_dict.items():

@@ -1,9 +1,7 @@
-"""BEiT backbone (Bao et al., "BEiT: BERT Pre-Training of Image Transformers"; unilm ``beit/modeling_finetune.py``).
+"""BEiT backbone (Bao et al. 2021; unilm ``beit/modeling_finetune.py``), with official parameter names.
 
-Parameter names are the official checkpoints' (``blocks.i.attn.qkv``, ``q_bias``, ``v_bias``,
-``relative_position_bias_table``, ``gamma_1``, ``rel_pos_bias.*``, ``cls_pt_layers.*``). BEiT v2's cls-token
-pretraining (unilm ``beit2/modeling_pretrain.py``) is the ``cls_pretrain`` switch; its extra blocks live here because
-they share the backbone's relative position bias and final norm.
+BEiT v2's cls-token pretraining (unilm ``beit2/modeling_pretrain.py``) is the ``cls_pretrain`` switch; its blocks live
+here because they share the backbone's relative position bias and final norm.
 """
 from __future__ import annotations
 
@@ -72,12 +70,9 @@ class BEiT(TokenMapsMixin, BaseModule):
         arch: 'tiny' | 'small' | 'base' | 'large' or a dict of ``embed_dims``, ``num_layers``, ``num_heads``,
             ``mlp_ratio``.
         img_size: training size; the grid of the position tables (other sizes resample them on the fly).
-        patch_size: patch side in pixels.
-        in_channels: input channels.
-        use_abs_pos_emb: learn ``pos_embed`` (1, 1 + N, C).
-        no_embed_class: the position embedding covers the patches only, (1, N, C) (timm's ``no_embed_class``).
-        num_register_tokens: ``R`` tokens ``reg_token`` (1, R, C) after the cls token, without a position (Darcet et
-            al. 2024); needs no relative position bias and, with ``use_abs_pos_emb``, ``no_embed_class``.
+        patch_size, in_channels: patch side in pixels, input channels.
+        use_abs_pos_emb: learn ``pos_embed`` (1, 1 + N, C); ``no_embed_class``: (1, N, C), patches only.
+        num_register_tokens: ``R`` tokens ``reg_token`` (1, R, C) after the cls token, without a position.
         use_rel_pos_bias: a relative position bias table per block.
         use_shared_rel_pos_bias: one table ``rel_pos_bias`` for all blocks (BEiT pretraining).
         layer_scale_init_value: initial gamma; 0 disables layer scale.
@@ -87,14 +82,11 @@ class BEiT(TokenMapsMixin, BaseModule):
         final_norm: the final LayerNorm ``norm`` on the last block's output.
         with_mask_token: learn ``mask_token`` for masked image modeling.
         with_cp: activation checkpointing of every block.
-        cls_pretrain: ``dict(early_layers, head_layers)`` for BEiT v2's cls-token pretraining (unilm
-            ``--early_layers``/``--head_layers``), or None; needs ``with_mask_token`` and ``final_norm``.
-        attn_impl: ``'auto'`` (the fastest for the device, dtype and mode), ``'sdpa'``, ``'eager'``, ``'flex'`` or
-            ``'cudnn'``; the same function.
-        init_mode: ``'finetune'`` (unilm ``modeling_finetune.py``) or ``'pretrain'`` (``modeling_pretrain.py``)
-            random init.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None, keep_init=[REGEX, ...])`` loads a beit_mm
-            state dict, failing on missing backbone weights; ``keep_init`` names weights that keep the random init.
+        cls_pretrain: ``dict(early_layers, head_layers)`` for BEiT v2's cls-token pretraining, or None.
+        attn_impl: ``'auto'``, ``'sdpa'``, ``'eager'``, ``'flex'`` or ``'cudnn'``; the same function.
+        init_mode: ``'finetune'`` or ``'pretrain'``: unilm's random init of that stage.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None, keep_init=[REGEX, ...])``; missing backbone
+            weights raise, ``keep_init`` weights keep the random init.
     """
 
     #: FSDP units, as HF's ``_no_split_modules``.
@@ -188,7 +180,6 @@ class BEiT(TokenMapsMixin, BaseModule):
                           drop=drop_rate, attn_impl=attn_impl) for i in range(early, early + head_layers)
             ])
 
-    # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
         """unilm's initialization, or the checkpoint of ``init_cfg=dict(type='Pretrained', ...)``."""
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
@@ -236,12 +227,10 @@ class BEiT(TokenMapsMixin, BaseModule):
                     blk.attn.proj.weight.div_(math.sqrt(2.0 * layer_id))
                     blk.mlp.fc2.weight.div_(math.sqrt(2.0 * layer_id))
 
-    # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
         """(B, 3, H, W) -> tokens (B, 1 + R + h*w, C) (cls, registers, patches) and the grid (h, w).
 
-        ``mask`` (B, h, w) or (B, h*w) bool, True = masked, replaces patch embeddings by ``mask_token`` before the
-        position embedding is added (unilm ``modeling_pretrain.py``).
+        ``mask`` (B, h, w) or (B, h*w) bool, True = masked, swaps patch embeddings for ``mask_token`` before positions.
         """
         x = self.patch_embed(x)
         grid = (x.shape[2], x.shape[3])
@@ -263,8 +252,7 @@ class BEiT(TokenMapsMixin, BaseModule):
 
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
                        out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
-        """Token sequences (B, 1 + R + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
-        order, and the patch grid (h, w)."""
+        """Token sequences (B, 1 + R + h*w, C) of the ``out_indices`` blocks, in order, and the grid (h, w)."""
         out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
         shared_table = self.position_encoding(grid)
@@ -278,8 +266,7 @@ class BEiT(TokenMapsMixin, BaseModule):
         return outs, grid
 
     def position_encoding(self, grid: tuple[int, int]) -> Tensor | None:
-        """What each block takes for its positions besides its own table: the shared relative position bias table
-        resampled to the grid (h, w), (num_relative_distance(grid), heads), or None without one."""
+        """The shared relative position bias table resampled to the grid (h, w), or None without one."""
         return self.rel_pos_bias(grid) if self.rel_pos_bias is not None else None
 
     def _run_block(self, blk: BEiTBlock, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None) -> Tensor:
@@ -289,7 +276,6 @@ class BEiT(TokenMapsMixin, BaseModule):
 
     @property
     def masked_token_dims(self) -> int:
-        """Width of :meth:`forward_masked`'s tokens."""
         return self.embed_dims
 
     def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
@@ -298,10 +284,8 @@ class BEiT(TokenMapsMixin, BaseModule):
         Args:
             x: (B, 3, H, W) images.
             mask: (B, H/p, W/p) bool, True = masked.
-
         Returns:
-            (B, H/p * W/p, C), row-major like the mask. With ``cls_pretrain`` a pair: those and the ``cls_pt_layers``
-            tokens, ``norm(cls_pt_layers([last cls token, patch tokens of block early_layers]))`` without the cls token.
+            (B, H/p * W/p, C), row-major like the mask; with ``cls_pretrain`` also the ``cls_pt_layers`` tokens.
         """
         self.check_forward_masked()
         if self.cls_pt_layers is None:
@@ -330,9 +314,7 @@ class BEiT(TokenMapsMixin, BaseModule):
 
 
 
-# ------------------------------------------------------------------------- fitting a checkpoint to the model
 def num_blocks(state_dict: Mapping[str, Tensor]) -> int:
-    """Number of transformer blocks in a beit_mm-named state dict."""
     ids = {int(m.group(1)) for k in state_dict if (m := re.match(r'blocks\.(\d+)\.', k))}
     return max(ids) + 1 if ids else 0
 
@@ -358,8 +340,10 @@ def table_grid(table: Tensor) -> tuple[int, int]:
 
 def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
                    num_extra_tokens: int = 1) -> dict[str, Tensor]:
-    """Resample every relative position bias table and the position embedding of a state dict to ``grid``;
-    ``num_extra_tokens``: the position embedding's rows before the grid (1: BEiT's cls row; 0: ``no_embed_class``)."""
+    """Resample every relative position bias table and the position embedding of a state dict to ``grid``.
+
+    ``num_extra_tokens``: position-embedding rows before the grid (1: cls; 0: ``no_embed_class``).
+    """
     out = {}
     for key, value in state_dict.items():
         if key.endswith('relative_position_bias_table'):
@@ -372,9 +356,8 @@ def resize_to_grid(state_dict: Mapping[str, Tensor], grid: tuple[int, int],
 
 
 def checkpoint_filter_fn(state_dict: Mapping[str, Tensor], model: 'BEiT') -> dict[str, Tensor]:
-    """Fit a beit_mm state dict to ``model`` at load time (timm's ``checkpoint_filter_fn``): a shared relative position
-    bias copied into per-block tables, tables and position embeddings resampled to its grid.
-    """
+    """Fit a beit_mm state dict to ``model`` at load time: shared bias copied per block, tables
+    and position embeddings resampled to its grid."""
     sd = {k: v for k, v in state_dict.items() if not k.endswith('relative_position_index')}
     if model.rel_pos_bias is None:
         sd = expand_shared_rel_pos_bias(sd)

@@ -1,8 +1,4 @@
-"""ViT-Adapter on BEiT (Chen et al., ICLR 2023; czczup/ViT-Adapter ``segmentation/mmseg_custom/models/backbones/
-beit_adapter.py``): a spatial prior module and one interaction block per group of blocks give 4 levels at strides
-4/8/16/32. Names are the official ones, so an official segmentor's ``backbone.*`` loads after dropping its
-``relative_position_index`` buffers.
-"""
+"""ViT-Adapter on BEiT (Chen et al. ICLR 2023; czczup/ViT-Adapter ``beit_adapter.py``), official names."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -26,10 +22,7 @@ PATCH_SIZE = 16
 
 @MODELS.register_module()
 class BEiTAdapter(BEiT):
-    """BEiT with ViT-Adapter: (B, 3, H, W), H and W multiples of 32 -> 4 maps (B, C, H/s, W/s), s = 4, 8, 16, 32.
-
-    Layer decay is :meth:`BEiT.get_layer_depth`'s: the adapter's own parameters get the last id, the full learning
-    rate, as ViT-Adapter's ``get_num_layer_for_vit``.
+    """BEiT with ViT-Adapter: (B, 3, H, W), H, W multiples of 32 -> 4 maps (B, C, H/s, W/s), s = 4, 8, 16, 32.
 
     Args:
         interaction_indexes: block groups ``[[first, last], ...]`` covering the blocks in order, one interaction each.
@@ -39,12 +32,11 @@ class BEiTAdapter(BEiT):
         cffn_ratio: the extractor's CFFN width / ``embed_dims``.
         deform_ratio: the deformable attention's value width / ``embed_dims``.
         with_cffn: the extractor's CFFN.
-        add_vit_feature: add the 4 groups' ViT maps to the prior's levels (needs 4 groups).
-        norm_cfg: the norm of the spatial prior and of the outputs (official: ``SyncBatchNorm``).
+        add_vit_feature: add the 4 groups' ViT maps to the prior's levels.
+        norm_cfg: the norm of the spatial prior and of the outputs.
         layer_scale_init_value: the blocks' and the injectors' initial gamma.
-        drop_path_rate: the blocks' stochastic depth (linear to it) and the extractors' CFFN drop path.
-        **kwargs: other :class:`BEiT` arguments; absolute position embeddings, a shared bias, registers, a mask token,
-            cls pretraining and a final norm are refused.
+        drop_path_rate: the blocks' stochastic depth and the extractors' CFFN drop path.
+        **kwargs: other :class:`BEiT` arguments.
     """
 
     def __init__(self,
@@ -99,11 +91,8 @@ class BEiTAdapter(BEiT):
         for i in range(1, 5):
             self.add_module(f'norm{i}', build_norm_layer(norm_cfg, dims)[1])
 
-    # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
-        """BEiT's init plus the official adapter init, or a checkpoint (a plain BEiT file with
-        ``init_cfg.keep_init=ADAPTER_WEIGHTS``).
-        """
+        """BEiT's init plus the official adapter init, or a checkpoint."""
         self._init_random()
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
             load_pretrained_backbone(
@@ -120,7 +109,6 @@ class BEiTAdapter(BEiT):
                 init_adapter_weights(m)
             nn.init.normal_(self.level_embed)
 
-    # --------------------------------------------------------------- forward
     def forward(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(B, 3, H, W) -> (f1, f2, f3, f4) at strides 4, 8, 16, 32 (official ``BEiTAdapter.forward``)."""
         if mask is not None:

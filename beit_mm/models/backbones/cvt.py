@@ -1,9 +1,7 @@
-"""CvT backbone (Wu et al., 2021, "CvT: Introducing Convolutions to Vision Transformers").
+"""CvT backbone (Wu et al. 2021), with microsoft/CvT ``lib/models/cls_cvt.py`` parameter names.
 
 Three stages of a convolutional token embedding and pre-norm blocks with conv-projection attention; a cls token in the
-last stage only, no position embedding. Parameter names are those of microsoft/CvT ``lib/models/cls_cvt.py``
-(``stage{s}.patch_embed``, ``stage2.cls_token``, ``stage{s}.blocks.{j}.{norm1,attn,norm2,mlp}``, ``norm``), so the
-official converter is an identity on names.
+last stage only, no position embedding.
 """
 import contextlib
 from collections.abc import Iterator, Sequence
@@ -80,11 +78,8 @@ class CvTBlock(nn.Module):
 
 @contextlib.contextmanager
 def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
-    """Restore the BatchNorm buffers of ``module`` after the body.
-
-    Wraps the recomputation of activation checkpointing, whose repeated forward would update the running statistics a
-    second time.
-    """
+    """Restore the BatchNorm buffers of ``module`` after the body, so a checkpointed
+    recomputation does not update the running statistics twice."""
     buffers = [b for m in module.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
     saved = [b.clone() for b in buffers]
     try:
@@ -98,8 +93,8 @@ def _restore_batchnorm_buffers(module: nn.Module) -> Iterator[None]:
 class CvTStage(nn.Module):
     """Conv token embedding, optional mask and cls tokens, ``depth`` blocks.
 
-    ``forward(x (B, C_in, H, W), mask (B, H', W') bool or None) -> (tokens (B, H' * W', C), cls (B, 1, C) or None,
-    (H', W'))``; masked tokens (True) are replaced by ``mask_token`` before the blocks.
+    ``(B, C_in, H, W)``, mask ``(B, H', W')`` or None -> tokens ``(B, H' * W', C)``, cls ``(B, 1, C)`` or None,
+    ``(H', W')``.
     """
 
     def __init__(self, in_channels: int, embed_dims: int, depth: int, num_heads: int, kernel_size: int, stride: int,
@@ -142,9 +137,7 @@ class CvTStage(nn.Module):
 
 
 def cvt_drop_path_rates(drop_path_rate: Union[float, Sequence[float]], depths: Sequence[int]) -> list[list[float]]:
-    """Stochastic-depth rates per stage, ``torch.linspace(0, rate_s, depth_s)`` (microsoft/CvT ``cls_cvt.py`` lines 416,
-    515); a float applies to every stage.
-    """
+    """Stochastic-depth rates per stage, ``linspace(0, rate_s, depth_s)``; a float applies to all stages."""
     rates = [float(drop_path_rate)] * len(depths) if isinstance(drop_path_rate, (int, float)) else list(drop_path_rate)
     if len(rates) != len(depths):
         raise ValueError(f'drop_path_rate={drop_path_rate!r} needs one rate per stage ({len(depths)}), as the official '
@@ -163,8 +156,7 @@ class CvT(BaseModule):
         out_type: 'featmap' returns the maps of ``out_indices``; 'cls_token' returns ``(norm(cls),)``, (B, C_2).
         out_indices: levels 0-2 are the stage maps (B, C_s, H / 2^(s+2), W / 2^(s+2)); 3 is level 2 max-pooled 2x.
         final_norm: the final LayerNorm ``norm``: on the cls token ('cls_token', required) or on the stage-2 map.
-        with_cp: activation checkpointing per block.
-        norm_eval: keep the conv projections' BatchNorms in eval mode while training.
+        with_cp, norm_eval: activation checkpointing per block; conv-projection BatchNorms kept in eval mode.
         frozen_stages: freeze stages ``0..frozen_stages`` (2 also ``norm``); -1 freezes nothing.
         act: 'quick_gelu' (official checkpoints) or 'gelu' (HF port).
         attn_impl: ``'sdpa'`` or ``'eager'``; the same function.
@@ -266,9 +258,7 @@ class CvT(BaseModule):
             nn.init.zeros_(m.bias)
 
     def init_weights(self) -> None:
-        """The official init, or a beit_mm-format checkpoint (``init_cfg.prefix='backbone.'`` for a classifier's or
-        segmentor's); missing backbone weights raise, unused keys warn.
-        """
+        """The official init, or a beit_mm checkpoint; missing backbone weights raise, unused keys warn."""
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
             load_pretrained_backbone(
                 self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'),
@@ -300,9 +290,9 @@ class CvT(BaseModule):
         return self
 
     def forward(self, x: Tensor, mask: Optional[Tensor] = None) -> tuple[Tensor, ...]:
-        """(B, in_channels, H, W) -> the maps of ``out_indices`` ('featmap'), or ``(norm(cls),)`` (B, C_2).
+        """(B, C, H, W) -> the maps of ``out_indices`` ('featmap'), or ``(norm(cls),)`` (B, C_2).
 
-        ``mask`` (B, H_0, W_0) bool, True = masked, replaces stage-0 tokens by ``stage0.mask_token``. Level sizes:
+        ``mask`` (B, H_0, W_0) bool, True = masked, swaps stage-0 tokens for ``stage0.mask_token``. Level sizes:
         ``H_0 = (H - 3) // 4 + 1``, ``H_{s+1} = (H_s - 1) // 2 + 1``, level 3 ``max_pool2d(level 2, 2)``.
         """
         maps, cls_token = self._stage_maps(x, mask, norm_last=self.out_type == 'featmap')
@@ -339,16 +329,14 @@ class CvT(BaseModule):
 
     @property
     def masked_token_dims(self) -> int:
-        """Width of :meth:`forward_masked`'s tokens (stage 2's)."""
         return self.embed_dims[-1]
 
     def forward_masked(self, x: Tensor, mask: Tensor) -> Tensor:
-        """Masked image modeling: final-normed stage-2 tokens with the stage-0 tokens under the mask replaced.
+        """Final-normed stage-2 tokens with the masked stage-0 tokens replaced.
 
         Args:
             x: (B, 3, H, W) images.
             mask: (B, H/16, W/16) bool, True = masked; upsampled (nearest) to the stage-0 grid.
-
         Returns:
             (B, H/16 * W/16, C_2), row-major like the mask.
         """
@@ -371,10 +359,9 @@ class CvT(BaseModule):
             raise ValueError('CvT MIM classifies final-normed stage-2 tokens; build the backbone with final_norm=True')
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id for layer-wise lr decay (mmpretrain's hierarchical rule), and the number of ids.
+        """Layer id for layer-wise lr decay and the id count ``sum(depths) + 2``.
 
-        ``num_layers = sum(depths) + 2``. Stage s's embedding and tokens -> ``sum(depths[:s])``, its block j -> that
-        + j + 1; the final norm and names outside ``prefix`` -> ``num_layers - 1``.
+        Stage s's embedding -> ``sum(depths[:s])``, its block j -> that + j + 1, the rest -> ``num_layers - 1``.
         """
         num_layers = sum(self.depths) + 2
         if not param_name.startswith(prefix):

@@ -40,23 +40,14 @@ class DINOv3(TokenMapsMixin, BaseModule):
     Args:
         arch: 'small' | 'base' | 'large' | 'huge-plus' | '7b', or a dict of ``embed_dims``, ``num_layers``,
             ``num_heads``, ``mlp_ratio`` and optionally ``ffn`` ('mlp' | 'swiglu'), ``swiglu_align``, ``qv_bias``.
-        img_size: the training size (informational: RoPE has no grid).
-        patch_size: patch side in pixels.
-        in_channels: input channels.
+        img_size, patch_size, in_channels: the training size (RoPE has no grid), patch side, input channels.
         num_register_tokens: ``R`` storage tokens ``reg_token`` (1, R, C).
         layer_scale_init_value: initial layer scale; 0 disables it.
-        rope_base, rope_min_period, rope_max_period, rope_normalize_coords: the rotary periods and coordinates.
-        rope_shift_coords, rope_jitter_coords, rope_rescale_coords: RoPE's training-time coordinate augmentations.
+        rope_*: the rotary periods and coordinates, and RoPE's training-time coordinate augmentations.
         norm_eps: LayerNorm epsilon.
-        drop_rate, attn_drop_rate: dropout after the embeddings and projections / on the attention.
-        drop_path_rate: stochastic depth of the last block, linear from 0.
-        out_indices: blocks whose outputs ``forward`` returns (negative counts from the end).
-        final_norm: the final LayerNorm ``norm`` on the last block's output.
-        with_mask_token: learn ``mask_token`` (1, 1, C) for masked image modeling.
-        with_cp: activation checkpointing of every block.
+        drop_rate, attn_drop_rate, drop_path_rate, out_indices, final_norm, with_mask_token, with_cp: as ``BEiT``'s.
         attn_impl: ``'auto'`` | ``'sdpa'`` | ``'eager'``; the same function.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``: a beit_mm state dict; missing backbone
-            weights raise.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``; missing backbone weights raise.
     """
 
     #: FSDP units.
@@ -128,7 +119,6 @@ class DINOv3(TokenMapsMixin, BaseModule):
         self.norm = nn.LayerNorm(embed_dims, eps=norm_eps) if final_norm else None
         self.with_cp = with_cp
 
-    # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
         """DINOv3's random initialization (``init_weights``), or the checkpoint of ``init_cfg``."""
         if self.init_cfg is not None and self.init_cfg.get('type') == 'Pretrained':
@@ -142,9 +132,7 @@ class DINOv3(TokenMapsMixin, BaseModule):
         self._init_random()
 
     def _init_random(self) -> None:
-        """facebookresearch/dinov3 ``init_weights``: tokens normal(0.02), mask token zero, Linear trunc_normal(0.02)
-        with zero bias, unit LayerNorms, the patch embedding U(+-1/sqrt(in * p * p)).
-        """
+        """facebookresearch/dinov3 ``init_weights``: normal(0.02) tokens, trunc_normal(0.02) Linear."""
         with torch.no_grad():
             nn.init.normal_(self.cls_token, std=0.02)
             if self.reg_token is not None:
@@ -169,10 +157,8 @@ class DINOv3(TokenMapsMixin, BaseModule):
                     if bias is not None:
                         bias.zero_()
 
-    # --------------------------------------------------------------- forward
     def embed(self, x: Tensor, mask: Tensor | None = None) -> tuple[Tensor, tuple[int, int]]:
-        """Images (B, 3, H, W) -> tokens (B, 1 + R + h*w, C) ``[cls, registers, patches]`` and the grid (h, w).
-        ``mask`` (B, h, w) or (B, h*w) bool, True = masked: those patch embeddings become ``mask_token``."""
+        """(B, 3, H, W) -> tokens (B, 1 + R + h*w, C) and the grid (h, w); ``mask`` True = ``mask_token``."""
         x = self.patch_embed(x)
         grid = (x.shape[2], x.shape[3])
         x = x.flatten(2).transpose(1, 2)
@@ -193,8 +179,8 @@ class DINOv3(TokenMapsMixin, BaseModule):
 
     def forward_tokens(self, x: Tensor, mask: Tensor | None = None,
                        out_indices: Sequence[int] | None = None) -> tuple[list[Tensor], tuple[int, int]]:
-        """Token sequences (B, 1 + R + h*w, C) of the blocks in ``out_indices`` (default: the backbone's), in block
-        order, the last block's through the final norm when there is one; and the grid (h, w)."""
+        """Token sequences (B, 1 + R + h*w, C) of the ``out_indices`` blocks (the last final-normed)
+        and the grid (h, w)."""
         out_indices = self.out_indices if out_indices is None else out_indices
         x, grid = self.embed(x, mask)
         outs = []

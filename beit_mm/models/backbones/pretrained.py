@@ -17,16 +17,15 @@ def load_pretrained_backbone(model: nn.Module,
                              adapt: Callable[[Mapping[str, Tensor], nn.Module], dict[str, Tensor]] | None = None,
                              convert_hint: str = '',
                              keep_init: Sequence[str] = ()) -> None:
-    """Load ``checkpoint`` (a beit_mm state dict) into ``model``; raise if any of its parameters is missing.
+    """Load a beit_mm state dict into ``model``; raise if any of its parameters is missing.
 
     Args:
         model: the backbone.
         checkpoint: path of a beit_mm-format file.
-        prefix: keep only keys with this prefix and strip it ('backbone.' for a segmentor's or classifier's).
-        adapt: ``adapt(state_dict, model)`` fits the weights to the model (e.g. resamples position tables).
+        prefix: keep only keys with this prefix, stripped.
+        adapt: ``adapt(state_dict, model)`` fits the weights to the model.
         convert_hint: the converter command to suggest when keys do not match.
-        keep_init: regular expressions (``re.search``) of weights not loaded, which keep their current values; each must
-            match at least one weight.
+        keep_init: ``re.search`` patterns of weights that keep their values; each must match one.
     """
     logger = MMLogger.get_current_instance()
     state_dict = load_state_dict_file(checkpoint)
@@ -63,8 +62,7 @@ def load_pretrained_backbone(model: nn.Module,
 
 
 def kept_init_names(model: nn.Module, patterns: Sequence[str]) -> set[str]:
-    """The names of ``model.state_dict()`` that match any of ``patterns`` (``re.search``); a pattern that matches
-    nothing raises a ``ValueError`` naming it and a few of the model's names."""
+    """Names of ``model.state_dict()`` matching any of ``patterns``; one matching nothing raises."""
     if isinstance(patterns, str):
         patterns = [patterns]
     names = list(model.state_dict())
@@ -80,9 +78,8 @@ def kept_init_names(model: nn.Module, patterns: Sequence[str]) -> set[str]:
 
 def check_checkpoint_kind(state_dict: Mapping[str, Tensor], model: nn.Module, checkpoint: str,
                           convert_hint: str = '') -> None:
-    """Raise a named error when the checkpoint's keys belong to another kind of model than ``model``'s own keys
-    (:func:`beit_mm.fileio.checkpoint_kind`): a whole segmentor loaded without ``prefix='backbone.'``, a CvT
-    file given to a BEiT (or the reverse), unconverted HF/mmseg/mmpretrain files."""
+    """Raise a named error when the checkpoint's keys belong to another kind of model than
+    ``model``'s."""
     have, want = checkpoint_kind(state_dict), checkpoint_kind(model.state_dict())
     if have is None or want is None or have == want:
         return

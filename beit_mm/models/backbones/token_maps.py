@@ -7,9 +7,8 @@ from torch import Tensor
 
 
 class TokenMapsMixin:
-    """Outputs of a backbone with ``num_layers`` blocks whose ``forward_tokens(x, mask, out_indices)`` returns token
-    sequences (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w); ``EMBEDDING_PARAMS`` get layer id 0.
-    """
+    """Outputs of a backbone whose ``forward_tokens(x, mask, out_indices)`` gives token sequences
+    (B, ``num_prefix_tokens`` + h*w, C) and the grid (h, w)."""
 
     EMBEDDING_PARAMS: tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token')
 
@@ -26,8 +25,8 @@ class TokenMapsMixin:
         return tuple(sorted({max(0, round(self.num_layers * f) - 1) for f in (1 / 3, 1 / 2, 2 / 3, 1)}))
 
     def dense_features(self, x: Tensor, layers: Sequence[int] | None = None) -> list[Tensor]:
-        """Patch-token maps (B, C, H/p, W/p) of the blocks ``layers`` (None: :meth:`segmentation_layers`), in block
-        order, the last block's final-normed: the probe interface.
+        """Patch-token maps (B, C, H/p, W/p) of the blocks ``layers`` (None:
+        :meth:`segmentation_layers`), in order, the last final-normed.
 
         Raises:
             ValueError: ``layers`` empty or naming a block the backbone does not have.
@@ -39,9 +38,8 @@ class TokenMapsMixin:
         return self._maps(*self.forward_tokens(x, out_indices=sorted({i % self.num_layers for i in layers})))
 
     def get_layer_depth(self, param_name: str, prefix: str = '') -> tuple[int, int]:
-        """Layer id for layer-wise lr decay and the number of ids (num_layers + 2): embeddings 0, block i -> i + 1,
-        everything else (a shared bias, the final norm, ``cls_pt_layers``, names outside ``prefix``) -> num_layers + 1.
-        """
+        """Layer id for layer-wise lr decay and the id count ``num_layers + 2``:
+        embeddings 0, block i -> i + 1, the rest -> num_layers + 1."""
         num_ids = self.num_layers + 2
         if not param_name.startswith(prefix):
             return num_ids - 1, num_ids

@@ -1,10 +1,7 @@
-"""mmpretrain's ``ClsDataPreprocessor`` that first applies what the train pipeline's samplers drew.
+"""mmpretrain's ``ClsDataPreprocessor`` that first applies, on the device, what the pipeline's samplers drew.
 
-The samples' metainfo carries ``SampleRandAugment.key``, ``SampleRandomErasing.key`` and
-``EncodedRandomResizedCrop.key`` when those transforms ran: the crops are made from the packed bytes or whole images
-(:mod:`beit_mm.data.transforms.device_views`), then RandAugment and the erasing are applied on the device in the exact
-pipeline's order, before the BGR -> RGB flip, the normalization and the batch augments. Samples without them pass
-through mmpretrain's preprocessing unchanged.
+Device-made crops, RandAugment and random erasing run in the pipeline's order before mmpretrain's preprocessing;
+samples without them pass through unchanged.
 """
 from __future__ import annotations
 
@@ -39,11 +36,10 @@ class AugmentClsDataPreprocessor(ClsDataPreprocessor):
     """``ClsDataPreprocessor`` (same arguments) that applies each sample's carried RandAugment and erasing first."""
 
     def forward(self, data: dict, training: bool = False) -> dict:
-        """Augment the images whose samples carry ops, then mmpretrain's ``ClsDataPreprocessor.forward``.
+        """Augment the images whose samples carry ops, then mmpretrain's preprocessing.
 
         Raises:
-            ValueError: some samples of the batch carry ops and some do not, or the images are not uint8 of one
-                size.
+            ValueError: ops carried by only some samples, or images not uint8 of one size.
         """
         samples = data.get('data_samples') or []
         ops, erasing = _carried(samples, SampleRandAugment.key), _carried(samples, SampleRandomErasing.key)

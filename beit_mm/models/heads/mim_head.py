@@ -1,8 +1,6 @@
-"""BEiT's masked-image-modeling head (unilm ``beit/modeling_pretrain.py``): ``lm_head`` Linear(C, vocab_size) on the
-final-normed patch tokens at masked positions, cross-entropy against the tokenizer's ids.
+"""BEiT's MIM head (unilm ``beit/modeling_pretrain.py``): ``lm_head`` on masked tokens, cross-entropy to token ids.
 
-BEiT v2 (``beit2/engine_for_pretraining.py`` lines 60-66, ``shared_lm_head=True``): the same ``lm_head`` classifies
-the cls-pretraining tokens too, and the two cross-entropies add up.
+With BEiT v2's cls pretraining the same ``lm_head`` classifies the cls-pretraining tokens too, and the losses add.
 """
 from __future__ import annotations
 
@@ -27,10 +25,8 @@ class BEiTMIMHead(BaseModule):
     """Linear(C, vocab_size) on masked patch tokens, cross-entropy and masked-token accuracy.
 
     Args:
-        embed_dims: token width C.
-        vocab_size: number of visual tokens.
-        init_cfg: None: unilm's init (trunc-normal 0.02 cut at +-0.02, zero bias); ``dict(type='Pretrained',
-            checkpoint=PATH, prefix='')`` loads ``<prefix>lm_head.*`` from a beit_mm state dict and fails without them.
+        embed_dims, vocab_size: token width C and number of visual tokens.
+        init_cfg: None (unilm's init) or ``dict(type='Pretrained', checkpoint=PATH, prefix='')`` loading ``lm_head.*``.
     """
 
     def __init__(self, embed_dims: int, vocab_size: int = DALLE_VOCAB_SIZE, init_cfg: dict | None = None) -> None:
@@ -80,13 +76,11 @@ class BEiTMIMHead(BaseModule):
         """Cross-entropy and accuracy at masked positions.
 
         Args:
-            patch_tokens: (B, N, C) final-normed patch tokens, or BEiT v2's pair (backbone, cls-pretraining tokens).
+            patch_tokens: (B, N, C), or BEiT v2's pair (backbone, cls-pretraining tokens).
             target: (B, N) int64 token ids.
             mask: (B, N) or (B, h, w) bool, True = masked.
-
         Returns:
-            ``loss`` (mean over the masked positions), ``mim_acc``, ``mim_acc_baseline`` (the share of the most frequent
-            target, detached); for a pair also ``loss_cls_pt`` and ``mim_acc_cls_pt``.
+            ``loss``, ``mim_acc``, ``mim_acc_baseline``; for a pair also ``loss_cls_pt`` and ``mim_acc_cls_pt``.
         """
         if isinstance(patch_tokens, (tuple, list)):
             tokens, cls_pt_tokens = patch_tokens

@@ -1,6 +1,4 @@
-"""Pixel-regression MIM head, the BEiT paper's pixel-target baseline (sec. 3.3): Linear(C, p * p * C_img) on masked
-patch tokens, MSE against per-patch normalized pixels over masked patches (MAE ``models_mae.py`` ``forward_loss``).
-"""
+"""Pixel-regression MIM head (BEiT sec. 3.3): Linear(C, p * p * C_img) on masked tokens, MSE to patch pixels."""
 from __future__ import annotations
 
 import torch
@@ -17,10 +15,8 @@ class PixelRegressionHead(BaseModule):
     """Linear pixel decoder on masked patch tokens with an L2 loss.
 
     Args:
-        embed_dims: token width C.
-        patch_size: patch side p (the target generator's).
-        in_channels: image channels.
-        init_cfg: None: unilm's pretraining init (trunc normal 0.02 cut at +-0.02, zero bias).
+        embed_dims, patch_size, in_channels: token width C, patch side p, image channels.
+        init_cfg: None: unilm's pretraining init.
     """
 
     def __init__(self, embed_dims: int, patch_size: int, in_channels: int = 3, init_cfg: dict | None = None) -> None:
@@ -54,12 +50,11 @@ class PixelRegressionHead(BaseModule):
 
     def loss(self, patch_tokens: Tensor, target: Tensor, mask: Tensor) -> dict[str, Tensor]:
         """Args:
-            patch_tokens: (B, N, C) tokens of the masked forward.
+            patch_tokens: (B, N, C).
             target: (B, N, p * p * in_channels) pixels.
             mask: (B, N) or (B, h, w) bool, True = masked.
-
         Returns:
-            ``loss``: MSE per masked patch, averaged; ``loss_baseline``: the same for predicting 0 (detached).
+            ``loss`` (MSE per masked patch) and ``loss_baseline`` (the same for predicting 0).
         """
         b, n, _ = patch_tokens.shape
         mask = mask.reshape(b, -1)

@@ -1,13 +1,8 @@
 """BEiT multi-head self-attention: q/v bias (no k bias), optional relative position bias, four kernels.
 
-``attn_impl``: ``'eager'`` (softmax(QK^T + bias) V, as unilm), ``'sdpa'`` (``F.scaled_dot_product_attention``, the
-bias gathered in the compute dtype with 8-aligned rows; on CUDA the memory-efficient kernel), ``'cudnn'`` (SDPA on
-cuDNN attention) and ``'flex'`` (FlexAttention reading the bias table inside ``score_mod``). ``'auto'`` picks the
-fastest measured on a BEiT-B attention layer (:func:`select_attn_impl`).
-
-``'flex'`` never stops a run: each device, dtype, head width and mode is first compiled with the option sets of
-:data:`FLEX_KERNEL_OPTIONS` in turn; where none compiles (or on CPU in training: no backward) SDPA runs after one
-warning.
+``attn_impl``: ``'eager'`` (as unilm), ``'sdpa'`` (the bias gathered with 8-aligned rows), ``'cudnn'`` (SDPA on cuDNN
+attention), ``'flex'`` (FlexAttention reading the bias table in ``score_mod``; SDPA with one warning where no option
+set of :data:`FLEX_KERNEL_OPTIONS` compiles) or ``'auto'`` (:func:`select_attn_impl`); the same function.
 """
 from __future__ import annotations
 
@@ -44,8 +39,6 @@ def _compiled_flex_attention(*args, **kwargs) -> Tensor:
 
 # Devices where FlexAttention runs compiled and so is probed before its first use (:func:`flex_plan`).
 PROBED_DEVICES = ('cuda', )
-# FlexAttention kernel options tried in order: inductor's defaults (``{}``), then smaller tiles and fewer stages, which
-# need less shared memory per block (inductor's sm90 bf16 backward defaults exceed an H100/H200 block).
 FLEX_KERNEL_OPTIONS = (
     {},
     dict(fwd_BLOCK_M=128, fwd_BLOCK_N=64, fwd_num_stages=3, fwd_num_warps=4,
@@ -59,9 +52,8 @@ FLEX_KERNEL_OPTIONS = (
 
 def select_attn_impl(device_type: str, needs_grad: bool, dtype: torch.dtype | None = None,
                      masked: bool = False) -> str:
-    """What ``attn_impl='auto'`` runs: on CPU eager with gradients, SDPA without; on CUDA cuDNN attention for bf16/fp16
-    inference without an attention mask (cuDNN has NaN reports with masks, pytorch/pytorch#196678), SDPA otherwise.
-    """
+    """What ``'auto'`` runs: on CPU eager with gradients, SDPA without; on CUDA cuDNN for bf16/fp16
+    inference without a mask (cuDNN has NaN reports with masks, pytorch/pytorch#196678), SDPA otherwise."""
     if device_type == 'cpu':
         return 'eager' if needs_grad else 'sdpa'
     if device_type == 'cuda' and not needs_grad and not masked and dtype in (torch.bfloat16, torch.float16):
@@ -70,9 +62,7 @@ def select_attn_impl(device_type: str, needs_grad: bool, dtype: torch.dtype | No
 
 
 def flex_shared_memory(options: dict, head_dim: int, itemsize: int) -> int:
-    """A lower bound of FlexAttention's shared memory per block (bytes) under ``options`` (``{}``: the largest
-    tiles), used to skip option sets that cannot fit.
-    """
+    """A lower bound of FlexAttention's shared memory per block (bytes) under ``options``."""
     o = {'fwd_BLOCK_M': 128, 'fwd_BLOCK_N': 128, 'fwd_num_stages': 3, 'bwd_BLOCK_M1': 64, 'bwd_BLOCK_N1': 128,
          'bwd_BLOCK_M2': 128, 'bwd_BLOCK_N2': 64, 'bwd_num_stages': 3, **options}
     fwd = o['fwd_BLOCK_M'] + 2 * o['fwd_num_stages'] * o['fwd_BLOCK_N']
@@ -82,9 +72,7 @@ def flex_shared_memory(options: dict, head_dim: int, itemsize: int) -> int:
 
 
 def _probe_flex(device: torch.device, dtype: torch.dtype, head_dim: int, train: bool, options: dict) -> None:
-    """Compile and run FlexAttention once with ``options`` on ``device`` as :func:`flex_biased_attention` calls it
-    (a bias read from a table through an index, the table's gradient when ``train``); raises what the compiler
-    raises."""
+    """Compile and run FlexAttention once with ``options`` as :func:`flex_biased_attention` calls it."""
     g = torch.Generator().manual_seed(0)
     n = 197
     q, k, v = (torch.randn(1, 2, n, head_dim, generator=g).to(device, dtype).requires_grad_(train) for _ in range(3))
@@ -136,24 +124,20 @@ def _flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: i
 
 @torch.compiler.assume_constant_result
 def flex_plan(device_type: str, device_index: int, dtype_name: str, head_dim: int, train: bool) -> int:
-    """The index into :data:`FLEX_KERNEL_OPTIONS` FlexAttention runs with for this case, or -1 (then SDPA runs).
-
-    Each case is probed once per process (:func:`_probe_flex`); the answer is a constant to ``torch.compile``.
-    """
+    """The index into :data:`FLEX_KERNEL_OPTIONS` FlexAttention runs with here, or -1 (SDPA); probed once per
+    case and process."""
     return _flex_plan(device_type, device_index, dtype_name, head_dim, train)
 
 
 class BEiTAttention(nn.Module):
-    """Self-attention of a BEiT block: ``qkv.weight`` (3C, C), ``q_bias``/``v_bias`` (C,),
-    ``relative_position_bias_table`` ((2Wh-1)(2Ww-1)+3, heads) when ``grid`` is given, ``proj``.
+    """Self-attention of a BEiT block with unilm's parameter names.
 
     Args:
-        embed_dims: token width C.
-        num_heads: attention heads.
+        embed_dims, num_heads: token width C and attention heads.
         grid: patch grid (Wh, Ww) of a per-block relative position bias, or None.
         qv_bias: learn q and v biases.
         attn_drop, proj_drop: dropout on the attention probabilities / after ``proj``.
-        attn_impl: ``'auto'``, ``'sdpa'``, ``'eager'``, ``'flex'`` or ``'cudnn'`` (module docstring).
+        attn_impl: ``'auto'``, ``'sdpa'``, ``'eager'``, ``'flex'`` or ``'cudnn'``.
     """
 
     def __init__(self,
@@ -202,12 +186,11 @@ class BEiTAttention(nn.Module):
     def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None, num_queries: int = 0,
                 attn_mask: Tensor | None = None) -> Tensor:
         """Args:
-            x: (B, K + 1 + Wh*Ww, C): ``num_queries`` K query tokens (EoMT's), the cls token, the patches.
+            x: (B, K + 1 + Wh*Ww, C): K query tokens (EoMT's), the cls token, the patches.
             grid: the input's (Wh, Ww).
             shared_table: a shared bias table resampled to ``grid``, added to this block's own.
             num_queries: K; the queries take the cls token's bias rows and columns.
             attn_mask: (B, T, T) bool, True = may attend, or None.
-
         Returns:
             (B, T, C).
         """
@@ -262,13 +245,11 @@ class BEiTAttention(nn.Module):
 def flex_biased_attention(q: Tensor, k: Tensor, v: Tensor, table: Tensor | None, grid: tuple[int, int],
                           num_queries: int, attn_mask: Tensor | None, scale: float,
                           kernel_options: dict | None = None) -> Tensor:
-    """softmax(scale * q k^T + bias, masked) v with FlexAttention: (B, heads, T, D) each -> (B, heads, T, D).
+    """softmax(scale * q k^T + bias, masked) v with FlexAttention: (B, heads, T, D) -> same.
 
-    The bias is read inside the kernel: ``table[index[i', j'], h]`` with ``index = relative_position_index(grid)``
-    ((1 + N, 1 + N), cls first) and ``i' = max(i - K, 0)`` (the ``K = num_queries`` queries take the cls token's rows
-    and columns, :func:`with_query_rows`); ``attn_mask`` (B, T, T) bool, True = may attend, sets the others to -inf.
-    The same function as the SDPA and eager paths of :class:`BEiTAttention`. ``kernel_options`` go to the compiled
-    kernel (:data:`FLEX_KERNEL_OPTIONS`)."""
+    The bias ``table[index[i', j'], h]`` is read in the kernel, ``i' = max(i - K, 0)`` for ``K = num_queries``
+    (:func:`with_query_rows`); ``attn_mask`` (B, T, T) bool, True = may attend.
+    """
     mods = []
     if table is not None:
         n = grid[0] * grid[1] + 1

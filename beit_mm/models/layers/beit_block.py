@@ -10,19 +10,13 @@ from .mlp import Mlp
 
 
 class BEiTBlock(nn.Module):
-    """``x + drop_path(gamma_1 * attn(norm1(x)))`` then ``x + drop_path(gamma_2 * mlp(norm2(x)))``.
-
-    Parameter names follow unilm (``norm1``, ``attn.*``, ``norm2``, ``mlp.fc1/fc2``, ``gamma_1``, ``gamma_2``).
+    """``x + drop_path(gamma_1 * attn(norm1(x)))`` then ``x + drop_path(gamma_2 * mlp(norm2(x)))``; unilm names.
 
     Args:
-        embed_dims: token width C.
-        num_heads: attention heads.
-        mlp_ratio: MLP hidden width / C.
+        embed_dims, num_heads, mlp_ratio: token width C, attention heads, MLP hidden width / C.
         grid: patch grid of a per-block relative position bias, or None.
-        layer_scale_init_value: initial gamma; 0 disables layer scale (no gamma parameters).
-        drop_path: stochastic depth rate of this block.
-        attn_impl: attention kernel, ``'auto'`` | ``'sdpa'`` | ``'eager'`` (:class:`BEiTAttention`).
-        norm_eps: LayerNorm epsilon (1e-6 in BEiT).
+        layer_scale_init_value: initial gamma; 0 disables layer scale.
+        drop_path, attn_impl, norm_eps: stochastic depth rate, :class:`BEiTAttention`'s kernel, LayerNorm epsilon.
     """
 
     def __init__(self,
@@ -51,10 +45,7 @@ class BEiTBlock(nn.Module):
 
     def forward(self, x: Tensor, grid: tuple[int, int], shared_table: Tensor | None = None, num_queries: int = 0,
                 attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, K + 1 + Wh*Ww, C) -> the same shape; shared_table: a shared relative position bias table resampled
-        to ``grid`` (num_relative_distance(grid), heads), or None; ``num_queries`` (K) and ``attn_mask`` (B, T, T)
-        bool, True = may attend: EoMT's queries in front of the cls token and their masked attention
-        (:class:`BEiTAttention`)."""
+        """(B, K + 1 + Wh*Ww, C) -> the same shape; the other arguments as :meth:`BEiTAttention.forward`."""
         y = self.attn(self.norm1(x), grid, shared_table, num_queries, attn_mask)
         x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
         y = self.mlp(self.norm2(x))

@@ -1,6 +1,8 @@
-"""CvT's convolutional-projection self-attention (Wu et al., 2021, sec. 3.2; microsoft/CvT ``lib/models/cls_cvt.py``
-``Attention``): depthwise conv + BatchNorm before the q/k/v projections, stride 2 for keys and values; parameter names
-of the official checkpoints. The scale is ``embed_dims ** -0.5`` (full width), as the official code and HF."""
+"""CvT's convolutional-projection self-attention (Wu et al. 2021, sec. 3.2; microsoft/CvT ``cls_cvt.py``).
+
+Depthwise conv + BatchNorm before the q/k/v projections, stride 2 for keys and values; scale ``embed_dims ** -0.5``
+(full width), as the official code.
+"""
 from collections import OrderedDict
 
 import torch
@@ -11,8 +13,7 @@ CONV_ATTN_IMPLS = ('sdpa', 'eager')
 
 
 class ConvProjection(nn.Sequential):
-    """Depthwise conv + BatchNorm ("dw_bn"): ``(B, C, H, W) -> (B, H' * W', C)``,
-    ``H' = (H + 2 * padding - kernel_size) // stride + 1``."""
+    """Depthwise conv + BatchNorm: ``(B, C, H, W) -> (B, H' * W', C)``."""
 
     def __init__(self, embed_dims: int, kernel_size: int, stride: int, padding: int) -> None:
         super().__init__(OrderedDict([
@@ -36,11 +37,9 @@ class ConvProjectionAttention(nn.Module):
     """Conv projections of q/k/v, multi-head attention, output projection.
 
     Args:
-        embed_dims: token width C; ``num_heads`` must divide it.
-        num_heads: number of heads.
+        embed_dims, num_heads: token width C and heads dividing it.
         with_cls_token: the sequence starts with a cls token that bypasses the conv projections.
-        kernel_size, stride_q, stride_kv, padding: the depthwise projections'.
-        qkv_bias: bias of ``proj_{q,k,v}``.
+        kernel_size, stride_q, stride_kv, padding: the depthwise projections'; ``qkv_bias``: of ``proj_{q,k,v}``.
         attn_impl: ``'sdpa'`` or ``'eager'``; the same function.
     """
 
@@ -75,7 +74,6 @@ class ConvProjectionAttention(nn.Module):
         self.proj = nn.Linear(embed_dims, embed_dims)
 
     def _split_heads(self, x: Tensor) -> Tensor:
-        """(B, T, C) -> (B, heads, T, C / heads)."""
         B, T, _ = x.shape
         return x.reshape(B, T, self.num_heads, -1).transpose(1, 2)
 

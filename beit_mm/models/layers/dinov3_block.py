@@ -1,8 +1,7 @@
-"""The DINOv3 block (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/block.py``): pre-norm attention with RoPE on the
-patch tokens, then a GELU or SwiGLU MLP, each with a layer scale; names as ``BEiTBlock``'s, SwiGLU's as DINOv3's.
+"""The DINOv3 block (facebookresearch/dinov3 @ 6876159 ``dinov3/layers/block.py``).
 
-The released ViTs mask the key bias to zero, so the qkv bias is ``[q_bias, 0, v_bias]`` as in BEiT (with RoPE a
-learned key bias could not be dropped).
+Pre-norm attention with RoPE on the patch tokens, then a GELU or SwiGLU MLP, each with a layer scale. The released
+ViTs mask the key bias to zero, so the qkv bias is ``[q_bias, 0, v_bias]`` as in BEiT.
 """
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ FFN_LAYERS = ('mlp', 'swiglu')
 
 
 class SwiGLU(nn.Module):
-    """``w3(silu(w1 x) * w2 x)``, hidden width ``int(hidden_features * 2 / 3)`` rounded up to a multiple of
-    ``align_to`` (DINOv3 ``SwiGLUFFN``: 8 for ViT-S+/L+/H+, 64 for ViT-7B). x: (..., C) -> (..., C)."""
+    """``w3(silu(w1 x) * w2 x)``, hidden ``int(hidden_features * 2 / 3)`` rounded up to ``align_to``; (..., C)."""
 
     def __init__(self, in_features: int, hidden_features: int, align_to: int = 8) -> None:
         super().__init__()
@@ -39,11 +37,9 @@ class DINOv3Attention(nn.Module):
     """Multi-head self-attention with RoPE on the patch tokens' q and k.
 
     Args:
-        embed_dims: token width C.
-        num_heads: heads; head width C // num_heads, a multiple of 4.
+        embed_dims, num_heads: token width C and heads (head width a multiple of 4).
         qv_bias: learn ``q_bias`` and ``v_bias``.
-        attn_drop, proj_drop: dropout on the attention probabilities / after ``proj``.
-        attn_impl: ``'auto'``, ``'sdpa'`` or ``'eager'``; the same function.
+        attn_drop, proj_drop, attn_impl: as :class:`BEiTAttention`'s (``'auto'``, ``'sdpa'`` or ``'eager'``).
     """
 
     def __init__(self, embed_dims: int, num_heads: int, qv_bias: bool = True, attn_drop: float = 0.0,
@@ -64,9 +60,8 @@ class DINOv3Attention(nn.Module):
         self.proj_drop = nn.Dropout(proj_drop)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, T, C), the last h*w tokens the patches; rope: (sin, cos), (h*w, D) each; attn_mask: (B, T, T) bool,
-        True = may attend, or None. Returns (B, T, C).
-        """
+        """x: (B, T, C), the last h*w tokens the patches; rope: (sin, cos), (h*w, D) each;
+        attn_mask: (B, T, T) bool, True = may attend. Returns (B, T, C)."""
         b, n, c = x.shape
         bias = None
         if self.q_bias is not None:
@@ -93,16 +88,9 @@ class DINOv3Block(nn.Module):
     """``x + drop_path(gamma_1 * attn(norm1(x), rope))`` then ``x + drop_path(gamma_2 * mlp(norm2(x)))``.
 
     Args:
-        embed_dims: token width C.
-        num_heads: attention heads.
-        mlp_ratio: MLP hidden width / C (SwiGLU: before its 2/3 and alignment).
-        ffn: ``'mlp'`` or ``'swiglu'``.
-        swiglu_align: SwiGLU hidden width alignment.
+        ffn: ``'mlp'`` or ``'swiglu'``; ``swiglu_align``: its hidden width alignment.
         qv_bias: q and v biases.
-        layer_scale_init_value: initial gamma; 0 disables layer scale.
-        drop_path: stochastic depth rate (per sample, as timm's).
-        attn_impl: :class:`DINOv3Attention`'s.
-        norm_eps: LayerNorm epsilon.
+        embed_dims, num_heads, mlp_ratio, layer_scale_init_value, drop_path, attn_impl, norm_eps: as ``BEiTBlock``'s.
     """
 
     def __init__(self,
@@ -136,9 +124,7 @@ class DINOv3Block(nn.Module):
 
     def forward(self, x: Tensor, grid: tuple[int, int], rope: tuple[Tensor, Tensor], num_queries: int = 0,
                 attn_mask: Tensor | None = None) -> Tensor:
-        """x: (B, K + P + h*w, C) -> the same shape; ``grid`` and ``num_queries`` as ``BEiTBlock``'s, ``rope`` the
-        grid's (sin, cos), ``attn_mask`` (B, T, T) bool, True = may attend.
-        """
+        """(B, K + P + h*w, C) -> the same shape; arguments as ``BEiTBlock.forward``, ``rope`` (sin, cos)."""
         y = self.attn(self.norm1(x), rope, attn_mask)
         x = x + self.drop_path(y if self.gamma_1 is None else self.gamma_1 * y)
         y = self.mlp(self.norm2(x))

@@ -7,15 +7,7 @@ from torch import Tensor
 
 
 def upsample_mask(mask: Tensor, size: tuple[int, int]) -> Tensor:
-    """Nearest upsampling of a patch mask to a finer token grid, by an integer factor per axis.
-
-    Args:
-        mask: (B, h, w) bool, True = masked.
-        size: (H, W) of the target grid, multiples of (h, w).
-
-    Returns:
-        (B, H, W) bool, ``out[b, i, j] = mask[b, i // (H // h), j // (W // w)]``.
-    """
+    """Nearest upsampling of a (B, h, w) bool mask to (B, H, W), H and W multiples of h and w."""
     if mask.dim() != 3:
         raise ValueError(f'mask must be (B, h, w), got shape {tuple(mask.shape)}')
     (h, w), (out_h, out_w) = mask.shape[1:], size
@@ -37,9 +29,8 @@ def leaked_pixels(mask: Tensor, image_size: tuple[int, int], kernel_size: int, s
         mask: (B, h, w) bool patch mask, True = masked.
         image_size: (H, W) pixels, multiples of (h, w).
         kernel_size, stride, padding: the token embedding convolution.
-
     Returns:
-        (B, H, W) bool: True where a pixel of a masked patch lies in a visible token's receptive field.
+        (B, H, W) bool.
     """
     height, width = image_size
     grid = (conv_output_size(height, kernel_size, stride, padding), conv_output_size(width, kernel_size, stride,

@@ -1,9 +1,7 @@
 """Relative position bias of BEiT (unilm ``beit/modeling_finetune.py``) and its resampling to other grids.
 
-The table has ``(2*Wh-1) * (2*Ww-1) + 3`` rows, one column per head: row ``(dh + Wh-1) * (2*Ww-1) + (dw + Ww-1)`` is
-the bias of a token pair ``dh`` rows and ``dw`` columns apart, then cls->token, token->cls and cls->cls. Growing a
-table follows unilm's geometric-progression offsets with a not-a-knot bicubic spline (SciPy's removed ``interp2d``,
-re-done in torch); shrinking takes the central block of offsets, which is exact.
+The table has ``(2*Wh-1) * (2*Ww-1) + 3`` rows, one column per head: row ``(dh + Wh-1) * (2*Ww-1) + (dw + Ww-1)``
+for a pair ``dh`` rows and ``dw`` columns apart, then cls->token, token->cls and cls->cls.
 """
 from __future__ import annotations
 
@@ -22,8 +20,8 @@ def num_relative_distance(grid: tuple[int, int]) -> int:
 
 
 def relative_position_index(grid: tuple[int, int]) -> Tensor:
-    """Index into the bias table for every token pair, cls token first: LongTensor (Wh*Ww + 1, Wh*Ww + 1) on the CPU.
-    Cached in eager code; compiled code builds it in the graph (Dynamo does not trace through caches)."""
+    """Bias-table row of every token pair, cls first: int64 (Wh*Ww + 1, Wh*Ww + 1) on the
+    CPU; cached in eager code."""
     if torch.compiler.is_compiling():
         return _relative_position_index(tuple(grid))
     return _cached_relative_position_index(tuple(grid))
@@ -53,11 +51,10 @@ _cached_relative_position_index = lru_cache(maxsize=32)(torch.inference_mode(Fal
 
 def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: int = 1,
                                   dtype: torch.dtype | None = None) -> Tensor:
-    """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table`` (rows for ``grid``, heads).
+    """Bias for every token pair: (heads, Wh*Ww + 1, Wh*Ww + 1), from ``table``.
 
-    ``dtype``: the result's (default the table's); rows are gathered in the table's dtype and cast after, so the
-    table's gradient accumulates in its own precision. ``align > 1`` rounds the row stride up to a multiple of
-    ``align``: CUDA's memory-efficient SDPA copies a bias that is not 8-aligned on every call.
+    Rows are gathered in the table's dtype, then cast to ``dtype``; ``align`` rounds the row stride up (CUDA's
+    memory-efficient SDPA copies an unaligned bias).
     """
     if torch.onnx.is_in_onnx_export():  # a fixed-size export: plain ints, so the index is a constant of the graph
         grid = tuple(int(g) for g in grid)
@@ -69,18 +66,14 @@ def gather_relative_position_bias(table: Tensor, grid: tuple[int, int], align: i
     bias = table.index_select(0, index).view(n, n_pad, -1).permute(2, 0, 1)  # (heads, N, N_pad), strided
     if torch.onnx.is_in_onnx_export():  # same values; the ONNX exporter has no in-place copy (folded to a constant)
         return bias[:, :, :n].to(dtype or table.dtype).contiguous()
-    # one copy into a contiguous (heads, N, N_pad) buffer, casting on the way (autograd casts the gradient back)
     out = torch.empty(bias.shape, dtype=dtype or table.dtype, device=table.device).copy_(bias)
     return out[:, :, :n]
 
 
 
 def with_query_rows(bias: Tensor, num_queries: int) -> Tensor:
-    """Bias (heads, 1 + N, 1 + N) of [cls, patches] -> (heads, K + 1 + N, K + 1 + N) of [K queries, cls, patches].
-
-    Every query takes the cls token's row and column: EoMT's queries, like the cls token, have no position, so a
-    pretrained table keeps its meaning and no parameter is added.
-    """
+    """Bias (heads, 1 + N, 1 + N) -> (heads, K + 1 + N, K + 1 + N), the K queries taking the cls
+    token's rows and columns (they have no position either)."""
     if num_queries == 0:
         return bias
     n = bias.shape[-1]
@@ -89,18 +82,15 @@ def with_query_rows(bias: Tensor, num_queries: int) -> Tensor:
 
 
 def flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
-    """:func:`_flat_relative_position_index`, cached per grid and device in eager code, built in the graph when
-    compiled."""
+    """:func:`_flat_relative_position_index`, cached per grid and device in eager code."""
     if torch.compiler.is_compiling():
         return _flat_relative_position_index(tuple(grid), n_pad, device)
     return _cached_flat_relative_position_index(tuple(grid), n_pad, device)
 
 
 def _flat_relative_position_index(grid: tuple[int, int], n_pad: int, device: torch.device) -> Tensor:
-    """``relative_position_index(grid)`` with rows padded to ``n_pad`` columns (padding reads row 0, sliced away),
-    flattened, on ``device``: (N * n_pad,). Cached per device: a host-to-device copy per block cost 39% of a 640 px
-    slide inference on an H100.
-    """
+    """``relative_position_index(grid)`` with rows padded to ``n_pad``, flattened on
+    ``device``: (N * n_pad,)."""
     if torch.compiler.is_compiling():  # built on the device inside the graph, no host-to-device copy
         index = _relative_position_index(grid, device)
     else:
@@ -136,11 +126,9 @@ def _geometric_offsets(src_len: int, dst_len: int) -> Tensor:
 
 
 def cubic_spline_matrix(x: Tensor, t: Tensor) -> Tensor:
-    """Linear map from values at knots ``x`` (n,) to a not-a-knot cubic interpolating spline evaluated at ``t`` (m,).
+    """W (m, n) float64 with ``spline(t) = W @ y``: the not-a-knot cubic spline through knots ``x``.
 
-    Returns W (m, n) in float64 such that ``spline(t) = W @ y``. This is the spline FITPACK fits with ``k=3, s=0`` (the
-    one ``interp2d(kind='cubic')`` and ``RectBivariateSpline`` use on gridded data); points outside ``x`` are
-    extrapolated with the end pieces, as FITPACK does.
+    FITPACK's ``k=3, s=0`` spline (as ``interp2d(kind='cubic')``), extrapolated with the end pieces.
     """
     x = x.double()
     t = t.double()
@@ -174,11 +162,9 @@ def cubic_spline_matrix(x: Tensor, t: Tensor) -> Tensor:
 
 
 def resize_rel_pos_bias_table(table: Tensor, src_grid: tuple[int, int], dst_grid: tuple[int, int]) -> Tensor:
-    """Resample a bias table (rows for ``src_grid``, heads) to ``dst_grid``; the 3 cls rows are kept.
+    """Resample a bias table from ``src_grid`` to ``dst_grid``, keeping the 3 cls rows.
 
-    Growing uses unilm's geometric-progression cubic method (identity when the grids are equal); shrinking (both sides
-    smaller or equal) takes the central block of offsets, exactly. Returns (num_relative_distance(dst_grid), heads) in
-    the table's dtype.
+    Growing uses unilm's geometric-progression cubic method; shrinking takes the central block of offsets, exactly.
     """
     src_grid, dst_grid = tuple(src_grid), tuple(dst_grid)
     expected = num_relative_distance(src_grid)

@@ -1,16 +1,9 @@
-"""ViT-Adapter's parts (Chen et al., ICLR 2023, "Vision Transformer Adapter for Dense Predictions"; czczup/ViT-Adapter
-``segmentation/mmseg_custom/models/backbones/adapter_modules.py``): a convolutional spatial prior at strides 8/16/32,
-an injector (ViT tokens attend to the prior) before every group of blocks, an extractor (the prior attends to the ViT
-tokens) after it, with a convolutional feed-forward (CFFN) over the three prior levels.
+"""ViT-Adapter's parts (Chen et al. ICLR 2023; czczup/ViT-Adapter ``adapter_modules.py``), official names.
 
-Parameter names equal the official ones (``spm.stem.0``, ``injector.attn.sampling_offsets``, ``extractor.ffn.dwconv.
-dwconv``, ``extra_extractors.i``, ...) so released checkpoints load after stripping the segmentor's ``backbone.``.
-The deformable attention is mmcv 2.1's ``MultiScaleDeformableAttention`` (the same four Linear layers as the official
-``MSDeformAttn``, ``value_proj_ratio`` = its ``ratio``; CUDA kernel on GPU, ``multi_scale_deformable_attn_pytorch``
-on CPU); the official module adds no residual, mmcv's adds ``identity``, which the callers set accordingly.
-
-Token layout of the prior ``c``: (B, 4hw + hw + hw/4, C) = the stride-8, 16 and 32 maps of an (16h, 16w) image,
-row-major, concatenated (h, w: the ViT's patch grid; both even).
+A convolutional spatial prior at strides 8/16/32; an injector (ViT tokens attend to the prior) before every group of
+blocks and an extractor (the prior attends to the ViT tokens) after it. The deformable attention is mmcv's
+``MultiScaleDeformableAttention``. The prior ``c`` is (B, 4hw + hw + hw/4, C): the stride-8, 16 and 32 maps,
+row-major, concatenated (h, w: the ViT's patch grid, both even).
 """
 from __future__ import annotations
 
@@ -24,8 +17,7 @@ from mmcv.ops import MultiScaleDeformableAttention
 from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
 
-#: The prior's levels relative to the ViT's patch grid (h, w) = (H/16, W/16): strides 8, 16, 32 (official
-#: ``deform_inputs``, adapter_modules.py lines 27-44).
+#: The prior's levels relative to the ViT's patch grid (h, w) = (H/16, W/16): strides 8, 16, 32.
 PRIOR_SCALES = (2.0, 1.0, 0.5)
 
 
@@ -36,8 +28,7 @@ def prior_shapes(grid: tuple[int, int]) -> list[tuple[int, int]]:
 
 
 def reference_points(shapes: list[tuple[int, int]], device: torch.device) -> Tensor:
-    """Pixel centres of maps ``shapes``, normalized to [0, 1] as (x, y): (1, sum(h*w), 1, 2), maps concatenated
-    row-major (official ``get_reference_points``, adapter_modules.py lines 13-24)."""
+    """Pixel centres of maps ``shapes`` in [0, 1] as (x, y): (1, sum(h*w), 1, 2)."""
     points = []
     for h, w in shapes:
         ys = (torch.arange(h, dtype=torch.float32, device=device) + 0.5) / h
@@ -48,8 +39,7 @@ def reference_points(shapes: list[tuple[int, int]], device: torch.device) -> Ten
 
 
 def deform_inputs(grid: tuple[int, int], device: torch.device) -> tuple[tuple[Tensor, Tensor, Tensor], ...]:
-    """(reference points, spatial shapes, level start index) of the injector (ViT tokens query the 3 prior levels)
-    and of the extractor (prior tokens query the 1 ViT level) for a ViT patch grid ``grid``."""
+    """(reference points, spatial shapes, level start index) of the injector and of the extractor."""
 
     def level_args(shapes: list[tuple[int, int]]) -> tuple[Tensor, Tensor]:
         spatial = torch.as_tensor(shapes, dtype=torch.long, device=device)
@@ -125,8 +115,7 @@ class Injector(nn.Module):
 
 
 class Extractor(nn.Module):
-    """The prior (B, N_c, C) attends to the ViT tokens (B, hw, C): ``c + attn(query_norm(c), feat_norm(x))``, then
-    ``c + drop_path(ffn(ffn_norm(c)))`` with ``with_cffn``."""
+    """The prior (B, N_c, C) attends to the ViT tokens (B, hw, C), then an optional CFFN."""
 
     def __init__(self, dims: int, num_heads: int, num_points: int, deform_ratio: float, with_cffn: bool,
                  cffn_ratio: float, drop: float = 0.0, drop_path: float = 0.0, with_cp: bool = False) -> None:
@@ -157,11 +146,7 @@ class Extractor(nn.Module):
 
 
 class InteractionBlock(nn.Module):
-    """The adapter around one group of ViT blocks (official ``InteractionBlockWithCls``): injector -> the blocks on
-    ``[cls, patches]`` -> extractor (-> two extra extractors after the last group, ``extra_extractor``).
-
-    The blocks are the backbone's and are passed in by the caller as ``run_blocks(tokens) -> tokens``.
-    """
+    """Injector -> the backbone's blocks (``run_blocks(tokens) -> tokens``) -> extractor(s)."""
 
     def __init__(self, dims: int, num_heads: int, num_points: int, init_values: float, drop_path: float,
                  with_cffn: bool, cffn_ratio: float, deform_ratio: float, extra_extractor: bool,
@@ -188,9 +173,8 @@ class InteractionBlock(nn.Module):
 
 
 class SpatialPriorModule(nn.Module):
-    """A ResNet-like stem: (B, 3, H, W) -> c1 (B, C, H/4, W/4) and tokens c2, c3, c4 (B, H/s * W/s, C) at strides
-    8, 16, 32, each projected to ``embed_dims`` by a 1x1 conv ``fc1..fc4``. Sequential indices as official
-    (``stem.{0,3,6}`` convs, ``stem.{1,4,7}`` norms, ``conv2.0``/``conv2.1`` ...)."""
+    """A ResNet-like stem: (B, 3, H, W) -> c1 (B, C, H/4, W/4) and tokens c2, c3, c4
+    (B, H/s * W/s, C) at strides 8, 16, 32."""
 
     def __init__(self, inplanes: int, embed_dims: int, norm_cfg: dict) -> None:
         super().__init__()
@@ -219,9 +203,8 @@ class SpatialPriorModule(nn.Module):
 
 
 def init_adapter_weights(module: nn.Module) -> None:
-    """Official ``BEiTAdapter._init_weights`` then ``_init_deform_weights`` (beit_adapter.py lines 58-88): Linear
-    trunc-normal std 0.02 and zero bias; LayerNorm/BatchNorm unit weight, zero bias; Conv2d/ConvTranspose2d normal with
-    std sqrt(2 / fan_out) (fan_out = k*k*out/groups), zero bias; then every deformable attention its own init."""
+    """Official ``_init_weights`` then ``_init_deform_weights``: trunc-normal Linear, unit norms,
+    fan-out normal convs, the deformable attentions' own init."""
     for m in module.modules():
         if isinstance(m, nn.Linear):
             trunc_normal_(m.weight, std=0.02)

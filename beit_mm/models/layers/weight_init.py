@@ -1,8 +1,4 @@
-"""unilm BEiT's truncated-normal initializations (pure functions on tensors).
-
-``beit/modeling_pretrain.py`` cuts the normal at one std (``a=-std, b=std``: the values' std is about 0.54 std);
-``beit/modeling_finetune.py`` uses timm's ``trunc_normal_`` with absolute bounds -2 and 2.
-"""
+"""unilm BEiT's truncated-normal initializations: cut at one std in pretraining, at +-2 in fine-tuning."""
 from __future__ import annotations
 
 import math

@@ -1,9 +1,8 @@
-"""Mask2Former's matching loss as EoMT trains with it (tue-mps/eomt@7bd19dd ``training/mask_classification_loss.py``
-over transformers' ``Mask2FormerLoss``): Hungarian matching of queries to target masks on ``num_points`` uniform
-points (costs = the loss coefficients, class 2.0 included), then class cross-entropy (no-object weight 0.1) and
-importance-sampled point BCE + dice on the matched pairs, normalised by the matched pairs over all processes.
+"""Mask2Former's matching loss as EoMT trains with it (tue-mps/eomt@7bd19dd ``mask_classification_loss.py``).
 
-Random points come from torch's global generator in the reference's order, so a seeded run draws its points.
+Hungarian matching on ``num_points`` uniform points, then class cross-entropy and importance-sampled point BCE + dice
+on the matched pairs, normalised by the matched pairs over all processes; points come from the global generator in
+the reference's order.
 """
 from __future__ import annotations
 
@@ -17,8 +16,8 @@ from beit_mm.registry import MODELS
 
 
 def semantic_targets(seg: Tensor, ignore_index: int = 255) -> tuple[Tensor, Tensor]:
-    """A semantic map ``(H, W)`` int -> one binary mask per class present ``(N, H, W)`` bool and the classes ``(N,)``
-    int64 in ascending order; ``ignore_index`` pixels belong to no mask."""
+    """Semantic map ``(H, W)`` -> one mask per class present ``(N, H, W)`` bool, classes ``(N,)``
+    ascending; ``ignore_index`` pixels belong to no mask."""
     labels = seg.unique()
     labels = labels[labels != ignore_index].long()
     return seg[None] == labels[:, None, None], labels
@@ -26,11 +25,11 @@ def semantic_targets(seg: Tensor, ignore_index: int = 255) -> tuple[Tensor, Tens
 
 def panoptic_targets(masks: Tensor, labels: Tensor, seg: Tensor | None, num_things: int,
                      ignore_index: int = 255) -> tuple[Tensor, Tensor]:
-    """mmdet's panoptic/instance ground truth of one image -> EoMT's targets: one binary mask per thing instance
-    (``masks`` ``(N, H, W)``, ``labels`` ``(N,)`` in ``[0, num_things)``: mmdet's ``gt_instances``, crowd regions
-    already left out as the official training does, ``datasets/transforms.py:104``), then one per stuff class present
-    in the semantic map ``seg`` ``(H, W)`` (labels ``>= num_things``, ``ignore_index`` none; mmdet's ``gt_sem_seg``;
-    None for instance segmentation) -> ``(M, H, W)`` bool and ``(M,)`` int64."""
+    """mmdet's ground truth of one image -> thing masks then stuff masks: ``(M, H, W)`` bool, ``(M,)`` int64.
+
+    Things come from ``masks``/``labels`` (crowds left out), stuff classes from the semantic map ``seg`` (None for
+    instance segmentation).
+    """
     masks, labels = masks.bool(), labels.long()
     if seg is None:
         return masks, labels
@@ -46,8 +45,7 @@ def point_sample(maps: Tensor, points: Tensor) -> Tensor:
 
 
 def pairwise_mask_costs(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-    """Mask logits ``(Q, P)`` and binary targets ``(N, P)`` at the same points -> the mean sigmoid cross-entropy and
-    the dice loss of every (query, target) pair, each ``(Q, N)``."""
+    """Mask logits ``(Q, P)`` and targets ``(N, P)`` -> mean sigmoid CE and dice per pair, ``(Q, N)``."""
     num_points = logits.shape[1]
     # BCE(x, 1) = softplus(-x), BCE(x, 0) = softplus(x); each pair's mean over points as two matrix products.
     bce = (F.softplus(-logits) @ targets.T + F.softplus(logits) @ (1 - targets).T) / num_points
@@ -62,11 +60,8 @@ def hungarian_match(mask_logits: Tensor, class_logits: Tensor, masks: Tensor, la
     """One image's assignment of queries to targets.
 
     Args:
-        mask_logits: ``(Q, h, w)`` predicted mask logits.
-        class_logits: ``(Q, C + 1)`` class logits, the last class "no object".
-        masks: ``(N, H, W)`` binary target masks (any size: both are read at the same relative points).
-        labels: ``(N,)`` target classes.
-
+        mask_logits, class_logits: ``(Q, h, w)`` and ``(Q, C + 1)``, the last class "no object".
+        masks, labels: ``(N, H, W)`` binary targets and their ``(N,)`` classes.
     Returns:
         ``(query_index, target_index)``, each ``(min(Q, N),)`` int64, query indices ascending.
     """
@@ -83,9 +78,8 @@ def hungarian_match(mask_logits: Tensor, class_logits: Tensor, masks: Tensor, la
 @torch.no_grad()
 def uncertain_points(mask_logits: Tensor, num_points: int, oversample_ratio: float,
                      importance_sample_ratio: float) -> Tensor:
-    """Mask2Former's training points for ``mask_logits`` ``(R, 1, h, w)``: of ``oversample_ratio x num_points``
-    uniform points, the ``importance_sample_ratio`` share nearest the decision boundary (smallest ``|logit|``), then
-    uniform ones up to ``num_points`` -> ``(R, num_points, 2)``."""
+    """Mask2Former's training points for ``(R, 1, h, w)`` logits: the most uncertain of oversampled
+    points, then uniform ones -> ``(R, num_points, 2)``."""
     num_masks = mask_logits.shape[0]
     candidates = torch.rand(num_masks, int(num_points * oversample_ratio), 2, device=mask_logits.device)
     uncertainty = -point_sample(mask_logits, candidates).abs()
@@ -109,15 +103,13 @@ def pad_targets(masks: list[Tensor]) -> Tensor:
 
 @MODELS.register_module()
 class MaskClassificationLoss(nn.Module):
-    """Mask2Former's loss with EoMT's coefficients, for one set of predictions (a segmentor sums it over the blocks
-    that predict).
+    """Mask2Former's loss with EoMT's coefficients, for one set of predictions.
 
     Args:
-        num_classes: ``C``; class logits carry ``C + 1`` entries, the last one "no object".
+        num_classes: ``C``; class logits carry ``C + 1`` entries, the last "no object".
         class_weight, mask_weight, dice_weight: the loss coefficients, also the matching costs.
         no_object_weight: cross-entropy weight of the no-object class.
-        num_points, oversample_ratio, importance_sample_ratio: point sampling of the mask losses (and ``num_points``
-            uniform points for matching).
+        num_points, oversample_ratio, importance_sample_ratio: point sampling of the mask losses.
     """
 
     def __init__(self, num_classes: int, class_weight: float = 2.0, mask_weight: float = 5.0,
@@ -134,15 +126,11 @@ class MaskClassificationLoss(nn.Module):
 
     def forward(self, mask_logits: Tensor, class_logits: Tensor, masks: list[Tensor],
                 labels: list[Tensor]) -> dict[str, Tensor]:
-        """
-        Args:
-            mask_logits: ``(B, Q, h, w)``.
-            class_logits: ``(B, Q, C + 1)``.
-            masks: per image, ``(N_i, H, W)`` binary target masks (see :func:`semantic_targets`).
-            labels: per image, ``(N_i,)`` their classes in ``[0, C)``.
-
+        """Args:
+            mask_logits, class_logits: ``(B, Q, h, w)`` and ``(B, Q, C + 1)``.
+            masks, labels: per image, ``(N_i, H, W)`` binary target masks and ``(N_i,)`` classes in ``[0, C)``.
         Returns:
-            ``loss_cls``, ``loss_mask``, ``loss_dice``, each already multiplied by its coefficient.
+            ``loss_cls``, ``loss_mask``, ``loss_dice``, each weighted.
         """
         if class_logits.shape[-1] != self.num_classes + 1:
             raise ValueError(f'class logits have {class_logits.shape[-1]} entries; expected num_classes + 1 = '

@@ -1,6 +1,4 @@
-"""Mean-pooled patch tokens + ``fc_norm``: BEiT's fine-tuning representation (unilm ``modeling_finetune.py``,
-``use_mean_pooling=True``), named as in unilm/timm fine-tuned checkpoints.
-"""
+"""Mean-pooled patch tokens + ``fc_norm``: BEiT's fine-tuning representation, named as in unilm/timm."""
 from __future__ import annotations
 
 from mmengine.model import BaseModule
@@ -14,12 +12,7 @@ FC_NORM_EPS = 1e-6
 
 @MODELS.register_module()
 class MeanPoolNeck(BaseModule):
-    """(B, C, h, w) patch-token maps -> LayerNorm(mean over h, w) (B, C), for each input level.
-
-    Args:
-        in_channels: C.
-        init_cfg: MMEngine init config (default: LayerNorm weight 1, bias 0).
-    """
+    """(B, C, h, w) maps -> LayerNorm(mean over h, w) (B, C), per input level; ``in_channels`` C."""
 
     def __init__(self, in_channels: int, init_cfg: dict | None = None) -> None:
         super().__init__(init_cfg=init_cfg)

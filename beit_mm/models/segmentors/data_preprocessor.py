@@ -1,7 +1,4 @@
-"""mmseg's ``SegDataPreProcessor`` that first applies the photometric distortion the samples carry
-(``SamplePhotoMetricDistortion.key`` in their metainfo), on the device, before the BGR -> RGB flip, the normalization
-and the padding. Samples without it pass through mmseg's preprocessing unchanged.
-"""
+"""mmseg's ``SegDataPreProcessor`` that first applies, on the device, the photometric distortion the samples carry."""
 from __future__ import annotations
 
 from mmseg.models.data_preprocessor import SegDataPreProcessor
@@ -16,7 +13,7 @@ class PhotoMetricSegDataPreProcessor(SegDataPreProcessor):
     """``SegDataPreProcessor`` (same arguments) that applies each sample's carried photometric distortion first."""
 
     def forward(self, data: dict, training: bool = False) -> dict:
-        """Distort the crops whose samples carry parameters, then mmseg's ``SegDataPreProcessor.forward``.
+        """Distort the crops whose samples carry parameters, then mmseg's preprocessing.
 
         Raises:
             ValueError: some samples of the batch carry a distortion and some do not.

@@ -1,17 +1,10 @@
 """EoMT, the encoder-only mask transformer (Kerssies et al., CVPR 2025), on beit_mm's BEiT and DINOv3.
 
-``K`` learnable queries join the tokens before the last ``L2`` blocks of the plain ViT. At the input of each of those
-blocks and after the last one, the final-normed queries give class logits ``(B, K, C + 1)`` and, against the patch
-tokens upscaled 4x, mask logits ``(B, K, H/4, W/4)``; in the last ``L2`` blocks a query attends only to the patches
-inside its predicted mask, a mask dropped with a probability annealed to 1 in training (:mod:`.mask_annealing`).
-Semantic segmentation is ``sum_q softmax(class)_q,c x sigmoid(mask)_q`` per pixel; panoptic and instance results go
-through :mod:`.mask_postprocess`. Source: github.com/tue-mps/eomt@7bd19ddd621c5c6adedcd260458a34783cd4a45f
-(``models/eomt.py``, ``models/scale_block.py``, ``training/``).
-
-BEiT's relative position bias gives the queries the cls token's rows and columns
-(:func:`beit_mm.models.layers.rel_pos_bias.with_query_rows`): like the cls token they have no position, so a
-pretrained table keeps its meaning. The model runs the backbone's own blocks, so every checkpoint and
-``get_layer_depth`` work unchanged; queries and heads get the undecayed learning rate, as the official ``llrd``.
+``K`` learnable queries join the tokens before the last ``L2`` blocks. Before each of those blocks and after the
+last, the final-normed queries give class logits ``(B, K, C + 1)`` and mask logits ``(B, K, H/4, W/4)``; in the
+masked blocks a query attends only to the patches inside its predicted mask (:mod:`.mask_annealing`). Semantic
+segmentation is ``sum_q softmax(class)_q,c x sigmoid(mask)_q`` per pixel. Source:
+github.com/tue-mps/eomt@7bd19ddd621c5c6adedcd260458a34783cd4a45f (``models/eomt.py``, ``training/``).
 """
 from __future__ import annotations
 
@@ -47,8 +40,7 @@ class LayerNorm2d(nn.LayerNorm):
 
 
 class ScaleBlock(nn.Module):
-    """2x upsampling of (B, C, H, W) maps: ConvTranspose2d(2, 2) -> GELU -> depthwise 3x3 conv -> LayerNorm2d
-    (official ``models/scale_block.py``; parameter names ``conv1``, ``conv2``, ``norm``)."""
+    """2x upsampling of (B, C, H, W): ConvTranspose2d -> GELU -> depthwise 3x3 conv -> LayerNorm2d (official)."""
 
     def __init__(self, channels: int) -> None:
         super().__init__()
@@ -63,24 +55,19 @@ class ScaleBlock(nn.Module):
 
 @MODELS.register_module()
 class EoMT(EncoderDecoder):
-    """EoMT segmentor with mmseg's segmentor interface (``IoUMetric``, slide inference and TTA work unchanged).
+    """EoMT segmentor with mmseg's segmentor interface.
 
     Args:
-        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` and
-            ``drop_path_rate=0`` (the official blocks run without drop path).
+        backbone: a ``beit_mm.BEiT`` or ``beit_mm.DINOv3`` config with ``final_norm=True`` and ``drop_path_rate=0``.
         num_classes: semantic classes ``C``; the class head has ``C + 1`` outputs, the last "no object".
-        num_queries: ``K`` (official: 100).
-        num_blocks: ``L2``, the last blocks that see the queries (official: 4).
+        num_queries, num_blocks: ``K`` and ``L2``, the last blocks that see the queries.
         masked_attn: predict before each of the last ``L2`` blocks and mask their attention.
-        mask_annealing: ``dict(start_steps=[...], end_steps=[...], poly_power=0.9)``, one start and end per masked
-            block, or None to keep masking, at inference too.
+        mask_annealing: ``dict(start_steps=[...], end_steps=[...], poly_power=0.9)``, or None to keep masking.
         loss: the matching loss config; ``num_classes`` is filled in.
         ignore_index: label of ignored pixels in ``gt_sem_seg``.
-        task: ``'semantic'`` (mmseg's data samples), ``'panoptic'`` or ``'instance'`` (mmdet's, with a
-            ``DetDataPreprocessor`` padding to the backbone's size).
-        num_things_classes: panoptic: thing labels are ``[0, T)``, stuff ``[T, C)`` (mmdet's order).
-        mask_thresh, overlap_thresh: panoptic post-processing thresholds (official 0.8, 0.8).
-        top_k_instances: instances kept per image (official 100).
+        task: ``'semantic'`` (mmseg's data samples), ``'panoptic'`` or ``'instance'`` (mmdet's).
+        num_things_classes: panoptic: thing labels are ``[0, T)``, stuff ``[T, C)``.
+        mask_thresh, overlap_thresh, top_k_instances: panoptic and instance post-processing.
         data_preprocessor, train_cfg, test_cfg, init_cfg: as mmseg's ``EncoderDecoder``.
 
     Raises:
@@ -169,8 +156,7 @@ class EoMT(EncoderDecoder):
             self.attn_mask_probs.copy_(torch.tensor(probs, dtype=torch.float32))
 
     def _predict(self, tokens: Tensor, grid: tuple[int, int]) -> tuple[Tensor, Tensor]:
-        """Final-normed tokens (B, K + P + h*w, C) (P: the backbone's cls and register tokens) -> mask logits
-        (B, K, h*s, w*s) (s = 2 ** num_upscale) and class logits (B, K, C + 1)."""
+        """Final-normed tokens (B, K + P + h*w, C) -> mask logits (B, K, h*s, w*s), class logits (B, K, C + 1)."""
         q = tokens[:, :self.num_queries]
         patches = tokens[:, self.num_queries + self.backbone.num_prefix_tokens:]
         patches = patches.transpose(1, 2).reshape(tokens.shape[0], -1, *grid)
@@ -178,8 +164,8 @@ class EoMT(EncoderDecoder):
         return mask_logits, self.class_head(q)
 
     def _attn_mask(self, mask_logits: Tensor, grid: tuple[int, int], num_tokens: int, prob: Tensor | None) -> Tensor:
-        """(B, T, T) bool, True = may attend: queries see only the patches inside their predicted masks; with a
-        probability ``prob`` (0-d tensor) each query keeps its mask, None = all keep (nothing drawn)."""
+        """(B, T, T) bool, True = may attend: queries see only their predicted masks, each kept with
+        probability ``prob`` (None: all kept)."""
         b, k = mask_logits.shape[:2]
         attn_mask = torch.ones(b, num_tokens, num_tokens, dtype=torch.bool, device=mask_logits.device)
         inside = F.interpolate(mask_logits, grid, mode='bilinear').flatten(2) > 0
@@ -190,10 +176,10 @@ class EoMT(EncoderDecoder):
         return anneal_attention_mask(attn_mask, prob, k, num_prefix_tokens=prefix)
 
     def mask_phases(self) -> tuple[str, ...]:
-        """Per masked block, from ``attn_mask_probs``: ``'keep'`` (probability 1, nothing drawn), ``'draw'`` (each
-        query keeps its mask with the probability; in training also at 0) or ``'off'`` (eval at probability 0).
+        """Per masked block: ``'keep'`` (probability 1), ``'draw'`` or ``'off'`` (eval at probability 0).
 
-        Read on the host once per forward, so the compiled network is re-traced only when a phase changes."""
+        Read on the host once per forward, so a compiled network re-traces only when a phase changes.
+        """
         if not self.masked_attn:
             return ('off', ) * self.num_blocks
         return tuple('keep' if p >= 1.0 else 'draw' if self.training or p > 0.0 else 'off'
@@ -204,8 +190,8 @@ class EoMT(EncoderDecoder):
         return [self.predictions]
 
     def forward_predictions(self, inputs: Tensor) -> tuple[list[Tensor], list[Tensor]]:
-        """Images (B, 3, H, W) -> mask logits (B, K, H/4, W/4) and class logits (B, K, C + 1) per prediction, the
-        masked blocks' first, the output's last. In eval a block at probability 0 runs unmasked and predicts nothing."""
+        """(B, 3, H, W) -> per prediction, mask logits (B, K, H/4, W/4) and class logits
+        (B, K, C + 1), the masked blocks' first."""
         return self.predictions(inputs, self.mask_phases())
 
     def predictions(self, inputs: Tensor, phases: tuple[str, ...]) -> tuple[list[Tensor], list[Tensor]]:
@@ -234,8 +220,7 @@ class EoMT(EncoderDecoder):
         return self.forward_predictions(inputs)
 
     def encode_decode(self, inputs: Tensor, batch_img_metas: list[dict]) -> Tensor:
-        """(B, 3, H, W) -> semantic logits (B, C, H, W): the output prediction's masks resized to the input, then
-        ``sum_q softmax(class)[..., :C] x sigmoid(mask)``."""
+        """(B, 3, H, W) -> semantic logits (B, C, H, W) of the output prediction."""
         masks, classes = self.forward_predictions(inputs)
         mask_logits = F.interpolate(masks[-1], inputs.shape[-2:], mode='bilinear')
         return torch.einsum('bqhw,bqc->bchw', mask_logits.sigmoid(), classes[-1].softmax(-1)[..., :-1])
@@ -269,8 +254,8 @@ class EoMT(EncoderDecoder):
         return panoptic_targets(masks, instances.labels, seg, self.num_things_classes, self.ignore_index)
 
     def predict(self, inputs: Tensor, data_samples: list | None = None) -> list:
-        """Semantic: mmseg's ``predict``. Panoptic/instance: the output mask logits at each image's ``ori_shape``, then
-        ``pred_panoptic_seg`` (``sem_seg`` ``(1, H, W)``) or ``pred_instances`` (masks, labels, scores, bboxes)."""
+        """Semantic: mmseg's ``predict``; panoptic/instance: ``pred_panoptic_seg`` or ``pred_instances`` at
+        ``ori_shape``."""
         if self.task == 'semantic':
             return super().predict(inputs, data_samples)
         masks, classes = self.forward_predictions(inputs)

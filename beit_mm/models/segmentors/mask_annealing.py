@@ -1,8 +1,6 @@
-"""EoMT's mask annealing: how likely each of the last ``L2`` blocks is to mask its queries' attention, per step.
+"""EoMT's mask annealing: the probability that each masked block keeps its queries' attention masks, per step.
 
-In each masked block a query attends only to the patches inside its predicted mask; the mask is kept with a
-probability annealed from 1 to 0, block after block, over the optimizer steps. Source:
-github.com/tue-mps/eomt@7bd19dd, ``training/lightning_module.py:199-224``, ``models/eomt.py:71-82``.
+Source: github.com/tue-mps/eomt@7bd19dd, ``training/lightning_module.py:199-224``, ``models/eomt.py:71-82``.
 """
 from __future__ import annotations
 
@@ -24,18 +22,14 @@ def _block_probability(step: int, start: int, end: int, power: float) -> float:
 
 def mask_probabilities(step: int, start_steps: Sequence[int], end_steps: Sequence[int],
                        power: float) -> list[float]:
-    """The probability that each masked block keeps a query's attention mask at training step ``step``.
+    """Per masked block, the probability of keeping a query's mask at step ``step``.
 
     Args:
         step: optimizer updates done before this forward.
-        start_steps: per masked block, first block first: the step at which its decay begins.
-        end_steps: per masked block: the step from which its probability is 0.
-        power: the polynomial power (official: 0.9).
-
+        start_steps, end_steps: per masked block, where its decay begins and where it reaches 0.
+        power: the polynomial power.
     Returns:
-        ``L2`` probabilities in [0, 1], float32 values: 1 before ``start_j``, 0 from ``end_j`` on,
-        ``(1 - (step - start_j) / (end_j - start_j)) ** power`` between.
-
+        ``L2`` float32 values: ``(1 - (step - start_j) / (end_j - start_j)) ** power`` clamped to [0, 1].
     Raises:
         ValueError: the step lists differ in length or a block ends before it starts.
     """
@@ -54,19 +48,12 @@ def anneal_attention_mask(attn_mask: Tensor, prob: float | Tensor, num_queries: 
     """Drop each query's mask with probability ``1 - prob``, one draw per (image, query).
 
     Args:
-        attn_mask: ``(B, T, T)`` bool, ``T = num_queries + num_prefix_tokens + N``, tokens in that order,
-            True = may attend; the query-to-patch block ``[:, :num_queries, num_queries + num_prefix_tokens:]``
-            holds the predicted masks. Not modified.
-        prob: this block's probability of keeping a query's mask; a 0-d tensor (read without a host sync) is drawn
-            against even at 1.
-        num_queries: ``K``, the queries at the front of the sequence.
-        num_prefix_tokens: ``P``, class and register tokens between the queries and the patches (never masked).
+        attn_mask: ``(B, T, T)`` bool, True = may attend, tokens ``[K queries, P prefix, patches]``; not modified.
+        prob: 0-d tensor (drawn against even at 1) or float.
+        num_queries, num_prefix_tokens: ``K`` and ``P``.
         generator: source of the ``(B, K)`` uniform draw; None = the global RNG.
-
     Returns:
-        ``attn_mask`` itself when ``prob >= 1`` (nothing drawn), else a new ``(B, T, T)`` bool tensor equal to
-        ``attn_mask`` except that the rows of the queries with ``U[0, 1) > prob`` allow every patch.
-
+        ``attn_mask`` itself when ``prob >= 1``, else a copy whose dropped queries' rows allow every patch.
     Raises:
         ValueError: ``prob`` is outside [0, 1] or ``attn_mask`` is not ``(B, T, T)`` bool.
     """

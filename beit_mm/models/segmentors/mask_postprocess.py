@@ -1,7 +1,7 @@
-"""Panoptic and instance results from mask-classification predictions, by the official EoMT rules
-(github.com/tue-mps/eomt@7bd19dd, ``training/lightning_module.py:747-813``,
-``training/mask_classification_instance.py:107-136``). Inputs: one image's mask logits ``(Q, H, W)`` at the output
-size and class logits ``(Q, C + 1)``, the last class "no object".
+"""Panoptic and instance results from mask-classification predictions by the official EoMT rules.
+
+Source: github.com/tue-mps/eomt@7bd19dd, ``training/lightning_module.py:747-813``,
+``training/mask_classification_instance.py:107-136``; class logits ``(Q, C + 1)``, the last "no object".
 """
 from __future__ import annotations
 
@@ -13,20 +13,18 @@ from torch import Tensor
 
 def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape: tuple[int, int],
                      ori_shape: tuple[int, int]) -> Tensor:
-    """One image's mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized to the padded input, cropped to
-    ``img_shape`` (padding is bottom-right) and resized to ``ori_shape``, each bilinear."""
+    """Mask logits ``(Q, h, w)`` -> ``(Q, *ori_shape)``: resized, padding cropped, resized again."""
     logits = F.interpolate(mask_logits[None], input_size, mode='bilinear')
     return F.interpolate(logits[:, :, :img_shape[0], :img_shape[1]], ori_shape, mode='bilinear')[0]
 
 
 def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int, mask_thresh: float = 0.8,
                       overlap_thresh: float = 0.8) -> Tensor:
-    """One image's panoptic map ``(H, W)`` int64 in mmdet's encoding: ``label`` for stuff, ``label + k x
-    INSTANCE_OFFSET`` (k = 1, 2, ...) for thing segments, ``C`` (the number of classes) for void.
+    """One image's panoptic map ``(H, W)`` int64, mmdet's encoding (``C`` = void).
 
-    A query is kept when its top class is not "no object" and scores over ``mask_thresh``; each pixel goes to the kept
-    query with the largest ``score x sigmoid(mask)``; a segment under ``overlap_thresh`` of its own mask is dropped
-    and segments of one stuff class merge."""
+    Queries over ``mask_thresh`` claim the pixels where their ``score x sigmoid(mask)`` is largest; segments under
+    ``overlap_thresh`` of their own mask are dropped, stuff segments of one class merged.
+    """
     num_classes = class_logits.shape[-1] - 1
     scores, classes = class_logits.softmax(-1).max(-1)
     panoptic = torch.full(mask_logits.shape[-2:], num_classes, dtype=torch.int64, device=mask_logits.device)
@@ -59,8 +57,7 @@ def panoptic_segments(mask_logits: Tensor, class_logits: Tensor, num_things: int
 
 
 def instance_results(mask_logits: Tensor, class_logits: Tensor, top_k: int = 100) -> tuple[Tensor, Tensor, Tensor]:
-    """One image's top ``K = min(top_k, Q x C)`` query-class pairs: masks ``(K, H, W)`` bool (``logit > 0``), labels
-    ``(K,)`` int64, scores ``(K,)`` (class probability x mean sigmoid inside the mask), in unsorted ``topk`` order."""
+    """Top ``min(top_k, Q x C)`` query-class pairs: masks (K, H, W) bool, labels (K,), scores (K,)."""
     probs = class_logits.softmax(-1)[:, :-1]
     num_classes = probs.shape[-1]
     top_scores, top = probs.flatten().topk(min(top_k, probs.numel()), sorted=False)

@@ -7,18 +7,9 @@ backbone, target and masking, composed of registered parts:
     target  = no_grad(target_generator.get_targets(inputs))     from the unmasked views
     losses  = head.loss(tokens, target, mask)                   at masked positions only
 
-The three parts, each checked at build time to fit the others:
-
-- backbone ``forward_masked(images (B, 3, H, W), mask (B, h, w)) -> (B, h * w, C)``, ``masked_token_dims``,
-  ``check_forward_masked()``: ``beit_mm.BEiT`` (with BEiT v2's ``cls_pretrain``, two token sets) or ``beit_mm.CvT``;
-- target generator ``get_targets(inputs) -> (B, N, ...)``: ``beit_mm.DALLEEncoder``, ``beit_mm.VQKD`` (token ids)
-  or ``beit_mm.PatchPixelTarget`` (normalized patch pixels); each maps the 0..255 tokenizer view to its own input;
-- head ``loss(tokens, target, mask) -> dict``, ``check_fits(width, target_generator)``: ``beit_mm.BEiTMIMHead``
-  (cross-entropy over the vocabulary) or ``beit_mm.PixelRegressionHead`` (L2).
-
-``zero_masked_pixels`` matters for CvT only: its overlapping stage-0 convolution would otherwise read pixels of
-masked patches, where BEiT replaces a masked patch embedding entirely. Checkpoints keep the backbone under
-``backbone.``.
+Each part is checked at build time to fit the others: the backbone's ``masked_token_dims`` and
+``check_forward_masked()``, the head's ``check_fits(width, target_generator)``. ``zero_masked_pixels`` matters for
+CvT only, whose overlapping stage-0 convolution would otherwise read pixels of masked patches.
 """
 from __future__ import annotations
 
@@ -38,10 +29,10 @@ class BEiTPretrain(BaseModel):
     Args:
         backbone: config of a backbone with ``forward_masked`` (``beit_mm.BEiT`` or ``beit_mm.CvT``).
         head: config of ``beit_mm.BEiTMIMHead`` (token ids) or ``beit_mm.PixelRegressionHead`` (pixels).
-        target_generator: config of ``beit_mm.DALLEEncoder`` or ``beit_mm.PatchPixelTarget``.
-        data_preprocessor: config of ``beit_mm.MIMDataPreprocessor`` (required: it builds the two views and masks).
+        target_generator: config of ``beit_mm.DALLEEncoder``, ``beit_mm.VQKD`` or ``beit_mm.PatchPixelTarget``.
+        data_preprocessor: config of ``beit_mm.MIMDataPreprocessor`` (required).
         zero_masked_pixels: zero the pixels of masked patches before the backbone.
-        init_cfg: for the whole model (usually None: parts carry their own ``init_cfg``).
+        init_cfg: for the whole model.
 
     Raises:
         ValueError: no data preprocessor, or parts that do not fit.
@@ -81,8 +72,7 @@ class BEiTPretrain(BaseModel):
                          'predictions to evaluate; fine-tune the backbone instead')
 
     def extract_feat(self, images: Tensor, mask: Tensor) -> Tensor | tuple[Tensor, Tensor]:
-        """Normalized images (B, 3, H, W) and mask (B, h, w) bool, True = masked -> tokens (B, h * w, C), a pair
-        with BEiT v2's cls pretraining."""
+        """Images (B, 3, H, W) and mask (B, h, w) bool, True = masked -> tokens (B, h * w, C)."""
         if self.zero_masked_pixels:
             images = images * ~upsample_mask(mask, images.shape[2:]).unsqueeze(1)
         return self.backbone.forward_masked(images, mask)
@@ -91,11 +81,10 @@ class BEiTPretrain(BaseModel):
         """MIM losses and metrics.
 
         Args:
-            inputs: ``images`` (B, 3, H, W) normalized backbone view; ``target_images`` (B, 3, h', w') tokenizer view
-                as float RGB 0..255; ``mask`` (B, h, w) bool, True = masked (see ``MIMDataPreprocessor``).
+            inputs: ``images`` (B, 3, H, W), ``target_images`` (B, 3, h', w') float RGB 0..255, ``mask`` (B, h, w) bool.
             data_samples: unused.
         Returns:
-            the head's ``loss`` and metrics (BEiT v2 adds ``loss_cls_pt`` and ``mim_acc_cls_pt``).
+            the head's losses and metrics.
         """
         mask = inputs['mask']
         with torch.no_grad():

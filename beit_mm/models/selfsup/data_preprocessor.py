@@ -1,16 +1,10 @@
 """Batching and normalization of BEiT's two views and masks for masked image modeling.
 
-Input, collated by ``pseudo_collate`` or ``default_collate``: ``data['inputs']`` per sample ``[view (3, H, W),
-tokenizer_view (3, h, w)]`` uint8 (or the two batched), ``data['data_samples']`` with ``.mask`` (H/p, W/p) bool, True
-= masked. Where the samples carry ``SampleColorJitter.key``, both views are jittered here, batched, after BGR -> RGB
-(:func:`beit_mm.data.transforms.color_jitter.color_jitter`). Where they carry ``EncodedTwoViewRandomResizedCrop.key``,
-the inputs are each sample's JPEG bytes or whole image, and the views are made here on the device
-(:mod:`beit_mm.data.transforms.device_views`; RGB already).
-
-Output (``BEiTPretrain.forward(inputs, data_samples)``)::
+Each sample brings ``[view (3, H, W), tokenizer_view (3, h, w)]`` uint8 (or its encoded image) and ``.mask``; colour
+jitter and device-made views the samples carry are applied here. Output::
 
     inputs['images']          (B, 3, H, W) float32, (x - mean) / std after BGR -> RGB
-    inputs['target_images']   (B, 3, h, w) float32 RGB 0..255; each target generator maps it to its own input
+    inputs['target_images']   (B, 3, h, w) float32 RGB 0..255
     inputs['mask']            (B, H/p, W/p) bool, True = masked
 """
 from __future__ import annotations
@@ -42,8 +36,7 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
     """Two views + masks -> ``dict(images, target_images, mask)`` for BEiT masked image modeling.
 
     Args:
-        mean: per-channel mean of the backbone view (RGB order), in 0-255 pixels.
-        std: per-channel std of the backbone view.
+        mean, std: per-channel statistics of the backbone view (RGB order), in 0-255 pixels.
         to_rgb: flip BGR (``LoadImageFromFile``) to RGB for both views.
         non_blocking: non-blocking host-to-device copies.
     """
@@ -72,8 +65,7 @@ class MIMDataPreprocessor(BaseDataPreprocessor):
                          'two batched tensors; put beit_mm.TwoViewRandomResizedCrop before PackInputs in the pipeline')
 
     def _device_views(self, inputs: Sequence, samples: Sequence, jitter: list) -> tuple[Tensor, Tensor]:
-        """(views, tokenizer views) RGB uint8 on this preprocessor's device from the packed bytes or whole images
-        (the module docstring)."""
+        """(views, tokenizer views) RGB uint8 on the device from the packed bytes or images."""
         images = decode_declared(inputs, samples, self.mean.device, 'EncodedTwoViewRandomResizedCrop')
         if jitter[0] is not None:
             images = jitter_whole_images(images, jitter)

@@ -1,15 +1,8 @@
-"""DALL-E's dVAE encoder as BEiT's tokenizer: images -> visual token ids (the MIM targets).
+"""DALL-E's dVAE encoder as BEiT's tokenizer: images -> visual token ids (OpenAI ``dall_e`` v0.1).
 
-Architecture and constants mirror OpenAI's ``dall_e`` package (``dall_e/encoder.py``, ``dall_e/utils.py``, v0.1):
-a 7x7 input conv, ``group_count`` groups of ``n_blk_per_group`` residual blocks (widths ``n_hid * 2**g``, a 2x2
-max-pool after every group but the last), then ReLU + 1x1 conv to ``vocab_size`` logits. Parameter names are the
-official ones with ``nn.Conv2d``'s ``weight``/``bias`` in place of ``w``/``b`` (``beit_mm.converters.dalle`` maps
-them), e.g. ``blocks.input.weight`` (256, 3, 7, 7), ``blocks.group_1.block_1.res_path.conv_1.weight``,
-``blocks.group_2.block_1.id_path.weight``, ``blocks.output.conv.weight`` (8192, 2048, 1, 1).
-
-Input convention: :meth:`DALLEEncoder.forward` takes pixels in [0, 1] mapped by :func:`map_pixels`;
-:meth:`DALLEEncoder.get_targets` takes the 0..255 RGB tokenizer view and maps it itself. Output: logits
-``(B, vocab_size, H/8, W/8)``; token ids = argmax over the vocabulary.
+A 7x7 input conv, ``group_count`` groups of residual blocks (widths ``n_hid * 2**g``, a 2x2 max-pool after all but
+the last), then ReLU + 1x1 conv to ``vocab_size`` logits ``(B, vocab_size, H/8, W/8)``. Parameter names are the
+official ones with ``weight``/``bias`` for ``w``/``b``.
 """
 import math
 from collections import OrderedDict
@@ -23,7 +16,6 @@ from beit_mm.registry import MODELS
 
 # dall_e/utils.py `logit_laplace_eps`: the logit-Laplace likelihood of the dVAE keeps pixels inside [eps, 1 - eps].
 LOGIT_LAPLACE_EPS = 0.1
-# 8-bit pixels: map_pixels takes [0, 1].
 MAX_PIXEL_VALUE = 255.0
 # dall_e/encoder.py `Encoder` defaults (the released `encoder.pkl`).
 DALLE_GROUP_COUNT = 4
@@ -36,13 +28,7 @@ _AUTOCAST_DTYPES = {'bfloat16': torch.bfloat16, 'float16': torch.float16}
 
 
 def map_pixels(x: torch.Tensor) -> torch.Tensor:
-    """``dall_e.utils.map_pixels``: pixels in [0, 1] -> [eps, 1 - eps], ``(1 - 2 * eps) * x + eps``, eps = 0.1.
-
-    Args:
-        x: float tensor of any shape with values in [0, 1] (e.g. ``(B, 3, H, W)``).
-    Returns:
-        tensor of the same shape and dtype with values in [0.1, 0.9].
-    """
+    """``dall_e.utils.map_pixels``: [0, 1] -> [eps, 1 - eps] by ``(1 - 2 * eps) * x + eps``; any shape."""
     if not x.is_floating_point():
         raise ValueError(f'map_pixels expects floating-point pixels in [0, 1], got dtype {x.dtype}; '
                          'convert uint8 images with x.float() / 255 first')
@@ -61,9 +47,8 @@ DECODER_KERNELS = (1, 3, 3, 3)  # dall_e.decoder.DecoderBlock's res_path
 class DALLEResBlock(nn.Module):
     """``dall_e``'s ``EncoderBlock``/``DecoderBlock``: ``id_path(x) + post_gain * res_path(x)``.
 
-    ``res_path`` = (relu, conv) x 4 with widths n_in -> n_out/4 -> n_out/4 -> n_out/4 -> n_out and the given kernel
-    sizes (encoder: 3, 3, 3, 1; decoder: 1, 3, 3, 3); ``id_path`` = conv1x1 when ``n_in != n_out`` else identity;
-    ``post_gain = 1 / n_layers**2``. Shapes: ``(B, n_in, H, W) -> (B, n_out, H, W)``.
+    ``res_path`` is (relu, conv) x 4 with widths n_in -> n_out/4 (x3) -> n_out and the given kernels; ``id_path`` a 1x1
+    conv when ``n_in != n_out``; ``post_gain = 1 / n_layers**2``. ``(B, n_in, H, W) -> (B, n_out, H, W)``.
     """
 
     def __init__(self, n_in: int, n_out: int, n_layers: int, kernel_sizes: tuple[int, ...] = ENCODER_KERNELS) -> None:
@@ -85,24 +70,16 @@ class DALLEResBlock(nn.Module):
 
 @MODELS.register_module()
 class DALLEEncoder(BaseModule):
-    """DALL-E dVAE encoder used as a frozen tokenizer (BEiT's target generator).
-
-    Always frozen: parameters have ``requires_grad=False``, the module stays in eval mode when a parent calls
-    ``.train()``, and :meth:`forward` runs under ``torch.no_grad()``.
+    """DALL-E dVAE encoder as a frozen tokenizer: no grad, always in eval mode.
 
     Args:
-        group_count: number of groups; the input is downsampled by ``2**(group_count - 1)`` (8 for the official 4).
+        group_count: number of groups; downsamples by ``2**(group_count - 1)``.
         n_hid: width of group 1; group g (1-based) is ``n_hid * 2**(g - 1)`` wide.
-        n_blk_per_group: residual blocks per group.
-        input_channels: image channels.
-        vocab_size: number of visual tokens (logit channels).
-        channels_last: run convolutions in ``torch.channels_last`` memory format (faster on CPU and GPU). Same
-            numbers up to float rounding.
-        autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'``: autocast for the input conv and the groups;
-            the output conv runs in fp32 as in ``dall_e`` (its ``use_float16=False``). Low precision can flip the
-            argmax of near-tied logits, so token ids may differ from fp32 for a small fraction of positions.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH)`` loads a state dict written by
-            ``beit_mm.converters.dalle`` strictly (missing or unexpected keys raise).
+        n_blk_per_group, input_channels, vocab_size: residual blocks per group, image channels, visual tokens.
+        channels_last: run the convolutions in ``torch.channels_last``.
+        autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'`` for all but the output conv, which stays fp32;
+            low precision can flip the argmax of near-tied logits.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH)``, loaded strictly.
     """
 
     def __init__(self,
@@ -152,7 +129,7 @@ class DALLEEncoder(BaseModule):
         self.eval()
 
     def _init_like_dall_e(self) -> None:
-        """``dall_e.utils.Conv2d`` init: weight ~ N(0, 1 / fan_in), bias = 0 (only matters without a checkpoint)."""
+        """``dall_e.utils.Conv2d`` init: weight ~ N(0, 1 / fan_in), bias = 0."""
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 fan_in = m.in_channels * m.kernel_size[0] * m.kernel_size[1]
@@ -160,7 +137,7 @@ class DALLEEncoder(BaseModule):
                 nn.init.zeros_(m.bias)
 
     def init_weights(self) -> None:
-        """Loads ``init_cfg=dict(type='Pretrained', checkpoint=...)`` strictly; without it keeps the dall_e init."""
+        """Load ``init_cfg``'s checkpoint strictly; without it keep the dall_e init."""
         if self.init_cfg is None:
             return
         if not (isinstance(self.init_cfg, dict) and self.init_cfg.get('type') == 'Pretrained'):
@@ -175,7 +152,6 @@ class DALLEEncoder(BaseModule):
         self._is_init = True
 
     def train(self, mode: bool = True) -> 'DALLEEncoder':
-        """Stays in eval mode whatever ``mode`` is: the tokenizer is frozen."""
         return super().train(False)
 
     @torch.no_grad()
@@ -183,10 +159,9 @@ class DALLEEncoder(BaseModule):
         """Visual-token logits.
 
         Args:
-            x: ``(B, input_channels, H, W)`` float images in the tokenizer's pixel space (:func:`map_pixels` of
-                [0, 1] pixels); H and W divisible by ``2**(group_count - 1)``.
+            x: ``(B, C, H, W)`` :func:`map_pixels` of [0, 1] pixels; H, W divisible by ``2**(group_count - 1)``.
         Returns:
-            float32 logits ``(B, vocab_size, H / 8, W / 8)`` (for the official 4 groups).
+            float32 logits ``(B, vocab_size, H/8, W/8)``.
         """
         if x.dim() != 4 or x.shape[1] != self.input_channels:
             raise ValueError(f'expected images (B, {self.input_channels}, H, W), got shape {tuple(x.shape)}')
@@ -209,22 +184,9 @@ class DALLEEncoder(BaseModule):
             return self.blocks.output(x.float())
 
     def get_token_ids(self, x: torch.Tensor) -> torch.Tensor:
-        """Visual token ids: argmax of :meth:`forward` over the vocabulary, flattened row-major.
-
-        Args:
-            x: ``(B, input_channels, H, W)`` as for :meth:`forward`.
-        Returns:
-            int64 ``(B, H/8 * W/8)`` (for the official 4 groups), values in ``[0, vocab_size)``.
-        """
+        """Argmax of :meth:`forward`, row-major: ``(B, C, H, W)`` -> int64 ``(B, H/8 * W/8)``."""
         return self.forward(x).argmax(dim=1).flatten(1)
 
     def get_targets(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """The target-generator interface of ``beit_mm.BEiTPretrain``: token ids of the tokenizer view.
-
-        Args:
-            inputs: ``beit_mm.MIMDataPreprocessor``'s output; reads ``target_images`` (B, C, h, w) float RGB 0..255,
-                mapped here by ``map_pixels(x / 255)``.
-        Returns:
-            int64 (B, h/8 * w/8), see :meth:`get_token_ids`.
-        """
+        """Token ids of ``inputs['target_images']`` (B, C, h, w) float RGB 0..255 -> int64 (B, h/8 * w/8)."""
         return self.get_token_ids(map_pixels(inputs['target_images'] / MAX_PIXEL_VALUE))

@@ -1,16 +1,8 @@
-"""A trainable DALL-E dVAE: train your own BEiT tokenizer (encoder -> Gumbel-softmax codes -> decoder).
+"""A trainable DALL-E dVAE (Ramesh et al. 2021, section 2.1): encoder -> Gumbel-softmax codes -> decoder.
 
-Follows the DALL-E paper's stage-1 setup (Ramesh et al. 2021, section 2.1 and appendix A): the encoder is
-:class:`beit_mm.DALLEEncoder`'s architecture (so its trained weights load into the frozen tokenizer unchanged, see
-:func:`beit_mm.converters.dvae.extract_dvae_encoder`), the decoder mirrors ``dall_e/decoder.py`` (1x1 conv from the
-vocabulary to ``n_init`` channels, ``group_count`` groups of residual blocks with nearest 2x upsampling after all but
-the last, ReLU + 1x1 conv to 2 statistics per image channel), the discrete codes are relaxed with the Gumbel-softmax
-at temperature ``temperature``, the prior is uniform over the vocabulary with KL weight ``kl_weight`` (beta), and the
-reconstruction likelihood is the logit-Laplace distribution on pixels mapped by :func:`map_pixels`.
-
-Pixel convention: the model's inputs are RGB images in [0, 1] ``(B, 3, H, W)`` (``mmengine.ImgDataPreprocessor``
-with ``mean=0, std=255, bgr_to_rgb=True``); the encoder sees ``map_pixels(x)``, exactly what BEiT's target generator
-feeds the frozen tokenizer.
+The encoder is :class:`beit_mm.DALLEEncoder`'s architecture, so its trained weights load into the frozen tokenizer;
+the decoder mirrors ``dall_e/decoder.py``; the prior is uniform with KL weight beta; the reconstruction likelihood is
+logit-Laplace on :func:`map_pixels` pixels. Inputs are RGB in [0, 1] ``(B, 3, H, W)``.
 """
 import math
 from collections import OrderedDict
@@ -27,7 +19,6 @@ from beit_mm.registry import MODELS
 
 # dall_e/decoder.py `Decoder.n_init` default: channels after the decoder's input 1x1 conv.
 DALLE_DECODER_N_INIT = 128
-# DALL-E paper appendix A.2: the KL weight beta reached after annealing (verify against the paper's text).
 DALLE_KL_WEIGHT = 6.6
 REC_LOSSES = ('logit_laplace', 'l1', 'l2')
 
@@ -40,60 +31,37 @@ def unmap_pixels(x: torch.Tensor) -> torch.Tensor:
 def logit_laplace_nll(x: torch.Tensor, mu: torch.Tensor, log_scale: torch.Tensor) -> torch.Tensor:
     """Negative log-likelihood of the logit-Laplace distribution (DALL-E paper eq. 2), per value.
 
-    ``p(x | mu, b) = exp(-|logit(x) - mu| / b) / (2 b x (1 - x))`` for ``x`` in (0, 1), ``b = exp(log_scale)``.
+    ``p(x | mu, b) = exp(-|logit(x) - mu| / b) / (2 b x (1 - x))``, ``b = exp(log_scale)``.
 
     Args:
-        x: targets in (0, 1), i.e. :func:`map_pixels` of [0, 1] pixels, ``(B, C, H, W)``.
-        mu: location in logit space, same shape.
-        log_scale: ``log b``, same shape.
+        x: targets in (0, 1) ``(B, C, H, W)``; mu, log_scale: same shape.
     Returns:
-        ``-log p`` per value, same shape (can be negative: it is a density).
+        ``-log p`` per value, same shape.
     """
     return (torch.abs(torch.logit(x) - mu) * torch.exp(-log_scale) + log_scale + math.log(2.0)
             + torch.log(x) + torch.log1p(-x))
 
 
 def codebook_perplexity(logits: torch.Tensor) -> torch.Tensor:
-    """exp(entropy) of the code distribution averaged over the batch and all positions.
-
-    Args:
-        logits: ``(B, vocab_size, h, w)`` encoder logits.
-    Returns:
-        scalar in [1, vocab_size]: the effective number of codes in use (vocab_size when the average of
-        ``softmax(logits)`` over ``B * h * w`` positions is uniform, 1 when every position puts all mass on one code).
-    """
+    """exp(entropy) of the batch- and position-averaged code distribution of ``(B, V, h, w)`` logits, in [1, V]."""
     probs = F.softmax(logits.float(), dim=1).mean(dim=(0, 2, 3))
     entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum()
     return torch.exp(entropy)
 
 
 def codebook_usage(logits: torch.Tensor) -> torch.Tensor:
-    """Fraction of the vocabulary chosen by the argmax at least once in the batch.
-
-    Args:
-        logits: ``(B, vocab_size, h, w)`` encoder logits.
-    Returns:
-        scalar: ``#distinct argmax codes / vocab_size``.
-    """
+    """Fraction of the vocabulary chosen by the argmax at least once; ``logits`` ``(B, vocab_size, h, w)``."""
     return torch.unique(logits.argmax(dim=1)).numel() / torch.tensor(float(logits.shape[1]))
 
 
 class DALLEDecoder(BaseModule):
-    """``dall_e.decoder.Decoder`` (trainable), generalised to any ``group_count``.
-
-    Group g (1-based) is ``n_hid * 2**(group_count - g)`` wide (8, 4, 2, 1 x n_hid for the official 4 groups) and is
-    followed by a nearest 2x upsample except the last. Parameter names are the official ones with ``weight``/``bias``
-    for ``w``/``b`` (``blocks.input``, ``blocks.group_G.block_K.{id_path,res_path.conv_N}``, ``blocks.output.conv``).
+    """``dall_e.decoder.Decoder`` (trainable) for any ``group_count``; official parameter names.
 
     Args:
-        group_count: number of groups; upsamples by ``2**(group_count - 1)``.
-        n_init: channels after the input 1x1 conv.
-        n_hid: width of the last group.
-        n_blk_per_group: residual blocks per group.
-        output_channels: image channels.
-        stats_per_channel: output maps per image channel: 2 (logit-Laplace location and log-scale, as dall_e) or 1
-            (the location only, for l1/l2 reconstruction).
-        vocab_size: input channels (one-hot or relaxed codes).
+        group_count: groups; group g is ``n_hid * 2**(group_count - g)`` wide, all but the last upsample 2x.
+        n_init, n_hid, n_blk_per_group: width after the input conv, of the last group, blocks per group.
+        output_channels, vocab_size: image channels and input channels.
+        stats_per_channel: 2 (logit-Laplace location and log-scale) or 1 (location only, for l1/l2).
     """
 
     def __init__(self,
@@ -134,20 +102,16 @@ class DALLEDecoder(BaseModule):
                 nn.init.zeros_(m.bias)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        """``(B, vocab_size, h, w)`` code distributions -> ``(B, stats_per_channel * C, h * 2**(G-1), w * ...)``;
-        channels ``[:C]`` are the location (logit space), ``[C:]`` the log-scale."""
+        """``(B, vocab_size, h, w)`` codes -> ``(B, stats_per_channel * C, h * 2**(G-1), w * 2**(G-1))``."""
         if z.dim() != 4 or z.shape[1] != self.vocab_size:
             raise ValueError(f'expected codes (B, {self.vocab_size}, h, w), got shape {tuple(z.shape)}')
         return self.blocks(z)
 
 
 class DVAEEncoder(nn.Module):
-    """:class:`beit_mm.DALLEEncoder`'s layers, trainable.
+    """:class:`beit_mm.DALLEEncoder`'s ``blocks`` with gradients on, so its keys load into the frozen one.
 
-    ``DALLEEncoder`` is a frozen tokenizer (no grad, always eval, forward under ``no_grad``); this module takes the
-    ``blocks`` of a freshly built ``DALLEEncoder`` (same layout, names and dall_e init) and turns gradients back on,
-    so ``blocks.*`` here are exactly the keys ``DALLEEncoder`` loads.
-    Shapes: ``(B, C, H, W)`` in map_pixels space -> logits ``(B, vocab_size, H / 2**(G-1), W / 2**(G-1))``.
+    Maps ``(B, C, H, W)`` in map_pixels space to logits ``(B, vocab_size, H / 2**(G-1), W / 2**(G-1))``.
     """
 
     def __init__(self, group_count: int, n_hid: int, n_blk_per_group: int, input_channels: int,
@@ -169,35 +133,17 @@ class DVAEEncoder(nn.Module):
 class DVAE(BaseModel):
     """Discrete VAE with DALL-E's encoder/decoder, Gumbel-softmax relaxation and a uniform prior.
 
-    Loss (per image, both terms divided by the number of pixel values ``C * H * W`` so ``kl_weight`` is the beta of
-    DALL-E's ELBO ``E[log p(x|z)] - beta * KL(q(z|x) || U)``):
-
-    - ``loss_rec``: mean logit-Laplace NLL of ``map_pixels(x)`` (``'logit_laplace'``), or mean ``|x - sigmoid(mu)|``
-      (``'l1'``) / ``(x - sigmoid(mu))**2`` (``'l2'``) against [0, 1] pixels;
-    - ``loss_kl``: ``kl_weight * sum_positions KL(softmax(logits) || uniform) / (C * H * W)``;
-    - ``loss_usage`` (only with ``usage_weight > 0``; not in DALL-E): ``usage_weight * KL(q_bar || uniform)`` with
-      ``q_bar`` the code distribution averaged over the batch and all positions, in nats: ``log V - H(q_bar)``. The
-      per-position KL above pulls every position towards a flat distribution but says nothing about *which* codes the
-      batch uses; on images dominated by flat regions the hard codes then collapse onto a handful of entries (measured:
-      11 of 256 codes on held-out images after 400 iterations). Matching the aggregate posterior to the uniform prior
-      is wav2vec 2.0's codebook-diversity loss (Baevski et al. 2020, eq. 4).
-
-    Also returned (logged, not optimised): ``kl`` (mean KL per latent position, nats), ``perplexity``
-    (:func:`codebook_perplexity`) and ``codebook_usage`` (:func:`codebook_usage`).
-
-    ``temperature`` and ``kl_weight`` are plain attributes: ``beit_mm.DVAEScheduleHook`` overwrites them before
-    every training iteration with the annealed values of that iteration (the constructor values hold without it).
+    Losses per pixel value: ``loss_rec`` (logit-Laplace NLL, or l1/l2 of ``sigmoid(mu)``), ``loss_kl`` (beta x KL to
+    the uniform prior) and, with ``usage_weight > 0``, ``loss_usage``: KL of the batch-averaged code distribution to
+    uniform (wav2vec 2.0's diversity loss), which keeps the hard codes from collapsing onto a few entries.
 
     Args:
-        group_count, n_hid, n_blk_per_group, input_channels, vocab_size: the encoder's (= ``DALLEEncoder``'s)
-            arguments; the decoder uses the same group count, width, blocks and vocabulary, as in dall_e.
-        decoder_n_init: channels after the decoder's input conv (dall_e: 128).
+        group_count, n_hid, n_blk_per_group, input_channels, vocab_size: ``DALLEEncoder``'s, shared by the decoder.
+        decoder_n_init: channels after the decoder's input conv.
         rec_loss: ``'logit_laplace'`` | ``'l1'`` | ``'l2'``.
-        temperature: Gumbel-softmax temperature tau.
-        kl_weight: beta.
+        temperature, kl_weight: Gumbel-softmax temperature and beta; ``DVAEScheduleHook`` anneals both.
         usage_weight: weight of ``loss_usage`` (0 = DALL-E's objective).
-        data_preprocessor: must give RGB in [0, 1]; defaults to ``mmengine.ImgDataPreprocessor`` with mean 0,
-            std 255 and ``bgr_to_rgb=True``.
+        data_preprocessor: must give RGB in [0, 1] (the default does).
     """
 
     def __init__(self,
@@ -236,10 +182,14 @@ class DVAE(BaseModel):
 
     def dense_features(self, x: torch.Tensor, layers: list[int] | tuple[int, ...] | None = None
                        ) -> list[torch.Tensor]:
-        """The probe interface (``beit_mm.evaluation.probe``): outputs of the encoder groups ``layers`` (0-based,
-        negative from the end; None: the last group, the features the code logits are read from), each
-        ``(B, n_hid * 2**g, H / 2**min(g + 1, G - 1), W / ...)`` (groups but the last end in a 2x max-pool), in group
-        order. ``x``: [0, 1] images ``(B, C, H, W)`` (this model's data preprocessor output)."""
+        """Outputs of the encoder groups ``layers`` (None: the last), in group order.
+
+        Args:
+            x: [0, 1] images ``(B, C, H, W)``.
+            layers: 0-based group indices, negative from the end.
+        Returns:
+            one ``(B, n_hid * 2**g, H', W')`` map per group.
+        """
         groups = [m for name, m in self.encoder.blocks.named_children() if name.startswith('group_')]
         layers = (len(groups) - 1, ) if layers is None else tuple(layers)
         if not layers or any(not -len(groups) <= i < len(groups) for i in layers):
@@ -254,8 +204,7 @@ class DVAE(BaseModel):
         return outs
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """Code distributions ``(B, vocab_size, h, w)`` (one-hot or relaxed) -> images in [0, 1] ``(B, C, 8h, 8w)``:
-        ``unmap_pixels(sigmoid(mu))`` for logit-Laplace (dall_e's reconstruction), ``sigmoid(mu)`` for l1/l2."""
+        """Codes ``(B, vocab_size, h, w)`` -> images in [0, 1] ``(B, C, 8h, 8w)`` (4 groups)."""
         mu = torch.sigmoid(self.decoder(z)[:, :self.input_channels])
         return unmap_pixels(mu) if self.rec_loss == 'logit_laplace' else mu
 
@@ -291,8 +240,7 @@ class DVAE(BaseModel):
                     perplexity=perplexity, codebook_usage=usage)
 
     def forward(self, inputs: torch.Tensor, data_samples: list | None = None, mode: str = 'tensor'):
-        """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`reconstruct`. ``inputs``: ``(B, C, H, W)`` in
-        [0, 1]; ``data_samples`` are unused (unlabelled images)."""
+        """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`reconstruct`; ``inputs`` in [0, 1]."""
         if mode == 'loss':
             return self.loss(inputs)
         if mode == 'tensor':

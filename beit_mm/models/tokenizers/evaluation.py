@@ -1,14 +1,8 @@
-"""How good is a tokenizer? Held-out statistics of a ``beit_mm.DVAE``'s hard (argmax) codes and reconstructions,
-or of a ``beit_mm.VQKD``'s codes and teacher-feature reconstructions (:func:`evaluate_vqkd`).
+"""Held-out statistics of a tokenizer's hard codes and reconstructions (``beit_mm.DVAE``, ``beit_mm.VQKD``).
 
-- ``usage``: fraction of the vocabulary chosen at least once over all positions of the held-out images;
-- ``perplexity``: ``exp(entropy)`` of the histogram of chosen codes (the effective number of codes in use; the
-  vocabulary size when every code is chosen equally often);
-- ``psnr``: ``10 log10(1 / MSE)`` of the hard-code reconstruction (:meth:`DVAE.reconstruct`) against the [0, 1] images;
-- ``psnr_mean_colour``: the same for the trivial reconstruction (every pixel = the image's mean colour), the baseline to
-  read ``psnr`` against;
-- VQ-KD: ``dead_codes`` (codes chosen nowhere in the held-out images) and ``teacher_cosine`` (mean cosine similarity
-  of the decoded features to the teacher's, over all patches; 1 - unilm's reconstruction loss).
+``usage`` is the fraction of codes chosen at least once, ``perplexity`` ``exp(entropy)`` of the code histogram,
+``psnr`` that of the hard-code reconstruction, ``psnr_mean_colour`` that of a mean-colour image (the baseline),
+``dead_codes`` the codes chosen nowhere and ``teacher_cosine`` the mean cosine of decoded to teacher features.
 """
 from __future__ import annotations
 
@@ -28,8 +22,7 @@ IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.bmp')
 
 
 def load_images(folder: str, size: int, limit: int) -> Tensor:
-    """The first ``limit`` images (sorted by name) under ``folder`` (recursive), resized to (size, size) with
-    Pillow's Lanczos: float (N, 3, size, size) RGB in [0, 1]."""
+    """The first ``limit`` images under ``folder`` (sorted, recursive), resized: (N, 3, size, size) in [0, 1]."""
     files = sorted(f for f in glob.glob(osp.join(folder, '**', '*'), recursive=True)
                    if f.lower().endswith(IMAGE_SUFFIXES))[:limit]
     if not files:
@@ -47,13 +40,12 @@ def code_statistics(ids: Tensor, vocab_size: int) -> dict[str, float]:
 
 
 def psnr(x: Tensor, y: Tensor) -> float:
-    """PSNR in dB of two [0, 1] image batches."""
     return 10 * math.log10(1 / max(F.mse_loss(x.double(), y.double()).item(), 1e-12))
 
 
 @torch.no_grad()
 def evaluate_tokenizer(model, images: Tensor, batch_size: int = 64) -> tuple[dict[str, float], Tensor]:
-    """Held-out statistics (module docstring) of a ``beit_mm.DVAE`` on [0, 1] images (N, 3, H, W).
+    """Held-out statistics of a ``beit_mm.DVAE`` on [0, 1] images (N, 3, H, W).
 
     Returns:
         (``dict(usage, perplexity, perplexity_fraction, psnr, psnr_mean_colour)``, reconstructions (N, 3, H, W)).
@@ -75,8 +67,7 @@ def evaluate_tokenizer(model, images: Tensor, batch_size: int = 64) -> tuple[dic
 
 
 def reconstruction_grid(images: Tensor, recs: Tensor, columns: int = 8) -> np.ndarray:
-    """uint8 (H', W', 3) grid: rows of ``columns`` images (fewer if fewer are given), each row followed by their
-    reconstructions; images beyond the last full row are left out."""
+    """uint8 (H', W', 3) grid: rows of ``columns`` images, each followed by its reconstructions."""
     if images.shape[0] == 0:
         raise ValueError('no images to show')
     columns = min(columns, images.shape[0])
@@ -91,11 +82,11 @@ def reconstruction_grid(images: Tensor, recs: Tensor, columns: int = 8) -> np.nd
 
 @torch.no_grad()
 def evaluate_vqkd(model, images: Tensor, batch_size: int = 64) -> dict[str, float]:
-    """Held-out statistics (module docstring) of a ``beit_mm.VQKD`` on [0, 1] RGB images (N, 3, H, W).
+    """Held-out statistics of a ``beit_mm.VQKD`` on [0, 1] RGB images (N, 3, H, W).
 
     Returns:
-        ``dict(usage, perplexity, perplexity_fraction, dead_codes, teacher_cosine)``; ``teacher_cosine`` only when the
-        model has a teacher and a decoder.
+        ``dict(usage, perplexity, perplexity_fraction, dead_codes, teacher_cosine)``; ``teacher_cosine`` only with a
+        teacher and a decoder.
     """
     ids, cosines = [], []
     grid = (images.shape[2] // model.patch_size, images.shape[3] // model.patch_size)

@@ -1,7 +1,4 @@
-"""Pixel targets for masked image modeling: the BEiT paper's pixel-regression baseline (section 3.3, Table 4
-"Recover pixels"), with MAE's per-patch normalization (He et al. 2022; ``facebookresearch/mae`` ``models_mae.py``,
-``patchify`` and ``forward_loss`` with ``norm_pix_loss=True``).
-"""
+"""Pixel targets for MIM: BEiT's pixel-regression baseline with MAE's per-patch normalization (``models_mae.py``)."""
 from __future__ import annotations
 
 import torch
@@ -28,10 +25,8 @@ class PatchPixelTarget(nn.Module):
     """Per-patch normalized pixels of the backbone view as MIM targets (no parameters).
 
     Args:
-        patch_size: the backbone's patch side in pixels (one target per patch of the mask grid).
-        in_channels: image channels.
-        norm_pix: normalize each patch's values to zero mean and unit variance (MAE's ``norm_pix_loss``); False
-            regresses the (dataset-normalized) pixels themselves.
+        patch_size, in_channels: the backbone's patch side in pixels and the image channels.
+        norm_pix: normalize each patch to zero mean and unit variance (MAE's ``norm_pix_loss``).
     """
 
     def __init__(self, patch_size: int, in_channels: int = 3, norm_pix: bool = True) -> None:
@@ -42,14 +37,7 @@ class PatchPixelTarget(nn.Module):
 
     @torch.no_grad()
     def get_targets(self, inputs: dict[str, Tensor]) -> Tensor:
-        """The target-generator interface of ``beit_mm.BEiTPretrain``.
-
-        Args:
-            inputs: ``beit_mm.MIMDataPreprocessor``'s output; reads ``images`` (B, C, H, W), the normalized backbone
-                view (before any masking).
-        Returns:
-            float (B, H/p * W/p, p * p * C).
-        """
+        """``inputs['images']`` (B, C, H, W), the normalized backbone view -> float (B, H/p * W/p, p * p * C)."""
         images = inputs['images']
         if images.shape[1] != self.in_channels:
             raise ValueError(f'PatchPixelTarget(in_channels={self.in_channels}) got images with {images.shape[1]} '

@@ -1,23 +1,9 @@
 """BEiT v2's normalized EMA vector quantizer (unilm ``beit2/norm_ema_quantizer.py``, ``NormEMAVectorQuantizer``).
 
-Features and codes live on the unit sphere: the encoder output is l2-normalized, each position takes the nearest code
-(squared Euclidean distance = cosine for unit vectors), and the codebook is not trained by gradients but moved by an
-exponential moving average (decay 0.99) towards the l2-normalized mean of the features assigned to each code. Before
-the first training batch is quantized, the codebook is initialized by 10 iterations of spherical k-means on that batch.
-
-Per-step statistics (assignment counts, feature sums) are all-reduced over the processes when ``torch.distributed``
-is initialized, so every process applies the same update. unilm runs k-means on each process's own batch (codebooks
-then differ between processes until the EMA pulls them together); here process 0's k-means result is broadcast.
-
-Parameter names are unilm's: ``embedding.weight`` (K, D) and ``embedding.initted`` (1,) (a float flag), and
-``cluster_size`` (K,) (the EMA of per-step assignment counts, a usage statistic). unilm's ``embedding.cluster_size``
-and ``embedding.embed_avg`` are written but never read by its quantizer; they are left out here and dropped by
-``beit_mm.converters.vqkd``.
-
-Guardrail beyond unilm (off by default): ``dead_code_ratio > 0`` re-seeds, after every training update, the codes
-whose ``cluster_size`` fell below ``dead_code_ratio`` times the mean ``cluster_size`` with randomly drawn normalized
-encoder outputs of the current batch, and sets their ``cluster_size`` to the mean (the rule of
-``vector-quantize-pytorch``'s ``threshold_ema_dead_code``, relative to the mean so it needs no batch-size tuning).
+Features and codes are unit vectors; each position takes the nearest code, and the codebook moves by an EMA (decay
+0.99) towards the normalized mean of its assigned features, after a spherical k-means init on the first batch.
+Statistics are all-reduced over processes and process 0's k-means result is broadcast, so every process holds the
+same codebook. Parameter names are unilm's (``embedding.weight``, ``embedding.initted``, ``cluster_size``).
 """
 from __future__ import annotations
 
@@ -54,8 +40,7 @@ def broadcast_from_rank0(x: Tensor) -> Tensor:
 
 
 def sample_rows(samples: Tensor, num: int) -> Tensor:
-    """``num`` rows of ``samples`` (N, D): a random subset without replacement when N >= num, else drawn with
-    replacement (norm_ema_quantizer.py ``sample_vectors``; same random calls, so the same draw under one seed)."""
+    """``num`` rows of ``samples`` (N, D), without replacement when N >= num (unilm ``sample_vectors``)."""
     n = samples.shape[0]
     if n >= num:
         idx = torch.randperm(n, device=samples.device)[:num]
@@ -65,15 +50,10 @@ def sample_rows(samples: Tensor, num: int) -> Tensor:
 
 
 def spherical_kmeans(samples: Tensor, num_clusters: int, num_iters: int = KMEANS_ITERS) -> tuple[Tensor, Tensor]:
-    """k-means with cosine similarity on unit vectors (norm_ema_quantizer.py ``kmeans(use_cosine_sim=True)``).
-
-    Means start as :func:`sample_rows`; each iteration assigns every sample to the most similar mean, replaces every
-    non-empty cluster's mean by the l2-normalized average of its samples and keeps empty clusters' means.
+    """k-means with cosine similarity on unit vectors (unilm ``kmeans(use_cosine_sim=True)``).
 
     Args:
-        samples: (N, D) unit vectors.
-        num_clusters: K.
-        num_iters: assignment/update rounds.
+        samples: (N, D) unit vectors; ``num_clusters``: K; ``num_iters``: assignment/update rounds.
     Returns:
         means (K, D) and the cluster sizes of the last assignment (K,) int64.
     """
@@ -90,20 +70,17 @@ def spherical_kmeans(samples: Tensor, num_clusters: int, num_iters: int = KMEANS
 
 
 def count_ids(ids: Tensor, num: int) -> Tensor:
-    """How often each of ``num`` ids occurs in ``ids`` (any shape): float (num,). ``bincount(ids, minlength=num)``
-    in a static shape (ids >= num raise), so ``torch.compile(fullgraph=True)`` traces it."""
+    """Occurrences of each of ``num`` ids in ``ids``: float (num,); a static-shape ``bincount``."""
     ids = ids.flatten()
     return torch.zeros(num, device=ids.device).index_add_(0, ids, torch.ones(ids.shape, device=ids.device))
 
 
 class Codebook(nn.Module):
-    """The code vectors (buffers, not trained by gradients): ``weight`` (K, D) unit rows and ``initted`` (1,) float,
-    1 once the codebook holds codes (after k-means or from a checkpoint).
+    """The code vectors: buffers ``weight`` (K, D) and ``initted`` (1,), 1 once the codebook holds codes.
 
-    :meth:`ready` says whether ``initted`` is set. Compiled code cannot read a tensor's value into a branch, so it
-    reads ``initted_host``, the value last seen on the host: by an eager call, a state-dict load, the k-means init or
-    :meth:`refresh_host_state` (which :func:`beit_mm.engine.compile.compile_model` calls before compiling); a compiled
-    model is re-traced once when it changes."""
+    Compiled code cannot branch on a tensor's value, so :meth:`ready` reads ``initted_host``, refreshed eagerly, on
+    load, after k-means and by :meth:`refresh_host_state`.
+    """
 
     def __init__(self, num_codes: int, code_dims: int, kmeans_init: bool) -> None:
         super().__init__()
@@ -114,13 +91,11 @@ class Codebook(nn.Module):
         self.initted_host = not kmeans_init
 
     def ready(self) -> bool:
-        """Whether the codebook holds codes (``initted``)."""
         if not torch.compiler.is_compiling():
             self.refresh_host_state()
         return self.initted_host
 
     def refresh_host_state(self) -> None:
-        """Read ``initted`` into ``initted_host``."""
         self.initted_host = bool(self.initted.item())
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
@@ -133,15 +108,15 @@ class Codebook(nn.Module):
 
 
 class NormEMAQuantizer(nn.Module):
-    """l2-normalized nearest-code quantizer with an EMA codebook (module docstring).
+    """l2-normalized nearest-code quantizer with an EMA codebook.
 
     Args:
-        num_codes: codebook size K (8192 in BEiT v2).
-        code_dims: code dimension D (32 in BEiT v2).
+        num_codes, code_dims: codebook size K and code dimension D.
         decay: EMA decay of the codebook and of ``cluster_size``.
         beta: weight of the commitment loss ``mse(sg(z_q), z)``.
         kmeans_init: start from spherical k-means on the first training batch (else random unit vectors).
-        dead_code_ratio: 0 (unilm) or the relative usage below which a code is re-seeded (module docstring).
+        dead_code_ratio: re-seed, after each update, the codes whose ``cluster_size`` falls below this fraction of the
+            mean with batch features (``vector-quantize-pytorch``'s ``threshold_ema_dead_code``); 0 turns it off.
     """
 
     def __init__(self,
@@ -165,19 +140,15 @@ class NormEMAQuantizer(nn.Module):
 
     @torch.no_grad()
     def nearest(self, z: Tensor) -> Tensor:
-        """Ids of the nearest codes to unit vectors ``z`` (N, D) -> (N,) int64.
-
-        The distance is unilm's expanded form ``|z|^2 + |e|^2 - 2 z.e`` (not ``-z.e``), so ties and rounding pick the
-        same codes as unilm and mmpretrain.
-        """
+        """Ids of the nearest codes to unit vectors ``z`` (N, D) -> (N,) int64, by unilm's
+        ``|z|^2 + |e|^2 - 2 z.e``."""
         w = self.embedding.weight
         d = z.pow(2).sum(dim=1, keepdim=True) + w.pow(2).sum(dim=1) - 2 * torch.einsum('bd,nd->bn', z, w)
         return d.argmin(dim=1)
 
     @torch.no_grad()
     def init_codebook(self, z: Tensor) -> None:
-        """Spherical k-means on unit vectors ``z`` (N, D) (process 0's result on every process); no-op once
-        ``initted``."""
+        """Spherical k-means on ``z`` (N, D), broadcast from process 0; no-op once ``initted``."""
         if self.embedding.ready():
             return
         means, _ = spherical_kmeans(z, self.num_codes)
@@ -187,8 +158,7 @@ class NormEMAQuantizer(nn.Module):
 
     @torch.no_grad()
     def ema_update(self, z: Tensor, ids: Tensor) -> None:
-        """One codebook update from unit vectors ``z`` (N, D) and their ids (N,) (norm_ema_quantizer.py, training
-        branch of ``NormEMAVectorQuantizer.forward``)."""
+        """One EMA codebook update from unit vectors ``z`` (N, D) and their ids (N,)."""
         bins = count_ids(ids, self.num_codes).to(z.dtype)
         all_reduce_sum(bins)
         self.cluster_size.mul_(self.decay).add_(bins, alpha=1 - self.decay)
@@ -205,28 +175,22 @@ class NormEMAQuantizer(nn.Module):
 
     @torch.no_grad()
     def reseed_dead_codes(self, z: Tensor) -> Tensor:
-        """Replace codes used less than ``dead_code_ratio`` x the mean ``cluster_size`` by rows of ``z`` (N, D);
-        returns the bool mask (K,) of re-seeded codes (the same on every process)."""
+        """Re-seed rarely used codes from rows of ``z`` (N, D); returns the re-seeded mask (K,)."""
         mean = self.cluster_size.mean()
         dead = self.cluster_size < self.dead_code_ratio * mean
-        # static shapes: a row of z drawn for every code (distinct rows where z has enough), kept where dead
         new = broadcast_from_rank0(sample_rows(z, self.num_codes).contiguous())
         self.embedding.weight.copy_(torch.where(dead[:, None], new, self.embedding.weight))
         self.cluster_size.copy_(torch.where(dead, mean, self.cluster_size))
         return dead
 
     def forward(self, z: Tensor, update: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """Quantize features.
-
-        With ``update`` (default: in training mode) the codebook is k-means initialized on the first call and
-        EMA-updated after the codes are looked up (the returned codes are the pre-update ones, as in unilm).
+        """Quantize features, initializing and EMA-updating the codebook when ``update``.
 
         Args:
-            z: (B, N, D) encoder features (any norm; they are l2-normalized here).
+            z: (B, N, D) encoder features, l2-normalized here.
             update: whether to initialize and update the codebook (None: ``self.training``).
         Returns:
-            ``z_q`` (B, N, D): the codes with the straight-through gradient ``z + sg(z_q - z)`` of the normalized
-            features; ``loss``: ``beta * mse(sg(z_q), z)``, a scalar; ``ids`` (B, N) int64.
+            ``z_q`` (B, N, D) with the straight-through gradient, the commitment loss (scalar), ``ids`` (B, N) int64.
         """
         update = self.training if update is None else update
         z = l2norm(z.float())

@@ -1,22 +1,7 @@
-"""Teachers for VQ-KD: frozen image models whose patch features a ``beit_mm.VQKD`` learns to reconstruct.
+"""Frozen teachers whose patch features a ``beit_mm.VQKD`` learns to reconstruct.
 
-The teacher interface::
-
-    teacher(images: Tensor) -> Tensor    # (B, 3, H, W) float RGB in 0..255 -> (B, h * w, D) patch features, row-major
-
-Teachers normalize the images themselves (unilm ``beit2/modeling_vqkd.py`` ``ScalingLayerForClip`` /
-``ScalingLayerForIM``: clamp to 0..255, divide by 255, subtract the mean and divide by the std), never train
-(``requires_grad=False``, always in eval mode, run under ``torch.no_grad()``), and are not part of a tokenizer
-checkpoint's target-generation weights.
-
-- :class:`CLIPTeacher`: OpenAI CLIP's vision transformer, all output tokens but the class token after ``ln_post``
-  projected by ``proj`` (unilm ``vqkd_teacher/clip/model.py`` ``VisionTransformer.forward(return_all_tokens=True)``
-  then ``@ visual.proj`` in ``VQKD.get_regress_target``). Parameter names are OpenAI's ``visual.*``; loads OpenAI's
-  released file (TorchScript archive or state dict) or a Hugging Face ``CLIPVisionModelWithProjection`` / ``CLIPModel``
-  folder.
-- :class:`BackboneTeacher`: any beit_mm backbone (``BEiT``, ``CvT``) and its last feature map: unilm's DINO ViT-B/16
-  teacher is a ``BEiT`` with absolute position embeddings and a final norm loading a DINO file converted by
-  ``beit_mm.converters.vqkd.convert_dino_vit``, and a backbone pretrained label-free with beit_mm is a teacher as is.
+A teacher maps ``(B, 3, H, W)`` float RGB 0..255 to ``(B, h * w, D)`` patch features, row-major; it normalizes the
+images itself (unilm ``ScalingLayerForClip`` / ``ScalingLayerForIM``) and never trains.
 """
 from __future__ import annotations
 
@@ -57,7 +42,6 @@ class FrozenTeacher(BaseModule):
         self.eval()
 
     def train(self, mode: bool = True) -> 'FrozenTeacher':
-        """Stays in eval mode: the teacher is frozen."""
         return super().train(False)
 
     def normalize(self, images: Tensor) -> Tensor:
@@ -67,7 +51,6 @@ class FrozenTeacher(BaseModule):
         return (images.float().clamp(0, 255) / 255 - self.mean) / self.std
 
 
-# --------------------------------------------------------------------------------------------------------- CLIP
 class QuickGELU(nn.Module):
     """OpenAI CLIP's activation ``x * sigmoid(1.702 x)``."""
 
@@ -76,8 +59,7 @@ class QuickGELU(nn.Module):
 
 
 class CLIPResidualBlock(nn.Module):
-    """OpenAI CLIP ``ResidualAttentionBlock``: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``; names ``ln_1``,
-    ``attn.in_proj_weight``/``in_proj_bias``/``out_proj``, ``ln_2``, ``mlp.c_fc``, ``mlp.c_proj``. (B, N, W)."""
+    """OpenAI CLIP ``ResidualAttentionBlock``: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``; (B, N, W)."""
 
     def __init__(self, width: int, heads: int) -> None:
         super().__init__()
@@ -94,7 +76,6 @@ class CLIPResidualBlock(nn.Module):
 
 
 class CLIPTransformer(nn.Module):
-    """``transformer.resblocks.i``."""
 
     def __init__(self, width: int, layers: int, heads: int) -> None:
         super().__init__()
@@ -105,10 +86,10 @@ class CLIPTransformer(nn.Module):
 
 
 class CLIPVisionTransformer(nn.Module):
-    """OpenAI CLIP's ``VisionTransformer`` (``clip/model.py``), returning the projected patch tokens.
+    """OpenAI CLIP's ``VisionTransformer`` returning ``ln_post(tokens)[:, 1:] @ proj``.
 
-    (B, 3, H, W) normalized images -> ``ln_post(tokens)[:, 1:] @ proj`` (B, H/p * W/p, output_dim); the position
-    embedding is resampled bicubically for other input sizes.
+    (B, 3, H, W) normalized images -> (B, H/p * W/p, output_dim); the position embedding is resampled bicubically for
+    other sizes.
     """
 
     def __init__(self, image_size: int, patch_size: int, width: int, layers: int, heads: int,
@@ -137,14 +118,10 @@ class CLIPVisionTransformer(nn.Module):
 
 
 def convert_hf_clip(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """Hugging Face ``CLIPVisionModelWithProjection``/``CLIPModel`` weights -> OpenAI CLIP's ``visual.*`` names
-    (``beit_mm.CLIPTeacher``); text-tower keys are dropped.
+    """Hugging Face ``CLIPVisionModelWithProjection``/``CLIPModel`` weights -> OpenAI's ``visual.*`` names.
 
-    ``vision_model.embeddings.{class_embedding, patch_embedding, position_embedding}`` -> ``visual.{class_embedding,
-    conv1, positional_embedding}``; ``pre_layrnorm``/``post_layernorm`` -> ``ln_pre``/``ln_post``;
-    ``encoder.layers.i.self_attn.{q,k,v}_proj`` -> ``transformer.resblocks.i.attn.in_proj_{weight,bias}``
-    (concatenated q, k, v), ``out_proj`` -> ``attn.out_proj``, ``layer_norm{1,2}`` -> ``ln_{1,2}``, ``mlp.fc{1,2}``
-    -> ``mlp.c_fc``/``mlp.c_proj``; ``visual_projection.weight`` (D, W) -> ``visual.proj`` (W, D).
+    q, k, v projections are concatenated into ``in_proj_{weight,bias}``, ``visual_projection.weight`` (D, W) becomes
+    ``visual.proj`` (W, D); text-tower keys are dropped.
     """
     sd = {k: v for k, v in state_dict.items() if k.startswith(('vision_model.', 'visual_projection.'))}
     if 'visual_projection.weight' not in sd:
@@ -176,13 +153,11 @@ def convert_hf_clip(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
 
 
 def load_clip_state_dict(path: str, trust_code: bool = False) -> dict[str, Tensor]:
-    """CLIP weights as OpenAI names (``visual.*``; other keys kept, the caller filters) from
+    """CLIP weights under OpenAI names from OpenAI's file or a Hugging Face folder.
 
-    - OpenAI's released file: a TorchScript archive (its ``state_dict()``; refused unless ``trust_code``: loading it
-      runs code the file carries; ``tools/convert_checkpoint.py --model clip --source openai --trust-code`` turns it
-      into a state dict once) or a plain state dict file;
-    - a Hugging Face folder with ``config.json`` and ``model.safetensors`` or ``pytorch_model.bin``
-      (``CLIPVisionModelWithProjection`` or ``CLIPModel``), renamed by :func:`convert_hf_clip`.
+    Args:
+        path: a state dict, a TorchScript archive (only with ``trust_code``: loading it runs code the file carries) or a
+            Hugging Face folder (renamed by :func:`convert_hf_clip`).
     """
     from beit_mm.fileio.checkpoint import (is_torchscript, load_safetensors, load_state_dict_file,
                                            open_torchscript_trusted, refuse_code)
@@ -214,15 +189,13 @@ def load_clip_state_dict(path: str, trust_code: bool = False) -> dict[str, Tenso
 
 @MODELS.register_module()
 class CLIPTeacher(FrozenTeacher):
-    """unilm's CLIP teacher (module docstring): (B, 3, H, W) RGB 0..255 -> (B, H/p * W/p, output_dim).
+    """unilm's CLIP teacher: (B, 3, H, W) RGB 0..255 -> (B, H/p * W/p, output_dim).
 
     Args:
-        image_size, patch_size, width, layers, heads, output_dim: the vision tower (defaults: ViT-B/16, 512-d
-            projection, as ``clip.load("ViT-B/16")``).
-        checkpoint: OpenAI's file or a Hugging Face folder (:func:`load_clip_state_dict`); loaded strictly at
-            ``init_weights``. None keeps CLIP's random init (tests).
-        trust_code: load OpenAI's TorchScript release (``ViT-B-16.pt``) with ``torch.jit.load``, which runs code the
-            file carries; without it that file is refused with the command that converts it once.
+        image_size, patch_size, width, layers, heads, output_dim: the vision tower (defaults: ViT-B/16).
+        checkpoint: OpenAI's file or a Hugging Face folder, loaded strictly at ``init_weights``; None keeps the random
+            init.
+        trust_code: allow OpenAI's TorchScript release, which runs code the file carries.
     """
 
     def __init__(self,
@@ -268,15 +241,13 @@ class CLIPTeacher(FrozenTeacher):
             return self.visual(self.normalize(images))
 
 
-# ---------------------------------------------------------------------------------------------- any backbone
 @MODELS.register_module()
 class BackboneTeacher(FrozenTeacher):
     """A beit_mm backbone as teacher: its last feature map (B, D, h, w) -> (B, h * w, D).
 
     Args:
-        backbone: config of a beit_mm backbone (``BEiT``, ``CvT``) with its checkpoint in
-            ``init_cfg=dict(type='Pretrained', checkpoint=..., prefix=...)``; only ``forward``'s last map is used.
-        mean, std: RGB normalization as fractions of 255 (what the backbone was trained with; ImageNet for DINO).
+        backbone: a beit_mm backbone config with its checkpoint in ``init_cfg``.
+        mean, std: RGB normalization as fractions of 255.
     """
 
     def __init__(self, backbone: dict, mean: Sequence[float] = IMAGENET_MEAN,

@@ -1,6 +1,6 @@
 """BEiT v2's VQ-KD tokenizer (Peng et al. 2022, arXiv 2208.06366; unilm ``beit2/modeling_vqkd.py``).
 
-Data flow (shapes for the default arch, 224 x 224 images)::
+Data flow (default arch, 224 x 224)::
 
     images (B, 3, 224, 224) RGB 0..255 -> x / 127.5 - 1
       -> encoder: BEiT ViT-B/16, abs. position embeddings, final norm      (B, 196, 768)
@@ -10,17 +10,8 @@ Data flow (shapes for the default arch, 224 x 224 images)::
       -> decode_task_layer: Linear-Tanh-Linear to the teacher's width       (B, 196, 512)
     loss = (1 - cos(decoded, teacher(images))).mean() + beta * mse(sg(codes), normalized features)
 
-Tokenizing (``get_token_ids`` / ``get_targets``) uses the encoder, task layer and codebook only; training also needs
-the decoder and a teacher (``beit_mm.models.tokenizers.teachers``). A ``VQKD`` without a teacher is a frozen tokenizer
-(``requires_grad=False``, always in eval mode), as ``beit_mm.DALLEEncoder``; with a teacher it trains as an MMEngine
-model (``forward(mode='loss')``).
-
-Precision: fp32 unless ``autocast_dtype`` is set, which autocasts the encoder and decoder transformers only; the task
-layers, the quantizer, the teacher and the loss always run in fp32. unilm (``modeling_vqkd.py`` lines 152-172,
-``engine_for_vqkd.py`` line 59, ``engine_for_pretraining.py`` lines 54-56) runs the whole tokenizer under the step's
-fp16 autocast and takes only ``encode_task_layer`` out of it: there the quantizer's distance matmul, the
-``decode_task_layer``, the teacher and the loss are fp16. Keeping the quantizer fp32 is beit_mm's choice (with bf16
-autocast its distances would be 8x coarser than unilm's fp16).
+Without a teacher it is a frozen tokenizer; with one it trains (``forward(mode='loss')``). ``autocast_dtype`` covers
+the two transformers only: the quantizer stays fp32, as bf16 distances would be 8x coarser than unilm's fp16.
 """
 from __future__ import annotations
 
@@ -59,9 +50,8 @@ def task_layer(in_dims: int, out_dims: int) -> nn.Sequential:
 
 
 def vit(arch: dict, img_size: int, patch_size: int, in_channels: int, attn_impl: str) -> BEiT:
-    """unilm ``beit2/modeling_finetune.py`` ``VisionTransformer`` as VQ-KD builds it: absolute position embeddings,
-    no relative position bias, no layer scale (init_values 0), no drop path, LayerNorm eps 1e-6, and the patch tokens
-    after a final LayerNorm (unilm's ``fc_norm`` with ``use_mean_pooling``, here ``norm``)."""
+    """unilm's ``VisionTransformer`` as VQ-KD builds it: absolute position embeddings, no relative bias, no layer
+    scale, no drop path, LayerNorm eps 1e-6, patch tokens after a final norm."""
     return BEiT(arch=arch, img_size=img_size, patch_size=patch_size, in_channels=in_channels, use_abs_pos_emb=True,
                 use_rel_pos_bias=False, layer_scale_init_value=0.0, drop_path_rate=0.0, final_norm=True,
                 attn_impl=attn_impl, init_mode='finetune')
@@ -76,26 +66,20 @@ def cosine_loss(rec: Tensor, target: Tensor) -> Tensor:
 
 @MODELS.register_module()
 class VQKD(BaseModel):
-    """Vector-quantized knowledge-distillation tokenizer (module docstring).
+    """Vector-quantized knowledge-distillation tokenizer.
 
     Args:
-        arch: ``'base_decoder_3x_clip'`` (default; unilm ``vqkd_encoder_base_decoder_3x768x12_clip``),
-            ``'base_decoder_1x_clip'``, ``'base_decoder_1x_dino'``, or a dict with ``encoder`` and ``decoder`` (BEiT
-            arch dicts), ``img_size``, ``patch_size``, ``num_codes``, ``code_dims`` and ``out_dims`` (the teacher's
-            feature width).
-        teacher: config of a teacher (``CLIPTeacher``, ``BackboneTeacher``); None = a frozen tokenizer.
-        with_decoder: build the decoder and decode task layer (False for tokenizers that only tokenize, e.g. a file
-            converted from mmpretrain, which has none).
-        decay: EMA decay of the codebook (0.99).
-        beta: weight of the commitment loss (1.0).
-        kmeans_init: k-means initialize the codebook on the first training batch.
-        dead_code_ratio: 0 = unilm; > 0 re-seeds rarely used codes (``NormEMAQuantizer``).
-        autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'`` for the encoder and decoder transformers.
+        arch: ``'base_decoder_3x_clip'``, ``'base_decoder_1x_clip'``, ``'base_decoder_1x_dino'``, or a dict with
+            ``encoder``/``decoder`` (BEiT arch dicts), ``img_size``, ``patch_size``, ``num_codes``, ``code_dims`` and
+            ``out_dims`` (the teacher's width).
+        teacher: a teacher config (``CLIPTeacher``, ``BackboneTeacher``); None = a frozen tokenizer.
+        with_decoder: build the decoder and decode task layer.
+        decay, beta, kmeans_init: the codebook's EMA decay, commitment weight, k-means init on the first batch.
+        dead_code_ratio: > 0 re-seeds rarely used codes (``NormEMAQuantizer``).
+        autocast_dtype: None (fp32), ``'bfloat16'`` or ``'float16'`` for the transformers.
         attn_impl: attention kernel of the transformers (``beit_mm.BEiT``).
-        data_preprocessor: must give float RGB 0..255; default ``mmengine.ImgDataPreprocessor`` with
-            ``bgr_to_rgb=True`` and no normalization.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH)``: a beit_mm VQ-KD file (``tools/convert_checkpoint.py
-            --model vqkd`` or a training run), loaded strictly (a teacher's weights come from its own config).
+        data_preprocessor: must give float RGB 0..255 (the default does).
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH)`` of a beit_mm VQ-KD file, loaded strictly.
     """
 
     def __init__(self,
@@ -146,11 +130,8 @@ class VQKD(BaseModel):
             self.requires_grad_(False)
             self.eval()
 
-    # ------------------------------------------------------------------ init
     def init_weights(self) -> None:
-        """unilm's random init (BEiT's for the transformers; task layers trunc-normal std 0.02, zero bias), or the
-        strict load of ``init_cfg=dict(type='Pretrained', checkpoint=...)``; a teacher initializes from its own
-        config either way."""
+        """unilm's random init, or the strict load of ``init_cfg``; a teacher initializes from its own config."""
         if self.teacher is not None:
             self.teacher.init_weights()
         if self.init_cfg is not None:
@@ -173,8 +154,8 @@ class VQKD(BaseModel):
         self._is_init = True
 
     def load_tokenizer(self, path: str) -> None:
-        """Load a beit_mm VQ-KD file strictly (all keys of this model but the teacher's; none extra). A tokenizer
-        built with ``with_decoder=False`` ignores the file's decoder weights (tokenizing does not use them)."""
+        """Load a beit_mm VQ-KD file strictly (all keys but the teacher's); without a decoder its weights
+        are ignored."""
         from beit_mm.fileio import load_state_dict_file
         sd = {k: v for k, v in load_state_dict_file(path).items() if not k.startswith('teacher.')}
         if any(k.startswith(('teacher_model.', 'scaling_layer.')) or '.fc_norm.' in k for k in sd):
@@ -201,18 +182,17 @@ class VQKD(BaseModel):
         MMLogger.get_current_instance().info(f'VQKD: loaded {len(sd)} weights from {path}{skipped}')
 
     def train(self, mode: bool = True) -> 'VQKD':
-        """A VQKD without a teacher is a frozen tokenizer and stays in eval mode."""
         return super().train(mode and self.teacher is not None)
 
-    # --------------------------------------------------------------- forward
     def _autocast(self, device_type: str):
         return torch.autocast(device_type, dtype=_AUTOCAST_DTYPES.get(self.autocast_dtype, torch.bfloat16),
                               enabled=self.autocast_dtype is not None)
 
     def encode(self, images: Tensor, update: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, 3, H, W) RGB 0..255 -> (codes (B, N, D) with straight-through gradient, commitment loss, ids (B, N)),
-        N = H/p * W/p row-major. ``update`` (default: the quantizer's training mode) k-means-initializes and
-        EMA-updates the codebook."""
+        """(B, 3, H, W) RGB 0..255 -> codes (B, N, D) (straight-through), commitment loss, ids (B, N).
+
+        ``update`` (default: the quantizer's training mode) initializes and EMA-updates the codebook.
+        """
         if images.dim() != 4 or images.shape[1] != 3:
             raise ValueError(f'VQKD takes RGB images (B, 3, H, W) in 0..255, got shape {tuple(images.shape)}')
         x = images.float() / 127.5 - 1.0  # unilm VQKD.pre_process, process_type='default'
@@ -220,7 +200,6 @@ class VQKD(BaseModel):
             feats = self.encoder.forward_tokens(x)[0][-1][:, 1:]
         with torch.autocast(x.device.type, enabled=False):
             # as unilm (modeling_vqkd.py lines 155-156); unilm's quantizer, below, runs under the step's autocast:
-            # fp32 here is beit_mm's choice (module docstring)
             z = self.encode_task_layer(feats.float())
             return self.quantize(z, update)
 
@@ -236,18 +215,15 @@ class VQKD(BaseModel):
 
     @torch.no_grad()
     def get_token_ids(self, images: Tensor) -> Tensor:
-        """Token ids as unilm's ``get_codebook_indices``: (B, 3, H, W) float RGB 0..255 -> int64 (B, H/p * W/p),
-        row-major. Reads the codebook only (no update, whatever the mode)."""
+        """(B, 3, H, W) float RGB 0..255 -> int64 (B, H/p * W/p), row-major; never updates the codebook."""
         return self.encode(images, update=False)[2]
 
     def get_targets(self, inputs: dict[str, Tensor]) -> Tensor:
-        """The MIM target interface (``beit_mm.models.tokenizers``): token ids of ``inputs['target_images']``
-        (B, 3, H, W) float RGB 0..255 -> int64 (B, H/p * W/p)."""
+        """Token ids of ``inputs['target_images']`` (B, 3, H, W) float RGB 0..255 -> int64 (B, H/p * W/p)."""
         return self.get_token_ids(inputs['target_images'])
 
     def teacher_features(self, images: Tensor) -> Tensor:
-        """The teacher's patch features of (B, 3, H, W) RGB 0..255 images: (B, N, out_dims), checked against the
-        tokenizer's grid and width."""
+        """The teacher's patch features of RGB 0..255 images: (B, N, out_dims), checked against the grid."""
         if self.teacher is None:
             raise RuntimeError('this VQKD has no teacher; build it with teacher=dict(type=...) to train it')
         target = self.teacher(images)
@@ -260,8 +236,7 @@ class VQKD(BaseModel):
         return target
 
     def loss(self, images: Tensor) -> dict[str, Tensor]:
-        """unilm ``VQKD.forward``: ``loss_quant`` (commitment) and ``loss_rec`` (cosine to the teacher) of a batch of
-        (B, 3, H, W) RGB 0..255 images; also the batch's ``codebook_usage`` (fraction of codes used, logged)."""
+        """``loss_quant`` (commitment), ``loss_rec`` (cosine to the teacher) and ``codebook_usage`` of a batch."""
         target = self.teacher_features(images)
         codes, loss_quant, ids = self.encode(images)
         grid = (images.shape[2] // self.patch_size, images.shape[3] // self.patch_size)
@@ -270,8 +245,7 @@ class VQKD(BaseModel):
         return dict(loss_quant=loss_quant, loss_rec=cosine_loss(rec, target.float()), codebook_usage=usage)
 
     def forward(self, inputs: Tensor, data_samples: list | None = None, mode: str = 'tensor'):
-        """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`get_token_ids`. ``inputs``: (B, 3, H, W) RGB
-        0..255; ``data_samples`` are unused (unlabeled images)."""
+        """``mode='loss'``: :meth:`loss`; ``mode='tensor'``: :meth:`get_token_ids`; inputs RGB 0..255."""
         if mode == 'loss':
             return self.loss(inputs)
         if mode == 'tensor':
