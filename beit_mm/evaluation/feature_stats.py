@@ -1,8 +1,5 @@
-"""What a BEiT checkpoint carries into fine-tuning, in numbers: per-block feature and parameter statistics.
-
-Set beside the random init's, they show what a pretrained start differs in when it fine-tunes worse than random
-weights: features larger or all alike, layer scales grown or shrunk, a relative position bias that dominates.
-"""
+"""Per-block feature and parameter statistics of a BEiT, to set a pretrained start beside a random init (features
+larger or all alike, layer scales grown or shrunk, a dominating relative position bias)."""
 from __future__ import annotations
 
 import torch

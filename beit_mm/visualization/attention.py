@@ -1,9 +1,5 @@
-"""Attention probabilities of BEiT and CvT blocks, recorded with forward hooks (the models' forward is unchanged).
-
-A hook on each attention module recomputes the eager path's ``softmax(q k^T * scale + bias)`` from the module's
-inputs and weights: BEiT's with its q/v biases and relative position bias, probabilities ``(B, heads, 1 + h*w,
-1 + h*w)``, cls token first; CvT's from its conv projections, ``(B, heads, [1 +] H*W, [1 +] H'*W')`` with
-``H' = (H - 1) // 2 + 1``.
+"""Attention probabilities of BEiT and CvT blocks, recorded with forward hooks that recompute the eager path's
+``softmax(q k^T * scale + bias)`` from each attention module's inputs and weights (the forward is unchanged).
 """
 from __future__ import annotations
 
