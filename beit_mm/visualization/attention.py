@@ -84,8 +84,7 @@ ATTENTION_TYPES = (BEiTAttention, ConvProjectionAttention)
 
 class AttentionRecorder:
     """Context manager: while active, every forward of the model's attention modules appends an :class:`AttentionMap`
-    to ``self.maps``, in forward order. Record in eval mode: CvT's conv projections are re-run, and BatchNorm in
-    training mode would update its statistics twice.
+    to ``self.maps``, in forward order. Record in eval mode (CvT's BatchNorm would update twice).
 
     Example::
 
