@@ -1,9 +1,5 @@
-"""The registries of scope ``beit_mm``; the only module that creates them.
-
-Each is a child of MMEngine's root registry, so configs of any OpenMMLab scope reach beit_mm's classes as
-``type='beit_mm.<ClassName>'`` (registry name = class name), and beit_mm's own configs (``default_scope='beit_mm'``)
-still find mmseg/mmpretrain/mmengine classes through the parent chain when they are spelled with their scope.
-"""
+"""The registries of scope ``beit_mm``, children of MMEngine's root registries: ``type='beit_mm.<ClassName>'``
+reaches beit_mm's classes from any scope, and each imports its ``locations`` on first lookup."""
 from __future__ import annotations
 
 from mmengine.registry import DATASETS as MMENGINE_DATASETS
@@ -32,15 +28,13 @@ OPTIM_WRAPPERS = Registry(
     'optim_wrapper', parent=MMENGINE_OPTIM_WRAPPERS, scope='beit_mm', locations=['beit_mm.engine'])
 PARAM_SCHEDULERS = Registry(
     'parameter scheduler', parent=MMENGINE_PARAM_SCHEDULERS, scope='beit_mm', locations=['beit_mm.engine'])
-# imported when a config names one (beit_mm.visualization needs matplotlib; the package does not import it)
 VISUALIZERS = Registry(
     'visualizer', parent=MMENGINE_VISUALIZERS, scope='beit_mm', locations=['beit_mm.visualization.det_visualizer'])
 
 
 def config_class(type_name, registry: Registry, scope: str | None = None) -> type | None:
-    """The class a config's ``type`` builds: a class as it is, a name looked up as MMEngine's builders look it up (in
-    ``registry`` under ``scope``, else the current default scope; scoped names such as ``'mmseg.LoadAnnotations'``
-    too); None when nothing of that name is registered."""
+    """The class a config's ``type`` builds (a class, or a name looked up in ``registry`` under ``scope`` as MMEngine's
+    builders do); None when nothing of that name is registered."""
     if isinstance(type_name, str):
         with registry.switch_scope_and_registry(scope) as scoped:
             type_name = scoped.get(type_name)
@@ -48,13 +42,12 @@ def config_class(type_name, registry: Registry, scope: str | None = None) -> typ
 
 
 def config_type_is(type_name, classes, registry: Registry, scope: str | None = None) -> bool:
-    """Whether a config's ``type`` builds one of ``classes`` or a subclass (:func:`config_class`): what a config entry
-    is, asked of the class it builds, never of its name string.
+    """Whether a config's ``type`` builds one of ``classes`` or a subclass (:func:`config_class`).
 
     Args:
         type_name: ``cfg['type']``: a registered name or a class.
         classes: a class or a tuple of classes.
-        registry: the registry the entry is built from (``MODELS``, ``TRANSFORMS``, ``OPTIMIZERS``, ``HOOKS``, ...).
+        registry: the registry the entry is built from.
         scope: the scope to look the name up in.
     """
     found = config_class(type_name, registry, scope)

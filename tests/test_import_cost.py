@@ -13,10 +13,8 @@ import sys
 from .conftest import ROOT
 
 MODEL_LIBRARIES = ('mmseg.models', 'mmdet.models', 'mmpretrain.models', 'transformers')
-# its --help lists the converter table of beit_mm.apis.convert, whose converters import the models
-HELP_NEEDS_MODELS = ('tools/convert_checkpoint.py', )
 TOOLS = sorted(osp.relpath(p, ROOT) for p in glob.glob(osp.join(ROOT, 'tools', '*.py')) +
-               glob.glob(osp.join(ROOT, 'tools', 'analysis', '*.py')) if osp.relpath(p, ROOT) not in HELP_NEEDS_MODELS)
+               glob.glob(osp.join(ROOT, 'tools', 'analysis', '*.py')))
 
 
 def _run(code: str) -> dict:
@@ -64,3 +62,11 @@ print(json.dumps(result))
 """)
     assert list(found) == TOOLS, f'stopped at {list(found)[-1]}, which imported {found[list(found)[-1]]["loaded"]}'
     assert all(r == dict(code=0, usage=True, loaded=[]) for r in found.values()), found
+
+
+def test_the_cheap_layout_table_names_what_the_converters_convert():
+    from beit_mm.apis.convert import CONVERTERS, class_orders
+    from beit_mm.converters import beit
+    from beit_mm.converters.layouts import CLASS_ORDERS, MODELS
+    assert {m: tuple(s) for m, s in CONVERTERS.items()} == MODELS and MODELS['beit'] == beit.SOURCES
+    assert tuple(class_orders()) == CLASS_ORDERS

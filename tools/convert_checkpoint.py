@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import argparse
 
-from beit_mm.apis.convert import MODELS, ConversionError, ConversionUsageError, class_orders, convert_checkpoint
+from beit_mm.converters.layouts import CLASS_ORDERS, MODELS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
                         help='EoMT: leave out class_head.* to fine-tune on a new class set (load_from=DST with the new '
                         'num_classes; the class head keeps its init, everything else loads; official '
                         'load_ckpt_class_head=False)')
-    parser.add_argument('--class-order', choices=sorted(class_orders()), default=None,
+    parser.add_argument('--class-order', choices=sorted(CLASS_ORDERS), default=None,
                         help='EoMT: put the class head in beit_mm\'s class order of that data (ade20k-panoptic: the '
                         'official ADE20K panoptic weights keep ADE20K\'s order, beit_mm.ADE20KPanopticDataset has '
                         'mmdet\'s, things first)')
@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
                         help='--to hf: the whole model (auto) or only its backbone (BeitModel / CvtModel)')
     parser.add_argument('--beitv2', action='store_true', help='--to timm: name the model beitv2_* instead of beit_*')
     args = parser.parse_args(argv)
+    from beit_mm.apis.convert import ConversionError, ConversionUsageError, convert_checkpoint
     try:
         convert_checkpoint(**vars(args))
     except ConversionUsageError as error:

@@ -7,11 +7,10 @@ from mmengine.registry import init_default_scope
 
 def panoptic_prior_baseline(config: str, cfg_options: dict | None = None, grid: int = 64) -> dict[str, float]:
     """PQ/SQ/RQ of the positional prior (:mod:`beit_mm.evaluation.panoptic_prior`) of ``config``'s training set on
-    its test set: what a panoptic model of that config scores without looking at the images.
+    its test set.
 
     Raises:
-        ValueError: the config's test metric is not ``beit_mm.PanopticQualityMetric`` (the prior is a panoptic
-            prediction).
+        ValueError: the config's test metric is not ``beit_mm.PanopticQualityMetric``.
     """
     import beit_mm  # noqa: F401  (registrations)
     from beit_mm.registry import DATASETS, METRICS

@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 
 from ..converters import beit as beit_conv
+from ..converters.layouts import MODELS
 from ..fileio import CheckpointFileError, load_state_dict_file
 from ..fileio.manifest import file_sha256
 from ..models.builder import CheckpointMismatchError
@@ -162,21 +163,12 @@ def _dalle(path: str, source: str, opts: _Options) -> dict:
 
 Converter = Callable[[str, str, _Options], dict]
 
+_BY_MODEL: dict[str, Converter] = {
+    'beit': _beit, 'cvt': _cvt, 'dalle': _dalle, 'clip': _clip, 'vqkd': _vqkd, 'dino': _dino, 'eomt': _eomt,
+    'dinov2': _dinov2, 'dinov3': _dinov3, 'vit_adapter': _vit_adapter}
 #: model -> source layout -> converter (a state dict; vit_adapter: the whole file with the source's class meta).
 CONVERTERS: dict[str, dict[str, Converter]] = {
-    'beit': {s: _beit for s in beit_conv.SOURCES},
-    'cvt': {'official': _cvt, 'hf': _cvt},
-    'dalle': {'openai': _dalle, 'mmpretrain': _dalle, 'dvae': _dalle},
-    'clip': {'openai': _clip, 'hf': _clip},
-    'vqkd': {'unilm': _vqkd, 'mmpretrain': _vqkd},
-    'dino': {'official': _dino},
-    'eomt': {'hf': _eomt, 'beit_mm': _eomt},
-    'dinov2': {'timm': _dinov2},
-    'dinov3': {'official': _dinov3, 'hf': _dinov3},
-    'vit_adapter': {'official': _vit_adapter},
-}
-#: model -> its source layouts (the ``--model`` choices and the ``--source`` help).
-MODELS: dict[str, tuple[str, ...]] = {model: tuple(sources) for model, sources in CONVERTERS.items()}
+    model: {source: _BY_MODEL[model] for source in sources} for model, sources in MODELS.items()}
 #: models whose converter returns the whole file (``state_dict`` and meta), not a bare state dict.
 WHOLE_FILE_MODELS = ('vit_adapter', )
 

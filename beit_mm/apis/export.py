@@ -8,9 +8,8 @@ channel order go into the file's metadata); every size is static. Outputs by kin
 - ``'classifier'``: ``logits`` (B, num_classes), before softmax;
 - ``'backbone'``: ``feat0``, ``feat1``, ... the backbone's output maps.
 
-Position tables are resampled to the exported grid before tracing (:func:`fix_input_grid`) and constants are not
-folded: folded, the relative position biases would take (heads, N, N) floats per block, past ONNX's 2 GB limit at
-640 px, where onnxruntime folds them once at load.
+Position tables are resampled to the exported grid before tracing (:func:`fix_input_grid`); constants are not
+folded, since folded relative position biases pass ONNX's 2 GB limit at 640 px.
 """
 from __future__ import annotations
 

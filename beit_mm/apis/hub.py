@@ -1,14 +1,6 @@
-"""Write a beit_mm model as an HF transformers folder or a timm state dict (the I/O around ``beit_mm.converters``).
-
-- :func:`save_hf`: ``config.json`` (with ``id2label``) and ``model.safetensors`` that the HF class named in
-  ``architectures`` (BEiT segmentation, classification or ``BeitModel``, CvT, EoMT) loads with no missing or
-  unexpected key; the HF model is built and loaded strictly first, so a folder is written only when HF holds every
-  weight;
-- :func:`save_timm`: a timm ``Beit`` state dict ``NAME.pth`` and beside it ``NAME.json``, the
-  ``timm.create_model`` arguments that load it strictly;
-- :func:`load_hf_state_dict`: an HF folder's weights back to beit_mm names.
-
-Both writers write atomically.
+"""Write a beit_mm model as an HF transformers folder (:func:`save_hf`) or a timm state dict with its
+``create_model`` arguments (:func:`save_timm`), atomically, and read an HF folder back (:func:`load_hf_state_dict`).
+The HF model is built and loaded strictly first, so a folder is written only when HF holds every weight.
 """
 from __future__ import annotations
 

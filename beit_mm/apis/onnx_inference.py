@@ -1,10 +1,8 @@
 """Segmenting images with an exported ONNX segmentor (:mod:`beit_mm.apis.export`), in Python around onnxruntime.
 
-The config's pipeline, normalization, slide windows and resizing are used as with the checkpoint; onnxruntime runs
-each window at the exported size, a smaller window zero-padded in normalized space and its scores cropped back. An
-ONNX file is a program, so what it declares is bounded before it runs: only the operators the exporter writes
-(:func:`check_graph`), a bounded window (:func:`check_window`), and each run stopped by a timeout or Ctrl-C
-(:func:`run_bounded`).
+The config's pipeline and slide windows are used as with the checkpoint; each window runs at the exported size, a
+smaller one zero-padded and its scores cropped back. An ONNX file is a program, so its operators, window and running
+time are bounded before and while it runs.
 """
 from __future__ import annotations
 

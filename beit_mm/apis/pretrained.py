@@ -1,9 +1,6 @@
-"""The starting weights a config names: present before a run starts, or a named error saying where they come from.
-
-:func:`check_pretrained_files` names every missing file a config starts from (``init_cfg`` checkpoints, a
-tokenizer's, ``load_from``) before anything is built, with the official file it is converted from, where that is
-published and the converter command: facts read from the ``metafile.yml`` beside the config, the one place they are
-written.
+"""The starting weights a config names: present before a run starts, or a named error saying where they come from
+(the official file, where it is published and the converter command, read from the ``metafile.yml`` beside the
+config).
 """
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Segmenting image files and folders with a segmentation config and a checkpoint or an exported ONNX file, behind
-:func:`run_infer`: colour overlays under ``out_dir/vis/<image path>`` and uint8 label maps (the config's label space)
-under ``out_dir/pred/<image path without suffix>.png``, ``<image path>`` relative to the folder all inputs share.
-
-Inputs, the output folder and the checkpoint's fit to the config's model are checked before the model runs; the
-config's test pipeline and ``test_cfg`` (whole image or slide windows) are used as in testing.
+"""Segmenting image files and folders with a config and a checkpoint or an ONNX file (:func:`run_infer`): overlays
+under ``out_dir/vis/<image path>``, uint8 label maps under ``out_dir/pred/<image path without suffix>.png``, the
+paths relative to the folder the inputs share. Everything is checked before the model runs.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""Testing a checkpoint with a config, everything the test entry point prepares, behind :func:`run_test`.
+"""Testing a checkpoint with a config (:func:`run_test`).
 
-Every output is checked before anything is built: ``out`` and ``show_dir`` are output folders written through a stage
-and moved in whole when the test ends (:class:`beit_mm.fileio.output_folder.OutputFolder`); no output may be a link,
-an input or lie in a data root. The checkpoint is checked against the config's model first, so another model's
-weights are refused instead of scored. ``tta`` with slide inference resizes as unilm does (short side raised to the
-crop). No function here is named ``test*``: pytest would collect it from a test module that imports it.
+Outputs are checked before anything is built and written through :class:`beit_mm.fileio.output_folder.OutputFolder`;
+the checkpoint is checked against the config's model first, so another model's weights are refused, not scored.
+``tta`` with slide inference resizes as unilm does (short side raised to the crop). No function is named ``test*``,
+so a test module importing one does not collect it.
 """
 from __future__ import annotations
 

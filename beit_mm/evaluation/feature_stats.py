@@ -1,8 +1,5 @@
-"""What a BEiT checkpoint carries into fine-tuning, in numbers: per-block feature and parameter statistics.
-
-Set beside the random init's, they show what a pretrained start differs in when it fine-tunes worse than random
-weights: features larger or all alike, layer scales grown or shrunk, a relative position bias that dominates.
-"""
+"""Per-block feature and parameter statistics of a BEiT, to set a pretrained start beside a random init (features
+larger or all alike, layer scales grown or shrunk, a dominating relative position bias)."""
 from __future__ import annotations
 
 import torch
@@ -35,10 +32,8 @@ def feature_statistics(model: nn.Module, images: Tensor, batch_size: int = 64) -
         images: (N, 3, S, S) float RGB 0..255.
 
     Returns:
-        dict of lists, one value per block (block 1 first): ``rms`` (root mean square of the block's patch-token
-        outputs), ``token_cosine`` (:func:`token_cosine`), ``gamma_1`` / ``gamma_2`` (mean |layer scale| of the
-        attention / MLP branch; empty without layer scale), ``rel_pos_bias_std`` (std of the block's relative
-        position bias table, or of the shared one; empty without).
+        dict of lists, one value per block: ``rms`` of the patch-token outputs, ``token_cosine``, ``gamma_1`` /
+        ``gamma_2`` (mean |layer scale|; empty without) and ``rel_pos_bias_std`` (empty without).
     """
     module = feature_module(model)
     blocks = list(module.blocks)

@@ -1,10 +1,8 @@
-"""FLOPs and parameters of a beit_mm / OpenMMLab model: the project's one counter.
+"""FLOPs and parameters of a beit_mm / OpenMMLab model on one image: MMEngine's ``FlopAnalyzer`` (one multiply-add
+= 1 FLOP; norms and activations not counted) with handles for ``scaled_dot_product_attention`` and ``baddbmm``.
 
-MMEngine's ``FlopAnalyzer`` (one multiply-add = 1 FLOP; norms and activations not counted) plus handles for
-``scaled_dot_product_attention`` and ``baddbmm``, on one image with the model's current weights. What runs: a
-segmentor's ``mode='tensor'`` forward on the whole image (EoMT after mask annealing; Mask2Former's head with data
-samples built for it), a classifier's ``mode='tensor'`` forward, or a MIM model's training forward with 40% of the
-patches masked, whose frozen tokenizer's share is returned apart.
+A segmentor or classifier runs its ``mode='tensor'`` forward on the whole image; a MIM model its training forward
+with 40% of the patches masked, the frozen tokenizer's share returned apart.
 """
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The trivial baseline of a panoptic number: a fixed prediction that never looks at the image.
-
-:func:`positional_prior` keeps, at every position of a ``grid`` x ``grid`` raster, the label most frequent there in a
-training split's ground truth ("where is the sky"). :func:`prior_panoptic_quality` predicts that raster for every
-validation image (each connected region of a thing label one instance) and scores it with
-:class:`PanopticQualityMetric`: what PQ a model earns for learning nothing but the layout.
+"""The trivial baseline of a panoptic number: the training split's most frequent label at each raster position
+(:func:`positional_prior`), predicted for every validation image and scored (:func:`prior_panoptic_quality`).
 """
 from __future__ import annotations
 
@@ -66,8 +62,7 @@ def prior_prediction(prior: np.ndarray, height: int, width: int, things: set[int
 def prior_panoptic_quality(train_dataset, val_dataset, metric: PanopticQualityMetric | None = None,
                            grid: int = 64) -> dict[str, float]:
     """PQ/SQ/RQ (all, things, stuff; mmdet's names) of :func:`positional_prior` of ``train_dataset`` predicted for
-    every image of ``val_dataset``, scored by ``metric`` (the config's; a default one if None), which prints its
-    table as in a test run."""
+    every image of ``val_dataset``, scored by ``metric`` (a default one if None)."""
     meta = val_dataset.metainfo
     things, num_classes = _thing_labels(meta), len(meta['classes'])
     prior = positional_prior(train_dataset, grid)

@@ -1,9 +1,7 @@
 """What a tokenizer's codes group: how much a patch's token id tells about its class, its colour and its position.
 
-For every patch of a labeled set: the normalized mutual information (NMI) between its token id and its majority
-class, its mean colour quantized to ``COLOUR_LEVELS`` levels per channel, and its grid position; and purity, the
-share of patches whose class is their code's most frequent one. Each comes with its trivial baseline: the same ids
-shuffled over the patches, and for purity the majority class's share.
+Normalized mutual information (NMI) between each patch's token id and its majority class, its quantized mean colour
+and its grid position, and purity; each beside its baseline (shuffled ids; the majority class's share).
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
-"""The file room: every checkpoint beit_mm (and MMEngine, mmseg, mmpretrain through it) opens, and every file it
-writes, goes through here. It imports nothing else of beit_mm, so every other part can use it.
+"""The file room: every checkpoint beit_mm (and MMEngine through it) opens and every file it writes goes through
+here; it imports nothing else of beit_mm. Inputs open only as regular files (:mod:`.inputs`) with checked tensors
+(:mod:`.tensors`) and a pixel limit (:mod:`.images`); checkpoints open with ``weights_only=True`` (:mod:`.checkpoint`,
+:mod:`.safe_globals`, :mod:`.remote`); outputs are checked first and written atomically (:mod:`.outputs`,
+:mod:`.output_folder`, :mod:`.manifest`).
 
-- :mod:`.inputs`: inputs are opened only as regular files (never a FIFO or device), MMEngine's local reads included;
-- :mod:`.tensors`: what every loaded tensor and structure satisfies (dense, inside its storage, not overlapping,
-  bounded by the file's size), checked once for every format;
-- :mod:`.images`: one pixel limit for every image decoder, read from the header before decoding;
-- :mod:`.checkpoint`: what a file is, and opening it with ``torch.load(weights_only=True)``, stored config source
-  dropped;
-- :mod:`.safe_globals`: the one allow-list of non-tensor objects (MMEngine's training state);
-- :mod:`.remote`: URLs and MMEngine's prefixes, fetched to the hub cache and opened as local files; registered as the
-  loader of every prefix of MMEngine's ``CheckpointLoader``;
-- :mod:`.work_dir`: a run's work dir: another run's checkpoints, the ``last_checkpoint`` pointer;
-- :mod:`.outputs`: the one guarded writer: destinations checked before any work (no link, no input, nothing inside a
-  dataset root, nothing replaced without ``--overwrite``), files and folders written atomically;
-- :mod:`.output_folder` / :mod:`.manifest`: output folders whose manifest lists what a tool wrote, so ``--overwrite``
-  removes only that;
-- :mod:`.dataset_roots`: what counts as a dataset root (no output goes inside one).
-
-Importing it registers the safe globals, the reading and the atomic MMEngine backends, the loaders and the pixel limit
-(``import beit_mm`` does).
+Importing it registers the safe globals, MMEngine's reading and atomic backends, the loaders and the pixel limit.
 """
 from mmengine.fileio import register_backend
 

@@ -1,9 +1,6 @@
-"""Opening checkpoint files: what a file is, and reading it without running anything it carries.
-
-A checkpoint is data from whoever made it, so opening one never runs what it carries: tensors and MMEngine's
-training state are unpickled with ``torch.load(weights_only=True)`` (the allow-list of :mod:`.safe_globals`), and
-the config source a training checkpoint stores (:data:`STORED_CONFIG_KEYS`), which ``Config.fromstring`` would
-execute, is dropped on opening.
+"""Opening checkpoint files without running anything they carry: ``torch.load(weights_only=True)`` with the
+allow-list of :mod:`.safe_globals`, and the stored config source (:data:`STORED_CONFIG_KEYS`, code
+``Config.fromstring`` would execute) dropped on opening.
 """
 from __future__ import annotations
 
@@ -217,9 +214,8 @@ def load_state_dict_file(path: str) -> dict[str, Tensor]:
 
 
 def is_complete_checkpoint(path: str) -> bool:
-    """Whether ``path`` is a whole ``torch.save`` file: a zip archive whose every tensor record is present, located
-    by a memory-mapped load that reads no tensor data. A ``torch.save`` interrupted by Ctrl-C leaves a closed archive
-    lacking records."""
+    """Whether ``path`` is a whole ``torch.save`` file: a zip archive holding every tensor record (found by a
+    memory-mapped load that reads no tensor data); an interrupted save leaves records out."""
     try:
         with open_input(path, 'checkpoint') as f, zipfile.ZipFile(f) as archive:
             if not any(name.endswith('data.pkl') for name in archive.namelist()):

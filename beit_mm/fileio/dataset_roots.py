@@ -1,9 +1,5 @@
-"""What counts as a dataset root, so that no output ever lands inside one.
-
-A tool passes the data roots it reads as inputs; this rule is the backstop for those it does not name. A folder is a
-dataset root when it holds both folders of one of :data:`DATASET_LAYOUTS` (the layouts of mmseg's, mmdet's and
-mmpretrain's datasets and the custom one) or a demo generator's :data:`DEMO_MARKER`.
-"""
+"""What counts as a dataset root, so that no output lands inside one: a folder holding both folders of one of
+:data:`DATASET_LAYOUTS`, or a demo generator's :data:`DEMO_MARKER`."""
 from __future__ import annotations
 
 import os.path as osp

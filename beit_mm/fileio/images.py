@@ -1,10 +1,9 @@
 """One pixel limit for every image decoder: an image's size is read from its header and bounded before any decoder
 sees the bytes; bytes that begin like an image but whose size cannot be read are refused (fail closed).
 
-OpenCV decodes up to 2**30 pixels and turbojpeg and tifffile have no limit, while Pillow's header parsers are
-stricter than libpng and libjpeg, so they cannot be the check: :func:`image_header` reads the size with parsers at
-least as lenient as the decoders, for every signature they accept (:data:`DECODER_FORMATS`). The limit is Pillow's
-(89,478,485 pixels); ``BEIT_MM_MAX_IMAGE_PIXELS`` raises it for every decoder.
+The decoders' own limits differ (OpenCV: 2**30 pixels; turbojpeg, tifffile: none) and Pillow's header parsers are
+stricter than the decoders, so :func:`image_header` reads sizes with parsers at least as lenient as the decoders. The
+limit is Pillow's (89,478,485 pixels); ``BEIT_MM_MAX_IMAGE_PIXELS`` raises it.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""Opening inputs: only regular files, checked before the first byte is read, and MMEngine's local reads through the
-same door.
+"""Opening inputs as regular files only, MMEngine's local reads included (:class:`InputLocalBackend`, which also
+bounds an image's pixels before decoding).
 
-An input path may name a FIFO or a device, whose ``open()`` can block forever or never end. :func:`open_input` opens
-with ``O_NONBLOCK`` and reads only once ``fstat`` of that same descriptor says a regular file, so what is read is what
-was checked. :class:`InputLocalBackend` routes MMEngine's local reads through here and bounds an image's pixels
-before any decoder sees the bytes.
+A FIFO or a device can block ``open()`` forever, so :func:`open_input` opens with ``O_NONBLOCK`` and reads only once
+``fstat`` of that same descriptor says a regular file.
 """
 from __future__ import annotations
 

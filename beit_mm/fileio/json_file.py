@@ -1,9 +1,5 @@
-"""JSON files from strangers (a Hugging Face ``config.json``, a marker, a study's records, an ONNX model's metadata):
-size and nesting bounded before parsing, a named error instead of a traceback.
-
-Python's ``json`` recurses once per nesting level (a file of 100k ``[`` raises ``RecursionError`` deep in the parser)
-and reads a file of any size; :func:`parse_json` checks both first (the depth: :mod:`.json_depth`).
-"""
+"""JSON files from strangers: size and nesting bounded before parsing (Python's ``json`` recurses once per level and
+reads any size), a named error instead of a traceback."""
 from __future__ import annotations
 
 import json

@@ -4,9 +4,8 @@ An output folder carries :data:`MANIFEST`, written atomically::
 
     {"written_by": "<tool>", "files": {"pred/a.png": "<sha256>", ...}, "pending": ["vis/b.jpg", ...]}
 
-``pending`` are files a run announced before writing them. :func:`owned_files` allows removal only when every entry
-of the folder is a plain file listed there with its recorded content (a pending one: any plain file); removal follows
-the folder's own entries, never the paths the manifest names.
+``pending`` are files announced before they are written. Removal follows the folder's own entries, never the paths
+the manifest names (:func:`owned_files`).
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""A folder of output files that one tool writes: checked before any work, each file atomic, every file listed in the
+"""A folder of output files that one tool writes: checked before any work, each file atomic and listed in the
 folder's manifest, ``--overwrite`` removing only what the manifest vouches for.
 
-It is filled file by file (:meth:`OutputFolder.begin`, :meth:`OutputFolder.file`, :meth:`OutputFolder.finish`), or
-staged for libraries that write without a temporary name: they write into :attr:`OutputFolder.stage` and
-:meth:`OutputFolder.commit` renames each file in. Names are listed in the manifest before they are written, so a kill
-at any step leaves only whole, listed files that the next ``--overwrite`` can remove.
+Filled file by file (``begin``, ``file``, ``finish``), or staged (``stage``, then ``commit``) for libraries that write
+without a temporary name. Names are listed before they are written, so a kill leaves only whole, listed files.
 """
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ class OutputFolder:
 
     Args:
         path: the folder.
-        written_by: the tool, recorded in the manifest and named in messages (e.g. ``'tools/infer.py'``).
+        written_by: the writer's name, recorded in the manifest and named in messages.
         overwrite: the user passed ``flag``: the files a previous run listed may be replaced.
         inputs: what the tool reads (:func:`beit_mm.fileio.outputs.check_output`).
         flag: the option that allows replacing.

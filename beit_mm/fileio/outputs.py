@@ -1,10 +1,6 @@
-"""Writing outputs without losing anything: destinations checked before any work, files and folders replaced
-atomically. Every writer of beit_mm goes through here.
-
-:func:`check_output` refuses a destination that is a link, is or holds or lies inside an input, lies inside a dataset
-root, already exists without ``--overwrite``, or cannot be written. :func:`atomic_file` and :func:`atomic_dir` write
-under a temporary name beside the destination and rename it in once flushed, so a kill or a full disk leaves the old
-output, the complete new one or nothing, never a partial file.
+"""Writing outputs: destinations checked before any work (:func:`check_output`), files and folders written under a
+temporary name and renamed in once flushed (:func:`atomic_file`, :func:`atomic_dir`), so a kill or a full disk leaves
+the old output, the whole new one or nothing.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Checkpoints named by a URL or an MMEngine prefix: fetched to a local file, then opened like one.
 
-MMEngine's own remote loaders unpickle fully (``load_state_dict_from_url``'s ``weights_only`` defaults to False).
-:func:`register_mmengine_loaders` replaces the loader of every prefix MMEngine knows, so ``load_from``, resuming and
-any ``init_cfg=dict(type='Pretrained', checkpoint=...)`` take this door: URLs are downloaded to the torch hub cache,
-MMEngine's named prefixes resolved to their URL, ``s3://`` and ``petrel://`` fetched through MMEngine's file backend,
-each then opened with :func:`.checkpoint.open_checkpoint`; any other prefix is refused.
+MMEngine's own remote loaders unpickle fully, so :func:`register_mmengine_loaders` replaces the loader of every
+prefix MMEngine knows: URLs go to the torch hub cache, named prefixes resolve to their URL, ``s3://``/``petrel://`` go
+through MMEngine's file backend, each then opened with :func:`.checkpoint.open_checkpoint`; other prefixes are refused.
 """
 from __future__ import annotations
 
@@ -134,10 +132,9 @@ def is_remote(filename: str) -> bool:
 
 
 def register_mmengine_loaders() -> None:
-    """Make every prefix of MMEngine's ``CheckpointLoader`` open through this module (idempotent; on ``import
-    beit_mm``): :data:`LOADERS` for the known ones, :func:`load_from_unsupported` for any other registered by then.
-    Until ``mmengine.runner.checkpoint`` is imported, this waits for it: it is done when that module has run, so
-    importing beit_mm does not import MMEngine's runner (~1 s)."""
+    """Make every prefix of MMEngine's ``CheckpointLoader`` open through this module (idempotent): :data:`LOADERS`
+    for the known ones, :func:`load_from_unsupported` for any other. Deferred until ``mmengine.runner.checkpoint``
+    has run, so importing beit_mm does not import MMEngine's runner."""
     if CHECKPOINT_MODULE not in sys.modules:
         if not any(isinstance(finder, _AfterCheckpointModule) for finder in sys.meta_path):
             sys.meta_path.insert(0, _AfterCheckpointModule())

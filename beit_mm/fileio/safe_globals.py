@@ -1,10 +1,8 @@
 """What safe unpickling lets through: MMEngine's training state, and nothing else beyond tensors.
 
-torch >= 2.6 loads with ``weights_only=True`` by default, and MMEngine's own checkpoints then fail on their
-``HistoryBuffer`` objects. Instead of turning safe loading off, this module allow-lists exactly the non-tensor objects
-``Runner.save_checkpoint`` writes: ``HistoryBuffer``, the numpy array and scalar constructors and dtypes in its state,
-and its statistics methods, which pickle as ``getattr(HistoryBuffer, 'mean')``. ``builtins.getattr`` itself stays
-refused: the name is bound to :func:`history_buffer_statistic`, which resolves only those methods.
+Exactly the non-tensor objects ``Runner.save_checkpoint`` writes are allow-listed: ``HistoryBuffer``, the numpy
+constructors and dtypes in its state, and its statistics methods, which pickle as ``getattr(HistoryBuffer, 'mean')``;
+``builtins.getattr`` is bound to :func:`history_buffer_statistic`, which resolves only those.
 """
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ _NUMPY_DTYPES = (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.u
                  np.float16, np.float32, np.float64)
 # HistoryBuffer's default statistics; custom ones are in HistoryBuffer._statistics_methods.
 _DEFAULT_STATISTICS = ('min', 'max', 'current', 'mean')
-# numpy's pickling constructors of arrays and scalars
 _NDARRAY_RECONSTRUCT = np.ndarray(0).__reduce__()[0]
 _NUMPY_SCALAR = np.float64(0).__reduce__()[0]
 

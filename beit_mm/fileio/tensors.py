@@ -1,11 +1,9 @@
-"""What every object that leaves the file room satisfies, checked once on the loaded object, whatever the format.
+"""What every object that leaves the file room satisfies, checked once on the loaded object, whatever the format:
+dense tensors inside their storages, not overlapping, declaring no more than the file holds (:func:`check_loaded`),
+and metadata as plain Python values (:func:`plain_metadata`).
 
-A file declares each tensor's storage, offset, shape and strides, and loaders rebuild exactly that: an ``exp_avg``
-with strides 0 over a 4-byte storage is a valid tensor to torch, and the fused AdamW kernel then writes past the
-storage. :func:`check_loaded` refuses, naming the first offending entry, a tensor that is not dense or not inside its
-storage, two tensors that overlap (identical views aside, as tied weights), more bytes declared than the file holds,
-or more structure than its storages explain (a pickle can reference one list a million times in a few bytes).
-Metadata leaves as plain Python values (:func:`plain_metadata`).
+A file declares each tensor's storage, offset, shape and strides, and loaders rebuild exactly that: a tensor with
+strides 0 over a 4-byte storage is valid to torch, and a fused optimizer kernel then writes past the storage.
 """
 from __future__ import annotations
 

@@ -15,8 +15,7 @@ class TextFileError(ValueError):
 
 
 def read_bounded(path: str, max_bytes: int, error: type[Exception], kind: str) -> bytes:
-    """The bytes of the regular file ``path`` (:func:`.inputs.open_input`; one read of at most ``max_bytes`` + 1),
-    its size checked first: the one bounded read of the small-file readers (text, JSON).
+    """The bytes of the regular file ``path``, its size checked first, read once (at most ``max_bytes`` + 1).
 
     Raises:
         FileNotFoundError: no such file; NotARegularFileError (a FileNotFoundError): a folder, FIFO or device, unread.

@@ -1,10 +1,5 @@
-"""The work dir of a training run: refused while it holds another run's checkpoints, and written only over files
-its manifest lists.
-
-A new run saves under the names of any earlier run in its work dir and deletes checkpoints beyond ``max_keep_ckpts``,
-so it would overwrite that run one file at a time; so would a run resumed there from a checkpoint outside it.
-:func:`check_new_run_work_dir` stops both unless the user asks to overwrite. Every file a run writes there (the
-config dump, the checkpoints) is listed in the work dir's manifest with its sha256, so that only those are replaced.
+"""The work dir of a training run: refused while it holds another run's checkpoints (a new run would overwrite them
+one save at a time), and written only over files its manifest lists with their sha256.
 """
 from __future__ import annotations
 

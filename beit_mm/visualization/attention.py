@@ -1,9 +1,5 @@
-"""Attention probabilities of BEiT and CvT blocks, recorded with forward hooks (the models' forward is unchanged).
-
-A hook on each attention module recomputes the eager path's ``softmax(q k^T * scale + bias)`` from the module's
-inputs and weights: BEiT's with its q/v biases and relative position bias, probabilities ``(B, heads, 1 + h*w,
-1 + h*w)``, cls token first; CvT's from its conv projections, ``(B, heads, [1 +] H*W, [1 +] H'*W')`` with
-``H' = (H - 1) // 2 + 1``.
+"""Attention probabilities of BEiT and CvT blocks, recorded with forward hooks that recompute the eager path's
+``softmax(q k^T * scale + bias)`` from each attention module's inputs and weights (the forward is unchanged).
 """
 from __future__ import annotations
 
@@ -88,8 +84,7 @@ ATTENTION_TYPES = (BEiTAttention, ConvProjectionAttention)
 
 class AttentionRecorder:
     """Context manager: while active, every forward of the model's attention modules appends an :class:`AttentionMap`
-    to ``self.maps``, in forward order. Record in eval mode: CvT's conv projections are re-run, and BatchNorm in
-    training mode would update its statistics twice.
+    to ``self.maps``, in forward order. Record in eval mode (CvT's BatchNorm would update twice).
 
     Example::
 

@@ -9,9 +9,8 @@ from ..registry import VISUALIZERS
 
 @VISUALIZERS.register_module()
 class PanopticDetLocalVisualizer(DetLocalVisualizer):
-    """mmdet 3.3's ``DetLocalVisualizer`` (same arguments and pictures) that also draws a panoptic result without a
-    segment (every pixel void: an early checkpoint), on which mmdet's ``_draw_panoptic_seg`` fails ("need at least
-    one array to stack"): the image is drawn as it is."""
+    """mmdet's ``DetLocalVisualizer`` that also draws a panoptic result without a segment (every pixel void), on which
+    mmdet's ``_draw_panoptic_seg`` fails: the image is drawn as it is."""
 
     def _draw_panoptic_seg(self, image: np.ndarray, panoptic_seg, classes, palette) -> np.ndarray:
         void = (panoptic_seg.metainfo.get('ignore_index', len(panoptic_seg.metainfo['label_names']))

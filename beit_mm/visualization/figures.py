@@ -1,8 +1,5 @@
-"""Matplotlib figures (RGB uint8 arrays) of attention maps, rollout, token maps and MIM reconstructions.
-
-Every function returns an (H, W, 3) uint8 image, so the same picture goes to a PNG file (:func:`save_png`), to
-``runner.visualizer.add_image`` in a hook, or to TensorBoard.
-"""
+"""Matplotlib figures of attention maps, rollout, token maps and MIM reconstructions, each an (H, W, 3) uint8
+image for a PNG file (:func:`save_png`), a visualizer or TensorBoard."""
 from __future__ import annotations
 
 import colorsys
@@ -217,9 +214,8 @@ def mim_figure(image: np.ndarray, tokenizer_image: np.ndarray, pics: MIMPictures
 
 
 def save_png(array: np.ndarray, path: str) -> str:
-    """Write an (H, W, 3) uint8 image as PNG (optimized) atomically (:func:`beit_mm.fileio.outputs.atomic_file`: the
-    old file or the whole new one, and a link at ``path`` is replaced, never written through); returns the path. The
-    caller checks the destination first (:func:`beit_mm.fileio.outputs.check_output`)."""
+    """Write an (H, W, 3) uint8 image as an optimized PNG atomically; returns the path. The caller checks the
+    destination first (:func:`beit_mm.fileio.outputs.check_output`)."""
     from PIL import Image
 
     from ..fileio.outputs import atomic_file

@@ -1,12 +1,9 @@
 """Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers", section 3).
 
-Each block's attention, averaged over heads, is mixed with the identity for the residual connection and
-re-normalised, ``A' = (A + I) / 2`` (rows still sum to 1), and the blocks are chained by matrix products:
-``rollout = A'_L @ ... @ A'_1``. Row ``i`` of the result says how much of token ``i``'s output at the last block is
-drawn from each input token; the cls row of a BEiT is its usual picture.
-
-CvT's keys come from a stride-2 projection, so :func:`square_cvt_attention` spreads each key's weight evenly over the
-query positions it covers (an approximation: the k3 conv also mixes neighbours) and rollout runs within one stage.
+Each block's head-averaged attention is mixed with the identity for the residual, ``A' = (A + I) / 2``, and the
+blocks are chained: ``rollout = A'_L @ ... @ A'_1``; row ``i`` says how much of token ``i``'s last output is drawn
+from each input token. CvT's stride-2 keys are spread evenly over the queries they cover
+(:func:`square_cvt_attention`, an approximation) and rollout runs within one stage.
 """
 from __future__ import annotations
 
