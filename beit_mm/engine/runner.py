@@ -26,9 +26,6 @@ def build_runner(cfg: Config, config_dump_in_log_dir: bool = False) -> Runner:
             numbered.
         config_dump_in_log_dir: dump the config into the run's log dir instead of the work dir.
 
-    Returns:
-        The runner.
-
     Raises:
         KeyError: the config's ``runner_type`` is not a registered runner.
         HandoverError: a key a pipeline hands to the data preprocessor is not packed.

@@ -194,17 +194,8 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
 
 def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], source: str,
                          state_dict: dict | None = None) -> dict:
-    """Check that the checkpoint ``path`` fits ``model`` for inference; log the weights either side lacks.
-
-    Args:
-        model: the built model.
-        path: the checkpoint file.
-        need: weight-name prefixes inference reads; every model weight under them must be in the file.
-        source: the file and config, for messages.
-        state_dict: the file's state dict when read already.
-
-    Returns:
-        The file's state dict.
+    """Check that the checkpoint ``path`` (``state_dict`` when read already) fits ``model`` for inference, every
+    weight under the ``need`` prefixes present; log the weights either side lacks and return the state dict.
 
     Raises:
         CheckpointMismatchError: :func:`check_weights_match` (not strict), or a needed weight missing.

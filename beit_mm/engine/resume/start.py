@@ -84,20 +84,8 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
 
 def prepare_start(cfg: Config, resume: str | None, how: str = '--resume',
                   schedule_in_samples: bool = False) -> OpenedCheckpoint | None:
-    """Open the start checkpoint and add the resume guard and the RNG-state hook to ``cfg``.
-
-    Args:
-        cfg: the run's config, edited in place.
-        resume: as :func:`set_resume`; None for a new run.
-        how: the request, for messages.
-        schedule_in_samples: resume another global batch with the schedule counted in images seen.
-
-    Returns:
-        The opened checkpoint or None.
-
-    Raises:
-        StartCheckpointError: the file cannot start the run.
-    """
+    """:func:`set_resume` (``resume`` None: a new run), then add the resume guard (``schedule_in_samples``: convert
+    another global batch) and the RNG-state hook to ``cfg``; returns the opened checkpoint or None."""
     opened = set_resume(cfg, resume, how) if resume is not None else None
     use_checkpoint_guard_hook(cfg, schedule_in_samples=schedule_in_samples)
     use_rng_state_hook(cfg, opened.checkpoint if opened is not None else None)
@@ -106,6 +94,7 @@ def prepare_start(cfg: Config, resume: str | None, how: str = '--resume',
 
 def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None = None) -> None:
     """Check that the ``--resume``/``load_from`` checkpoint fits the model, then give it to ``runner``'s load.
+
     Args:
         runner: the built runner (an FSDP model is checked against :func:`model_for_checks`).
         cfg: the run's config; remote files are not checked.
