@@ -55,10 +55,7 @@ def describe_cpu() -> str:
 
 
 def amp_dtype_for_device(device_type: str) -> Optional[torch.dtype]:
-    """The autocast dtype that makes training faster on this device, or None where only fp32 does.
-
-    CUDA: bfloat16 when supported, else float16. CPU: bfloat16 with AVX512-BF16/AMX, else None.
-    """
+    """The autocast dtype that trains faster on this device (bf16 where native, else fp16 on CUDA), or None."""
     if device_type == 'cuda':
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device_type == 'cpu':
@@ -75,10 +72,8 @@ AUTO_DTYPE = 'auto'
 
 
 def resolve_amp_dtype(dtype: Optional[Union[str, torch.dtype]], device_type: str) -> Optional[torch.dtype]:
-    """The autocast dtype ``beit_mm.AmpOptimWrapper(dtype=...)`` trains in on ``device_type``; None = no autocast.
-
-    ``'auto'``: :func:`amp_dtype_for_device`; a name or ``torch.dtype``: that dtype; None: the device's default.
-    """
+    """The autocast dtype ``dtype`` (``'auto'``: :func:`amp_dtype_for_device`; None: the device's default) means on
+    ``device_type``; None = no autocast."""
     if isinstance(dtype, str):
         if dtype == AUTO_DTYPE:
             return amp_dtype_for_device(device_type)

@@ -1,8 +1,7 @@
 """``torch.compile`` of a model's compute, whole (``fullgraph=True``) or block by block: the config's ``compile``.
 
-A model's ``compile_units()`` names its pure tensor compute (EoMT's network, not its matching loss); any other model is
-compiled whole, or with ``scope='blocks'`` each of its ``fsdp_wrap_units``. Read here rather than by MMEngine, which
-compiles ``train_step`` into many graphs; on by default on CUDA only.
+A model's ``compile_units()`` names its pure tensor compute; any other model is compiled whole, or with
+``scope='blocks'`` each of its ``fsdp_wrap_units``. MMEngine's own would compile ``train_step`` into many graphs.
 """
 from __future__ import annotations
 

@@ -38,15 +38,8 @@ def _sync_bn_to_bn(node: Any) -> int:
 
 
 def adapt_cfg_to_launcher(cfg: Config, launcher: str) -> Config:
-    """Set ``cfg.launcher``; for a launched run without CUDA switch to gloo, BN and ``device_ids=None``.
-
-    Args:
-        cfg (Config): the full run config; changed in place.
-        launcher (str): ``'none'``, ``'pytorch'``, ``'slurm'`` or ``'mpi'``.
-
-    Returns:
-        Config: ``cfg``.
-    """
+    """Set ``cfg.launcher`` (``'none'``, ``'pytorch'``, ``'slurm'``, ``'mpi'``); for a launched run without CUDA
+    switch ``cfg`` in place to gloo, BN and ``device_ids=None``. Returns ``cfg``."""
     cfg.launcher = launcher
     if launcher == 'none' or torch.cuda.is_available():
         return cfg

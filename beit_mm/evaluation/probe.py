@@ -1,9 +1,7 @@
 """Frozen-feature probes: how well a backbone's patch features segment (and its images classify), without fine-tuning.
 
-Images (N, 3, S, S) RGB 0..255 go through ``dense_features(x, layers)`` of the model or its backbone, each level
-brought to the last grid and concatenated; each patch takes its majority pixel label. A linear probe (L-BFGS logistic
-regression) and a weighted k-NN (DINO) are scored with mmseg's ``IoUMetric``, beside the majority class. Nothing here
-draws random numbers.
+Patch features from ``dense_features(x, layers)`` of the model or its backbone and majority patch labels feed a linear
+probe and a weighted k-NN (DINO), scored with mmseg's ``IoUMetric``. Nothing here draws random numbers.
 """
 from __future__ import annotations
 

@@ -144,8 +144,6 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
     """Check that ``state_dict`` fits ``model`` before loading it.
 
     Args:
-        model: the model to load into.
-        state_dict: the file's weights.
         source: the file, for messages.
         strict: also refuse missing and unexpected keys.
         may_lack: model weight prefixes the file may lack under ``strict``.

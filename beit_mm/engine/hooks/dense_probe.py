@@ -35,11 +35,11 @@ class DenseProbeHook(Hook):
         interval: iterations between checks.
         num_train, num_val: images the probe is fit and scored on (the first by file name; None = all).
         layers: blocks/levels probed (None: those a segmentor of the backbone reads).
-        img_suffix, seg_map_suffix: the file suffixes.
         patience: checks after iteration 0 before the "not better than init" warning.
         min_gain: probe mIoU points over iteration 0 that count as better.
         max_falls: consecutive falls of the probe mIoU that trigger the "falling" warning.
-        knn_k, knn_temperature, probe_steps, probe_weight_decay, batch_size: see ``DenseProbe``.
+        img_suffix, seg_map_suffix, knn_k, knn_temperature, probe_steps, probe_weight_decay, batch_size: as
+            ``DenseProbe``.
     """
 
     priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL)
@@ -61,8 +61,8 @@ class DenseProbeHook(Hook):
         self.probe_kwargs = dict(knn_k=knn_k, knn_temperature=knn_temperature, steps=probe_steps,
                                  weight_decay=probe_weight_decay, batch_size=batch_size)
         self.probe = None
-        self.init_metrics: dict | None = None  # the iteration-0 numbers
-        self.history: list[dict] = []  # one entry per check after iteration 0
+        self.init_metrics: dict | None = None
+        self.history: list[dict] = []
         self.warned: list[str] = []
         self.seconds = 0.0
         self._start = 0.0

@@ -106,7 +106,6 @@ class RNGStateHook(Hook):
         self._loaded: dict | None = None
         self._before_val: dict | None = None
 
-    # --- saving -----------------------------------------------------------------------------------------------------
     def _gather(self, runner) -> None:
         self._gathered = ((runner.epoch, runner.iter), all_gather_object(capture_rng_state()))
 
@@ -128,7 +127,6 @@ class RNGStateHook(Hook):
             states = [capture_rng_state()] + [None] * (world_size - 1)
         checkpoint[RNG_STATES_KEY] = states
 
-    # --- resuming ---------------------------------------------------------------------------------------------------
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         meta = checkpoint.get('meta') or {}
         self._loaded = dict(iter=meta.get('iter'), states=checkpoint.get(RNG_STATES_KEY))
@@ -156,7 +154,6 @@ class RNGStateHook(Hook):
             restore_rng_state(states[rank])
         runner.logger.info(f'random generator states of iteration {runner.iter} restored (rank {rank})')
 
-    # --- validation during training leaves the generators as it found them ---------------------------------------
     def before_val(self, runner) -> None:
         self._before_val = capture_rng_state()
 

@@ -102,7 +102,7 @@ class EoMTLayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         norm_params = {id(p) for p in norm.parameters()} if norm is not None else set()
         decay = self.layer_decay_rate
         scales = {}
-        # official lightning_module.py:108-109,115: reverse registration order, block index starting at L
+        # reverse registration order, block index starting at L
         named = list(model.named_parameters())
         block_i = depth
         for name, param in reversed(named):

@@ -48,9 +48,7 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         norm_decay_mult (float): rule ``'names'``: multiplier for norm-layer parameters. Defaults to 0.
         bias_decay_mult (float): rule ``'names'``: multiplier for other ``bias`` parameters. Defaults to 0.
 
-    Layer ids come from ``model.get_layer_depth(name)``, else ``model.backbone.get_layer_depth(name, prefix)`` with
-    ``num_layers - 1`` for non-backbone parameters. Groups are sorted by layer id, decaying before exempt; frozen
-    parameters are left out.
+    Groups are sorted by layer id, decaying before exempt; frozen parameters are left out.
 
     Args:
         optim_wrapper_cfg: the ``optim_wrapper`` config; its ``optimizer`` must set ``lr`` and ``weight_decay``.

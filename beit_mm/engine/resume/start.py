@@ -26,11 +26,7 @@ class StartCheckpointError(ValueError):
 
 
 def check_resumable(path: str, with_ema: bool) -> dict:
-    """The training checkpoint ``path`` opened, or a named error when ``--resume`` cannot continue from it.
-
-    Args:
-        path: the checkpoint ``--resume`` names.
-        with_ema: whether this run keeps an EMA.
+    """The training checkpoint ``path`` opened, for a run with an EMA or not (``with_ema``).
 
     Raises:
         CheckpointFileError: no training state in the file, or an EMA checkpoint resumed without ``--ema``.

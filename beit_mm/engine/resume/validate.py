@@ -33,7 +33,8 @@ def _model(runner) -> torch.nn.Module:
 
 
 def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: bool = False) -> ResumeReport:
-    """Validate and clean, in place, a checkpoint ``runner`` resumes from, before anything uses it.
+    """Validate and clean, in place, a checkpoint ``runner`` resumes from, before anything uses it; report what was
+    dropped and converted.
 
     Args:
         runner: the runner in ``after_load_checkpoint``; under a ``FlexibleRunner`` weights, optimizer and schedulers
@@ -41,9 +42,6 @@ def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: 
         checkpoint: the opened checkpoint.
         source: its path, for messages.
         schedule_in_samples: convert another global batch instead of refusing it.
-
-    Returns:
-        ResumeReport: what was dropped and converted.
 
     Raises:
         TrainingStateError: the first field that does not fit.

@@ -35,10 +35,8 @@ def two_stage_warmup_poly_factor(step: int, is_backbone: bool, warmup_steps: tup
 
 @PARAM_SCHEDULERS.register_module()
 class TwoStageWarmupPolyLR(LRSchedulerMixin, _ParamScheduler):
-    """EoMT's two-stage warmup + poly learning-rate schedule, counted in optimizer updates.
-
-    Iteration ``i`` from ``begin`` trains at ``t = i // A`` updates (``A`` the wrapper's ``accumulative_counts``), so an
-    accumulated run follows the full-batch run's curve update by update.
+    """EoMT's two-stage warmup + poly learning-rate schedule; iteration ``i`` from ``begin`` trains at ``t = i // A``
+    updates (``A`` the wrapper's ``accumulative_counts``).
 
     Args:
         optimizer: the optim wrapper (or optimizer) whose param groups all carry :data:`BACKBONE_GROUP_KEY`.
