@@ -51,7 +51,7 @@ def enable_amp(cfg: Config) -> None:
 
 
 def use_fused_adamw(cfg: Config) -> None:
-    """Set ``optimizer.fused=True`` for AdamW where the device has a fused kernel, unless ``fused``/``foreach`` is set."""
+    """Set ``optimizer.fused=True`` for AdamW where the device has a fused kernel, unless ``fused``/``foreach`` set."""
     optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
     if not optimizer or not config_type_is(optimizer.get('type'), AdamW, OPTIMIZERS):
         return

@@ -28,7 +28,7 @@ def checkpoint_name_pattern(filename_tmpl: str) -> str:
 
 
 def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[str]:
-    """The unfinished ``.part`` writes of :class:`AtomicCheckpointHook` (periodic, best, ``last_checkpoint``) on disk."""
+    """The unfinished ``.part`` writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk."""
     own = re.compile(rf'(?:best_.+_)?{checkpoint_name_pattern(filename_tmpl)}{re.escape(PARTIAL_SUFFIX)}')
     names = sorted(os.listdir(out_dir)) if osp.isdir(out_dir) else []
     found = [osp.join(out_dir, name) for name in names if own.fullmatch(name)]
