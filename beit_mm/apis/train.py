@@ -1,10 +1,4 @@
-"""Training from a config: everything prepared before and around MMEngine's ``Runner.train``.
-
-:func:`train` takes one keyword per command-line flag: the work-dir checks, ``--amp``, fused AdamW, ``--ema``,
-``--compile``, ``--tensorboard``, ``--resume`` (:mod:`beit_mm.engine.resume`), the pretrained-file and dataset checks,
-the atomic-checkpoint and BatchNorm-sync hooks, cuDNN determinism, the launcher and the config dump record. A refused
-run raises :class:`TrainingRefused` naming the problem and the fix.
-"""
+"""Training from a config: everything prepared before and around MMEngine's ``Runner.train``."""
 from __future__ import annotations
 
 import os.path as osp
@@ -27,8 +21,9 @@ from .pretrained import MissingPretrainedError, check_pretrained_files
 
 
 class TrainingRefused(Exception):
-    """A run refused before or during training; the message names the problem and the fix. ``exit_status``: the
-    command's exit status (2: a usage error; 1: the message alone, for a start checkpoint that cannot be used)."""
+    """A run refused before or during training; the message names the problem and the fix.
+
+    ``exit_status``: 2 for a usage error, 1 for a start checkpoint that cannot be used."""
 
     def __init__(self, message: str, exit_status: int = 2) -> None:
         super().__init__(message)
@@ -44,8 +39,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     Args:
         config: the config file.
         work_dir: where logs and checkpoints go (default: the config's ``work_dir``, else ``work_dirs/<stem>``).
-        resume: None (a new run, unless the config says ``resume=True``), ``'auto'`` (the last complete checkpoint of
-            the work dir, a new run when there is none) or a checkpoint path.
+        resume: None (a new run unless the config resumes), ``'auto'`` or a checkpoint path.
         resume_schedule_in_samples: resume a checkpoint of another global batch with the schedule in images seen.
         overwrite: start a new run in a work dir holding another run's checkpoints (or resume into it from outside).
         amp, ema, tensorboard: mixed precision, an EMA of the weights, TensorBoard scalars.
@@ -54,8 +48,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
         launcher: ``'none'``, ``'pytorch'``, ``'slurm'`` or ``'mpi'``.
 
     Raises:
-        TrainingRefused: a work dir, checkpoint, pretrained file, dataset or resumed training state that cannot be
-            used; the message names it and the fix.
+        TrainingRefused: a work dir, checkpoint, pretrained file, dataset or training state that cannot be used.
     """
     cfg = Config.fromfile(config)
     if cfg_options is not None:
@@ -65,13 +58,12 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     elif cfg.get('work_dir', None) is None:
         cfg.work_dir = osp.join('./work_dirs', osp.splitext(osp.basename(config))[0])
     how = '--resume'
-    if resume is None and cfg.get('resume'):  # resume=True in the config: the checks of --resume [load_from]
+    if resume is None and cfg.get('resume'):
         resume, how = cfg.get('load_from') or 'auto', f'resume=True (load_from={cfg.get("load_from")})'
-    try:  # another run's checkpoints: refused before anything is built (beit_mm.fileio.work_dir)
+    try:
         check_new_run_work_dir(cfg.work_dir, resume, overwrite)
-        # not in a dataset root or an input, not a link, a file or unwritable
         check_work_dir(cfg.work_dir, inputs=[config, *config_data_roots(cfg)])
-        check_config_dump(cfg.work_dir, config)  # MMEngine's config dump over a file no beit_mm run wrote
+        check_config_dump(cfg.work_dir, config)
     except (WorkDirInUseError, OutputError) as error:
         raise TrainingRefused(str(error)) from None
     if amp:
@@ -79,39 +71,39 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     use_fused_adamw(cfg)
     if ema:
         enable_ema(cfg)
-    use_compile_hook(cfg, compile)  # the config's compile setting, or --compile's
+    use_compile_hook(cfg, compile)
     if tensorboard:
         enable_tensorboard(cfg)
-    use_atomic_checkpoint_hook(cfg)  # checkpoints survive a kill at any moment (beit_mm.AtomicCheckpointHook)
-    try:  # the start checkpoint opened once and checked; the resume guard and RNG-state hooks added
+    use_atomic_checkpoint_hook(cfg)
+    try:
         opened = prepare_start(cfg, resume, how, resume_schedule_in_samples)
     except StartCheckpointError as error:
         raise TrainingRefused(str(error), exit_status=1) from None
-    except TrainingStateError as error:  # a seed numpy refuses
+    except TrainingStateError as error:
         raise TrainingRefused(str(error)) from None
     try:
-        check_pretrained_files(cfg, config)  # converted official weights: named with source and converter command
-        check_split_folders(cfg)  # a missing or empty image folder: a named error before the datasets are built
+        check_pretrained_files(cfg, config)
+        check_split_folders(cfg)
     except (MissingPretrainedError, DatasetCheckError) as error:
         raise TrainingRefused(str(error)) from None
     adapt_cfg_to_launcher(cfg, launcher)
-    use_batch_norm_sync_hook(cfg)  # several processes: one set of BatchNorm statistics
+    use_batch_norm_sync_hook(cfg)
     use_cudnn_deterministic(cfg)
     init_cpu_process_group(launcher, cfg.get('env_cfg', {}).get('dist_cfg', {}))
 
     runner = build_runner(cfg)
-    if is_rank_zero():  # the config dump (rank 0 writes it) is this run's: a later run may replace it
+    if is_rank_zero():
         record_config_dump(cfg.work_dir, config)
     try:
-        check_start_checkpoint(runner, cfg, opened)  # then given to this runner's load (read once)
+        check_start_checkpoint(runner, cfg, opened)
     except StartCheckpointError as error:
         raise TrainingRefused(str(error), exit_status=1) from None
     del opened  # the runner's load holds it until it takes it
     try:
         runner.train()
-    except TrainingStateError as error:  # CheckpointGuardHook, before Runner.resume uses the checkpoint
+    except TrainingStateError as error:
         raise TrainingRefused(str(error)) from None
     finally:
         release_dataloader_workers(runner)
-    del runner  # it holds the DDP wrapper, which holds the process group: free both first (beit_mm.engine.launch)
+    del runner  # it holds the process group: free it before destroying the group
     destroy_process_group()

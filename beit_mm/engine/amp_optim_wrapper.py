@@ -1,21 +1,7 @@
-"""Mixed-precision optimizer wrapper that also runs on CPU (bfloat16 autocast, e.g. on AMX-BF16 machines).
+"""Mixed precision on CUDA and CPU: the optimizer wrapper and the autocast dtype each device trains in.
 
-MMEngine 0.10.7's ``AmpOptimWrapper`` asserts that CUDA (or NPU/MLU/MUSA) is available and always builds the
-deprecated ``torch.cuda.amp.GradScaler``. This subclass keeps its behaviour (``optim_context`` autocasts with
-``cast_dtype``; backward/step/state_dict go through ``loss_scaler``) and changes only the construction:
-
-- the scaler is ``torch.amp.GradScaler(<current device>)``;
-- bfloat16 has float32's exponent range, so loss scaling is off (``GradScaler(enabled=False)`` passes the loss and
-  the step through unchanged);
-- float16 is refused on CPU (MMEngine's CPU autocast supports bfloat16 only);
-- ``dtype='auto'`` (the full-size configs) resolves at construction with :func:`amp_dtype_for_device`: bfloat16 where
-  the device has it (CUDA: ``torch.cuda.is_bf16_supported()``; CPU: AVX512-BF16/AMX), float16 with the loss scaler
-  (``loss_scale``, ``'dynamic'`` by default) on GPUs without bf16 (V100, T4), and no autocast (fp32) on a CPU that
-  would only emulate bf16.
-
-:func:`amp_dtype_for_device` is the one place that decides what mixed precision means on a device (``tools/train.py
---amp`` and ``tools/analysis/benchmark.py --amp`` use it), and :func:`fused_adamw_supported` whether torch has a fused
-AdamW kernel there.
+MMEngine's ``AmpOptimWrapper`` asserts CUDA and builds ``torch.cuda.amp.GradScaler``; this subclass builds
+``torch.amp.GradScaler(<device>)``, disabled for bfloat16, refuses float16 on CPU and resolves ``dtype='auto'``.
 """
 import logging
 import os
@@ -30,18 +16,14 @@ from mmengine.optim import OptimWrapper
 
 from ..registry import OPTIM_WRAPPERS
 
-# /proc/cpuinfo flags of native bf16 arithmetic: AVX512-BF16 (Cooper Lake, Zen 4/5) or AMX-BF16 (Sapphire Rapids).
 NATIVE_BF16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
 
 
-# Set by ``BEIT_MM_EMULATE_AVX2=1 bash tools/run_tests.sh`` (with ATen's, oneDNN's and MKL's AVX2 caps): decide as an
-# AVX2-only CPU would, whatever this CPU has.
 EMULATE_AVX2_ENV = 'BEIT_MM_EMULATE_AVX2'
 
 
 def cpu_native_bf16_flags() -> tuple[str, ...]:
-    """Which of :data:`NATIVE_BF16_CPU_FLAGS` this CPU has (read from /proc/cpuinfo on Linux; () elsewhere, and ()
-    under ``BEIT_MM_EMULATE_AVX2=1``)."""
+    """Which of :data:`NATIVE_BF16_CPU_FLAGS` this CPU has; () elsewhere or under ``BEIT_MM_EMULATE_AVX2=1``."""
     if os.environ.get(EMULATE_AVX2_ENV, '0') not in ('', '0'):
         return ()
     try:
@@ -53,16 +35,12 @@ def cpu_native_bf16_flags() -> tuple[str, ...]:
 
 
 def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16).
-
-    Without it torch emulates bf16 and a bf16 train step is far slower than fp32 (about 70x measured on an AVX2 CPU).
-    """
+    """Whether this CPU computes bf16 natively (emulated bf16 trains about 70x slower than fp32 on AVX2)."""
     return bool(cpu_native_bf16_flags())
 
 
 def describe_cpu() -> str:
-    """This CPU in one line: model, threads, native bf16 or not, ATen's kernel level (e.g. ``'AMD EPYC, 2 threads,
-    no native bf16 (no avx512_bf16 / amx_bf16), ATen AVX2'``), for logs, benchmarks and the test runner."""
+    """This CPU in one line: model, threads, native bf16 or not, ATen's kernel level."""
     model = 'CPU'
     try:
         with open('/proc/cpuinfo') as f:
@@ -77,11 +55,7 @@ def describe_cpu() -> str:
 
 
 def amp_dtype_for_device(device_type: str) -> Optional[torch.dtype]:
-    """The autocast dtype that makes training faster on this device, or None where only fp32 does.
-
-    CUDA: bfloat16 when ``torch.cuda.is_bf16_supported()`` (Ampere and later), else float16 (used with dynamic loss
-    scaling). CPU: bfloat16 with AVX512-BF16/AMX, else None (emulated bf16 is slower than fp32).
-    """
+    """The autocast dtype that trains faster on this device (bf16 where native, else fp16 on CUDA), or None."""
     if device_type == 'cuda':
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if device_type == 'cpu':
@@ -90,11 +64,7 @@ def amp_dtype_for_device(device_type: str) -> Optional[torch.dtype]:
 
 
 def fused_adamw_supported(device_type: str) -> bool:
-    """Whether ``torch.optim.AdamW(fused=True)`` runs on this device type (CUDA, CPU, XPU, MPS in torch 2.13).
-
-    On 2 CPU cores it steps BEiT-B's 85M parameters in 0.17 s against 0.96 s (foreach) and 2.0 s (torch's CPU
-    default, a per-parameter loop)."""
-    # torch's own list (private helper; the public API only raises on an unsupported device at the first step)
+    """Whether ``torch.optim.AdamW(fused=True)`` runs on this device type."""
     return device_type in torch.utils._foreach_utils._get_fused_kernels_supported_devices()
 
 
@@ -102,12 +72,8 @@ AUTO_DTYPE = 'auto'
 
 
 def resolve_amp_dtype(dtype: Optional[Union[str, torch.dtype]], device_type: str) -> Optional[torch.dtype]:
-    """The autocast dtype ``beit_mm.AmpOptimWrapper(dtype=...)`` trains in on ``device_type``; None = no autocast.
-
-    ``'auto'``: :func:`amp_dtype_for_device` (bf16 where the device computes it natively, fp16 on CUDA GPUs without
-    bf16, None on a CPU without AVX512-BF16/AMX). ``'bfloat16'``/``'float16'`` or a ``torch.dtype``: that dtype.
-    ``None``: the device's autocast default (float16 on CUDA, bfloat16 on CPU).
-    """
+    """The autocast dtype ``dtype`` (``'auto'``: :func:`amp_dtype_for_device`; None: the device's default) means on
+    ``device_type``; None = no autocast."""
     if isinstance(dtype, str):
         if dtype == AUTO_DTYPE:
             return amp_dtype_for_device(device_type)
@@ -126,10 +92,8 @@ class AmpOptimWrapper(MMEngineAmpOptimWrapper):
     Args:
         loss_scale (float | str | dict): ``'dynamic'``, a static initial scale, or ``torch.amp.GradScaler`` kwargs;
             used for float16 only.
-        dtype (str | torch.dtype, optional): autocast dtype, ``'auto'``, ``'float16'`` or ``'bfloat16'``
-            (:func:`resolve_amp_dtype`); ``'auto'`` picks bf16 or fp16 + loss scaling for the device, and fp32 (no
-            autocast) on a CPU without native bf16; ``None`` uses the device's autocast default (float16 on CUDA,
-            bfloat16 on CPU). The resolved dtype is ``cast_dtype`` (None: fp32).
+        dtype (str | torch.dtype, optional): ``'auto'``, ``'float16'``, ``'bfloat16'`` or a dtype
+            (:func:`resolve_amp_dtype`); the result is ``cast_dtype`` (None: fp32).
         **kwargs: ``OptimWrapper`` arguments (``optimizer``, ``clip_grad``, ``accumulative_counts``).
     """
 

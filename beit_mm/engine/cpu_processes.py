@@ -1,5 +1,4 @@
-"""How many CPU processes a node without CUDA may run; imports only ``os`` and ``torch``, so that a launcher can run it
-from its file before starting any process."""
+"""How many CPU processes a node without CUDA may run; imports only ``os`` and ``torch``."""
 import os
 
 import torch
@@ -10,13 +9,10 @@ class TooManyCPUProcessesError(RuntimeError):
 
 
 def check_cpu_processes(nproc_per_node: int) -> None:
-    """Refuse ``nproc_per_node`` CPU processes on a node without CUDA that has fewer usable cores (the process's
-    CPU affinity) than that; a no-op with CUDA.
+    """Refuse more CPU processes than usable cores on a node without CUDA; a no-op with CUDA.
 
     Raises:
         TooManyCPUProcessesError: with the counts and the command that fits.
-
-    Processes sharing too few cores run each step several times slower than one process, without a word.
     """
     if torch.cuda.is_available():
         return

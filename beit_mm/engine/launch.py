@@ -1,14 +1,7 @@
 """Make one config run under every launcher: single process, torchrun/slurm on GPUs, and torchrun on CPU.
 
-1. Configs write the distributed recipe: ``norm_cfg=dict(type='SyncBN')`` and ``env_cfg.dist_cfg.backend='nccl'``.
-2. Single process (``launcher='none'``): nothing to do here. MMEngine's ``Runner.wrap_model`` reverts every SyncBN to
-   BN when the run is not distributed (``mmengine.model.revert_sync_batchnorm``), before the optimizer is built.
-3. Distributed with CUDA: the config is used as written.
-4. Distributed without CUDA (torchrun on CPU): PyTorch's SyncBatchNorm only runs on accelerators and NCCL needs GPUs,
-   and MMEngine's ``init_dist`` calls ``torch.cuda.set_device`` and wraps the model with ``device_ids=[LOCAL_RANK]``.
-   :func:`adapt_cfg_to_launcher` switches the backend to ``gloo``, SyncBN/MMSyncBN to BN and the DDP wrapper to
-   ``device_ids=None``; :func:`init_cpu_process_group` creates the process group from torchrun's environment so that
-   the Runner does not call ``init_dist``. Each change is logged.
+Configs write the distributed GPU recipe (SyncBN, NCCL); without CUDA a launched run switches to gloo, BN and a DDP
+wrapper without ``device_ids``, and creates its process group itself (MMEngine's ``init_dist`` needs CUDA).
 """
 import gc
 import os
@@ -25,16 +18,11 @@ from mmengine.registry import MODELS
 from ..registry import config_type_is
 from .cpu_processes import TooManyCPUProcessesError, check_cpu_processes  # noqa: F401
 
-# the classes of mmcv's 'SyncBN' and 'MMSyncBN' norm layers (any name registered for them, or a subclass)
 _SYNC_BN_CLASSES = (torch.nn.SyncBatchNorm, MMSyncBatchNorm)
 
 
 def _sync_bn_to_bn(node: Any) -> int:
-    """Replace ``type='SyncBN'``/``'MMSyncBN'`` (or another name of those classes) by ``'BN'`` in every ``norm_cfg`` dict under ``node``, in place.
-
-    Returns:
-        int: the number of norm configs changed.
-    """
+    """Replace every SyncBN/MMSyncBN ``norm_cfg`` type under ``node`` by ``'BN'``, in place; returns how many."""
     changed = 0
     if isinstance(node, dict):
         norm_cfg = node.get('norm_cfg')
@@ -50,15 +38,8 @@ def _sync_bn_to_bn(node: Any) -> int:
 
 
 def adapt_cfg_to_launcher(cfg: Config, launcher: str) -> Config:
-    """Set ``cfg.launcher`` and apply rule 4 of this module when ``launcher != 'none'`` and CUDA is unavailable.
-
-    Args:
-        cfg (Config): the full run config; changed in place.
-        launcher (str): ``'none'``, ``'pytorch'``, ``'slurm'`` or ``'mpi'``.
-
-    Returns:
-        Config: ``cfg``.
-    """
+    """Set ``cfg.launcher`` (``'none'``, ``'pytorch'``, ``'slurm'``, ``'mpi'``); for a launched run without CUDA
+    switch ``cfg`` in place to gloo, BN and ``device_ids=None``. Returns ``cfg``."""
     cfg.launcher = launcher
     if launcher == 'none' or torch.cuda.is_available():
         return cfg
@@ -81,21 +62,19 @@ def adapt_cfg_to_launcher(cfg: Config, launcher: str) -> Config:
     return cfg
 
 
-#: the store key counting this launch's process groups (each rank adds 1 per group it creates)
 PROCESS_GROUP_COUNT_KEY = 'beit_mm/process_groups'
 
 
 def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
-    """Create the default process group of a CPU run started by torchrun (``RANK``, ``WORLD_SIZE``, ``MASTER_*``);
-    a no-op with CUDA (MMEngine does it), for ``launcher == 'none'`` or when a group exists.
+    """Create the default process group of a CPU run started by torchrun; a no-op with CUDA, ``launcher == 'none'``
+    or an existing group.
 
     Args:
         launcher (str): the launcher; only ``'pytorch'`` is supported without CUDA.
         dist_cfg (dict): ``env_cfg.dist_cfg``: ``backend`` and optional ``timeout`` in seconds.
 
-    Each group of a launch gets its own store keys (``beit_mm/<n>/``, counted under :data:`PROCESS_GROUP_COUNT_KEY`):
-    torch names every default group ``default_pg/0`` again while torchrun's store outlives it, so a second run in the
-    same processes would read the first one's gloo addresses.
+    Each group gets its own store prefix: torch names every default group ``default_pg/0`` while torchrun's store
+    outlives it, so a second run in the same processes would read the first one's addresses.
     """
     if launcher == 'none' or torch.cuda.is_available() or torch_dist.is_initialized():
         return
@@ -119,18 +98,14 @@ def init_cpu_process_group(launcher: str, dist_cfg: dict) -> None:
 
 
 def is_rank_zero() -> bool:
-    """Whether this process speaks for the run: rank 0 of a launched run (torchrun/slurm set ``RANK`` before any
-    process group exists), or a single process."""
+    """Whether this process is rank 0 of a launched run (``RANK``), or a single process."""
     return os.environ.get('RANK', '0') == '0'
 
 
 def destroy_process_group() -> None:
-    """Tear the default process group down for good, after the last reference to the Runner is dropped: a barrier,
-    ``gc.collect()`` (the Runner's reference cycles hold the DDP reducer, which holds the gloo group), then
-    ``destroy_process_group``, which joins the gloo threads here.
+    """Tear the default process group down: a barrier, ``gc.collect()``, then ``destroy_process_group``.
 
-    Left to interpreter finalization, a gloo thread releasing a tensor must take the GIL of a dying interpreter: a
-    finished 2-process CPU run aborted there (exit code -6).
+    Left to interpreter finalization, a gloo thread may take the GIL of a dying interpreter and abort the run.
     """
     if torch_dist.is_available() and torch_dist.is_initialized():
         torch_dist.barrier()

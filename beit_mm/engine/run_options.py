@@ -14,17 +14,12 @@ from .amp_optim_wrapper import amp_dtype_for_device, fused_adamw_supported
 
 
 def train_device_type() -> str:
-    """The device type this process trains on: ``'cuda'`` where CUDA is available, else ``'cpu'``."""
+    """``'cuda'`` where CUDA is available, else ``'cpu'``."""
     return 'cuda' if torch.cuda.is_available() else 'cpu'
 
 
 def amp_settings() -> dict | None:
-    """``optim_wrapper`` fields for ``--amp`` on this device, or None where mixed precision would be slower.
-
-    bf16 on GPUs that support it and on CPUs with AVX512-BF16/AMX, fp16 with dynamic loss scaling on older GPUs;
-    None on CPUs without native bf16, where it is emulated and ~70x slower
-    (:func:`beit_mm.engine.amp_optim_wrapper.amp_dtype_for_device`).
-    """
+    """``optim_wrapper`` fields for ``--amp`` on this device, or None where mixed precision would be slower."""
     dtype = amp_dtype_for_device(train_device_type())
     if dtype is None:
         return None
@@ -56,8 +51,7 @@ def enable_amp(cfg: Config) -> None:
 
 
 def use_fused_adamw(cfg: Config) -> None:
-    """``optimizer.fused=True`` for AdamW where torch has a fused kernel for the device, unless the config sets
-    ``fused`` or ``foreach`` itself."""
+    """Set ``optimizer.fused=True`` for AdamW where the device has a fused kernel, unless ``fused``/``foreach`` set."""
     optimizer = cfg.get('optim_wrapper', {}).get('optimizer')
     if not optimizer or not config_type_is(optimizer.get('type'), AdamW, OPTIMIZERS):
         return
@@ -68,8 +62,7 @@ def use_fused_adamw(cfg: Config) -> None:
 
 
 def enable_tensorboard(cfg: Config) -> None:
-    """Append MMEngine's ``TensorboardVisBackend`` to ``cfg.visualizer.vis_backends`` (a ``Visualizer`` with a
-    ``LocalVisBackend`` when the config has none): what the LoggerHook logs lands in ``vis_data/events.out.*``."""
+    """Append MMEngine's ``TensorboardVisBackend`` to ``cfg.visualizer.vis_backends``."""
     if cfg.get('visualizer') is None:
         cfg.visualizer = dict(type='Visualizer', vis_backends=[dict(type='LocalVisBackend')], name='visualizer')
     backends = list(cfg.visualizer.get('vis_backends') or [])
@@ -81,9 +74,7 @@ def enable_tensorboard(cfg: Config) -> None:
 def use_cudnn_deterministic(cfg: Config) -> None:
     """Consume ``env_cfg.cudnn_deterministic``: when True, ``torch.backends.cudnn.deterministic = True``.
 
-    What unilm's ``--deterministic`` sets, without MMEngine's ``randomness.deterministic``, whose
-    ``torch.use_deterministic_algorithms(True)`` raises on CUDA in UPerNet's backward (``AdaptiveAvgPool2d``, bilinear
-    ``interpolate``); the key is removed because FlexibleRunner's strategies refuse unknown ``env_cfg`` keys.
+    MMEngine's ``randomness.deterministic`` raises in UPerNet's CUDA backward; FlexibleRunner refuses unknown keys.
     """
     env_cfg = cfg.get('env_cfg') or {}
     if env_cfg.pop('cudnn_deterministic', False):

@@ -7,7 +7,7 @@ from mmengine.dist import master_only
 from mmengine.registry import RUNNERS
 from mmengine.runner import Runner
 
-_RUNNERS_BUILT = itertools.count()  # runners this process has built
+_RUNNERS_BUILT = itertools.count()
 
 
 @master_only
@@ -22,23 +22,15 @@ def build_runner(cfg: Config, config_dump_in_log_dir: bool = False) -> Runner:
     this run's own.
 
     Args:
-        cfg: the run's config. Its visualizer's fixed ``name`` is dropped, and from the process's second runner on its
-            ``experiment_name`` (default: the config file's name) gets the runner's number appended.
-        config_dump_in_log_dir: dump the config into the run's log dir (``<work_dir>/<timestamp>/``) instead of
-            the work dir, where a training's dump may lie.
-
-    Returns:
-        The runner.
+        cfg: the run's config; the visualizer's fixed ``name`` is dropped and a second runner's ``experiment_name``
+            numbered.
+        config_dump_in_log_dir: dump the config into the run's log dir instead of the work dir.
 
     Raises:
         KeyError: the config's ``runner_type`` is not a registered runner.
-        HandoverError: a key a pipeline hands to the data preprocessor is not packed
-            (:func:`beit_mm.data.checks.check_handover`).
+        HandoverError: a key a pipeline hands to the data preprocessor is not packed.
 
-    MMEngine names those three instances ``<experiment name>_<start second>`` and returns an existing instance of
-    that name: a second run started in the same process within the same second (a quick training, then its test)
-    logged into the first run's log file and shared its message hub, and with a fixed visualizer name every later run
-    drew into the first one's ``save_dir``.
+    MMEngine reuses instances named ``<experiment name>_<start second>``, so two runs in one second would share them.
     """
     from beit_mm.data.checks.handover import check_handover
     check_handover(cfg)
@@ -58,14 +50,9 @@ def build_runner(cfg: Config, config_dump_in_log_dir: bool = False) -> Runner:
 
 
 def release_dataloader_workers(runner: Runner) -> None:
-    """Stop the worker processes of the runner's train, validation and test data loaders (those it built).
+    """Stop the worker processes of the runner's train, validation and test data loaders.
 
-    Args:
-        runner: a runner whose run has ended (or failed).
-
-    Persistent workers outlive the run. A later garbage collection in the same process finalises the loaders'
-    queues in no fixed order and then waits torch's 5 s join timeout for each worker, which no longer hears the stop:
-    10-20 s stalls in the next run of the process (a training, then its test).
+    Persistent workers outlive the run, and their later collection stalls the next run of the process for seconds.
     """
     for name in ('_train_loop', '_val_loop', '_test_loop'):
         loader = getattr(getattr(runner, name, None), 'dataloader', None)

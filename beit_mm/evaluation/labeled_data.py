@@ -1,10 +1,4 @@
-"""Labeled image sets for the frozen-feature probes, loaded through mmseg's and mmpretrain's datasets.
-
-- :func:`ade20k_dataset_cfg` / :func:`build_seg_dataset` / :func:`load_seg_split`: an ADE20K-layout split as images
-  (N, 3, S, S) float RGB 0..255 and labels (N, S, S) int64 (raw 1..K -> 0..K-1, every other id 255, mmseg's rule).
-- :func:`load_image_folder`: an ImageNet-layout split ``root/<split>/<class>/<image>``.
-- :class:`LabeledDataError`: a root without (paired) files of the expected suffix, named with what was found.
-"""
+"""Labeled image sets for the frozen-feature probes, loaded through mmseg's and mmpretrain's datasets."""
 from __future__ import annotations
 
 import os
@@ -21,8 +15,7 @@ from ..fileio.inputs import open_image
 
 
 class LabeledDataError(FileNotFoundError):
-    """A labeled or image root has no (or unpaired) files of the expected suffix; the message names what was looked
-    for, where, what was found and the fix."""
+    """A labeled or image root has no (or unpaired) files of the expected suffix."""
 
 
 def describe_files(directory: str, limit: int = 4) -> str:
@@ -39,9 +32,8 @@ def describe_files(directory: str, limit: int = 4) -> str:
 
 def ade20k_dataset_cfg(data_root: str, split: str, num_classes: int, img_suffix: str = '.jpg',
                        seg_map_suffix: str = '.png', limit: int | None = None) -> dict:
-    """The mmseg ``ADE20KDataset`` config of one split (``'training'`` | ``'validation'``) of an ADE20K-layout root
-    with raw ids 1..K as the classes (ADE20K's first K class names) and, when given, only its first ``limit`` images
-    in file-name order."""
+    """The mmseg ``ADE20KDataset`` config of one split of an ADE20K-layout root, raw ids 1..K as the classes and at
+    most its first ``limit`` images."""
     from mmseg.datasets import ADE20KDataset
     names = ADE20KDataset.METAINFO['classes']
     if not 1 <= num_classes <= len(names):
@@ -53,15 +45,16 @@ def ade20k_dataset_cfg(data_root: str, split: str, num_classes: int, img_suffix:
 
 
 def build_seg_dataset(dataset_cfg: dict):
-    """Build an mmseg segmentation dataset (any ``BaseSegDataset``, file names free, its ``img_suffix`` and
-    ``seg_map_suffix``) without a pipeline, after checking that its image folder holds images of that suffix and
-    that every image has its annotation; :class:`LabeledDataError` names what was looked for, where and what was
-    found otherwise."""
+    """Build an mmseg segmentation dataset without a pipeline, after checking that its images and annotations pair.
+
+    Raises:
+        LabeledDataError: no images of the suffix, or an image without its annotation.
+    """
     import mmseg.datasets  # noqa: F401  (registers the dataset classes)
     from mmseg.registry import DATASETS
     cfg = dict(dataset_cfg, pipeline=[], serialize_data=False, lazy_init=True)
     cfg.pop('test_mode', None)
-    with DATASETS.switch_scope_and_registry('mmseg') as registry:  # whatever the run's default scope is
+    with DATASETS.switch_scope_and_registry('mmseg') as registry:
         dataset = registry.build(cfg)
     img_dir, seg_dir = dataset.data_prefix.get('img_path', ''), dataset.data_prefix.get('seg_map_path', '')
     img_suffix, seg_suffix = dataset.img_suffix, dataset.seg_map_suffix
@@ -94,7 +87,7 @@ def load_seg_split(dataset, img_size: int) -> LabeledSplit:
     (images bicubic, labels nearest); labels through mmseg's ``LoadAnnotations`` (``reduce_zero_label`` and the
     dataset's ``label_map``, so ids outside the classes become 255)."""
     from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
+    load = LoadAnnotations()
     images, labels = [], []
     for i in range(len(dataset)):
         info = dataset.get_data_info(i)
@@ -109,10 +102,9 @@ def load_seg_split(dataset, img_size: int) -> LabeledSplit:
 
 
 def label_counts(dataset) -> np.ndarray:
-    """Pixel count per class (K,) over every label map of an mmseg segmentation dataset, at the files' resolution,
-    through mmseg's ``LoadAnnotations`` (ignored pixels not counted)."""
+    """Pixel count per class (K,) over every label map of an mmseg segmentation dataset (ignored pixels not counted)."""
     from mmseg.datasets.transforms import LoadAnnotations
-    load = LoadAnnotations()  # reduce_zero_label and label_map from the data info (the dataset's)
+    load = LoadAnnotations()
     k = len(dataset.metainfo['classes'])
     counts = np.zeros(k, np.int64)
     for i in range(len(dataset)):

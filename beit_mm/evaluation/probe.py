@@ -1,19 +1,7 @@
 """Frozen-feature probes: how well a backbone's patch features segment (and its images classify), without fine-tuning.
 
-Dense probe on a labeled set (images (N, 3, S, S) RGB 0..255, labels (N, S, S) 0..K-1, 255 ignored)::
-
-    feats = dense_features(normalized images, layers)   list of (N, C_l, h_l, w_l), frozen, eval mode
-          -> each level pooled (or bilinearly resized) to the last grid (h, w), concatenated: (N, sum C_l, h, w)
-    patch label = the most frequent labeled pixel class of the patch, 255 when none
-    linear probe: logistic regression on standardized features, full-batch L-BFGS, L2 decay; mIoU/mAcc/aAcc with
-                  mmseg's ``IoUMetric`` formulas
-    k-NN: cosine similarity, the k nearest training patches vote with weight exp(sim / T) (DINO ``eval_knn.py``)
-    majority: the most frequent training patch label everywhere, the floor every probe must beat
-
-The model side is ``dense_features(x, layers) -> list of (B, C_l, h_l, w_l)`` on the model or its backbone
-(:func:`beit_mm.models.builder.feature_module`), ``x`` normalized with the data preprocessor's ``mean``/``std``. The
-image-level probe averages the features over the grid (N, C), then the same k-NN and linear probe (top-1). Nothing
-here draws random numbers: a probe inside a training run leaves its random state untouched.
+Patch features from ``dense_features(x, layers)`` of the model or its backbone and majority patch labels feed a linear
+probe and a weighted k-NN (DINO), scored with mmseg's ``IoUMetric``. Nothing here draws random numbers.
 """
 from __future__ import annotations
 
@@ -27,20 +15,16 @@ from torch import Tensor, nn
 from ..models.builder import feature_module
 from .labeled_data import LabeledSplit, ade20k_splits
 
-# mmseg's ignore index (``BaseSegDataset`` / ``IoUMetric`` default)
 IGNORE_INDEX = 255
-# DINO ``eval_knn.py`` defaults (``--nb_knn 20``, ``--temperature 0.07``)
+# DINO eval_knn.py defaults
 KNN_K = 20
 KNN_TEMPERATURE = 0.07
-# Linear probe: L-BFGS iterations (validation mIoU moves < 1 point between 25 and 200) and L2 decay (keeps separable
-# classes finite)
+# L-BFGS iterations and L2 decay of the linear probe
 PROBE_STEPS = 50
 PROBE_WEIGHT_DECAY = 1e-4
-# k-NN queries per block (bounds the (block, N_train) similarity matrix)
 KNN_CHUNK = 1024
 
 
-# ------------------------------------------------------------------------------------------------------ features
 def patch_labels(labels: Tensor, grid: tuple[int, int], num_classes: int) -> Tensor:
     """Majority label of each patch: (N, H, W) int (0..K-1, 255 ignored) -> (N, h, w), 255 where a patch has no
     labeled pixel. H, W must be multiples of h, w. Ties go to the lower class id."""
@@ -73,9 +57,8 @@ def pixel_normalization(model: nn.Module) -> tuple[Tensor, Tensor]:
 @torch.no_grad()
 def extract_dense_features(model: nn.Module, images: Tensor, layers: Sequence[int] | None = None,
                            batch_size: int = 64) -> Tensor:
-    """Frozen patch features of ``images`` (N, 3, S, S) RGB 0..255: (N, C, h, w) on the CPU, the ``layers``'
-    maps brought to the last layer's grid (average pooling when larger, bilinear when smaller) and concatenated.
-    The model runs in eval mode, fp32, on its own device; its train/eval mode is restored afterwards."""
+    """Frozen patch features (N, C, h, w) on the CPU of ``images`` (N, 3, S, S) RGB 0..255, the ``layers``' maps
+    brought to the last layer's grid and concatenated; the model's train/eval mode is restored afterwards."""
     module = feature_module(model)
     mean, std = pixel_normalization(model)
     device = next(module.parameters()).device
@@ -95,7 +78,6 @@ def extract_dense_features(model: nn.Module, images: Tensor, layers: Sequence[in
         module.train(was_training)
 
 
-# ------------------------------------------------------------------------------------------------- classifiers
 def standardize(train: Tensor, *others: Tensor) -> list[Tensor]:
     """Subtract the training features' mean and divide by their std (+1e-6), per feature: (N, C) each."""
     mu, sigma = train.mean(0), train.std(0) + 1e-6
@@ -104,8 +86,7 @@ def standardize(train: Tensor, *others: Tensor) -> list[Tensor]:
 
 def fit_linear_probe(x: Tensor, y: Tensor, num_classes: int, steps: int = PROBE_STEPS,
                      weight_decay: float = PROBE_WEIGHT_DECAY) -> nn.Linear:
-    """Multinomial logistic regression (N, C) -> K classes, from zero weights by full-batch L-BFGS (strong Wolfe
-    line search) on mean cross-entropy + weight_decay / 2 * |W|^2. Deterministic."""
+    """Multinomial logistic regression (N, C) -> K classes by full-batch L-BFGS from zero weights, L2 decay."""
     clf = nn.Linear(x.shape[1], num_classes)
     nn.init.zeros_(clf.weight)
     nn.init.zeros_(clf.bias)
@@ -138,8 +119,7 @@ def knn_predict(train: Tensor, train_labels: Tensor, query: Tensor, num_classes:
 
 
 def segmentation_metrics(pred: Tensor, target: Tensor, num_classes: int) -> dict[str, float]:
-    """mIoU / mAcc / aAcc (percent) of predicted vs target labels (any shape; target 255 ignored), with mmseg's
-    ``IoUMetric`` (classes with neither pixels nor predictions are left out of the means)."""
+    """mIoU / mAcc / aAcc (percent) of predicted vs target labels (target 255 ignored), with mmseg's ``IoUMetric``."""
     from mmseg.evaluation.metrics import IoUMetric
     areas = IoUMetric.intersect_and_union(pred.flatten(), target.flatten(), num_classes, IGNORE_INDEX)
     metrics = IoUMetric.total_area_to_metrics(*areas, metrics=['mIoU'])
@@ -148,9 +128,8 @@ def segmentation_metrics(pred: Tensor, target: Tensor, num_classes: int) -> dict
 
 
 def majority_metrics(train_counts: np.ndarray, val_counts: np.ndarray) -> dict[str, float]:
-    """mIoU / mAcc / aAcc (percent) of predicting the most frequent training class everywhere, from per-class
-    counts (K,) of the training and validation labels (pixels or patches), with mmseg's ``IoUMetric`` formulas;
-    also ``majority_class``."""
+    """mIoU / mAcc / aAcc (percent) and ``majority_class`` of predicting the most frequent training class, from
+    per-class counts (K,) of the training and validation labels."""
     from mmseg.evaluation.metrics import IoUMetric
     majority = int(np.argmax(train_counts))
     val = torch.as_tensor(val_counts, dtype=torch.float64)
@@ -163,10 +142,8 @@ def majority_metrics(train_counts: np.ndarray, val_counts: np.ndarray) -> dict[s
                 aAcc=100 * float(metrics['aAcc']), majority_class=majority)
 
 
-# ----------------------------------------------------------------------------------------------- dense probe
 class DenseProbe:
-    """The dense probe of one labeled set (module docstring): the data are loaded once, :meth:`evaluate` scores any
-    model on them.
+    """The dense probe of one labeled set: the data are loaded once, :meth:`evaluate` scores any model on them.
 
     Args:
         train: the split the probe and the k-NN bank are fit on.
@@ -205,9 +182,8 @@ class DenseProbe:
         return features[keep], labels[keep]
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Probe ``model``: ``probe_mIoU``, ``probe_mAcc``, ``probe_aAcc`` (linear probe), ``knn_acc``,
-        ``knn_mIoU`` (k-NN) and ``majority_mIoU``, ``majority_mAcc``, ``majority_aAcc`` (most frequent training
-        patch label), all in percent, on the validation patches; ``num_train_patches``, ``num_val_patches``."""
+        """Probe ``model``: linear-probe ``probe_*``, k-NN ``knn_*`` and ``majority_*`` metrics in percent on the
+        validation patches, and the patch counts."""
         x_train, y_train = self.patches(extract_dense_features(model, self.train.images, self.layers,
                                                                self.batch_size), self.train)
         x_val, y_val = self.patches(extract_dense_features(model, self.val.images, self.layers, self.batch_size),
@@ -229,7 +205,6 @@ class DenseProbe:
                     num_train_patches=int(len(y_train)), num_val_patches=int(len(y_val)))
 
 
-# ------------------------------------------------------------------------------------------ classification probe
 def classification_probe(model: nn.Module, train: tuple[Tensor, Tensor], val: tuple[Tensor, Tensor],
                          num_classes: int, layers: Sequence[int] | None = None, knn_k: int = KNN_K,
                          knn_temperature: float = KNN_TEMPERATURE, steps: int = PROBE_STEPS,

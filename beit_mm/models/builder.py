@@ -1,13 +1,4 @@
-"""Build a config's model and check a checkpoint against it (as timm's ``_builder.py``/``_helpers.py``).
-
-- :func:`build_from_config` / :func:`load_model`: the config's model, random (no ``Pretrained`` file read) or from a
-  training checkpoint (:func:`resolve_checkpoint`: a ``.pth`` file or a work dir's ``last_checkpoint``).
-- :func:`model_class`, :func:`is_segmentor_config`, :func:`inference_weights`: what a config builds, told by class.
-- :func:`check_weights_match`, :func:`check_loaded_weights`: a state dict fits a model, else a named
-  :class:`CheckpointMismatchError`.
-
-Files are opened by :mod:`beit_mm.fileio`; this module decides whether what they hold fits.
-"""
+"""Build a config's model and check a checkpoint against it (as timm's ``_builder.py``/``_helpers.py``)."""
 from __future__ import annotations
 
 import os.path as osp
@@ -45,9 +36,8 @@ def drop_pretrained_init(node) -> None:
             drop_pretrained_init(value)
 
 
-ENCODER_DECODER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'decode_head.')  # not the auxiliary head
-CLASSIFIER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'head.')  # mmpretrain ImageClassifier
-#: (class, the weight prefixes its inference reads) for the foreign classes, which declare no ``inference_weights``
+ENCODER_DECODER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'decode_head.')
+CLASSIFIER_INFERENCE_WEIGHTS = ('backbone.', 'neck.', 'head.')
 FOREIGN_INFERENCE_WEIGHTS = ((EncoderDecoder, ENCODER_DECODER_INFERENCE_WEIGHTS),
                              (ImageClassifier, CLASSIFIER_INFERENCE_WEIGHTS))
 
@@ -141,7 +131,7 @@ def _bad_values(own: Mapping[str, Tensor], state_dict: Mapping[str, Tensor]) -> 
         if not isinstance(value, Tensor) or target is None or not target.is_floating_point():
             continue
         if tuple(value.shape) != tuple(target.shape):
-            continue  # named as a shape mismatch
+            continue
         if not value.is_floating_point():
             non_float.append(f'{key} ({str(value.dtype).replace("torch.", "")})')
         elif not bool(torch.isfinite(value).all()):
@@ -154,18 +144,12 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
     """Check that ``state_dict`` fits ``model`` before loading it.
 
     Args:
-        model: the model to load into.
-        state_dict: the file's weights.
         source: the file, for messages.
-        strict: also refuse model weights the file lacks and file weights the model lacks.
-        may_lack: model weight prefixes the file may lack under ``strict`` (the model's ``class_set_weights``).
+        strict: also refuse missing and unexpected keys.
+        may_lack: model weight prefixes the file may lack under ``strict``.
 
     Raises:
-        CheckpointMismatchError: other shapes, non-float or non-finite values where the model holds floats, or (with
-            ``strict``) missing/unexpected keys; named with the keys, what the file looks like and the fix.
-
-    Other shapes would stay random (or corrupt a fused optimizer's memory on resume); an int or NaN weight would be
-    cast or loaded without a word.
+        CheckpointMismatchError: other shapes, non-float or non-finite values, or (``strict``) missing/unexpected keys.
     """
     own = model.state_dict()
     missing = [k for k in own if k not in state_dict and not (may_lack and k.startswith(may_lack))]
@@ -208,17 +192,8 @@ def check_weights_match(model: nn.Module, state_dict: Mapping[str, Tensor], sour
 
 def check_loaded_weights(model: nn.Module, path: str, need: tuple[str, ...], source: str,
                          state_dict: dict | None = None) -> dict:
-    """Check that the checkpoint ``path`` fits ``model`` for inference; log the weights either side lacks.
-
-    Args:
-        model: the built model.
-        path: the checkpoint file.
-        need: weight-name prefixes inference reads; every model weight under them must be in the file.
-        source: the file and config, for messages.
-        state_dict: the file's state dict when read already.
-
-    Returns:
-        The file's state dict.
+    """Check that the checkpoint ``path`` (``state_dict`` when read already) fits ``model`` for inference, every
+    weight under the ``need`` prefixes present; log the weights either side lacks and return the state dict.
 
     Raises:
         CheckpointMismatchError: :func:`check_weights_match` (not strict), or a needed weight missing.
@@ -283,9 +258,7 @@ def load_for_features(config: str, checkpoint: str | None = None, seed: int = 0)
 
     Args:
         config: the config file.
-        checkpoint: a file or work dir holding the config's whole model (loaded by :func:`load_model`), or only the
-            :func:`feature_module` (a MIM checkpoint for a segmentation config, a converted backbone: loaded by its
-            ``init_cfg=dict(type='Pretrained')`` loader, prefix ``backbone.`` detected); None keeps the random init.
+        checkpoint: a file or work dir with the whole model or only its :func:`feature_module`; None keeps the init.
         seed: the seed of the random init.
     """
     cfg = Config.fromfile(config)

@@ -1,24 +1,8 @@
 """MMEngine's ``CheckpointHook`` with crash-safe saving: a kill at any moment leaves the previous checkpoint usable.
 
-``mmengine.hooks.CheckpointHook`` (0.10.7, ``_save_checkpoint_with_step``) deletes the oldest checkpoint *before*
-writing the new one, writes the file in place (a kill mid-write leaves a truncated ``iter_N.pth``) and rewrites
-``last_checkpoint`` in place. This subclass, per periodic save:
-
-1. writes ``iter_N.pth`` through :class:`beit_mm.fileio.outputs.AtomicLocalBackend` (``iter_N.pth.part``, fsync,
-   rename), also for the best checkpoint, and lists it with its sha256 in the folder's manifest
-   (:func:`beit_mm.fileio.work_dir.record_written`);
-2. then points ``last_checkpoint`` at it (atomically);
-3. only then deletes checkpoints beyond ``max_keep_ckpts``, each only when the manifest lists it with its present
-   content (:func:`beit_mm.fileio.work_dir.recorded_file`): a file this run or a run it resumed wrote, never one
-   placed there under a checkpoint's name.
-
-The checkpoint *content* is unchanged (``keep_ckpt_ids`` and ``last_ckpt`` in the message hub are updated before the
-save, as upstream). ``before_train`` deletes the leftovers of a killed run's writes, its own names only
-(:func:`own_partial_files`): ``<checkpoint>.part`` for a checkpoint name of its ``filename_tmpl`` (``iter_N.pth``,
-``epoch_N.pth``, ``best_<metric>_iter_N.pth``) in its ``out_dir``, and ``last_checkpoint.part`` in the work dir;
-another program's ``*.part`` file (a download, an editor's file) stays. Used for every config by ``tools/train.py``
-(:func:`use_atomic_checkpoint_hook`); writes to remote storage (``out_dir`` with a ``://``
-prefix or explicit ``backend_args``) keep the given backend.
+Per save: write ``<name>.part``, fsync and rename, record it with its sha256 in the folder's manifest, point
+``last_checkpoint`` at it, and only then delete checkpoints beyond ``max_keep_ckpts`` that the manifest lists with
+their present content. ``before_train`` deletes its own ``*.part`` leftovers. Remote storage keeps its backend.
 """
 from __future__ import annotations
 
@@ -38,16 +22,13 @@ from ...fileio.work_dir import record_written, recorded_file
 
 
 def checkpoint_name_pattern(filename_tmpl: str) -> str:
-    """A regex of the names ``filename_tmpl`` gives (``'iter_{}.pth'`` -> ``iter_\\d+\\.pth``): the literal text
-    escaped, each ``{...}`` field a run of digits (the hook formats it with the iteration or epoch)."""
+    """A regex of the names ``filename_tmpl`` gives (``'iter_{}.pth'`` -> ``iter_\\d+\\.pth``)."""
     parts = string.Formatter().parse(filename_tmpl)
     return ''.join(re.escape(literal) + (r'\d+' if field is not None else '') for literal, field, _, _ in parts)
 
 
 def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[str]:
-    """The unfinished writes of :class:`AtomicCheckpointHook` present on disk: ``out_dir/<name>.part`` where
-    ``<name>`` is a periodic (``filename_tmpl``) or best (``best_<metric>_<periodic name>``, MMEngine's naming)
-    checkpoint name, and ``work_dir/last_checkpoint.part``. Regular files only."""
+    """The unfinished ``.part`` writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk."""
     own = re.compile(rf'(?:best_.+_)?{checkpoint_name_pattern(filename_tmpl)}{re.escape(PARTIAL_SUFFIX)}')
     names = sorted(os.listdir(out_dir)) if osp.isdir(out_dir) else []
     found = [osp.join(out_dir, name) for name in names if own.fullmatch(name)]
@@ -57,7 +38,7 @@ def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[s
 
 @HOOKS.register_module()
 class AtomicCheckpointHook(CheckpointHook):
-    """``CheckpointHook`` (same arguments) whose saves survive SIGKILL at any point; see the module docstring."""
+    """``CheckpointHook`` (same arguments) whose saves survive SIGKILL at any point."""
 
     def __init__(self, *args, **kwargs) -> None:
         out_dir = kwargs.get('out_dir')
@@ -126,8 +107,7 @@ class AtomicCheckpointHook(CheckpointHook):
 
 
 def hook_class(cfg, hook: dict) -> type | None:
-    """The class a hook config builds (``hook['type']``: a class as it is, a name looked up as the Runner looks it up,
-    in MMEngine's ``HOOKS`` under the config's ``default_scope``), or None when no hook class has that name."""
+    """The class a hook config builds, looked up as the Runner does, or None."""
     return config_class(hook.get('type'), MMENGINE_HOOKS, cfg.get('default_scope'))
 
 
@@ -137,8 +117,8 @@ def is_hook(cfg, hook: dict, cls: type) -> bool:
 
 
 def ensure_custom_hook(cfg, cls: type, type_name: str, **settings) -> None:
-    """Make ``cfg.custom_hooks`` hold a hook that builds ``cls``: the first one there (found by :func:`is_hook`), else
-    ``dict(type=type_name)`` appended; ``settings`` are set on that hook either way."""
+    """Make ``cfg.custom_hooks`` hold a hook that builds ``cls`` (else append ``dict(type=type_name)``); set
+    ``settings`` on it."""
     hooks = [dict(h) for h in cfg.get('custom_hooks') or []]
     found = [h for h in hooks if is_hook(cfg, h, cls)]
     if not found:
@@ -149,10 +129,8 @@ def ensure_custom_hook(cfg, cls: type, type_name: str, **settings) -> None:
 
 
 def use_atomic_checkpoint_hook(cfg) -> None:
-    """Replace MMEngine's ``CheckpointHook`` in ``cfg.default_hooks.checkpoint`` by ``beit_mm.AtomicCheckpointHook``
-    (same arguments; what ``tools/train.py`` does for every config). The hook's ``type`` is looked up as the Runner
-    builds it (MMEngine's ``HOOKS`` in the config's ``default_scope``; a class is taken as it is), so any spelling of
-    ``CheckpointHook`` is replaced; other checkpoint hook classes, subclasses included, are kept."""
+    """Replace MMEngine's ``CheckpointHook`` (any spelling, not a subclass) in ``cfg.default_hooks.checkpoint`` by
+    ``beit_mm.AtomicCheckpointHook`` with the same arguments."""
     hook = cfg.get('default_hooks', {}).get('checkpoint')
     if hook is None:
         return

@@ -1,12 +1,5 @@
-"""A warning at the start of training when the effective batch size differs from the recipe's published one.
-
-Effective batch = processes x per-process batch (``train_dataloader.batch_size``) x gradient accumulation
-(``optim_wrapper.accumulative_counts``); the published one is the config's ``auto_scale_lr.base_batch_size`` (the batch
-its lr was tuned for). A smaller effective batch at the same lr silently costs accuracy (unilm issue 443: 48.9 instead
-of 53.6 mIoU for BEiT-B on one GPU), so the run says so, and how to fix it, unless ``auto_scale_lr.enable`` is on.
-MMEngine's ``auto_scale_lr`` itself scales by processes x per-process batch and ignores accumulation
-(``Runner.scale_lr``), which this hook also points out.
-"""
+"""A warning at the start of training when the effective batch size differs from the recipe's published one
+(``auto_scale_lr.base_batch_size``): a smaller batch at the same lr silently costs accuracy."""
 from typing import Optional
 
 from mmengine.dist import get_world_size
@@ -23,13 +16,13 @@ def effective_batch_size(world_size: int, batch_per_process: int, accumulative_c
 
 def batch_size_warning(world_size: int, batch_per_process: int, accumulative_counts: int,
                        published: Optional[int], auto_scale_lr: bool) -> Optional[str]:
-    """The warning for this run's batch, or None when there is nothing to warn about.
+    """The warning for this run's batch, or None.
 
     Args:
         world_size: number of training processes.
         batch_per_process: ``train_dataloader.batch_size``.
-        accumulative_counts: ``optim_wrapper.accumulative_counts`` (1 without accumulation).
-        published: ``auto_scale_lr.base_batch_size``, the recipe's batch; None when the config has none.
+        accumulative_counts: ``optim_wrapper.accumulative_counts``.
+        published: ``auto_scale_lr.base_batch_size``, or None.
         auto_scale_lr: ``auto_scale_lr.enable``.
     """
     if published is None:
@@ -54,10 +47,7 @@ def batch_size_warning(world_size: int, batch_per_process: int, accumulative_cou
 
 @HOOKS.register_module()
 class BatchSizeCheckHook(Hook):
-    """Logs a warning before training when the effective batch differs from ``auto_scale_lr.base_batch_size``.
-
-    Config: ``custom_hooks = [dict(type='beit_mm.BatchSizeCheckHook')]``; reads ``runner.cfg`` only.
-    """
+    """Logs a warning before training when the effective batch differs from ``auto_scale_lr.base_batch_size``."""
 
     priority = 'VERY_LOW'
 
@@ -72,4 +62,4 @@ class BatchSizeCheckHook(Hook):
             published=auto_scale.get('base_batch_size'),
             auto_scale_lr=bool(auto_scale.get('enable', False)))
         if message is not None:
-            print_log(message, logger='current', level=30)  # logging.WARNING
+            print_log(message, logger='current', level=30)

@@ -1,9 +1,7 @@
-"""``beit_mm.CompileHook``: the config's ``compile`` setting applied to the runner's model
-(:mod:`beit_mm.engine.compile`) before the first training step.
+"""``beit_mm.CompileHook``: the config's ``compile`` setting applied to the runner's model before training.
 
-Validation and testing run eagerly (``torch.compiler.set_stance('force_eager')`` around their loops) unless
-``inference=True``: their images differ in size (whole-image inference, the original-size resize of every
-prediction), and a graph per size would cost more than it saves."""
+Validation and testing run eagerly unless ``inference=True``: their image sizes vary, and a graph per size costs more
+than it saves."""
 from __future__ import annotations
 
 import torch
@@ -18,13 +16,12 @@ from ..compile import COMPILE_DEFAULTS, compile_model, compile_settings
 
 @HOOKS.register_module()
 class CompileHook(Hook):
-    """Compile the model (:func:`beit_mm.engine.compile.compile_model`) once, where its parameters' device type is
-    in ``devices``.
+    """Compile the model once, where its parameters' device type is in ``devices``.
 
     Args:
         scope: ``'model'`` (whole, or what the model's ``compile_units()`` names) or ``'blocks'``.
         devices: device types on which to compile (default ``('cuda',)``).
-        inference: also compile validation and test (default: they run eagerly, see the module docstring).
+        inference: also compile validation and test.
         **options: ``torch.compile`` options (``backend``, ``mode``, ``fullgraph``, ``dynamic``).
     """
 
@@ -83,9 +80,8 @@ class CompileHook(Hook):
 
 
 def use_compile_hook(cfg: Config, backend: str | None = None) -> None:
-    """Move the config's ``compile`` setting into a ``beit_mm.CompileHook`` (MMEngine's own ``compile`` is turned off
-    so that ``train_step`` is not compiled too). ``backend`` (``tools/train.py --compile [BACKEND]``) asks for
-    compilation on every device with that backend, whatever the config says."""
+    """Move the config's ``compile`` setting into a ``beit_mm.CompileHook`` and turn MMEngine's own off; ``backend``
+    compiles on every device with that backend."""
     settings = compile_settings(cfg.get('compile'))
     if backend is not None:
         settings = dict(settings or compile_settings(True), backend=backend, devices=('cpu', 'cuda'))

@@ -16,23 +16,11 @@ from beit_mm.registry import HOOKS
 
 @HOOKS.register_module()
 class SegDatasetCheckHook(Hook):
-    """Runs :func:`beit_mm.data.checks.check_seg_dataset` on the training and validation sets in ``before_train``
-    (after the datasets are built, before the first iteration), and checks the label values of every training batch.
+    """Checks the training and validation sets in ``before_train``, then every training batch before it is stacked.
 
-    Start-up check: file lists completely, ``num_samples`` evenly spread pairs decoded per split (the rule in
-    ``beit_mm.data.checks``; ~10 ms per ADE20K pair). Per batch, before the data preprocessor (mmseg collates with
-    ``pseudo_collate``, lists without stacking, so this is before any tensors of two samples meet):
-
-    - the two files' headers (no decode, :func:`beit_mm.data.checks.check_loaded_pair`): the image as loaded
-      (``ori_shape``, after mmcv's EXIF orientation) must have its annotation's size, a rotating EXIF tag must not
-      leave the size unchanged (square images), and the annotation must not hold JPEG data. Otherwise the run stops
-      naming both files and the fix, instead of ``torch.stack`` failing in the loss ("stack expects each tensor to be
-      equal size") or, where a crop hides it, training on labels turned against their image;
-    - ``gt_sem_seg`` values must be a class (``< num_classes``) or the ignore index; otherwise the run stops naming
-      the annotation file instead of failing inside ``F.cross_entropy`` ("Target 199 is out of bounds", a
-      device-side assert on GPUs).
-
-    Datasets without segmentation maps are skipped.
+    Per batch: the image and annotation headers must agree with what was loaded (size, EXIF orientation, no JPEG
+    annotation), and label values must be a class or the ignore index; otherwise the run stops naming the files,
+    instead of failing in ``torch.stack`` or ``F.cross_entropy``.
 
     Args:
         num_samples: pairs decoded per split at start; None decodes all.
@@ -67,8 +55,7 @@ class SegDatasetCheckHook(Hook):
             self._applies_orientation = loader_applies_orientation(*pipeline_loader(leaves[0]))
         model = runner.model.module if is_model_wrapper(runner.model) else runner.model
         if self._num_classes is not None:
-            # every head that predicts classes: the decode head and each auxiliary head (a wrong auxiliary head
-            # trains silently), or the segmentor's own num_classes (beit_mm.EoMT has no decode head)
+            # every head that predicts classes, auxiliary heads included
             problem = head_classes_problem(model_head_classes(model), self._num_classes,
                                            getattr(leaves[0], 'classes_path', None))
             if problem is not None:
@@ -98,8 +85,7 @@ class SegDatasetCheckHook(Hook):
                     'tools/analysis/check_dataset.py CONFIG), the class count and reduce_zero_label.')
 
     def _check_files(self, runner, meta: dict) -> None:
-        """Raise :class:`DatasetCheckError` when the headers of a sample's image and annotation disagree with what
-        the pipeline loaded (see the class docstring)."""
+        """Raise :class:`DatasetCheckError` when a sample's file headers disagree with what the pipeline loaded."""
         img_path, seg_path, loaded_hw = meta.get('img_path'), meta.get('seg_map_path'), meta.get('ori_shape')
         if not (img_path and seg_path and loaded_hw):
             return

@@ -1,11 +1,7 @@
 """Is pretraining working? The dense probe of the frozen features, every ``interval`` iterations of a run.
 
-The masked-token accuracy a MIM run logs does not say whether the features get better for segmentation (beit_mm's
-study: tokens-random reaches a higher masked-token accuracy than blockwise masking, and neither beats scratch under
-UPerNet). This hook measures it directly with :class:`beit_mm.evaluation.probe.DenseProbe`: a linear probe and a k-NN
-classifier of patch labels on the frozen patch features (the layers a segmentor reads) of a small labeled set in
-the ADE20K layout, next to the same numbers at iteration 0 (the random init of a run from scratch) and the
-majority class.
+A MIM run's masked-token accuracy does not say whether the features segment better; this hook measures it with
+:class:`beit_mm.evaluation.probe.DenseProbe` on a small labeled set, beside the iteration-0 and majority numbers.
 """
 from __future__ import annotations
 
@@ -22,44 +18,31 @@ from beit_mm.evaluation.probe import KNN_K, KNN_TEMPERATURE, PROBE_STEPS, PROBE_
 from beit_mm.fileio.outputs import atomic_file
 from beit_mm.registry import HOOKS
 
-# the scalars logged per check (``train/<name>``; LoggerHook prints them and writes them to TensorBoard)
 LOGGED = ('probe_mIoU', 'probe_mAcc', 'knn_acc')
 
 
 @HOOKS.register_module()
 class DenseProbeHook(Hook):
     """Every ``interval`` iterations (and after the last): probe mIoU / mAcc and k-NN accuracy of the model's frozen
-    patch features on a small labeled ADE20K-layout set, logged as ``train/probe_mIoU``, ``train/probe_mAcc``,
-    ``train/knn_acc`` with their references ``train/probe_mIoU_init``, ``train/knn_acc_init`` (iteration 0) and
-    ``train/probe_mIoU_majority`` (the most frequent class), plus one log line per check and the curve in
-    ``work_dir/dense_probe.json``.
-
-    Any pretraining model works whose ``dense_features`` (or its backbone's) exists: ``beit_mm.BEiTPretrain`` with
-    BEiT or CvT (token, pixel or any other target), ``beit_mm.DVAE`` (its encoder); see ``beit_mm.evaluation.probe``.
-
-    It warns once, plainly, when after ``patience`` checks the probe mIoU has never beaten the iteration-0 probe by
-    ``min_gain`` points, and once when it has fallen at ``max_falls`` checks in a row. The iteration-0 numbers and the
-    curve are stored in the checkpoints, so a resumed run keeps them.
-
-    Cost: one forward pass over ``num_train + num_val`` images and a probe fit per check; the log line states the
-    hook's share of the run's wall time so far.
+    patch features, logged as ``train/<name>`` beside the iteration-0 and majority references, and written to
+    ``work_dir/dense_probe.json``. Warns once when the probe never beats iteration 0 by ``min_gain`` within
+    ``patience`` checks, and once when it falls ``max_falls`` checks in a row; the curve is kept in checkpoints.
 
     Args:
         data_root: labeled ADE20K-layout root (``images/{training,validation}``, ``annotations/...``, raw ids 1..K).
         num_classes: K.
-        img_size: side the images are resized to (a multiple of the patch size; the training crop size).
+        img_size: side the images are resized to (a multiple of the patch size).
         interval: iterations between checks.
-        num_train: training images the probe is fit on (the first, in file-name order; None = all).
-        num_val: validation images it is scored on (None = all).
+        num_train, num_val: images the probe is fit and scored on (the first by file name; None = all).
         layers: blocks/levels probed (None: those a segmentor of the backbone reads).
-        img_suffix, seg_map_suffix: the file suffixes (file names are free; mmseg's ``ADE20KDataset``).
         patience: checks after iteration 0 before the "not better than init" warning.
         min_gain: probe mIoU points over iteration 0 that count as better.
         max_falls: consecutive falls of the probe mIoU that trigger the "falling" warning.
-        knn_k, knn_temperature, probe_steps, probe_weight_decay, batch_size: see ``DenseProbe``.
+        img_suffix, seg_map_suffix, knn_k, knn_temperature, probe_steps, probe_weight_decay, batch_size: as
+            ``DenseProbe``.
     """
 
-    priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL) prints the iteration's scalars
+    priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL)
 
     def __init__(self, data_root: str, num_classes: int, img_size: int, interval: int = 500,
                  num_train: int | None = 128, num_val: int | None = 64, layers: Sequence[int] | None = None,
@@ -78,13 +61,12 @@ class DenseProbeHook(Hook):
         self.probe_kwargs = dict(knn_k=knn_k, knn_temperature=knn_temperature, steps=probe_steps,
                                  weight_decay=probe_weight_decay, batch_size=batch_size)
         self.probe = None
-        self.init_metrics: dict | None = None  # the iteration-0 numbers
-        self.history: list[dict] = []  # one entry per check after iteration 0
+        self.init_metrics: dict | None = None
+        self.history: list[dict] = []
         self.warned: list[str] = []
         self.seconds = 0.0
         self._start = 0.0
 
-    # ------------------------------------------------------------------------------------------------ state
     def before_save_checkpoint(self, runner, checkpoint: dict) -> None:
         checkpoint.setdefault('meta', {})['dense_probe'] = dict(init=self.init_metrics, history=self.history,
                                                                 warned=self.warned)
@@ -94,7 +76,6 @@ class DenseProbeHook(Hook):
         if state:
             self.init_metrics, self.history, self.warned = state['init'], state['history'], state['warned']
 
-    # ------------------------------------------------------------------------------------------------ checks
     def before_train(self, runner) -> None:
         self._start = time.perf_counter()
         start = time.perf_counter()
@@ -160,7 +141,6 @@ class DenseProbeHook(Hook):
                        'whether the pretext task has collapsed (e.g. a constant target).')
         return out
 
-    # ------------------------------------------------------------------------------------------------ helpers
     def _measure(self, runner) -> dict:
         start = time.perf_counter()
         metrics = self.probe.evaluate(runner.model)

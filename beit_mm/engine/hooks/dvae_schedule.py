@@ -1,5 +1,4 @@
-"""Temperature and KL-weight annealing for ``beit_mm.DVAE`` (DALL-E paper appendix A.2: cosine schedules,
-tau 1 -> 1/16 over the first 150k updates, beta 0 -> 6.6 over the first 5k updates (verify))."""
+"""Temperature and KL-weight cosine annealing for ``beit_mm.DVAE`` (DALL-E paper, appendix A.2)."""
 import math
 
 from mmengine.hooks import Hook
@@ -9,10 +8,7 @@ from beit_mm.registry import HOOKS
 
 
 def cosine_anneal(start: float, end: float, iteration: int, num_iters: int) -> float:
-    """Half-cosine from ``start`` (iteration 0) to ``end`` (iteration >= ``num_iters``); ``end`` if num_iters <= 0.
-
-    ``end + (start - end) * (1 + cos(pi * min(iteration, num_iters) / num_iters)) / 2``
-    """
+    """Half-cosine from ``start`` (iteration 0) to ``end`` (iteration >= ``num_iters``); ``end`` if num_iters <= 0."""
     if num_iters <= 0:
         return end
     t = min(max(iteration, 0), num_iters) / num_iters
@@ -23,16 +19,14 @@ def cosine_anneal(start: float, end: float, iteration: int, num_iters: int) -> f
 class DVAEScheduleHook(Hook):
     """Sets ``model.temperature`` and ``model.kl_weight`` of a ``beit_mm.DVAE`` before every training iteration.
 
-    This hook writes model attributes (an exception to the house rule of explicit data flow, chosen because
-    ``BaseModel.train_step`` is not given the iteration): the values are a pure function of ``runner.iter``
-    (:func:`cosine_anneal`), so a resumed run continues the schedule. They are logged as ``temperature`` and
-    ``kl_weight``.
-
     Args:
         temperature: (start, end) Gumbel-softmax temperature.
         temperature_iters: iterations of the temperature annealing.
         kl_weight: (start, end) KL weight beta.
         kl_weight_iters: iterations of the KL-weight annealing.
+
+    It writes model attributes because ``train_step`` is not given the iteration; a pure function of ``runner.iter``,
+    so a resumed run continues the schedule.
     """
 
     priority = 'NORMAL'

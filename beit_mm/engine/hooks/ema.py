@@ -1,14 +1,11 @@
-"""``--ema``: an exponential moving average of the weights with MMEngine's ``EMAHook`` (unilm's ``--model_ema``,
-mmpretrain's ``EMAHook``). Validation and the saved checkpoints' ``state_dict`` are the EMA weights; the raw weights
-go to ``ema_state_dict`` (MMEngine swaps them), and resuming restores both."""
+"""``--ema``: an exponential moving average of the weights with MMEngine's ``EMAHook``; checkpoints hold the EMA
+weights in ``state_dict`` and the raw ones in ``ema_state_dict``."""
 import logging
 
 from mmengine.config import Config
 from mmengine.logging import print_log
 
-# --ema without an ``ema_cfg``: unilm's ``--model_ema_decay`` 0.9999 as MMEngine's momentum = 1 - decay, at
-# mmpretrain's priority (its ConvNeXt and ViT-MAE configs), so that the EMA weights are in place before validation and
-# checkpoints; buffers copied, not averaged.
+# unilm's --model_ema_decay 0.9999 at mmpretrain's priority (before validation and checkpoints)
 EMA_DEFAULTS = dict(type='EMAHook', ema_type='ExponentialMovingAverage', momentum=1e-4, update_buffers=False,
                     priority='ABOVE_NORMAL')
 
@@ -23,8 +20,7 @@ def has_ema_hook(cfg: Config) -> bool:
 
 
 def enable_ema(cfg: Config) -> None:
-    """Append MMEngine's ``EMAHook`` (``cfg.ema_cfg`` or :data:`EMA_DEFAULTS`) to ``cfg.custom_hooks``, unless the
-    config already has one.
+    """Append MMEngine's ``EMAHook`` (``cfg.ema_cfg`` or :data:`EMA_DEFAULTS`) to ``cfg.custom_hooks`` unless there.
 
     Raises:
         ValueError: ``cfg.ema_cfg`` is not an ``EMAHook`` config.

@@ -9,15 +9,8 @@ from ..optim_updates import accumulative_counts, updates_done
 
 @HOOKS.register_module()
 class EoMTMaskAnnealingHook(Hook):
-    """Before every training iteration, gives a ``beit_mm.EoMT`` the number of optimizer updates done
-    (``runner.iter // A`` with the optim wrapper's ``accumulative_counts = A``, :mod:`beit_mm.engine.optim_updates`),
-    from which it sets its masked blocks' probabilities; the official code does the same after each batch from
-    Lightning's ``global_step``, which counts optimizer steps (``training/lightning_module.py:211-224``), so every
-    micro-batch of the update after ``t`` updates uses the rule at ``t``, as the batch-``A x b`` run's batch ``t``.
-
-    Like ``DVAEScheduleHook`` this writes the model's state (the ``attn_mask_probs`` buffer, checkpointed) because
-    ``train_step`` is not given the iteration; the values are a pure function of ``runner.iter``, so a resumed run
-    continues the schedule. They are logged as ``attn_mask_prob_<j>``, one per masked block."""
+    """Before every training iteration, give a ``beit_mm.EoMT`` the optimizer updates done, from which it sets its
+    masked blocks' probabilities (logged as ``attn_mask_prob_<j>``); a pure function of ``runner.iter``."""
 
     priority = 'NORMAL'
 

@@ -27,12 +27,8 @@ def _loss_scalers(optim_wrapper) -> list:
 
 @HOOKS.register_module()
 class NonFiniteLossHook(Hook):
-    """Raise :class:`NonFiniteLossError` when a training iteration's loss (or any ``loss*`` term) is NaN or inf.
-
-    It runs right after the iteration's optimizer step and before the checkpoint hook, so no checkpoint with the
-    corrupted weights is written. Under fp16 AMP with a loss scaler (``AmpOptimWrapper``, ``float16``), non-finite
-    values are expected now and then: ``GradScaler`` skips that step and lowers the scale, so this hook only logs a
-    warning, and raises after ``max_skipped`` consecutive skipped iterations.
+    """Raise :class:`NonFiniteLossError` when a training iteration's loss (or any ``loss*`` term) is NaN or inf, before
+    a checkpoint is written; under a dynamic fp16 loss scaler only after ``max_skipped`` consecutive skipped steps.
 
     Args:
         max_skipped: consecutive non-finite iterations tolerated under a dynamic loss scaler.

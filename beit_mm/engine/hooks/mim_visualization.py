@@ -1,12 +1,6 @@
-"""Draw what masked image modeling predicts during training.
+"""Draw what masked image modeling predicts during training (image, mask, tokenizer reconstruction, prediction).
 
-Every ``interval`` iterations the batch's first image, its blockwise mask, the tokenizer's reconstruction and the
-model's prediction at the masked patches (decoded by the dVAE whose encoder is the MIM tokenizer) go to
-``runner.visualizer.add_image('mim', ...)``. Not imported by ``beit_mm``; a config enables it with::
-
-    custom_imports = dict(imports=['beit_mm', 'beit_mm.engine.hooks.mim_visualization'], allow_failed_imports=False)
-    custom_hooks = [dict(type='beit_mm.MIMVisualizationHook', dvae_config='configs/dvae/...py',
-                         dvae_checkpoint='work_dirs/chain/dvae', interval=100)]
+Not imported by ``beit_mm``: a config lists ``'beit_mm.engine.hooks.mim_visualization'`` in ``custom_imports``.
 """
 from __future__ import annotations
 
@@ -23,8 +17,7 @@ from ...visualization.mim import mim_pictures
 
 @HOOKS.register_module()
 class MIMVisualizationHook(Hook):
-    """Add the MIM picture of the current batch's first image to the runner's visualizer every ``interval``
-    iterations (and after the last one).
+    """Add the MIM picture of the batch's first image to the runner's visualizer every ``interval`` iterations.
 
     Args:
         dvae_config: config of the ``beit_mm.DVAE`` whose encoder is the MIM model's tokenizer.

@@ -1,20 +1,9 @@
 """Checkpoints carry every process's generator states and a resume restores them, so that a killed and resumed run
-with dropout or drop path ends with the same weights as an uninterrupted one (MMEngine 0.10.7 saves only the seed).
+with dropout or drop path ends with the same weights as an uninterrupted one.
 
-:class:`RNGStateHook`, per process:
-
-- **save**: before ``CheckpointHook`` saves (priority ``LOW``), every process captures torch CPU, CUDA, numpy and
-  python ``random`` states, gathered to rank 0 and written as ``checkpoint['rng_states']`` (a list by rank of plain
-  tensors and numbers, readable with ``weights_only``).
-- **resume**: restored in ``before_train`` when the run really resumes (``runner.iter`` equals the checkpoint's);
-  an ``IterBasedTrainLoop`` replays the finished iterations' batches first, so there they are set right after it.
-- **validation** leaves the states as it found them, so runs with and without validation train identically.
-
-The sampler and workers are seeded when the dataloader is built, before the checkpoint is read, so
-:func:`use_rng_state_hook` sets ``randomness.seed`` to the checkpoint's beforehand (``diff_rank_seed``: rank r gets
-``seed + r`` as in MMEngine). Not covered: another number of processes (a warning, nothing restored), a best
-checkpoint saved between periodic saves in a multi-process run (rank 0's states only), other devices' generators and
-generators a model creates itself.
+States are saved before ``CheckpointHook`` saves, restored when the run really resumes (after an
+``IterBasedTrainLoop`` replays its finished batches), and left untouched by validation. The sampler and workers are
+seeded from ``randomness.seed``, which :func:`use_rng_state_hook` sets to the checkpoint's beforehand.
 """
 from __future__ import annotations
 
@@ -41,12 +30,10 @@ RNG_STATES_KEY = 'rng_states'
 
 
 def capture_rng_state() -> dict:
-    """This process's generator states as plain tensors and numbers (what ``torch.load(weights_only=True)`` reads).
+    """This process's generator states as plain tensors and numbers (readable with ``weights_only=True``).
 
     Returns:
-        dict: ``torch`` (uint8 tensor), ``cuda`` (uint8 tensor of the current device, or None without CUDA),
-        ``numpy`` (``keys`` int64 (624,), ``pos``, ``has_gauss``, ``cached_gaussian``) and ``python`` (``version``,
-        ``state`` int64 (625,), ``gauss_next``).
+        dict: ``torch``, ``cuda`` (None without CUDA), ``numpy`` and ``python`` states.
     """
     _, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
     version, words, gauss_next = random.getstate()
@@ -110,20 +97,15 @@ class _RestoreAfterReplay:
 
 @HOOKS.register_module()
 class RNGStateHook(Hook):
-    """Save every process's generator states in checkpoints and restore them on resume (see the module docstring).
+    """Save every process's generator states in checkpoints and restore them on resume."""
 
-    Every training run gets it (:func:`use_rng_state_hook`); elsewhere:
-    ``custom_hooks = [dict(type='beit_mm.RNGStateHook')]``.
-    """
-
-    priority = 'LOW'  # after_train_iter/after_train_epoch before CheckpointHook (VERY_LOW)
+    priority = 'LOW'  # before CheckpointHook (VERY_LOW)
 
     def __init__(self) -> None:
         self._gathered: tuple[tuple[int, int], list] | None = None
         self._loaded: dict | None = None
         self._before_val: dict | None = None
 
-    # --- saving -----------------------------------------------------------------------------------------------------
     def _gather(self, runner) -> None:
         self._gathered = ((runner.epoch, runner.iter), all_gather_object(capture_rng_state()))
 
@@ -145,7 +127,6 @@ class RNGStateHook(Hook):
             states = [capture_rng_state()] + [None] * (world_size - 1)
         checkpoint[RNG_STATES_KEY] = states
 
-    # --- resuming ---------------------------------------------------------------------------------------------------
     def after_load_checkpoint(self, runner, checkpoint: dict) -> None:
         meta = checkpoint.get('meta') or {}
         self._loaded = dict(iter=meta.get('iter'), states=checkpoint.get(RNG_STATES_KEY))
@@ -173,7 +154,6 @@ class RNGStateHook(Hook):
             restore_rng_state(states[rank])
         runner.logger.info(f'random generator states of iteration {runner.iter} restored (rank {rank})')
 
-    # --- validation during training leaves the generators as it found them ---------------------------------------
     def before_val(self, runner) -> None:
         self._before_val = capture_rng_state()
 
@@ -184,12 +164,10 @@ class RNGStateHook(Hook):
 
 
 def checkpoint_seed(path: str) -> int | None:
-    """The run seed recorded in a checkpoint's ``meta`` (None when it has none or is not a local file), read through
-    the file room (:func:`beit_mm.fileio.open_checkpoint`).
+    """The run seed in a local checkpoint's ``meta``, or None.
 
     Raises:
-        TrainingStateError: a seed numpy would refuse (not an int in [0, 2**32 - 1]), named before the runner seeds
-            anything with it (:func:`beit_mm.engine.resume.check_seed`).
+        TrainingStateError: a seed numpy would refuse.
     """
     if not osp.isfile(path):
         return None
@@ -200,10 +178,8 @@ def checkpoint_seed(path: str) -> int | None:
 
 
 def use_rng_state_hook(cfg: Config, opened: dict | None = None) -> None:
-    """Add ``beit_mm.RNGStateHook`` to ``cfg.custom_hooks`` (unless there), and when the config resumes
-    (``cfg.resume`` with ``cfg.load_from``), set ``randomness.seed`` to the checkpoint's seed so that the sampler and
-    the dataloader workers are seeded as in the interrupted run. ``opened``: the resumed checkpoint already read
-    (else its seed is read from the file); the warning is printed by rank 0 only."""
+    """Add ``beit_mm.RNGStateHook`` to ``cfg.custom_hooks``; when the config resumes, set ``randomness.seed`` to the
+    checkpoint's (``opened``, else read from ``cfg.load_from``)."""
     ensure_custom_hook(cfg, RNGStateHook, 'beit_mm.RNGStateHook')
     if not (cfg.get('resume') and cfg.get('load_from')):
         return

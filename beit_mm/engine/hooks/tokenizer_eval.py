@@ -1,5 +1,4 @@
-"""Held-out evaluation of a ``beit_mm.DVAE`` or ``beit_mm.VQKD`` during training
-(``beit_mm.models.tokenizers.evaluation``)."""
+"""Held-out evaluation of a ``beit_mm.DVAE`` or ``beit_mm.VQKD`` during training."""
 from __future__ import annotations
 
 import json
@@ -20,25 +19,20 @@ from beit_mm.registry import HOOKS
 
 @HOOKS.register_module()
 class TokenizerEvalHook(Hook):
-    """Every ``interval`` iterations and after the last one: held-out codebook usage, perplexity and PSNR of the dVAE's
-    hard codes, logged as ``heldout_usage``, ``heldout_perplexity``, ``heldout_psnr`` (and ``heldout_psnr_mean_colour``,
-    the trivial baseline), and a PNG grid of images next to their reconstructions in
-    ``work_dir/tokenizer_eval/iter_N.png``. For a ``VQKD``: ``heldout_usage``, ``heldout_perplexity``,
-    ``heldout_dead_codes`` and ``heldout_teacher_cosine`` (no picture: it reconstructs features, not pixels). The
-    numbers also go to ``work_dir/tokenizer_eval/iter_N.json``. On several processes each evaluates the same images
-    with the same weights and logs the same numbers; the main process writes the files.
+    """Every ``interval`` iterations and after the last: held-out codebook usage, perplexity and PSNR of a dVAE (with a
+    reconstruction grid PNG), or usage, perplexity, dead codes and teacher cosine of a VQ-KD, logged as
+    ``heldout_*`` and written to ``work_dir/tokenizer_eval/iter_N.json``.
 
     Args:
-        folder: images the tokenizer does not train on (e.g. the labeled set's ``images/validation``); None = the
-            training dataset's ``data_root`` joined with ``heldout_prefix`` (follows a ``data_root`` override).
-        heldout_prefix: the held-out folder inside the training ``data_root`` when ``folder`` is None.
-        img_size: side the images are resized to (the training crop size).
-        num_images: how many images (the first, sorted by name) are evaluated.
+        folder: held-out images; None = the training ``data_root`` joined with ``heldout_prefix``.
+        heldout_prefix: the held-out folder inside the training ``data_root``.
+        img_size: side the images are resized to.
+        num_images: how many images (the first by name) are evaluated.
         interval: iterations between evaluations.
         grid_images: images shown in the PNG grid (a multiple of 8).
     """
 
-    priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL) prints the iteration's scalars
+    priority = 'ABOVE_NORMAL'  # before the LoggerHook (BELOW_NORMAL)
 
     def __init__(self, folder: str | None, img_size: int, num_images: int = 256, interval: int = 500,
                  grid_images: int = 32, heldout_prefix: str = 'images/validation') -> None:
@@ -88,7 +82,7 @@ class TokenizerEvalHook(Hook):
     @staticmethod
     def _update_scalars(runner, stats: dict[str, float]) -> None:
         for key, value in stats.items():
-            runner.message_hub.update_scalar(f'train/heldout_{key}', value)  # LogProcessor prints train/* scalars
+            runner.message_hub.update_scalar(f'train/heldout_{key}', value)
 
     def _log_vqkd(self, runner, model: VQKD, images, out_dir: str) -> dict[str, float]:
         stats = evaluate_vqkd(model, images)

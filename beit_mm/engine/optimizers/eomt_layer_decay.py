@@ -1,32 +1,9 @@
-"""EoMT's optimizer parameter groups: the official layer-wise lr decay, restated for beit_mm's ``EoMT`` on a BEiT.
+"""EoMT's optimizer parameter groups: the official layer-wise lr decay (tue-mps/eomt@7bd19dd), for beit_mm's EoMT.
 
-The official rule (github.com/tue-mps/eomt at ``7bd19dd``, ``training/lightning_module.py:102-152``, ``configure_
-optimizers``) walks the parameters in reverse registration order, remembering the block index of the last block
-parameter it saw (starting at ``L``, the number of blocks), and gives each backbone parameter
-
-- in block ``b``: ``lr * llrd ** (L - 1 - b)`` (lines 122-128), so the last block trains at the full lr;
-- outside the blocks: ``lr * llrd ** (L - 1)``, block 0's factor, when the block remembered is 0, i.e. when the next
-  block parameter after it in registration order is in block 0 (lines 127-128); otherwise the full lr;
-- in the final norm (``"backbone.norm" in name``): the full lr (lines 133-134; registered after the blocks in
-  timm's ViT and in beit_mm's BEiT, it has the full lr by the previous rule already);
-- in one of the last ``L2`` blocks (the ones that see the queries): the full lr when ``llrd_l2_enabled`` is False
-  or ``lr_mult != 1`` (lines 136-141);
-
-every other parameter (queries, class/mask heads, upscale) gets the full lr (lines 146-149), and every parameter the
-optimizer's weight decay, 0.05 by default: ``AdamW(param_groups, weight_decay=...)`` with no per-group value (line
-152), so norms, biases, tokens and position tables decay too.
-
-In beit_mm's BEiT the tokens (``cls_token``, ``mask_token``, ``pos_embed``), ``patch_embed.*`` and a shared relative
-position bias ``rel_pos_bias.*`` are registered before ``blocks``: they take block 0's factor, as DINOv2's tokens,
-position embedding and patch embedding do in the official code. The final ``norm`` comes after the blocks (full lr),
-and so do BEiT v2's pretraining-only ``cls_pt_layers`` (full lr; they are not in EoMT's forward). Per-block relative
-position bias tables are block parameters. Which parameters belong to which block is asked of the backbone
-(``get_layer_depth``: block ``b`` is layer id ``b + 1``), and the final norm is ``backbone.norm`` by identity, not by
-name matching.
-
-``lr_mult`` is not taken: in the official code it never multiplies anything (the ``elif`` at line 130 repeats the
-condition of the ``if`` at line 127, so it is unreachable); its only effect is the L2 exception at line 139, which
-``llrd_l2_enabled=False`` gives here (the DINOv3 configs' ``lr_mult: 0.1`` comes to that).
+A backbone parameter in block ``b`` of ``L`` gets ``lr * llrd ** (L - 1 - b)``; one registered before the blocks
+(tokens, patch embedding, shared relative position bias) gets block 0's factor; the final norm, the last ``L2`` blocks
+when ``llrd_l2_enabled`` is False and everything outside the backbone get the full lr. Every group keeps the
+optimizer's weight decay. Block membership comes from the backbone's ``get_layer_depth``.
 """
 from typing import Dict, List, Tuple
 
@@ -37,7 +14,6 @@ from torch import nn
 from beit_mm.engine.schedulers.two_stage_warmup_poly import BACKBONE_GROUP_KEY
 from beit_mm.registry import OPTIM_WRAPPER_CONSTRUCTORS
 
-#: ``paramwise_cfg`` keys this constructor understands; anything else is a ValueError.
 ALLOWED_PARAMWISE_KEYS: Tuple[str, ...] = ('layer_decay_rate', 'llrd_l2_enabled')
 
 _BACKBONE_PREFIX = 'backbone.'
@@ -45,29 +21,15 @@ _BACKBONE_PREFIX = 'backbone.'
 
 @OPTIM_WRAPPER_CONSTRUCTORS.register_module()
 class EoMTLayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
-    """Param groups of a ``beit_mm.EoMT`` with the official EoMT layer-wise lr decay (see the module docstring).
-
-    Config (the official semantic-segmentation defaults, ``training/mask_classification_semantic.py:25-29``)::
-
-        optim_wrapper = dict(
-            type='OptimWrapper',
-            optimizer=dict(type='AdamW', lr=1e-4, weight_decay=0.05),
-            constructor='beit_mm.EoMTLayerDecayOptimWrapperConstructor',
-            paramwise_cfg=dict(layer_decay_rate=0.8, llrd_l2_enabled=True))
-        param_scheduler = [dict(type='beit_mm.TwoStageWarmupPolyLR', ...)]  # reads the groups' backbone tag
+    """Param groups of a ``beit_mm.EoMT`` with the official EoMT layer-wise lr decay.
 
     ``paramwise_cfg`` keys:
         layer_decay_rate (float, required): the official ``llrd``, in (0, 1].
-        llrd_l2_enabled (bool): decay the last ``L2`` blocks too (official default True); False gives them the full
-            lr.
+        llrd_l2_enabled (bool): decay the last ``L2`` blocks too (default True).
 
-    Param groups: one per (lr scale, backbone or not) with keys ``params``, ``param_names``, ``lr``,
-    ``weight_decay`` (the optimizer's, for every group), ``lr_scale``, ``group_name`` and
-    :data:`~beit_mm.engine.schedulers.two_stage_warmup_poly.BACKBONE_GROUP_KEY` (True for ``backbone.*``
-    parameters, the final norm's included, as the official scheduler's backbone groups,
-    ``lightning_module.py:143-156``). The non-backbone group comes first, so the lr MMEngine logs (the first
-    group's) is the full lr's schedule; then the backbone groups from the largest scale down. Parameters with
-    ``requires_grad=False`` are left out.
+    One group per (lr scale, backbone or not), tagged with
+    :data:`~beit_mm.engine.schedulers.two_stage_warmup_poly.BACKBONE_GROUP_KEY`; the non-backbone group comes first, so
+    the logged lr is the full lr's. Frozen parameters are left out.
     """
 
     def __init__(self, optim_wrapper_cfg: dict, paramwise_cfg: dict | None = None) -> None:
@@ -140,23 +102,23 @@ class EoMTLayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         norm_params = {id(p) for p in norm.parameters()} if norm is not None else set()
         decay = self.layer_decay_rate
         scales = {}
-        # official lightning_module.py:108-109,115: reverse registration order, block index starting at L
+        # reverse registration order, block index starting at L
         named = list(model.named_parameters())
         block_i = depth
         for name, param in reversed(named):
             if not name.startswith(_BACKBONE_PREFIX):
-                scales[name] = 1.0  # lines 146-149
+                scales[name] = 1.0
                 continue
             layer_id, _ = backbone.get_layer_depth(name, prefix=_BACKBONE_PREFIX)
             is_block = 1 <= layer_id <= depth
             if is_block:
                 block_i = layer_id - 1
             scale = 1.0
-            if is_block or block_i == 0:  # lines 127-128
+            if is_block or block_i == 0:
                 scale = decay**(depth - 1 - block_i)
-            if id(param) in norm_params:  # lines 133-134
+            if id(param) in norm_params:
                 scale = 1.0
-            if is_block and block_i in l2_blocks and not self.llrd_l2_enabled:  # lines 136-141
+            if is_block and block_i in l2_blocks and not self.llrd_l2_enabled:
                 scale = 1.0
             scales[name] = scale
         return scales

@@ -1,20 +1,8 @@
 """Layer-wise learning-rate decay: one optimizer param group per (layer id, weight decay).
 
-The layer id is asked of the model (``get_layer_depth(name) -> (layer_id, num_layers)``, ``num_layers = depth + 2``:
-0 the stem, block ``i`` is ``i + 1``, everything after the backbone ``num_layers - 1``; the backbone's when the top
-model has none, as mmseg's ``EncoderDecoder``)::
-
-    lr(param) = base_lr * layer_decay_rate ** (num_layers - 1 - layer_id)
-
-Two weight-decay rules (``paramwise_cfg.weight_decay_rule``), so a config states which reference it follows:
-
-- ``'unilm'``: unilm ``beit/optim_factory.py::get_parameter_groups`` (line 65) and its segmentation constructor
-  (line 43): every 1-D parameter and ``*.bias`` exempt, plus ``no_decay_names`` (default
-  :data:`UNILM_NO_DECAY_NAMES`). unilm's segmentation constructor compares prefixed names, which never match, so
-  segmentation recipes reproduce it with ``no_decay_names=()``.
-- ``'names'`` (default): ``no_decay_names`` (matched against the dotted components of the full name; default
-  :data:`DEFAULT_NO_DECAY_NAMES`), then norm layers by module type (``norm_decay_mult``), then ``bias``
-  (``bias_decay_mult``); any other parameter decays.
+``lr(param) = base_lr * layer_decay_rate ** (num_layers - 1 - layer_id)``, the layer id from the model's
+``get_layer_depth(name) -> (layer_id, num_layers)`` (or its backbone's). Weight decay follows ``'unilm'`` (every 1-D
+parameter and bias exempt, as unilm's BEiT) or ``'names'`` (``no_decay_names``, then norm layers, then biases).
 """
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
@@ -26,31 +14,23 @@ from torch import nn
 
 from beit_mm.registry import OPTIM_WRAPPER_CONSTRUCTORS
 
-#: Norm layers whose parameters (weight and bias) get ``weight_decay * norm_decay_mult``; detected by module type.
 NORM_LAYER_TYPES = (_BatchNorm, _InstanceNorm, nn.GroupNorm, nn.LayerNorm)
 
-#: Default ``no_decay_names`` of the ``'names'`` rule: the ViT/BEiT tokens, position embeddings, shared/per-block
-#: relative position bias, layer-scale and the q/v biases of BEiT's attention. This is beit_mm's own choice, wider than
-#: unilm's (which decays the relative position tables and ``mask_token``; use ``weight_decay_rule='unilm'`` for it).
+#: ``no_decay_names`` of the ``'names'`` rule (wider than unilm's, which decays ``mask_token`` and the bias tables).
 DEFAULT_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'reg_token', 'mask_token', 'pos_embed',
                                            'relative_position_bias_table', 'gamma_1', 'gamma_2', 'q_bias', 'v_bias')
 
-#: ``no_decay_names`` of the ``'unilm'`` rule: unilm ``beit/modeling_finetune.py`` and ``beit/modeling_pretrain.py``
-#: ``no_weight_decay() -> {'pos_embed', 'cls_token'}``.
+#: ``no_decay_names`` of the ``'unilm'`` rule (unilm's ``no_weight_decay()``).
 UNILM_NO_DECAY_NAMES: Tuple[str, ...] = ('cls_token', 'pos_embed')
 
-#: Values of ``paramwise_cfg.weight_decay_rule``.
 WEIGHT_DECAY_RULES: Tuple[str, ...] = ('names', 'unilm')
 
-#: ``paramwise_cfg`` keys this constructor understands; anything else is a ValueError (no silently ignored options).
 ALLOWED_PARAMWISE_KEYS: Tuple[str, ...] = ('layer_decay_rate', 'weight_decay_rule', 'no_decay_names', 'bias_decay_mult',
                                            'norm_decay_mult')
 
-#: Attribute holding a parameter's number of dimensions before FSDP flattened it (set by
-#: ``beit_mm.engine.fsdp.TorchFSDPStrategy.build_model``); the ``'unilm'`` rule reads it when present.
+#: Parameter attribute holding its ndim before FSDP flattened it (set by ``TorchFSDPStrategy``).
 ORIGINAL_NDIM_ATTR = '_beit_mm_original_ndim'
 
-#: How many parameter names of a group the logged table shows.
 _NAMES_SHOWN = 3
 
 LayerDepthFn = Callable[[str], Tuple[int, int]]
@@ -60,47 +40,18 @@ LayerDepthFn = Callable[[str], Tuple[int, int]]
 class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
     """Optimizer wrapper constructor with layer-wise lr decay and name/type-based weight-decay exemptions.
 
-    Config::
-
-        optim_wrapper = dict(
-            type='OptimWrapper',  # or 'AmpOptimWrapper'
-            optimizer=dict(type='AdamW', lr=3e-5, betas=(0.9, 0.999), weight_decay=0.05),
-            constructor='beit_mm.LayerDecayOptimWrapperConstructor',
-            paramwise_cfg=dict(layer_decay_rate=0.9,
-                               weight_decay_rule='unilm',  # unilm's 1-D / bias / no_weight_decay() rule
-                               no_decay_names=()))  # () = unilm's segmentation constructor
-
     ``paramwise_cfg`` keys:
         layer_decay_rate (float, required): ``d`` in ``lr = base_lr * d ** (num_layers - 1 - layer_id)``; in (0, 1].
-        weight_decay_rule (str): ``'unilm'`` or ``'names'`` (default), see the module docstring.
-        no_decay_names (tuple[str]): a parameter whose dotted name has one of these as a *component* gets
-            ``weight_decay = 0`` (``blocks.0.attn.q_bias`` matches ``'q_bias'``; ``my_cls_token_proj.weight`` does not
-            match ``'cls_token'``). Defaults to :data:`UNILM_NO_DECAY_NAMES` (rule ``'unilm'``) or
-            :data:`DEFAULT_NO_DECAY_NAMES` (rule ``'names'``).
-        norm_decay_mult (float): rule ``'names'`` only: weight decay multiplier for the weight and bias of norm layers
-            (``_BatchNorm``, ``_InstanceNorm``, ``GroupNorm``, ``LayerNorm``, detected by module type). Defaults to 0.
-        bias_decay_mult (float): rule ``'names'`` only: weight decay multiplier for other parameters named ``bias``.
-            Defaults to 0.
+        weight_decay_rule (str): ``'unilm'`` or ``'names'`` (default).
+        no_decay_names (tuple[str]): dotted-name components that get ``weight_decay = 0``. Defaults to
+            :data:`UNILM_NO_DECAY_NAMES` or :data:`DEFAULT_NO_DECAY_NAMES` by rule.
+        norm_decay_mult (float): rule ``'names'``: multiplier for norm-layer parameters. Defaults to 0.
+        bias_decay_mult (float): rule ``'names'``: multiplier for other ``bias`` parameters. Defaults to 0.
 
-    Rule ``'unilm'``: ``weight_decay = 0`` for 1-D parameters, ``*.bias`` and ``no_decay_names``; the optimizer's
-    ``weight_decay`` otherwise. Rule ``'names'``: ``no_decay_names`` -> norm layer -> ``bias`` -> ``weight_decay``; any
-    other parameter (also a 1-D one) gets the optimizer's ``weight_decay``. Parameters with ``requires_grad=False`` are
-    left out of the optimizer.
-
-    Layer ids: if the model (after unwrapping DDP's ``.module``) has ``get_layer_depth``, it is called with the full
-    parameter name (mmpretrain classifiers, bare backbones). Otherwise ``model.backbone.get_layer_depth(name,
-    prefix='backbone.')`` gives the ids of ``backbone.*`` parameters and every other parameter (neck, decode_head,
-    auxiliary_head, head) gets ``num_layers - 1`` (lr scale 1) (mmseg segmentors, mmpretrain classifiers).
-
-    Param groups: one per (layer id, weight decay) with keys ``params``, ``param_names`` (torch's named-param-group key,
-    also used for logging), ``lr``, ``weight_decay``, ``layer_id``, ``lr_scale`` and ``group_name``; sorted by layer id,
-    then decaying before exempt. MMEngine's schedulers keep the per-group lr ratios: they record each group's
-    ``initial_lr`` and multiply (LinearLR, MultiStepLR, ...) or anneal to an ``eta_min`` (PolyLR, CosineAnnealingLR),
-    which keeps the ratios only when ``eta_min == 0`` (use ``eta_min_ratio`` on CosineAnnealingLR otherwise).
+    Groups are sorted by layer id, decaying before exempt; frozen parameters are left out.
 
     Args:
-        optim_wrapper_cfg: the ``optim_wrapper`` config without ``constructor`` and ``paramwise_cfg``; its
-            ``optimizer`` must set ``lr`` and ``weight_decay``.
+        optim_wrapper_cfg: the ``optim_wrapper`` config; its ``optimizer`` must set ``lr`` and ``weight_decay``.
         paramwise_cfg: the keys above.
     """
 
@@ -126,16 +77,7 @@ class LayerDecayOptimWrapperConstructor(DefaultOptimWrapperConstructor):
         self.norm_decay_mult: float = float(paramwise_cfg.get('norm_decay_mult', 0.0))
 
     def add_params(self, params: List[dict], module: nn.Module, prefix: str = '', **kwargs) -> None:
-        """Append the layer-decay param groups of ``module`` (the whole model) to ``params``.
-
-        Called once by ``DefaultOptimWrapperConstructor.__call__`` with the unwrapped model; unlike the parent it does
-        not recurse, it groups all parameters at once.
-
-        Args:
-            params: list of param groups, extended in place.
-            module: the model (segmentor, classifier, or a module answering ``get_layer_depth`` itself).
-            prefix: must be ''; the constructor works on whole models only.
-        """
+        """Append the layer-decay param groups of ``module`` (the whole model, ``prefix`` must be '') to ``params``."""
         if prefix:
             raise ValueError(f'LayerDecayOptimWrapperConstructor.add_params works on the whole model; got prefix '
                              f'{prefix!r}. Call it with the top-level model.')
@@ -227,11 +169,7 @@ def _validate_paramwise_cfg(paramwise_cfg: Optional[dict]) -> dict:
 
 
 def _layer_depth_fn(model: nn.Module) -> LayerDepthFn:
-    """``name -> (layer_id, num_layers)`` for every parameter name of ``model``.
-
-    The model's own ``get_layer_depth(name)`` if it has one, else ``model.backbone.get_layer_depth(name, prefix)`` for
-    ``backbone.*`` names with ``num_layers - 1`` for everything else.
-    """
+    """``name -> (layer_id, num_layers)`` from the model's ``get_layer_depth`` or its backbone's."""
     model_fn = getattr(model, 'get_layer_depth', None)
     if callable(model_fn):
 
@@ -284,9 +222,7 @@ def _checked_depth(layer_depth: LayerDepthFn, name: str) -> Tuple[int, int]:
 def _check_original_ndims(model: nn.Module) -> None:
     """Raise if ``model`` holds FSDP-flattened parameters without their original ndim recorded.
 
-    Under FSDP (``use_orig_params=True``) every parameter the optimizer sees is a 1-D view into a flat shard, so unilm's
-    ``len(param.shape) == 1`` test would exempt every weight from weight decay (and merge the decay/no-decay groups).
-    ``TorchFSDPStrategy`` records the original ndim (:data:`ORIGINAL_NDIM_ATTR`) before wrapping.
+    Flattened parameters are all 1-D, so the ``'unilm'`` rule would exempt every weight from decay.
     """
     try:
         from torch.distributed.fsdp import FullyShardedDataParallel

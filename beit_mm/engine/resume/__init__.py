@@ -1,15 +1,7 @@
-"""Resuming and starting a run from a checkpoint: every check in one package, the walk going down to the file room.
+"""Resuming and starting a run from a checkpoint: every check in one package.
 
-- :mod:`.start`: :func:`prepare_start` opens the file ``--resume`` means once and checks it before anything is built,
-  adding the guard and RNG-state hooks; :func:`check_start_checkpoint` checks its weights against the built model and
-  hands it to the run's load (:mod:`.opened`);
-- :mod:`.guard`: :class:`CheckpointGuardHook`, in ``after_load_checkpoint``, runs :func:`validate_resume`
-  (:mod:`.validate`), which keeps only the allow-list (:mod:`.fields`: what MMEngine 0.10.7 and beit_mm's hooks read)
-  and checks it against this run: counters and batch record (:mod:`.counters`), generator states (:mod:`.rng`),
-  message hub (:mod:`.message_hub`), weights and optimizer state (:mod:`.optimizer`), schedulers (:mod:`.schedulers`).
-
-A refusal is a :class:`TrainingStateError` (or :class:`StartCheckpointError`) naming the file, the key, the value and
-the fix; what is dropped is returned for one warning.
+:mod:`.start` opens and checks the start checkpoint before anything is built; :class:`CheckpointGuardHook` runs
+:func:`validate_resume` on load, which keeps the allow-listed fields (:mod:`.fields`) and checks them against this run.
 """
 from .fields import (CHECKPOINT_FIELDS, MESSAGE_HUB_FIELDS, META_DROPPED, META_FIELDS, OPTIMIZER_FIELDS,  # noqa: F401
                      RUNTIME_INFO_FIELDS, RUNTIME_INFO_PREFIXES, RUNTIME_INFO_REWRITTEN,

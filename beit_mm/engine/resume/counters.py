@@ -1,5 +1,4 @@
-"""The counters a resumed run continues from: iteration, epoch, seed, and the batch record that converts them when the
-processes or the batch differ."""
+"""The counters a resumed run continues from, and the batch record that converts them when the batch differs."""
 from __future__ import annotations
 
 import math
@@ -12,12 +11,7 @@ from .fields import (BATCH_KEYS, MAX_BATCH_RECORD, MAX_CONVERSION, MAX_SEED, SCH
 
 
 def check_counters(meta: Mapping, source: str, max_iters: int, max_epochs: int) -> None:
-    """``meta.iter`` in [0, max_iters] and ``meta.epoch`` in [0, max_epochs], ints (the schedule of this run, after
-    any conversion).
-
-    Raises:
-        TrainingStateError: a counter of another type or past the schedule.
-    """
+    """Raise ``TrainingStateError`` unless ``meta.iter``/``meta.epoch`` are ints in [0, max_iters]/[0, max_epochs]."""
     for key, high, setting in (('iter', max_iters, 'train_cfg.max_iters'),
                                ('epoch', max_epochs, 'train_cfg.max_epochs')):
         value = meta.get(key)
@@ -45,12 +39,7 @@ def batch_record(world_size: int, batch_size: int, accumulative_counts: int, sam
 
 
 def check_batch_record(meta: Mapping, source: str) -> bool:
-    """Whether ``meta`` has the batch record (:data:`BATCH_KEYS`); when it has, each entry bounded: processes, images
-    per process and accumulation ints in [1, 2**16], images seen an int >= 0.
-
-    Raises:
-        TrainingStateError: an entry out of bounds, or a record with some of the entries only.
-    """
+    """Whether ``meta`` has the batch record; raise ``TrainingStateError`` for a partial or out-of-bounds one."""
     present = [k for k in BATCH_KEYS if k in meta]
     if not present:
         return False
@@ -67,18 +56,14 @@ def check_batch_record(meta: Mapping, source: str) -> bool:
 
 def check_batch(meta: Mapping, world_size: int, batch_size: int, accumulative_counts: int, source: str,
                 schedule_in_samples: bool) -> float | None:
-    """Compare the batch a checkpoint was trained with (its ``meta`` record, :func:`check_batch_record`) with this
-    run's.
+    """Compare the batch a checkpoint was trained with to this run's.
 
     Returns:
-        None when every iteration sees as many images as before; else ``ratio`` = images per iteration then / now,
-        by which the caller multiplies every iteration count (:func:`rescale_iterations`, an iteration based
-        ``max_iters``) so that the schedule continues counted in images seen.
+        None for the same images per iteration, else ``ratio`` = images per iteration then / now.
 
     Raises:
-        TrainingStateError: the global batch per optimizer update (processes x batch x accumulation) differs and
-            ``schedule_in_samples`` is False: named with both batches and the fixes; or a conversion by more than
-            :data:`MAX_CONVERSION` either way.
+        TrainingStateError: another global batch without ``schedule_in_samples``, or a ratio beyond
+            :data:`MAX_CONVERSION`.
     """
     then = (meta['world_size'], meta['batch_size'], meta['accumulative_counts'])
     now = (world_size, batch_size, accumulative_counts)
@@ -109,9 +94,7 @@ def check_batch(meta: Mapping, world_size: int, batch_size: int, accumulative_co
 
 
 def rescale_iterations(checkpoint: dict, ratio: float) -> int:
-    """Multiply the iteration counts of a loaded checkpoint by ``ratio`` in place (:func:`check_batch`):
-    ``meta.iter`` and the ``last_step``, ``_global_step`` and :data:`SCHEDULER_ITER_KEYS` of every iteration-based
-    parameter scheduler (MMEngine's ``INF`` stays). Returns the new iteration."""
+    """Multiply ``meta.iter`` and the iteration-based schedulers' counts by ``ratio`` in place; returns the new iter."""
     def scale(value):
         return value if value >= SCHEDULER_INF else int(round(value * ratio))
     meta = checkpoint['meta']
@@ -123,7 +106,7 @@ def rescale_iterations(checkpoint: dict, ratio: float) -> int:
             if not isinstance(state, dict) or state.get('by_epoch', True) is not False:
                 continue
             for key in ('last_step', '_global_step', *SCHEDULER_ITER_KEYS):
-                if key == 'total_iters' and _is_int(state.get(key)):  # LinearLR, PolyLR, ...: end - begin - 1
+                if key == 'total_iters' and _is_int(state.get(key)):  # end - begin - 1
                     state[key] = scale(state[key] + 1) - 1
                 elif _is_int(state.get(key)) and state[key] >= 0:
                     state[key] = scale(state[key])

@@ -15,8 +15,7 @@ from .fields import (MAX_LOG_HISTORY, MAX_SCORE, MESSAGE_HUB_FIELDS, RUNTIME_INF
 
 
 def _own_checkpoint_file(path, work_dir: str, prefix: str) -> bool:
-    """Whether ``path`` is a regular file (not a link, not a folder) directly inside ``work_dir`` whose name starts
-    with ``prefix`` and ends with ``.pth``: one of this work dir's own checkpoint files."""
+    """Whether ``path`` is a regular ``<prefix>*.pth`` file directly inside ``work_dir``."""
     if not isinstance(path, str) or not path or '://' in path or '\0' in path:
         return False
     name = osp.basename(path)
@@ -33,17 +32,13 @@ def _check_score(source: str, key: str, value) -> None:
 
 
 def clean_runtime_info(runtime_info: dict, source: str, work_dir: str, same_run: bool, last_step: int) -> list[str]:
-    """Keep, in place, only the :data:`RUNTIME_INFO_FIELDS` a resumed run's hooks read, each valid; returns what was
-    dropped, each with why.
+    """Keep, in place, only the runtime values a resumed run's hooks read, each valid; returns what was dropped.
 
-    ``best_ckpt``/``best_ckpt_<metric>`` and ``last_ckpt`` are kept only when ``same_run`` (the checkpoint is one the
-    runs of ``work_dir`` wrote: :func:`same_run`) and they name a regular file directly in ``work_dir``
-    (``best_*.pth``, ``*.pth``); ``keep_ckpt_ids`` only when ``same_run`` and a list of distinct ints in [0,
-    ``last_step``]. A checkpoint from elsewhere steers no
-    file: its best checkpoint is not removed when a better one is saved, and the rotation starts with this run's saves.
+    Checkpoint names and ``keep_ckpt_ids`` are kept only for ``same_run`` and this work dir's own files, so a
+    checkpoint from elsewhere steers no file.
 
     Raises:
-        TrainingStateError: a ``best_score``/``best_score_<metric>`` that is not a finite number of bounded size.
+        TrainingStateError: a best score that is not a finite number of bounded size.
     """
     dropped = []
     for key in list(runtime_info):
@@ -61,7 +56,7 @@ def clean_runtime_info(runtime_info: dict, source: str, work_dir: str, same_run:
             _check_score(source, key, value)
             continue
         elif key in RUNTIME_INFO_REWRITTEN or key.startswith(RUNTIME_INFO_REWRITTEN_PREFIXES):
-            del runtime_info[key]  # this run writes its own before anything reads it
+            del runtime_info[key]
             continue
         else:
             keep, why = False, 'nothing reads it'
@@ -72,8 +67,7 @@ def clean_runtime_info(runtime_info: dict, source: str, work_dir: str, same_run:
 
 
 def _clean_log_scalars(log_scalars: dict, dropped: list) -> None:
-    """Rebuild, in place, every ``HistoryBuffer`` from its histories (finite numbers, as many counts as values, at
-    most :data:`MAX_LOG_HISTORY`); anything else is dropped."""
+    """Rebuild, in place, every ``HistoryBuffer`` from finite, bounded histories; drop anything else."""
     for key in list(log_scalars):
         value = log_scalars[key]
         history = getattr(value, '_log_history', None) if isinstance(value, HistoryBuffer) else None
@@ -90,8 +84,7 @@ def _clean_log_scalars(log_scalars: dict, dropped: list) -> None:
 
 
 def clean_message_hub(hub, source: str, work_dir: str, same_run: bool, last_step: int) -> list[str]:
-    """``checkpoint['message_hub']``: ``MessageHub.state_dict()``'s three dicts, cleaned in place
-    (:func:`clean_runtime_info`, log scalars rebuilt, ``resumed_keys`` bools of the keys kept)."""
+    """Clean ``checkpoint['message_hub']`` in place; returns what was dropped."""
     if not (isinstance(hub, dict) and all(isinstance(hub.get(k), dict) for k in MESSAGE_HUB_FIELDS)):
         raise _refuse(source, 'message_hub', hub, 'expected MessageHub.state_dict(): a dict of the dicts '
                       'log_scalars, runtime_info and resumed_keys', 'resume from a checkpoint tools/train.py wrote')
@@ -105,10 +98,7 @@ def clean_message_hub(hub, source: str, work_dir: str, same_run: bool, last_step
 
 
 def same_run(checkpoint_path: str | None, work_dir: str) -> bool:
-    """Whether the checkpoint is one this work dir's own runs wrote: it lies in ``work_dir`` (links resolved) and its
-    folder's manifest lists it with its present content (``beit_mm.AtomicCheckpointHook`` records every checkpoint it
-    writes: :func:`beit_mm.fileio.work_dir.recorded_file`). A file placed there by anyone else names no file to
-    delete."""
+    """Whether the checkpoint lies in ``work_dir`` and its folder's manifest lists it with its present content."""
     if not checkpoint_path or '://' in str(checkpoint_path):
         return False
     return (inside(checkpoint_path, work_dir) and osp.realpath(checkpoint_path) != osp.realpath(work_dir)

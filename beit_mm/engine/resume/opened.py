@@ -1,10 +1,5 @@
-"""A checkpoint the start checks already read, given to the run's MMEngine load instead of a second read.
-
-The object lives on that one runner, is taken once, and only while the file is the one read
-(:func:`beit_mm.fileio.checkpoint.file_identity`); any other load reads the file as MMEngine does. The two loads below
-are MMEngine 0.10.7's ``Runner.load_checkpoint`` and ``SingleDeviceStrategy.load_checkpoint`` with the file read
-replaced by the object.
-"""
+"""A checkpoint the start checks already read, given once to the run's MMEngine load instead of a second read, while
+the file is unchanged."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,13 +12,12 @@ from mmengine.runner.checkpoint import _load_checkpoint_to_model
 
 from ...fileio.checkpoint import file_identity
 
-_REVISE_KEYS = ((r'^module.', ''), )  # MMEngine's default: strip DDP's 'module.' prefix
+_REVISE_KEYS = ((r'^module.', ''), )
 
 
 @dataclass
 class OpenedCheckpoint:
-    """What the file ``path`` held when it was read (``checkpoint``), and which file that was (``identity``, taken
-    before reading: None when it could not be taken, and then it matches nothing)."""
+    """What the file ``path`` held when read, and its ``identity`` taken before reading (None matches nothing)."""
     path: str
     identity: tuple | None
     checkpoint: dict = field(repr=False)

@@ -1,5 +1,4 @@
-"""The weights and optimizer state a resumed run loads: this run's keys, shapes, kinds of dtype and strides, dense and
-finite; the same param groups with hyperparameters of this run's kinds."""
+"""The weights and optimizer state a resumed run loads, checked against this run's model and optimizer."""
 from __future__ import annotations
 
 import numbers
@@ -18,8 +17,7 @@ _WEIGHTS_FIX = ('resume with the config this checkpoint was trained with (the sa
 
 
 def check_tensors(own: Mapping[str, Tensor], saved, source: str, key: str) -> None:
-    """``saved`` holds exactly the keys of ``own``, each a dense tensor inside its storage of the same shape and kind
-    of dtype (floating, complex, integer, bool), finite where floating.
+    """``saved`` holds exactly the keys of ``own``, each a dense, finite tensor of the same shape and kind of dtype.
 
     Raises:
         TrainingStateError: naming up to 3 keys missing or unexpected, or the first tensor that differs.
@@ -74,8 +72,7 @@ def _kind(value) -> str:
 
 
 def _check_group(source: str, key: str, own: dict, saved) -> None:
-    """One saved param group against this run's: the same number of parameters, hyperparameters of the same kind
-    (finite numbers, equal flags); kernel flags (:data:`KERNEL_FLAGS`) are set to this run's."""
+    """One saved param group against this run's; kernel flags (:data:`KERNEL_FLAGS`) are set to this run's."""
     if not isinstance(saved, dict) or not isinstance(saved.get('params'), list):
         raise _refuse(source, key, saved, 'expected a param group dict with a params list', _OPTIMIZER_FIX)
     if len(saved['params']) != len(own['params']):
@@ -107,8 +104,7 @@ def _strides(tensor: Tensor) -> tuple[int, ...]:
 
 
 def _check_param_state(source: str, key: str, param: Tensor, state) -> None:
-    """One parameter's state: tensors of the parameter's shape, kind of dtype and strides (``ndim > 0``), dense inside
-    their storage and finite; finite real scalars (``step``); finite numbers or None."""
+    """One parameter's state: dense, finite tensors of the parameter's shape, dtype kind and strides, finite scalars."""
     if not isinstance(state, dict) or not all(isinstance(name, str) for name in state):
         raise _refuse(source, key, state, 'expected a dict of tensors by name', _OPTIMIZER_FIX)
     for name, value in state.items():
@@ -157,15 +153,14 @@ def _check_torch_optimizer(optimizer: torch.optim.Optimizer, state_dict, source:
             raise _refuse(source, f'{key}.state', param_id, 'state for a parameter id no param group lists',
                           _OPTIMIZER_FIX)
         _check_param_state(source, f'{key}.state[{param_id}]', params[param_id], state)
-        if names is not None and set(state) != names:  # the step reads every entry the optimizer wrote
+        if names is not None and set(state) != names:
             raise _refuse(source, f'{key}.state[{param_id}]', sorted(state), f'the other parameters\' state has '
                           f'{sorted(names)}', _OPTIMIZER_FIX)
         names = set(state)
 
 
 def _check_numbers(source: str, key: str, value, required: tuple = (), positive: tuple = ()) -> None:
-    """A dict of finite numbers, flags and tuples of numbers (``params`` aside), with the ``required`` numbers present
-    and the ``positive`` ones > 0."""
+    """A dict of finite numbers, flags and tuples, with ``required`` present and ``positive`` > 0."""
     if not isinstance(value, dict):
         raise _refuse(source, key, value, 'expected a dict of numbers', _OPTIMIZER_FIX)
     for name in required:
@@ -182,23 +177,16 @@ def _check_numbers(source: str, key: str, value, required: tuple = (), positive:
 
 
 def check_optimizer_state(optim_wrapper, state_dict, source: str, key: str = 'optimizer') -> list[str]:
-    """Raise :class:`TrainingStateError` unless ``state_dict`` (``checkpoint['optimizer']``) fits ``optim_wrapper``:
-    the same param groups with as many parameters each, every per-parameter tensor of ``ndim > 0`` of its
-    parameter's shape, kind of dtype and strides, dense inside its storage and finite, the same state entries for
-    every parameter, finite scalars, hyperparameters of the same kind as this run's and equal flags. Kernel flags
-    (``fused``, ``foreach``, ``capturable``, ``differentiable``) are set to this run's in place: how the step runs is
-    this run's choice.
+    """Raise :class:`TrainingStateError` unless ``state_dict`` fits ``optim_wrapper``: the same param groups and
+    per-parameter state, finite, of this run's shapes and kinds; kernel flags are set to this run's in place.
 
     Args:
-        optim_wrapper: MMEngine's ``OptimWrapper`` (``AmpOptimWrapper``: its ``loss_scaler`` entry, finite numbers,
-            scale > 0), or an ``OptimWrapperDict`` (a dict of those by name, the same names).
+        optim_wrapper: MMEngine's ``OptimWrapper``/``AmpOptimWrapper`` or an ``OptimWrapperDict``.
         state_dict: what ``optim_wrapper.state_dict()`` saved.
         source: the checkpoint's path, for messages.
 
     Returns:
-        list[str]: the keys dropped: an empty ``loss_scaler`` (saved by a bf16 or fp32 run) resumed into an enabled
-        one, which ``GradScaler.load_state_dict`` refuses with a RuntimeError; the scaler starts at its initial scale;
-        entries the wrapper does not read.
+        list[str]: the keys dropped (an empty ``loss_scaler`` resumed into an enabled one, entries nothing reads).
     """
     if isinstance(optim_wrapper, OptimWrapperDict):
         names = set(state_dict) if isinstance(state_dict, dict) else None

@@ -36,10 +36,7 @@ def _check_generator(source: str, key: str, state, device: str) -> None:
 
 
 def check_rng_state(state, source: str, key: str) -> None:
-    """One process's generator states as ``beit_mm.RNGStateHook`` saves them (``capture_rng_state``): ``torch`` the
-    CPU generator's uint8 state, ``cuda`` None or a uint8 state, ``numpy`` ``keys`` int64 (624,) words, ``pos`` 0..624,
-    ``has_gauss`` 0/1, ``cached_gaussian`` a finite float; ``python`` ``version`` 3, ``state`` int64 (625,): 624 words
-    and a position 0..624, ``gauss_next`` None or a finite float.
+    """One process's generator states as ``beit_mm.RNGStateHook`` saves them, with Mersenne Twister words in range.
 
     Raises:
         TrainingStateError: naming the first entry that differs.

@@ -1,9 +1,4 @@
-"""The checkpoint a run starts from: which file ``--resume`` means, opened once and checked (training state, EMA,
-weights against the model) before anything trains, then handed to the run's load.
-
-A wrong file stops the run with :class:`StartCheckpointError` naming the request (``--resume``, the config's
-``resume=True``, ``load_from``), the file, the problem and the fix.
-"""
+"""The checkpoint a run starts from: opened once, checked against the model before anything trains, then loaded."""
 from __future__ import annotations
 
 import logging
@@ -31,15 +26,10 @@ class StartCheckpointError(ValueError):
 
 
 def check_resumable(path: str, with_ema: bool) -> dict:
-    """The training checkpoint ``path`` opened, or a named error when ``--resume`` cannot continue from it.
-
-    Args:
-        path: the checkpoint ``--resume`` names.
-        with_ema: whether this run keeps an EMA (``--ema`` or an ``EMAHook`` in the config).
+    """The training checkpoint ``path`` opened, for a run with an EMA or not (``with_ema``).
 
     Raises:
-        CheckpointFileError: a state dict without training state (meta/message_hub), or a run with an EMA resumed
-            without one (its raw weights would be dropped).
+        CheckpointFileError: no training state in the file, or an EMA checkpoint resumed without ``--ema``.
     """
     obj = open_checkpoint(path)
     meta = obj.get('meta') if isinstance(obj, Mapping) else None
@@ -61,16 +51,15 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
     """Open the checkpoint a run resumes from, before anything is built.
 
     Args:
-        cfg: the run's config; ``resume``/``load_from`` are set for MMEngine (``resume=False`` when nothing is found).
-        resume: a checkpoint path, or ``'auto'``: the work dir's last complete checkpoint
-            (:func:`beit_mm.fileio.work_dir.find_last_complete_checkpoint`), else a new run keeping ``load_from``.
-        how: the request, for messages (``--resume``, the config's ``resume=True``).
+        cfg: the run's config; ``resume``/``load_from`` are set in place.
+        resume: a checkpoint path, or ``'auto'`` for the work dir's last complete checkpoint.
+        how: the request, for messages.
 
     Returns:
-        The opened checkpoint (None for a new run), for :func:`check_start_checkpoint`: the file is read once.
+        The opened checkpoint, or None for a new run.
 
     Raises:
-        StartCheckpointError: ``<how>: <the file's problem and the fix>`` (:func:`check_resumable`).
+        StartCheckpointError: the file cannot be resumed.
     """
     if resume == 'auto':
         resume = find_last_complete_checkpoint(cfg.work_dir)
@@ -91,22 +80,8 @@ def set_resume(cfg: Config, resume: str, how: str = '--resume') -> OpenedCheckpo
 
 def prepare_start(cfg: Config, resume: str | None, how: str = '--resume',
                   schedule_in_samples: bool = False) -> OpenedCheckpoint | None:
-    """Open the start checkpoint (:func:`set_resume`, when ``resume`` is given) and add the resume guard
-    (``beit_mm.CheckpointGuardHook``) and the RNG-state hook, seeded from the checkpoint.
-
-    Args:
-        cfg: the run's config, edited in place.
-        resume: as :func:`set_resume`; None for a new run (unless the config resumes).
-        how: the request, for messages.
-        schedule_in_samples: resume another global batch with the schedule counted in images seen.
-
-    Returns:
-        The opened checkpoint or None, for :func:`check_start_checkpoint` once the runner is built.
-
-    Raises:
-        StartCheckpointError: the file cannot start the run.
-        TrainingStateError: its seed is not one numpy accepts.
-    """
+    """:func:`set_resume` (``resume`` None: a new run), then add the resume guard (``schedule_in_samples``: convert
+    another global batch) and the RNG-state hook to ``cfg``; returns the opened checkpoint or None."""
     opened = set_resume(cfg, resume, how) if resume is not None else None
     use_checkpoint_guard_hook(cfg, schedule_in_samples=schedule_in_samples)
     use_rng_state_hook(cfg, opened.checkpoint if opened is not None else None)
@@ -117,16 +92,14 @@ def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None 
     """Check that the ``--resume``/``load_from`` checkpoint fits the model, then give it to ``runner``'s load.
 
     Args:
-        runner: the built runner. A ``FlexibleRunner`` that builds its model only in ``train()`` (FSDP) is checked
-            against :func:`model_for_checks`.
-        cfg: the run's config (``load_from``, ``resume``); remote files are not checked.
+        runner: the built runner (an FSDP model is checked against :func:`model_for_checks`).
+        cfg: the run's config; remote files are not checked.
         opened: what :func:`set_resume` read (else the file is read here).
 
     Raises:
-        StartCheckpointError: ``train: <the keys and shapes that do not fit, and the fix>``.
+        StartCheckpointError: the weights do not fit.
 
-    Resuming is strict; ``load_from`` refuses only other shapes, except for a model declaring ``class_set_weights``
-    (EoMT), whose start must hold every weight but those.
+    Resuming is strict; ``load_from`` refuses only other shapes unless the model declares ``class_set_weights``.
     """
     path = cfg.get('load_from')
     if not path or '://' in str(path):
@@ -137,7 +110,6 @@ def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None 
     how = '--resume' if cfg.get('resume') else 'load_from'
     try:
         state_dict = unwrap_state_dict(opened.checkpoint) if opened is not None else load_state_dict_file(path)
-        # a model that declares its class-set weights (EoMT) starts from load_from strictly but for those
         class_set = () if cfg.get('resume') else getattr(model, 'class_set_weights', ())
         check_weights_match(model, state_dict, f'{path} ({how})', strict=bool(cfg.get('resume') or class_set),
                             may_lack=class_set)
@@ -148,7 +120,6 @@ def check_start_checkpoint(runner, cfg: Config, opened: OpenedCheckpoint | None 
 
 
 def model_for_checks(cfg: Config) -> torch.nn.Module:
-    """``cfg.model`` built for its weights' names, shapes and dtypes (no ``init_weights``, nothing loaded); what the
-    FlexibleRunner builds anyway before it wraps and shards the model, freed after the check."""
+    """``cfg.model`` built without ``init_weights``, for its weights' names and shapes."""
     init_default_scope(cfg.get('default_scope', 'mmseg'))
     return MODELS.build(cfg.model)

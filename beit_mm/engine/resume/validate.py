@@ -18,8 +18,7 @@ from .schedulers import check_param_schedulers
 
 @dataclass
 class ResumeReport:
-    """What :func:`validate_resume` did besides checking: the entries dropped (each with why), the batch record
-    (None when the checkpoint has none), and the conversion of iteration counts (``ratio`` None when none)."""
+    """What :func:`validate_resume` did besides checking: entries dropped, the batch record and the conversion."""
 
     dropped: list[str] = field(default_factory=list)
     record: tuple[int, int, int] | None = None
@@ -34,21 +33,18 @@ def _model(runner) -> torch.nn.Module:
 
 
 def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: bool = False) -> ResumeReport:
-    """Validate and clean, in place, a checkpoint ``runner`` resumes from, as a whole, before anything uses it (the
-    module docstring lists the invariants): fields off the allow-list dropped; the batch record compared with this
-    run's and the iteration counts converted (an ``IterBasedTrainLoop``'s ``max_iters`` too); then everything checked
-    against this run's converted schedule, model, EMA model, optimizer and schedulers.
+    """Validate and clean, in place, a checkpoint ``runner`` resumes from, before anything uses it; report what was
+    dropped and converted.
 
     Args:
-        runner: MMEngine's ``Runner`` in ``after_load_checkpoint`` of a resume (its hooks' ``before_run`` done). Under
-            another runner (``FlexibleRunner``: FSDP, DeepSpeed), the strategy loads the weights, optimizer and
-            schedulers in its own layout: those are left to it; the rest is checked.
+        runner: the runner in ``after_load_checkpoint``; under a ``FlexibleRunner`` weights, optimizer and schedulers
+            are left to its strategy.
         checkpoint: the opened checkpoint.
         source: its path, for messages.
-        schedule_in_samples: ``--resume-schedule-in-samples``: another global batch is converted, not refused.
+        schedule_in_samples: convert another global batch instead of refusing it.
 
     Raises:
-        TrainingStateError: the first field that does not fit, named with the file, the key, the value and the fix.
+        TrainingStateError: the first field that does not fit.
     """
     report = ResumeReport()
     _keep_only(checkpoint, CHECKPOINT_FIELDS, '', report.dropped)
@@ -78,14 +74,13 @@ def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: 
             if isinstance(runner.train_loop, IterBasedTrainLoop):
                 runner.train_loop._max_iters = int(round(runner.train_loop._max_iters * report.ratio))
         report.iter_after = meta['iter']
-    # every check below sees the converted counts and this run's converted schedule
     max_iters, max_epochs = runner.max_iters, runner.max_epochs
     check_counters(meta, source, max_iters, max_epochs)
     check_rng_states(checkpoint.get('rng_states'), source)
     report.dropped += clean_message_hub(checkpoint.get('message_hub'), source, runner.work_dir,
                                         same_run(source, runner.work_dir), max(meta['iter'], meta['epoch']))
     if not isinstance(runner, Runner):
-        return report  # FlexibleRunner: the strategy loads weights, optimizer and schedulers in its own layout
+        return report
     model = _model(runner)
     own = model.state_dict()
     check_tensors(own, _revised(checkpoint.get('state_dict')), source, 'state_dict')
@@ -101,11 +96,11 @@ def validate_resume(runner, checkpoint: dict, source: str, schedule_in_samples: 
                                       and 0 <= int(steps) <= max_iters):
             raise _refuse(source, "ema_state_dict['steps']", steps, f'the EMA\'s update count, an int in '
                           f'[0, {max_iters}]', _WEIGHTS_FIX)
-    if 'optimizer' in checkpoint:  # Runner.resume builds the wrapper next; built, it is returned as it is
+    if 'optimizer' in checkpoint:
         runner.optim_wrapper = runner.build_optim_wrapper(runner.optim_wrapper)
         report.dropped += check_optimizer_state(runner.optim_wrapper, checkpoint['optimizer'], source)
     if 'param_schedulers' in checkpoint:
-        if runner.param_schedulers is None:  # Runner.resume skips them then
+        if runner.param_schedulers is None:
             del checkpoint['param_schedulers']
         else:
             runner.param_schedulers = runner.build_param_scheduler(runner.param_schedulers)
