@@ -64,14 +64,30 @@ CROP = dict(type='beit_mm.EncodedRandomResizedCrop', scale=64)
     ([dict(type='RandomApply', transforms=[JITTER]), dict(type='PackInputs')], "'color_jitter'"),
 ])
 def test_a_dropped_key_is_named_with_both_transforms(pipeline, match):
+    scope = 'mmseg' if 'PackSegInputs' in str(pipeline) else 'mmpretrain'
     with pytest.raises(HandoverError, match=match):
+        check_pipeline(pipeline, scope=scope)
+
+
+def test_a_pack_transform_is_known_by_its_class():
+    """A subclass of a pack transform, registered under a name of its own, is checked as its base class."""
+    from mmengine.registry import TRANSFORMS as ROOT_TRANSFORMS
+    from mmpretrain.datasets.transforms import PackInputs
+
+    class PackForTest(PackInputs):
+        pass
+
+    pipeline = [JITTER, dict(type=PackForTest, meta_keys=('img_path', ))]
+    with pytest.raises(HandoverError, match="'color_jitter'.*PackForTest drops it"):
         check_pipeline(pipeline)
+    check_pipeline([JITTER, dict(type=PackForTest, meta_keys=('color_jitter', ))])
+    assert 'PackForTest' not in ROOT_TRANSFORMS
 
 
 def test_packed_keys_pass():
     check_pipeline([JITTER, CROP, dict(type='mmpretrain.PackInputs', meta_keys=(
         'color_jitter', 'crop_bbox', 'flip', 'ori_shape', 'crop_resize'))])
-    check_pipeline([dict(type='LoadImageFromFile'), dict(type='PackSegInputs')])  # nothing handed over
+    check_pipeline([dict(type='LoadImageFromFile'), dict(type='PackSegInputs')], scope='mmseg')  # nothing handed over
     check_pipeline([dict(type='LoadImageFromFile')])  # no pack transform, nothing handed over
 
 
@@ -85,13 +101,13 @@ def test_every_config_hands_over_its_keys(path):
     check_handover(cfg)
     for name, value in cfg.items():
         if (name.endswith('pipeline') or '_pipeline_' in name) and isinstance(value, list):
-            check_pipeline(value, name)
+            check_pipeline(value, name, cfg.get('default_scope'))
 
 
 def test_the_check_sees_what_the_mim_pipeline_hands_over():
     from beit_mm.data.checks.handover import handover_keys
     pipeline = Config.fromfile(f'{ROOT}/configs/_base_/datasets/imagenet_mim.py').train_pipeline_gpu_decode
-    assert [handover_keys(t) for t in pipeline[:2]] == [
+    assert [handover_keys(t, 'mmpretrain') for t in pipeline[:2]] == [
         ('color_jitter', ), ('crop_bbox', 'flip', 'ori_shape', 'two_view_resize')]
 
 

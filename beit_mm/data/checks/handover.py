@@ -5,12 +5,11 @@ The pack transforms drop unlisted keys silently, so a missing key would train wi
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Mapping, Sequence
 
-PACK_TRANSFORMS = {'PackInputs': 'mmpretrain.datasets.transforms', 'PackSegInputs': 'mmseg.datasets.transforms',
-                   'PackDetInputs': 'mmdet.datasets.transforms'}
+from beit_mm.registry import TRANSFORMS, config_class
+
 DATALOADERS = ('train_dataloader', 'val_dataloader', 'test_dataloader')
 
 
@@ -23,26 +22,30 @@ def _name(transform: Mapping) -> str:
     return kind.__name__ if isinstance(kind, type) else str(kind)
 
 
-def handover_keys(transform: Mapping) -> tuple[str, ...]:
+def handover_keys(transform: Mapping, scope: str | None = None) -> tuple[str, ...]:
     """The keys the transform configured by ``transform`` hands to the data preprocessor (empty for most)."""
-    kind = transform.get('type')
-    if isinstance(kind, str):
-        from beit_mm.registry import TRANSFORMS
-        kind = TRANSFORMS.get(kind) if kind.startswith('beit_mm.') or '.' not in kind else None
-    if not isinstance(kind, type) or not hasattr(kind, 'key'):
+    kind = config_class(transform.get('type'), TRANSFORMS, scope)
+    if kind is None or not hasattr(kind, 'key'):
         return ()
     return tuple(getattr(kind, 'handover', (kind.key, )))
 
 
-def packed_keys(transform: Mapping) -> tuple[str, ...] | None:
-    """The metainfo keys a pack transform keeps; None for any other transform."""
-    name = _name(transform).rsplit('.', 1)[-1]
-    if name not in PACK_TRANSFORMS:
+def pack_classes() -> tuple[type, ...]:
+    """The pack transforms of mmpretrain, mmseg and mmdet, whose ``meta_keys`` decide what reaches the device."""
+    from mmdet.datasets.transforms import PackDetInputs
+    from mmpretrain.datasets.transforms import PackInputs
+    from mmseg.datasets.transforms import PackSegInputs
+    return PackInputs, PackSegInputs, PackDetInputs
+
+
+def packed_keys(transform: Mapping, scope: str | None = None) -> tuple[str, ...] | None:
+    """The metainfo keys a pack transform (or a subclass) keeps; None for any other transform."""
+    kind = config_class(transform.get('type'), TRANSFORMS, scope)
+    if kind is None or not issubclass(kind, pack_classes()):
         return None
     if 'meta_keys' in transform:
         return tuple(transform['meta_keys'])
-    cls = getattr(importlib.import_module(PACK_TRANSFORMS[name]), name)
-    return tuple(inspect.signature(cls).parameters['meta_keys'].default)
+    return tuple(inspect.signature(kind).parameters['meta_keys'].default)
 
 
 def _flat(pipeline: Sequence) -> list[Mapping]:
@@ -58,17 +61,18 @@ def _flat(pipeline: Sequence) -> list[Mapping]:
     return flat
 
 
-def check_pipeline(pipeline: Sequence, where: str = 'the pipeline') -> None:
-    """Check that every handed-over key of ``pipeline`` is packed after it.
+def check_pipeline(pipeline: Sequence, where: str = 'the pipeline', scope: str | None = None) -> None:
+    """Check that every handed-over key of ``pipeline`` is packed after it; unscoped type names are looked up in
+    ``scope`` (a config's ``default_scope``).
 
     Raises:
         HandoverError: a key no later pack transform lists in its ``meta_keys``, or no pack transform after it.
     """
     pending: dict[str, str] = {}  # key -> the transform that hands it over
     for transform in _flat(pipeline):
-        for key in handover_keys(transform):
+        for key in handover_keys(transform, scope):
             pending[key] = _name(transform)
-        packed = packed_keys(transform)
+        packed = packed_keys(transform, scope)
         if packed is None:
             continue
         for key, sampler in pending.items():
@@ -97,4 +101,5 @@ def check_handover(cfg: Mapping) -> None:
         dataloader = cfg.get(loader)
         for dataset in _datasets(dataloader.get('dataset') if isinstance(dataloader, Mapping) else None):
             if dataset.get('pipeline'):
-                check_pipeline(dataset['pipeline'], f'{loader}.dataset ({dataset.get("type")})')
+                check_pipeline(dataset['pipeline'], f'{loader}.dataset ({dataset.get("type")})',
+                               cfg.get('default_scope'))
