@@ -141,7 +141,7 @@ def draw_token_maps(out: str, *, data_root: str, num_classes: int, dvae=None, vq
                     title: str = '', overwrite: bool = False) -> str:
     """Token maps of ``dvae`` and/or ``vqkd`` (each ``(config, checkpoint)``) on an ADE20K-layout split, and a
     markdown table (printed) of what their codes group."""
-    from ..evaluation.labeled_data import ade20k_dataset_cfg, build_seg_dataset, load_seg_split
+    from ..data.datasets.labeled_sets import ade20k_dataset_cfg, build_seg_dataset, load_seg_split
     from ..evaluation.token_groups import token_group_stats
     pairs = [p for p in (dvae, vqkd) if p]
     check_picture_output(out, overwrite, [data_root, *(p[0] for p in pairs)], [p[1] for p in pairs])

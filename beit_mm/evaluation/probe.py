@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..models.builder import feature_module
-from .labeled_data import LabeledSplit, ade20k_splits
+from ..data.datasets.labeled_sets import LabeledSplit, ade20k_splits
 
 IGNORE_INDEX = 255
 # DINO eval_knn.py defaults
@@ -170,7 +170,7 @@ class DenseProbe:
     def from_root(cls, data_root: str, num_classes: int, img_size: int, num_train: int | None = None,
                   num_val: int | None = None, img_suffix: str = '.jpg', seg_map_suffix: str = '.png',
                   **kwargs) -> 'DenseProbe':
-        """The probe of an ADE20K-layout root (:func:`beit_mm.evaluation.labeled_data.ade20k_splits`)."""
+        """The probe of an ADE20K-layout root (:func:`beit_mm.data.datasets.labeled_sets.ade20k_splits`)."""
         return cls(*ade20k_splits(data_root, num_classes, img_size, num_train, num_val, img_suffix, seg_map_suffix),
                    **kwargs)
 

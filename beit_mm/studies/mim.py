@@ -135,10 +135,10 @@ def labeled_settings(args: MimStudySettings) -> dict:
 def labeled_dataset(args: MimStudySettings, configs: dict[str, str], split: str, subset: bool = True):
     """The fine-tuning config's training (``'training'``: its first ``--num-labeled`` images, all of them with
     ``subset=False``) or validation dataset, through mmseg's dataset class with the config's suffixes
-    (``beit_mm.evaluation.labeled_data.build_seg_dataset``: an error names the suffix, the folder and the files found)."""
+    (``beit_mm.data.datasets.labeled_sets.build_seg_dataset``: an error names the suffix, the folder and the files found)."""
     from mmengine.config import Config
 
-    from beit_mm.evaluation.labeled_data import build_seg_dataset
+    from beit_mm.data.datasets.labeled_sets import build_seg_dataset
     cfg = Config.fromfile(configs[f'finetune-{args.heads[0]}'])  # the data are the same in every head's config
     dataset = (cfg.train_dataloader if split == 'training' else cfg.val_dataloader).dataset.to_dict()
     if not subset:
@@ -152,7 +152,7 @@ def check_unlabeled(args: MimStudySettings, configs: dict[str, str]) -> int:
     from mmengine.config import Config
     from mmpretrain.datasets import CustomDataset
 
-    from beit_mm.evaluation.labeled_data import LabeledDataError, describe_files
+    from beit_mm.data.datasets.labeled_sets import LabeledDataError, describe_files
     dataset = Config.fromfile(configs['dvae']).train_dataloader.dataset
     extensions = dataset.get('extensions') or inspect.signature(CustomDataset.__init__).parameters['extensions'].default
     folder = osp.join(dataset.data_root, dataset.data_prefix)
@@ -198,7 +198,7 @@ def run_study(args: MimStudySettings) -> str:
     or ``--num-labeled`` above the training images) before any run starts."""
     from mmengine.config import Config
 
-    from beit_mm.evaluation.labeled_data import LabeledDataError, load_seg_split
+    from beit_mm.data.datasets.labeled_sets import LabeledDataError, load_seg_split
     from beit_mm.evaluation.probe import DenseProbe
     start = time.time()
     check_work_dirs(args)

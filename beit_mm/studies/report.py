@@ -233,7 +233,7 @@ def plot_probe_curves(curves: dict, path: str) -> str | None:
 def majority_baseline(train_dataset, val_dataset) -> dict:
     """mIoU / aAcc / mAcc (percent) of predicting the most frequent training class (pixels of the training dataset,
     e.g. its first ``--num-labeled`` images) everywhere on the validation set (``majority_metrics``)."""
-    from beit_mm.evaluation.labeled_data import label_counts
+    from beit_mm.data.datasets.labeled_sets import label_counts
     from beit_mm.evaluation.probe import majority_metrics
     val_counts = label_counts(val_dataset)
     if val_counts.sum() == 0:

@@ -17,7 +17,7 @@ import torch
 from mmengine.config import Config
 
 from beit_mm.data.demo.ade20k import make_demo_ade20k
-from beit_mm.evaluation import labeled_data as D
+from beit_mm.data.datasets import labeled_sets as D
 from beit_mm.evaluation import probe as P
 from beit_mm.models.backbones import BEiT, CvT
 from beit_mm.models.builder import load_for_features

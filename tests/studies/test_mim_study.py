@@ -15,7 +15,7 @@ from mmengine.config import Config
 from PIL import Image
 
 from beit_mm.data.demo.ade20k import make_demo_ade20k
-from beit_mm.evaluation import labeled_data as D
+from beit_mm.data.datasets import labeled_sets as D
 from beit_mm.studies import configs as C
 from beit_mm.studies import graph, mim, runs
 from beit_mm.studies import report as R

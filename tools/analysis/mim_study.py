@@ -26,7 +26,7 @@ def parse_args(argv: list[str] | None = None) -> MimStudySettings:
 
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
-    from beit_mm.evaluation.labeled_data import LabeledDataError
+    from beit_mm.data.datasets.labeled_sets import LabeledDataError
     from beit_mm.fileio.outputs import OutputError
     from beit_mm.studies.mim import run_study
     try:

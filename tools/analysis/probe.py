@@ -65,7 +65,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
-    from beit_mm.evaluation.labeled_data import LabeledDataError
+    from beit_mm.data.datasets.labeled_sets import LabeledDataError
     from beit_mm.fileio.outputs import OutputError
     try:
         run(args)
@@ -76,7 +76,7 @@ def main() -> None:
 def run(args: argparse.Namespace) -> None:
     import torch
 
-    from beit_mm.evaluation.labeled_data import load_image_folder
+    from beit_mm.data.datasets.labeled_sets import load_image_folder
     from beit_mm.evaluation.probe import DenseProbe, classification_probe
     from beit_mm.models.builder import load_for_features
     torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', torch.get_num_threads())))

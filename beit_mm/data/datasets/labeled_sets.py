@@ -11,7 +11,7 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from ..fileio.inputs import open_image
+from ...fileio.inputs import open_image
 
 
 class LabeledDataError(FileNotFoundError):
