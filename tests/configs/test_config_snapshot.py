@@ -1,4 +1,4 @@
-"""``tools/analysis/config_snapshot.py``: a snapshot holds every config's values; compare names what changed."""
+"""``tools/analysis/config_snapshot.py`` over ``beit_mm.apis.config_snapshot``: a snapshot holds every config's values; compare names what changed."""
 import json
 import os
 import os.path as osp
@@ -36,4 +36,5 @@ def test_snapshot_and_compare(tmp_path, capsys):
     assert lines[0] == 'family/broken.py: added'
     assert lines[1] == 'family/a.py: 2 keys differ: lr (0.001 -> 0.002), optim.lr (0.001 -> 0.002)'
     assert lines[-1] == '2 of 3 configs differ'
-    assert '__error__' in tool.snapshot(after)['family/broken.py']
+    from beit_mm.apis.config_snapshot import snapshot
+    assert '__error__' in snapshot(after)['family/broken.py']
