@@ -152,9 +152,6 @@ def _tiny(config: str, coco_root: str, work_dir) -> Config:
         cfg[loader].dataset.data_root = coco_root
         cfg[loader].num_workers = 0
         cfg[loader].persistent_workers = False
-    if 'ann_file' in cfg.val_evaluator:
-        cfg.val_evaluator.ann_file = cfg.test_evaluator.ann_file = osp.join(coco_root, 'annotations',
-                                                                            'instances_val2017.json')
     cfg.train_dataloader.batch_size = 2
     cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = ITERS
     cfg.model.mask_annealing = dict(start_steps=[1, 2], end_steps=[2, 3])

@@ -65,9 +65,6 @@ def _tiny(config: str, coco_root: str, work_dir) -> Config:
         cfg[loader].dataset.data_root = coco_root
         cfg[loader].num_workers = 0
         cfg[loader].persistent_workers = False
-    if 'ann_file' in cfg.val_evaluator:
-        cfg.val_evaluator.ann_file = cfg.test_evaluator.ann_file = osp.join(coco_root, 'annotations',
-                                                                            'instances_val2017.json')
     head = cfg.model.panoptic_head
     head.num_queries = 10
     head.pixel_decoder.encoder.num_layers = 1
