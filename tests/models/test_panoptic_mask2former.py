@@ -108,15 +108,6 @@ def test_ade20k_panoptic_demo_trains_then_tests_with_pq(tmp_path_factory, tmp_pa
     assert f'Iter(train) [{ITERS}/{ITERS}]' in log and '| Things | ' in log and 'road, route' in log, log[-3000:]
 
 
-def test_instance_demo_trains_then_tests_with_mask_ap(coco_root, tmp_path, capsys):
-    runner = Runner.from_cfg(_tiny(INSTANCE, coco_root, tmp_path / 'work'))
-    runner.train()
-    metrics = runner.test()
-    assert {'coco/segm_mAP', 'coco/segm_mAP_50', 'coco/segm_mAP_75'} <= set(metrics)
-    assert 0.0 <= metrics['coco/segm_mAP'] <= 1.0
-    assert 'Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ]' in capsys.readouterr().out
-
-
 def test_adapter_panoptic_demo_builds_trains_then_tests_with_pq(coco_root, tmp_path, capsys):
     """The ViT-Adapter panoptic demo: mmdet's Mask2Former on the tiny BEiTAdapter without a neck, its 4 levels as wide
     as the head's in_channels; trained 2 iterations, then ``tools/test.py``'s library entry prints PQ/SQ/RQ."""
