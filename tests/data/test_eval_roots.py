@@ -1,5 +1,6 @@
-"""Evaluators follow the datasets' roots: a metric reads its ground truth from the data samples of the dataset it scores,
-or the check before training (``beit_mm.data.checks.check_evaluator_files``) names a file it would read from elsewhere.
+"""Evaluators follow the datasets' roots: a metric reads its ground truth from the data samples of the dataset it
+scores, or the check before training (``beit_mm.data.checks.check_evaluator_files``) names a file it would read from
+elsewhere.
 
 docs/data.md tells users to move a dataset with ``--cfg-options <loader>.dataset.data_root=...``; a metric holding its
 own annotation path (mmdet's ``CocoMetric(ann_file=...)``) kept reading the config's ``data/coco/...`` and the run
