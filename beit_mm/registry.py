@@ -16,8 +16,8 @@ from mmengine.registry import Registry
 MODELS = Registry('model', parent=MMENGINE_MODELS, scope='beit_mm', locations=['beit_mm.models'])
 TRANSFORMS = Registry('transform', parent=MMENGINE_TRANSFORMS, scope='beit_mm', locations=['beit_mm.data'])
 DATASETS = Registry('dataset', parent=MMENGINE_DATASETS, scope='beit_mm', locations=['beit_mm.data'])
-METRICS = Registry(
-    'metric', parent=MMENGINE_METRICS, scope='beit_mm', locations=['beit_mm.evaluation.panoptic_quality'])
+METRICS = Registry('metric', parent=MMENGINE_METRICS, scope='beit_mm',
+                   locations=['beit_mm.evaluation.panoptic_quality', 'beit_mm.evaluation.coco_instance'])
 HOOKS = Registry('hook', parent=MMENGINE_HOOKS, scope='beit_mm', locations=['beit_mm.engine'])
 OPTIM_WRAPPER_CONSTRUCTORS = Registry(
     'optimizer wrapper constructor',

@@ -19,7 +19,7 @@ from mmengine.dist import get_world_size, is_main_process
 from mmengine.logging import print_log
 from mmengine.registry import TRANSFORMS
 
-from ..data.checks import config_data_roots
+from ..data.checks import DatasetCheckError, check_evaluator_files, config_data_roots
 from ..engine.runner import build_runner, release_dataloader_workers
 from ..engine.launch import adapt_cfg_to_launcher, destroy_process_group, init_cpu_process_group
 from ..fileio import CheckpointFileError
@@ -177,7 +177,8 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
         empty on ranks other than the main one).
 
     Raises:
-        RunTestRefused: an output, the checkpoint or its fit to the config's model refused.
+        RunTestRefused: an output, the checkpoint or its fit to the config's model refused, or a file the test
+            evaluator reads lies outside the test dataset's root.
         RuntimeError: ``show``/``show_dir``/``tta`` without what they need in the config.
     """
     if 'LOCAL_RANK' not in os.environ:
@@ -193,7 +194,8 @@ def run_test(config: str, checkpoint: str, *, work_dir: Optional[str] = None, ou
         cfg.load_from = checkpoint_path(checkpoint)
         folders = output_folders(cfg, config, cfg.load_from, out, show_dir, overwrite)
         check_checkpoint(cfg, config, cfg.load_from)
-    except (OutputError, CheckpointFileError, CheckpointMismatchError, FileNotFoundError) as error:
+        check_evaluator_files(cfg, ['test_dataloader'])
+    except (OutputError, CheckpointFileError, CheckpointMismatchError, FileNotFoundError, DatasetCheckError) as error:
         raise RunTestRefused(str(error)) from error
     if show or show_dir:
         cfg = trigger_visualization_hook(cfg, show, show_dir, wait_time,

@@ -1,5 +1,5 @@
 # Demo: EoMT instance segmentation (beit_mm.EoMT, task='instance') on the panoptic demo's tiny BEiT, data and schedule,
-# with the generated demo's COCO instance files (person, car); mask AP from mmdet's CocoMetric.
+# with the generated demo's COCO instance files (person, car); mask AP against the dataset's own annotations.
 _base_ = ['./eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
           '../_base_/datasets/coco-instance_demo-64x64.py']
 data_root = 'data/coco_demo/'

@@ -1,6 +1,6 @@
 # Demo: Mask2Former instance segmentation (mmdet 3.3.0, no stuff classes, instance_on, as mmdet derives its instance
 # config from the panoptic one) on the panoptic demo's tiny BEiT, data and schedule, with the generated demo's COCO
-# instance files (person, car); mask AP from mmdet's CocoMetric.
+# instance files (person, car); mask AP against the dataset's own annotations.
 _base_ = ['./mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
           '../_base_/datasets/coco-instance_demo-64x64.py']
 data_root = 'data/coco_demo/'

@@ -21,7 +21,8 @@ train_pipeline = [
 test_pipeline = [
     dict(type='mmdet.LoadImageFromFile'),
     dict(type='mmdet.Resize', scale=(img_size, img_size), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'instances')),
 ]
 train_dataloader = dict(dataset=dict(pipeline=train_pipeline))
 val_dataloader = dict(dataset=dict(pipeline=test_pipeline))

@@ -21,7 +21,8 @@ train_pipeline = [
 test_pipeline = [
     dict(type='mmdet.LoadImageFromFile'),
     dict(type='mmdet.Resize', scale=(640, 640), keep_ratio=True),
-    dict(type='mmdet.PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+    dict(type='mmdet.PackDetInputs',
+         meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'instances')),
 ]
 train_dataloader = dict(
     dataset=dict(
@@ -42,8 +43,7 @@ val_dataloader = dict(
         test_mode=True,
         pipeline=test_pipeline))
 test_dataloader = val_dataloader
-val_evaluator = dict(
-    _delete_=True, type='mmdet.CocoMetric', ann_file='data/coco/annotations/instances_val2017.json', metric='segm')
+val_evaluator = dict(_delete_=True, type='beit_mm.DatasetCocoMetric', metric='segm')
 test_evaluator = val_evaluator
 iters_per_epoch = 7329
 max_iters = 12 * iters_per_epoch

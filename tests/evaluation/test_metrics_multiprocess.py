@@ -1,5 +1,6 @@
 """Every metric the configs evaluate with, and the numbers the pretraining hooks log, give on 2 processes what they
-give on 1: ``PanopticQualityMetric``, mmdet's ``CocoMetric``, mmseg's ``IoUMetric``, mmpretrain's ``Accuracy``,
+give on 1: ``PanopticQualityMetric``, mmdet's ``CocoMetric`` (with its file, and ``DatasetCocoMetric`` with the
+dataset's instances), mmseg's ``IoUMetric``, mmpretrain's ``Accuracy``,
 ``DenseProbeHook`` and ``TokenizerEvalHook`` on a DDP-wrapped model.
 
 Two gloo processes on CPU evaluate shards of an odd-sized dataset as MMEngine's loops do; a metric that enters a
@@ -84,12 +85,25 @@ def instance_samples(root: str, rng: np.random.Generator) -> tuple[str, dict, li
     return ann_file, dict(COCO_DEMO_METAINFO), samples
 
 
+def with_dataset_instances(root: str, samples: list[dict]) -> list[dict]:
+    """``samples`` carrying the ``instances`` of mmdet's ``CocoDataset`` over ``root``'s validation file."""
+    from mmdet.datasets import CocoDataset
+
+    from beit_mm.data.demo.coco import COCO_DEMO_METAINFO
+    dataset = CocoDataset(data_root=root, ann_file='annotations/instances_val2017.json',
+                          data_prefix=dict(img='val2017/'), metainfo=dict(COCO_DEMO_METAINFO), test_mode=True,
+                          pipeline=[])
+    instances = {info['img_id']: info['instances'] for info in dataset}
+    return [dict(sample, instances=instances[sample['img_id']]) for sample in samples]
+
+
 def build_metrics(tmp: str) -> dict[str, tuple]:
     """name -> (metric factory, dataset_meta, data samples), from the pickle the parent wrote."""
     from mmdet.evaluation import CocoMetric
     from mmpretrain.evaluation import Accuracy
     from mmseg.evaluation import IoUMetric
 
+    from beit_mm.evaluation.coco_instance import DatasetCocoMetric
     from beit_mm.evaluation.panoptic_quality import PanopticQualityMetric
     with open(osp.join(tmp, 'samples.pkl'), 'rb') as f:
         data = pickle.load(f)
@@ -98,6 +112,8 @@ def build_metrics(tmp: str) -> dict[str, tuple]:
         panoptic=(lambda: PanopticQualityMetric(classwise=True), META, data['panoptic']),
         instance=(lambda: CocoMetric(ann_file=data['ann_file'], metric=['bbox', 'segm']), data['instance_meta'],
                   data['instance']),
+        dataset_instance=(lambda: DatasetCocoMetric(metric=['bbox', 'segm']), data['instance_meta'],
+                          data['dataset_instance']),
         semantic=(lambda: IoUMetric(iou_metrics=['mIoU', 'mFscore']), seg_meta, data['semantic']),
         classification=(lambda: Accuracy(topk=(1, 5)), {}, data['classification']))
 
@@ -197,6 +213,7 @@ def runs(tmp_path_factory) -> tuple[dict, list[dict], str]:
     panoptic = [mmdet_sample(name, osp.join(tmp, f'{name}.png')) for name in CASES]
     with open(osp.join(tmp, 'samples.pkl'), 'wb') as f:
         pickle.dump(dict(panoptic=panoptic, ann_file=ann_file, instance_meta=instance_meta, instance=instance,
+                         dataset_instance=with_dataset_instances(osp.join(tmp, 'coco'), instance),
                          semantic=segmentation_samples(rng), classification=classification_samples(rng)), f)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as each rank: the same float reductions in the hooks' forward passes
@@ -219,7 +236,8 @@ def runs(tmp_path_factory) -> tuple[dict, list[dict], str]:
     return single, ranks, tmp
 
 
-@pytest.mark.parametrize('name', ['panoptic', 'instance', 'semantic', 'classification', *HOOK_MODELS])
+@pytest.mark.parametrize('name', ['panoptic', 'instance', 'dataset_instance', 'semantic', 'classification',
+                                  *HOOK_MODELS])
 def test_two_processes_equal_one(runs, name):
     """Every rank gets the one-process numbers of the whole dataset (7, 5, 7 and 11 samples: odd sizes; the hooks:
     their held-out images)."""

@@ -54,13 +54,9 @@ def _seg(data: dict, work: str) -> dict:
     return _short(data['ade'])
 
 
-def _coco_panoptic(data: dict, work: str) -> dict:
+def _coco(data: dict, work: str) -> dict:
+    """The COCO demos, panoptic and instance: only the datasets' roots point at the data."""
     return _short(data['coco'])
-
-
-def _coco_instance(data: dict, work: str) -> dict:
-    ann_file = osp.join(data['coco'], 'annotations', 'instances_val2017.json')
-    return {**_short(data['coco']), 'val_evaluator.ann_file': ann_file, 'test_evaluator.ann_file': ann_file}
 
 
 def _annealed(options: Callable[[dict, str], dict]) -> Callable[[dict, str], dict]:
@@ -153,19 +149,19 @@ FAMILIES = {  # in launch order: a chain's second family after its first
     'eomt-semantic': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
                             'mIoU'),
     'eomt-instance': Family(osp.join(DEMO, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
-                            _annealed(_coco_instance), 'coco/segm_mAP'),
+                            _annealed(_coco), 'coco/segm_mAP'),
     'eomt-dinov3': Family(osp.join(DEMO, 'eomt_dinov3-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _annealed(_seg),
                           'mIoU'),
     'mask2former-semantic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py'), _seg,
                                    'mIoU'),
     'mask2former-panoptic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py'),
-                                   _coco_panoptic, 'coco_panoptic/PQ', show=True),
+                                   _coco, 'coco_panoptic/PQ', show=True),
     'mask2former-instance': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
-                                   _coco_instance, 'coco/segm_mAP'),
+                                   _coco, 'coco/segm_mAP'),
     'vit-adapter': Family(osp.join(DEMO, 'beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU'),
     'custom-dataset': Family(osp.join(DEMO, 'beit-tiny-p8_upernet_1xb8-1k_custom-demo-64x64.py'), _custom, 'mIoU'),
     'mask2former-adapter-panoptic': Family(
-        osp.join(DEMO, 'mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py'), _coco_panoptic,
+        osp.join(DEMO, 'mask2former_beit-adapter-tiny_1xb8-0.3k_coco-panoptic-demo-64x64.py'), _coco,
         'coco_panoptic/PQ'),
     'cvt-upernet': Family(osp.join(DEMO, 'cvt-13-tiny_upernet_1xb8-0.3k_ade20k-demo-128x128.py'), _seg, 'mIoU'),
     'dvae': Family(osp.join(DEMO, 'dvae-tiny_1xb16-0.2k_ade20k-demo-48px.py'), _dvae, None,
@@ -300,7 +296,7 @@ def worker_run(data, tmp_path_factory) -> dict:
 def shell_run(data, tmp_path_factory) -> dict:
     """:data:`SHELL_FAMILY` through ``tools/dist_train.sh CONFIG 2`` then ``tools/dist_test.sh CONFIG CKPT 2``."""
     work = str(tmp_path_factory.mktemp(SHELL_FAMILY))
-    options = [f'{k}={v}' for k, v in _annealed(_coco_panoptic)(data, work).items()]
+    options = [f'{k}={v}' for k, v in _annealed(_coco)(data, work).items()]
     options = [o.replace(' ', '') for o in options]  # lists as [1,2]: one shell word each
     train_log, test_log = osp.join(work, 'train.log'), osp.join(work, 'test.log')
     seconds = _launch(['bash', osp.join(ROOT, 'tools', 'dist_train.sh'), SHELL_CONFIG, '2', '--work-dir', work,

@@ -1,7 +1,8 @@
 """Checks before a run: a segmentation split's files and labels, a config's data folders, and the hand-over of
 augmentation parameters from the worker to the data preprocessor. Each failure is an error naming the files or keys,
 their count and the fix."""
-from .config import check_split_folders, config_data_roots, warn_unread_data_root  # noqa: F401
+from .config import (EVALUATOR_INPUTS, check_evaluator_files, check_split_folders, config_data_roots,  # noqa: F401
+                     dataset_configs, evaluator_metrics, warn_unread_data_root)
 from .files import (EXIF_ORIENTATION, check_loaded_pair, check_pair, image_annotation_problem,  # noqa: F401
                     exif_orientation, loaded_size, loader_applies_orientation)
 from .handover import HandoverError, check_handover, check_pipeline  # noqa: F401

@@ -1,5 +1,5 @@
 """Checks of a config's data folders before any dataset is built: the roots it reads, a demo root it does not read,
-split folders that are missing or empty."""
+split folders that are missing or empty, files an evaluator reads outside its dataset's root."""
 from __future__ import annotations
 
 import logging
@@ -9,16 +9,18 @@ from collections.abc import Mapping, Sequence
 
 from mmengine.logging import print_log
 
+from beit_mm.fileio.names import shown
+
 from .labels import DatasetCheckError
 from .splits import suffix_text, suffixes
 
 
-def _dataset_cfgs(node) -> list:
+def dataset_configs(node) -> list:
     """The leaf dataset configs of a dataloader's ``dataset`` (inside ``dataset=`` / ``datasets=`` wrappers)."""
     if 'datasets' in node:
-        return [leaf for d in node['datasets'] for leaf in _dataset_cfgs(d)]
+        return [leaf for d in node['datasets'] for leaf in dataset_configs(d)]
     if 'dataset' in node:
-        return _dataset_cfgs(node['dataset'])
+        return dataset_configs(node['dataset'])
     return [node]
 
 
@@ -30,7 +32,7 @@ def config_data_roots(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_da
         dataloader = cfg.get(loader)
         if not dataloader or not dataloader.get('dataset'):
             continue
-        for ds in _dataset_cfgs(dataloader['dataset']):
+        for ds in dataset_configs(dataloader['dataset']):
             root = ds.get('data_root') or ''
             prefix = ds.get('data_prefix') or {}  # mmseg: dict(img_path=..., seg_map_path=...); mmpretrain: a str
             prefixes = [p for p in ([prefix] if isinstance(prefix, str) else prefix.values())
@@ -63,7 +65,7 @@ def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'va
     datasets (an override after the datasets copied it)."""
     top = cfg.get('data_root')
     roots = sorted({str(ds.get('data_root')) for loader in loaders if (cfg.get(loader) or {}).get('dataset')
-                    for ds in _dataset_cfgs(cfg[loader]['dataset']) if ds.get('data_root')})
+                    for ds in dataset_configs(cfg[loader]['dataset']) if ds.get('data_root')})
     if not isinstance(top, str) or not roots or top in roots:
         return None
     options = ' '.join(f'{name}.dataset.data_root={top}' for name in ('train_dataloader', 'val_dataloader',
@@ -73,6 +75,70 @@ def warn_unread_data_root(cfg, loaders: Sequence[str] = ('train_dataloader', 'va
                f'Fix: set the datasets\' roots, --cfg-options {options}')
     print_log(message, logger='current', level=logging.WARNING)
     return message
+
+
+#: The arguments of mmdet's metrics that name a file or folder the metric reads its ground truth from (``CocoMetric``,
+#: ``LVISMetric``: ``ann_file``; ``CocoPanopticMetric``: ``ann_file`` and ``seg_prefix``; ``CityScapesMetric``:
+#: ``seg_prefix``); the other metrics of mmdet, mmseg and mmpretrain, and beit_mm's, read the data samples.
+EVALUATOR_INPUTS = ('ann_file', 'seg_prefix')
+#: The loader whose dataset each evaluator scores.
+EVALUATED_LOADERS = {'val_dataloader': 'val_evaluator', 'test_dataloader': 'test_evaluator'}
+
+
+def evaluator_metrics(evaluator, key: str) -> list[tuple[str, Mapping]]:
+    """``(the metric's --cfg-options key, its config)`` of every metric of an evaluator config: one metric, a list of
+    them, or MMEngine's ``dict(type='Evaluator', metrics=...)``."""
+    if isinstance(evaluator, Mapping) and 'metrics' in evaluator:
+        return evaluator_metrics(evaluator['metrics'], f'{key}.metrics')
+    if isinstance(evaluator, Mapping):
+        return [(key, evaluator)]
+    if isinstance(evaluator, Sequence) and not isinstance(evaluator, str):
+        return [(f'{key}.{i}', metric) for i, metric in enumerate(evaluator) if isinstance(metric, Mapping)]
+    return []
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = osp.abspath(path), osp.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_evaluator_files(cfg, loaders: Sequence[str] = ('val_dataloader', 'test_dataloader')) -> None:
+    """Every file an evaluator of ``loaders`` reads (:data:`EVALUATOR_INPUTS`) lies under the ``data_root`` of the
+    dataset it scores and exists.
+
+    Raises:
+        DatasetCheckError: names the evaluator's key, the file, the dataset's root and the fix.
+
+    A metric that reads its ground truth from a file of its own scores the predictions against that file whatever
+    the dataloader reads, so a dataset moved by its ``data_root`` alone would be scored against the old annotations
+    or fail at the first validation, after the training before it.
+    """
+    for loader, evaluator_key in EVALUATED_LOADERS.items():
+        dataloader, evaluator = cfg.get(loader), cfg.get(evaluator_key)
+        if loader not in loaders or not dataloader or not dataloader.get('dataset') or not evaluator:
+            continue
+        roots = [ds['data_root'] for ds in dataset_configs(dataloader['dataset']) if ds.get('data_root')]
+        for key, metric in evaluator_metrics(evaluator, evaluator_key):
+            for argument in EVALUATOR_INPUTS:
+                path = metric.get(argument)
+                if not isinstance(path, str) or not path:
+                    continue
+                what = f'[{evaluator_key}] {metric.get("type")}\'s {argument} {shown(path)}'
+                if roots and not any(_inside(path, root) for root in roots):
+                    old_root = cfg.get('data_root')
+                    tail = (osp.relpath(path, old_root) if isinstance(old_root, str) and _inside(path, old_root)
+                            else None)
+                    fix = (f'--cfg-options {key}.{argument}={shown(osp.join(roots[0], tail))}' if tail else
+                           f'point {key}.{argument} at the file under {shown(roots[0])} (--cfg-options '
+                           f'{key}.{argument}=...)')
+                    raise DatasetCheckError(
+                        f'{what} is not under the data_root of {loader}.dataset ({shown(roots[0])}): the metric '
+                        'would score the predictions on that data against another copy\'s ground truth. Fix: '
+                        f'{fix}, or set data_root back')
+                if not osp.exists(path):
+                    raise DatasetCheckError(
+                        f'{what} does not exist. Fix: point {key}.{argument} at the ground truth of {loader}.dataset '
+                        f'(--cfg-options {key}.{argument}=...)')
 
 
 def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
@@ -102,8 +168,8 @@ def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
 
 
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
-    """Before the datasets are built: every segmentation split's image folder exists and holds an image.
-
+    """Before the datasets are built: every segmentation split's image folder exists and holds an image, and the
+    files the evaluators of ``loaders`` read follow their datasets (:func:`check_evaluator_files`).
 
     Raises:
         DatasetCheckError: names the folder, the suffix looked for and the fix.
@@ -114,7 +180,7 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
         dataloader = cfg.get(loader)
         if not dataloader or not dataloader.get('dataset'):
             continue
-        for ds in _dataset_cfgs(dataloader['dataset']):
+        for ds in dataset_configs(dataloader['dataset']):
             prefix = ds.get('data_prefix') or {}
             if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
                 _check_det_split(loader, ds, prefix)
@@ -135,3 +201,4 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
                 raise DatasetCheckError(f'[{loader}] the split is empty: no image matched '
                                         f'{img_dir}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
                                         f'({suffix[0] if len(suffix) == 1 else suffix!r})')
+    check_evaluator_files(cfg, loaders)

@@ -1,6 +1,7 @@
 # The generated COCO-layout demo's instance files (python tools/make_demo_data.py --layout coco -> data/coco_demo:
-# annotations/instances_{train,val}2017.json, things person and car) at 64x64 for mmdet's CocoDataset, and mask AP from
-# mmdet's CocoMetric (pycocotools). As variables: the EoMT and Mask2Former instance demos inherit their panoptic demos
+# annotations/instances_{train,val}2017.json, things person and car) at 64x64 for mmdet's CocoDataset, and mask AP
+# (pycocotools) against the validation dataset's own annotations (beit_mm.DatasetCocoMetric: it follows the dataset's
+# data_root). As variables: the EoMT and Mask2Former instance demos inherit their panoptic demos
 # (model, schedule, dataloaders; MMEngine refuses a key in two bases) and replace the datasets and the metric,
 # `dataset=dict(_delete_=True, **_base_.coco_instance_demo_train)`.
 coco_instance_demo_root = 'data/coco_demo/'
@@ -29,7 +30,7 @@ coco_instance_demo_val = dict(
     pipeline=[
         dict(type='mmdet.LoadImageFromFile'),
         dict(type='mmdet.Resize', scale=(64, 64), keep_ratio=True),
-        dict(type='mmdet.PackDetInputs', meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor')),
+        dict(type='mmdet.PackDetInputs',
+             meta_keys=('img_id', 'img_path', 'ori_shape', 'img_shape', 'scale_factor', 'instances')),
     ])
-coco_instance_demo_evaluator = dict(
-    type='mmdet.CocoMetric', ann_file=coco_instance_demo_root + 'annotations/instances_val2017.json', metric='segm')
+coco_instance_demo_evaluator = dict(type='beit_mm.DatasetCocoMetric', metric='segm')
