@@ -57,13 +57,21 @@ pip install -q --upgrade "pip<26" >&2
 pip install -q "torch==2.13.0" "torchvision==0.28.0" "numpy<2" "opencv-python==4.10.0.84" >&2
 
 # mmcv 2.1.0 with CPU ops, built from source once and cached as a wheel. CUDA ops are not needed by beit_mm;
-# CUDA_VISIBLE_DEVICES='' keeps the build CPU-only (and fast) on GPU machines too.
+# CUDA_VISIBLE_DEVICES='' keeps the build CPU-only (and fast) on GPU machines too. Its setup.py imports torch and
+# pkg_resources (setuptools < 70): it builds in a throwaway venv holding only the build tools, which sees the venv's
+# torch through a .pth line added after the tools are in, so the venv keeps the setuptools torch requires.
 mmcv_whl="$(ls "$cache"/wheels/mmcv-2.1.0-*.whl 2>/dev/null | head -n1 || true)"
 if [ -z "$mmcv_whl" ]; then
   log "building mmcv 2.1.0 with ops (about 10 minutes on 2 cores)"
-  pip install -q "setuptools<70" wheel ninja >&2
-  CUDA_VISIBLE_DEVICES='' MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-$(nproc)}" \
-    pip wheel -q --no-deps --no-build-isolation -w "$cache/wheels" "mmcv==2.1.0" >&2
+  build_env="$(mktemp -d "${TMPDIR:-/tmp}/beit_mm_mmcv_build.XXXXXX")"
+  "$python" -m venv "$build_env"
+  build_pip() { "$build_env/bin/python" -m pip --isolated --disable-pip-version-check "$@"; }
+  build_pip install -q "setuptools<70" wheel ninja >&2
+  "$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
+    > "$("$build_env/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/beit_mm_venv.pth"
+  CUDA_VISIBLE_DEVICES='' MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-$(nproc)}" PATH="$build_env/bin:$PATH" \
+    build_pip wheel -q --no-deps --no-build-isolation -w "$cache/wheels" "mmcv==2.1.0" >&2
+  rm -rf "$build_env"
   mmcv_whl="$(ls "$cache"/wheels/mmcv-2.1.0-*.whl | head -n1)"
 fi
 pip install -q "$mmcv_whl" >&2
@@ -84,11 +92,14 @@ pip install -q "pytest-xdist==3.8.0" "execnet==2.1.2" >&2
 pip install -q --no-deps --target "$venv/reference/transformers-4.57.6" "transformers==4.57.6" "tokenizers==0.22.1" >&2
 # Export and interchange (tools/export.py, convert_checkpoint.py --to timm) and their references in the tests.
 pip install -q "numpy<2" "timm==1.0.31" "onnx==1.23.2" "onnxruntime==1.32.0" "onnxscript==0.7.2" >&2
-# dall-e declares torchvision/mypy/pytest as requirements but imports only torch, numpy, attrs, requests, blobfile.
-pip install -q --no-deps "dall-e==0.1" >&2
-pip install -q attrs requests blobfile >&2
 # scikit-learn ships the UCI handwritten digits that the MIM study's second dataset is drawn from (offline).
 pip install -q "numpy<2" "scikit-learn==1.6.1" >&2
+# dall-e declares torchvision, mypy and pytest but imports only torch, numpy, attrs, requests, blobfile: installed
+# without its dependencies (its torchvision requirement is unpinned) and last, with mypy beside it so that
+# `pip check` is clean.
+pip install -q attrs requests blobfile "mypy==1.13.0" >&2
+pip install -q --no-deps "dall-e==0.1" >&2
+pip check >&2
 "$venv/bin/python" -c "import xdist, mmcv.ops, mmseg, mmseg.models, mmdet, mmpretrain, transformers, dall_e, timm, onnxruntime, onnxscript, sklearn, torchmetrics" >&2
 PYTHONPATH="$venv/reference/transformers-4.57.6" "$venv/bin/python" -c "from transformers import EomtForUniversalSegmentation" >&2
 touch "$venv/.beit_mm_ready"
