@@ -14,8 +14,10 @@ Names (block ``i``)::
     blocks.i.mlp.w1/w2/w3.* (SwiGLU)  layer.i.mlp.gate_proj/up_proj/down_proj.*  blocks.i.mlp.w1/w2/w3.*
     blocks.i.norm{1,2}.*, norm.*      layer.i.norm{1,2}.*, norm.*                the same
 
-Dropped: the mask token, the checked ``rope_embed.periods`` and ``qkv.bias_mask``, ViT-7B's ``local_cls_norm``; a
-non-zero key bias, a ``cls_norm`` or foreign keys raise.
+Dropped: the mask token, ``rope_embed.periods`` (read for the settings) and ``qkv.bias_mask``, ViT-7B's
+``local_cls_norm``; a non-zero key bias, a ``cls_norm`` or foreign keys raise. (1, 0, C) register tokens give no
+``reg_token``. The settings the weights' shapes do not show come from the source (:func:`official_dinov3_settings`:
+the RoPE periods; :func:`hf_dinov3_settings`: ``config.json``) as ``DINOv3`` keywords.
 """
 from __future__ import annotations
 
