@@ -18,11 +18,14 @@ from beit_mm.converters.dinov3 import hf_eomt_dinov3_to_beit_mm, official_dinov3
 from beit_mm.models.layers.rope import rope_periods
 from beit_mm.registry import MODELS
 
+from ..conftest import ROOT
+
 REFERENCE = os.path.join(sys.prefix, 'reference', 'transformers-4.57.6')
 SCRIPT = os.path.join(os.path.dirname(__file__), 'dinov3_hf_settings_reference.py')
 TOL = 1e-4
 C, HEADS = 64, 4
 ARCH = dict(embed_dims=C, num_layers=1, num_heads=HEADS, mlp_ratio=4.0)
+ADE_CONFIG = os.path.join(ROOT, 'configs', 'eomt', 'eomt_dinov3-large-p16_4xb4-amp-16e_ade20k-512x512.py')
 
 
 def hf_weights(regs: int, prefix: str = 'layer.') -> dict:
@@ -163,3 +166,19 @@ def test_converted_settings_give_the_references_tokens(case, hf_reference, tmp_p
     diff = (ours - ref['final']).abs().max().item()
     print(f'{case}: max |diff| {diff:.3g} against transformers 4.57.6 DINOv3ViTModel')
     assert diff <= TOL, f'{case}: max |diff| {diff:.3g} > {TOL}'
+
+
+def test_hf_eomt_dinov3_settings_against_a_shipped_config(tmp_path):
+    """``layer_norm_eps`` left out of an EoMT-DINOv3 config.json is transformers' 1e-6 (EomtDinov3Config), which the
+    shipped ADE20K config (1e-5) refuses by name before anything is written."""
+    (tmp_path / 'hf').mkdir()
+    src = str(tmp_path / 'hf' / 'model.safetensors')
+    save_file(hf_weights(4, prefix='layers.'), src)
+    (tmp_path / 'hf' / 'config.json').write_text(json.dumps(dict(model_type='eomt_dinov3', num_attention_heads=16)))
+    dst = tmp_path / 'eomt.pth'
+    with pytest.raises(ConversionError, match=r'norm_eps: the checkpoint 1e-06, --config .*ade20k-512x512\.py 1e-05\)'
+                                              r'.*set norm_eps=1e-06 in model\.backbone of that config'):
+        convert_checkpoint(src, str(dst), model='eomt', source='hf', config=ADE_CONFIG)
+    assert not dst.exists()
+    convert_checkpoint(src, str(dst), model='eomt', source='hf')
+    assert torch.load(dst)['meta']['dinov3']['norm_eps'] == 1e-6
