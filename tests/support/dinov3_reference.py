@@ -6,7 +6,8 @@ subprocess whose ``sys.path`` starts with that reference; imports nothing of bei
     python dinov3_reference.py hf-eomt OUT    # transformers EomtDinov3ForUniversalSegmentation (>= 5.2)
 
 Writes OUT/weights.pt (HF: and OUT/config.json) and OUT/ref.pt (inputs at 64 x 64 and 48 x 80, the tokens after
-every block and the final norm, or EoMT's logits); every weight random. ``swiglu`` as a third argument builds the SwiGLU MLP."""
+every block and the final norm, or EoMT's logits); every weight random. ``swiglu`` as a third argument builds the
+SwiGLU MLP."""
 import os
 import sys
 
