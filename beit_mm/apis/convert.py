@@ -111,18 +111,20 @@ def _dinov3(path: str, source: str, opts: _Options) -> dict:
     _no_img_size('dinov3', opts)
     if source == 'official':
         return {'state_dict': official_dinov3_to_beit_mm(src), 'meta': {'dinov3': official_dinov3_settings(src)}}
-    return {'state_dict': hf_dinov3_to_beit_mm(src), 'meta': {'dinov3': hf_config_settings(path)}}
+    out = hf_dinov3_to_beit_mm(src)
+    return {'state_dict': out, 'meta': {'dinov3': hf_config_settings(path, out)}}
 
 
-def hf_config_settings(path: str) -> dict:
+def hf_config_settings(path: str, converted: dict, prefix: str = '') -> dict:
     """The DINOv3 settings of the HF ``config.json`` beside the weights ``path``
-    (:func:`beit_mm.converters.dinov3.hf_dinov3_settings`).
+    (:func:`beit_mm.converters.dinov3.hf_dinov3_settings`), checked against the ``converted`` state dict (the
+    DINOv3's keys under ``prefix``).
 
     Raises:
         ConversionError: no ``config.json`` there (the weights do not show the RoPE base, the norm eps or the head
-            count), or one beit_mm's DINOv3 cannot follow.
+            count), one beit_mm's DINOv3 cannot follow, or one of another model.
     """
-    from ..converters.dinov3 import hf_dinov3_settings
+    from ..converters.dinov3 import check_settings_fit_weights, hf_dinov3_settings
     from ..fileio.json_file import read_json
     from ..fileio.names import shown
     config = osp.join(osp.dirname(osp.abspath(path)), 'config.json')
@@ -131,7 +133,9 @@ def hf_config_settings(path: str) -> dict:
                               'rope_theta, layer_norm_eps or num_attention_heads, so beit_mm converts it only with its '
                               'config. Fix: put the config.json of the same HF repository next to the weights')
     try:
-        return hf_dinov3_settings(read_json(config), config)
+        settings = hf_dinov3_settings(read_json(config), config)
+        check_settings_fit_weights(settings, converted, config, prefix)
+        return settings
     except ValueError as error:  # JSONFileError among them
         raise ConversionError(f'{error}. Nothing was written') from None
 
@@ -162,7 +166,8 @@ def _eomt(path: str, source: str, opts: _Options) -> dict:
     _no_img_size('eomt', opts)
     meta = {}
     if source == 'hf' and is_hf_eomt_dinov3(src):
-        out, meta = hf_eomt_dinov3_to_beit_mm(src), {'dinov3': hf_config_settings(path)}
+        out = hf_eomt_dinov3_to_beit_mm(src)
+        meta = {'dinov3': hf_config_settings(path, out, 'backbone.')}
     elif source == 'hf':
         out = hf_eomt_to_beit_mm(src)
     else:

@@ -124,6 +124,27 @@ def hf_dinov3_settings(config: Mapping, source: str) -> dict:
                 rope_max_period=None, rope_normalize_coords='separate', norm_eps=float(cfg['layer_norm_eps']))
 
 
+def check_settings_fit_weights(settings: Mapping, state_dict: Mapping[str, Tensor], source: str,
+                               prefix: str = '') -> None:
+    """Raise unless a converted ``state_dict`` (the DINOv3's keys under ``prefix``) has the register count and patch
+    size ``settings`` declare, and a width that ``num_heads`` heads of a multiple of 4 divide.
+
+    Raises:
+        ValueError: naming ``source``, each setting and what the weights show (the config of another model).
+    """
+    regs = state_dict.get(f'{prefix}reg_token')
+    width = state_dict[f'{prefix}cls_token'].shape[-1]
+    shows = {'num_register_tokens': 0 if regs is None else regs.shape[1],
+             'patch_size': state_dict[f'{prefix}patch_embed.proj.weight'].shape[-1]}
+    wrong = [f'{k} {settings[k]} (the weights: {v})' for k, v in shows.items() if settings.get(k, v) != v]
+    heads = settings.get('num_heads')
+    if heads is not None and (width % heads or width // heads % 4):
+        wrong.append(f'num_heads {heads} (the weights: width {width}, not {heads} heads of a multiple of 4)')
+    if wrong:
+        raise ValueError(f'{source} declares {", ".join(wrong)}: the config of another model. Fix: use the '
+                         'config.json of the weights\' own HF repository')
+
+
 def _take_registers(sd: dict[str, Tensor], key: str, out: dict[str, Tensor], name: str) -> None:
     """Pop the (1, R, C) register tokens ``key`` of ``sd`` into ``out[name]``; R = 0 leaves none (beit_mm's
     ``DINOv3(num_register_tokens=0)`` has no ``reg_token``)."""

@@ -182,3 +182,12 @@ def test_hf_eomt_dinov3_settings_against_a_shipped_config(tmp_path):
     assert not dst.exists()
     convert_checkpoint(src, str(dst), model='eomt', source='hf')
     assert torch.load(dst)['meta']['dinov3']['norm_eps'] == 1e-6
+
+
+def test_hf_config_of_another_model_is_refused(tmp_path):
+    src = write_hf(tmp_path / 'hf', regs=0)
+    (tmp_path / 'hf' / 'config.json').write_text(json.dumps(dict(model_type='dinov3_vit', num_attention_heads=5,
+                                                                 num_register_tokens=4, patch_size=14)))
+    with pytest.raises(ConversionError, match=r'declares num_register_tokens 4 \(the weights: 0\), patch_size 14 '
+                                              r'\(the weights: 16\), num_heads 5 .*the config of another model'):
+        convert_checkpoint(src, str(tmp_path / 'x.pth'), model='dinov3', source='hf')
