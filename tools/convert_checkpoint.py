@@ -22,7 +22,7 @@ Examples:
         vit_large_patch14_reg4_dinov2.lvd142m.safetensors dinov2-l-reg4_p16-512.pth
     python tools/convert_checkpoint.py --model dinov3 --source official dinov3_vitl16_pretrain_lvd1689m-8aa4cbdd.pth \
         dinov3-large.pth
-    python tools/convert_checkpoint.py --model dinov3 --source hf model.safetensors dinov3-large.pth
+    python tools/convert_checkpoint.py --model dinov3 --source hf model.safetensors dinov3-large.pth  # + config.json
 
 The other way, a beit_mm training checkpoint (or work dir) -> HF transformers folder / timm state dict
 (``beit_mm.apis.hub``; the model is built from ``--config``: the config source a checkpoint stores is code and is
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> None:
                         help='the other way: SRC is a beit_mm checkpoint (or work dir), DST an HF folder / timm file')
     parser.add_argument('--config', default=None,
                         help='--to: the config SRC was trained with (required: the config a checkpoint stores is '
-                        'code, never run)')
+                        'code, never run); --model dinov3/eomt (DINOv3): the config that will load DST, whose '
+                        'DINOv3 settings are checked against those SRC declares before anything is written')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace DST if it exists (for --to hf the whole folder); without it an existing DST is '
                         'refused')

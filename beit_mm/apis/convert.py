@@ -104,11 +104,40 @@ def _dinov2(path: str, source: str, opts: _Options) -> dict:
 
 
 def _dinov3(path: str, source: str, opts: _Options) -> dict:
-    """facebookresearch/dinov3 or transformers DINOv3ViTModel -> beit_mm.DINOv3 (RoPE: no grid to resample)."""
-    from ..converters.dinov3 import hf_dinov3_to_beit_mm, official_dinov3_to_beit_mm
+    """facebookresearch/dinov3 or transformers DINOv3ViTModel -> beit_mm.DINOv3 (RoPE: no grid to resample), with the
+    settings the source declares in ``meta['dinov3']``."""
+    from ..converters.dinov3 import hf_dinov3_to_beit_mm, official_dinov3_settings, official_dinov3_to_beit_mm
     src = read_source(path, 'dinov3', source, opts.trust_code)
     _no_img_size('dinov3', opts)
-    return official_dinov3_to_beit_mm(src) if source == 'official' else hf_dinov3_to_beit_mm(src)
+    if source == 'official':
+        return {'state_dict': official_dinov3_to_beit_mm(src), 'meta': {'dinov3': official_dinov3_settings(src)}}
+    out = hf_dinov3_to_beit_mm(src)
+    return {'state_dict': out, 'meta': {'dinov3': hf_config_settings(path, out)}}
+
+
+def hf_config_settings(path: str, converted: dict, prefix: str = '') -> dict:
+    """The DINOv3 settings of the HF ``config.json`` beside the weights ``path``
+    (:func:`beit_mm.converters.dinov3.hf_dinov3_settings`), checked against the ``converted`` state dict (the
+    DINOv3's keys under ``prefix``).
+
+    Raises:
+        ConversionError: no ``config.json`` there (the weights do not show the RoPE base, the norm eps or the head
+            count), one beit_mm's DINOv3 cannot follow, or one of another model.
+    """
+    from ..converters.dinov3 import check_settings_fit_weights, hf_dinov3_settings
+    from ..fileio.json_file import read_json
+    from ..fileio.names import shown
+    config = osp.join(osp.dirname(osp.abspath(path)), 'config.json')
+    if not osp.isfile(config):
+        raise ConversionError(f'{shown(path)}: no config.json beside it. An HF DINOv3 file\'s weights do not show its '
+                              'rope_theta, layer_norm_eps or num_attention_heads, so beit_mm converts it only with its '
+                              'config. Fix: put the config.json of the same HF repository next to the weights')
+    try:
+        settings = hf_dinov3_settings(read_json(config), config)
+        check_settings_fit_weights(settings, converted, config, prefix)
+        return settings
+    except ValueError as error:  # JSONFileError among them
+        raise ConversionError(f'{error}. Nothing was written') from None
 
 
 def _cvt(path: str, source: str, opts: _Options) -> dict:
@@ -129,18 +158,24 @@ def _vqkd(path: str, source: str, opts: _Options) -> dict:
 
 def _eomt(path: str, source: str, opts: _Options) -> dict:
     """HF EomtForUniversalSegmentation -> beit_mm.EoMT on a DINOv2-style BEiT, HF EomtDinov3ForUniversalSegmentation
-    -> beit_mm.EoMT on a DINOv3 (told apart by their keys); or beit_mm's own (checked)."""
+    -> beit_mm.EoMT on a DINOv3 (told apart by their keys, the DINOv3's settings in ``meta['dinov3']``); or
+    beit_mm's own (checked)."""
     from ..converters.dinov3 import hf_eomt_dinov3_to_beit_mm, is_hf_eomt_dinov3
     from ..converters.eomt import check_beit_mm_eomt, drop_class_head, hf_eomt_to_beit_mm, reorder_classes
     src = read_source(path, 'eomt', source, opts.trust_code)
     _no_img_size('eomt', opts)
-    if source == 'hf':
-        out = hf_eomt_dinov3_to_beit_mm(src) if is_hf_eomt_dinov3(src) else hf_eomt_to_beit_mm(src)
+    meta = {}
+    if source == 'hf' and is_hf_eomt_dinov3(src):
+        out = hf_eomt_dinov3_to_beit_mm(src)
+        meta = {'dinov3': hf_config_settings(path, out, 'backbone.')}
+    elif source == 'hf':
+        out = hf_eomt_to_beit_mm(src)
     else:
         out = check_beit_mm_eomt(src)
     if opts.class_order is not None:
         out = reorder_classes(out, class_orders()[opts.class_order])
-    return drop_class_head(out) if opts.drop_class_head else out
+    out = drop_class_head(out) if opts.drop_class_head else out
+    return {'state_dict': out, 'meta': meta} if meta else {'state_dict': out}
 
 
 def _dino(path: str, source: str, opts: _Options) -> dict:
@@ -170,7 +205,7 @@ _BY_MODEL: dict[str, Converter] = {
 CONVERTERS: dict[str, dict[str, Converter]] = {
     model: {source: _BY_MODEL[model] for source in sources} for model, sources in MODELS.items()}
 #: models whose converter returns the whole file (``state_dict`` and meta), not a bare state dict.
-WHOLE_FILE_MODELS = ('vit_adapter', )
+WHOLE_FILE_MODELS = ('vit_adapter', 'dinov3', 'eomt')
 
 
 def describe_source(path: str) -> str:
@@ -232,8 +267,27 @@ def export_checkpoint(src: str, dst: str, *, to: str, config: str | None, overwr
     return dst
 
 
+def check_dinov3_config(declared: dict, src: str, config: str) -> None:
+    """Raise unless the DINOv3 of ``config`` (its model or its model's backbone) has the ``declared`` settings."""
+    from mmengine.config import Config
+
+    from ..fileio.names import shown
+    from ..models.backbones.dinov3 import check_settings, config_settings
+    model = Config.fromfile(config).model
+    backbone, where = (model, 'model') if 'DINOv3' in str(model.get('type')) else (model.get('backbone') or {},
+                                                                                   'model.backbone')
+    if 'DINOv3' not in str(backbone.get('type')):
+        raise ConversionError(f'--config {shown(config)} builds no DINOv3 (model.type {model.get("type")!r}, '
+                              f'model.backbone.type {backbone.get("type")!r}). Fix: pass the config that will load '
+                              f'{shown(src)}\'s conversion')
+    try:
+        check_settings(declared, config_settings(backbone), src, f'--config {shown(config)}', f'{where} of that config')
+    except ValueError as error:
+        raise ConversionError(f'{error}. Nothing was written') from None
+
+
 def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | None, overwrite: bool,
-                        opts: _Options) -> str:
+                        opts: _Options, config: str | None = None) -> str:
     from ..fileio.outputs import atomic_file, check_output
     if model is None or source is None:
         raise ConversionUsageError('--model and --source are required (or --to hf|timm for the other way)')
@@ -257,11 +311,18 @@ def _convert_to_beit_mm(src: str, dst: str, model: str | None, source: str | Non
     converted = CONVERTERS[model][source](src, source, opts)
     checkpoint = converted if model in WHOLE_FILE_MODELS else {'state_dict': converted}
     state_dict = checkpoint['state_dict']
+    declared = (checkpoint.get('meta') or {}).get('dinov3')
+    if config is not None and declared is not None:
+        check_dinov3_config(declared, src, config)
     with atomic_file(dst) as tmp:
         torch.save(checkpoint, tmp)
     digest = file_sha256(dst)
     print(f'wrote {len(state_dict)} tensors ({sum(v.numel() for v in state_dict.values()) / 1e6:.2f}M values) to '
           f'{dst} (sha256 {digest[:16]})')
+    if declared is not None:
+        told = ', '.join(f'{k}={v!r}' for k, v in declared.items())
+        print(f'the source declares the DINOv3 settings {told}; stored in meta["dinov3"], checked when a DINOv3 '
+              'loads the file (build the backbone with them)')
     return dst
 
 
@@ -282,7 +343,7 @@ def convert_checkpoint(src: str, dst: str, *, model=None, source=None, img_size=
     try:
         if to is not None:
             return export_checkpoint(src, dst, to=to, config=config, overwrite=overwrite, part=part, beitv2=beitv2)
-        return _convert_to_beit_mm(src, dst, model, source, overwrite, opts)
+        return _convert_to_beit_mm(src, dst, model, source, overwrite, opts, config)
     except ConversionError:
         raise
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError) as error:

@@ -14,8 +14,10 @@ Names (block ``i``)::
     blocks.i.mlp.w1/w2/w3.* (SwiGLU)  layer.i.mlp.gate_proj/up_proj/down_proj.*  blocks.i.mlp.w1/w2/w3.*
     blocks.i.norm{1,2}.*, norm.*      layer.i.norm{1,2}.*, norm.*                the same
 
-Dropped: the mask token, the checked ``rope_embed.periods`` and ``qkv.bias_mask``, ViT-7B's ``local_cls_norm``; a
-non-zero key bias, a ``cls_norm`` or foreign keys raise.
+Dropped: the mask token, ``rope_embed.periods`` (read for the settings) and ``qkv.bias_mask``, ViT-7B's
+``local_cls_norm``; a non-zero key bias, a ``cls_norm`` or foreign keys raise. (1, 0, C) register tokens give no
+``reg_token``. The settings the weights' shapes do not show come from the source (:func:`official_dinov3_settings`:
+the RoPE periods; :func:`hf_dinov3_settings`: ``config.json``) as ``DINOv3`` keywords.
 """
 from __future__ import annotations
 
@@ -28,9 +30,6 @@ from torch import Tensor
 from ..fileio.checkpoint import strip_prefix
 from .eomt import _HEAD_RULES, _sub_first
 
-#: The released ViTs' rotary base (dinov3/hub/backbones.py ``pos_embed_rope_base=100``).
-ROPE_BASE = 100.0
-
 _OFFICIAL_BLOCK = [  # (official, beit_mm) inside blocks.i.
     (r'^ls1\.gamma$', 'gamma_1'), (r'^ls2\.gamma$', 'gamma_2'), (r'^attn\.qkv\.weight$', 'attn.qkv.weight'),
     (r'^(norm1|norm2|attn\.proj|mlp\.fc1|mlp\.fc2|mlp\.w1|mlp\.w2|mlp\.w3)\.(weight|bias)$', r'\1.\2'),
@@ -42,14 +41,116 @@ _HF_BLOCK = [  # (HF, beit_mm) inside layer.i. / layers.i.
 ]
 
 
-def check_rope_periods(periods: Tensor, base: float = ROPE_BASE) -> None:
-    """Raise unless the (D/4,) ``periods`` are ``base ** (4k / D)``, the ones beit_mm's RoPE computes."""
+#: transformers' defaults of the settings a ``config.json`` may leave out, by ``model_type`` (DINOv3ViTConfig
+#: 4.57.6, EomtDinov3Config 5.2).
+HF_DEFAULTS: dict[str, dict] = {
+    'dinov3_vit': dict(patch_size=16, num_attention_heads=6, num_register_tokens=0, layer_norm_eps=1e-5,
+                       rope_theta=100.0, hidden_act='gelu', use_gated_mlp=False),
+    'eomt_dinov3': dict(patch_size=16, num_attention_heads=16, num_register_tokens=4, layer_norm_eps=1e-6,
+                        rope_theta=100.0, hidden_act='gelu', use_gated_mlp=False),
+}
+
+
+def rope_settings(periods: Tensor) -> dict:
+    """The DINOv3 ``rope_base`` (or ``rope_min_period``/``rope_max_period``) that give the (D/4,) ``periods``.
+
+    Returns:
+        ``{'rope_base': b, 'rope_min_period': None, 'rope_max_period': None}`` when ``periods[0]`` is 1
+        (``b ** (4k / D)``), else the log-spaced form's ``{'rope_base': None, 'rope_min_period': .., ..}``; ``{}``
+        for a head of width 4 (one period, 1 for every base).
+
+    Raises:
+        ValueError: the periods follow neither form.
+    """
     from ..models.layers.rope import rope_periods
-    expected = rope_periods(4 * periods.numel(), base)
+    p, n = periods.double(), periods.numel()
+    if n == 1:
+        return {}
+    if abs(p[0].item() - 1.0) < 1e-6:
+        out = dict(rope_base=float(f'{p[-1].item() ** (n / (n - 1)):.6g}'), rope_min_period=None, rope_max_period=None)
+    else:
+        out = dict(rope_base=None, rope_min_period=float(f'{p[0].item():.6g}'),
+                   rope_max_period=float(f'{p[-1].item():.6g}'))
+    expected = rope_periods(4 * n, out['rope_base'], out['rope_min_period'], out['rope_max_period'])
     if not torch.allclose(periods.float(), expected, rtol=1e-5):
-        raise ValueError(f'rope_embed.periods {periods[:4].tolist()}... are not base {base:g}\'s '
-                         f'{expected[:4].tolist()}...; build DINOv3 with the rope_base / rope_min_period / '
-                         'rope_max_period the checkpoint was trained with')
+        raise ValueError(f'rope_embed.periods {periods[:4].tolist()}... are neither base ** (4k / D) nor log-spaced '
+                         'between two periods, the forms DINOv3\'s RoPE computes')
+    return out
+
+
+def official_dinov3_settings(state_dict: Mapping[str, Tensor]) -> dict:
+    """The beit_mm ``DINOv3`` settings a facebookresearch/dinov3 ViT state dict shows: ``patch_size``,
+    ``num_register_tokens``, ``num_heads`` (the width over the RoPE head width) and the rotary periods
+    (:func:`rope_settings`); the file declares no norm eps or coordinate normalization.
+
+    Raises:
+        ValueError: not a facebookresearch/dinov3 ViT state dict, or periods of no DINOv3 form.
+    """
+    if 'rope_embed.periods' not in state_dict or 'cls_token' not in state_dict:
+        raise ValueError('not a facebookresearch/dinov3 ViT state dict (no rope_embed.periods / cls_token)')
+    periods = state_dict['rope_embed.periods']
+    storage = state_dict.get('storage_tokens')
+    return dict(patch_size=int(state_dict['patch_embed.proj.weight'].shape[-1]),
+                num_heads=state_dict['cls_token'].shape[-1] // (4 * periods.numel()),
+                num_register_tokens=0 if storage is None else int(storage.shape[1]), **rope_settings(periods))
+
+
+def hf_dinov3_settings(config: Mapping, source: str) -> dict:
+    """The beit_mm ``DINOv3`` settings an HF ``DINOv3ViTConfig`` / ``EomtDinov3Config`` (``config.json``) declares:
+    ``patch_size``, ``num_heads``, ``num_register_tokens``, ``rope_base`` (``rope_theta``, or
+    ``rope_parameters.rope_theta``), ``rope_normalize_coords`` (transformers' is ``'separate'``) and ``norm_eps``
+    (``layer_norm_eps``); a key left out takes transformers' default (:data:`HF_DEFAULTS`).
+
+    Raises:
+        ValueError: naming ``source``: another ``model_type``, a RoPE type other than the default, or an
+            activation beit_mm's DINOv3 does not have.
+    """
+    model_type = config.get('model_type')
+    if model_type not in HF_DEFAULTS:
+        raise ValueError(f'{source} has model_type {model_type!r}, not one of {sorted(HF_DEFAULTS)}. Fix: put the '
+                         'config.json of the checkpoint\'s own HF repository beside it')
+    cfg = {**HF_DEFAULTS[model_type], **config}
+    rope = cfg.get('rope_parameters') or {}
+    if rope.get('rope_type', 'default') != 'default':
+        raise ValueError(f'{source} declares rope_type {rope["rope_type"]!r}; beit_mm\'s DINOv3 has DINOv3\'s '
+                         'default RoPE only')
+    act = 'silu' if cfg['use_gated_mlp'] else 'gelu'
+    if cfg['hidden_act'] != act:
+        raise ValueError(f'{source} declares hidden_act {cfg["hidden_act"]!r} with use_gated_mlp='
+                         f'{cfg["use_gated_mlp"]}; beit_mm\'s DINOv3 has {act!r} there only')
+    return dict(patch_size=int(cfg['patch_size']), num_heads=int(cfg['num_attention_heads']),
+                num_register_tokens=int(cfg['num_register_tokens']),
+                rope_base=float(rope.get('rope_theta', cfg['rope_theta'])), rope_min_period=None,
+                rope_max_period=None, rope_normalize_coords='separate', norm_eps=float(cfg['layer_norm_eps']))
+
+
+def check_settings_fit_weights(settings: Mapping, state_dict: Mapping[str, Tensor], source: str,
+                               prefix: str = '') -> None:
+    """Raise unless a converted ``state_dict`` (the DINOv3's keys under ``prefix``) has the register count and patch
+    size ``settings`` declare, and a width that ``num_heads`` heads of a multiple of 4 divide.
+
+    Raises:
+        ValueError: naming ``source``, each setting and what the weights show (the config of another model).
+    """
+    regs = state_dict.get(f'{prefix}reg_token')
+    width = state_dict[f'{prefix}cls_token'].shape[-1]
+    shows = {'num_register_tokens': 0 if regs is None else regs.shape[1],
+             'patch_size': state_dict[f'{prefix}patch_embed.proj.weight'].shape[-1]}
+    wrong = [f'{k} {settings[k]} (the weights: {v})' for k, v in shows.items() if settings.get(k, v) != v]
+    heads = settings.get('num_heads')
+    if heads is not None and (width % heads or width // heads % 4):
+        wrong.append(f'num_heads {heads} (the weights: width {width}, not {heads} heads of a multiple of 4)')
+    if wrong:
+        raise ValueError(f'{source} declares {", ".join(wrong)}: the config of another model. Fix: use the '
+                         'config.json of the weights\' own HF repository')
+
+
+def _take_registers(sd: dict[str, Tensor], key: str, out: dict[str, Tensor], name: str) -> None:
+    """Pop the (1, R, C) register tokens ``key`` of ``sd`` into ``out[name]``; R = 0 leaves none (beit_mm's
+    ``DINOv3(num_register_tokens=0)`` has no ``reg_token``)."""
+    tokens = sd.pop(key, None)
+    if tokens is not None and tokens.shape[1] > 0:
+        out[name] = tokens
 
 
 def official_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
@@ -59,15 +160,14 @@ def official_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Te
     if 'rope_embed.periods' not in sd or 'blocks.0.attn.qkv.weight' not in sd:
         raise ValueError('not a facebookresearch/dinov3 ViT state dict (no rope_embed.periods / blocks.0.attn.qkv); '
                          'an HF DINOv3ViTModel file converts with --source hf')
-    check_rope_periods(sd.pop('rope_embed.periods'))
+    rope_settings(sd.pop('rope_embed.periods'))
     if 'cls_norm.weight' in sd:
         raise ValueError('the checkpoint has an untied cls norm (cls_norm.*, untie_cls_and_patch_norms=True), which '
                          'beit_mm\'s DINOv3 does not hold (no LVD-1689M release has one)')
     out = {'cls_token': sd.pop('cls_token'),
            'patch_embed.proj.weight': sd.pop('patch_embed.proj.weight'),
            'patch_embed.proj.bias': sd.pop('patch_embed.proj.bias')}
-    if 'storage_tokens' in sd:
-        out['reg_token'] = sd.pop('storage_tokens')
+    _take_registers(sd, 'storage_tokens', out, 'reg_token')
     for key in [k for k in sd if k.startswith('blocks.')]:
         i, rest = key.split('.', 2)[1:]
         p = f'blocks.{i}.'
@@ -131,8 +231,7 @@ def hf_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
     out = {'cls_token': sd.pop('embeddings.cls_token'),
            'patch_embed.proj.weight': sd.pop('embeddings.patch_embeddings.weight'),
            'patch_embed.proj.bias': sd.pop('embeddings.patch_embeddings.bias')}
-    if 'embeddings.register_tokens' in sd:
-        out['reg_token'] = sd.pop('embeddings.register_tokens')
+    _take_registers(sd, 'embeddings.register_tokens', out, 'reg_token')
     sd.pop('embeddings.mask_token', None)
     out.update(_hf_layers(sd, 'layer.', ''))
     for key in ('norm.weight', 'norm.bias'):
@@ -159,8 +258,7 @@ def hf_eomt_dinov3_to_beit_mm(state_dict: Mapping[str, Tensor]) -> dict[str, Ten
     out = {'backbone.cls_token': sd.pop('embeddings.cls_token'),
            'backbone.patch_embed.proj.weight': sd.pop('embeddings.patch_embeddings.weight'),
            'backbone.patch_embed.proj.bias': sd.pop('embeddings.patch_embeddings.bias')}
-    if 'embeddings.register_tokens' in sd:
-        out['backbone.reg_token'] = sd.pop('embeddings.register_tokens')
+    _take_registers(sd, 'embeddings.register_tokens', out, 'backbone.reg_token')
     sd.pop('embeddings.mask_token', None)
     out.update(_hf_layers(sd, 'layers.', 'backbone.'))
     for key in list(sd):

@@ -178,6 +178,17 @@ def open_checkpoint(path: str, map_location='cpu'):
     return obj
 
 
+def checkpoint_meta(path: str) -> dict:
+    """The ``meta`` dict of a ``torch.save`` checkpoint ({} for none), read memory-mapped (no tensor data is read)
+    from a zip-format file, else by :func:`open_checkpoint`; for a file :func:`open_checkpoint` has read."""
+    if zipfile.is_zipfile(path):
+        obj = torch.load(path, map_location='cpu', weights_only=True, mmap=True)
+    else:
+        obj = open_checkpoint(path)
+    meta = obj.get('meta') if isinstance(obj, Mapping) else None
+    return dict(meta) if isinstance(meta, Mapping) else {}
+
+
 def unwrap_state_dict(obj: Mapping) -> dict[str, Tensor]:
     """The weights of a loaded checkpoint: ``obj['state_dict']``, ``obj['model']``, ... or ``obj`` itself."""
     for key in STATE_DICT_KEYS:

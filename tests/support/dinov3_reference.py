@@ -5,8 +5,9 @@ subprocess whose ``sys.path`` starts with that reference; imports nothing of bei
     python dinov3_reference.py hf OUT         # transformers DINOv3ViTModel (4.57.6)
     python dinov3_reference.py hf-eomt OUT    # transformers EomtDinov3ForUniversalSegmentation (>= 5.2)
 
-Writes OUT/weights.pt and OUT/ref.pt (inputs at 64 x 64 and 48 x 80, the tokens after every block and the final
-norm, or EoMT's logits); every weight random. ``swiglu`` as a third argument builds the SwiGLU MLP."""
+Writes OUT/weights.pt (HF: and OUT/config.json) and OUT/ref.pt (inputs at 64 x 64 and 48 x 80, the tokens after
+every block and the final norm, or EoMT's logits); every weight random. ``swiglu`` as a third argument builds the
+SwiGLU MLP."""
 import os
 import sys
 
@@ -67,6 +68,7 @@ def hf_config(cls, ffn: str, **extra):
 def hf(out: str, ffn: str = 'mlp') -> dict:
     import transformers
     model = transformers.DINOv3ViTModel(hf_config(transformers.DINOv3ViTConfig, ffn)).eval()
+    model.config.to_json_file(os.path.join(out, 'config.json'))  # the converter reads it beside weights.pt
     randomize(model)
     results = []
     for x in inputs():
@@ -84,6 +86,7 @@ def hf_eomt(out: str, ffn: str = 'mlp') -> dict:
     cfg = hf_config(transformers.EomtDinov3Config, ffn, num_blocks=2, num_queries=10, num_labels=7,
                     num_upscale_blocks=2, pos_embed_rescale=None)
     model = transformers.EomtDinov3ForUniversalSegmentation(cfg)
+    model.config.to_json_file(os.path.join(out, 'config.json'))
     randomize(model)
     x = inputs()[0]
     logits = {}

@@ -5,14 +5,17 @@ the patch; tokens ``[cls, R storage tokens, patches]``; names as beit_mm's BEiT.
 """
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 import torch.utils.checkpoint as cp
 from mmengine.model import BaseModule
 from torch import Tensor, nn
 
+from ...fileio.checkpoint import checkpoint_meta
+from ...fileio.names import shown
 from ...registry import MODELS
 from ..layers.dinov3_block import DINOv3Block
 from ..layers.rope import RopePositionEmbedding
@@ -31,6 +34,10 @@ ARCHS: dict[str, dict] = {
 }
 _ARCH_KEYS = {'embed_dims', 'num_layers', 'num_heads', 'mlp_ratio'}
 _ARCH_OPTIONAL = {'ffn': 'mlp', 'swiglu_align': 8, 'qv_bias': True}
+#: What a converted checkpoint declares in ``meta['dinov3']`` and the weights' shapes do not show; a DINOv3 built
+#: with another value refuses to load it (:func:`check_settings`).
+SETTINGS = ('patch_size', 'num_heads', 'num_register_tokens', 'rope_base', 'rope_min_period', 'rope_max_period',
+            'rope_normalize_coords', 'norm_eps')
 
 
 @MODELS.register_module()
@@ -47,7 +54,8 @@ class DINOv3(TokenMapsMixin, BaseModule):
         norm_eps: LayerNorm epsilon.
         drop_rate, attn_drop_rate, drop_path_rate, out_indices, final_norm, with_mask_token, with_cp: as ``BEiT``'s.
         attn_impl: ``'auto'`` | ``'sdpa'`` | ``'eager'``; the same function.
-        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``; missing backbone weights raise.
+        init_cfg: ``dict(type='Pretrained', checkpoint=PATH, prefix=None)``; missing backbone weights raise, and
+            so does a file whose ``meta['dinov3']`` declares other :data:`SETTINGS` than these.
     """
 
     #: FSDP units.
@@ -97,6 +105,10 @@ class DINOv3(TokenMapsMixin, BaseModule):
         self.grid = (img_size[0] // patch_size, img_size[1] // patch_size)
         self.num_prefix_tokens = 1 + num_register_tokens
         self.layer_scale_init_value = layer_scale_init_value
+        self.settings = dict(patch_size=patch_size, num_heads=arch['num_heads'],
+                             num_register_tokens=num_register_tokens, rope_base=rope_base,
+                             rope_min_period=rope_min_period, rope_max_period=rope_max_period,
+                             rope_normalize_coords=rope_normalize_coords, norm_eps=norm_eps)
 
         self.patch_embed = PatchEmbed(in_channels, embed_dims, patch_size)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dims))
@@ -126,6 +138,10 @@ class DINOv3(TokenMapsMixin, BaseModule):
                 self, self.init_cfg['checkpoint'], prefix=self.init_cfg.get('prefix'),
                 convert_hint='Convert DINOv3 files first: python tools/convert_checkpoint.py --model dinov3 '
                 '--source {official,hf} SRC DST.')
+            declared = checkpoint_meta(self.init_cfg['checkpoint']).get('dinov3')
+            if declared is not None:
+                check_settings(declared, self.settings, self.init_cfg['checkpoint'], 'the DINOv3 loading it',
+                               "the DINOv3's config (model.backbone of a segmentor)")
             self._is_init = True
             return
         super().init_weights()
@@ -195,3 +211,38 @@ class DINOv3(TokenMapsMixin, BaseModule):
             if i in out_indices:
                 outs.append(x)
         return outs, grid
+
+
+def config_settings(cfg: Mapping) -> dict:
+    """The :data:`SETTINGS` of the DINOv3 a config dict (``type='beit_mm.DINOv3'`` and its keywords) builds."""
+    params = inspect.signature(DINOv3.__init__).parameters
+    kwargs = {name: cfg.get(name, p.default) for name, p in params.items() if name != 'self'}
+    arch = ARCHS[kwargs['arch']] if isinstance(kwargs['arch'], str) else kwargs['arch']
+    return {name: arch['num_heads'] if name == 'num_heads' else kwargs[name] for name in SETTINGS}
+
+
+def check_settings(declared: Mapping, target: Mapping, source: str, target_name: str, where: str) -> None:
+    """Raise unless a checkpoint's ``declared`` settings equal the ``target`` DINOv3's (floats to 1e-6 relative).
+
+    Args:
+        declared: ``meta['dinov3']`` of the checkpoint ``source``.
+        target: the :data:`SETTINGS` of the DINOv3 that would load it (``DINOv3.settings``, :func:`config_settings`).
+        target_name, where: the model's name in the message, and the config dict its settings are keys of.
+
+    Raises:
+        ValueError: naming every setting that differs, both values and the fix.
+    """
+    wrong = [(k, v, target[k]) for k, v in declared.items() if k in target and not _same(v, target[k])]
+    if wrong:
+        keys = {'num_heads': 'arch num_heads'}
+        told = '; '.join(f'{keys.get(k, k)}: the checkpoint {v!r}, {target_name} {t!r}' for k, v, t in wrong)
+        fix = ', '.join(f'{keys.get(k, k)}={v!r}' for k, v, _ in wrong)
+        raise ValueError(f'{shown(source)} was converted from a DINOv3 built otherwise than {target_name} ({told}): '
+                         'its weights would compute other features. Fix: set ' + fix + f' in {where} (the settings '
+                         'the conversion printed), or use the checkpoint made for this config')
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-6)
+    return a == b
