@@ -23,6 +23,8 @@ TRAIN_STEPS = 2
 #: Images in each train step and in the validation.
 BATCH = 2
 VAL_IMAGES = 1
+#: The fewest seconds left in the budget for a family to start.
+MIN_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -282,15 +284,15 @@ def run_isolated(family: Family, config: str, data_root: str, work_dir: str, amp
     if receive.poll(timeout):
         try:
             result = receive.recv()
-        except EOFError:
+        except EOFError:  # the child ended without sending its row
             result = None
     child.join(max(1.0, timeout - (time.perf_counter() - start)))
-    if child.is_alive():
+    timed_out = child.is_alive()
+    if timed_out:
         child.kill()
         child.join()
     if result is None:
-        why = (f'timed out after {timeout:.0f} s' if child.exitcode in (None, -9)
-               else f'the process ended with exit code {child.exitcode}')
+        why = f'timed out after {timeout:.0f} s' if timed_out else f'the process ended with exit code {child.exitcode}'
         result = StepResult(family.name, config, error=why)
     return result
 
@@ -323,7 +325,7 @@ def markdown(results: list[StepResult], device_name: str, amp: bool) -> str:
 
 
 def run_families(families: list[Family], root: str, work_dir: str, dry_run: bool, amp: bool, timeout: float,
-                 report: Callable[[str], None] = print,
+                 budget: float | None = None, report: Callable[[str], None] = print,
                  log: Callable[[str], None] = lambda text: None) -> list[StepResult]:
     """Each family's step in its own child, its line passed to ``report`` as it ends.
 
@@ -334,6 +336,8 @@ def run_families(families: list[Family], root: str, work_dir: str, dry_run: bool
         dry_run: run the demo configs on ``DEMO_SIZE`` images instead of the full-size ones.
         amp: bf16 autocast; fp32 otherwise.
         timeout: seconds each family may take.
+        budget: seconds all families may take together (None: no limit); a family starting with less than
+            ``MIN_SECONDS`` left is not run and fails its row.
         report: called with each family's :func:`line`.
         log: called with a failed family's traceback (its run's MMEngine log stays in its work dir).
     """
@@ -343,16 +347,23 @@ def run_families(families: list[Family], root: str, work_dir: str, dry_run: bool
 
     import beit_mm.models  # noqa: F401
     results = []
+    deadline = None if budget is None else time.monotonic() + budget
     for family in families:
         config = family.demo if dry_run else family.config
         kind, size = (family.demo_data, DEMO_SIZE) if dry_run else (family.data, family.size)
+        left = timeout if deadline is None else min(timeout, deadline - time.monotonic())
+        if left < MIN_SECONDS:
+            result = StepResult(family.name, config, error=f'not run: the budget of {budget:.0f} s was spent')
+            results.append(result)
+            report(line(result))
+            continue
         try:
             data_root = make_data(kind, osp.join(work_dir, 'data', f'{kind}-{size}'), size)
         except Exception as error:  # noqa: BLE001 - a family whose data cannot be written fails alone
             result = StepResult(family.name, config, error=_last_line(error))
         else:
             run_dir = osp.join(work_dir, 'runs', family.name.replace(' ', '_'))
-            result = run_isolated(family, osp.join(root, config), data_root, run_dir, amp, timeout)
+            result = run_isolated(family, osp.join(root, config), data_root, run_dir, amp, left)
         results.append(result)
         report(line(result))
         if result.traceback:

@@ -1,7 +1,7 @@
 """One bf16 training step and one validation of one config of every model family, each in its own process with a
 time limit, on random weights and synthetic data in the config's layout (``beit_mm.benchmarks.family_steps``).
 
-    python tools/analysis/family_steps.py [--dry-run] [--families NAME ...] [--timeout 120]
+    python tools/analysis/family_steps.py [--dry-run] [--families NAME ...] [--timeout 120] [--budget S]
         [--work-dir /tmp/beit_mm_family_steps] [--out table.md [--overwrite]]
 
 Prints one line per family as it ends (family, config, ok or FAILED with the error's last line, the first and second
@@ -23,6 +23,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument('--dry-run', action='store_true', help='the demo configs, tiny, on the CPU, in fp32')
     parser.add_argument('--families', nargs='+', metavar='NAME', help='only these families (default: all)')
     parser.add_argument('--timeout', type=float, default=120, help='seconds each family may take')
+    parser.add_argument('--budget', type=float, help='seconds all families may take together; the families left '
+                        'when it is spent fail their rows unrun')
     parser.add_argument('--work-dir', default='/tmp/beit_mm_family_steps', help='synthetic data and run folders')
     parser.add_argument('--out', help='also write the Markdown table to this file')
     parser.add_argument('--overwrite', action='store_true', help='replace --out if it exists')
@@ -54,6 +56,7 @@ def main() -> None:
                              'configs on the CPU')
         device_name = shown(gpu)
     results = run_families(families, ROOT, args.work_dir, args.dry_run, amp=not args.dry_run, timeout=args.timeout,
+                           budget=args.budget,
                            report=lambda text: print(text, flush=True),
                            log=lambda text: print(text, file=sys.stderr, flush=True))
     table = markdown(results, device_name, amp=not args.dry_run)
