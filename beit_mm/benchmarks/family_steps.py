@@ -12,6 +12,7 @@ alone; the parent imports no CUDA state before forking.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import os.path as osp
 import time
 import traceback
@@ -264,7 +265,6 @@ def run_family(family: Family, config: str, data_root: str, work_dir: str, amp: 
 
 def _child(conn, family: Family, config: str, data_root: str, work_dir: str, amp: bool) -> None:
     """Run one family with its output silenced (MMEngine's log stays in ``work_dir``); send its row."""
-    import os
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)
@@ -341,6 +341,9 @@ def run_families(families: list[Family], root: str, work_dir: str, dry_run: bool
         report: called with each family's :func:`line`.
         log: called with a failed family's traceback (its run's MMEngine log stays in its work dir).
     """
+    # torch.cuda.is_available() in this process (an import may ask) then checks through NVML, which leaves the
+    # children free to initialize CUDA after the fork
+    os.environ.setdefault('PYTORCH_NVML_BASED_CUDA_CHECK', '1')
     import mmdet.models  # noqa: F401 - imported once here, not in every child
     import mmpretrain.models  # noqa: F401
     import mmseg.models  # noqa: F401

@@ -46,23 +46,43 @@ def test_gpu_session_family_piece_dry_run(tmp_path):
         assert (val == '-') == name.startswith('MIM'), rows[name]
 
 
+@pytest.fixture(scope='module')
+def full_size_data(tmp_path_factory):
+    """``(layout, size) -> data root``: each family's synthetic set at its full size, written once."""
+    base, roots = tmp_path_factory.mktemp('family_data'), {}
+
+    def root(kind: str, size: int) -> str:
+        if (kind, size) not in roots:
+            roots[kind, size] = family_steps.make_data(kind, str(base / f'{kind}-{size}'), size)
+        return roots[kind, size]
+    return root
+
+
 @pytest.mark.parametrize('family', FAMILIES, ids=lambda f: f.name)
-def test_full_size_config_as_the_gpu_run_prepares_it(family, tmp_path):
+def test_full_size_config_as_the_gpu_run_prepares_it(family, tmp_path, full_size_data):
     """The full-size config reads the synthetic data in its layout (every dataset and evaluator file under the new
-    root), trains 2 steps in bf16 eagerly and saves nothing, with no pretrained file named."""
+    root: a train and a val sample through its pipelines, its evaluators built), trains 2 steps in bf16 eagerly and
+    saves nothing, with no pretrained file named."""
+    from mmengine.registry import DATASETS, METRICS, init_default_scope
+
     from beit_mm.apis.pretrained import pretrained_paths
     cfg = Config.fromfile(osp.join(ROOT, family.config))
-    assert cfg.train_dataloader.dataset.type in DATASET_LAYOUT or family.data == 'imagenet', family
-    if cfg.train_dataloader.dataset.type in DATASET_LAYOUT:
-        assert DATASET_LAYOUT[cfg.train_dataloader.dataset.type] == family.data, family
-    family_steps.prepare_config(cfg, str(tmp_path / 'data'), str(tmp_path / 'work'), amp=True)
+    dataset_type = cfg.train_dataloader.dataset.type
+    assert DATASET_LAYOUT.get(dataset_type, family.data) == family.data, family
+    data_root = full_size_data(family.data, family.size)
+    family_steps.prepare_config(cfg, data_root, str(tmp_path / 'work'), amp=True)
     assert pretrained_paths(cfg) == [] and not cfg.compile, family
+    init_default_scope(cfg.get('default_scope', 'mmseg'))
     for key in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
         if cfg.get(key) is not None:
-            assert cfg[key].dataset.data_root == str(tmp_path / 'data') and cfg[key].batch_size <= 2, key
+            assert cfg[key].dataset.data_root == data_root and cfg[key].batch_size <= 2, key
+            inputs = DATASETS.build(cfg[key].dataset)[0]['inputs']
+            image = inputs[0] if isinstance(inputs, list) else inputs  # MIM: the view and the tokenizer's view
+            assert image.shape[0] == 3, (key, image.shape)
     evaluators = cfg.get('val_evaluator') or []
     for evaluator in evaluators if isinstance(evaluators, list) else [evaluators]:
-        assert str(evaluator.get('ann_file') or tmp_path).startswith(str(tmp_path)), evaluator
+        METRICS.build(evaluator)  # mmdet's CocoMetric reads its ann_file here
+        assert str(evaluator.get('ann_file') or data_root).startswith(data_root), evaluator
     assert cfg.optim_wrapper.type == 'beit_mm.AmpOptimWrapper' and cfg.optim_wrapper.dtype == 'bfloat16'
     assert cfg.default_hooks.checkpoint.interval == -1 and not cfg.default_hooks.checkpoint.save_last
     steps = cfg.train_cfg.get('max_iters') or cfg.train_dataloader.dataset.indices // cfg.train_dataloader.batch_size
