@@ -150,10 +150,16 @@ def prepare_config(cfg, data_root: str, work_dir: str, amp: bool) -> None:
     """Edit a loaded config in place for one family step: datasets (and evaluator files under the old root) at
     ``data_root``, ``TRAIN_STEPS`` steps of ``BATCH`` images then one validation over ``VAL_IMAGES``, no checkpoint
     read or written, eager, single-process loaders, bf16 autocast (``amp``) or fp32."""
+    from mmengine.optim import AmpOptimWrapper
+    from mmengine.registry import MODELS, OPTIM_WRAPPERS
+
     from beit_mm.models.builder import drop_pretrained_init
+    from beit_mm.models.tokenizers.vqkd import VQKD
+    from beit_mm.registry import config_type_is
+    scope = cfg.get('default_scope')
     drop_pretrained_init(cfg.model)
     tokenizer = cfg.model.get('target_generator')
-    if isinstance(tokenizer, dict) and str(tokenizer.get('type')).split('.')[-1] == 'VQKD':
+    if isinstance(tokenizer, dict) and config_type_is(tokenizer.get('type'), VQKD, MODELS, scope):
         tokenizer['kmeans_init'] = False  # random unit codes: a frozen tokenizer refuses an all-zero codebook
     cfg.load_from, cfg.resume, cfg.compile, cfg.work_dir = None, False, False, work_dir
     cfg.launcher = 'none'
@@ -189,7 +195,7 @@ def prepare_config(cfg, data_root: str, work_dir: str, amp: bool) -> None:
     hooks['logger'] = dict(type='LoggerHook', interval=1)
     cfg.default_hooks = hooks
     wrapper = cfg.optim_wrapper
-    is_amp = str(wrapper.get('type', 'OptimWrapper')).split('.')[-1] == 'AmpOptimWrapper'
+    is_amp = config_type_is(wrapper.get('type', 'OptimWrapper'), AmpOptimWrapper, OPTIM_WRAPPERS, scope)
     if amp:
         wrapper.update(type='beit_mm.AmpOptimWrapper', dtype='bfloat16')
         wrapper.pop('loss_scale', None)
@@ -272,6 +278,16 @@ def _child(conn, family: Family, config: str, data_root: str, work_dir: str, amp
     conn.close()
 
 
+def _take(conn, wait: float) -> StepResult | None:
+    """The row ``conn`` receives within ``wait`` seconds, or None (nothing, or the child ended without one)."""
+    if not conn.poll(wait):
+        return None
+    try:
+        return conn.recv()
+    except EOFError:
+        return None
+
+
 def run_isolated(family: Family, config: str, data_root: str, work_dir: str, amp: bool, timeout: float) -> StepResult:
     """:func:`run_family` in a forked child: a crash or more than ``timeout`` seconds fails this row alone."""
     context = multiprocessing.get_context('fork')
@@ -280,15 +296,11 @@ def run_isolated(family: Family, config: str, data_root: str, work_dir: str, amp
     start = time.perf_counter()
     child.start()
     send.close()
-    result = None
-    if receive.poll(timeout):
-        try:
-            result = receive.recv()
-        except EOFError:  # the child ended without sending its row
-            result = None
+    result = _take(receive, timeout)
     child.join(max(1.0, timeout - (time.perf_counter() - start)))
+    result = result or _take(receive, 0)  # a row sent after the wait ended
     timed_out = child.is_alive()
-    if timed_out:
+    if timed_out:  # hung, or stuck in its exit after sending its row
         child.kill()
         child.join()
     if result is None:

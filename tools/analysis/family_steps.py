@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import os.path as osp
+import signal
 import sys
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
@@ -55,6 +56,8 @@ def main() -> None:
             raise SystemExit('no GPU: family_steps.py runs the full-size configs on a GPU; --dry-run runs the demo '
                              'configs on the CPU')
         device_name = shown(gpu)
+    # a SIGTERM (the session's `timeout`) exits through Python, which ends the running family's child too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     results = run_families(families, ROOT, args.work_dir, args.dry_run, amp=not args.dry_run, timeout=args.timeout,
                            budget=args.budget,
                            report=lambda text: print(text, flush=True),

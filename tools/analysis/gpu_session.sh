@@ -31,7 +31,8 @@ while [[ $# -gt 0 ]]; do
     *) OUT_DIR="$1"; shift ;;
   esac
 done
-[[ -n "$OUT_DIR" ]] || { echo "usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3|4] [--wheels DIR]" >&2; exit 2; }
+usage="usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3|4] [--wheels DIR]"
+[[ -n "$OUT_DIR" ]] || { echo "$usage" >&2; exit 2; }
 mkdir -p "$OUT_DIR"
 dry=()
 [[ $DRY -eq 1 ]] && dry=(--dry-run)
@@ -68,7 +69,8 @@ case "$PIECE" in
   4)
     timeout 360 env PYTHONPATH="$ROOT" "$PYTHON" "$ROOT/tools/analysis/family_steps.py" "${dry[@]}" --timeout 60 \
       --budget 330 --work-dir "${TMPDIR:-/tmp}/beit_mm_family_steps" --out "$OUT_DIR/6-families.md" --overwrite \
-      > "$OUT_DIR/6-families.log" 2>&1 || echo "family_steps: a family failed or it ran out of time: $OUT_DIR/6-families.log"
+      > "$OUT_DIR/6-families.log" 2>&1 \
+      || echo "family_steps: a family failed or it ran out of time: $OUT_DIR/6-families.log"
     grep -E '^[^|#].*: (ok|FAILED)' "$OUT_DIR/6-families.log" || true
     ;;
   *) echo "gpu_session: --piece is 1, 2, 3 or 4" >&2; exit 2 ;;
