@@ -7,7 +7,7 @@ one image, metric included) and the peak CUDA memory. The steps run eager (the c
 ``AmpOptimWrapper(dtype='bfloat16')`` where ``amp`` is set, else in fp32.
 
 Each family runs in a forked child so that a crash, an out-of-memory error or a hang (``timeout``) fails that row
-alone; the parent imports no CUDA state before forking.
+alone; the parent imports the libraries once and leaves CUDA to the children.
 """
 from __future__ import annotations
 
@@ -289,8 +289,10 @@ def _take(conn, wait: float) -> StepResult | None:
 
 
 def run_isolated(family: Family, config: str, data_root: str, work_dir: str, amp: bool, timeout: float) -> StepResult:
-    """:func:`run_family` in a forked child: a crash or more than ``timeout`` seconds fails this row alone."""
-    context = multiprocessing.get_context('fork')
+    """:func:`run_family` in a forked child (spawned where this process holds CUDA, which a fork cannot carry): a
+    crash or more than ``timeout`` seconds fails this row alone."""
+    import torch
+    context = multiprocessing.get_context('spawn' if torch.cuda.is_initialized() else 'fork')
     receive, send = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(send, family, config, data_root, work_dir, amp), daemon=True)
     start = time.perf_counter()
