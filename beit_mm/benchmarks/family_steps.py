@@ -147,9 +147,18 @@ def _rebase(path, old_root: str, new_root: str):
 
 
 def prepare_config(cfg, data_root: str, work_dir: str, amp: bool) -> None:
-    """Edit a loaded config in place for one family step: datasets (and evaluator files under the old root) at
-    ``data_root``, ``TRAIN_STEPS`` steps of ``BATCH`` images then one validation over ``VAL_IMAGES``, no checkpoint
-    read or written, eager, single-process loaders, bf16 autocast (``amp``) or fp32."""
+    """Edit a loaded config in place for one family step.
+
+    Args:
+        cfg: the loaded config.
+        data_root: the synthetic set every dataset reads, and evaluator files under a dataset's old root.
+        work_dir: the run's work dir (MMEngine's log).
+        amp: bf16 autocast (``beit_mm.AmpOptimWrapper``); fp32 otherwise.
+
+    The run then trains ``TRAIN_STEPS`` steps of ``BATCH`` images and validates over ``VAL_IMAGES`` (where the config
+    validates), eager, with single-process loaders, reading and writing no checkpoint; a VQ-KD tokenizer gets random
+    unit codes, as a frozen one refuses an empty codebook.
+    """
     from mmengine.optim import AmpOptimWrapper
     from mmengine.registry import MODELS, OPTIM_WRAPPERS
 
@@ -160,7 +169,7 @@ def prepare_config(cfg, data_root: str, work_dir: str, amp: bool) -> None:
     drop_pretrained_init(cfg.model)
     tokenizer = cfg.model.get('target_generator')
     if isinstance(tokenizer, dict) and config_type_is(tokenizer.get('type'), VQKD, MODELS, scope):
-        tokenizer['kmeans_init'] = False  # random unit codes: a frozen tokenizer refuses an all-zero codebook
+        tokenizer['kmeans_init'] = False
     cfg.load_from, cfg.resume, cfg.compile, cfg.work_dir = None, False, False, work_dir
     cfg.launcher = 'none'
     old_roots = set()
@@ -237,8 +246,16 @@ def _last_line(error: BaseException) -> str:
 
 
 def run_family(family: Family, config: str, data_root: str, work_dir: str, amp: bool) -> StepResult:
-    """Train ``TRAIN_STEPS`` steps of ``config`` (a path) and validate once, in this process; errors become the row's
-    ``error``, their traceback ``traceback``."""
+    """Train ``TRAIN_STEPS`` steps of a config and validate once, in this process.
+
+    Args:
+        family: the family the row names.
+        config: the config file.
+        data_root, work_dir, amp: as :func:`prepare_config` takes them.
+
+    Returns:
+        The row; an exception becomes its ``error`` (last line) and ``traceback``.
+    """
     import torch
     from mmengine.config import Config
 
