@@ -3,7 +3,7 @@
 # each written to its own file in OUT_DIR as it runs, with its log (stderr: each round's img/s) beside it (a piece
 # that fails or runs out of time says so and the next one runs).
 #
-#   bash tools/analysis/gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3] [--wheels DIR]
+#   bash tools/analysis/gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3|4] [--wheels DIR]
 #
 # Piece 1 (about 8 minutes on an H200, set-up ~160 s included): the attention kernels and the CUDA attention tests,
 # then the bf16 ImageNet fine-tuning step, eager and compiled, next to timm and mmpretrain compiled too, with the
@@ -11,7 +11,10 @@
 # mmpretrain, and UPerNet 512 eager. Piece 3 (about 4 minutes): the ImageNet recipes' input side on the GPU machine
 # (benchmark_data.py --device cuda): each pipeline's data preprocessor per batch on the GPU at the recipe's batch,
 # nvjpeg's batched decode on its own, and MMEngine's DataLoader with 13 workers (a node's per GPU) through the
-# preprocessor. --dry-run runs them on CPU at a tiny size (what CI checks).
+# preprocessor. Piece 4 (about 8 minutes on an H100, set-up included): one bf16 training step (two, the second
+# timed alone) and one validation of one full-size config of every model family (family_steps.py), each family in
+# its own process with 60 s, the whole within 330 s; a family that fails or runs out of time prints FAILED and the
+# next one runs. --dry-run runs them on CPU at a tiny size (what CI checks).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
@@ -28,7 +31,8 @@ while [[ $# -gt 0 ]]; do
     *) OUT_DIR="$1"; shift ;;
   esac
 done
-[[ -n "$OUT_DIR" ]] || { echo "usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3] [--wheels DIR]" >&2; exit 2; }
+usage="usage: gpu_session.sh OUT_DIR [--dry-run] [--piece 1|2|3|4] [--wheels DIR]"
+[[ -n "$OUT_DIR" ]] || { echo "$usage" >&2; exit 2; }
 mkdir -p "$OUT_DIR"
 dry=()
 [[ $DRY -eq 1 ]] && dry=(--dry-run)
@@ -62,6 +66,13 @@ case "$PIECE" in
       --work-dir "${TMPDIR:-/tmp}/beit_mm_data_bench" --out "$OUT_DIR/5-data.md" --overwrite \
       > "$OUT_DIR/5-data.log" 2>&1 || echo "benchmark_data failed or ran out of time: $OUT_DIR/5-data.log"
     ;;
-  *) echo "gpu_session: --piece is 1, 2 or 3" >&2; exit 2 ;;
+  4)
+    timeout 360 env PYTHONPATH="$ROOT" "$PYTHON" "$ROOT/tools/analysis/family_steps.py" "${dry[@]}" --timeout 60 \
+      --budget 330 --work-dir "${TMPDIR:-/tmp}/beit_mm_family_steps" --out "$OUT_DIR/6-families.md" --overwrite \
+      > "$OUT_DIR/6-families.log" 2>&1 \
+      || echo "family_steps: a family failed or it ran out of time: $OUT_DIR/6-families.log"
+    grep -E '^[^|#].*: (ok|FAILED)' "$OUT_DIR/6-families.log" || true
+    ;;
+  *) echo "gpu_session: --piece is 1, 2, 3 or 4" >&2; exit 2 ;;
 esac
 echo "gpu_session piece $PIECE: $((SECONDS - start)) s; files in $OUT_DIR"
