@@ -1,8 +1,10 @@
 """MMEngine's ``CheckpointHook`` with crash-safe saving: a kill at any moment leaves the previous checkpoint usable.
 
-Per save: write ``<name>.part``, fsync and rename, record it with its sha256 in the folder's manifest, point
-``last_checkpoint`` at it, and only then delete checkpoints beyond ``max_keep_ckpts`` that the manifest lists with
-their present content. ``before_train`` deletes its own ``*.part`` leftovers. Remote storage keeps its backend.
+Per save: write ``<name>.beit_mm.part`` (``PARTIAL_SUFFIX``, a name only this library gives), fsync and rename,
+record it with its sha256 in the folder's manifest, point ``last_checkpoint`` at it, and only then delete checkpoints
+beyond ``max_keep_ckpts`` that the manifest lists with their present content. ``before_train`` deletes the leftovers of
+its own names only (``iter_<n>.pth.beit_mm.part``, ``best_*``, ``last_checkpoint.beit_mm.part``): another program's
+``iter_<n>.pth.part`` (a browser's partial download of a checkpoint) stays. Remote storage keeps its backend.
 """
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ def checkpoint_name_pattern(filename_tmpl: str) -> str:
 
 
 def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[str]:
-    """The unfinished ``.part`` writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk."""
+    """The unfinished writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk: the names
+    ``filename_tmpl`` gives, ending in :data:`~beit_mm.fileio.outputs.PARTIAL_SUFFIX`; plain ``.part`` names are
+    other programs'."""
     own = re.compile(rf'(?:best_.+_)?{checkpoint_name_pattern(filename_tmpl)}{re.escape(PARTIAL_SUFFIX)}')
     names = sorted(os.listdir(out_dir)) if osp.isdir(out_dir) else []
     found = [osp.join(out_dir, name) for name in names if own.fullmatch(name)]
