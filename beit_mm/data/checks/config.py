@@ -1,5 +1,5 @@
 """Checks of a config's data folders before any dataset is built: the roots it reads, a demo root it does not read,
-split folders that are missing or empty."""
+split folders that are missing or empty, split files and class names."""
 from __future__ import annotations
 
 import logging
@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 
 from mmengine.logging import print_log
 
+from ...fileio.names import check_name
+from ...fileio.text_file import check_name_list
 from .labels import DatasetCheckError
 from .splits import suffix_text, suffixes
 
@@ -101,12 +103,36 @@ def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
             'tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
+def _check_class_names(cfg, loader: str, ds: Mapping) -> None:
+    """The class names a dataset config gives (``metainfo.classes``) are names (:func:`check_name`)."""
+    classes = (ds.get('metainfo') or {}).get('classes') or ()
+    for i, name in enumerate(classes if isinstance(classes, (list, tuple)) else ()):
+        check_name(str(name), cfg.filename or 'the config', f'{loader}.dataset.metainfo.classes[{i}]',
+                   DatasetCheckError)
+
+
+def _check_split_list(loader: str, ds: Mapping) -> None:
+    """A split file (a text ``ann_file``, one file name per line) names each file once, each a name
+    (:func:`check_name_list`), checked line by line before a dataset expands it."""
+    ann_file = ds['ann_file']
+    path = ann_file if osp.isabs(ann_file) else osp.join(ds.get('data_root') or '', ann_file)
+    if ann_file.endswith('.json') or not osp.isfile(path):  # a missing one is the dataset's to name
+        return
+    try:
+        check_name_list(path, DatasetCheckError)
+    except (DatasetCheckError, OSError) as error:  # OSError: a FIFO or device, never read
+        raise DatasetCheckError(f'[{loader}] {error}') from None
+
+
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
-    """Before the datasets are built: every segmentation split's image folder exists and holds an image.
+    """Before the datasets are built: every segmentation split's image folder exists and holds an image; a split file
+    (``ann_file``) names each file once and a name (:func:`~beit_mm.fileio.text_file.check_name_list`), read line by
+    line; the class names of ``metainfo`` are names (:func:`~beit_mm.fileio.names.check_name`).
 
 
     Raises:
-        DatasetCheckError: names the folder, the suffix looked for and the fix.
+        DatasetCheckError: names the folder, the suffix looked for and the fix; or the split file, its line and the
+            fix; or the class name.
     """
     warn_unread_data_root(cfg, loaders)
     scope = cfg.get('default_scope')
@@ -119,7 +145,9 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
                 _check_det_split(loader, ds, prefix)
                 continue
+            _check_class_names(cfg, loader, ds)
             if ds.get('ann_file'):
+                _check_split_list(loader, ds)
                 continue
             if isinstance(prefix, str) or 'seg_map_path' not in prefix:  # mmpretrain: class folders, unlabeled pools
                 _check_image_folder(loader, ds, prefix if isinstance(prefix, str) else prefix.get('img_path'))
