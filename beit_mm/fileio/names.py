@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import unicodedata
 
 #: The most characters of one name a message prints; the rest is elided with its length.
@@ -89,3 +90,32 @@ def check_name(text: str, source: str, where: str, error: type[Exception] = Valu
                     f'{", ".join(dict.fromkeys(found))}, which would act on the terminal or log that prints it. Fix: '
                     'remove them from the file')
     return text
+
+
+def one_line(message: str) -> str:
+    """A message as one printable line: its lines joined with ``' | '``, any other control, format or surrogate
+    character escaped as :func:`shown` escapes it (backslashes kept: the names inside went through :func:`shown`)."""
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return ''.join(_escaped(ch) if unicodedata.category(ch) in ('Cc', 'Cf', 'Cs', 'Zl', 'Zp') else ch
+                   for ch in ' | '.join(lines))
+
+
+#: The exit status of every named refusal of a tool (argparse's for a usage error).
+REFUSED = 2
+
+
+def refusal(tool: str, error: BaseException | str, speak: bool = True) -> SystemExit:
+    """One way for a tool to refuse: print ``<tool>: error: <message>`` as one line (:func:`one_line`) on stderr and
+    return the ``SystemExit`` to raise, whose code is :data:`REFUSED` and whose text is that line.
+
+    Args:
+        tool: the tool's name (``'train.py'``).
+        error: the named error (its message names the problem and the fix) or its text.
+        speak: print the line (False on the processes of a distributed run other than rank 0).
+    """
+    line = f'{tool}: error: {one_line(str(error))}'
+    if speak:
+        print(line, file=sys.stderr, flush=True)
+    stop = SystemExit(line)
+    stop.code = REFUSED
+    return stop

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import os.path as osp
+import sys
 import types
 
 import pytest
@@ -133,3 +134,45 @@ def test_another_programs_partial_checkpoint_stays(tmp_path):
     atomic_write_bytes(b'a whole checkpoint', str(tmp_path / 'iter_80000.pth'))
     assert download.exists() and download.read_bytes() == b'half of a download', 'another program\'s .part file was removed'
     assert sorted(os.listdir(tmp_path)) == ['iter_80000.pth', 'iter_80000.pth.part']
+
+
+# ------------------------------------------------------------------- one way to print a name, one way to refuse
+HOSTILE_NAME = 'ADE_\x1b]0;owned\x07\x1b[2J\nmmengine - INFO - dataset check passed.jpg'  # a name holds no '/'
+
+
+def test_a_file_name_with_an_escape_sequence_and_a_newline_is_printed_escaped(tmp_path, ade_demo_root, monkeypatch,
+                                                                               capsys):
+    """``tools/analysis/check_dataset.py`` names an image without annotation whose name holds an escape sequence and
+    a newline followed by a forged log line: the name is printed escaped, the forged line never starts a line."""
+    import shutil
+
+    from ..conftest import load_tool
+    root = str(tmp_path / 'ade')
+    shutil.copytree(ade_demo_root, root)
+    images = osp.join(root, 'images', 'training')
+    shutil.copy(osp.join(images, sorted(os.listdir(images))[0]), osp.join(images, HOSTILE_NAME))
+    monkeypatch.setattr(sys, 'argv', ['check_dataset.py', CONFIG, '--splits', 'train', '--cfg-options',
+                                      f'train_dataloader.dataset.data_root={root}'])
+    assert load_tool('tools/analysis/check_dataset.py').main() == 1
+    out = capsys.readouterr().out
+    assert '1 image(s) without an annotation file' in out, out
+    assert '\x1b' not in out and '\x07' not in out, 'an escape sequence was printed raw'
+    assert not [line for line in out.splitlines() if line.startswith('mmengine - INFO')], 'a log line was forged'
+    assert 'ADE_\\x1b]0;owned\\x07\\x1b[2J\\x0ammengine - INFO - dataset check passed.jpg' in out
+
+
+def test_a_stride_0_optimizer_state_is_one_line_and_exit_2(tmp_path, ade_demo_root, capsys):
+    """``tools/train.py --resume`` of a checkpoint whose ``exp_avg`` has strides (0, 0) over one element: a named
+    refusal, as every other: one line ``train.py: error: ...`` and exit status 2."""
+    from ..conftest import load_tool
+    hostile = str(tmp_path / 'hostile.pth')
+    torch.save({'state_dict': {'w': torch.ones(3, 4)}, 'meta': {'iter': 2},
+                'optimizer': {'state': {0: {'exp_avg': torch.zeros(1).expand(3, 4)}}, 'param_groups': []}}, hostile)
+    options = [f'{loader}.dataset.data_root={ade_demo_root}' for loader in ('train_dataloader', 'val_dataloader',
+                                                                           'test_dataloader')]
+    with pytest.raises(SystemExit) as stopped:
+        load_tool('tools/train.py').main([CONFIG, '--work-dir', str(tmp_path / 'work'), '--resume', hostile,
+                                          '--cfg-options', *options])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stopped.value.code == 2, f'exit status {stopped.value.code}: {stopped.value}'
+    assert err[-1].startswith('train.py: error: --resume: ') and 'has strides (0, 0)' in err[-1], err[-3:]

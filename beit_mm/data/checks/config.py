@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from mmengine.logging import print_log
 
-from ...fileio.names import check_name
+from ...fileio.names import check_name, shown
 from ...fileio.text_file import check_name_list
 from .labels import DatasetCheckError
 from .splits import suffix_text, suffixes
@@ -84,8 +84,9 @@ def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
     img_dir = osp.join(ds.get('data_root') or '', img_path)
     if not osp.isdir(img_dir):
         raise DatasetCheckError(
-            f'[{loader}] the image folder {img_dir} does not exist. Fix: check data_root ({ds.get("data_root")!r}) '
-            f'and data_prefix ({img_path!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for '
+            f'[{loader}] the image folder {shown(img_dir)} does not exist. Fix: check data_root '
+            f'({shown(ds.get("data_root") or "")}) and data_prefix ({shown(img_path)}) of {loader}.dataset '
+            f'(--cfg-options {loader}.dataset.data_root=...); for '
             'demo data run python tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
@@ -95,11 +96,11 @@ def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
     wanted = [('annotation file', osp.join(root, ds['ann_file']), osp.isfile)] if ds.get('ann_file') else []
     wanted += [(f'{key} folder', osp.join(root, folder), osp.isdir) for key, folder in prefix.items()
                if isinstance(folder, str)]
-    missing = [f'{what} {path}' for what, path, exists in wanted if not exists(path)]
+    missing = [f'{what} {shown(path)}' for what, path, exists in wanted if not exists(path)]
     if missing:
         raise DatasetCheckError(
-            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({root!r}), ann_file and data_prefix '
-            f'of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
+            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({shown(root)}), ann_file and '
+            f'data_prefix of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
             'tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
@@ -154,12 +155,13 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
                 continue
             img_dir = osp.join(ds.get('data_root') or '', prefix.get('img_path', ''))
             suffix = suffixes(ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or '')
-            fix = (f'Fix: check data_root ({ds.get("data_root")!r}) and data_prefix.img_path '
-                   f'({prefix.get("img_path")!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); '
+            fix = (f'Fix: check data_root ({shown(ds.get("data_root") or "")}) and data_prefix.img_path '
+                   f'({shown(prefix.get("img_path") or "")}) of {loader}.dataset (--cfg-options '
+                   f'{loader}.dataset.data_root=...); '
                    'for the demo data run python tools/make_demo_data.py')
             if not osp.isdir(img_dir):
-                raise DatasetCheckError(f'[{loader}] the image folder {img_dir} does not exist. {fix}')
+                raise DatasetCheckError(f'[{loader}] the image folder {shown(img_dir)} does not exist. {fix}')
             if not _has_file(img_dir, suffix):
                 raise DatasetCheckError(f'[{loader}] the split is empty: no image matched '
-                                        f'{img_dir}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
+                                        f'{shown(img_dir)}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
                                         f'({suffix[0] if len(suffix) == 1 else suffix!r})')
