@@ -11,9 +11,10 @@ import unicodedata
 #: The most characters of one name a message prints; the rest is elided with its length.
 MAX_SHOWN_CHARS = 200
 
-#: The most characters a name a file gives may have. Honest names are far shorter (ADE20K's longest class name has
-#: 45 characters, a file name of a split a few dozen); a path component ends at 255 bytes on common file systems.
-MAX_NAME_CHARS = 1024
+#: The most characters a name a file gives may have, one rule for every reader and writer of names. Honest names are
+#: far shorter (ADE20K's longest class name has 45 characters, a line of a split a few dozen); a file name ends at
+#: 255 bytes on common file systems.
+MAX_NAME_CHARS = 256
 
 #: Unicode category Cc (U+0000-U+001F, U+007F-U+009F) and the bidirectional overrides and isolates, which are not Cc
 #: but reorder what a terminal shows.

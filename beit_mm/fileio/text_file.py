@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 from .inputs import open_input
-from .names import MAX_NAME_CHARS, check_name, shown
-from .names import check_name as check_printable, control_characters  # noqa: F401  (the one name rule)
+from .names import MAX_NAME_CHARS, check_name, control_characters, shown
+
+check_printable = check_name  # the name the ONNX reader imports: one rule for every name (beit_mm.fileio.names)
 
 MAX_TEXT_BYTES = 1 * 2**20  # a class list of 10k names is ~100 KB
 LIST_BLOCK_BYTES = 2**20  # a list file is read in blocks of this size

@@ -54,7 +54,8 @@ def test_a_name_of_900000_characters_is_refused_by_every_reader(tmp_path, ade_de
     """One rule (``MAX_NAME_CHARS``) for a file name of a split, a class name of ``classes.txt``, of a config's
     ``metainfo`` and of a checkpoint's ``dataset_meta``."""
     long = 'n' * 900_000
-    message = rf'is a name of 900000 characters \(n+\.\.\.\(900000 chars\)\.\.\.n+\), more than the 1024 a name may have'
+    message = r'is a name of 900000 characters \(n+\.\.\.\(900000 chars\)\.\.\.n+\), more than the 256 a name may ' \
+        'have'
     if reader == 'checkpoint':
         path = str(tmp_path / 'meta.pth')
         torch.save({'state_dict': {'w': torch.ones(2)}, 'meta': {'dataset_meta': {'classes': ('road', long)}}}, path)
