@@ -143,10 +143,10 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             continue
         for ds in _dataset_cfgs(dataloader['dataset']):
             prefix = ds.get('data_prefix') or {}
+            _check_class_names(cfg, loader, ds)
             if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
                 _check_det_split(loader, ds, prefix)
                 continue
-            _check_class_names(cfg, loader, ds)
             if ds.get('ann_file'):
                 _check_split_list(loader, ds)
                 continue
