@@ -19,6 +19,7 @@ from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
 from beit_mm.registry import HOOKS, config_class, config_type_is
 
+from ...fileio.names import shown
 from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, AtomicLocalBackend, atomic_write_bytes
 from ...fileio.work_dir import record_written, recorded_file
 
@@ -70,7 +71,7 @@ class AtomicCheckpointHook(CheckpointHook):
             return
         for leftover in own_partial_files(str(self.out_dir), runner.work_dir, self.filename_tmpl):
             os.remove(leftover)
-            runner.logger.warning(f'removed {leftover}: an unfinished checkpoint write of a killed run')
+            runner.logger.warning(f'removed {shown(leftover)}: an unfinished checkpoint write of a killed run')
 
     def _save_checkpoint_with_step(self, runner, step, meta) -> None:
         to_delete = []
@@ -101,8 +102,8 @@ class AtomicCheckpointHook(CheckpointHook):
         for old_step in to_delete:
             path = self.file_backend.join_path(self.out_dir, self.filename_tmpl.format(old_step))
             if self._local and osp.lexists(path) and not recorded_file(str(self.out_dir), osp.basename(path)):
-                runner.logger.warning(f'{path} is not removed: the manifest of {self.out_dir} does not list it with '
-                                      'its present content, so no run of this work dir wrote it')
+                runner.logger.warning(f'{shown(path)} is not removed: the manifest of {shown(str(self.out_dir))} does '
+                                      'not list it with its present content, so no run of this work dir wrote it')
                 continue
             if self.file_backend.isfile(path):
                 self.file_backend.remove(path)
