@@ -91,12 +91,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--beitv2', action='store_true', help='--to timm: name the model beitv2_* instead of beit_*')
     args = parser.parse_args(argv)
     from beit_mm.apis.convert import ConversionError, ConversionUsageError, convert_checkpoint
+    from beit_mm.fileio.names import refusal
     try:
         convert_checkpoint(**vars(args))
     except ConversionUsageError as error:
         parser.error(str(error))
     except ConversionError as error:
-        raise SystemExit(f'convert_checkpoint: {error}') from None
+        raise refusal('convert_checkpoint.py', error) from None
 
 
 if __name__ == '__main__':

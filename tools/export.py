@@ -92,12 +92,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from beit_mm.apis.checkpoint import CheckpointMismatchError
     from beit_mm.apis.export import ExportError
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio import CheckpointFileError
     from beit_mm.fileio.outputs import OutputError
     try:
         export(args)
     except (OutputError, FileNotFoundError, CheckpointFileError, CheckpointMismatchError, ExportError) as error:
-        raise SystemExit(f'export: {error}') from None
+        raise refusal('export.py', error) from None
 
 
 def export(args: argparse.Namespace) -> None:

@@ -52,12 +52,13 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.fileio.names import refusal
     from beit_mm.apis.segment import run_infer
     from beit_mm.fileio.outputs import OutputError
     try:
         preds = run_infer(**vars(args))
     except (CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError, ValueError) as error:
-        raise SystemExit(f'infer: {error}') from None
+        raise refusal('infer.py', error) from None
     print(f'segmented {len(preds)} images: overlays in {osp.join(args.out_dir, "vis")}, label maps in '
           f'{osp.join(args.out_dir, "pred")}')
 

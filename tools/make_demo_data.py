@@ -53,7 +53,6 @@ added, a file edited since, a link at any depth) are refused before anything is 
 content; each is written through a temporary file and a rename, so a killed run leaves no truncated image.
 """
 import argparse
-import sys
 
 # --layout of mmseg's datasets: default root
 LAYOUTS = {
@@ -158,12 +157,12 @@ def make(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse_args()
+    from beit_mm.fileio.names import refusal
     from beit_mm.data.demo.root import NotADemoRootError
     try:
         make(args)
     except NotADemoRootError as error:
-        print(f'make_demo_data.py: error: {error}', file=sys.stderr)
-        raise SystemExit(2) from None
+        raise refusal('make_demo_data.py', error) from None
 
 
 if __name__ == '__main__':

@@ -25,7 +25,6 @@
 """
 import argparse
 import os
-import sys
 from typing import List, Optional
 
 from mmengine.config import DictAction
@@ -61,13 +60,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parse_args(argv)
     import torch
 
+    from beit_mm.fileio.names import refusal
     from beit_mm.apis.testing import RunTestRefused, run_test
     from beit_mm.engine.amp_optim_wrapper import describe_cpu
     try:
         result = run_test(**vars(args))
     except RunTestRefused as error:
-        print(f'test.py: error: {error}', file=sys.stderr)
-        raise SystemExit(2) from None
+        raise refusal('test.py', error) from None
     for key, (path, written) in result['written'].items():
         print(f'test.py: {len(written)} files in {path} (--{key.replace("_", "-")})')
     if os.environ.get('RANK', '0') == '0' and not torch.cuda.is_available():  # process 0 (its group is gone now)

@@ -37,7 +37,6 @@
 """
 import argparse
 import os
-import sys
 
 from mmengine.config import DictAction
 
@@ -79,16 +78,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = vars(parse_args(argv))
     del args['local_rank']  # in LOCAL_RANK now
+    from beit_mm.fileio.names import refusal
     from beit_mm.apis.train import TrainingRefused, train
     from beit_mm.engine.launch import is_rank_zero
     try:
         train(**args)
-    except TrainingRefused as refused:  # one line, no traceback; every process stops, rank 0 speaks
-        if refused.exit_status != 2:
-            raise SystemExit(str(refused) if is_rank_zero() else refused.exit_status) from None
-        if is_rank_zero():
-            print(f'train.py: error: {refused}', file=sys.stderr)
-        raise SystemExit(2) from None
+    except TrainingRefused as refused:  # one line, no traceback, exit 2; every process stops, rank 0 speaks
+        raise refusal('train.py', refused, speak=is_rank_zero()) from None
 
 
 if __name__ == '__main__':

@@ -75,13 +75,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = vars(parse_args(argv))
     from beit_mm.apis import visualize
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError
     try:
         getattr(visualize, COMMANDS[args.pop('command')])(**args)
-    except OutputError as error:
-        raise SystemExit(f'visualize: {error}') from None
-    except visualize.VisualizationError as error:
-        raise SystemExit(str(error)) from None
+    except (OutputError, visualize.VisualizationError) as error:
+        raise refusal('visualize.py', error) from None
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@ from ..models.layers.attention import BEiTAttention
 from ..models.layers.pos_embed import resize_pos_embed
 from ..models.layers.rel_pos_bias import resize_rel_pos_bias_table
 from ..fileio.inputs import read_input
+from ..fileio.names import MAX_NAME_CHARS
 from ..models.builder import is_segmentor_config, model_class
 
 KINDS = ('segmentor', 'classifier', 'backbone')
@@ -49,7 +50,7 @@ class ExportError(ValueError):
 #: Bounds of the metadata an export writes from a checkpoint's ``meta.dataset_meta``: through the pickle memo a small
 #: file can declare a million long names, so sizes are checked before anything is joined.
 MAX_CLASSES = 65536
-MAX_CLASS_NAME_CHARS = 256
+MAX_CLASS_NAME_CHARS = MAX_NAME_CHARS
 MAX_METADATA_BYTES = 2**20  # all metadata_props of one exported file together
 
 

@@ -21,13 +21,8 @@ from .pretrained import MissingPretrainedError, check_pretrained_files
 
 
 class TrainingRefused(Exception):
-    """A run refused before or during training; the message names the problem and the fix.
-
-    ``exit_status``: 2 for a usage error, 1 for a start checkpoint that cannot be used."""
-
-    def __init__(self, message: str, exit_status: int = 2) -> None:
-        super().__init__(message)
-        self.exit_status = exit_status
+    """A run refused before or during training; the message names the problem and the fix (a tool exits with
+    :func:`beit_mm.fileio.names.refusal`)."""
 
 
 def train(config: str, *, work_dir: str | None = None, resume: str | None = None,
@@ -78,7 +73,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     try:
         opened = prepare_start(cfg, resume, how, resume_schedule_in_samples)
     except StartCheckpointError as error:
-        raise TrainingRefused(str(error), exit_status=1) from None
+        raise TrainingRefused(str(error)) from None
     except TrainingStateError as error:
         raise TrainingRefused(str(error)) from None
     try:
@@ -97,7 +92,7 @@ def train(config: str, *, work_dir: str | None = None, resume: str | None = None
     try:
         check_start_checkpoint(runner, cfg, opened)
     except StartCheckpointError as error:
-        raise TrainingRefused(str(error), exit_status=1) from None
+        raise TrainingRefused(str(error)) from None
     del opened  # the runner's load holds it until it takes it
     try:
         runner.train()

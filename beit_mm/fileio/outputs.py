@@ -242,13 +242,15 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
-# A file being written is ``<name>.part`` (never matched by ``*.pth`` globs) until it is complete.
-PARTIAL_SUFFIX = '.part'
+# A file being written is ``<name>.beit_mm.part`` until it is complete: never matched by ``*.pth`` globs, and a name
+# no other program gives (browsers and file managers write ``<name>.part``), so a leftover of that name is this
+# library's own.
+PARTIAL_SUFFIX = '.beit_mm.part'
 ATOMIC_BACKEND = 'beit_mm_atomic_local'
 
 
 def atomic_write_bytes(data: bytes, path: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
-    """Write ``data`` to ``path`` atomically through ``path.part``.
+    """Write ``data`` to ``path`` atomically through ``path`` + :data:`PARTIAL_SUFFIX`.
 
     Args:
         data: the file content.

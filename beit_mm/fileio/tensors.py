@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .text_file import check_printable
+from .names import check_name
 
 #: Expanded entries and characters of text allowed in any file, and per storage it holds (a BEiT-L training
 #: checkpoint: ~1,700 storages, ~10**5 entries and characters).
@@ -139,17 +139,18 @@ MAX_METADATA_DEPTH = 16
 
 def plain_metadata(value, source: str, where: str, error: type[Exception] = ValueError, depth: int = 0):
     """``value`` (a file's metadata, e.g. ``meta.dataset_meta``) as plain Python values; tensors and numpy values
-    become (nested lists of) Python numbers. Text with control characters is refused: class names are printed.
+    become (nested lists of) Python numbers. Text is a name (:func:`~beit_mm.fileio.names.check_name`): class names are
+    printed.
 
     Raises:
-        error: any other object, nesting deeper than :data:`MAX_METADATA_DEPTH`, or text with control characters,
-            naming ``source`` and ``where``.
+        error: any other object, nesting deeper than :data:`MAX_METADATA_DEPTH`, or text longer than a name or with
+            control characters, naming ``source`` and ``where``.
     """
     if depth > MAX_METADATA_DEPTH:
         raise error(f'{source}: {where} nests deeper than {MAX_METADATA_DEPTH} levels: not metadata any toolkit writes. '
                     'Fix: check the file\'s origin')
     if isinstance(value, str):
-        return check_printable(value, source, where, error)
+        return check_name(value, source, where, error)
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, (Tensor, np.ndarray, np.generic)):

@@ -1,13 +1,17 @@
 """Small text files from strangers (a dataset's ``classes.txt`` and ``palette.txt``): size bounded before reading, the
-encoding checked, a named error instead of a traceback or a silently mangled line."""
+encoding checked, a named error instead of a traceback or a silently mangled line; and list files (a split) checked
+line by line before a reader expands them."""
 from __future__ import annotations
 
 import os
-import unicodedata
 
 from .inputs import open_input
+from .names import MAX_NAME_CHARS, check_name, control_characters, shown
+
+check_printable = check_name  # the name the ONNX reader imports: one rule for every name (beit_mm.fileio.names)
 
 MAX_TEXT_BYTES = 1 * 2**20  # a class list of 10k names is ~100 KB
+LIST_BLOCK_BYTES = 2**20  # a list file is read in blocks of this size
 
 
 class TextFileError(ValueError):
@@ -48,22 +52,67 @@ def read_text_lines(path: str, max_bytes: int = MAX_TEXT_BYTES) -> list[str]:
     return [line.rstrip() for line in text.splitlines()]
 
 
-def control_characters(text: str) -> list[str]:
-    """The control characters of ``text`` (Unicode category Cc: escape sequences, carriage returns, ...; and the
-    bidirectional overrides and isolates, which reorder what a terminal shows), as ``repr`` escapes, in order."""
-    bidi = {'\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069'}
-    return [repr(c)[1:-1] for c in text if unicodedata.category(c) == 'Cc' or c in bidi]
+def check_name_list(path: str, error: type[Exception] = TextFileError, kind: str = 'split') -> int:
+    """Check the list file ``path`` (a split: one file name per line, as mmseg's and mmpretrain's datasets read an
+    ``ann_file``) line by line, before any reader expands it.
 
+    Every line is a name (:func:`~beit_mm.fileio.names.check_name`), none blank, none twice (lines compared without
+    surrounding whitespace, as the datasets strip them). Memory is one block of :data:`LIST_BLOCK_BYTES` and one entry
+    per distinct name read so far; the first problem stops the reading.
 
-def check_printable(text: str, source: str, where: str, error: type[Exception] = TextFileError) -> str:
-    """``text`` (a name a file gives: a class, a palette entry, metadata), refused when it holds
-    :func:`control_characters`: printed to a terminal or a log, an escape sequence would act there.
+    Args:
+        path: the list file.
+        error: the exception class raised.
+        kind: what the file is, for the message.
+
+    Returns:
+        The number of names.
 
     Raises:
-        error: naming ``source``, ``where``, the characters and the fix.
+        FileNotFoundError: no such file (NotARegularFileError: not a regular file).
+        error: a line that is not UTF-8, blank, longer than a name, holding control characters, or repeating an
+            earlier line; naming the file, both line numbers and the fix.
     """
-    found = control_characters(text)
-    if found:
-        raise error(f'{source}: {where} {text[:40]!r} holds control character(s) {", ".join(dict.fromkeys(found))}, '
-                    'which would act on the terminal or log that prints it. Fix: remove them from the file')
-    return text
+    seen: dict[str, int] = {}
+    number, tail = 0, b''
+    with open_input(path, kind) as f:
+        for block in iter(lambda: f.read(LIST_BLOCK_BYTES), b''):
+            lines = (tail + block).split(b'\n')
+            tail = lines.pop()  # the unfinished last line, completed by the next block
+            if len(tail) > 4 * MAX_NAME_CHARS:  # UTF-8 bytes of the longest name
+                raise error(f'{shown(path)}: line {number + len(lines) + 1} is longer than a name may be '
+                            f'({MAX_NAME_CHARS} characters). Fix: check that it is the right file; one name per line')
+            _check_names(lines, number, seen, path, error, kind)
+            number += len(lines)
+        if tail:
+            _check_names([tail], number, seen, path, error, kind)
+    return len(seen)
+
+
+def _check_names(lines: list[bytes], number: int, seen: dict[str, int], path: str, error: type[Exception],
+                 kind: str) -> None:
+    """Check the lines ``number + 1 ...`` of a list file (:func:`check_name_list`), adding their names to ``seen``
+    (name -> first line). One block at a time; each line on its own only where the block holds a problem."""
+    try:
+        text = b'\n'.join(lines).decode('utf-8-sig' if number == 0 else 'utf-8')
+    except UnicodeDecodeError:
+        text = None
+    names = [line.strip() for line in text.split('\n')] if text is not None else []
+    if text is None or not all(names) or max(map(len, names)) > MAX_NAME_CHARS or control_characters(' '.join(names)):
+        names = []
+        for i, raw in enumerate(lines, number + 1):
+            try:
+                name = raw.decode('utf-8-sig' if i == 1 else 'utf-8').strip()
+            except UnicodeDecodeError as bad:
+                raise error(f'{shown(path)}: line {i} is not UTF-8 text ({bad.reason}). Fix: save the {kind} file as '
+                            'UTF-8 text') from None
+            if not name:
+                raise error(f'{shown(path)}: line {i} is blank; every line of a {kind} file names one file, and a '
+                            'blank one becomes a sample without a file. Fix: delete the blank lines')
+            names.append(check_name(name, path, f'line {i}', error))
+    for i, name in enumerate(names, number + 1):
+        first = seen.setdefault(name, i)
+        if first != i:
+            raise error(f'{shown(path)}: line {i} names {shown(name, 60)} again (first on line {first}); a {kind} file '
+                        'names each file once, and every repeat becomes one more sample of that file. Fix: delete the '
+                        'repeated lines')

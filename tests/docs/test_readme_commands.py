@@ -271,7 +271,7 @@ def _in_process(words: list[str], cwd: str) -> tuple[int, str]:
     except SystemExit as stop:
         if stop.code in (None, 0):
             return 0, ''
-        return (stop.code if isinstance(stop.code, int) else 1), str(stop.code)
+        return (stop.code if isinstance(stop.code, int) else 1), str(stop)  # a refusal's text is its line
     finally:
         sys.argv = argv
         os.chdir(here)

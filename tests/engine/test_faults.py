@@ -26,7 +26,7 @@ from beit_mm.fileio import CheckpointFileError, load_state_dict_file
 from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.data.transforms.masking import BEiTMaskGenerator, BlockwiseMaskGenerator, TooFewMaskedPatchesError
 from beit_mm.fileio.checkpoint import is_complete_checkpoint
-from beit_mm.fileio.outputs import AtomicLocalBackend, atomic_write_bytes
+from beit_mm.fileio.outputs import PARTIAL_SUFFIX, AtomicLocalBackend, atomic_write_bytes
 from beit_mm.fileio.work_dir import find_last_complete_checkpoint
 from beit_mm.engine.hooks import NonFiniteLossError, NonFiniteLossHook
 from beit_mm.models.backbones.beit import BEiT
@@ -202,7 +202,7 @@ def test_atomic_write_and_last_complete_checkpoint(beit_file, tmp_path):
     work.mkdir()
     data = open(beit_file, 'rb').read()
     AtomicLocalBackend().put(data, str(work / 'iter_2.pth'))
-    assert is_complete_checkpoint(str(work / 'iter_2.pth')) and not (work / 'iter_2.pth.part').exists()
+    assert is_complete_checkpoint(str(work / 'iter_2.pth')) and not (work / ('iter_2.pth' + PARTIAL_SUFFIX)).exists()
 
     def dies_halfway(f, payload):
         f.write(payload[:len(payload) // 2])
@@ -211,9 +211,9 @@ def test_atomic_write_and_last_complete_checkpoint(beit_file, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         atomic_write_bytes(data, str(work / 'iter_4.pth'), write=dies_halfway)
     # an error inside the process removes the half-written .part; the final name was never touched
-    assert not (work / 'iter_4.pth').exists() and not (work / 'iter_4.pth.part').exists()
+    assert not (work / 'iter_4.pth').exists() and not (work / ('iter_4.pth' + PARTIAL_SUFFIX)).exists()
     # what a SIGKILL leaves instead (tests/fileio/test_atomic_writers.py kills real writers): a .part, never the final name
-    (work / 'iter_4.pth.part').write_bytes(data[:len(data) // 2])
+    (work / ('iter_4.pth' + PARTIAL_SUFFIX)).write_bytes(data[:len(data) // 2])
     (work / 'last_checkpoint').write_text(str(work / 'iter_2.pth'))
     assert find_last_complete_checkpoint(str(work)) == str(work / 'iter_2.pth')
     # what MMEngine's own hook can leave: last_checkpoint naming a truncated or deleted file

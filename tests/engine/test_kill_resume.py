@@ -9,7 +9,7 @@ The kill points are deterministic (``tests/support/kill_points.py``, test suppor
 file and sleeps there, the test SIGKILLs it), so the test does not depend on the machine's speed.
 
 Single process (10 iterations): run A uninterrupted; run B killed in the middle of writing ``iter_4.pth`` (half of its
-bytes in ``iter_4.pth.part``); ``--resume`` must start from ``iter_2.pth`` (the last complete one) and delete the
+bytes in ``iter_4.pth.beit_mm.part``); ``--resume`` must start from ``iter_2.pth`` (the last complete one) and delete the
 ``.part`` leftover; that run is SIGKILLed mid-run, after iteration 7's optimizer step and before anything saves it
 (``iter_6.pth`` is the last checkpoint); a second ``--resume`` finishes from ``iter_6.pth``. Its ``iter_10.pth`` must
 equal A's, every tensor of the state dict.
@@ -40,6 +40,7 @@ import torch
 
 from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.fileio.checkpoint import is_complete_checkpoint
+from beit_mm.fileio.outputs import PARTIAL_SUFFIX
 
 ROOT = osp.dirname(osp.dirname(osp.dirname(osp.abspath(__file__))))
 CONFIG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
@@ -174,7 +175,7 @@ def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tm
     options = _options(data_root, iters, recipe)
     ref, ref_log = _launch([*train, CONFIG, '--work-dir', ref_dir, *options], ref_dir)
     slow, slow_log = _launch([*train, slow_save, '--work-dir', work_dir, *options], work_dir)
-    part = osp.join(work_dir, 'iter_4.pth.part')
+    part = osp.join(work_dir, 'iter_4.pth' + PARTIAL_SUFFIX)
     _wait_for(lambda: osp.exists(part + '.halfway'), slow, slow_log)
     _kill(slow)
     assert not osp.exists(osp.join(work_dir, 'iter_4.pth')) and not is_complete_checkpoint(part)
@@ -186,7 +187,7 @@ def test_kill_during_save_and_mid_run_then_resume_is_bit_identical(data_root, tm
     _kill(resumed)
     with open(resumed_log) as f:
         text = f.read()
-    assert 'iter_4.pth.part: an unfinished checkpoint write of a killed run' in text
+    assert f'iter_4.pth{PARTIAL_SUFFIX}: an unfinished checkpoint write of a killed run' in text
     assert 'resumed epoch: 0, iter: 2' in text, text[-3000:]
     assert 'random generator states of iteration 2 restored (rank 0)' in text, text[-3000:]
     assert _last(work_dir) == 'iter_6.pth'

@@ -19,6 +19,7 @@ from beit_mm.data.demo.ade20k import make_demo_ade20k
 from beit_mm.data.demo.custom import make_demo_custom
 from beit_mm.data.demo.imagenet import make_demo_imagenet
 from beit_mm.engine.hooks.atomic_checkpoint import AtomicCheckpointHook
+from beit_mm.fileio.outputs import PARTIAL_SUFFIX
 
 from ..conftest import ROOT, load_tool, run_tool
 
@@ -387,11 +388,12 @@ def _hook_runner(work_dir: str) -> types.SimpleNamespace:
 
 @pytest.mark.parametrize('by_epoch', [False, True])
 def test_checkpoint_hook_deletes_only_its_own_partial_files(tmp_path, by_epoch):
-    """Its unfinished writes (``<checkpoint name>.part``, ``last_checkpoint.part``) go; another program's ``.part``
-    files (a download, an editor's file) and non-``.part`` files stay, byte-identical."""
+    """Its unfinished writes (``<checkpoint name>.beit_mm.part``, ``last_checkpoint.beit_mm.part``) go; another
+    program's ``.part`` files (a download of a checkpoint, an editor's file) and other files stay, byte-identical."""
     step = 'epoch' if by_epoch else 'iter'
-    ours = [f'{step}_3.pth.part', f'best_mIoU_{step}_2.pth.part', 'last_checkpoint.part']
+    ours = [name + PARTIAL_SUFFIX for name in (f'{step}_3.pth', f'best_mIoU_{step}_2.pth', 'last_checkpoint')]
     foreign = ['notes.part', 'model.safetensors.part', 'iter_3.pth.part.bak', 'best.part', f'{step}_x.pth.part',
+               f'{step}_3.pth.part', 'last_checkpoint.part', f'{step}_x.pth{PARTIAL_SUFFIX}',
                f'{step}_3.pth', 'last_checkpoint']
     for name in ours + foreign:
         (tmp_path / name).write_bytes(name.encode())
@@ -402,18 +404,19 @@ def test_checkpoint_hook_deletes_only_its_own_partial_files(tmp_path, by_epoch):
 
 
 def test_checkpoint_hook_with_its_own_template_and_out_dir(tmp_path):
-    """``filename_tmpl`` and ``out_dir`` are the hook's: ``ckpt_0003.pt.part`` in ``out_dir/<work dir name>`` goes,
-    ``iter_3.pth.part`` there is not its name; ``last_checkpoint.part`` is looked for in the work dir."""
+    """``filename_tmpl`` and ``out_dir`` are the hook's: ``ckpt_0003.pt.beit_mm.part`` in ``out_dir/<work dir name>``
+    goes, ``iter_3.pth.beit_mm.part`` there is not its name; ``last_checkpoint.beit_mm.part`` is looked for in the work
+    dir."""
     work, out = tmp_path / 'work', tmp_path / 'out'
     (out / 'work').mkdir(parents=True)
     work.mkdir()
-    for path in (out / 'work' / 'ckpt_0003.pt.part', out / 'work' / 'iter_3.pth.part', work / 'last_checkpoint.part',
-                 work / 'ckpt_0003.pt.part'):
-        path.write_bytes(b'x')
+    for path in (out / 'work' / 'ckpt_0003.pt', out / 'work' / 'iter_3.pth', work / 'last_checkpoint',
+                 work / 'ckpt_0003.pt'):
+        (path.parent / (path.name + PARTIAL_SUFFIX)).write_bytes(b'x')
     AtomicCheckpointHook(interval=1, filename_tmpl='ckpt_{:04d}.pt', out_dir=str(out)).before_train(
         _hook_runner(str(work)))
-    assert sorted(os.listdir(out / 'work')) == ['iter_3.pth.part']
-    assert sorted(os.listdir(work)) == ['ckpt_0003.pt.part']
+    assert sorted(os.listdir(out / 'work')) == ['iter_3.pth' + PARTIAL_SUFFIX]
+    assert sorted(os.listdir(work)) == ['ckpt_0003.pt' + PARTIAL_SUFFIX]
 
 
 # ----------------------------------------------------------------------------------------- train.py work dir

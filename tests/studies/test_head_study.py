@@ -94,8 +94,8 @@ def test_cli_refuses_a_root_without_images(tmp_path):
     proc = subprocess.run([sys.executable, 'tools/analysis/head_study.py', '--data-root', str(tmp_path / 'none'),
                            '--work-dir', str(tmp_path / 'work')], cwd=ROOT, capture_output=True, text=True,
                           env=TOOL_ENV, timeout=300)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        f'head_study: {tmp_path / "none"} has no images/training; make the demo data with bash tools/run_demo.sh (or '
-        'tools/make_demo_data.py), or pass --data-root')
+        f'head_study.py: error: {tmp_path / "none"} has no images/training; make the demo data with bash '
+        'tools/run_demo.sh (or tools/make_demo_data.py), or pass --data-root')
     assert not os.path.exists(tmp_path / 'work')

@@ -1,7 +1,7 @@
 """TEST SUPPORT ONLY: points at which tests/engine/test_kill_resume.py SIGKILLs a training run, imported by its configs.
 
-- file backend ``'beit_mm_test_slow_write'``: for the file ``slow_name``, writes half of it into ``<file>.part``,
-  creates ``<file>.part.halfway`` and sleeps (a kill mid checkpoint write);
+- file backend ``'beit_mm_test_slow_write'``: for the file ``slow_name``, writes half of it into ``<file>.beit_mm.part``,
+  creates ``<file>.beit_mm.part.halfway`` and sleeps (a kill mid checkpoint write);
 - hook ``beit_mm.PauseAtIterationHook(iteration=k)``: after iteration k's optimizer step, before any other hook,
   creates ``<work_dir>/paused_at_<k>`` (rank 0) and sleeps (a kill with one unsaved step)."""
 import os
@@ -13,7 +13,7 @@ from mmengine.dist import is_main_process
 from mmengine.fileio import register_backend
 from mmengine.hooks import Hook
 
-from beit_mm.fileio.outputs import AtomicLocalBackend
+from beit_mm.fileio.outputs import PARTIAL_SUFFIX, AtomicLocalBackend
 from beit_mm.registry import HOOKS
 
 SLEEP_S = 900
@@ -25,7 +25,7 @@ class SlowWriteBackend(AtomicLocalBackend):
         self.slow_name = slow_name
 
     def write_temp(self, f: BinaryIO, data: bytes) -> None:
-        if not f.name.endswith(self.slow_name + '.part'):
+        if not f.name.endswith(self.slow_name + PARTIAL_SUFFIX):
             f.write(data)
             return
         f.write(data[:len(data) // 2])

@@ -71,12 +71,13 @@ def main() -> None:
     import beit_mm  # noqa: F401  (registers the plugin)
     from mmengine.logging import MMLogger
 
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError, check_output
     if args.out:
         try:
             check_output(args.out, args.overwrite)  # at start, not after minutes of timing
         except OutputError as error:
-            raise SystemExit(f'benchmark: {error}') from None
+            raise refusal('benchmark.py', error) from None
     from beit_mm.benchmarks.measure import Timing, run_part, with_attention_variants
     from beit_mm.benchmarks.parts import default_batch, make_part
     from beit_mm.benchmarks.report import describe_peak, markdown

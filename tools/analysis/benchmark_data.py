@@ -53,12 +53,13 @@ def main() -> None:
     from beit_mm.benchmarks.data_pipeline import (HEADROOM, MIN_WORKERS, NODE_WORKERS, RECIPES, loader_settings,
                                                   make_image_sets, measure_recipe)
     from beit_mm.engine.amp_optim_wrapper import describe_cpu
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError, atomic_file, check_output
     if args.out:
         try:
             check_output(args.out, args.overwrite)
         except OutputError as error:
-            raise SystemExit(f'benchmark_data: {error}') from None
+            raise refusal('benchmark_data.py', error) from None
     rates = {r.name: r.gpu_rate for r in RECIPES}
     for item in args.gpu_rate:
         prefix, _, value = item.rpartition('=')

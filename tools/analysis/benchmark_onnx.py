@@ -56,13 +56,14 @@ def main() -> None:
     from beit_mm.apis import build_from_config, load_model, resolve_checkpoint
     from beit_mm.apis.export import (INPUT_NAME, compare_outputs, describe_comparison, export_module, export_onnx,
                                      model_kind)
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError, check_output
     if args.out:
         try:  # before the export: the kept file is checked as tools/export.py's --out
             check_output(args.out, args.overwrite,
                          inputs=[args.config, resolve_checkpoint(args.checkpoint) if args.checkpoint else None])
         except (OutputError, FileNotFoundError) as error:
-            raise SystemExit(f'benchmark_onnx: {error}') from None
+            raise refusal('benchmark_onnx.py', error) from None
     torch.set_num_threads(args.threads)
     cfg = Config.fromfile(args.config)
     kind = model_kind(cfg)

@@ -97,11 +97,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--work-dir', default='work_dirs/benchmark_resume')
     parser.add_argument('--repeats', type=int, default=2, help='runs of each mode (alternating); the best is shown')
     args = parser.parse_args(argv)
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError, check_output
     try:  # a folder the script only adds its checkpoint to: no link, nothing inside a dataset
         check_output(args.work_dir, overwrite=True, kind='dir')
     except OutputError as error:
-        raise SystemExit(f'benchmark_resume: {error}') from None
+        raise refusal('benchmark_resume.py', error) from None
     os.makedirs(args.work_dir, exist_ok=True)
     path = osp.join(args.work_dir, f'beit-{args.arch}_adamw.pth')
     if not osp.isfile(path):

@@ -38,13 +38,15 @@ def build_dataset(cfg: Config, loader: str):
     from mmseg.registry import DATASETS
 
     from beit_mm.data.checks import DatasetCheckError
+    from beit_mm.fileio.names import one_line, shown
     dataset_cfg = cfg[loader].dataset
     try:
         return DATASETS.build(dataset_cfg)
     except FileNotFoundError as error:
-        raise DatasetCheckError(f'[{loader}] {error}. Fix: check data_root ({dataset_cfg.get("data_root")}) and '
-                                f'data_prefix ({dict(dataset_cfg.get("data_prefix", {}))}); for the demo data run '
-                                'python tools/make_demo_data.py') from None
+        raise DatasetCheckError(f'[{loader}] {one_line(str(error))}. Fix: check data_root '
+                                f'({shown(str(dataset_cfg.get("data_root")))}) and data_prefix '
+                                f'({dict(dataset_cfg.get("data_prefix", {}))}); for the demo data run python '
+                                'tools/make_demo_data.py') from None
 
 
 def main() -> int:
@@ -59,6 +61,7 @@ def main() -> int:
 
     from beit_mm.data.checks import (DatasetCheckError, check_seg_dataset, check_split_folders, config_head_classes,
                                      head_classes_problem)
+    from beit_mm.fileio.names import one_line, shown
     cfg = Config.fromfile(args.config)
     if args.cfg_options:
         cfg.merge_from_dict(args.cfg_options)
@@ -70,7 +73,7 @@ def main() -> int:
         try:
             check_split_folders(cfg, [SPLITS[split]])
             dataset = build_dataset(cfg, SPLITS[split])
-            print(f'{split}: {len(dataset)} images under {osp.dirname(dataset.data_prefix.get("img_path", ""))}')
+            print(f'{split}: {len(dataset)} images under {shown(osp.dirname(dataset.data_prefix.get("img_path", "")))}')
             if split == 'train' and cfg.get('model') and 'classes' in dataset.metainfo:
                 problem = head_classes_problem(config_head_classes(cfg.model), len(dataset.metainfo['classes']),
                                                getattr(dataset, 'classes_path', None))
@@ -80,7 +83,7 @@ def main() -> int:
         except DatasetCheckError as error:
             failed.append(str(error))
     if failed:
-        print('\n'.join(failed))
+        print('\n'.join(one_line(line) for message in failed for line in message.splitlines()))  # no line forged
         return 1
     print('OK')
     return 0

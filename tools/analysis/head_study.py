@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os.path as osp
 
+from beit_mm.fileio.names import refusal
 from beit_mm.fileio.outputs import OutputError, check_output
 from beit_mm.studies.heads import HEADS, run_study
 from beit_mm.studies.settings import HeadStudySettings
@@ -39,12 +40,12 @@ def parse_args(argv: list[str] | None = None) -> HeadStudySettings:
 def main(argv: list[str] | None = None) -> dict:
     settings = parse_args(argv)
     if not osp.isdir(osp.join(settings.data_root, 'images', 'training')):
-        raise SystemExit(f'head_study: {settings.data_root} has no images/training; make the demo data with '
-                         'bash tools/run_demo.sh (or tools/make_demo_data.py), or pass --data-root')
+        raise refusal('head_study.py', f'{settings.data_root} has no images/training; make the demo data with bash '
+                      'tools/run_demo.sh (or tools/make_demo_data.py), or pass --data-root')
     try:  # a folder of runs the study reuses: it may exist, never be a link or lie in the data
         check_output(settings.work_dir, overwrite=True, kind='dir', inputs=[settings.data_root])
     except OutputError as error:
-        raise SystemExit(f'head_study: {error}') from None
+        raise refusal('head_study.py', error) from None
     out = run_study(settings)
     print(out['text'])
     return dict(baseline=out['baseline'], results=out['results'])

@@ -27,12 +27,13 @@ def parse_args(argv: list[str] | None = None) -> MimStudySettings:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
     from beit_mm.data.datasets.labeled_sets import LabeledDataError
+    from beit_mm.fileio.names import refusal
     from beit_mm.fileio.outputs import OutputError
     from beit_mm.studies.mim import run_study
     try:
         text = run_study(settings)
     except (OutputError, LabeledDataError) as error:
-        raise SystemExit(f'mim_study: {error}') from None
+        raise refusal('mim_study.py', error) from None
     print(text)
 
 

@@ -16,11 +16,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--grid', type=int, default=64, help='the raster the prior is counted on (grid x grid)')
     parser.add_argument('--cfg-options', nargs='+', action=DictAction, help='override config values (key=value)')
     args = parser.parse_args(argv)
+    from beit_mm.fileio.names import refusal
     from beit_mm.apis.baselines import panoptic_prior_baseline
     try:
         metrics = panoptic_prior_baseline(args.config, args.cfg_options, args.grid)
     except ValueError as error:
-        raise SystemExit(f'panoptic_prior: {error}') from None
+        raise refusal('panoptic_prior.py', error) from None
     print('positional prior: ' + '  '.join(f'{k}: {v:.2f}' for k, v in metrics.items()))
 
 

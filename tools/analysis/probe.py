@@ -65,12 +65,13 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     from beit_mm.apis.checkpoint import CheckpointFileError, CheckpointMismatchError
+    from beit_mm.fileio.names import refusal
     from beit_mm.data.datasets.labeled_sets import LabeledDataError
     from beit_mm.fileio.outputs import OutputError
     try:
         run(args)
     except (LabeledDataError, CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError) as e:
-        raise SystemExit(f'probe: {e}')  # a wrong data root, checkpoint or output: the message says what to fix
+        raise refusal('probe.py', e) from None  # a wrong data root, checkpoint or output: the message says the fix
 
 
 def run(args: argparse.Namespace) -> None:

@@ -63,11 +63,12 @@ def parse_args(argv: list[str] | None = None) -> TransferStudySettings:
 
 def main(argv: list[str] | None = None) -> None:
     settings = parse_args(argv)
+    from beit_mm.fileio.names import refusal
     from beit_mm.data.demo.root import NotADemoRootError
     try:
         text = run_transfer_study(settings)
     except (NotADemoRootError, OutputError) as error:
-        raise SystemExit(f'transfer_study: {error}') from None
+        raise refusal('transfer_study.py', error) from None
     print(text)
 
 

@@ -1,5 +1,6 @@
 """Checks of a config's data folders before any dataset is built: the roots it reads, a demo root it does not read,
-split folders that are missing or empty, files an evaluator reads outside its dataset's root."""
+split folders that are missing or empty, split files and class names, files an evaluator reads outside its
+dataset's root."""
 from __future__ import annotations
 
 import logging
@@ -9,8 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from mmengine.logging import print_log
 
-from beit_mm.fileio.names import shown
-
+from ...fileio.names import check_name, shown
+from ...fileio.text_file import check_name_list
 from .labels import DatasetCheckError
 from .splits import suffix_text, suffixes
 
@@ -148,8 +149,9 @@ def _check_image_folder(loader: str, ds: Mapping, img_path: str | None) -> None:
     img_dir = osp.join(ds.get('data_root') or '', img_path)
     if not osp.isdir(img_dir):
         raise DatasetCheckError(
-            f'[{loader}] the image folder {img_dir} does not exist. Fix: check data_root ({ds.get("data_root")!r}) '
-            f'and data_prefix ({img_path!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for '
+            f'[{loader}] the image folder {shown(img_dir)} does not exist. Fix: check data_root '
+            f'({shown(ds.get("data_root") or "")}) and data_prefix ({shown(img_path)}) of {loader}.dataset '
+            f'(--cfg-options {loader}.dataset.data_root=...); for '
             'demo data run python tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
@@ -159,20 +161,44 @@ def _check_det_split(loader: str, ds: Mapping, prefix: Mapping) -> None:
     wanted = [('annotation file', osp.join(root, ds['ann_file']), osp.isfile)] if ds.get('ann_file') else []
     wanted += [(f'{key} folder', osp.join(root, folder), osp.isdir) for key, folder in prefix.items()
                if isinstance(folder, str)]
-    missing = [f'{what} {path}' for what, path, exists in wanted if not exists(path)]
+    missing = [f'{what} {shown(path)}' for what, path, exists in wanted if not exists(path)]
     if missing:
         raise DatasetCheckError(
-            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({root!r}), ann_file and data_prefix '
-            f'of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
+            f'[{loader}] not found: {"; ".join(missing)}. Fix: check data_root ({shown(root)}), ann_file and '
+            f'data_prefix of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); for demo data run python '
             'tools/make_demo_data.py (the config\'s header names the command of its data)')
 
 
+def _check_class_names(cfg, loader: str, ds: Mapping) -> None:
+    """The class names a dataset config gives (``metainfo.classes``) are names (:func:`check_name`)."""
+    classes = (ds.get('metainfo') or {}).get('classes') or ()
+    for i, name in enumerate(classes if isinstance(classes, (list, tuple)) else ()):
+        check_name(str(name), cfg.filename or 'the config', f'{loader}.dataset.metainfo.classes[{i}]',
+                   DatasetCheckError)
+
+
+def _check_split_list(loader: str, ds: Mapping) -> None:
+    """A split file (a text ``ann_file``, one file name per line) names each file once, each a name
+    (:func:`check_name_list`), checked line by line before a dataset expands it."""
+    ann_file = ds['ann_file']
+    path = ann_file if osp.isabs(ann_file) else osp.join(ds.get('data_root') or '', ann_file)
+    if ann_file.endswith('.json') or not osp.isfile(path):  # a missing one is the dataset's to name
+        return
+    try:
+        check_name_list(path, DatasetCheckError)
+    except (DatasetCheckError, OSError) as error:  # OSError: a FIFO or device, never read
+        raise DatasetCheckError(f'[{loader}] {error}') from None
+
+
 def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_dataloader')) -> None:
-    """Before the datasets are built: every segmentation split's image folder exists and holds an image, and the
-    files the evaluators of ``loaders`` read follow their datasets (:func:`check_evaluator_files`).
+    """Before the datasets are built: every segmentation split's image folder exists and holds an image; a split file
+    (``ann_file``) names each file once and a name (:func:`~beit_mm.fileio.text_file.check_name_list`), read line by
+    line; the class names of ``metainfo`` are names (:func:`~beit_mm.fileio.names.check_name`); the files the
+    evaluators of ``loaders`` read follow their datasets (:func:`check_evaluator_files`).
 
     Raises:
-        DatasetCheckError: names the folder, the suffix looked for and the fix.
+        DatasetCheckError: names the folder, the suffix looked for and the fix; or the split file, its line and the
+            fix; or the class name.
     """
     warn_unread_data_root(cfg, loaders)
     scope = cfg.get('default_scope')
@@ -182,23 +208,26 @@ def check_split_folders(cfg, loaders: Sequence[str] = ('train_dataloader', 'val_
             continue
         for ds in dataset_configs(dataloader['dataset']):
             prefix = ds.get('data_prefix') or {}
+            _check_class_names(cfg, loader, ds)
             if isinstance(prefix, Mapping) and 'img' in prefix:  # mmdet's layout: COCO, beit_mm.ADE20KPanopticDataset
                 _check_det_split(loader, ds, prefix)
                 continue
             if ds.get('ann_file'):
+                _check_split_list(loader, ds)
                 continue
             if isinstance(prefix, str) or 'seg_map_path' not in prefix:  # mmpretrain: class folders, unlabeled pools
                 _check_image_folder(loader, ds, prefix if isinstance(prefix, str) else prefix.get('img_path'))
                 continue
             img_dir = osp.join(ds.get('data_root') or '', prefix.get('img_path', ''))
             suffix = suffixes(ds.get('img_suffix') or _default_argument(ds['type'], 'img_suffix', scope) or '')
-            fix = (f'Fix: check data_root ({ds.get("data_root")!r}) and data_prefix.img_path '
-                   f'({prefix.get("img_path")!r}) of {loader}.dataset (--cfg-options {loader}.dataset.data_root=...); '
+            fix = (f'Fix: check data_root ({shown(ds.get("data_root") or "")}) and data_prefix.img_path '
+                   f'({shown(prefix.get("img_path") or "")}) of {loader}.dataset (--cfg-options '
+                   f'{loader}.dataset.data_root=...); '
                    'for the demo data run python tools/make_demo_data.py')
             if not osp.isdir(img_dir):
-                raise DatasetCheckError(f'[{loader}] the image folder {img_dir} does not exist. {fix}')
+                raise DatasetCheckError(f'[{loader}] the image folder {shown(img_dir)} does not exist. {fix}')
             if not _has_file(img_dir, suffix):
                 raise DatasetCheckError(f'[{loader}] the split is empty: no image matched '
-                                        f'{img_dir}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
+                                        f'{shown(img_dir)}/**/*{suffix_text(suffix)}. {fix}, and img_suffix '
                                         f'({suffix[0] if len(suffix) == 1 else suffix!r})')
     check_evaluator_files(cfg, loaders)

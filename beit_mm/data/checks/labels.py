@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ...fileio.names import shown
+
 MAX_NAMED_FILES = 5
+DETAIL_CHARS = 400  # the most characters of one file's detail (an error message) printed
 
 
 class DatasetCheckError(ValueError):
@@ -55,7 +58,8 @@ class Problem:
         self.details.append(detail)
 
     def message(self, split: str) -> str:
-        named = [f'{f} ({d})' if d else f for f, d in zip(self.files, self.details)][:MAX_NAMED_FILES]
+        named = [f'{shown(f)} ({shown(d, DETAIL_CHARS)})' if d else shown(f)
+                 for f, d in zip(self.files[:MAX_NAMED_FILES], self.details[:MAX_NAMED_FILES])]
         more = f' and {len(self.files) - len(named)} more' if len(self.files) > len(named) else ''
         return f'[{split}] {len(self.files)} {self.what}: {", ".join(named)}{more}. Fix: {self.fix}'
 
@@ -149,7 +153,7 @@ def void_verdict(values: Iterable[int], rule: LabelRule) -> str | None:
 
 def void_warning(split: str, files: Sequence[str], rule: LabelRule) -> str:
     """The one warning for a split whose annotations hold 255 beside class values that may be void pixels."""
-    named = ', '.join(files[:MAX_NAMED_FILES]) + (f' and {len(files) - MAX_NAMED_FILES} more'
+    named = ', '.join(map(shown, files[:MAX_NAMED_FILES])) + (f' and {len(files) - MAX_NAMED_FILES} more'
                                                   if len(files) > MAX_NAMED_FILES else '')
     return (f'[{split}] {len(files)} annotation(s) hold 255 beside class values ({named}). With reduce_zero_label=True '
             f'mmseg keeps a raw 255 as {rule.ignore_index} (ignored, like the raw 0 = "other") and maps k -> k - 1, '

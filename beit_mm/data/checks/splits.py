@@ -14,6 +14,7 @@ from mmengine.logging import print_log
 from mmseg.datasets.transforms import LoadAnnotations
 from torch import nn
 
+from ...fileio.names import shown
 from .files import check_pair, loader_applies_orientation
 from .labels import DatasetCheckError, LabelRule, label_problems, void_verdict, void_warning
 
@@ -85,7 +86,7 @@ def check_split(split: SplitInfo,
         ``(errors, warnings)``: one message per kind of problem found.
     """
     if not split.pairs:
-        where = (f'{split.img_dir}/**/*{suffix_text(split.img_suffix)}' if not split.from_ann_file
+        where = (f'{shown(split.img_dir)}/**/*{suffix_text(split.img_suffix)}' if not split.from_ann_file
                  else 'the annotation file')
         return [f'[{split.name}] the split is empty: no image matched {where}. Fix: check data_root, '
                 f'data_prefix.img_path and img_suffix (ADE20K: images/training, .jpg)'], []
@@ -206,9 +207,9 @@ def head_classes_problem(heads: Sequence[tuple[str, int]], num_classes: int,
     wrong = [(where, n) for where, n in heads if n != num_classes]
     if not wrong:
         return None
-    source = f'{classes_path} lists {num_classes}' if classes_path else 'metainfo classes'
+    source = f'{shown(classes_path)} lists {num_classes}' if classes_path else 'metainfo classes'
     options = ' '.join(f'model.{where}={num_classes}' for where, _ in heads)
-    other = (f'or list the {wrong[0][1]} classes the model predicts in {classes_path}' if classes_path else
+    other = (f'or list the {wrong[0][1]} classes the model predicts in {shown(classes_path)}' if classes_path else
              "or set the dataset's metainfo to the classes the model predicts")
     return (f'{", ".join(f"{where}={n}" for where, n in wrong)} but the training set has {num_classes} classes '
             f'({source}). Fix: --cfg-options {options} (or set them in the config), {other}')

@@ -17,7 +17,8 @@ from typing import Sequence
 from mmengine import fileio
 from mmseg.datasets import BaseSegDataset
 
-from ...fileio.text_file import TextFileError, check_printable, read_text_lines
+from ...fileio.names import check_name
+from ...fileio.text_file import TextFileError, read_text_lines
 from ...registry import DATASETS
 from ..checks import DatasetCheckError
 
@@ -44,7 +45,7 @@ def read_classes(path: str) -> tuple[str, ...]:
         raise DatasetCheckError(f'{error} (the class names of the dataset)') from None
     while lines and not lines[-1].strip():
         lines.pop()
-    names = [check_printable(line.strip(), path, f'line {i + 1}', DatasetCheckError) for i, line in enumerate(lines)]
+    names = [check_name(line.strip(), path, f'line {i + 1}', DatasetCheckError) for i, line in enumerate(lines)]
     if not names:
         raise DatasetCheckError(f'{path} lists no class names (the file is empty). Fix: {fix_missing}')
     blank = [i + 1 for i, name in enumerate(names) if not name]

@@ -1,8 +1,10 @@
 """MMEngine's ``CheckpointHook`` with crash-safe saving: a kill at any moment leaves the previous checkpoint usable.
 
-Per save: write ``<name>.part``, fsync and rename, record it with its sha256 in the folder's manifest, point
-``last_checkpoint`` at it, and only then delete checkpoints beyond ``max_keep_ckpts`` that the manifest lists with
-their present content. ``before_train`` deletes its own ``*.part`` leftovers. Remote storage keeps its backend.
+Per save: write ``<name>.beit_mm.part`` (``PARTIAL_SUFFIX``, a name only this library gives), fsync and rename,
+record it with its sha256 in the folder's manifest, point ``last_checkpoint`` at it, and only then delete checkpoints
+beyond ``max_keep_ckpts`` that the manifest lists with their present content. ``before_train`` deletes the leftovers of
+its own names only (``iter_<n>.pth.beit_mm.part``, ``best_*``, ``last_checkpoint.beit_mm.part``): another program's
+``iter_<n>.pth.part`` (a browser's partial download of a checkpoint) stays. Remote storage keeps its backend.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from mmengine.registry import HOOKS as MMENGINE_HOOKS
 
 from beit_mm.registry import HOOKS, config_class, config_type_is
 
+from ...fileio.names import shown
 from ...fileio.outputs import ATOMIC_BACKEND, PARTIAL_SUFFIX, AtomicLocalBackend, atomic_write_bytes
 from ...fileio.work_dir import record_written, recorded_file
 
@@ -28,7 +31,9 @@ def checkpoint_name_pattern(filename_tmpl: str) -> str:
 
 
 def own_partial_files(out_dir: str, work_dir: str, filename_tmpl: str) -> list[str]:
-    """The unfinished ``.part`` writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk."""
+    """The unfinished writes of :class:`AtomicCheckpointHook` (periodic, best, last_checkpoint) on disk: the names
+    ``filename_tmpl`` gives, ending in :data:`~beit_mm.fileio.outputs.PARTIAL_SUFFIX`; plain ``.part`` names are
+    other programs'."""
     own = re.compile(rf'(?:best_.+_)?{checkpoint_name_pattern(filename_tmpl)}{re.escape(PARTIAL_SUFFIX)}')
     names = sorted(os.listdir(out_dir)) if osp.isdir(out_dir) else []
     found = [osp.join(out_dir, name) for name in names if own.fullmatch(name)]
@@ -66,7 +71,7 @@ class AtomicCheckpointHook(CheckpointHook):
             return
         for leftover in own_partial_files(str(self.out_dir), runner.work_dir, self.filename_tmpl):
             os.remove(leftover)
-            runner.logger.warning(f'removed {leftover}: an unfinished checkpoint write of a killed run')
+            runner.logger.warning(f'removed {shown(leftover)}: an unfinished checkpoint write of a killed run')
 
     def _save_checkpoint_with_step(self, runner, step, meta) -> None:
         to_delete = []
@@ -97,8 +102,8 @@ class AtomicCheckpointHook(CheckpointHook):
         for old_step in to_delete:
             path = self.file_backend.join_path(self.out_dir, self.filename_tmpl.format(old_step))
             if self._local and osp.lexists(path) and not recorded_file(str(self.out_dir), osp.basename(path)):
-                runner.logger.warning(f'{path} is not removed: the manifest of {self.out_dir} does not list it with '
-                                      'its present content, so no run of this work dir wrote it')
+                runner.logger.warning(f'{shown(path)} is not removed: the manifest of {shown(str(self.out_dir))} does '
+                                      'not list it with its present content, so no run of this work dir wrote it')
                 continue
             if self.file_backend.isfile(path):
                 self.file_backend.remove(path)

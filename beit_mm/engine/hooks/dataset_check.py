@@ -11,6 +11,8 @@ from mmengine.model import is_model_wrapper
 from beit_mm.data.checks import (DEFAULT_NUM_SAMPLES, DatasetCheckError, check_loaded_pair, check_seg_dataset,
                                  file_problems, head_classes_problem, leaf_datasets, loader_applies_orientation,
                                  model_head_classes, pipeline_loader)
+from beit_mm.data.checks.labels import DETAIL_CHARS
+from beit_mm.fileio.names import shown
 from beit_mm.registry import HOOKS
 
 
@@ -79,7 +81,7 @@ class SegDatasetCheckHook(Hook):
                 values = torch.unique(labels[bad]).tolist()[:6]
                 path = sample.metainfo.get('seg_map_path', '<unknown annotation>')
                 raise DatasetCheckError(
-                    f'iteration {runner.iter + 1}: {path} has label values {values} after loading (num_classes='
+                    f'iteration {runner.iter + 1}: {shown(path)} has label values {values} after loading (num_classes='
                     f'{self._num_classes}, ignore index {self._ignore_index}); cross-entropy would fail with "Target '
                     f'{values[0]} is out of bounds". Fix: check this annotation (and the rest with python '
                     'tools/analysis/check_dataset.py CONFIG), the class count and reduce_zero_label.')
@@ -95,6 +97,7 @@ class SegDatasetCheckHook(Hook):
         kind, _, detail = found
         problem = file_problems()[kind]
         raise DatasetCheckError(
-            f'iteration {runner.iter + 1}: {img_path} / {seg_path} ({detail}): {problem.what}. The start-up check '
+            f'iteration {runner.iter + 1}: {shown(img_path)} / {shown(seg_path)} ({shown(detail, DETAIL_CHARS)}): '
+            f'{problem.what}. The start-up check '
             'decodes a sample of the pairs; python tools/analysis/check_dataset.py CONFIG checks them all. Fix: '
             f'{problem.fix}')
