@@ -1,0 +1,148 @@
+"""The bound is kept by the parser that allocates: every hostile file here is built in the test, read differently by
+the file room's header parser and by a decoder (or by Python's zipfile and torch's reader), or costs work beyond its
+pixels, and is refused by name before a decoder or ``torch.load`` allocates; the decoders that have a pixel limit of
+their own refuse past beit_mm's."""
+from __future__ import annotations
+
+import io
+import re
+import struct
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+from PIL import Image
+
+from beit_mm.fileio.images import (MAX_JPEG_SCANS, ImageHeaderError, ImageTooLargeError, ImageWorkError,
+                                   check_image_bytes, jpeg_scans)
+
+from ..conftest import ROOT
+
+LIMIT = 10_000  # pixels, for the tests: the hostile images declare 100 pixels to the room and 90,000 to a decoder
+
+
+def tiff_two_sizes(first: tuple[int, int], last: tuple[int, int]) -> bytes:
+    """An uncompressed 8-bit gray TIFF whose ImageWidth and ImageLength tags are each given twice, ``first`` then
+    ``last`` ``(width, height)``; the strip holds ``first``'s pixels."""
+    (w1, h1), (w2, h2) = first, last
+    entries = [(256, 4, w1), (256, 4, w2), (257, 4, h1), (257, 4, h2), (258, 3, 8), (259, 3, 1), (262, 3, 1),
+               (273, 4, None), (277, 3, 1), (278, 4, h1), (279, 4, w1 * h1)]
+    data_at = 8 + 2 + 12 * len(entries) + 4
+    ifd = struct.pack('<H', len(entries))
+    for tag, kind, value in entries:
+        value = data_at if value is None else value
+        ifd += struct.pack('<HHI', tag, kind, 1) + struct.pack('<HH' if kind == 3 else '<I', *(
+            (value, 0) if kind == 3 else (value,)))
+    return b'II*\0' + struct.pack('<I', 8) + ifd + bytes(4) + bytes(w1 * h1)
+
+
+def gif_frame_outside(screen: tuple[int, int], frame: tuple[int, int]) -> bytes:
+    """A GIF whose one frame of ``frame`` (width, height) lies outside its logical screen of ``screen``."""
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, frame[::-1], dtype=np.uint8))
+    out = io.BytesIO()
+    image.save(out, 'GIF')
+    data = bytearray(out.getvalue())
+    data[6:10] = struct.pack('<HH', *screen)
+    return bytes(data)
+
+
+#: name: (bytes, the decoder that reads 300 x 300 from them, the refusal). The room's parser read 100 pixels or fewer
+#: from each before, and refuses each now: ambiguous, or read as the decoders read it (300 x 300, over LIMIT).
+_AMBIGUOUS = r'begins like a \w+ file, but its size cannot be read from its header \('
+TWO_READINGS = {
+    'TIFF size tags twice': (tiff_two_sizes((300, 300), (10, 10)), 'cv2', _AMBIGUOUS + 'tag 256 given twice'),
+    'GIF frame outside its screen': (gif_frame_outside((10, 10), (300, 300)), 'pillow',
+                                     _AMBIGUOUS + r'a frame of 300 x 300 at \(0, 0\), outside its screen of 10 x 10'),
+    'PGM size token of 43 digits': (b'P5\n' + b'0' * 40 + b'300 300\n255\n' + bytes(90_000), 'cv2',
+                                    _AMBIGUOUS + "size b'0+' is not a number of at most 10 digits"),
+    'PGM comment ended by CR': (b'P5\n#\r300 300\n1 1\n255\n' + bytes(90_000), 'pillow',
+                                r'declares 300 x 300 = 90000 pixels \(Netpbm\), more than the limit of 10000'),
+}
+
+
+def decoded_size(data: bytes, decoder: str) -> tuple[int, int]:
+    if decoder == 'cv2':
+        return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED).shape[1::-1]
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        return image.size
+
+
+@pytest.mark.parametrize('name', TWO_READINGS)
+def test_a_header_two_parsers_read_differently_is_refused(name, monkeypatch):
+    data, decoder, refusal = TWO_READINGS[name]
+    assert decoded_size(data, decoder) == (300, 300)  # what the decoder allocates: over LIMIT
+    monkeypatch.setenv('BEIT_MM_MAX_IMAGE_PIXELS', str(LIMIT))
+    with pytest.raises((ImageHeaderError, ImageTooLargeError), match=r'image hostile\.img ' + refusal):
+        check_image_bytes(data, 'hostile.img')
+
+
+def _fresh(code: str, limit: int = LIMIT) -> subprocess.CompletedProcess:
+    env = {'BEIT_MM_MAX_IMAGE_PIXELS': str(limit), 'PYTHONPATH': ROOT, 'PATH': '/usr/bin:/bin'}
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_pillow_and_opencv_refuse_past_the_limit_themselves():
+    """A fresh process with a limit of 10,000 pixels: an image of 14,400 (between the limit and twice it, where Pillow
+    only warns) is refused by Pillow's own parser (TGA, a format the room hands to Pillow) and by OpenCV's decoder
+    when given the bytes directly, without the room's check."""
+    code = '''
+import io, warnings, numpy as np
+import beit_mm
+import cv2
+from PIL import Image
+image = Image.new('L', (120, 120))
+for fmt in ('TGA', 'PNG'):
+    out = io.BytesIO(); image.save(out, fmt)
+    try:
+        with Image.open(io.BytesIO(out.getvalue())) as opened:
+            opened.load()
+        print(fmt, 'pillow decoded', opened.size)
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
+        print(fmt, 'pillow refused:', error)
+try:
+    print('opencv decoded', cv2.imdecode(np.frombuffer(out.getvalue(), np.uint8), 0).shape)
+except cv2.error as error:
+    print('opencv refused:', str(error).splitlines()[0])
+'''
+    run = _fresh(code)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 3 and all('refused' in line for line in lines), run.stdout
+    assert 'exceeds limit of 10000 pixels' in lines[0] and 'CV_IO_MAX_IMAGE_PIXELS' in lines[2], run.stdout
+
+
+_MARKER = re.compile(rb'\xff[^\x00\xd0-\xd7\xff]')
+
+
+def jpeg_of_scans(size: tuple[int, int], copies: int) -> bytes:
+    """A progressive JPEG of one gray level with its smallest scan repeated ``copies`` more times (libjpeg decodes
+    it, warning about the progression): every copy is a pass over the whole image for a few bytes of file."""
+    out = io.BytesIO()
+    Image.new('L', size, 128).save(out, 'JPEG', progressive=True)
+    data, scans, pos = out.getvalue(), [], 0
+    while (pos := data.find(b'\xff\xda', pos)) >= 0:
+        end = _MARKER.search(data, pos + 2).start()
+        scans.append((end - pos, pos, end))
+        pos = end
+    _, start, end = min(scans)
+    return data[:end] + data[start:end] * copies + data[end:]
+
+
+def test_a_jpeg_of_too_many_scans_is_refused_before_decoding():
+    """2000 scans of 16 bytes: Pillow and OpenCV decode it (30x the time of the same image in one pass); the room
+    counts its scans and refuses it, while honest JPEGs (baseline 1 scan, progressive 10, MPO 2 images) pass."""
+    hostile = jpeg_of_scans((512, 512), 2000)
+    assert decoded_size(hostile, 'pillow') == (512, 512) and jpeg_scans(hostile, 10**6) == 2006
+    with pytest.raises(ImageWorkError, match=rf'image hostile\.jpg is a JPEG of more than {MAX_JPEG_SCANS} scans '
+                       r'\(512 x 512\).*nothing was decoded\. Fix: re-encode it'):
+        check_image_bytes(hostile, 'hostile.jpg')
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 80, 3), dtype=np.uint8))
+    for fmt, options, scans in (('JPEG', {}, 1), ('JPEG', dict(progressive=True), 10),
+                                ('MPO', dict(save_all=True, append_images=[image]), 2)):
+        out = io.BytesIO()
+        image.save(out, fmt, **options)
+        assert jpeg_scans(out.getvalue()) == scans
+        assert check_image_bytes(out.getvalue(), 'honest.jpg') == ('JPEG', 80, 64)
