@@ -146,3 +146,102 @@ def test_a_jpeg_of_too_many_scans_is_refused_before_decoding():
         image.save(out, fmt, **options)
         assert jpeg_scans(out.getvalue()) == scans
         assert check_image_bytes(out.getvalue(), 'honest.jpg') == ('JPEG', 80, 64)
+
+
+# ---- a checkpoint that Python's zipfile and torch's reader see differently ------------------------------------------
+
+class _Storage:
+    def __init__(self, key: str):
+        self.key = key
+
+
+class _Tensor:
+    """Pickles as ``torch.save`` pickles a float32 tensor of ``numel`` elements on the storage record ``key``."""
+
+    def __init__(self, key: str, numel: int):
+        self.storage, self.numel = _Storage(key), numel
+
+    def __reduce__(self):
+        import collections
+
+        import torch
+        return torch._utils._rebuild_tensor_v2, (self.storage, 0, (self.numel,), (1,), False, collections.OrderedDict())
+
+
+def _data_pkl(copies: int, numel: int) -> bytes:
+    import pickle
+
+    import torch
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return ('storage', torch.FloatStorage, obj.key, 'cpu', numel) if isinstance(obj, _Storage) else None
+    out = io.BytesIO()
+    Pickler(out, protocol=2).dump({'state_dict': {f'w{i}': _Tensor(str(i), numel) for i in range(copies)}})
+    return out.getvalue()
+
+
+def two_directories(copies: int, numel: int) -> bytes:
+    """An archive as ``torch.save`` writes one (data.pkl, byteorder, one storage record of ``numel`` float32 zeros,
+    version) with two central directories of the same size: the one Python's zipfile reads (right before the end
+    record) lists each record once; the one miniz reads (where the end record's offset points) lists ``copies``
+    storage names for the one record's bytes, which data.pkl asks for as ``copies`` storages."""
+    import zipfile
+    body = io.BytesIO()
+    records = [('archive/data.pkl', _data_pkl(copies, numel)), ('archive/byteorder', b'little'),
+               ('archive/data/0', bytes(4 * numel)), ('archive/version', b'3\n')]
+    with zipfile.ZipFile(body, 'w', zipfile.ZIP_STORED) as archive:
+        archive.writestr('archive/pad', bytes(64 * copies + 2**16))  # Python's offsets, moved back, stay >= 0
+        for name, data in records:
+            archive.writestr(name, data)
+        infos, locals_end = {i.filename: i for i in archive.infolist()}, archive.start_dir
+
+    def entry(info: zipfile.ZipInfo, name: str, offset: int, comment: bytes = b'') -> bytes:
+        return struct.pack(zipfile.structCentralDir, zipfile.stringCentralDir, 20, 3, 20, 0, 0, 0, 0, 0, info.CRC,
+                           info.compress_size, info.file_size, len(name), 0, len(comment), 0, 0, 0,
+                           offset) + name.encode() + comment
+    names = ['archive/pad', 'archive/data.pkl', 'archive/byteorder', 'archive/version']
+    torch_view = b''.join([entry(infos[n], n, infos[n].header_offset) for n in names] + [
+        entry(infos['archive/data/0'], f'archive/data/{i}', infos['archive/data/0'].header_offset)
+        for i in range(copies)])
+    size = len(torch_view)  # zipfile adds (where it found its directory - the declared offset) = size to offsets
+    python_view = b''.join(entry(infos[n], n, infos[n].header_offset - size) for n, _ in records[:-1])
+    last = entry(infos['archive/version'], 'archive/version', infos['archive/version'].header_offset - size)
+    python_view += entry(infos['archive/version'], 'archive/version', infos['archive/version'].header_offset - size,
+                         bytes(size - len(python_view) - len(last)))
+    end = struct.pack(zipfile.structEndArchive, zipfile.stringEndArchive, 0, 0, copies + 4, copies + 4, size,
+                      locals_end, 0)
+    return body.getvalue()[:locals_end] + torch_view + python_view + end
+
+
+_PEAK = '''
+import resource, sys
+from beit_mm.fileio import open_checkpoint
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+open_checkpoint(sys.argv[1])
+control = peak()
+try:
+    open_checkpoint(sys.argv[2])
+    print('loaded', round(peak() - control))
+except Exception as error:
+    print(type(error).__name__, round(peak() - control), str(error).splitlines()[0])
+'''
+
+
+def test_a_checkpoint_two_zip_readers_see_differently_is_refused_before_loading(tmp_path):
+    """256 names for one record of 1 MB: Python's zipfile (the record bounds) sees 4 records within the file, torch's
+    reader 260, and ``torch.load`` would allocate 256 MB. Refused before loading, in a fresh process whose peak RSS
+    grows by at most 16 MB past a clean control of the same size (a file of one 1 MB tensor) loaded first."""
+    import torch
+    hostile, clean = str(tmp_path / 'hostile.pth'), str(tmp_path / 'clean.pth')
+    with open(hostile, 'wb') as f:
+        f.write(two_directories(256, 2**18))
+    torch.save({'state_dict': {'w': torch.zeros(2**18)}}, clean)
+    run = subprocess.run([sys.executable, '-c', _PEAK, clean, hostile], capture_output=True, text=True, timeout=300,
+                         env={'PYTHONPATH': ROOT, 'PATH': '/usr/bin:/bin', 'OMP_NUM_THREADS': '1'})
+    assert run.returncode == 0, run.stderr
+    error, grown, message = run.stdout.strip().split(' ', 2)
+    assert error == 'CheckpointFileError' and int(grown) <= 16, run.stdout
+    assert re.match(r".*hostile\.pth: Python's zipfile reads 4 records from it and torch's reader 260 .*two central "
+                    r'directories.*nothing was loaded', message), message
