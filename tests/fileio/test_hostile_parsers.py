@@ -5,6 +5,7 @@ their own refuse past beit_mm's."""
 from __future__ import annotations
 
 import io
+import os.path as osp
 import re
 import struct
 import subprocess
@@ -245,3 +246,96 @@ def test_a_checkpoint_two_zip_readers_see_differently_is_refused_before_loading(
     assert error == 'CheckpointFileError' and int(grown) <= 16, run.stdout
     assert re.match(r".*hostile\.pth: Python's zipfile reads 4 records from it and torch's reader 260 .*two central "
                     r'directories.*nothing was loaded', message), message
+
+
+# ---- work per pixel: tools/infer.py's class scores at the image's size ----------------------------------------------
+
+_TINY_SEG = osp.join(ROOT, 'tests', 'configs', 'tiny_beit_upernet_ade_demo.py')
+#: The tiny segmentor (150 classes) as real configs infer: the image resized to the model's input, whole.
+_RESIZED = f'''_base_ = {_TINY_SEG!r}
+model = dict(test_cfg=dict(_delete_=True, mode='whole'))
+test_pipeline = [dict(type='LoadImageFromFile'), dict(type='Resize', scale=(64, 64), keep_ratio=False),
+                 dict(type='PackSegInputs')]
+test_dataloader = dict(dataset=dict(pipeline=test_pipeline))
+'''
+
+
+def _segmentor(folder) -> tuple[str, str]:
+    import torch
+    from mmengine.config import Config
+
+    from beit_mm.apis import build_from_config
+    config, checkpoint = str(folder / 'resized.py'), str(folder / 'tiny.pth')
+    with open(config, 'w') as f:
+        f.write(_RESIZED)
+    torch.manual_seed(0)
+    torch.save({'state_dict': build_from_config(Config.fromfile(config)).state_dict()}, checkpoint)
+    return config, checkpoint
+
+
+def _noise(path: str, height: int, width: int) -> str:
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (height, width, 3), dtype=np.uint8)).save(path)
+    return path
+
+
+def test_streamed_class_scores_give_mmsegs_labels(tmp_path):
+    """``upsampled_argmax`` equals ``F.interpolate(...).argmax(0)`` (NaN, inf and ties included), and
+    ``infer_images`` gives the label map of mmseg's own ``inference_model`` on the demo segmentor, resized 64 -> 150 x
+    200 (the slide-inference demo config is compared in tests/apis/test_infer.py)."""
+    import torch
+    import torch.nn.functional as F
+    from mmengine.config import Config, ConfigDict
+    from mmseg.apis import inference_model
+
+    from beit_mm.apis import build_from_config
+    from beit_mm.apis.label_maps import upsampled_argmax
+    from beit_mm.apis.segment import infer_images
+    generator = torch.Generator().manual_seed(0)
+    for classes, size, align_corners in ((150, (97, 130), False), (19, (64, 33), True), (9, (40, 40), False)):
+        logits = torch.randn(1, classes, 16, 12, generator=generator)
+        logits[0, :, 4] = 1.0
+        logits[0, classes - 1, 2:4] = logits[0, 0, 2:4]
+        for bad in (None, float('nan'), float('inf')):
+            if bad is not None:
+                logits[0, 5, :2] = bad
+            ref = F.interpolate(logits, size=size, mode='bilinear', align_corners=align_corners)[0].argmax(0)
+            assert torch.equal(upsampled_argmax(logits, size, align_corners), ref), (classes, bad)
+    config, checkpoint = _segmentor(tmp_path)
+    image = _noise(str(tmp_path / 'a.png'), 150, 200)
+    label = infer_images(config, checkpoint, [image], str(tmp_path / 'out'), device='cpu')[image]
+    cfg = Config.fromfile(config)
+    model = build_from_config(cfg)
+    model.load_state_dict(torch.load(checkpoint)['state_dict'])
+    model.cfg, model.test_cfg = cfg, ConfigDict(model.test_cfg)
+    assert np.array_equal(label, inference_model(model, image).pred_sem_seg.data[0].numpy())
+
+
+_INFER_PEAK = '''
+import resource, sys
+from beit_mm.apis.segment import infer_images
+config, checkpoint, small, large, out = sys.argv[1:]
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+infer_images(config, checkpoint, [small], out + '/small', device='cpu')
+control = peak()
+infer_images(config, checkpoint, [large], out + '/large', device='cpu')
+print(round(peak() - control))
+'''
+
+
+def test_infer_allocates_a_budget_per_pixel_whatever_the_classes(tmp_path):
+    """A 768 x 768 image through the 150-class segmentor (scores resized from 64 x 64): mmseg's postprocessing held
+    all 150 scores at full size (600 bytes per pixel; 739 measured for the whole run at 1024 x 1024). In a fresh
+    process, after a 64 x 64 control, the run's peak RSS grows by at most 256 bytes per input pixel
+    (``label_maps.BYTES_PER_PIXEL`` = 71 for the scores, the rest mmcv's loading and mmseg's visualizer; 168
+    measured)."""
+    from beit_mm.apis.label_maps import BYTES_PER_PIXEL
+    assert BYTES_PER_PIXEL < 150 * 4 / 8
+    config, checkpoint = _segmentor(tmp_path)
+    small, large = _noise(str(tmp_path / 'small.png'), 64, 64), _noise(str(tmp_path / 'large.png'), 768, 768)
+    run = subprocess.run([sys.executable, '-c', _INFER_PEAK, config, checkpoint, small, large, str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env={'PYTHONPATH': ROOT, 'PATH': '/usr/bin:/bin',
+                                                                          'OMP_NUM_THREADS': '2'})
+    assert run.returncode == 0, run.stderr[-2000:]
+    grown_mb = int(run.stdout.split()[-1])
+    assert grown_mb * 2**20 / 768**2 <= 256, f'{grown_mb} MB for {768 ** 2} pixels'
