@@ -339,3 +339,20 @@ def test_infer_allocates_a_budget_per_pixel_whatever_the_classes(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     grown_mb = int(run.stdout.split()[-1])
     assert grown_mb * 2**20 / 768**2 <= 256, f'{grown_mb} MB for {768 ** 2} pixels'
+
+
+def test_a_panoptic_png_of_one_segment_per_pixel_is_refused(tmp_path):
+    """192 x 192 pixels, each its own segment, all listed as things: mmdet's loader would compare the map with each of
+    the 36,864 segments and keep a 36,864-pixel mask for each (1.4 GB, seconds). Refused by name before the first
+    mask, past 2**30 segment-pixels."""
+    from beit_mm.data.checks import DatasetCheckError
+    from beit_mm.data.datasets.coco_panoptic import LoadPanopticAnnotations, id2rgb
+    side = 192
+    ids = np.arange(1, side * side + 1).reshape(side, side)
+    png = str(tmp_path / 'every_pixel.png')
+    Image.fromarray(id2rgb(ids)).save(png)
+    segments = [dict(id=int(i), category=0, is_thing=True) for i in ids.ravel()]
+    results = dict(seg_map_path=png, segments_info=segments, ori_shape=(side, side), img_shape=(side, side))
+    with pytest.raises(DatasetCheckError, match=r'every_pixel\.png: its segments_info lists 36864 segments for 36864 '
+                       r'pixels: 1358954496 segment-pixels, more than 1073741824.*Fix: give the right annotation'):
+        LoadPanopticAnnotations(with_bbox=False, with_label=False)._load_masks_and_semantic_segs(results)
