@@ -356,3 +356,55 @@ def test_a_panoptic_png_of_one_segment_per_pixel_is_refused(tmp_path):
     with pytest.raises(DatasetCheckError, match=r'every_pixel\.png: its segments_info lists 36864 segments for 36864 '
                        r'pixels: 1358954496 segment-pixels, more than 1073741824.*Fix: give the right annotation'):
         LoadPanopticAnnotations(with_bbox=False, with_label=False)._load_masks_and_semantic_segs(results)
+
+
+# ---- every decode error names its file ------------------------------------------------------------------------------
+
+def _bad_component_jpeg() -> bytes:
+    """A baseline JPEG whose scan names a component its frame lacks: its header reads, every decoder refuses it."""
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 255, (32, 48, 3), dtype=np.uint8))
+    out = io.BytesIO()
+    image.save(out, 'JPEG')
+    data = bytearray(out.getvalue())
+    data[data.index(b'\xff\xda') + 5] = 99  # the first component selector of the scan
+    return bytes(data)
+
+
+def test_every_decode_error_names_its_file(tmp_path):
+    """Bytes that are no image and a JPEG no decoder reads, through the draft (worker decode) and the encoded (device
+    decode) transforms and the device decode: one ``ImageDecodeError`` naming the file, escaped as ``shown`` prints it
+    (Pillow's ``UnidentifiedImageError`` named a ``BytesIO``, torchvision's ``RuntimeError`` no file)."""
+    import torch
+    from mmcv.transforms import Compose
+    from mmengine.structures import BaseDataElement
+
+    from beit_mm.data.transforms.device_views import decode_declared
+    from beit_mm.fileio.decode_errors import ImageDecodeError
+    from beit_mm.fileio.names import shown
+    not_image, bad = str(tmp_path / 'not\x1b[2Jan image.jpg'), str(tmp_path / 'bad_component.jpg')
+    with open(not_image, 'wb') as f:
+        f.write(b'these bytes are no image, nor anything else')
+    with open(bad, 'wb') as f:
+        f.write(_bad_component_jpeg())
+
+    def refused(path: str, decoder: str):
+        return pytest.raises(ImageDecodeError, match=rf'^image {re.escape(shown(path))}: {decoder} cannot decode it')
+    for transform in ('DecodeRandomResizedCrop', 'EncodedRandomResizedCrop'):
+        step = Compose([dict(type=f'beit_mm.{transform}', scale=16)])
+        with refused(not_image, 'Pillow'):
+            step(dict(img_path=not_image))
+    with refused(bad, 'OpenCV'):
+        Compose([dict(type='beit_mm.DecodeRandomResizedCrop', scale=16)])(dict(img_path=bad))
+    packed = Compose([dict(type='beit_mm.EncodedRandomResizedCrop', scale=16)])(dict(img_path=bad))
+    assert packed['img'].ndim == 1  # the bytes go to the device decode
+    sample = BaseDataElement(metainfo=dict(img_path=bad, ori_shape=packed['ori_shape']))
+    other = BaseDataElement(metainfo=dict(img_path='clean.jpg', ori_shape=(32, 48)))
+    clean = torch.from_numpy(np.frombuffer(_clean_jpeg(), np.uint8).copy())
+    with refused(bad, 'torchvision'):
+        decode_declared([clean, torch.from_numpy(packed['img'])], [other, sample], 'cpu', 'EncodedRandomResizedCrop')
+
+
+def _clean_jpeg() -> bytes:
+    out = io.BytesIO()
+    Image.new('RGB', (48, 32), (10, 200, 30)).save(out, 'JPEG')
+    return out.getvalue()
