@@ -192,7 +192,6 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         OnnxModelError: a graph, window or run out of bounds."""
     import onnxruntime as ort
     import torch
-    import torch.nn.functional as F
     from mmcv.transforms import Compose, LoadAnnotations
     from mmengine.config import Config
     from mmengine.registry import TRANSFORMS, init_default_scope
@@ -205,6 +204,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     from ..fileio.json_file import JSONFileError, parse_json
     from ..fileio.text_file import check_printable
     from ..registry import config_type_is
+    from .label_maps import upsampled_argmax
     images = list_images(inputs)
     names = output_names(images)
     folder, planned = open_output_folder(out_dir, images, names, [config, onnx_file, *inputs], overwrite)
@@ -243,8 +243,7 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
                              (h_win, w_win), test_cfg.get('mode', 'whole'), test_cfg.get('stride'))
         left, right, top, bottom = img_meta.get('img_padding_size', img_meta.get('padding_size', [0] * 4))
         logits = logits[:, :, top:logits.shape[2] - bottom, left:logits.shape[3] - right]
-        logits = F.interpolate(logits, size=img_meta['ori_shape'], mode='bilinear', align_corners=align_corners)
-        label = logits[0].argmax(0).numpy()
+        label = upsampled_argmax(logits, tuple(img_meta['ori_shape']), align_corners).numpy()
         sample = SegDataSample(pred_sem_seg=PixelData(data=torch.from_numpy(label)[None]))
         image = np.array(open_image(path).convert('RGB'))
         visualizer.add_datasample(name, image, sample, draw_gt=False)

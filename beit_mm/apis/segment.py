@@ -9,12 +9,16 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..models.builder import resolve_checkpoint
+from .label_maps import stream_class_scores
 from .onnx_inference import infer_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
+
 def infer_images(config: str, checkpoint: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
                  device: str | None = None, batch_size: int = 1, overwrite: bool = False) -> dict[str, np.ndarray]:
-    """Run ``MMSegInferencer`` on ``inputs``; write ``out_dir/vis/<name>`` and ``out_dir/pred/<stem>.png``.
+    """Run ``MMSegInferencer`` on ``inputs``; write ``out_dir/vis/<name>`` and ``out_dir/pred/<stem>.png``. The
+    class scores are resized to each image one class at a time (:mod:`.label_maps`: at most
+    :data:`~.label_maps.BYTES_PER_PIXEL` bytes per input pixel for them, mmseg's labels).
 
     Returns:
         {image path: predicted label map (H, W) int64, the image's own size}.
@@ -35,6 +39,7 @@ def infer_images(config: str, checkpoint: str, inputs: list[str], out_dir: str, 
     path = resolve_checkpoint(checkpoint)
     folder, planned = open_output_folder(out_dir, images, names, [config, path, *inputs], overwrite)
     inferencer = MMSegInferencer(model=cfg, weights=path, device=device)
+    stream_class_scores(inferencer.model)
     check_loaded_weights(inferencer.model, path, segmentor_inference_weights(cfg), f'{path} (with config {config})')
     folder.begin(planned)
     preds = {}

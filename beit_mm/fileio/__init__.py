@@ -10,7 +10,7 @@ from mmengine.fileio import register_backend
 
 from .checkpoint import (STATE_DICT_KEYS, CheckpointFileError, check_checkpoint_file, checkpoint_kind,  # noqa: F401
                          is_complete_checkpoint, load_state_dict_file, open_checkpoint, unwrap_state_dict)
-from .images import ImageHeaderError, ImageTooLargeError, apply_pixel_limit  # noqa: F401
+from .images import ImageHeaderError, ImageTooLargeError, ImageWorkError, apply_pixel_limit  # noqa: F401
 from .inputs import (NotARegularFileError, SparseFileError, check_image_file, open_image, open_input,  # noqa: F401
                      register_input_backend)
 from .output_folder import OutputFolder  # noqa: F401

@@ -82,6 +82,7 @@ def check_checkpoint_stream(f: BinaryIO, path: str) -> int:
             raise CheckpointFileError(f'{path} is a zip archive but not a torch.save file (no data.pkl among '
                                       f'{[r.filename for r in records[:4]]}). Fix: give the .pth/.bin file itself, '
                                       'not an archive of it')
+        check_same_records(path, f, records)
         check_zip_records(path, size, records)
         return size
     if not head.startswith(_PICKLE_PROTOCOL_2):
@@ -93,6 +94,37 @@ def check_checkpoint_stream(f: BinaryIO, path: str) -> int:
 
 
 MAX_ZIP_RECORDS = 1_000_000  # a BEiT-L training checkpoint has ~2k records
+
+
+def check_same_records(path: str, f: BinaryIO, records: list[zipfile.ZipInfo]) -> None:
+    """Refuse an archive that Python's zipfile (``records``, which the bounds are checked on) and the reader
+    ``torch.load`` uses (``torch._C.PyTorchFileReader``, miniz) see differently: every record with the same name
+    (less the archive folder), local header offset and size, none more. Leaves ``f`` at its start.
+
+    Zip readers find the central directory in their own ways (Python's where the end record says it ends, miniz at
+    the offset it declares), so one file can hold a directory for each.
+
+    Raises:
+        CheckpointFileError: naming the first difference.
+    """
+    python = sorted((r.filename.split('/', 1)[-1], r.header_offset, r.file_size) for r in records)
+    f.seek(0)
+    try:
+        reader = torch._C.PyTorchFileReader(f)
+        names = reader.get_all_records()
+        seen = sorted((n, reader.get_record_header_offset(n), reader.get_record_size(n)) for n in names)
+    except RuntimeError as error:
+        seen = [('(torch cannot read it: ' + str(error).splitlines()[0][:200] + ')', 0, 0)]
+    finally:
+        f.seek(0)
+    if seen != python:
+        differ = next(((a, b) for a, b in zip(python, seen) if a != b), (python[len(seen):] or None,
+                                                                          seen[len(python):] or None))
+        raise CheckpointFileError(
+            f'{path}: Python\'s zipfile reads {len(python)} records from it and torch\'s reader {len(seen)} '
+            f'(first difference, as (name, offset, size): {differ[0]} vs {differ[1]}): an archive with two '
+            'central directories, or a corrupt one; its bounds cannot be checked on what torch.load would read, so '
+            'nothing was loaded. Fix: check the file\'s origin, save it again with torch.save')
 
 
 def check_zip_records(path: str, size: int, records: list[zipfile.ZipInfo]) -> None:

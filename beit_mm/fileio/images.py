@@ -1,15 +1,20 @@
 """One pixel limit for every image decoder: an image's size is read from its header and bounded before any decoder
 sees the bytes; bytes that begin like an image but whose size cannot be read are refused (fail closed).
 
-The decoders' own limits differ (OpenCV: 2**30 pixels; turbojpeg, tifffile: none) and Pillow's header parsers are
-stricter than the decoders, so :func:`image_header` reads sizes with parsers at least as lenient as the decoders. The
-limit is Pillow's (89,478,485 pixels); ``BEIT_MM_MAX_IMAGE_PIXELS`` raises it.
+The decoders that have a limit of their own are given the same one (:func:`apply_pixel_limit`: OpenCV's
+``OPENCV_IO_MAX_IMAGE_PIXELS``, Pillow's ``MAX_IMAGE_PIXELS`` with its decompression-bomb warning an error); for the
+others (turbojpeg, tifffile) :func:`image_header` reads sizes with parsers that refuse whatever two decoders could read
+differently (a size tag given twice, a Netpbm size token that is not plain digits, a GIF frame outside its screen).
+A JPEG's scans are counted too: each scan is a pass over the whole image (:data:`MAX_JPEG_SCANS`). The limit is
+Pillow's (89,478,485 pixels); ``BEIT_MM_MAX_IMAGE_PIXELS`` raises it.
 """
 from __future__ import annotations
 
 import io
 import os
+import re
 import struct
+import warnings
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -19,6 +24,12 @@ from PIL import Image
 LIMIT_VARIABLE = 'BEIT_MM_MAX_IMAGE_PIXELS'
 #: The most pages of a TIFF file whose sizes are read (tifffile reads every page of a series).
 MAX_TIFF_PAGES = 1024
+#: The most scans (SOS markers) of a JPEG file. Every scan is a pass over all the image's coefficients: a baseline
+#: JPEG has 1 scan per image, libjpeg's and mozjpeg's progressive scripts 10 and fewer than 20, an MPO two images of
+#: those; 2000 scans of a few bytes each make a 66 KB file decode for seconds.
+MAX_JPEG_SCANS = 100
+#: The environment variable OpenCV reads its pixel limit from, once, when ``cv2`` is imported.
+OPENCV_LIMIT_VARIABLE = 'OPENCV_IO_MAX_IMAGE_PIXELS'
 
 
 class ImageTooLargeError(ValueError):
@@ -27,6 +38,10 @@ class ImageTooLargeError(ValueError):
 
 class ImageHeaderError(ValueError):
     """Bytes that begin like an image some decoder reads, whose size cannot be read from its header."""
+
+
+class ImageWorkError(ValueError):
+    """An image whose decoding would cost more work than its pixels explain (a JPEG of too many scans)."""
 
 
 class _Unreadable(Exception):
@@ -56,8 +71,17 @@ def max_image_pixels() -> int:
 
 
 def apply_pixel_limit() -> None:
-    """Set Pillow's own limit to :func:`max_image_pixels`, so Pillow agrees with every other decoder."""
-    Image.MAX_IMAGE_PIXELS = max_image_pixels()
+    """Give the decoders that have a pixel limit :func:`max_image_pixels`: Pillow's ``Image.MAX_IMAGE_PIXELS``, its
+    ``DecompressionBombWarning`` an error (Pillow only warns between the limit and twice it), and OpenCV's
+    ``$OPENCV_IO_MAX_IMAGE_PIXELS``.
+
+    OpenCV reads its variable once, when ``cv2`` is imported: this must run before (``import beit_mm`` does, and
+    imports no ``cv2``); in a process that imported ``cv2`` first, OpenCV keeps the limit it read.
+    """
+    limit = max_image_pixels()
+    Image.MAX_IMAGE_PIXELS = limit
+    os.environ[OPENCV_LIMIT_VARIABLE] = str(limit)
+    warnings.filterwarnings('error', category=Image.DecompressionBombWarning)
 
 
 def _unpack(fmt: str, data: bytes, offset: int) -> tuple:
@@ -112,6 +136,28 @@ def _jpeg(data: bytes) -> tuple[int, int, int]:
     raise _Unreadable('no frame header (SOFn) before the scan data')
 
 
+#: A marker: 0xFF (fill bytes before it skipped) and a code that is no stuffed zero, RSTn or fill.
+_JPEG_MARKER = re.compile(rb'\xff[^\x00\xd0-\xd7\xff]')
+
+
+def jpeg_scans(data: bytes, stop: int = MAX_JPEG_SCANS + 1) -> int:
+    """The number of scans (SOS markers) of every JPEG image in ``data`` (an MPO's too), counted up to ``stop``:
+    segments with a length skipped, scan data searched for the next marker, nothing decoded."""
+    scans, pos = 0, 2
+    while scans < stop:
+        found = _JPEG_MARKER.search(data, pos)
+        if found is None:
+            break
+        marker, pos = data[found.end() - 1], found.end()
+        if marker in (0xD8, 0xD9, 0x01):  # SOI, EOI, TEM: no length
+            continue
+        if pos + 2 > len(data):
+            break
+        pos += int.from_bytes(data[pos:pos + 2], 'big')
+        scans += marker == 0xDA
+    return scans
+
+
 @dataclass(frozen=True)
 class JpegHeader:
     """What a JPEG's markers before its first scan say: ``frames`` the (marker, precision, height, width,
@@ -164,6 +210,8 @@ def _tiff(data: bytes) -> tuple[int, int, int]:
                 fmt = {3: 'H', 4: 'I', 16: 'Q'}.get(kind)
                 if fmt is None:
                     raise _Unreadable(f'tag {tag} of type {kind}')
+                if tag in size:  # libtiff keeps the first, other readers the last
+                    raise _Unreadable(f'tag {tag} given twice in one page')
                 size[tag], = _unpack(order + fmt, data, at + value_at)
         if 256 not in size or 257 not in size:
             raise _Unreadable('a page without ImageWidth/ImageLength')
@@ -197,13 +245,42 @@ def _bmp(data: bytes) -> tuple[int, int, int]:
     return width, height, width * height
 
 
+def _gif_blocks(data: bytes, pos: int) -> int:
+    """The offset after the data sub-blocks that start at ``pos`` (each a length byte, a zero length ends them)."""
+    while True:
+        length, = _unpack('B', data, pos)
+        pos += 1 + length
+        if length == 0:
+            return pos
+
+
 def _gif(data: bytes) -> tuple[int, int, int]:
-    width, height = _unpack('<HH', data, 6)
+    # every frame must lie inside the logical screen: Pillow grows its canvas to a frame outside it
+    width, height, flags = _unpack('<HHB', data, 6)
+    pos = 13 + (3 << ((flags & 7) + 1) if flags & 0x80 else 0)
+    while pos < len(data):
+        block = data[pos]
+        if block == 0x2C:  # image descriptor: left, top, width, height, flags; a local color table; LZW data
+            left, top, frame_w, frame_h, frame_flags = _unpack('<HHHHB', data, pos + 1)
+            if left + frame_w > width or top + frame_h > height:
+                raise _Unreadable(f'a frame of {frame_w} x {frame_h} at ({left}, {top}), outside its screen of '
+                                  f'{width} x {height}')
+            pos += 10 + (3 << ((frame_flags & 7) + 1) if frame_flags & 0x80 else 0)
+            pos = _gif_blocks(data, pos + 1)  # after the LZW code size
+        elif block == 0x21:  # extension: label, then sub-blocks
+            pos = _gif_blocks(data, pos + 2)
+        else:  # the trailer (0x3B), or bytes no decoder reads further
+            break
     return width, height, width * height
 
 
+#: The most digits of a Netpbm size: Pillow reads at most 10 characters, OpenCV any number of leading zeros.
+_NETPBM_DIGITS = 10
+
+
 def _tokens(data: bytes, start: int, count: int) -> list[bytes]:
-    """``count`` whitespace-separated tokens of a Netpbm header from ``start``, ``#`` comments skipped."""
+    """``count`` whitespace-separated tokens of a Netpbm header from ``start``, ``#`` comments (to the end of the
+    line: CR or LF) skipped where a token may start; each token plain digits followed by whitespace."""
     tokens, pos = [], start
     while len(tokens) < count:
         while pos < len(data) and data[pos:pos + 1].isspace():
@@ -211,15 +288,23 @@ def _tokens(data: bytes, start: int, count: int) -> list[bytes]:
         if pos >= len(data):
             raise _Unreadable('the header ends before its size')
         if data[pos:pos + 1] == b'#':
-            end = data.find(b'\n', pos)
-            pos = len(data) if end < 0 else end
+            ends = [at for at in (data.find(b'\n', pos), data.find(b'\r', pos)) if at >= 0]
+            pos = min(ends) if ends else len(data)
             continue
         end = pos
-        while end < len(data) and not data[end:end + 1].isspace() and end - pos < 32:
+        while end < len(data) and not data[end:end + 1].isspace() and end - pos <= _NETPBM_DIGITS:
             end += 1
-        tokens.append(data[pos:end])
+        tokens.append(_digits(data[pos:end]))
         pos = end
     return tokens
+
+
+def _digits(token: bytes) -> bytes:
+    # Pillow joins a token across a comment and stops at 10 characters; OpenCV ends it at the first non-digit
+    if not token.isdigit() or len(token) > _NETPBM_DIGITS:
+        raise _Unreadable(f'size {token[:16]!r} is not a number of at most {_NETPBM_DIGITS} digits followed by a '
+                          'space (decoders read such a token differently)')
+    return token
 
 
 def _int(token: bytes) -> int:
@@ -234,13 +319,15 @@ def _netpbm(data: bytes) -> tuple[int, int, int]:
         size = {}
         for line in head.splitlines():
             parts = line.split()
-            if len(parts) == 2 and parts[0] in (b'WIDTH', b'HEIGHT'):
-                size[parts[0]] = _int(parts[1])
+            if parts and parts[0] in (b'WIDTH', b'HEIGHT'):
+                if len(parts) != 2 or parts[0] in size:
+                    raise _Unreadable(f'{parts[0].decode()} given twice or with other words')
+                size[parts[0]] = int(_digits(parts[1]))
         if len(size) != 2:
             raise _Unreadable('no WIDTH and HEIGHT')
         width, height = size[b'WIDTH'], size[b'HEIGHT']
     else:  # P1..P6, PFM (Pf, PF)
-        width, height = (_int(t) for t in _tokens(data, 2, 2))
+        width, height = (int(t) for t in _tokens(data, 2, 2))
     return width, height, width * height
 
 
@@ -371,6 +458,7 @@ def check_image_bytes(data: bytes | BinaryIO, source: str) -> tuple[str, int, in
     Raises:
         ImageTooLargeError: naming ``source``, its size, the limit and how to raise it.
         ImageHeaderError: an image signature whose size cannot be read (:func:`image_header`).
+        ImageWorkError: a JPEG of more than :data:`MAX_JPEG_SCANS` scans.
     """
     header = image_header(data, source)
     if header is None:
@@ -379,4 +467,15 @@ def check_image_bytes(data: bytes | BinaryIO, source: str) -> tuple[str, int, in
     limit = max_image_pixels()
     if pixels > limit:
         raise _refuse(source, fmt, width, height, pixels, limit)
+    if fmt == 'JPEG':
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            data.seek(0)
+            data = data.read()
+        scans = jpeg_scans(bytes(data))
+        if scans > MAX_JPEG_SCANS:
+            raise ImageWorkError(
+                f'image {source} is a JPEG of more than {MAX_JPEG_SCANS} scans ({width} x {height}): each scan is a '
+                'pass over the whole image, and no encoder writes that many (progressive JPEGs have about 10), so it '
+                'would cost minutes of decoding; nothing was decoded. Fix: re-encode it with a standard tool '
+                '(e.g. convert it to PNG, or to a baseline JPEG)')
     return fmt, width, height

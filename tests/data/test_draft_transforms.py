@@ -323,7 +323,7 @@ def test_crop_refuses_a_decode_of_another_size_than_declared(photos, transform, 
     step = Compose([dict(type=f'beit_mm.{transform}', **({'size': SIZE} if 'TwoView' in transform else
                                                           {'scale': SIZE}))])
     for path, lying in ((photos[0], (97, 128, True)), (photos[2], (480, 641, True))):
-        monkeypatch.setattr(draft_transforms, 'upright_size', lambda data, lying=lying: lying)
+        monkeypatch.setattr(draft_transforms, 'upright_size', lambda data, source=None, lying=lying: lying)
         for seed in range(3):
             with pytest.raises(ValueError, match=f'{path}: decoded to .* but its header declared {lying[0]} x '):
                 run(step, path, seed)

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from beit_mm.fileio.decode_errors import decode_refusal
 from beit_mm.fileio.images import jpeg_header
 from beit_mm.registry import TRANSFORMS
 
@@ -38,26 +39,31 @@ def draft_scale(crop_h: int, crop_w: int, out_h: int, out_w: int) -> int:
     return 1
 
 
-def header_layout(data: bytes) -> tuple[int, int, str | None, str | None, int]:
-    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` from its header.
+def header_layout(data: bytes, source: str = 'the image') -> tuple[int, int, str | None, str | None, int]:
+    """``(height, width, format, mode, EXIF orientation)`` of the image in ``data`` (the file ``source``) from its
+    header.
 
     Raises:
-        PIL.UnidentifiedImageError: Pillow reads no image in ``data``.
+        ImageDecodeError: Pillow reads no image in ``data``, naming ``source``.
     """
     header = jpeg_header(data) if data[:3] == b'\xff\xd8\xff' else None  # Pillow's JPEG signature
     if header is not None and not (header.exif or header.mpf) and len(header.frames) == 1:
         marker, precision, height, width, components = header.frames[0]
         if marker in PILLOW_JPEG_FRAMES and precision == 8 and components in PILLOW_JPEG_MODES and height and width:
             return height, width, 'JPEG', PILLOW_JPEG_MODES[components], 1
-    image = Image.open(io.BytesIO(data))
-    width, height = image.size
-    orientation = image.getexif().get(EXIF_ORIENTATION, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+    try:
+        image = Image.open(io.BytesIO(data))
+        width, height = image.size
+        orientation = image.getexif().get(EXIF_ORIENTATION, 1) if image.format == 'JPEG' and 'exif' in image.info else 1
+    except Exception as error:  # noqa: BLE001  (Pillow's parsers raise OSError, SyntaxError, ValueError, ...)
+        raise decode_refusal(source, 'Pillow', error) from None
     return height, width, image.format, image.mode, orientation
 
 
-def upright_size(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, is_jpeg)`` of the image in ``data`` from its header, after its EXIF orientation."""
-    height, width, fmt, _, orientation = header_layout(data)
+def upright_size(data: bytes, source: str = 'the image') -> tuple[int, int, bool]:
+    """``(height, width, is_jpeg)`` of the image in ``data`` (the file ``source``) from its header, after its EXIF
+    orientation."""
+    height, width, fmt, _, orientation = header_layout(data, source)
     if orientation in ROTATED_ORIENTATIONS:
         height, width = width, height
     return height, width, fmt == 'JPEG'
@@ -80,13 +86,14 @@ def decode_region(data: bytes, is_jpeg: bool, box: tuple[int, int, int, int], ou
         the box in it as ``(x0, y0, x1, y1)`` floats for ``Image.resize(..., box=)``, and the scale (1, 2, 4 or 8).
 
     Raises:
-        ValueError: OpenCV cannot decode ``data``, or decodes it to another size than ``declared``.
+        ImageDecodeError: OpenCV cannot decode ``data``.
+        ValueError: OpenCV decodes it to another size than ``declared``.
     """
     top, left, h, w = box
     scale = draft_scale(h, w, *out_size) if draft and is_jpeg else 1
     whole = cv2.imdecode(np.frombuffer(data, np.uint8), IMREAD_AT_SCALE[scale])
     if whole is None:
-        raise ValueError(f'OpenCV could not decode {source}; check the file (a truncated or non-image file)')
+        raise decode_refusal(source, 'OpenCV')
     if declared is not None and whole.shape[:2] != tuple(math.ceil(side / scale) for side in declared):
         raise ValueError(f'{source}: decoded to {whole.shape[0]} x {whole.shape[1]} (at 1/{scale} scale), but its '
                          f'header declared {declared[0]} x {declared[1]}; the crop box was drawn on the declared size, '
@@ -145,7 +152,7 @@ class DecodeTwoViewRandomResizedCrop(RandomResizedCropBase):
     def transform(self, results: dict) -> dict:
         flip = random_flip(self.flip_prob)
         data = self.read(results)
-        height, width, is_jpeg = upright_size(data)
+        height, width, is_jpeg = upright_size(data, results['img_path'])
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
         if flip:  # the box was drawn on the flipped image
             left = width - left - w
@@ -205,7 +212,7 @@ class DecodeRandomResizedCrop(RandomResizedCropBase):
 
     def transform(self, results: dict) -> dict:
         data = self.read(results)
-        height, width, is_jpeg = upright_size(data)
+        height, width, is_jpeg = upright_size(data, results['img_path'])
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
         flip = self.flip_prob is not None and random_flip(self.flip_prob)
         _, region, resize_box, scale = decode_region(data, is_jpeg, box, self.scale, self.draft, (height, width),

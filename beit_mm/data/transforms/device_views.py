@@ -9,19 +9,42 @@ import torch
 from torch import Tensor
 from torchvision.io import ImageReadMode, decode_jpeg
 
+from beit_mm.fileio.decode_errors import decode_refusal
+
 from .pil_resample import apply_tables, resize_tables
 
 
-def decode_images(inputs: Sequence[Tensor], device: torch.device | str) -> list[Tensor]:
+def _decode_jpegs(data: list[Tensor], device: torch.device | str, names: Sequence[str]) -> list[Tensor]:
+    """torchvision's batched ``decode_jpeg``; when it fails, each JPEG alone, to name the file it cannot read."""
+    try:
+        return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+    except RuntimeError as error:
+        for one, name in zip(data, names):
+            try:
+                decode_jpeg(one, mode=ImageReadMode.RGB, device=device)
+            except RuntimeError as own:
+                raise decode_refusal(name, 'torchvision', own) from None
+        raise decode_refusal(', '.join(names), 'torchvision', error) from None
+
+
+def decode_images(inputs: Sequence[Tensor], device: torch.device | str,
+                  names: Sequence[str] | None = None) -> list[Tensor]:
     """B (3, H_i, W_i) uint8 RGB images on ``device``: JPEG bytes (1-D uint8) decoded in one call, images copied.
+
+    Args:
+        inputs: per image, the JPEG bytes or the decoded image.
+        device: where the images go (and the JPEGs are decoded).
+        names: the files of ``inputs``, named in a decode error (``input <i>`` when not given).
 
     Raises:
         ValueError: an input that is neither.
+        ImageDecodeError: a JPEG torchvision cannot decode, naming its file.
     """
+    names = list(names) if names is not None else [f'input {i}' for i in range(len(inputs))]
     encoded = [i for i, t in enumerate(inputs) if t.dim() == 1]
     images: list[Tensor | None] = [None] * len(inputs)
     if encoded:
-        decoded = decode_jpeg([inputs[i].cpu() for i in encoded], mode=ImageReadMode.RGB, device=device)
+        decoded = _decode_jpegs([inputs[i].cpu() for i in encoded], device, [names[i] for i in encoded])
         for i, image in zip(encoded, decoded):
             images[i] = image
     for i, t in enumerate(inputs):
@@ -42,7 +65,7 @@ def decode_declared(inputs, samples: Sequence, device: torch.device | str, trans
     if not isinstance(inputs, (list, tuple)) or not all(isinstance(t, Tensor) for t in inputs):
         raise ValueError(f'encoded images (beit_mm.{transform}) need the per-sample inputs of pseudo_collate: set '
                          "train_dataloader.collate_fn=dict(type='pseudo_collate')")
-    images = decode_images(inputs, device)
+    images = decode_images(inputs, device, [str(sample.metainfo.get('img_path')) for sample in samples])
     for image, sample in zip(images, samples):
         if tuple(image.shape[1:]) != tuple(sample.ori_shape):
             raise ValueError(f"{sample.metainfo.get('img_path')}: decoded to {tuple(image.shape[1:])}, but its "

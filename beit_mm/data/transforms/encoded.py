@@ -7,6 +7,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from beit_mm.fileio.decode_errors import decode_refusal
 from beit_mm.registry import TRANSFORMS
 
 from .crop import RandomResizedCropBase, pair, random_resized_crop_box
@@ -16,19 +17,21 @@ from .pil_resample import FILTERS
 DECODABLE_MODE = 'RGB'
 
 
-def encoded_header(data: bytes) -> tuple[int, int, bool]:
-    """``(height, width, device_decodable)`` of the image in ``data`` from its header, upright."""
-    height, width, fmt, mode, orientation = header_layout(data)
+def encoded_header(data: bytes, source: str) -> tuple[int, int, bool]:
+    """``(height, width, device_decodable)`` of the image in ``data`` (the file ``source``) from its header,
+    upright."""
+    height, width, fmt, mode, orientation = header_layout(data, source)
     if orientation in ROTATED_ORIENTATIONS:
         width, height = height, width
     return height, width, fmt == 'JPEG' and mode == DECODABLE_MODE and orientation == 1
 
 
-def decode_whole(data: bytes) -> np.ndarray:
-    """The image in ``data`` decoded by OpenCV as an upright (H, W, 3) uint8 RGB array; ValueError if it cannot."""
+def decode_whole(data: bytes, source: str) -> np.ndarray:
+    """The image in ``data`` (the file ``source``) decoded by OpenCV as an upright (H, W, 3) uint8 RGB array;
+    ImageDecodeError if it cannot."""
     bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if bgr is None:
-        raise ValueError('OpenCV could not decode the image; check the file (a truncated or non-image file)')
+        raise decode_refusal(source, 'OpenCV')
     return np.ascontiguousarray(bgr[:, :, ::-1])
 
 
@@ -69,9 +72,9 @@ class EncodedTwoViewRandomResizedCrop(RandomResizedCropBase):
     def transform(self, results: dict) -> dict:
         flip = random_flip(self.flip_prob)
         data = self.read(results)
-        height, width, decodable = encoded_header(data)
+        height, width, decodable = encoded_header(data, results['img_path'])
         top, left, h, w = random_resized_crop_box(height, width, self.scale, self.ratio)
-        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
+        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data, results['img_path'])
         results['img_shape'] = self.size
         results['ori_shape'] = (height, width)
         results['crop_bbox'] = (top, left, h, w)
@@ -117,10 +120,10 @@ class EncodedRandomResizedCrop(RandomResizedCropBase):
 
     def transform(self, results: dict) -> dict:
         data = self.read(results)
-        height, width, decodable = encoded_header(data)
+        height, width, decodable = encoded_header(data, results['img_path'])
         box = random_resized_crop_box(height, width, self.crop_ratio_range, self.aspect_ratio_range)
         flip = random_flip(self.flip_prob)
-        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data)
+        results['img'] = np.frombuffer(data, np.uint8).copy() if decodable else decode_whole(data, results['img_path'])
         results['img_shape'] = self.scale
         results['ori_shape'] = (height, width)
         results['crop_bbox'] = box
