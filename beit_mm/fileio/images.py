@@ -2,7 +2,7 @@
 sees the bytes; bytes that begin like an image but whose size cannot be read are refused (fail closed).
 
 The decoders that have a limit of their own are given the same one (:func:`apply_pixel_limit`: OpenCV's
-``OPENCV_IO_MAX_IMAGE_PIXELS``, Pillow's ``MAX_IMAGE_PIXELS`` with its decompression-bomb warning an error); for the
+``OPENCV_IO_MAX_IMAGE_PIXELS``, Pillow's ``MAX_IMAGE_PIXELS`` set so that its error falls at the limit); for the
 others (turbojpeg, tifffile) :func:`image_header` reads sizes with parsers that refuse whatever two decoders could read
 differently (a size tag given twice, a Netpbm size token that is not plain digits, a GIF frame outside its screen).
 A JPEG's scans are counted too: each scan is a pass over the whole image (:data:`MAX_JPEG_SCANS`). The limit is
@@ -71,17 +71,17 @@ def max_image_pixels() -> int:
 
 
 def apply_pixel_limit() -> None:
-    """Give the decoders that have a pixel limit :func:`max_image_pixels`: Pillow's ``Image.MAX_IMAGE_PIXELS``, its
-    ``DecompressionBombWarning`` an error (Pillow only warns between the limit and twice it), and OpenCV's
-    ``$OPENCV_IO_MAX_IMAGE_PIXELS``.
+    """Give the decoders that have a pixel limit :func:`max_image_pixels`: OpenCV's ``$OPENCV_IO_MAX_IMAGE_PIXELS``,
+    and Pillow's ``Image.MAX_IMAGE_PIXELS`` at half of it, since Pillow raises ``DecompressionBombError`` only past
+    twice its setting (between the two it warns; that warning is silenced, the error does not depend on filters).
 
     OpenCV reads its variable once, when ``cv2`` is imported: this must run before (``import beit_mm`` does, and
     imports no ``cv2``); in a process that imported ``cv2`` first, OpenCV keeps the limit it read.
     """
     limit = max_image_pixels()
-    Image.MAX_IMAGE_PIXELS = limit
+    Image.MAX_IMAGE_PIXELS = (limit + 1) // 2
     os.environ[OPENCV_LIMIT_VARIABLE] = str(limit)
-    warnings.filterwarnings('error', category=Image.DecompressionBombWarning)
+    warnings.filterwarnings('ignore', category=Image.DecompressionBombWarning)
 
 
 def _unpack(fmt: str, data: bytes, offset: int) -> tuple:
