@@ -196,12 +196,25 @@ def _steps(cfg, data_dir: str, recorder: OpRecorder | None) -> None:
     hub.update_info('max_iters', 1)
     if hasattr(model, 'set_annealing_step'):  # EoMT: its annealing hook's step, masks on
         model.set_annealing_step(0)
+    _random_codebooks(model)
     with _recording(recorder):
         model.train_step(train_batch, optim_wrapper)
         if test_batch is not None:
             model.eval()
             with torch.no_grad():
                 model.test_step(test_batch)
+
+
+def _random_codebooks(model: torch.nn.Module) -> None:
+    """Random unit codes in every untrained VQ codebook: a frozen tokenizer refuses an all-zero one."""
+    from beit_mm.models.tokenizers.quantizer import Codebook
+    g = torch.Generator().manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, Codebook) and not m.ready():
+            with torch.no_grad():
+                m.weight.copy_(torch.nn.functional.normalize(torch.randn(m.weight.shape, generator=g), dim=-1))
+                m.initted.fill_(1)
+            m.refresh_host_state()
 
 
 def audit(root: str, data_dir: str, families: dict[str, str] | None = None) -> dict[str, dict[str, set[str]]]:
