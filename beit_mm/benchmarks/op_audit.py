@@ -5,9 +5,8 @@ on generated demo data, while :class:`OpRecorder` notes every compiled op that r
 
 - mmcv's ``mmcv._ext`` functions (each wrapped for the run; a call counts when it returns);
 - ``torch.ops.torchvision`` ops (a ``TorchDispatchMode``);
-- ops a module sends tensors to by their device alone, whichever build is installed (:data:`DEVICE_ROUTED`: mmcv
-  2.1.0's ``MultiScaleDeformableAttention`` calls ``ms_deform_attn_*`` for every CUDA tensor,
-  ``mmcv/ops/multi_scale_deform_attn.py:366-372``): recorded for ``cuda`` when such a module runs.
+- ops a module sends tensors to by their device alone, whichever build is installed (:func:`device_routed`):
+  recorded for ``cuda`` when such a module runs.
 
 :func:`missing_kernels` lists (family, op, device) where a family calls an op on a device of :data:`DEVICES` that the
 installed build has no kernel for (:func:`kernel_devices`): an op seen on CPU is taken to run on CUDA too, since the
@@ -46,7 +45,10 @@ FAMILIES = {
 }
 
 
-def _device_routed() -> dict[type, tuple[str, ...]]:
+def device_routed() -> dict[type, tuple[str, ...]]:
+    """module class -> the compiled ops its forward calls for every CUDA tensor, whatever the build holds: mmcv
+    2.1.0's ``MultiScaleDeformableAttention`` (``mmcv/ops/multi_scale_deform_attn.py:366-372``; exact class, so a
+    subclass that picks its kernel is not counted)."""
     from mmcv.ops import MultiScaleDeformableAttention
     return {MultiScaleDeformableAttention: ('ms_deform_attn_forward', 'ms_deform_attn_backward')}
 
@@ -77,7 +79,7 @@ def _devices(values) -> set[str]:
 
 class OpRecorder:
     """Records the compiled ops called inside ``with recorder:``; ``calls`` maps ``mmcv._ext::<fn>`` and
-    ``torchvision::<op>`` to the device types they ran on, plus each :data:`DEVICE_ROUTED` op as ``cuda``."""
+    ``torchvision::<op>`` to the device types they ran on, plus each :func:`device_routed` op as ``cuda``."""
 
     def __init__(self) -> None:
         self.calls: dict[str, set[str]] = defaultdict(set)
@@ -94,7 +96,7 @@ class OpRecorder:
         return recorded
 
     def _routed_hook(self, module, args, output) -> None:
-        for op in _device_routed().get(type(module), ()):
+        for op in device_routed().get(type(module), ()):
             self.calls[f'mmcv._ext::{op}'].add('cuda')
 
     def __enter__(self) -> OpRecorder:

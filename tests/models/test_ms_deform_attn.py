@@ -58,9 +58,10 @@ def _inputs(kwargs: dict, n_q: int, shapes: list, ref_dims: int, batch: int = 2)
     first = (batch, n_q) if kwargs.get('batch_first', True) else (n_q, batch)
     value_first = (batch, n_v) if kwargs.get('batch_first', True) else (n_v, batch)
     points = torch.rand(batch, n_q, len(shapes), ref_dims)
-    return dict(query=torch.randn(*first, c, requires_grad=True), value=torch.randn(*value_first, c, requires_grad=True),
-                query_pos=torch.randn(*first, c), reference_points=points, spatial_shapes=spatial,
-                level_start_index=start, key_padding_mask=torch.rand(batch, n_v) < 0.1)
+    return dict(query=torch.randn(*first, c, requires_grad=True),
+                value=torch.randn(*value_first, c, requires_grad=True), query_pos=torch.randn(*first, c),
+                reference_points=points, spatial_shapes=spatial, level_start_index=start,
+                key_padding_mask=torch.rand(batch, n_v) < 0.1)
 
 
 @pytest.mark.parametrize('layout', sorted(LAYOUTS))
@@ -167,11 +168,13 @@ def test_with_the_compiled_kernel_reported_missing_the_pytorch_path_trains(monke
 def test_with_the_compiled_kernel_reported_present_it_is_called(monkeypatch):
     """The choice follows the probe's answer for the device type and dtype, whatever the device."""
     calls = _spy(monkeypatch)
-    monkeypatch.setattr(ms_deform_attn, '_COMPILED_RUNS', {('cpu', torch.float32): True, ('cpu', torch.float64): False})
+    answers = {('cpu', torch.float32): True, ('cpu', torch.float64): False}
+    monkeypatch.setattr(ms_deform_attn, '_COMPILED_RUNS', answers)
     value = torch.randn(1, 4, 2, 8)
     args = (value, torch.tensor([[2, 2]]), torch.tensor([0]), torch.rand(1, 3, 2, 1, 2, 2), torch.rand(1, 3, 2, 1, 2))
     with pytest.raises(RuntimeError, match='implementation for device cpu not found'):
         ms_deform_attn.ms_deform_attn(*args)
     assert calls == ['compiled']
-    assert ms_deform_attn.ms_deform_attn(*(a.double() if a.is_floating_point() else a for a in args)).shape == (1, 3, 16)
+    doubled = (a.double() if a.is_floating_point() else a for a in args)
+    assert ms_deform_attn.ms_deform_attn(*doubled).shape == (1, 3, 16)
     assert calls == ['compiled', 'pytorch']  # the answer is per dtype
