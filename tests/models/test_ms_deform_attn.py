@@ -2,6 +2,8 @@
 on its PyTorch function (``multi_scale_deformable_attn_pytorch``) with the same weights, outputs <= 1e-6 and gradients
 <= 1e-5 in fp32 on the shipped configs' head/level/point layouts; mmcv-layout state_dicts load strictly both ways; the
 kernel follows the probe of the installed build, not the tensor's device."""
+import copy
+
 import pytest
 import torch
 from mmcv.ops import MultiScaleDeformableAttention
@@ -178,3 +180,22 @@ def test_with_the_compiled_kernel_reported_present_it_is_called(monkeypatch):
     doubled = (a.double() if a.is_floating_point() else a for a in args)
     assert ms_deform_attn.ms_deform_attn(*doubled).shape == (1, 3, 16)
     assert calls == ['compiled', 'pytorch']  # the answer is per dtype
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+def test_on_cuda_the_probe_follows_the_build_and_the_module_trains():
+    """On a GPU: the compiled kernel is chosen exactly when mmcv was built with CUDA ops; either way forward and
+    backward run and equal the CPU module's (1e-4: the compiled kernel sums in another order)."""
+    from mmcv.ops import get_compiling_cuda_version
+    cuda = torch.device('cuda')
+    assert compiled_kernel_runs(cuda, torch.float32) == (get_compiling_cuda_version() != 'not available')
+    kwargs, n_q, shapes, ref_dims = LAYOUTS['mask2former-pixel-decoder']
+    _, ours = _pair(kwargs)
+    torch.manual_seed(1)
+    x = _inputs(kwargs, n_q, shapes, ref_dims)
+    y = {k: v.detach().to(cuda).requires_grad_(v.requires_grad) for k, v in x.items()}
+    want, got = ours(**x), copy.deepcopy(ours).to(cuda)(**y)
+    torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-4)
+    want.sum().backward()
+    got.sum().backward()
+    torch.testing.assert_close(y['value'].grad.cpu(), x['value'].grad, atol=1e-4, rtol=1e-4)
