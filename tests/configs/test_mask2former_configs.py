@@ -170,7 +170,7 @@ def test_head_is_mmseg_mask2former_on_mmdet_and_loss_weights_fit_the_classes(nam
     head = cfg.model.decode_head
     assert cfg.model.type == 'EncoderDecoder' and head.type == 'Mask2FormerHead' and head.num_classes == 150
     assert len(head.loss_cls.class_weight) == head.num_classes + 1 and set(head.loss_cls.class_weight[:-1]) == {1.0}
-    assert head.pixel_decoder.type == 'mmdet.MSDeformAttnPixelDecoder'
+    assert head.pixel_decoder.type == 'beit_mm.PortableMSDeformAttnPixelDecoder'
     assert head.train_cfg.assigner.type == 'mmdet.HungarianAssigner'
     assert cfg.val_evaluator.type == 'IoUMetric' and cfg.auto_scale_lr.base_batch_size == 16
     assert 'beit_mm.SegDatasetCheckHook' in [h['type'] for h in cfg.custom_hooks]

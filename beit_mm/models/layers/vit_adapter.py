@@ -1,9 +1,10 @@
 """ViT-Adapter's parts (Chen et al. ICLR 2023; czczup/ViT-Adapter ``adapter_modules.py``), official names.
 
 A convolutional spatial prior at strides 8/16/32; an injector (ViT tokens attend to the prior) before every group of
-blocks and an extractor (the prior attends to the ViT tokens) after it. The deformable attention is mmcv's
-``MultiScaleDeformableAttention``. The prior ``c`` is (B, 4hw + hw + hw/4, C): the stride-8, 16 and 32 maps,
-row-major, concatenated (h, w: the ViT's patch grid, both even).
+blocks and an extractor (the prior attends to the ViT tokens) after it. The deformable attention is
+:class:`~.ms_deform_attn.PortableMSDeformAttn` (mmcv's ``MultiScaleDeformableAttention`` with a kernel for every
+device). The prior ``c`` is (B, 4hw + hw + hw/4, C): the stride-8, 16 and 32 maps, row-major, concatenated (h, w: the
+ViT's patch grid, both even).
 """
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import torch
 import torch.utils.checkpoint as cp
 from mmcv.cnn import build_norm_layer
 from mmcv.cnn.bricks import DropPath
-from mmcv.ops import MultiScaleDeformableAttention
 from mmengine.model.weight_init import trunc_normal_
 from torch import Tensor, nn
+
+from .ms_deform_attn import PortableMSDeformAttn
 
 #: The prior's levels relative to the ViT's patch grid (h, w) = (H/16, W/16): strides 8, 16, 32.
 PRIOR_SCALES = (2.0, 1.0, 0.5)
@@ -85,10 +87,9 @@ class ConvFFN(nn.Module):
 
 
 def _deform_attn(dims: int, num_heads: int, num_levels: int, num_points: int, ratio: float) -> nn.Module:
-    """mmcv's deformable attention with the official ``MSDeformAttn``'s layout: batch first, no dropout."""
-    return MultiScaleDeformableAttention(embed_dims=dims, num_heads=num_heads, num_levels=num_levels,
-                                         num_points=num_points, dropout=0.0, batch_first=True,
-                                         value_proj_ratio=ratio)
+    """The deformable attention with the official ``MSDeformAttn``'s layout: batch first, no dropout."""
+    return PortableMSDeformAttn(embed_dims=dims, num_heads=num_heads, num_levels=num_levels, num_points=num_points,
+                                dropout=0.0, batch_first=True, value_proj_ratio=ratio)
 
 
 class Injector(nn.Module):
@@ -219,5 +220,5 @@ def init_adapter_weights(module: nn.Module) -> None:
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
     for m in module.modules():
-        if isinstance(m, MultiScaleDeformableAttention):
+        if isinstance(m, PortableMSDeformAttn):
             m.init_weights()
