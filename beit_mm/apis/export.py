@@ -263,6 +263,7 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
 
     from ..fileio.outputs import atomic_file
     module = export_module(model, kind, shape)
+    check_one_file(module, out)
     names = output_names(module, shape)
     with torch.no_grad(), warnings.catch_warnings():
         # every size is a constant of this export
@@ -271,6 +272,9 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
         torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), buffer, input_names=[INPUT_NAME],
                           output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
     proto = onnx.load_from_string(buffer.getvalue())
+    if external_tensors(proto):  # an exporter that chose external data by itself
+        raise ExportError(f'the export for {out} stores {external_tensors(proto)[0]} as external data; nothing was '
+                          'written. Fix: export a model under 2 GiB of weights')
     props = {KIND_KEY: kind, SHAPE_KEY: json.dumps([batch, 3, *shape]), **(metadata or {})}
     size = sum(len(str(k).encode('utf-8', 'replace')) + len(str(v).encode('utf-8', 'replace')) for k, v in props.items())
     if size > MAX_METADATA_BYTES:
@@ -283,6 +287,64 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     with atomic_file(out) as tmp, open(tmp, 'wb') as f:
         f.write(data)
     return names
+
+
+#: ONNX's one-file limit: a protobuf message is at most 2 GiB.
+MAX_ONNX_BYTES = 2**31 - 1
+
+
+def external_tensors(proto) -> list[str]:
+    """Where an ONNX ``ModelProto`` keeps a tensor as external data (``data_location == EXTERNAL`` or an
+    ``external_data`` entry): initializers, sparse initializers, tensor attributes of nodes (``Constant`` and any
+    other), in the main graph, every subgraph and every local function; each as ``'<what> <name>'``.
+    """
+    import onnx
+    found: list[str] = []
+
+    def tensor(t, what: str) -> None:
+        if t.data_location == onnx.TensorProto.EXTERNAL or len(t.external_data):
+            found.append(f'{what} {t.name!r}')
+
+    def sparse(t, what: str) -> None:
+        tensor(t.values, f'{what} values')
+        tensor(t.indices, f'{what} indices')
+
+    def nodes(items, where: str) -> None:
+        for node in items:
+            for a in node.attribute:
+                what = f'{where}node {node.name!r} ({node.op_type}) attribute {a.name!r}'
+                for t in [a.t] * a.HasField('t') + list(a.tensors):
+                    tensor(t, what)
+                for t in [a.sparse_tensor] * a.HasField('sparse_tensor') + list(a.sparse_tensors):
+                    sparse(t, what)
+                for g in [a.g] * a.HasField('g') + list(a.graphs):
+                    graph(g, f'{what}: ')
+
+    def graph(g, where: str) -> None:
+        for t in g.initializer:
+            tensor(t, f'{where}initializer')
+        for t in g.sparse_initializer:
+            sparse(t, f'{where}sparse initializer')
+        nodes(g.node, where)
+
+    graph(proto.graph, '')
+    for function in proto.functions:
+        nodes(function.node, f'function {function.name!r}: ')
+    return found
+
+
+def check_one_file(module: nn.Module, out: str) -> None:
+    """Refuse a model whose weights and buffers alone pass :data:`MAX_ONNX_BYTES`: one ONNX file cannot hold them,
+    and an export never writes external data.
+
+    Raises:
+        ExportError: naming the size and the fix.
+    """
+    size = sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
+    if size > MAX_ONNX_BYTES:
+        raise ExportError(f'the model for {out} holds {size / 2**30:.2f} GiB of weights, more than the 2 GiB one ONNX '
+                          'file holds; tools/export.py writes no external data, so nothing was written. Fix: export a '
+                          'smaller model, or its backbone (--part backbone)')
 
 
 def onnx_metadata(path: str) -> dict[str, str]:

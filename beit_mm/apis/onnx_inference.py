@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, read_onnx
+from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, external_tensors, read_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
@@ -39,16 +39,27 @@ class OnnxModelError(ValueError):
 
 
 def check_graph(model_bytes: bytes, onnx_file: str) -> None:
-    """Refuse a serialized ONNX model holding anything but :data:`EXPORTED_OPERATORS` of the default domain:
+    """Refuse a serialized ONNX model that is not one self-contained file of :data:`EXPORTED_OPERATORS` of the
+    default domain: a tensor stored as external data (anywhere, :func:`beit_mm.apis.export.external_tensors`),
     control flow, local functions, custom or unknown operators.
 
     Raises:
-        OnnxModelError: naming the operator and its node.
+        OnnxModelError: naming the tensor, or the operator and its node.
+
+    An external tensor makes onnxruntime open and read another file, resolved from the working directory, when the
+    session is created: its bytes would become weights, and through them the outputs.
     """
     import onnx
+
+    from ..fileio.names import shown
     proto = onnx.load_from_string(model_bytes)
     fix = ('Fix: export the model again with tools/export.py, which writes none; run only ONNX files you made or '
            'trust')
+    external = external_tensors(proto)
+    if external:
+        raise OnnxModelError(f'{shown(onnx_file)}: {shown(external[0])} is stored as external data (another file, '
+                             f'{len(external)} tensor(s) in all), which tools/export.py never writes; an ONNX file '
+                             f'must be one file, so no other file was opened and nothing was run. {fix}')
     if len(proto.functions):
         raise OnnxModelError(f'{onnx_file} defines {len(proto.functions)} local function(s) (e.g. '
                              f'{proto.functions[0].name!r}), which tools/export.py never writes. {fix}')
