@@ -21,11 +21,11 @@ MAX_EXPORT_SIDE = 2**14
 MAX_WINDOW_PADDING = 16
 #: Seconds one onnxruntime run (one window) may take before it is stopped.
 RUN_TIMEOUT_S = 600.0
-#: The operators (default domain) the exporter writes for beit_mm's segmentors, plus elementwise math and reductions
-#: of the same families; no control flow.
+#: The operators (default domain) the exporter writes for beit_mm's segmentors (``Range``: the masked-attention
+#: slices of a dynamic-batch EoMT), plus elementwise math and reductions of the same families; no control flow.
 _EXPORTED = ('Add', 'BatchNormalization', 'Cast', 'Concat', 'Constant', 'ConstantOfShape', 'Conv', 'ConvTranspose',
              'Div', 'Einsum', 'Equal', 'Erf', 'Expand', 'Gather', 'Greater', 'GridSample', 'Identity',
-             'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
+             'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'Range', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
              'ScatterND', 'Shape', 'Sigmoid', 'Slice', 'Softmax', 'Split', 'Sqrt', 'Squeeze', 'Sub', 'Transpose',
              'Unsqueeze', 'Where')
 _ELEMENTWISE = ('Abs', 'And', 'Ceil', 'Clip', 'Cos', 'Exp', 'Flatten', 'Floor', 'Gemm', 'GreaterOrEqual', 'Less',
