@@ -303,14 +303,14 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
                           dynamic_axes=axes)
     proto = onnx.load_from_string(buffer.getvalue())
     if external_tensors(proto):  # an exporter that chose external data by itself
-        raise ExportError(f'the export for {out} stores {external_tensors(proto)[0]} as external data; nothing was '
-                          'written. Fix: export a model under 2 GiB of weights')
+        from ..fileio.names import shown
+        raise ExportError(f'the export for {shown(out)} stores {shown(external_tensors(proto)[0])} as external data; '
+                          'nothing was written. Fix: export a model under 2 GiB of weights')
     props = {KIND_KEY: kind, SHAPE_KEY: json.dumps([batch, 3, *shape]), **(metadata or {})}
     if kind == 'segmentor':
         props[TASK_KEY] = segmentor_task(model)
     if dynamic_batch:
         props[DYNAMIC_BATCH_KEY] = 'true'
-
     size = sum(len(str(k).encode('utf-8', 'replace')) + len(str(v).encode('utf-8', 'replace')) for k, v in props.items())
     if size > MAX_METADATA_BYTES:
         raise ExportError(f'the metadata for {out} takes {size} bytes, more than the {MAX_METADATA_BYTES} an export '
@@ -377,9 +377,10 @@ def check_one_file(module: nn.Module, out: str) -> None:
     """
     size = sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
     if size > MAX_ONNX_BYTES:
-        raise ExportError(f'the model for {out} holds {size / 2**30:.2f} GiB of weights, more than the 2 GiB one ONNX '
-                          'file holds; tools/export.py writes no external data, so nothing was written. Fix: export a '
-                          'smaller model, or its backbone (--part backbone)')
+        from ..fileio.names import shown
+        raise ExportError(f'the model for {shown(out)} holds {size / 2**30:.2f} GiB of weights, more than the 2 GiB one '
+                          'ONNX file holds; tools/export.py writes no external data, so nothing was written. Fix: '
+                          'export a smaller model, or its backbone (--part backbone)')
 
 
 def onnx_metadata(path: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ import os.path as osp
 
 import numpy as np
 
+from ..fileio.names import shown
 from .export import DATASET_META_KEY, DYNAMIC_BATCH_KEY, INPUT_NAME, KIND_KEY, MASK_OUTPUTS, TASK_KEY, read_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_mask_outputs
 
@@ -77,24 +78,25 @@ def _onnx_runner(onnx_file: str, task: str, source: str, timeout_s: float):
     from .onnx_inference import check_graph, check_window, exported_shape, run_bounded
     model_bytes, meta = read_onnx(onnx_file)
     if meta.get(KIND_KEY) != 'segmentor' or meta.get(TASK_KEY) != task:
-        raise ValueError(f'{onnx_file} is not a {task} segmentor export of tools/export.py (kind '
-                         f'{meta.get(KIND_KEY)}, task {meta.get(TASK_KEY)}) for {source}. Fix: export it from this '
-                         'config\'s checkpoint')
+        raise ValueError(f'{shown(onnx_file)} is not a {task} segmentor export of tools/export.py (kind '
+                         f'{shown(str(meta.get(KIND_KEY)))}, task {shown(str(meta.get(TASK_KEY)))}) for '
+                         f'{shown(source)}. Fix: export it from this config\'s checkpoint')
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
     if batch != 1 and meta.get(DYNAMIC_BATCH_KEY) != 'true':
-        raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 or --dynamic-batch')
+        raise ValueError(f'{shown(onnx_file)} was exported for batch {batch}; export with --batch 1 or '
+                         '--dynamic-batch')
     check_graph(model_bytes, onnx_file)
     dataset_meta = _parse_dataset_meta(meta, onnx_file)
     session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
     names = [o.name for o in session.get_outputs()]
     if names != list(MASK_OUTPUTS):
-        raise ValueError(f'{onnx_file} has the outputs {names}, not {list(MASK_OUTPUTS)}. Fix: export it again with '
-                         'tools/export.py')
+        raise ValueError(f'{shown(onnx_file)} has the outputs {shown(str(names))}, not {list(MASK_OUTPUTS)}. Fix: '
+                         'export it again with tools/export.py')
 
     def run(x):
         if tuple(x.shape[2:]) != (h_win, w_win):
             check_window((h_win, w_win), tuple(x.shape[2:]), onnx_file)
-            raise ValueError(f'{onnx_file} takes {h_win}x{w_win} inputs, and the config pads this image to '
+            raise ValueError(f'{shown(onnx_file)} takes {h_win}x{w_win} inputs, and the config pads this image to '
                              f'{x.shape[2]}x{x.shape[3]}. Fix: export with --shape {x.shape[2]} {x.shape[3]}')
         class_logits, mask_logits = run_bounded(session, {INPUT_NAME: x.numpy()}, onnx_file, timeout_s)
         return torch.from_numpy(mask_logits), torch.from_numpy(class_logits)
@@ -166,7 +168,7 @@ def infer_masks(config: str, inputs: list[str], out_dir: str, *, checkpoint: str
     cfg = Config.fromfile(config)
     task = config_task(cfg)
     if task == 'semantic':
-        raise ValueError(f'{config} is not a panoptic or instance EoMT config')
+        raise ValueError(f'{shown(config)} is not a panoptic or instance EoMT config')
     images = list_images(inputs)
     names = output_names(images)
     folder, planned = open_output_folder(out_dir, images, names, [config, checkpoint, onnx_file, *inputs], overwrite,

@@ -12,7 +12,9 @@ import time
 
 import numpy as np
 
-from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, external_tensors, read_onnx
+from ..fileio.names import shown
+from .export import (DATASET_META_KEY, DYNAMIC_BATCH_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, TASK_KEY,
+                     external_tensors, read_onnx)
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
@@ -50,8 +52,6 @@ def check_graph(model_bytes: bytes, onnx_file: str) -> None:
     session is created: its bytes would become weights, and through them the outputs.
     """
     import onnx
-
-    from ..fileio.names import shown
     proto = onnx.load_from_string(model_bytes)
     fix = ('Fix: export the model again with tools/export.py, which writes none; run only ONNX files you made or '
            'trust')
@@ -225,8 +225,11 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     if meta.get(KIND_KEY) != 'segmentor':
         raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get(KIND_KEY)})')
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
-    if batch != 1:
+    if batch != 1 and meta.get(DYNAMIC_BATCH_KEY) != 'true':
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
+    if meta.get(TASK_KEY, 'semantic') != 'semantic':
+        raise ValueError(f'{shown(onnx_file)} is a {shown(meta[TASK_KEY])} export, and {shown(config)} a semantic '
+                         'config. Fix: pass the panoptic or instance config it was exported from')
     check_graph(model_bytes, onnx_file)
     pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
     preprocessor = MODELS.build(cfg.model.data_preprocessor)
