@@ -7,12 +7,11 @@ prediction (class logits ``(Q, C + 1)``, mask logits ``(Q, H/4, W/4)``), one pos
 from __future__ import annotations
 
 import inspect
-import os.path as osp
 
 import numpy as np
 
 from ..fileio.names import shown
-from .export import DATASET_META_KEY, DYNAMIC_BATCH_KEY, INPUT_NAME, KIND_KEY, MASK_OUTPUTS, TASK_KEY, read_onnx
+from .export import DYNAMIC_BATCH_KEY, INPUT_NAME, KIND_KEY, MASK_OUTPUTS, TASK_KEY, read_onnx
 from .segment_io import list_images, open_output_folder, output_names, write_mask_outputs
 
 #: The post-processing settings of a mask-classification segmentor, with their config keys.
@@ -75,7 +74,7 @@ def _onnx_runner(onnx_file: str, task: str, source: str, timeout_s: float):
     import onnxruntime as ort
     import torch
 
-    from .onnx_inference import check_graph, check_window, exported_shape, run_bounded
+    from .onnx_inference import check_graph, check_window, exported_shape, onnx_dataset_meta, run_bounded
     model_bytes, meta = read_onnx(onnx_file)
     if meta.get(KIND_KEY) != 'segmentor' or meta.get(TASK_KEY) != task:
         raise ValueError(f'{shown(onnx_file)} is not a {task} segmentor export of tools/export.py (kind '
@@ -86,7 +85,7 @@ def _onnx_runner(onnx_file: str, task: str, source: str, timeout_s: float):
         raise ValueError(f'{shown(onnx_file)} was exported for batch {batch}; export with --batch 1 or '
                          '--dynamic-batch')
     check_graph(model_bytes, onnx_file)
-    dataset_meta = _parse_dataset_meta(meta, onnx_file)
+    dataset_meta = onnx_dataset_meta(meta, onnx_file)
     session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
     names = [o.name for o in session.get_outputs()]
     if names != list(MASK_OUTPUTS):
@@ -102,20 +101,6 @@ def _onnx_runner(onnx_file: str, task: str, source: str, timeout_s: float):
         return torch.from_numpy(mask_logits), torch.from_numpy(class_logits)
 
     return run, dataset_meta
-
-
-def _parse_dataset_meta(meta: dict, onnx_file: str) -> dict | None:
-    from ..fileio.json_file import JSONFileError, parse_json
-    from ..fileio.text_file import check_printable
-    from .onnx_inference import OnnxModelError
-    try:
-        dataset_meta = parse_json(meta[DATASET_META_KEY], f'{onnx_file} metadata {DATASET_META_KEY}',
-                                  max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
-    except JSONFileError as error:
-        raise ValueError(str(error)) from None
-    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
-        check_printable(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
-    return dataset_meta
 
 
 def _checkpoint_runner(config: str, checkpoint: str, device: str | None):
@@ -158,13 +143,11 @@ def infer_masks(config: str, inputs: list[str], out_dir: str, *, checkpoint: str
         OnnxModelError: an ONNX graph, window or run out of bounds.
     """
     import torch
-    from mmcv.transforms import Compose, LoadAnnotations
     from mmengine.config import Config
-    from mmengine.registry import TRANSFORMS, init_default_scope
-    from mmseg.registry import MODELS
+    from mmengine.registry import init_default_scope
 
     from ..fileio.inputs import open_image
-    from ..registry import config_type_is
+    from .onnx_inference import preprocessed_inputs
     cfg = Config.fromfile(config)
     task = config_task(cfg)
     if task == 'semantic':
@@ -178,14 +161,10 @@ def infer_masks(config: str, inputs: list[str], out_dir: str, *, checkpoint: str
                          _checkpoint_runner(config, checkpoint, device))
     settings = postprocess_settings(cfg)
     palette = class_palette(dataset_meta, cfg.model.num_classes)
-    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
-    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    samples = preprocessed_inputs(cfg, images)
     folder.begin(planned)
     results = {}
-    for path, name in zip(images, names):
-        data = pipeline(dict(img_path=path))
-        batch = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
-        x, meta = batch['inputs'], batch['data_samples'][0].metainfo
+    for path, name, (x, meta) in zip(images, names, samples):
         mask_logits, class_logits = run(x)
         with torch.no_grad():
             result = predict_masks(task, mask_logits[0], class_logits[0], tuple(x.shape[2:]), meta['img_shape'],

@@ -194,6 +194,45 @@ def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
     return tuple(shape)
 
 
+def preprocessed_inputs(cfg, images: list[str]):
+    """Per image path: the config's test pipeline (annotation loaders dropped) and data preprocessor applied, as
+    ``(x (1, 3, H, W) normalized and padded, the sample's metainfo)``; both built now, run image by image."""
+    from mmcv.transforms import Compose, LoadAnnotations
+    from mmengine.registry import TRANSFORMS
+    from mmseg.registry import MODELS
+
+    from ..registry import config_type_is
+    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+
+    def each():
+        for path in images:
+            data = pipeline(dict(img_path=path))
+            batch = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
+            yield batch['inputs'], batch['data_samples'][0].metainfo
+
+    return each()
+
+
+def onnx_dataset_meta(meta: dict, onnx_file: str) -> dict | None:
+    """The class names and palette an export stores (``{"classes": [...], "palette": [...] | None}``), or None.
+
+    Raises:
+        ValueError: the metadata is not bounded JSON.
+        OnnxModelError: a class name holds a control character.
+    """
+    from ..fileio.json_file import JSONFileError, parse_json
+    from ..fileio.text_file import check_printable
+    try:
+        dataset_meta = parse_json(meta[DATASET_META_KEY], f'{onnx_file} metadata {DATASET_META_KEY}',
+                                  max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
+    except JSONFileError as error:
+        raise ValueError(str(error)) from None
+    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
+        check_printable(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
+    return dataset_meta
+
+
 def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
                overwrite: bool = False, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, np.ndarray]:
     """:func:`beit_mm.apis.segment.infer_images` with an exported ONNX segmentor run by onnxruntime; each window's
@@ -204,18 +243,13 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     import onnxruntime as ort
     import torch
     import torch.nn.functional as F
-    from mmcv.transforms import Compose, LoadAnnotations
     from mmengine.config import Config
-    from mmengine.registry import TRANSFORMS, init_default_scope
+    from mmengine.registry import init_default_scope
     from mmengine.structures import PixelData
-    from mmseg.registry import MODELS
     from mmseg.structures import SegDataSample
     from mmseg.visualization import SegLocalVisualizer
 
     from ..fileio.inputs import open_image
-    from ..fileio.json_file import JSONFileError, parse_json
-    from ..fileio.text_file import check_printable
-    from ..registry import config_type_is
     images = list_images(inputs)
     names = output_names(images)
     folder, planned = open_output_folder(out_dir, images, names, [config, onnx_file, *inputs], overwrite)
@@ -231,27 +265,17 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         raise ValueError(f'{shown(onnx_file)} is a {shown(meta[TASK_KEY])} export, and {shown(config)} a semantic '
                          'config. Fix: pass the panoptic or instance config it was exported from')
     check_graph(model_bytes, onnx_file)
-    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
-    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    samples = preprocessed_inputs(cfg, images)
     session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg
     align_corners = (cfg.model.get('decode_head') or {}).get('align_corners', False)  # EoMT: bilinear, False
-    try:
-        dataset_meta = parse_json(meta[DATASET_META_KEY], f'{onnx_file} metadata {DATASET_META_KEY}',
-                                  max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
-    except JSONFileError as error:
-        raise ValueError(str(error)) from None
-    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
-        check_printable(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
+    dataset_meta = onnx_dataset_meta(meta, onnx_file)
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:
         visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
     folder.begin(planned)
     preds = {}
-    for path, name in zip(images, names):
-        data = pipeline(dict(img_path=path))
-        batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
-        x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
+    for path, name, (x, img_meta) in zip(images, names, samples):
         check_window((h_win, w_win), tuple(x.shape[2:]), onnx_file)
         logits = run_windows(x, lambda a: run_bounded(session, {INPUT_NAME: a}, onnx_file, timeout_s)[0],
                              (h_win, w_win), test_cfg.get('mode', 'whole'), test_cfg.get('stride'))

@@ -113,3 +113,13 @@ def test_infer_onnx_writes_the_checkpoints_segments_and_instances(task, coco, tm
             found += sum(s >= 0.5 for s in ref['scores'])
     print(f'{task}: {found} segments/instances (score >= 0.5) identical through ONNX')
     assert found >= 2, 'the crafted weights give a few segments or confident instances'
+
+
+def test_a_dataset_palette_longer_than_the_classes_is_cut_to_them():
+    """mmdet keeps a dataset's whole palette when a config names fewer classes: colour i stays class i's; a colour
+    that is not [r, g, b] bytes is still refused."""
+    from beit_mm.apis.export import ExportError, dataset_meta_json
+    text = dataset_meta_json({'classes': ('a', 'b'), 'palette': [(1, 2, 3), (4, 5, 6), (7, 8, 9)]}, 'x.pth')
+    assert json.loads(text) == {'classes': ['a', 'b'], 'palette': [[1, 2, 3], [4, 5, 6]]}
+    with pytest.raises(ExportError, match=r'x\.pth: meta\.dataset_meta palette is not one \[r, g, b\]'):
+        dataset_meta_json({'classes': ('a', 'b'), 'palette': [(1, 2, 3), (4, 5, 256)]}, 'x.pth')
