@@ -40,16 +40,21 @@ def _model(task: str) -> torch.nn.Module:
     return model
 
 
+def _sharpened(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with its class and mask heads scaled, in place."""
+    with torch.no_grad():
+        model.class_head.weight.mul_(20.0)
+        model.mask_head[0].weight.mul_(10.0)
+        model.mask_head[-1].weight.mul_(10.0)
+    return model
+
+
 def _checkpoint(task: str, path: str) -> None:
     """:func:`_model` with the heads scaled (confident queries, sharp masks: some queries keep most of their own
     mask), saved with mmdet's dataset_meta as tools/train.py saves it: COCO's 133-colour palette for the demo's 5
     classes."""
     from mmdet.datasets import CocoPanopticDataset
-    model = _model(task)
-    with torch.no_grad():
-        model.class_head.weight.mul_(20.0)
-        model.mask_head[0].weight.mul_(10.0)
-        model.mask_head[-1].weight.mul_(10.0)
+    model = _sharpened(_model(task))
     classes = Config.fromfile(CONFIGS[task]).train_dataloader.dataset.metainfo['classes']
     meta = dict(dataset_meta=dict(classes=classes, palette=CocoPanopticDataset.METAINFO['palette']))
     torch.save({'state_dict': model.state_dict(), 'meta': meta}, path)
@@ -123,3 +128,28 @@ def test_a_dataset_palette_longer_than_the_classes_is_cut_to_them():
     assert json.loads(text) == {'classes': ['a', 'b'], 'palette': [[1, 2, 3], [4, 5, 6]]}
     with pytest.raises(ExportError, match=r'x\.pth: meta\.dataset_meta palette is not one \[r, g, b\]'):
         dataset_meta_json({'classes': ('a', 'b'), 'palette': [(1, 2, 3), (4, 5, 256)]}, 'x.pth')
+
+
+@pytest.mark.parametrize('task', ['panoptic', 'instance'])
+def test_infer_post_processing_is_the_models_predict(task):
+    """predict_masks (tools/infer.py, checkpoint and --onnx) from the raw logits equals EoMT.predict on one padded
+    input: the same panoptic map, the same instance masks, labels and scores."""
+    from mmdet.structures import DetDataSample
+
+    from beit_mm.apis.mask_inference import postprocess_settings, predict_masks
+    cfg = Config.fromfile(CONFIGS[task])
+    model = _sharpened(_model(task))
+    x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    meta = dict(img_shape=(43, 64), ori_shape=(70, 104), batch_input_shape=(64, 64))
+    with torch.no_grad():
+        ref = model.predict(x, [DetDataSample(metainfo=meta)])[0]
+        masks, classes = model.forward_predictions(x)
+        got = predict_masks(task, masks[-1][0], classes[-1][0], (64, 64), meta['img_shape'], meta['ori_shape'],
+                            postprocess_settings(cfg))
+    if task == 'panoptic':
+        assert len(np.unique(got)) > 1, 'a segment besides void'
+        assert np.array_equal(got, ref.pred_panoptic_seg.sem_seg[0].numpy())
+    else:
+        instances = ref.pred_instances
+        assert np.array_equal(got[0], instances.masks.numpy()) and np.array_equal(got[1], instances.labels.numpy())
+        assert np.array_equal(got[2], instances.scores.numpy())
