@@ -15,7 +15,7 @@ from mmdet.evaluation.functional import INSTANCE_OFFSET
 from torch import Tensor
 
 #: Queries resized to the original size at once.
-CHUNK = 8
+CHUNK = 4
 
 
 def to_original_size(mask_logits: Tensor, input_size: tuple[int, int], img_shape: tuple[int, int],
