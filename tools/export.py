@@ -4,14 +4,17 @@
 
 - ``CHECKPOINT``: a ``tools/train.py`` checkpoint or work dir (its last checkpoint); with ``--part backbone`` also a
   backbone-only state dict (``tools/convert_checkpoint.py`` output).
-- ``--part auto``: a segmentation config exports the segmentor (``logits`` (B, K, H, W) at the input size), an
-  mmpretrain classification config the classifier (``logits`` (B, num_classes)), anything else its backbone
-  (``feat0``, ...). ``--part backbone``: the backbone of any config.
+- ``--part auto``: a segmentation config exports the segmentor (``logits`` (B, K, H, W) at the input size; a panoptic
+  or instance EoMT its raw ``class_logits`` (B, Q, C + 1) and ``mask_logits`` (B, Q, H/4, W/4)), an mmpretrain
+  classification config the classifier (``logits`` (B, num_classes)), anything else its backbone (``feat0``, ...).
+  ``--part backbone``: the backbone of any config.
 - ``--shape H W``: the exported input size (a segmentor's crop size; divisible by the patch size). The relative
   position bias is resolved for this grid in PyTorch before export; the graph has no resampling.
 - The input is the normalized image (the config's ``data_preprocessor`` mean/std and channel order, stored in the
   file's metadata); ``tools/infer.py --onnx FILE`` does that, plus the slide windows of the config's ``test_cfg``.
-- ``--batch``: the exported batch size (all sizes are static).
+- ``--batch``: the exported batch size; ``--dynamic-batch`` makes the batch axis of the input and outputs dynamic
+  (every other size stays static). Opset 17: onnxruntime and TensorRT 8.6+ read it (docs/export.md).
+- One file: the weights are inside it, never external data; a model over 2 GiB of weights is refused.
 - ``--out`` is checked before anything is loaded (:func:`beit_mm.fileio.outputs.check_output`): an existing file needs
   ``--overwrite``; a link, the config or checkpoint, or a path in a dataset root is refused. Written atomically.
 - After writing, runs onnxruntime and PyTorch on the same random batch and prints the max |diff| of the
@@ -34,7 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--format', choices=['onnx'], default='onnx', help='export format')
     parser.add_argument('--shape', type=int, nargs=2, required=True, metavar=('H', 'W'), help='input size')
     parser.add_argument('--out', required=True, help='output file')
-    parser.add_argument('--batch', type=int, default=1, help='the exported (static) batch size')
+    parser.add_argument('--batch', type=int, default=1, help='the exported batch size (traced with it)')
+    parser.add_argument('--dynamic-batch', action='store_true', help='a dynamic batch axis (other sizes static)')
     parser.add_argument('--part', choices=['auto', 'backbone'], default='auto',
                         help='what to export: the whole model (auto) or its backbone')
     parser.add_argument('--no-check', action='store_true', help='skip the onnxruntime vs PyTorch check')
@@ -118,12 +122,15 @@ def export(args: argparse.Namespace) -> None:
     dataset_meta = checkpoint_dataset_meta(args.checkpoint)
     if dataset_meta:  # class names and palette for tools/infer.py --onnx
         metadata['dataset_meta'] = dataset_meta
-    names = export_onnx(model, kind, shape, args.out, batch=args.batch, metadata=metadata)
+    names = export_onnx(model, kind, shape, args.out, batch=args.batch, metadata=metadata,
+                        dynamic_batch=args.dynamic_batch)
     print(f'wrote {args.out}: {kind}, input {INPUT_NAME} ({args.batch}, 3, {shape[0]}, {shape[1]}) -> {", ".join(names)} '
           f'({osp.getsize(args.out) / 1e6:.1f} MB)')
     if not args.no_check:
-        result = check_onnx(export_module(model, kind, shape), args.out, shape, batch=args.batch)
-        print(f'onnxruntime vs PyTorch (fp32, batch {args.batch}): {describe_comparison(result)}')
+        module = export_module(model, kind, shape)
+        for batch in (args.batch, args.batch + 1) if args.dynamic_batch else (args.batch, ):
+            result = check_onnx(module, args.out, shape, batch=batch)
+            print(f'onnxruntime vs PyTorch (fp32, batch {batch}): {describe_comparison(result)}')
 
 
 if __name__ == '__main__':

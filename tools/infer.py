@@ -19,6 +19,9 @@
   segmented.
 - ``--onnx FILE`` (a file of ``tools/export.py``; no CHECKPOINT then): the same pipeline, normalization, slide windows
   and resizing, in Python around onnxruntime (:mod:`beit_mm.apis.onnx_inference`).
+- A panoptic or instance EoMT config (checkpoint or ``--onnx``): ``DIR/pred/<stem>.png`` + ``.json`` (COCO panoptic
+  PNG and its ``segments_info``) or ``DIR/pred/<stem>.json`` (instances: labels, scores, boxes, RLE masks, as mmdet's
+  ``DetInferencer``), the same post-processing for both (:mod:`beit_mm.apis.mask_inference`).
 """
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
 """Export a beit_mm model to ONNX at a fixed input size (mmdeploy's place for mmseg/mmpretrain models).
 
 The input ``input`` is (B, 3, H, W) float32, normalized as the config's ``data_preprocessor`` does (mean, std and
-channel order go into the file's metadata); every size is static. Outputs by kind (:func:`export_module`):
+channel order go into the file's metadata); every size is static but the batch, which may be dynamic. Outputs by kind (:func:`export_module`):
 
 - ``'segmentor'``: ``logits`` (B, K, H, W), one whole-image ``encode_decode`` (``beit_mm.EoMT`` included); slide
-  windows, flips and scales stay in Python around the exported model;
+  windows, flips and scales stay in Python around the exported model. A panoptic or instance ``beit_mm.EoMT``:
+  its raw last prediction, ``class_logits`` (B, Q, C + 1) and ``mask_logits`` (B, Q, H/4, W/4), for the Python
+  post-processing (:mod:`beit_mm.models.segmentors.mask_postprocess`);
 - ``'classifier'``: ``logits`` (B, num_classes), before softmax;
 - ``'backbone'``: ``feat0``, ``feat1``, ... the backbone's output maps.
 
@@ -40,6 +42,11 @@ INPUT_NAME = 'input'
 #: class names and palette (JSON, segmentors).
 KIND_KEY = 'beit_mm.kind'
 SHAPE_KEY = 'beit_mm.shape'
+#: ``metadata_props`` keys of segmentors: the task (``'semantic'``, ``'panoptic'``, ``'instance'``), and ``'true'``
+#: when the batch axis is dynamic (``SHAPE_KEY``'s batch is then the traced one).
+TASK_KEY = 'beit_mm.task'
+DYNAMIC_BATCH_KEY = 'beit_mm.dynamic_batch'
+MASK_OUTPUTS = ('class_logits', 'mask_logits')
 DATASET_META_KEY = 'dataset_meta'
 
 
@@ -73,7 +80,9 @@ def dataset_meta_json(meta, source: str) -> str | None:
         raise refuse(f'classes are not a list of at most {MAX_CLASSES} names')
     if not all(type(c) is str and len(c) <= MAX_CLASS_NAME_CHARS for c in classes):
         raise refuse(f'classes hold something other than names of at most {MAX_CLASS_NAME_CHARS} characters')
-    if not isinstance(palette, (list, tuple)) or len(palette) > len(classes) or not all(
+    if isinstance(palette, (list, tuple)) and len(palette) > len(classes):
+        palette = palette[:len(classes)]  # a dataset's own palette for a config that names fewer classes: i is class i
+    if not isinstance(palette, (list, tuple)) or not all(
             isinstance(c, (list, tuple)) and len(c) == 3 and all(type(v) is int and 0 <= v <= 255 for v in c)
             for c in palette):
         raise refuse('palette is not one [r, g, b] of integers 0..255 per class')
@@ -180,6 +189,24 @@ class SegmentorLogits(nn.Module):
         return F.interpolate(logits, size=x.shape[2:], mode='bilinear', align_corners=head.align_corners)
 
 
+class MaskLogits(nn.Module):
+    """A panoptic or instance ``beit_mm.EoMT`` -> its last prediction's ``class_logits`` (B, Q, C + 1) and
+    ``mask_logits`` (B, Q, H/4, W/4), raw."""
+
+    def __init__(self, segmentor: nn.Module) -> None:
+        super().__init__()
+        self.segmentor = segmentor
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        masks, classes = self.segmentor.forward_predictions(x)
+        return classes[-1], masks[-1]
+
+
+def segmentor_task(model: nn.Module) -> str:
+    """``'panoptic'`` or ``'instance'`` for a mask-classification segmentor of that task, else ``'semantic'``."""
+    return getattr(model, 'task', 'semantic')
+
+
 class ClassifierLogits(nn.Module):
     """mmpretrain ``ImageClassifier`` -> (B, num_classes) scores before softmax."""
 
@@ -211,7 +238,7 @@ def export_module(model: nn.Module, kind: str, shape: tuple[int, int]) -> nn.Mod
     fix_input_grid(model, shape)
     replace_adaptive_pooling(model)
     if kind == 'segmentor':
-        module = SegmentorLogits(model)
+        module = SegmentorLogits(model) if segmentor_task(model) == 'semantic' else MaskLogits(model)
     elif kind == 'classifier':
         module = ClassifierLogits(model)
     else:
@@ -239,7 +266,7 @@ def output_names(module: nn.Module, shape: tuple[int, int]) -> list[str]:
         with torch.no_grad():
             n = len(module(torch.zeros(1, 3, *shape)))
         return [f'feat{i}' for i in range(n)]
-    return ['logits']
+    return list(MASK_OUTPUTS) if isinstance(module, MaskLogits) else ['logits']
 
 
 def preprocess_metadata(cfg: Config) -> dict[str, str]:
@@ -252,11 +279,12 @@ def preprocess_metadata(cfg: Config) -> dict[str, str]:
 
 
 def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, batch: int = 1,
-                metadata: dict[str, str] | None = None, opset: int = OPSET) -> list[str]:
+                metadata: dict[str, str] | None = None, opset: int = OPSET, dynamic_batch: bool = False) -> list[str]:
     """Write ``model`` (see :func:`export_module`) to the ONNX file ``out`` atomically; returns the output names.
 
-    TorchScript-based exporter, constant folding off, input (``batch``, 3, H, W) static: a dynamic batch axis would
-    make UPerHead's adaptive pooling unexportable. ``metadata`` goes into ``metadata_props`` with the kind and shape.
+    TorchScript-based exporter, constant folding off, input (``batch``, 3, H, W) static, or with a dynamic batch axis
+    (input and outputs) when ``dynamic_batch``. ``metadata`` goes into ``metadata_props`` with the kind, the shape and
+    a segmentor's task.
     """
     import io
 
@@ -264,15 +292,26 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
 
     from ..fileio.outputs import atomic_file
     module = export_module(model, kind, shape)
+    check_one_file(module, out)
     names = output_names(module, shape)
     with torch.no_grad(), warnings.catch_warnings():
         # every size is a constant of this export
         warnings.simplefilter('ignore', torch.jit.TracerWarning)
         buffer = io.BytesIO()
+        axes = {name: {0: 'batch'} for name in (INPUT_NAME, *names)} if dynamic_batch else None
         torch.onnx.export(module, (torch.zeros(batch, 3, *shape), ), buffer, input_names=[INPUT_NAME],
-                          output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False)
+                          output_names=names, opset_version=opset, do_constant_folding=False, dynamo=False,
+                          dynamic_axes=axes)
     proto = onnx.load_from_string(buffer.getvalue())
+    if external_tensors(proto):  # an exporter that chose external data by itself
+        from ..fileio.names import shown
+        raise ExportError(f'the export for {shown(out)} stores {shown(external_tensors(proto)[0])} as external data; '
+                          'nothing was written. Fix: export a model under 2 GiB of weights')
     props = {KIND_KEY: kind, SHAPE_KEY: json.dumps([batch, 3, *shape]), **(metadata or {})}
+    if kind == 'segmentor':
+        props[TASK_KEY] = segmentor_task(model)
+    if dynamic_batch:
+        props[DYNAMIC_BATCH_KEY] = 'true'
     size = sum(len(str(k).encode('utf-8', 'replace')) + len(str(v).encode('utf-8', 'replace')) for k, v in props.items())
     if size > MAX_METADATA_BYTES:
         raise ExportError(f'the metadata for {out} takes {size} bytes, more than the {MAX_METADATA_BYTES} an export '
@@ -284,6 +323,65 @@ def export_onnx(model: nn.Module, kind: str, shape: tuple[int, int], out: str, b
     with atomic_file(out) as tmp, open(tmp, 'wb') as f:
         f.write(data)
     return names
+
+
+#: ONNX's one-file limit: a protobuf message is at most 2 GiB.
+MAX_ONNX_BYTES = 2**31 - 1
+
+
+def external_tensors(proto) -> list[str]:
+    """Where an ONNX ``ModelProto`` keeps a tensor as external data (``data_location == EXTERNAL`` or an
+    ``external_data`` entry): initializers, sparse initializers, tensor attributes of nodes (``Constant`` and any
+    other), in the main graph, every subgraph and every local function; each as ``'<what> <name>'``.
+    """
+    import onnx
+    found: list[str] = []
+
+    def tensor(t, what: str) -> None:
+        if t.data_location == onnx.TensorProto.EXTERNAL or len(t.external_data):
+            found.append(f'{what} {t.name!r}')
+
+    def sparse(t, what: str) -> None:
+        tensor(t.values, f'{what} values')
+        tensor(t.indices, f'{what} indices')
+
+    def nodes(items, where: str) -> None:
+        for node in items:
+            for a in node.attribute:
+                what = f'{where}node {node.name!r} ({node.op_type}) attribute {a.name!r}'
+                for t in [a.t] * a.HasField('t') + list(a.tensors):
+                    tensor(t, what)
+                for t in [a.sparse_tensor] * a.HasField('sparse_tensor') + list(a.sparse_tensors):
+                    sparse(t, what)
+                for g in [a.g] * a.HasField('g') + list(a.graphs):
+                    graph(g, f'{what}: ')
+
+    def graph(g, where: str) -> None:
+        for t in g.initializer:
+            tensor(t, f'{where}initializer')
+        for t in g.sparse_initializer:
+            sparse(t, f'{where}sparse initializer')
+        nodes(g.node, where)
+
+    graph(proto.graph, '')
+    for function in proto.functions:
+        nodes(function.node, f'function {function.name!r}: ')
+    return found
+
+
+def check_one_file(module: nn.Module, out: str) -> None:
+    """Refuse a model whose weights and buffers alone pass :data:`MAX_ONNX_BYTES`: one ONNX file cannot hold them,
+    and an export never writes external data.
+
+    Raises:
+        ExportError: naming the size and the fix.
+    """
+    size = sum(t.numel() * t.element_size() for t in (*module.parameters(), *module.buffers()))
+    if size > MAX_ONNX_BYTES:
+        from ..fileio.names import shown
+        raise ExportError(f'the model for {shown(out)} holds {size / 2**30:.2f} GiB of weights, more than the 2 GiB one '
+                          'ONNX file holds; tools/export.py writes no external data, so nothing was written. Fix: '
+                          'export a smaller model, or its backbone (--part backbone)')
 
 
 def onnx_metadata(path: str) -> dict[str, str]:

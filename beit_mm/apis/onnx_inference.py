@@ -12,7 +12,9 @@ import time
 
 import numpy as np
 
-from .export import DATASET_META_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, read_onnx
+from ..fileio.names import shown
+from .export import (DATASET_META_KEY, DYNAMIC_BATCH_KEY, INPUT_NAME, KIND_KEY, SHAPE_KEY, TASK_KEY,
+                     external_tensors, read_onnx)
 from .segment_io import list_images, open_output_folder, output_names, write_outputs
 
 #: The most an ONNX file's ``beit_mm.shape`` may declare per dimension (the batch, then 3, then H and W in pixels).
@@ -21,11 +23,11 @@ MAX_EXPORT_SIDE = 2**14
 MAX_WINDOW_PADDING = 16
 #: Seconds one onnxruntime run (one window) may take before it is stopped.
 RUN_TIMEOUT_S = 600.0
-#: The operators (default domain) the exporter writes for beit_mm's segmentors, plus elementwise math and reductions
-#: of the same families; no control flow.
+#: The operators (default domain) the exporter writes for beit_mm's segmentors (``Range``: the masked-attention
+#: slices of a dynamic-batch EoMT), plus elementwise math and reductions of the same families; no control flow.
 _EXPORTED = ('Add', 'BatchNormalization', 'Cast', 'Concat', 'Constant', 'ConstantOfShape', 'Conv', 'ConvTranspose',
              'Div', 'Einsum', 'Equal', 'Erf', 'Expand', 'Gather', 'Greater', 'GridSample', 'Identity',
-             'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
+             'LayerNormalization', 'MatMul', 'MaxPool', 'Mul', 'Not', 'Range', 'ReduceSum', 'Relu', 'Reshape', 'Resize',
              'ScatterND', 'Shape', 'Sigmoid', 'Slice', 'Softmax', 'Split', 'Sqrt', 'Squeeze', 'Sub', 'Transpose',
              'Unsqueeze', 'Where')
 _ELEMENTWISE = ('Abs', 'And', 'Ceil', 'Clip', 'Cos', 'Exp', 'Flatten', 'Floor', 'Gemm', 'GreaterOrEqual', 'Less',
@@ -39,16 +41,25 @@ class OnnxModelError(ValueError):
 
 
 def check_graph(model_bytes: bytes, onnx_file: str) -> None:
-    """Refuse a serialized ONNX model holding anything but :data:`EXPORTED_OPERATORS` of the default domain:
+    """Refuse a serialized ONNX model that is not one self-contained file of :data:`EXPORTED_OPERATORS` of the
+    default domain: a tensor stored as external data (anywhere, :func:`beit_mm.apis.export.external_tensors`),
     control flow, local functions, custom or unknown operators.
 
     Raises:
-        OnnxModelError: naming the operator and its node.
+        OnnxModelError: naming the tensor, or the operator and its node.
+
+    An external tensor makes onnxruntime open and read another file, resolved from the working directory, when the
+    session is created: its bytes would become weights, and through them the outputs.
     """
     import onnx
     proto = onnx.load_from_string(model_bytes)
     fix = ('Fix: export the model again with tools/export.py, which writes none; run only ONNX files you made or '
            'trust')
+    external = external_tensors(proto)
+    if external:
+        raise OnnxModelError(f'{shown(onnx_file)}: {shown(external[0])} is stored as external data (another file, '
+                             f'{len(external)} tensor(s) in all), which tools/export.py never writes; an ONNX file '
+                             f'must be one file, so no other file was opened and nothing was run. {fix}')
     if len(proto.functions):
         raise OnnxModelError(f'{onnx_file} defines {len(proto.functions)} local function(s) (e.g. '
                              f'{proto.functions[0].name!r}), which tools/export.py never writes. {fix}')
@@ -183,6 +194,45 @@ def exported_shape(meta: dict, onnx_file: str) -> tuple[int, int, int, int]:
     return tuple(shape)
 
 
+def preprocessed_inputs(cfg, images: list[str]):
+    """Per image path: the config's test pipeline (annotation loaders dropped) and data preprocessor applied, as
+    ``(x (1, 3, H, W) normalized and padded, the sample's metainfo)``; both built now, run image by image."""
+    from mmcv.transforms import Compose, LoadAnnotations
+    from mmengine.registry import TRANSFORMS
+    from mmseg.registry import MODELS
+
+    from ..registry import config_type_is
+    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
+    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+
+    def each():
+        for path in images:
+            data = pipeline(dict(img_path=path))
+            batch = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
+            yield batch['inputs'], batch['data_samples'][0].metainfo
+
+    return each()
+
+
+def onnx_dataset_meta(meta: dict, onnx_file: str) -> dict | None:
+    """The class names and palette an export stores (``{"classes": [...], "palette": [...] | None}``), or None.
+
+    Raises:
+        ValueError: the metadata is not bounded JSON.
+        OnnxModelError: a class name holds a control character.
+    """
+    from ..fileio.json_file import JSONFileError, parse_json
+    from ..fileio.names import check_name
+    try:
+        dataset_meta = parse_json(meta[DATASET_META_KEY], f'{onnx_file} metadata {DATASET_META_KEY}',
+                                  max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
+    except JSONFileError as error:
+        raise ValueError(str(error)) from None
+    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
+        check_name(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
+    return dataset_meta
+
+
 def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opacity: float = 0.5,
                overwrite: bool = False, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, np.ndarray]:
     """:func:`beit_mm.apis.segment.infer_images` with an exported ONNX segmentor run by onnxruntime; each window's
@@ -192,18 +242,13 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
         OnnxModelError: a graph, window or run out of bounds."""
     import onnxruntime as ort
     import torch
-    from mmcv.transforms import Compose, LoadAnnotations
     from mmengine.config import Config
-    from mmengine.registry import TRANSFORMS, init_default_scope
+    from mmengine.registry import init_default_scope
     from mmengine.structures import PixelData
-    from mmseg.registry import MODELS
     from mmseg.structures import SegDataSample
     from mmseg.visualization import SegLocalVisualizer
 
     from ..fileio.inputs import open_image
-    from ..fileio.json_file import JSONFileError, parse_json
-    from ..fileio.text_file import check_printable
-    from ..registry import config_type_is
     from .label_maps import upsampled_argmax
     images = list_images(inputs)
     names = output_names(images)
@@ -214,30 +259,23 @@ def infer_onnx(config: str, onnx_file: str, inputs: list[str], out_dir: str, opa
     if meta.get(KIND_KEY) != 'segmentor':
         raise ValueError(f'{onnx_file} is not a segmentor export of tools/export.py (kind {meta.get(KIND_KEY)})')
     batch, _, h_win, w_win = exported_shape(meta, onnx_file)
-    if batch != 1:
+    if batch != 1 and meta.get(DYNAMIC_BATCH_KEY) != 'true':
         raise ValueError(f'{onnx_file} was exported for batch {batch}; export with --batch 1 for tools/infer.py')
+    if meta.get(TASK_KEY, 'semantic') != 'semantic':
+        raise ValueError(f'{shown(onnx_file)} is a {shown(meta[TASK_KEY])} export, and {shown(config)} a semantic '
+                         'config. Fix: pass the panoptic or instance config it was exported from')
     check_graph(model_bytes, onnx_file)
-    pipeline = Compose([t for t in cfg.test_pipeline if not config_type_is(t['type'], LoadAnnotations, TRANSFORMS)])
-    preprocessor = MODELS.build(cfg.model.data_preprocessor)
+    samples = preprocessed_inputs(cfg, images)
     session = ort.InferenceSession(model_bytes, providers=['CPUExecutionProvider'])
     test_cfg = cfg.model.test_cfg
     align_corners = (cfg.model.get('decode_head') or {}).get('align_corners', False)  # EoMT: bilinear, False
-    try:
-        dataset_meta = parse_json(meta[DATASET_META_KEY], f'{onnx_file} metadata {DATASET_META_KEY}',
-                                  max_bytes=2**20, max_depth=4) if DATASET_META_KEY in meta else None
-    except JSONFileError as error:
-        raise ValueError(str(error)) from None
-    for index, name in enumerate((dataset_meta or {}).get('classes') or []):
-        check_printable(str(name), onnx_file, f'metadata {DATASET_META_KEY} class {index}', OnnxModelError)
+    dataset_meta = onnx_dataset_meta(meta, onnx_file)
     visualizer = SegLocalVisualizer(name=f'onnx_{osp.basename(onnx_file)}', alpha=opacity)
     if dataset_meta:
         visualizer.set_dataset_meta(dataset_meta['classes'], dataset_meta.get('palette'))
     folder.begin(planned)
     preds = {}
-    for path, name in zip(images, names):
-        data = pipeline(dict(img_path=path))
-        batch_data = preprocessor(dict(inputs=[data['inputs']], data_samples=[data['data_samples']]), False)
-        x, img_meta = batch_data['inputs'], batch_data['data_samples'][0].metainfo
+    for path, name, (x, img_meta) in zip(images, names, samples):
         check_window((h_win, w_win), tuple(x.shape[2:]), onnx_file)
         logits = run_windows(x, lambda a: run_bounded(session, {INPUT_NAME: a}, onnx_file, timeout_s)[0],
                              (h_win, w_win), test_cfg.get('mode', 'whole'), test_cfg.get('stride'))

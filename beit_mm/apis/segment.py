@@ -59,15 +59,23 @@ def run_infer(config: str, checkpoint: Optional[str], inputs: Sequence[str], *, 
               out_dir: str = 'work_dirs/infer', opacity: float = 0.5, device: Optional[str] = None,
               batch_size: int = 1, overwrite: bool = False) -> dict[str, np.ndarray]:
     """:func:`infer_images` with ``checkpoint``, or :func:`beit_mm.apis.onnx_inference.infer_onnx` with the ``onnx``
-    file (``checkpoint`` None then); the keywords are the inference entry point's flags.
+    file (``checkpoint`` None then); a panoptic or instance EoMT config with either, by
+    :func:`beit_mm.apis.mask_inference.infer_masks`. The keywords are the inference entry point's flags.
 
     Returns:
-        {image path: predicted label map (H, W)}.
+        {image path: predicted label map (H, W)}; panoptic: mmdet's panoptic map (H, W); instance: (masks, labels,
+        scores).
 
     Raises:
         CheckpointFileError, CheckpointMismatchError, OutputError, FileNotFoundError, ValueError: refusals, before
             any output is written.
     """
+    from mmengine.config import Config
+
+    from .mask_inference import config_task, infer_masks
+    if config_task(Config.fromfile(config)) != 'semantic':  # panoptic or instance: both paths in one module
+        return infer_masks(config, list(inputs), out_dir, checkpoint=checkpoint, onnx_file=onnx, opacity=opacity,
+                           device=device, overwrite=overwrite)
     if onnx is not None:
         return infer_onnx(config, onnx, list(inputs), out_dir, opacity, overwrite)
     return infer_images(config, checkpoint, list(inputs), out_dir, opacity, device, batch_size, overwrite)

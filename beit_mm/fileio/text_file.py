@@ -8,7 +8,6 @@ import os
 from .inputs import open_input
 from .names import MAX_NAME_CHARS, check_name, control_characters, shown
 
-check_printable = check_name  # the name the ONNX reader imports: one rule for every name (beit_mm.fileio.names)
 
 MAX_TEXT_BYTES = 1 * 2**20  # a class list of 10k names is ~100 KB
 LIST_BLOCK_BYTES = 2**20  # a list file is read in blocks of this size

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 from beit_mm.registry import MODELS
 
 from .mask_annealing import anneal_attention_mask, mask_probabilities
-from .mask_postprocess import instance_results, panoptic_segments, to_original_size
+from .mask_postprocess import OriginalSize, instance_results, panoptic_segments
 from ..losses.mask_classification import panoptic_targets, semantic_targets
 
 TASKS = ('semantic', 'panoptic', 'instance')
@@ -260,13 +260,14 @@ class EoMT(EncoderDecoder):
             return super().predict(inputs, data_samples)
         masks, classes = self.forward_predictions(inputs)
         for mask_logits, class_logits, sample in zip(masks[-1], classes[-1], data_samples):
-            logits = to_original_size(mask_logits, inputs.shape[-2:], sample.img_shape, sample.ori_shape)
+            resize = OriginalSize(inputs.shape[-2:], sample.img_shape, sample.ori_shape)
             if self.task == 'panoptic':
-                panoptic = panoptic_segments(logits, class_logits, self.num_things_classes, self.mask_thresh,
-                                             self.overlap_thresh)
+                panoptic = panoptic_segments(mask_logits, class_logits, self.num_things_classes, self.mask_thresh,
+                                             self.overlap_thresh, resize=resize)
                 sample.pred_panoptic_seg = PixelData(sem_seg=panoptic[None])
             else:
-                pred_masks, labels, scores = instance_results(logits, class_logits, self.top_k_instances)
+                pred_masks, labels, scores = instance_results(mask_logits, class_logits, self.top_k_instances,
+                                                              resize=resize)
                 sample.pred_instances = InstanceData(masks=pred_masks, labels=labels, scores=scores,
                                                      bboxes=mask2bbox(pred_masks))
         return data_samples
