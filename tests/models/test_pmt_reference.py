@@ -55,8 +55,8 @@ def tiny_model(tmp_path):
                                  source='hf')
     decoder = convert_checkpoint(str(tmp_path / 'decoder.pt'), str(tmp_path / 'pmt.pth'), model='pmt',
                                  source='official')
-    model.backbone.load_state_dict(torch.load(encoder)['state_dict'], strict=True)
-    model.load_state_dict(torch.load(decoder)['state_dict'], strict=True)  # the decoder file: no encoder key
+    state_dict = {f'backbone.{k}': v for k, v in torch.load(encoder)['state_dict'].items()}
+    model.load_state_dict({**state_dict, **torch.load(decoder)['state_dict']}, strict=True)
     return model
 
 

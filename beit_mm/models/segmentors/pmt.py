@@ -69,8 +69,9 @@ class PMT(EoMT):
     Raises:
         ValueError: a feature index outside the encoder, or :class:`EoMT`'s errors.
 
-    ``state_dict`` leaves the frozen encoder out and loading does not ask for it: a checkpoint is the decoder, the
-    encoder comes from ``backbone.init_cfg``.
+    An encoder read from a file (``backbone.init_cfg`` ``Pretrained``) is not the model's to save: ``state_dict``
+    leaves it out, and loading a state dict without it reads it from that file again. A randomly initialized encoder
+    is saved with the decoder.
     """
 
     #: Name prefixes of the weights inference reads from a checkpoint: the decoder; the encoder is its own file.
@@ -95,6 +96,8 @@ class PMT(EoMT):
             raise ValueError(f'feature_indices={tuple(feature_indices)} must name blocks of the {depth}-block encoder '
                              '(0-based; PMT-L reads 5, 11, 17, 23, PMT-S/B 2, 5, 8, 11)')
         self.feature_indices = tuple(feature_indices)
+        init = self.backbone.init_cfg
+        self.encoder_file = init['checkpoint'] if isinstance(init, dict) and init.get('type') == 'Pretrained' else None
         self.backbone.requires_grad_(False)
         self.backbone.eval()
         dims, heads = self.backbone.embed_dims, self.backbone.num_heads
@@ -104,8 +107,8 @@ class PMT(EoMT):
                         attn_impl=attn_impl) for _ in range(num_blocks)
         ])
         self.decoder_norm = nn.LayerNorm(dims)
-        self.register_state_dict_post_hook(_drop_backbone)
-        self.register_load_state_dict_post_hook(_backbone_may_be_missing)
+        self.register_state_dict_post_hook(_drop_encoder_read_from_file)
+        self.register_load_state_dict_post_hook(_encoder_from_its_file)
 
     def train(self, mode: bool = True) -> PMT:
         """Set the decoder's mode; the frozen encoder stays in eval mode."""
@@ -147,13 +150,23 @@ class PMT(EoMT):
         return masks + [mask_logits], classes + [class_logits]
 
 
-def _drop_backbone(module: nn.Module, state_dict: dict, prefix: str, local_metadata: dict) -> None:
-    """State-dict hook: the frozen encoder's weights are not the model's to save."""
-    for key in [k for k in state_dict if k.startswith(prefix + 'backbone.')]:
-        del state_dict[key]
+def _is_encoder(key: str, prefix: str = '') -> bool:
+    return key.startswith(prefix + 'backbone.') or (not prefix and '.backbone.' in key)
 
 
-def _backbone_may_be_missing(module: nn.Module, incompatible_keys) -> None:
-    """Load post-hook: a checkpoint without the encoder loads strictly (the encoder comes from its own file)."""
+def _drop_encoder_read_from_file(module: PMT, state_dict: dict, prefix: str, local_metadata: dict) -> None:
+    """State-dict hook: an encoder read from its own file is left out."""
+    if module.encoder_file is not None:
+        for key in [k for k in state_dict if _is_encoder(k, prefix)]:
+            del state_dict[key]
+
+
+def _encoder_from_its_file(module: PMT, incompatible_keys) -> None:
+    """Load post-hook: a state dict without any encoder weight, for a model whose encoder is read from a file, loads
+    strictly and the encoder is read from that file."""
     missing = incompatible_keys.missing_keys
-    missing[:] = [k for k in missing if not (k.startswith('backbone.') or '.backbone.' in k)]
+    lacking = [k for k in missing if _is_encoder(k)]
+    if module.encoder_file is None or len(lacking) != len(module.backbone.state_dict()):
+        return
+    module.backbone.init_weights()
+    missing[:] = [k for k in missing if not _is_encoder(k)]
