@@ -5,8 +5,4 @@ _base_ = ['../eomt/eomt_dinov3-large-p16_4xb4-amp-12e_coco-instance-640x640.py',
 model = dict(**_base_.pmt_dinov3_large)
 train_dataloader = dict(batch_size=_base_.pmt_batch_size)
 optim_wrapper = _base_.pmt_optim_wrapper
-warmup_iters = 6000
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-9, by_epoch=False, begin=0, end=warmup_iters + 1),
-    dict(type='CosineAnnealingLR', eta_min=1e-9, by_epoch=False, begin=warmup_iters, end=_base_.max_iters),
-]
+param_scheduler = [_base_.pmt_warmup, dict(_base_.pmt_cosine, end=_base_.max_iters)]

@@ -8,8 +8,4 @@ model = dict(_base_.pmt_dinov3_large,
                                  end_steps=[3000, 8749, 10769, 12788, 14807, 16826]))
 train_dataloader = dict(batch_size=_base_.pmt_batch_size)
 optim_wrapper = _base_.pmt_optim_wrapper
-warmup_iters = 6000
-param_scheduler = [
-    dict(type='LinearLR', start_factor=1e-9, by_epoch=False, begin=0, end=warmup_iters + 1),
-    dict(type='CosineAnnealingLR', eta_min=1e-9, by_epoch=False, begin=warmup_iters, end=_base_.max_iters),
-]
+param_scheduler = [_base_.pmt_warmup, dict(_base_.pmt_cosine, end=_base_.max_iters)]

@@ -18,3 +18,7 @@ pmt_optim_wrapper = dict(
     optimizer=dict(type='AdamW', lr=2e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05),
     clip_grad=dict(max_norm=0.01, norm_type=2))
 pmt_batch_size = 16
+# 6000 linear warm-up steps from ~0, then cosine to 1e-9 at the config's max_iters: [pmt_warmup, dict(pmt_cosine,
+# end=max_iters)] (MMEngine's LinearLR is multiplicative: it starts at 1e-9 x lr and reaches lr at step 6000)
+pmt_warmup = dict(type='LinearLR', start_factor=1e-9, by_epoch=False, begin=0, end=6001)
+pmt_cosine = dict(type='CosineAnnealingLR', eta_min=1e-9, by_epoch=False, begin=6000)
