@@ -146,3 +146,11 @@ def test_feature_indices_outside_the_encoder_are_refused():
     cfg.feature_indices = (1, 4)
     with pytest.raises(ValueError, match=r'feature_indices=\(1, 4\) must name blocks of the 4-block encoder'):
         MODELS.build(cfg)
+
+
+def test_an_encoder_other_than_dinov3_is_refused():
+    cfg = Config.fromfile(DEMO).model
+    cfg.backbone = dict(type='beit_mm.BEiT', arch=dict(embed_dims=96, num_layers=4, num_heads=3, mlp_ratio=4.0),
+                        img_size=64, patch_size=8, final_norm=True, drop_path_rate=0.0)
+    with pytest.raises(ValueError, match='PMT reads a beit_mm.DINOv3 encoder .* got BEiT'):
+        MODELS.build(cfg)

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from beit_mm.registry import MODELS
 
+from ..backbones.dinov3 import DINOv3
 from ..layers.dinov3_block import DINOv3Block
 from .eomt import EoMT
 
@@ -67,7 +68,7 @@ class PMT(EoMT):
             top_k_instances, data_preprocessor, train_cfg, test_cfg, init_cfg: as :class:`EoMT`'s.
 
     Raises:
-        ValueError: a feature index outside the encoder, or :class:`EoMT`'s errors.
+        ValueError: the backbone is not a DINOv3, a feature index is outside it, or :class:`EoMT`'s errors.
 
     An encoder read from a file (``backbone.init_cfg`` ``Pretrained``) is not the model's to save: ``state_dict``
     leaves it out, and loading a state dict without it reads it from that file again. A randomly initialized encoder
@@ -91,6 +92,9 @@ class PMT(EoMT):
                  attn_impl: str = 'auto',
                  **kwargs) -> None:
         super().__init__(backbone, num_classes, num_queries=num_queries, num_blocks=num_blocks, **kwargs)
+        if not isinstance(self.backbone, DINOv3):
+            raise ValueError(f'PMT reads a beit_mm.DINOv3 encoder (its RoPE feeds the decoder), got '
+                             f'{type(self.backbone).__name__}; set backbone.type=\'beit_mm.DINOv3\'')
         depth = self.backbone.num_layers
         if not feature_indices or any(not 0 <= i < depth for i in feature_indices):
             raise ValueError(f'feature_indices={tuple(feature_indices)} must name blocks of the {depth}-block encoder '
