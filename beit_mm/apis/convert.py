@@ -178,6 +178,14 @@ def _eomt(path: str, source: str, opts: _Options) -> dict:
     return {'state_dict': out, 'meta': meta} if meta else {'state_dict': out}
 
 
+def _pmt(path: str, source: str, opts: _Options) -> dict:
+    """tue-mps/pmt decoder weights -> beit_mm.PMT's decoder (the encoder is its own converted DINOv3)."""
+    from ..converters.pmt import pmt_to_beit_mm
+    src = read_source(path, 'pmt', source, opts.trust_code)
+    _no_img_size('pmt', opts)
+    return pmt_to_beit_mm(src)
+
+
 def _dino(path: str, source: str, opts: _Options) -> dict:
     """DINO ViT -> beit_mm BEiT (a VQ-KD teacher: beit_mm.BackboneTeacher)."""
     from ..converters.vqkd import convert_dino_vit
@@ -200,7 +208,7 @@ Converter = Callable[[str, str, _Options], dict]
 
 _BY_MODEL: dict[str, Converter] = {
     'beit': _beit, 'cvt': _cvt, 'dalle': _dalle, 'clip': _clip, 'vqkd': _vqkd, 'dino': _dino, 'eomt': _eomt,
-    'dinov2': _dinov2, 'dinov3': _dinov3, 'vit_adapter': _vit_adapter}
+    'dinov2': _dinov2, 'dinov3': _dinov3, 'vit_adapter': _vit_adapter, 'pmt': _pmt}
 #: model -> source layout -> converter (a state dict; vit_adapter: the whole file with the source's class meta).
 CONVERTERS: dict[str, dict[str, Converter]] = {
     model: {source: _BY_MODEL[model] for source in sources} for model, sources in MODELS.items()}

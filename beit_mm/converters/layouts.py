@@ -13,6 +13,7 @@ MODELS: dict[str, tuple[str, ...]] = {
     'dinov2': ('timm', ),
     'dinov3': ('official', 'hf'),
     'vit_adapter': ('official', ),
+    'pmt': ('official', ),
 }
 #: the ``class_order`` names: a source's order of a dataset's classes.
 CLASS_ORDERS = ('ade20k-panoptic', )

@@ -27,6 +27,7 @@ from beit_mm.converters.dinov2 import convert_dinov2
 from beit_mm.converters.dinov3 import official_dinov3_to_beit_mm
 from beit_mm.converters.dvae import extract_dvae_encoder
 from beit_mm.converters.eomt import beit_mm_to_hf_eomt, hf_eomt_to_beit_mm
+from beit_mm.converters.pmt import pmt_to_beit_mm
 from beit_mm.converters.upernet import segmentor_from_hf, segmentor_to_hf
 from beit_mm.converters.vit_adapter import convert_vit_adapter
 from beit_mm.converters.vqkd import convert_dino_vit, convert_vqkd
@@ -257,6 +258,37 @@ def _eomt() -> torch.nn.Module:
         loss=dict(type='beit_mm.MaskClassificationLoss', num_classes=5, num_points=16))))
 
 
+def _pmt() -> torch.nn.Module:
+    return randomize_(MODELS.build(dict(
+        type='beit_mm.PMT', num_classes=5, num_queries=6, num_blocks=2, feature_indices=(0, 1),
+        norm_cfg=dict(type='BN1d'), backbone=dict(type='beit_mm.DINOv3', arch=VIT, img_size=32),
+        loss=dict(type='beit_mm.MaskClassificationLoss', num_classes=5, num_points=16))))
+
+
+def _official_pmt(sd: dict) -> dict:
+    """tue-mps/pmt's Lightning names of a tiny PMT's decoder (its HF-style decoder blocks) and its encoder as is."""
+    out = {k: v for k, v in sd.items() if k.startswith('backbone.')}
+    for k, v in sd.items():
+        if k.startswith('neck.bn.'):
+            out['network.' + k[len('neck.'):]] = v
+        elif k.startswith('neck.'):
+            out['network.decoder.' + k[len('neck.'):]] = v
+        elif k.startswith('decoder_blocks.'):
+            i, rest = k.split('.', 2)[1:]
+            p = f'network.decoder.blocks.{i}.'
+            if rest == 'attn.qkv.weight':
+                for name, part in zip('qkv', v.chunk(3)):
+                    out[f'{p}attention.{name}_proj.weight'] = part
+            else:
+                out[p + _rename({rest: v}, ('attn.q_bias', 'attention.q_proj.bias'),
+                                ('attn.v_bias', 'attention.v_proj.bias'), ('attn.proj.', 'attention.o_proj.'),
+                                ('gamma_1', 'layer_scale1.lambda1'), ('gamma_2', 'layer_scale2.lambda1'),
+                                ('mlp.fc1.', 'mlp.up_proj.'), ('mlp.fc2.', 'mlp.down_proj.')).popitem()[0]] = v
+        elif not k.startswith('backbone.'):
+            out['network.decoder.' + k] = v
+    return out
+
+
 def _dalle() -> torch.nn.Module:
     return randomize_(MODELS.build(dict(type='beit_mm.DALLEEncoder', **TINY_DALLE)))
 
@@ -316,6 +348,9 @@ CONVERTERS = {
     ('cvt', 'official'): (_cvt, dict, lambda sd: convert_cvt(sd, 'official')),
     ('upernet', 'hf'): (_upernet, segmentor_to_hf, segmentor_from_hf),
     ('eomt', 'hf'): (_eomt, beit_mm_to_hf_eomt, hf_eomt_to_beit_mm),
+    ('pmt', 'official onto its encoder'): (
+        _pmt, _official_pmt,
+        lambda sd: pmt_to_beit_mm(sd, backbone={k[9:]: v for k, v in sd.items() if k.startswith('backbone.')})),
     ('dalle', 'openai'): (_dalle,
                           lambda sd: _rename(sd, ('.weight', '.w'), ('.bias', '.b')),
                           lambda sd: convert_dalle(sd, 'openai')),

@@ -67,6 +67,12 @@ def _annealed(options: Callable[[dict, str], dict]) -> Callable[[dict, str], dic
     return eomt
 
 
+def _pmt_panoptic(data: dict, work: str) -> dict:
+    """The PMT demo with its six decoder blocks' masks annealed within the 2 iterations."""
+    return {**_coco(data, work), 'model.mask_annealing.start_steps': [0, 1, 1, 1, 1, 1],
+            'model.mask_annealing.end_steps': [1, 2, 2, 2, 2, 3]}
+
+
 def _custom(data: dict, work: str) -> dict:
     return _short(data['custom'])
 
@@ -156,6 +162,8 @@ FAMILIES = {  # in launch order: a chain's second family after its first
                                    'mIoU'),
     'mask2former-panoptic': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py'),
                                    _coco, 'coco_panoptic/PQ', show=True),
+    'pmt-panoptic': Family(osp.join(DEMO, 'pmt_dinov3-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py'), _pmt_panoptic,
+                           'coco_panoptic/PQ'),
     'mask2former-instance': Family(osp.join(DEMO, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py'),
                                    _coco, 'coco/segm_mAP'),
     'vit-adapter': Family(osp.join(DEMO, 'beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py'), _seg, 'mIoU'),

@@ -81,6 +81,9 @@ class EoMT(EncoderDecoder):
     #: set (the official ``load_ckpt_class_head=False``), these keeping the model's own init.
     class_set_weights = ('class_head.', )
 
+    #: Whether the queries run through the backbone's last ``num_blocks`` blocks (else through a decoder's own).
+    queries_join_backbone = True
+
     def __init__(self,
                  backbone: dict,
                  num_classes: int,
@@ -108,7 +111,7 @@ class EoMT(EncoderDecoder):
             raise ValueError('EoMT runs the blocks without drop path (official models/eomt.py:185-195); build the '
                              'backbone with drop_path_rate=0.0')
         depth = self.backbone.num_layers
-        if not 1 <= num_blocks <= depth:
+        if self.queries_join_backbone and not 1 <= num_blocks <= depth:
             raise ValueError(f'num_blocks={num_blocks} must be in [1, {depth}] (the last blocks that see the queries)')
         self.num_classes = self.out_channels = num_classes
         self.num_queries, self.num_blocks, self.masked_attn = num_queries, num_blocks, masked_attn
