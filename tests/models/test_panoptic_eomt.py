@@ -19,6 +19,7 @@ from beit_mm.models.losses.mask_classification import panoptic_targets
 from beit_mm.models.segmentors.mask_postprocess import instance_results, panoptic_segments, to_original_size
 
 from ..conftest import ROOT, run_train
+from ..support.demo_configs import short_demo
 
 DEMOS = osp.join(ROOT, 'configs', 'demo')
 PANOPTIC = osp.join(DEMOS, 'eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
@@ -145,18 +146,8 @@ def coco_root(tmp_path_factory) -> str:
 
 
 def _tiny(config: str, coco_root: str, work_dir) -> Config:
-    cfg = Config.fromfile(config)
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = coco_root
-        cfg[loader].num_workers = 0
-        cfg[loader].persistent_workers = False
-    cfg.train_dataloader.batch_size = 2
-    cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = ITERS
+    cfg = short_demo(config, coco_root, work_dir, ITERS)
     cfg.model.mask_annealing = dict(start_steps=[1, 2], end_steps=[2, 3])
-    cfg.param_scheduler = []
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = ITERS
-    cfg.work_dir = str(work_dir)
     return cfg
 
 

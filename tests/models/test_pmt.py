@@ -13,6 +13,7 @@ from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.registry import MODELS
 
 from ..conftest import ROOT
+from ..support.demo_configs import short_demo
 
 PMT_CONFIGS = osp.join(ROOT, 'configs', 'pmt')
 DEMO = osp.join(ROOT, 'configs', 'demo', 'pmt_dinov3-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
@@ -74,19 +75,9 @@ def coco_root(tmp_path_factory) -> str:
 
 
 def _demo(coco_root: str, work_dir) -> Config:
-    cfg = Config.fromfile(DEMO)
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = coco_root
-        cfg[loader].num_workers = 0
-        cfg[loader].persistent_workers = False
-    cfg.train_dataloader.batch_size = 2
-    cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = ITERS
+    cfg = short_demo(DEMO, coco_root, work_dir, ITERS)
     cfg.model.mask_annealing.update(start_steps=[0, 1, 1, 1, 1, 1], end_steps=[1, 2, 2, 2, 2, 3])
-    cfg.param_scheduler = []
     cfg.model.loss.num_points = 64
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = ITERS
-    cfg.work_dir = str(work_dir)
     return cfg
 
 
