@@ -23,26 +23,13 @@ from contextlib import contextmanager
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .family_steps import FAMILIES as STEP_FAMILIES
+
 #: The devices the installation guide says the configs run on.
 DEVICES = ('cpu', 'cuda')
 
-#: family -> its demo config (relative to the repository root): one config of every family.
-FAMILIES = {
-    'UPerNet': 'configs/demo/beit-tiny-p8_upernet_1xb8-1k_ade20k-demo-64x64.py',
-    'EoMT semantic': 'configs/demo/eomt_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
-    'EoMT panoptic': 'configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
-    'EoMT instance': 'configs/demo/eomt_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py',
-    'Mask2Former semantic': 'configs/demo/mask2former_beit-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
-    'Mask2Former panoptic': 'configs/demo/mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py',
-    'Mask2Former instance': 'configs/demo/mask2former_beit-tiny-p8_1xb8-0.3k_coco-instance-demo-64x64.py',
-    'ViT-Adapter UPerNet': 'configs/demo/beit-adapter-tiny_upernet_1xb8-1k_ade20k-demo-64x64.py',
-    'ViT-Adapter Mask2Former': 'configs/demo/mask2former_beit-adapter-tiny_1xb8-1k_ade20k-demo-64x64.py',
-    'MIM v1': 'configs/demo/beit_beit-tiny-p16_1xb16-coslr-0.3k_ade20k-demo-96px.py',
-    'MIM v2': 'configs/demo/beitv2_beit-tiny-p8_1xb16-coslr-0.3k_ade20k-demo-64px.py',
-    'fine-tuning': 'configs/demo/beit-tiny-p16_beit-pre_1xb32-10e_in1k-demo-64px.py',
-    'CvT': 'configs/demo/cvt-13-tiny_1xb32-30e_in1k-demo-64px.py',
-    'DINOv3 EoMT': 'configs/demo/eomt_dinov3-tiny-p8_1xb8-1k_ade20k-demo-64x64.py',
-}
+#: family -> its demo config (relative to the repository root): the families of the GPU steps, one config each.
+FAMILIES = {family.name: family.demo for family in STEP_FAMILIES}
 
 
 def device_routed() -> dict[type, tuple[str, ...]]:
