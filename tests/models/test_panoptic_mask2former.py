@@ -18,6 +18,7 @@ from beit_mm.data.demo.coco import make_demo_coco
 from beit_mm.models.backbones import BEiT, BEiTAdapter
 
 from ..conftest import ROOT
+from ..support.demo_configs import short_demo
 
 DEMOS = osp.join(ROOT, 'configs', 'demo')
 PANOPTIC = osp.join(DEMOS, 'mask2former_beit-tiny-p8_1xb8-0.3k_coco-panoptic-demo-64x64.py')
@@ -60,22 +61,12 @@ def test_demo_builds_mmdet_mask2former_on_beit(config, things, stuff):
 
 
 def _tiny(config: str, coco_root: str, work_dir) -> Config:
-    cfg = Config.fromfile(config)
-    for loader in ('train_dataloader', 'val_dataloader', 'test_dataloader'):
-        cfg[loader].dataset.data_root = coco_root
-        cfg[loader].num_workers = 0
-        cfg[loader].persistent_workers = False
+    cfg = short_demo(config, coco_root, work_dir, ITERS)
     head = cfg.model.panoptic_head
     head.num_queries = 10
     head.pixel_decoder.encoder.num_layers = 1
     head.transformer_decoder.num_layers = 2
     cfg.model.test_cfg.max_per_image = 10 * (head.num_things_classes + head.num_stuff_classes)  # <= queries x classes
-    cfg.train_dataloader.batch_size = 2
-    cfg.train_cfg.max_iters = cfg.train_cfg.val_interval = ITERS
-    cfg.param_scheduler = []
-    cfg.default_hooks.logger.interval = 1
-    cfg.default_hooks.checkpoint.interval = ITERS
-    cfg.work_dir = str(work_dir)
     return cfg
 
 
