@@ -109,7 +109,7 @@ def _checkpoint_runner(config: str, checkpoint: str, device: str | None):
 
     import torch
 
-    from ..fileio import open_checkpoint
+    from ..fileio.checkpoint import checkpoint_meta
     from ..models.builder import inference_weights, load_model, resolve_checkpoint
     from .export import dataset_meta_json
     from mmengine.config import Config
@@ -117,8 +117,7 @@ def _checkpoint_runner(config: str, checkpoint: str, device: str | None):
     model, _ = load_model(config, path, need=inference_weights(Config.fromfile(config)))
     device = device or ('cuda' if torch.cuda.is_available() else 'cpu')
     model = model.to(device).eval()
-    obj = open_checkpoint(path)
-    meta = (obj.get('meta') or {}).get('dataset_meta') if isinstance(obj, dict) else None
+    meta = checkpoint_meta(path).get('dataset_meta')  # the weights are loaded above: only the meta is read here
     text = dataset_meta_json(meta, path) if isinstance(meta, dict) and meta else None
 
     def run(x):
